@@ -34,11 +34,11 @@ def test_geval_maps_replies_to_attempts_and_names_malformed_records(tmp_path):
     with pytest.warns(ImportProblemWarning, match=r"2 record problem\(s\), e.g. record 1 field ''"):
         imp = from_geval(path, condition_id="con_detailed", model="gpt-4o", low=1, high=5)
     log = imp.data
-    assert log[["item_id", "attempt", "total"]].values.tolist() == [
-        ["d1|M1", 1, 1.5], ["d1|M1", 2, 2.25], ["d3|M2", 1, 7.0], ["d3|M2", 2, 3.0]
-    ]
+    assert log[["item_id", "attempt"]].values.tolist() == [["d1|M1", 1], ["d1|M1", 2], ["d3|M2", 1], ["d3|M2", 2]]
+    # A flagged reply has no score (issue 18): the raw reply stays in response_text for audit.
+    assert log["total"].tolist()[:2] == [1.5, 2.25] and np.isnan(log.loc[2, "total"]) and log.loc[3, "total"] == 3.0
     assert log["error_flag"].tolist() == [False, False, True, False]
-    assert log.loc[2, "error_message"] == "score 7 outside 1-5"
+    assert log.loc[2, "error_message"] == "score 7 outside 1-5" and log.loc[2, "response_text"] == "7"
     assert log.loc[0, "human_consistency"] == 4.0 and np.isnan(log.loc[2, "human_consistency"])
     assert log["attempt_id"].is_unique
     assert imp.problems.values.tolist() == [
