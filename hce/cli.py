@@ -112,6 +112,9 @@ def rubric_validate(path: Path = typer.Argument(..., help="A rubric YAML file.")
         rubric = hce.load_rubric(path)
     low, high = rubric.total_range
     console.print(f"{path}: valid; {len(rubric.categories)} categories, total {low}-{high}", highlight=False)
+    for category in rubric.categories:
+        if len(category.scores) != category.max_score - category.min_score + 1:
+            console.print(f"note: {category.name} scores only {list(category.scores)} (allow_gaps); others are flagged", highlight=False)
 
 
 @rubric_app.command("behavior")

@@ -11,7 +11,8 @@ The rule (importers and the collection layer's reply parsers follow it):
    answer such as ``2-3``: a range is never read as one of its ends.
 3. **A labelled score wins**: when the reply has a score label (``Score:``, ``Rating:``,
    ``Total Score (5-20):``, ``Final score is``, or a label the caller names, such as a
-   criterion), the score is the last in-range number written right after such a label.
+   criterion), the score is the last in-range number written right after such a label;
+   another in-range number on that label's line (``Score: 2 or 3``) makes it conflicting.
 4. **Otherwise the only in-range number**: the reply's numbers within ``[low, high]``
    must all be the same value (``"3. The answer is 3"`` is 3).
 5. **Else the reply is flagged, never read**: no number in range, conflicting in-range
@@ -120,13 +121,19 @@ def extract_score(
         return _checked(value, low, high, levels, what)
     if not isinstance(reply, str):
         return Extracted(None, f"reply of type {type(reply).__name__} is not text or a number")
-    labelled = [_number(m) for m in _label_pattern(labels).findall(reply)] if labels else []
+    labelled = list(_label_pattern(labels).finditer(reply)) if labels else []
     if labelled:
-        inside = [v for v in labelled if _in_range(v, low, high)]
-        return _checked(inside[-1] if inside else labelled[-1], low, high, levels, what)
+        inside = [m for m in labelled if _in_range(_number(m.group(1)), low, high)]
+        chosen = (inside or labelled)[-1]
+        value = _number(chosen.group(1))
+        # "Score: 2 or 3": another in-range number on the label's line makes the answer unclear.
+        rest = reply[chosen.end():].split("\n", 1)[0]
+        others = sorted({v for v in _numbers(rest) if _in_range(v, low, high)} - {value})
+        if others and inside:
+            return Extracted(None, f"conflicting {what}s in the reply: {', '.join(map(_fmt, sorted([value, *others])))}")
+        return _checked(value, low, high, levels, what)
     ranges = [m.group() for m in _RANGE.finditer(reply)]
-    text = _DENOMINATOR.sub(" ", _RANGE.sub(" ", reply))
-    found = [_number(m.group()) for m in _NUMBER.finditer(text)]
+    found = _numbers(reply)
     inside = sorted({v for v in found if _in_range(v, low, high)})
     if len(inside) == 1:
         return _checked(inside[0], low, high, levels, what)
@@ -142,6 +149,12 @@ def extract_score(
     return Extracted(None, f"no {what} within {_fmt(low)}-{_fmt(high)} in the reply (numbers found: {shown})")
 
 
+def _numbers(text: str) -> list[float]:
+    """The numbers of a text that are not part of a scale statement, in order."""
+    text = _DENOMINATOR.sub(" ", _RANGE.sub(" ", text))
+    return [_number(m.group()) for m in _NUMBER.finditer(text)]
+
+
 def _in_range(value: float, low: float | None, high: float | None) -> bool:
     return (low is None or value >= low) and (high is None or value <= high)
 
@@ -153,5 +166,5 @@ def _checked(value: float, low: float | None, high: float | None, levels: Collec
         )
         return Extracted(None, f"{what} {_fmt(value)} outside {bounds}")
     if levels is not None and value not in levels:
-        return Extracted(None, f"{what} {_fmt(value)} is not a level of the scale {sorted(map(_fmt, levels), key=float)}")
+        return Extracted(None, f"{what} {_fmt(value)} is not a level of the scale [{', '.join(_fmt(v) for v in sorted(levels))}]")
     return Extracted(value, None)
