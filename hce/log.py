@@ -674,7 +674,13 @@ def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
 # --- the long view -----------------------------------------------------------------------
 
 
-def to_long(log: pd.DataFrame, criteria: Sequence[str] | None = None, *, include_total: bool = True) -> pd.DataFrame:
+def to_long(
+    log: pd.DataFrame,
+    criteria: Sequence[str] | None = None,
+    *,
+    rubric: Any = None,
+    include_total: bool = True,
+) -> pd.DataFrame:
     """One row per attempt x criterion: the shape the statistics work on.
 
     Parameters
@@ -682,7 +688,13 @@ def to_long(log: pd.DataFrame, criteria: Sequence[str] | None = None, *, include
     log : DataFrame
         An attempt log.
     criteria : list of str, optional
-        Score columns to stack. Default: the Rubric v5.0 criteria present in the log.
+        Score columns to stack (``[]``: only ``total``). Default: the criteria of
+        ``rubric``; without one, the Rubric v5.0 criteria when the log has all five, or
+        ``total`` alone when the log has no numeric column outside the schema. Any other
+        log is refused rather than guessed at: name its criteria.
+    rubric : Rubric or str or path, optional
+        The rubric the log was judged with (a :class:`~hce.rubric.Rubric`, a packaged
+        name or a YAML file); its criteria must all be columns of the log.
     include_total : bool
         Also stack ``total`` (as criterion ``"total"``) when present.
 
@@ -692,21 +704,24 @@ def to_long(log: pd.DataFrame, criteria: Sequence[str] | None = None, *, include
         The id columns present (``attempt_id, experiment_id, item_id, condition_id,
         prompt_id, model, attempt``), ``error_flag``, ``criterion`` and ``score`` (float).
 
+    Raises
+    ------
+    LogFormatError
+        A named criterion is not a column, or the criteria cannot be told from the log.
+
     Examples
     --------
     >>> import pandas as pd, hce.log
     >>> log = pd.DataFrame({"attempt_id": ["a"], "item_id": ["T1"], "attempt": [1],
-    ...                     "clarity_of_language": [3], "lexical_diversity": [2], "total": [5]})
-    >>> hce.log.to_long(log)[["criterion", "score"]]
-                 criterion  score
-    0  clarity_of_language    3.0
-    1    lexical_diversity    2.0
-    2                total    5.0
+    ...                     "accuracy": [3], "tone": [2], "total": [5]})
+    >>> hce.log.to_long(log, ["accuracy", "tone"])[["criterion", "score"]]
+      criterion  score
+    0  accuracy    3.0
+    1      tone    2.0
+    2     total    5.0
     """
     if criteria is None:
-        from hce.rubric import load_rubric
-
-        criteria = [c for c in load_rubric("v5").criteria if c in log.columns]
+        criteria = _criteria_of(log, rubric)
     missing = [c for c in criteria if c not in log.columns]
     if missing:
         raise LogFormatError(f"log has no criterion column(s) {missing}; columns present: {list(log.columns)}")
@@ -723,3 +738,24 @@ def to_long(log: pd.DataFrame, criteria: Sequence[str] | None = None, *, include
     out["score"] = np.concatenate([pd.to_numeric(log[c]).to_numpy(dtype=float, na_value=np.nan) for c in stacked])
     order = np.argsort(np.tile(np.arange(n), len(stacked)), kind="stable")
     return out.iloc[order].reset_index(drop=True)
+
+
+def _criteria_of(log: pd.DataFrame, rubric: Any) -> list[str]:
+    """The log's criterion columns, from its rubric or its columns; never a guess."""
+    from hce.rubric import Rubric, load_rubric
+
+    if rubric is not None:
+        return list((rubric if isinstance(rubric, Rubric) else load_rubric(rubric)).criteria)
+    v5 = load_rubric("v5").criteria
+    if all(c in log.columns for c in v5):
+        return list(v5)
+    numeric = [
+        c for c in log.columns
+        if c not in COLUMNS and pd.api.types.is_numeric_dtype(log[c]) and not pd.api.types.is_bool_dtype(log[c])
+    ]
+    if numeric:
+        raise LogFormatError(
+            f"cannot tell which columns of the log are criterion scores: numeric columns outside the schema {numeric}; "
+            "pass criteria=[...] naming them (criteria=[] stacks only 'total'), or rubric= the log was judged with"
+        )
+    return []

@@ -215,7 +215,7 @@ def test_integer_item_ids_become_text_and_error_flag_defaults_false():
 
 def test_long_view_one_row_per_attempt_and_criterion():
     log = full_log()
-    long = to_long(log)
+    long = to_long(log, ["clarity_of_language"])
     assert len(long) == 2 * len(log)  # clarity_of_language + total
     first = long[long["attempt_id"] == log.loc[0, "attempt_id"]]
     assert first[["criterion", "score"]].values.tolist() == [["clarity_of_language", 1.0], ["total", 12.0]]
@@ -224,6 +224,27 @@ def test_long_view_one_row_per_attempt_and_criterion():
     assert long["attempt"].dtype == "Int64"
     with pytest.raises(LogFormatError, match=r"no criterion column\(s\) \['nope'\]"):
         to_long(log, ["nope"])
+
+
+def test_long_view_takes_criteria_from_the_rubric_and_refuses_to_guess(tmp_path):
+    # Issue 18: on a custom-rubric log to_long returned only 'total' (it assumed Rubric v5.0).
+    log = validate_log(pd.DataFrame({"attempt_id": ["a", "b"], "item_id": ["T1", "T1"], "attempt": [1, 2],
+                                     "accuracy": [3, 4], "tone": [1, 0], "total": [4.0, 4.0]}))
+    with pytest.raises(LogFormatError, match=r"cannot tell which columns .* \['accuracy', 'tone'\]; pass criteria="):
+        to_long(log)
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text("name: R\ncategories:\n"
+                      "  - {name: Accuracy, levels: [{score: 3, label: a, descriptor: d}, {score: 4, label: b, descriptor: d}]}\n"
+                      "  - {name: Tone, levels: [{score: 0, label: a, descriptor: d}, {score: 1, label: b, descriptor: d}]}\n")
+    long = to_long(log, rubric=rubric)
+    assert long["criterion"].tolist() == ["accuracy", "tone", "total"] * 2
+    assert long["score"].tolist() == [3.0, 1.0, 4.0, 4.0, 0.0, 4.0]
+    assert to_long(log, [])["criterion"].tolist() == ["total", "total"]
+    with pytest.raises(LogFormatError, match=r"no criterion column\(s\) \['clarity_of_language'"):
+        to_long(log, rubric="v5")
+    v5 = log.assign(**{c: 2 for c in hce.load_rubric("v5").criteria})
+    assert len(to_long(v5)) == 2 * 6  # a log holding all of Rubric v5.0's criteria is a v5 log
+    assert to_long(log[["attempt_id", "item_id", "attempt", "total"]])["criterion"].tolist() == ["total", "total"]
 
 
 def test_attempt_id_is_deterministic_and_distinct():
