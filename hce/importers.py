@@ -13,6 +13,11 @@ Every importer returns an :class:`Imported`: the data plus a ``problems`` table 
 record that could not be mapped (``record``, ``field``, ``problem``). Problems never vanish:
 a record that fails becomes a flagged row (attempt logs) or a problem line (ratings), and a
 :class:`ImportProblemWarning` says how many there were.
+
+Judge replies are scored by the rule of :mod:`hce.score_extraction`; a flagged reply keeps
+no score. A rating in a ratings table is the cell's value: a number, text that is wholly
+one number (``"3"``), or a category label; one table's ratings are all numbers or all
+labels, and a blank cell of a wide table is a missing rating.
 """
 
 from __future__ import annotations
@@ -97,11 +102,13 @@ class _Problems:
 def _load_json(path: str | os.PathLike) -> Any:
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        return json.loads(path.read_text(encoding="utf-8-sig"))
+    except (FileNotFoundError, IsADirectoryError):
         raise DataError(f"{path}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise LogFormatError(f"{path}: byte offset {exc.start} is not UTF-8 text; expected a JSON file") from None
+    except json.JSONDecodeError as exc:
+        raise LogFormatError(f"{path}: not valid JSON ({exc}); expected a JSON file") from None
 
 
 def _attempt_log(rows: list[dict[str, Any]], source: str, labels: list[str]) -> pd.DataFrame:

@@ -417,8 +417,11 @@ def read_log(path: str | os.PathLike, *, format: Format | None = None, columns: 
 class _NonFinite:
     """Placeholder for a JSON ``NaN``/``Infinity`` or an overflowing number such as ``1e400``."""
 
+    seen = 0  # how many were made: a line is searched for them only when this moved
+
     def __init__(self, text: str):
         self.text = text
+        _NonFinite.seen += 1
 
 
 def _checked_float(text: str) -> float | _NonFinite:
@@ -447,6 +450,7 @@ def _read_jsonl_records(path: Path) -> tuple[list[dict], list[str]]:
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        before = _NonFinite.seen
         try:
             # Python's json reads NaN, Infinity and 1e400 (as inf); a log holds finite numbers or null.
             record = json.loads(raw, parse_constant=_NonFinite, parse_float=_checked_float)
@@ -462,7 +466,7 @@ def _read_jsonl_records(path: Path) -> tuple[list[dict], list[str]]:
             raise LogFormatError(f"{path}: line {number} is not valid JSON ({exc})") from None
         if not isinstance(record, dict):
             raise LogFormatError(f"{path}: line {number}: expected a JSON object, got {type(record).__name__}")
-        for key, value in record.items():
+        for key, value in record.items() if _NonFinite.seen != before else ():
             if (found := _non_finite(value)) is not None:
                 raise LogFormatError(
                     f"{path}: line {number}, column {key!r}: expected a finite number, got {found.text}; "

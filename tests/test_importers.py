@@ -276,3 +276,16 @@ def test_geval_flagged_reply_keeps_the_reply_and_no_score(tmp_path):
     assert log["total"].tolist()[0] == 4.0 and log["total"].isna().tolist() == [False, True, True, True]
     assert log["error_flag"].tolist() == [False, True, True, True]
     assert log["response_text"].tolist() == replies
+
+
+def test_geval_binary_or_non_finite_input(tmp_path):
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff")
+    with pytest.raises(LogFormatError, match=r"bin.json: byte offset 0 is not UTF-8 text; expected a JSON file"):
+        from_geval(binary, condition_id="g")
+    path = tmp_path / "nan.json"
+    path.write_text('[{"doc_id": "d", "all_responses": [NaN, Infinity, 2]}]')
+    log = from_geval(path, condition_id="g", low=1, high=3).data
+    assert log["error_flag"].tolist() == [True, True, False]
+    assert log["error_message"].tolist()[:2] == ["score nan is not a finite number", "score inf is not a finite number"]
+    assert log["total"].isna().tolist() == [True, True, False]
