@@ -156,22 +156,25 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
         block = text[block_start:end]
         row["reasoning"] = text[:block_start].strip() or None
     for category in rubric.categories:
-        matches = _label_pattern(category.name).findall(block)
+        matches = list(_label_pattern(category.name).finditer(block))
         if not matches:
             return _error(row, f"no score line for {category.name}")
-        value = float(matches[-1])
-        row[category.id] = value
-        if not value.is_integer() or not category.min_score <= value <= category.max_score:
-            _error(row, f"{category.name} score {_fmt(value)} outside {category.min_score}-{category.max_score}")
-        elif value not in category.scores:
-            _error(row, f"{category.name} score {_fmt(value)} is not a level of the scale {list(category.scores)}")
+        # The value and the rest of its line: "3 or 4" is conflicting, "3/4" is 3.
+        value_line = block[matches[-1].start(1) :].split("\n", 1)[0]
+        read = extract_score(
+            value_line, low=category.min_score, high=category.max_score, labels=(), levels=category.scores,
+            what=f"{category.name} score",
+        )  # fmt: skip
+        row[category.id] = read.value
+        if read.problem is not None:
+            _error(row, read.problem)
     totals = _TOTAL.findall(block) or _TOTAL_SHORT.findall(block)
-    scores_sum = sum(row[c] for c in rubric.criteria)
     if not totals:
         return _error(row, "no 'Total Score' line")
     row["total"] = float(totals[-1])
-    if row["total"] != scores_sum:
-        _error(row, f"total {_fmt(row['total'])} is not the sum of the category scores ({_fmt(scores_sum)})")
+    scores = [row[c] for c in rubric.criteria]
+    if None not in scores and row["total"] != sum(scores):
+        _error(row, f"total {_fmt(row['total'])} is not the sum of the category scores ({_fmt(sum(scores))})")
     return row
 
 

@@ -24,6 +24,7 @@ def scores(row):
     [
         BLOCK,
         BLOCK.replace("Total Score: 14", "Total Score: 14/20"),
+        BLOCK.replace("Clarity of Language: 3", "Clarity of Language: 3/4 (Good)").replace("Lexical Diversity: 2", "Lexical Diversity: 2 out of 4"),
         "\n".join(f"**{line.split(':')[0]}:** {line.split(':')[1].strip()}" for line in BLOCK.splitlines()),
         "\n".join(f"- **{line.split(':')[0]}**: {line.split(':')[1].strip()}" for line in BLOCK.splitlines()),
         "Scores:\n```\n" + BLOCK.replace(": ", ":   ") + "\n```",
@@ -69,6 +70,8 @@ def test_out_of_range_and_bad_total_are_flagged_not_fixed():
         ("Clarity of Language: 2-3", "no score line for Clarity of Language"),
         ("Clarity of Language: ٣", "no score line for Clarity of Language"),
         ("Clarity of Language: 3rd", "no score line for Clarity of Language"),
+        ("Clarity of Language: 3 or 4", "conflicting Clarity of Language scores in the reply: 3, 4"),
+        ("Clarity of Language: 2.5", "Clarity of Language score 2.5 is not a level of the scale [1, 2, 3, 4]"),
     ],
 )
 def test_category_values_that_are_not_one_score_are_flagged(line, message):
