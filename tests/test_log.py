@@ -1,6 +1,7 @@
 import json
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -178,6 +179,13 @@ def test_frames_with_infinity_are_refused_by_validate_log():
     frame = frame.assign(total=[3.0, None], score=[float("-inf"), 1.0])
     with pytest.raises(LogFormatError, match=r"row 0, column 'score': expected a finite number"):
         validate_log(frame)
+
+
+def test_parquet_with_infinity_is_refused(tmp_path):
+    path = tmp_path / "log.parquet"
+    pd.DataFrame({"attempt_id": ["a", "b"], "item_id": ["T1", "T1"], "attempt": [1, 2], "coherence": [2.0, -np.inf]}).to_parquet(path)
+    with pytest.raises(LogFormatError, match=r"log.parquet: row 1, column 'coherence': expected a finite number"):
+        hce.read_log(path)
 
 
 def test_semicolon_csv_with_decimal_commas_is_read(tmp_path):
