@@ -52,6 +52,7 @@ from openai.types.chat import ChatCompletion
 from hce.collect.client import CallResult, JudgeClient, chat_body, fill
 from hce.collect.design import Design, load_design
 from hce.collect.failed import BATCH_FAILED, set_aside_failed
+from hce.collect.lock import one_writer
 from hce.collect.runner import (
     RunSummary,
     Tally,
@@ -175,6 +176,7 @@ def batch_result(entry: Mapping[str, Any]) -> CallResult:
     return result
 
 
+@one_writer  # one collector per log (hce.collect.lock)
 async def run_batch_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
@@ -327,6 +329,7 @@ class CancelSummary:
         return "; ".join(parts)
 
 
+@one_writer  # one collector per log (hce.collect.lock)
 async def cancel_batches_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,

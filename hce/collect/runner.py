@@ -44,6 +44,7 @@ import pandas as pd
 from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error
 from hce.collect.design import Attempt, Condition, Design, Item, load_design
 from hce.collect.failed import failed_attempt_ids, retried_path, set_aside_failed
+from hce.collect.lock import one_writer
 from hce.collect.parse import parse_reply, parse_synthetic
 from hce.collect.pricing import (
     UnpricedModelWarning,
@@ -356,6 +357,7 @@ class _Refusals:
             )
 
 
+@one_writer  # one collector per log (hce.collect.lock)
 async def run_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
