@@ -120,7 +120,13 @@ def collect(
     ),
     max_same_errors: int = typer.Option(
         10, "--max-same-errors",
-        help="Stop when this many calls in a row of one condition are refused with the same HTTP 4xx error (0: never).",
+        help="Stop when this many calls in a row of one condition are refused with the same HTTP 4xx error, or get no "
+        "answer (timeouts, connection errors), for more than one item (0: never).",
+    ),
+    max_cost: float = typer.Option(
+        None, "--max-cost",
+        help="Launch no call once the log's spend plus the calls in flight would pass this many USD "
+        "(default: the design's run.max_cost_usd).",
     ),
     wait: bool = typer.Option(
         True, "--wait/--no-wait",
@@ -173,15 +179,19 @@ def collect(
                                          progress=True)
             elif batch:
                 summary = run_batch(parsed, log, base_url=base_url, resubmit_failed=retry_failed, wait=wait,
-                                    poll_interval=poll_interval, progress=True)
+                                    poll_interval=poll_interval, max_cost_usd=max_cost, progress=True)
             else:
                 summary = run(parsed, log, concurrency=concurrency, base_url=base_url, retry_failed=retry_failed,
-                              max_same_errors=max_same_errors or None, progress=True)
+                              max_same_errors=max_same_errors or None, max_cost_usd=max_cost, progress=True)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished attempts are in {log}; run the same command again to resume"
                       + (" (open batches are kept in the state file next to it)" if batch else ""), highlight=False)
         raise typer.Exit(code=130) from None
     console.print(str(summary), highlight=False)
+    if getattr(summary, "all_failed", False):
+        console.print(f"[red]error:[/red] every call failed (no reply from the endpoint): see error_message in {log}; "
+                      "fix the endpoint, then run again with --retry-failed", highlight=False)
+        raise typer.Exit(code=2)
 
 
 @app.command("sim-server")

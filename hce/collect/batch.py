@@ -58,6 +58,7 @@ from hce.collect.runner import (
     Tally,
     attempt_row,
     call_settings,
+    check_batch_budget,
     client_for,
     in_new_loop,
     pending,
@@ -190,6 +191,7 @@ async def run_batch_async(
     max_poll_interval: float = 300.0,
     max_requests: int = MAX_REQUESTS,
     max_bytes: int = MAX_BYTES,
+    max_cost_usd: float | None = None,
     progress: bool = False,
     random_state: int | None = None,
 ) -> BatchSummary:
@@ -215,6 +217,9 @@ async def run_batch_async(
         Seconds between polls: the first interval, growing 1.5-fold to the maximum.
     max_requests, max_bytes : int
         Limits of one input file (OpenAI's: 50,000 requests, 200 MB).
+    max_cost_usd : float, optional
+        Submit nothing new when the log's spend plus the new requests' estimate (at the
+        batch price) would pass this many USD (default: the design's ``run.max_cost_usd``).
     progress : bool
         Show each batch's status and request counts on stderr.
     random_state : int, optional
@@ -251,6 +256,8 @@ async def run_batch_async(
             await submit(entry, look_first=True)
         if await session.finish(wait) and todo:
             todo = pending(design, log)[1]  # a cancelled batch's requests that never ran are among them
+            limit = design.max_cost_usd if max_cost_usd is None else max_cost_usd
+            check_batch_budget(design, log, todo, limit, session.prompt_for)
             requests = []
             for attempt in todo:
                 messages = session.prompt_for(attempt.item.id, attempt.condition.id)
