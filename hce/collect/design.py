@@ -64,12 +64,16 @@ DEFAULTS: dict[str, Any] = {"temperature": 0.1, "max_tokens": 1000}  # seed 000 
 
 @dataclass(frozen=True)
 class Item:
-    """One judged item: its text (transcripts), or a boolean-judge ``case``, and metadata."""
+    """One judged item: its text (transcripts), or a boolean-judge ``case``, and metadata.
+
+    The runner sends ``text`` through :func:`~hce.collect.transcripts.clean_text`.
+    """
 
     id: str
     text: str | None = None
     case: Mapping[str, Any] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    cleaned_chars: int = 0  # removed from ``text`` before it came here (hce.collect.transcripts.clean_text)
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from hce.collect.pricing import (
     unpriced_message,
 )
 from hce.collect.prompts import REPLY_FORMAT, render
+from hce.collect.transcripts import clean_text
 from hce.errors import CollectError
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
 
@@ -101,7 +102,7 @@ def _messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str
         return render("BOOL", behavior=cond.behavior, case=item.case)
     if cond.prompt_id == "SYNTH":
         return render("SYNTH", rubric=design.rubric, target_total=int(item.metadata["target_total"]))
-    return render(cond.prompt_id, rubric=design.rubric, transcript=item.text)
+    return render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text)
 
 
 def _expected_output(cond: Condition) -> int:
@@ -295,6 +296,8 @@ def attempt_row(
         "top_p": cond.top_p,
         "seed": cond.seed,
         "request": messages,
+        # Characters taken out of the transcript before it was sent; None for prompts without one.
+        "cleaned_chars": None if cond.prompt_id in ("BOOL", "SYNTH") else item.cleaned_chars + clean_text(item.text).count,
         "response_text": result.response_text,
         "finish_reason": result.finish_reason,
         "logprobs": result.logprobs,
@@ -435,6 +438,15 @@ def logged_cost(log: str | os.PathLike) -> float:
     return total
 
 
+def _check_texts(design: Design) -> None:
+    """Refuse, before any call, a transcript that is empty once cleaned (only control or zero-width characters)."""
+    if {c.prompt_id for c in design.conditions} <= {"BOOL", "SYNTH"}:
+        return
+    for item in design.items:
+        if not clean_text(item.text or "").text.strip():
+            raise CollectError(f"item {item.id!r}: the transcript is empty once control and zero-width characters are removed")
+
+
 def _check_budget(design: Design, limit: Any) -> None:
     """Refuse a spending limit that is not a positive number, or that cannot bound an unpriced model's calls."""
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
@@ -553,6 +565,7 @@ async def run_async(
     max_cost_usd = design.max_cost_usd if max_cost_usd is None else max_cost_usd
     if max_cost_usd is not None:
         _check_budget(design, max_cost_usd)
+    _check_texts(design)
     rpm = requests_per_minute or design.requests_per_minute
     tpm = tokens_per_minute or design.tokens_per_minute
     started = time.perf_counter()
