@@ -31,6 +31,7 @@ import functools
 import json
 import math
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -503,6 +504,7 @@ async def run_async(
     max_same_errors: int | None = MAX_SAME_ERRORS,
     max_cost_usd: float | None = None,
     progress: bool = False,
+    progress_every: float = 30.0,
     random_state: int | None = None,
 ) -> RunSummary:
     """Run a design into a JSONL attempt log, skipping attempts already logged there.
@@ -536,7 +538,11 @@ async def run_async(
         whole log counts, so a resumed run goes on only under a raised limit. Every model
         must be priced (``price_model`` for a deployment name).
     progress : bool
-        Show a progress bar (done/total, errors, spend, ETA) on stderr.
+        Show progress (done/total, errors, spend, ETA) on stderr: a live bar on a terminal;
+        without one (output redirected: nohup, CI, a scheduler), one line every
+        ``progress_every`` seconds and a last one at the end.
+    progress_every : float
+        Seconds between progress lines without a terminal (default 30).
     random_state : int, optional
         Seeds the retry jitter.
 
@@ -585,7 +591,9 @@ async def run_async(
         for attempt in todo:
             queue.put_nowait(attempt)
         limits = (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
-        bar = _Progress(len(todo), retried) if progress and todo else None
+        bar = None
+        if progress and todo:
+            bar = _Progress(len(todo), retried) if sys.stderr.isatty() else _ProgressLines(len(todo), progress_every)
         prompt_for = prompt_cache(design, 4 * concurrency)
 
         async def worker() -> None:
@@ -712,6 +720,62 @@ class _Progress:
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+class _ProgressLines:
+    """Progress without a terminal: one line on stderr every ``every`` seconds, and one at the end.
+
+    A live bar draws nothing when stderr is a file or a pipe (nohup, CI, a scheduler), so a
+    long run would print nothing between its start and its end. Each line is complete
+    and flushed, so ``tail -f`` on the redirected output follows the run.
+
+    Examples
+    --------
+    >>> lines = _ProgressLines(total=200, every=30)
+    >>> lines.update({"done": 50, "errors": 2, "cost": 0.125})
+    >>> lines.line(elapsed=60.0)
+    'progress: 50/200 done (25%), 2 errors, $0.1250 spent, 0:01:00 elapsed, ETA 0:03:00'
+    """
+
+    def __init__(self, total: int, every: float):
+        if not every > 0:
+            raise CollectError(f"progress_every must be > 0 seconds, got {every!r}")
+        self.total, self.every = total, float(every)
+        self.counts: Mapping[str, float] = {"done": 0, "errors": 0, "cost": 0.0}
+        self.started = time.monotonic()
+        self.task: asyncio.Task[None] | None = None
+
+    def line(self, elapsed: float | None = None) -> str:
+        elapsed = time.monotonic() - self.started if elapsed is None else elapsed
+        done = int(self.counts["done"])
+        eta = _clock(elapsed / done * (self.total - done)) if done else "unknown"
+        return (
+            f"progress: {done:,}/{self.total:,} done ({done / self.total:.0%}), {int(self.counts['errors']):,} errors, "
+            f"${self.counts['cost']:,.4f} spent, {_clock(elapsed)} elapsed, ETA {eta}"
+        )
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+        self.task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            print(self.line(), file=sys.stderr, flush=True)
+
+    def update(self, counts: Mapping[str, float]) -> None:
+        self.counts = dict(counts)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        print(self.line(), file=sys.stderr, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    """Seconds as h:mm:ss."""
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def summarise_estimate(table: pd.DataFrame) -> str:
