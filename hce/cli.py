@@ -211,6 +211,11 @@ def sim_server(
     reject: str = typer.Option(
         None, "--reject", help="Refuse every completion with HTTP 400 and this message (rehearse a refused setting)."
     ),
+    redirect: str = typer.Option(
+        None, "--redirect",
+        help="Answer every request with 307 to this loopback origin (http://127.0.0.1:PORT), same path: rehearse a "
+        "redirect that must not carry the key.",
+    ),
     batch_polls: int = typer.Option(2, "--batch-polls", help="Polls a batch stays in progress before it completes."),
     batch_failures: float = typer.Option(0.0, "--batch-failures", help="Share of batch requests that fail inside the batch."),
     batch_cancel_share: float = typer.Option(
@@ -232,7 +237,7 @@ def sim_server(
             except ValueError:
                 raise HceError(f"--profile {spec!r}: expected MODEL=BIAS,NOISE, e.g. gpt-4o=0.3,0.5") from None
             profiles[name] = Profile(model_bias, model_noise)
-        faults = Faults(fail_429, fail_500, slow, malformed, retry_after, slow_seconds, reject=reject)
+        faults = Faults(fail_429, fail_500, slow, malformed, retry_after, slow_seconds, reject=reject, redirect=redirect)
         judge = SimJudge(seed=seed, profiles=profiles, default=Profile(bias, noise), faults=faults, latency=latency,
                          batch=BatchSettings(polls=batch_polls, failure_rate=batch_failures,
                                              cancel_share=batch_cancel_share))
