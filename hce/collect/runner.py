@@ -14,13 +14,20 @@ again, after an outage say. A reply that came back unusable (malformed, unparsab
 off at ``max_tokens``) is a flagged row that stays: it is never re-asked, because
 re-asking would bias the sample towards well-formed answers.
 
-A systematic client error stops the run early: when ``max_same_errors`` consecutive calls
-of one condition, for more than one item, are refused with the same HTTP 4xx error (a
-setting the model does not accept, say), nothing more is sent, the calls in flight are
+A systematic failure stops the run early: when ``max_same_errors`` consecutive calls of
+one condition, for more than one item, are refused with the same HTTP 4xx error (a
+setting the model does not accept, say) or get no answer after their retries (timeouts,
+connection errors: a dead endpoint), nothing more is sent, the calls in flight are
 finished and logged, and :class:`~hce.errors.CollectError` names the condition, the model
-and the error. Attempts not sent are not logged: fixing the design and running again with
-``retry_failed=True`` sends them and the refused ones. (A wrong key or an unknown model,
-401, 403 or 404, stops the run at the first call: :class:`FatalCallError`.)
+and the error. Attempts not sent are not logged: fixing the design or the endpoint and
+running again with ``retry_failed=True`` sends them and the failed ones. (A wrong key or
+an unknown model, 401, 403 or 404, stops the run at the first call: :class:`FatalCallError`.)
+A spending limit (``max_cost_usd``) stops launching calls the same way, before the log's
+cost plus the estimates of the calls in flight would pass it.
+
+Only one run writes a log at a time (:mod:`hce.collect.lock`); transcripts are cleaned by
+:func:`~hce.collect.transcripts.clean_text` before they enter a prompt, and the log's
+``cleaned_chars`` counts what was taken out.
 """
 
 from __future__ import annotations
