@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -463,7 +464,7 @@ class _Session:
         self.tally = Tally()
         self.attempts = {a.attempt_id: a for a in design.plan()}
         self.prompt_for = prompt_cache(design, 64)
-        self.bar = _Progress() if progress else None
+        self.bar = (_Progress() if sys.stderr.isatty() else _PollLines()) if progress else None
         self.poller = _Poller(self.client, self.state, self.bar, first, most)
         self.writer: LogWriter | None = None
 
@@ -586,7 +587,7 @@ def _now() -> str:
 class _Poller:
     """Polls the open batches with a growing interval and ingests each as it finishes."""
 
-    def __init__(self, client: JudgeClient, state: _State, bar: _Progress | None, first: float, most: float):
+    def __init__(self, client: JudgeClient, state: _State, bar: _Progress | _PollLines | None, first: float, most: float):
         self.client, self.state, self.bar = client, state, bar
         self.first, self.most = float(first), float(most)
 
@@ -646,3 +647,30 @@ class _Progress:
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+class _PollLines:
+    """Progress without a terminal (nohup, CI): a line per batch at each poll, where a live bar would draw nothing.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> batch = SimpleNamespace(id="batch_1", status="in_progress",
+    ...                         request_counts=SimpleNamespace(completed=40, failed=2, total=100))
+    >>> _PollLines().line(batch)
+    'batch batch_1: in_progress, 42/100 requests done, 2 failed'
+    """
+
+    def start(self) -> None:
+        pass
+
+    def line(self, batch: Any) -> str:
+        counts = batch.request_counts
+        done, total, failed = (counts.completed + counts.failed, counts.total, counts.failed) if counts else (0, 0, 0)
+        return f"batch {batch.id}: {batch.status}, {done:,}/{total:,} requests done, {failed:,} failed"
+
+    def update(self, batch: Any) -> None:
+        print(self.line(batch), file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        pass

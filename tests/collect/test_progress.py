@@ -1,11 +1,13 @@
-"""Watchable: without a terminal a run logs a progress line at a steady interval."""
+"""Watchable: without a terminal a run logs progress lines (online: at a steady interval; batch: each poll)."""
 
 import re
 
 from collect_helpers import design, fast_client
 
+from hce.collect.batch import run_batch
 from hce.collect.runner import run
 from hce.collect.sim import SimJudge
+from hce.collect.sim_batch import BatchSettings
 
 LINE = re.compile(r"^progress: (\d+)/12 done \(\d+%\), (\d+) errors, \$\d+\.\d{4} spent, \d+:\d\d:\d\d elapsed, "
                   r"ETA (\d+:\d\d:\d\d|unknown)$")
@@ -24,3 +26,12 @@ def test_without_a_terminal_a_run_prints_progress_lines_at_a_steady_interval(ser
     done = [int(m.group(1)) for m in matched]
     assert done == sorted(done) and done[-1] == 12 and matched[-1].group(3) == "0:00:00"
     assert all(m.group(2) == "0" for m in matched)
+
+
+def test_without_a_terminal_a_batch_run_prints_a_line_per_poll(serve, tmp_path, capfd):
+    server = serve(SimJudge(seed=0, batch=BatchSettings(polls=2)))
+    run_batch(design(attempts=2), tmp_path / "batch.jsonl", client=fast_client(server), poll_interval=0.001,
+              progress=True)
+    lines = capfd.readouterr().err.splitlines()
+    assert len(lines) >= 2 and all(re.match(r"^batch \S+: \w+, \d+/\d+ requests done, \d+ failed$", ln) for ln in lines)
+    assert re.search(r": completed, 12/12 requests done, 0 failed$", lines[-1]), lines
