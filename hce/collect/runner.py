@@ -431,7 +431,17 @@ class _Budget:
 
 
 def logged_cost(log: str | os.PathLike) -> float:
-    """The sum of ``cost_usd`` over a JSONL log's rows (0 when there is no log yet)."""
+    """The sum of ``cost_usd`` over a JSONL log's rows (0 when there is no log yet); unpriced rows count 0.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with open(log, "w") as f:
+    ...     _ = f.write('{"attempt_id": "a", "cost_usd": 0.25}\\n{"attempt_id": "b", "cost_usd": null}\\n')
+    >>> logged_cost(log)
+    0.25
+    """
     path = Path(log)
     if not path.exists():
         return 0.0
