@@ -120,7 +120,13 @@ def collect(
     ),
     max_same_errors: int = typer.Option(
         10, "--max-same-errors",
-        help="Stop when this many calls in a row of one condition are refused with the same HTTP 4xx error (0: never).",
+        help="Stop when this many calls in a row of one condition are refused with the same HTTP 4xx error, or get no "
+        "answer (timeouts, connection errors), for more than one item (0: never).",
+    ),
+    max_cost: float = typer.Option(
+        None, "--max-cost",
+        help="Launch no call once the log's spend plus the calls in flight would pass this many USD "
+        "(default: the design's run.max_cost_usd).",
     ),
     wait: bool = typer.Option(
         True, "--wait/--no-wait",
@@ -173,15 +179,19 @@ def collect(
                                          progress=True)
             elif batch:
                 summary = run_batch(parsed, log, base_url=base_url, resubmit_failed=retry_failed, wait=wait,
-                                    poll_interval=poll_interval, progress=True)
+                                    poll_interval=poll_interval, max_cost_usd=max_cost, progress=True)
             else:
                 summary = run(parsed, log, concurrency=concurrency, base_url=base_url, retry_failed=retry_failed,
-                              max_same_errors=max_same_errors or None, progress=True)
+                              max_same_errors=max_same_errors or None, max_cost_usd=max_cost, progress=True)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished attempts are in {log}; run the same command again to resume"
                       + (" (open batches are kept in the state file next to it)" if batch else ""), highlight=False)
         raise typer.Exit(code=130) from None
     console.print(str(summary), highlight=False)
+    if getattr(summary, "all_failed", False):
+        console.print(f"[red]error:[/red] every call failed (no reply from the endpoint): see error_message in {log}; "
+                      "fix the endpoint, then run again with --retry-failed", highlight=False)
+        raise typer.Exit(code=2)
 
 
 @app.command("sim-server")
@@ -200,6 +210,11 @@ def sim_server(
     slow_seconds: float = typer.Option(5.0, "--slow-seconds", help="Extra wait of a slow reply."),
     reject: str = typer.Option(
         None, "--reject", help="Refuse every completion with HTTP 400 and this message (rehearse a refused setting)."
+    ),
+    redirect: str = typer.Option(
+        None, "--redirect",
+        help="Answer every request with 307 to this loopback origin (http://127.0.0.1:PORT), same path: rehearse a "
+        "redirect that must not carry the key.",
     ),
     batch_polls: int = typer.Option(2, "--batch-polls", help="Polls a batch stays in progress before it completes."),
     batch_failures: float = typer.Option(0.0, "--batch-failures", help="Share of batch requests that fail inside the batch."),
@@ -222,7 +237,7 @@ def sim_server(
             except ValueError:
                 raise HceError(f"--profile {spec!r}: expected MODEL=BIAS,NOISE, e.g. gpt-4o=0.3,0.5") from None
             profiles[name] = Profile(model_bias, model_noise)
-        faults = Faults(fail_429, fail_500, slow, malformed, retry_after, slow_seconds, reject=reject)
+        faults = Faults(fail_429, fail_500, slow, malformed, retry_after, slow_seconds, reject=reject, redirect=redirect)
         judge = SimJudge(seed=seed, profiles=profiles, default=Profile(bias, noise), faults=faults, latency=latency,
                          batch=BatchSettings(polls=batch_polls, failure_rate=batch_failures,
                                              cancel_share=batch_cancel_share))

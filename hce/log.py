@@ -52,6 +52,7 @@ SCHEMA: tuple[Column, ...] = (
     Column("top_p", "float", "Nucleus sampling parameter (empty: API default)"),
     Column("seed", "int", "Sampling seed sent to the API, if any"),
     Column("request", "json_repeated", "The messages sent (JSON text; dictionary-encoded, as each prompt repeats per attempt)"),
+    Column("cleaned_chars", "int", "Characters of the transcript removed or rewritten before it was sent (BOM, NUL, ANSI escapes, control and zero-width characters, NFC: hce.collect.transcripts.clean_text)"),
     Column("response_text", "str", "The full reply text"),
     Column("finish_reason", "str", "Why generation stopped (stop, length, ...)"),
     Column("logprobs", "json", "Token logprobs with top_logprobs, when asked (JSON text)"),

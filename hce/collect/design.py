@@ -14,6 +14,7 @@ A design file (every key but ``conditions`` and ``items`` optional)::
       concurrency: 8
       requests_per_minute: 500
       tokens_per_minute: 200000
+      max_cost_usd: 25            # stop launching calls before the log's spend would pass it
     defaults:                     # settings every condition inherits (seed 000 section 5)
       model: gpt-4o-mini-2024-07-18
       temperature: 0.1
@@ -63,12 +64,16 @@ DEFAULTS: dict[str, Any] = {"temperature": 0.1, "max_tokens": 1000}  # seed 000 
 
 @dataclass(frozen=True)
 class Item:
-    """One judged item: its text (transcripts), or a boolean-judge ``case``, and metadata."""
+    """One judged item: its text (transcripts), or a boolean-judge ``case``, and metadata.
+
+    The runner sends ``text`` through :func:`~hce.collect.transcripts.clean_text`.
+    """
 
     id: str
     text: str | None = None
     case: Mapping[str, Any] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    cleaned_chars: int = 0  # removed from ``text`` before it came here (hce.collect.transcripts.clean_text)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ class Design:
     concurrency: int = 8
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    max_cost_usd: float | None = None
 
     def plan(self) -> list[Attempt]:
         """Every attempt of the design, item-major (item, condition, attempt number)."""
@@ -190,6 +196,7 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
         concurrency=int(run.get("concurrency", 8)),
         requests_per_minute=run.get("requests_per_minute"),
         tokens_per_minute=run.get("tokens_per_minute"),
+        max_cost_usd=run.get("max_cost_usd"),
     )
 
 

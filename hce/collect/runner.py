@@ -14,13 +14,20 @@ again, after an outage say. A reply that came back unusable (malformed, unparsab
 off at ``max_tokens``) is a flagged row that stays: it is never re-asked, because
 re-asking would bias the sample towards well-formed answers.
 
-A systematic client error stops the run early: when ``max_same_errors`` consecutive calls
-of one condition, for more than one item, are refused with the same HTTP 4xx error (a
-setting the model does not accept, say), nothing more is sent, the calls in flight are
+A systematic failure stops the run early: when ``max_same_errors`` consecutive calls of
+one condition, for more than one item, are refused with the same HTTP 4xx error (a
+setting the model does not accept, say) or get no answer after their retries (timeouts,
+connection errors: a dead endpoint), nothing more is sent, the calls in flight are
 finished and logged, and :class:`~hce.errors.CollectError` names the condition, the model
-and the error. Attempts not sent are not logged: fixing the design and running again with
-``retry_failed=True`` sends them and the refused ones. (A wrong key or an unknown model,
-401, 403 or 404, stops the run at the first call: :class:`FatalCallError`.)
+and the error. Attempts not sent are not logged: fixing the design or the endpoint and
+running again with ``retry_failed=True`` sends them and the failed ones. (A wrong key or
+an unknown model, 401, 403 or 404, stops the run at the first call: :class:`FatalCallError`.)
+A spending limit (``max_cost_usd``) stops launching calls the same way, before the log's
+cost plus the estimates of the calls in flight would pass it.
+
+Only one run writes a log at a time (:mod:`hce.collect.lock`); transcripts are cleaned by
+:func:`~hce.collect.transcripts.clean_text` before they enter a prompt, and the log's
+``cleaned_chars`` counts what was taken out.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import functools
 import json
 import math
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -43,7 +51,8 @@ import pandas as pd
 
 from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error
 from hce.collect.design import Attempt, Condition, Design, Item, load_design
-from hce.collect.failed import failed_attempt_ids, retried_path, set_aside_failed
+from hce.collect.failed import call_failed, failed_attempt_ids, retried_path, set_aside_failed
+from hce.collect.lock import one_writer
 from hce.collect.parse import parse_reply, parse_synthetic
 from hce.collect.pricing import (
     UnpricedModelWarning,
@@ -52,6 +61,7 @@ from hce.collect.pricing import (
     unpriced_message,
 )
 from hce.collect.prompts import REPLY_FORMAT, render
+from hce.collect.transcripts import clean_text
 from hce.errors import CollectError
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
 
@@ -64,7 +74,8 @@ CHARS_PER_TOKEN = 4  # a rough rule for English text; the estimate says it is ro
 class RunSummary:
     """What a run did: ``planned`` attempts, ``skipped`` (already logged), ``done`` now,
     of which ``errors`` flagged, ``retries`` in total, ``cost_usd`` (priced calls only), ``wall_s``;
-    ``retried``: rows of failed calls moved out of the log to be sent again."""
+    ``retried``: rows of failed calls moved out of the log to be sent again; ``failed``: calls
+    that got no reply (:func:`~hce.collect.failed.call_failed`), among the flagged."""
 
     planned: int
     skipped: int
@@ -75,14 +86,22 @@ class RunSummary:
     wall_s: float
     log: str
     retried: int = 0
+    failed: int = 0
+
+    @property
+    def all_failed(self) -> bool:
+        """Whether calls were made and not one got a reply (the CLI then exits non-zero)."""
+        return self.done > 0 and self.failed == self.done
 
     def __str__(self) -> str:
         again = ""
         if self.retried:
             again = f" ({self.retried:,} failed calls sent again; their old rows: {retried_path(self.log)})"
+        failed = f" ({self.failed:,} calls got no reply)" if self.failed else ""
         return (
             f"{self.done:,} attempts run, {self.skipped:,} already logged, of {self.planned:,} planned{again}; "
-            f"{self.errors:,} flagged, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s -> {self.log}"
+            f"{self.errors:,} flagged{failed}, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s "
+            f"-> {self.log}"
         )
 
 
@@ -91,7 +110,7 @@ def _messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str
         return render("BOOL", behavior=cond.behavior, case=item.case)
     if cond.prompt_id == "SYNTH":
         return render("SYNTH", rubric=design.rubric, target_total=int(item.metadata["target_total"]))
-    return render(cond.prompt_id, rubric=design.rubric, transcript=item.text)
+    return render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text)
 
 
 def _expected_output(cond: Condition) -> int:
@@ -227,13 +246,14 @@ class Tally:
     """Running counts of a run (done, errors, retries, cost) that warns once per unpriced model."""
 
     def __init__(self) -> None:
-        self.counts = {"done": 0, "errors": 0, "retries": 0, "cost": 0.0}
+        self.counts = {"done": 0, "errors": 0, "failed": 0, "retries": 0, "cost": 0.0}
         self._unpriced: set[str] = set()
 
     def add(self, row: Mapping[str, Any], result: CallResult, cond: Condition) -> None:
         counts = self.counts
         counts["done"] += 1
         counts["errors"] += bool(row["error_flag"])
+        counts["failed"] += call_failed(row)
         counts["retries"] += result.retries
         if row["cost_usd"] is not None:
             counts["cost"] += row["cost_usd"]
@@ -255,6 +275,7 @@ class Tally:
             wall_s=time.perf_counter() - started,
             log=str(Path(log)),
             retried=retried,
+            failed=counts["failed"],
         )
 
 
@@ -283,6 +304,8 @@ def attempt_row(
         "top_p": cond.top_p,
         "seed": cond.seed,
         "request": messages,
+        # Characters taken out of the transcript before it was sent; None for prompts without one.
+        "cleaned_chars": None if cond.prompt_id in ("BOOL", "SYNTH") else item.cleaned_chars + clean_text(item.text).count,
         "response_text": result.response_text,
         "finish_reason": result.finish_reason,
         "logprobs": result.logprobs,
@@ -318,44 +341,172 @@ def attempt_row(
     return {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}
 
 
-MAX_SAME_ERRORS = 10  # consecutive calls of a condition refused alike before a run stops
+MAX_SAME_ERRORS = 10  # consecutive calls of a condition refused alike (or unanswered) before a run stops
+NO_ANSWER = ("timeout: ", "connection error: ")  # how the client's error_message begins when nothing answered
 
 
-class _Refusals:
-    """Watches each condition for a systematic client error: its calls refused, one after
-    another, with the same HTTP 4xx error, for more than one item.
+class _FailFast:
+    """Watches each condition for a systematic failure: its calls, one after another, for more
+    than one item, refused with the same HTTP 4xx error, or not answered at all (a timeout or
+    a connection error after the retries: a dead endpoint, a wrong port, a blocked network).
 
     More than one item, because one item's repeated attempts failing alike is a problem of
-    that item (a transcript too long for the model), not of the design.
+    that item (a transcript too long for the model), not of the design or the endpoint.
+    Per condition, because conditions may use different endpoints.
     """
 
-    def __init__(self, limit: int | None):
+    def __init__(self, limit: int | None, endpoint: str | None = None):
         self.limit = limit
+        self.endpoint = endpoint
         self.runs: dict[str, tuple[str, int, set[str]]] = {}  # condition id -> (error, calls, items)
         self.reason: str | None = None  # why the run stops, once it must
 
     def add(self, attempt: Attempt, result: CallResult) -> None:
         cond = attempt.condition
-        if self.limit is None or not client_error(result.status):
+        unanswered = not result.ok and result.status is None and result.error_message.startswith(NO_ANSWER)
+        if self.limit is None or not (unanswered or client_error(result.status)):
             self.runs.pop(cond.id, None)
             return
-        error = result.tries[-1]  # the status and the API's message, with the key struck out
+        # The status and the API's message (the key struck out); any timeout or dropped connection is one kind.
+        error = "no answer" if unanswered else result.tries[-1]
         same, calls, items = self.runs.get(cond.id, (error, 0, set()))
         if same != error:
             calls, items = 0, set()
         items.add(attempt.item.id)
         self.runs[cond.id] = (error, calls + 1, items)
-        if calls + 1 >= self.limit and len(items) > 1 and self.reason is None:
+        if calls + 1 < self.limit or len(items) < 2 or self.reason is not None:
+            return
+        if unanswered:
+            where = f" from {self.endpoint}" if self.endpoint else ""
+            what = (f"got no answer{where} (the last: {result.error_message}). Is the server up, and are the base_url "
+                    "and its port right? ")
+        else:
+            what = f"were refused with the same error, {error}. "
+        self.reason = (
+            f"the run stopped: {calls + 1} calls in a row of condition {cond.id!r} (model {cond.model!r}) {what}"
+            "Nothing more was sent; the calls in flight were finished and logged. "
+            "Fix the design or the endpoint, then run the same command again with --retry-failed "
+            "(retry_failed=True) to send the failed attempts again and the others for the first time. "
+            f"(The run stops after max_same_errors={self.limit} such calls; --max-same-errors 0 or "
+            "max_same_errors=None never stops it.)"
+        )
+
+
+class _Budget:
+    """Launches a call only while the log's spend plus the estimates of the calls in flight stays
+    within ``limit`` USD (``max_cost_usd``); once one would pass it, nothing more is launched.
+
+    A call's estimate is the dry run's (:func:`estimate`); when it finishes, its estimate gives
+    way to its logged cost. So the spend passes the limit only by the estimates' error on the
+    calls in flight, at most one round of ``concurrency`` calls.
+    """
+
+    def __init__(self, limit: float | None, spent: float):
+        self.limit = limit
+        self.spent = spent  # logged, this run's calls included once they finish
+        self.in_flight = 0.0
+        self.reason: str | None = None
+
+    def launch(self, cost: float) -> bool:
+        """Reserve ``cost`` for a call about to be sent; False (and a reason) when it would pass the limit."""
+        if self.limit is None:
+            return True
+        if self.reason is None and self.spent + self.in_flight + cost > self.limit:
             self.reason = (
-                f"the run stopped: {calls + 1} calls in a row of condition {cond.id!r} (model {cond.model!r}) "
-                f"were refused with the same error, {error}. Nothing more was sent; the calls in flight were finished and logged. "
-                "Fix the design or the endpoint, then run the same command again with --retry-failed "
-                "(retry_failed=True) to send the refused attempts again and the others for the first time. "
-                f"(The run stops after max_same_errors={self.limit} such calls; --max-same-errors 0 or "
-                "max_same_errors=None never stops it.)"
+                f"the run stopped before passing max_cost_usd=${self.limit:,.4f}: the log holds ${self.spent:,.4f} of "
+                f"calls and the next one (~${cost:,.4f}) would pass it, counting ${self.in_flight:,.4f} estimated for "
+                "the calls then in flight (they were finished and logged). Nothing more was sent; attempts not sent "
+                "are not logged. Raise run.max_cost_usd (or --max-cost) and run the same command again to send them."
             )
+        if self.reason is not None:
+            return False
+        self.in_flight += cost
+        return True
+
+    def settle(self, estimate: float, cost: float | None) -> None:
+        """A launched call finished: its logged cost replaces its estimate."""
+        if self.limit is not None:
+            self.in_flight -= estimate
+            self.spent += cost or 0.0
 
 
+def logged_cost(log: str | os.PathLike) -> float:
+    """The sum of ``cost_usd`` over a JSONL log's rows (0 when there is no log yet); unpriced rows count 0.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with open(log, "w") as f:
+    ...     _ = f.write('{"attempt_id": "a", "cost_usd": 0.25}\\n{"attempt_id": "b", "cost_usd": null}\\n')
+    >>> logged_cost(log)
+    0.25
+    """
+    path = Path(log)
+    if not path.exists():
+        return 0.0
+    total = 0.0
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if '"cost_usd"' in line:
+                try:
+                    total += json.loads(line).get("cost_usd") or 0.0
+                except json.JSONDecodeError:  # a torn last line: LogWriter sets it aside
+                    continue
+    return total
+
+
+def _check_texts(design: Design) -> None:
+    """Refuse, before any call, a transcript that is empty once cleaned (only control or zero-width characters)."""
+    if {c.prompt_id for c in design.conditions} <= {"BOOL", "SYNTH"}:
+        return
+    for item in design.items:
+        if not clean_text(item.text or "").text.strip():
+            raise CollectError(f"item {item.id!r}: the transcript is empty once control and zero-width characters are removed")
+
+
+def _check_budget(design: Design, limit: Any) -> None:
+    """Refuse a spending limit that is not a positive number, or that cannot bound an unpriced model's calls."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
+        raise CollectError(f"max_cost_usd must be a number of USD > 0, got {limit!r}")
+    unpriced = sorted({c.price_model or c.model for c in design.conditions if price_of(c.price_model or c.model) is None})
+    if unpriced:
+        raise CollectError(
+            f"max_cost_usd cannot bound the spend on unpriced model(s) {unpriced}: give their conditions a price_model "
+            "(the priced model they cost as) or run without the limit"
+        )
+
+
+def _call_estimate(cond: Condition, messages: list[dict[str, str]], *, batch: bool = False) -> float | None:
+    """The estimated cost of one call (as :func:`estimate` prices it); None for an unpriced model."""
+    return cost_usd(cond.price_model or cond.model, _input_tokens(messages), _expected_output(cond), batch=batch, warn=False)
+
+
+def check_batch_budget(
+    design: Design,
+    log: str | os.PathLike,
+    attempts: list[Attempt],
+    limit: float | None,
+    messages_for: Callable[[str, str], list[dict[str, str]]],
+) -> None:
+    """Refuse to submit ``attempts`` as batches when the log's spend plus their estimate would pass ``limit``.
+
+    A submitted batch is paid whole, so the limit is checked for all its requests before any is sent.
+    """
+    if limit is None:
+        return
+    _check_budget(design, limit)
+    cost = sum(_call_estimate(a.condition, messages_for(a.item.id, a.condition.id), batch=True) for a in attempts)
+    spent = logged_cost(log)
+    if spent + cost > limit:
+        raise CollectError(
+            f"nothing was submitted: the log holds ${spent:,.4f} of calls and these {len(attempts):,} batch requests "
+            f"would add ~${cost:,.4f}, passing max_cost_usd=${limit:,.4f}. Raise run.max_cost_usd (or --max-cost), "
+            "or send fewer attempts."
+        )
+
+
+@one_writer  # one collector per log (hce.collect.lock)
 async def run_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
@@ -368,7 +519,9 @@ async def run_async(
     tokens_per_minute: float | None = None,
     retry_failed: bool = False,
     max_same_errors: int | None = MAX_SAME_ERRORS,
+    max_cost_usd: float | None = None,
     progress: bool = False,
+    progress_every: float = 30.0,
     random_state: int | None = None,
 ) -> RunSummary:
     """Run a design into a JSONL attempt log, skipping attempts already logged there.
@@ -394,9 +547,19 @@ async def run_async(
         stay: they are never re-asked.
     max_same_errors : int or None
         Stop the run when this many consecutive calls of one condition, for more than one
-        item, are refused with the same HTTP 4xx error (default 10); None never stops.
+        item, are refused with the same HTTP 4xx error, or get no answer at all (timeouts,
+        connection errors, after the retries); default 10; None never stops.
+    max_cost_usd : float, optional
+        Launch no call once the log's logged cost plus the estimates of the calls in flight
+        would pass this many USD (default: the design's ``run.max_cost_usd``; none). The
+        whole log counts, so a resumed run goes on only under a raised limit. Every model
+        must be priced (``price_model`` for a deployment name).
     progress : bool
-        Show a progress bar (done/total, errors, spend, ETA) on stderr.
+        Show progress (done/total, errors, spend, ETA) on stderr: a live bar on a terminal;
+        without one (output redirected: nohup, CI, a scheduler), one line every
+        ``progress_every`` seconds and a last one at the end.
+    progress_every : float
+        Seconds between progress lines without a terminal (default 30).
     random_state : int, optional
         Seeds the retry jitter.
 
@@ -411,9 +574,10 @@ async def run_async(
         When the endpoint refuses the key or the model (401, 403, 404): the run stops,
         attempts in flight are not logged, and a rerun after fixing it resumes.
     CollectError
-        When ``max_same_errors`` calls in a row were refused alike (see the module notes):
-        the calls in flight are finished and logged, nothing more is sent, and the message
-        names the condition, the model, the HTTP status and the API's error message.
+        When ``max_same_errors`` calls in a row were refused alike or not answered (see the
+        module notes), or the next call would pass ``max_cost_usd``: the calls in flight are
+        finished and logged, nothing more is sent, and the message says why (the condition,
+        the model, the HTTP status and the API's error message; or the spend).
     """
     design = design if isinstance(design, Design) else load_design(design)
     concurrency = int(concurrency or design.concurrency)
@@ -421,11 +585,14 @@ async def run_async(
         raise CollectError(f"concurrency must be >= 1, got {concurrency}")
     if max_same_errors is not None and max_same_errors < 1:
         raise CollectError(f"max_same_errors must be >= 1 or None (never stop), got {max_same_errors}")
+    max_cost_usd = design.max_cost_usd if max_cost_usd is None else max_cost_usd
+    if max_cost_usd is not None:
+        _check_budget(design, max_cost_usd)
+    _check_texts(design)
     rpm = requests_per_minute or design.requests_per_minute
     tpm = tokens_per_minute or design.tokens_per_minute
     started = time.perf_counter()
     tally = Tally()
-    refusals = _Refusals(max_same_errors)
     async with contextlib.AsyncExitStack() as cleanup:
         if client is None:
             client = await cleanup.enter_async_context(
@@ -434,15 +601,20 @@ async def run_async(
         retried = set_aside_failed(log) if retry_failed else 0  # before the writer opens the file it replaces
         writer = cleanup.enter_context(LogWriter(log))  # sets a torn last line aside before we read the ids
         planned, todo = pending(design, log)
+        fail_fast = _FailFast(max_same_errors, getattr(client, "base_url", None))
+        budget = _Budget(max_cost_usd, logged_cost(log) if max_cost_usd is not None else 0.0)
+        stops = (fail_fast, budget)
         queue: asyncio.Queue[Attempt] = asyncio.Queue()
         for attempt in todo:
             queue.put_nowait(attempt)
         limits = (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
-        bar = _Progress(len(todo), retried) if progress and todo else None
+        bar = None
+        if progress and todo:
+            bar = _Progress(len(todo), retried) if sys.stderr.isatty() else _ProgressLines(len(todo), progress_every)
         prompt_for = prompt_cache(design, 4 * concurrency)
 
         async def worker() -> None:
-            while not queue.empty() and refusals.reason is None:
+            while not queue.empty() and not any(stop.reason for stop in stops):
                 attempt = queue.get_nowait()
                 cond = attempt.condition
                 messages = prompt_for(attempt.item.id, cond.id)
@@ -450,13 +622,15 @@ async def run_async(
                     await limits[0].take(1)
                 if limits[1] is not None:
                     await limits[1].take(_input_tokens(messages) + _expected_output(cond))
-                if refusals.reason is not None:
+                cost = _call_estimate(cond, messages) if budget.limit is not None else 0.0
+                if any(stop.reason for stop in stops) or not budget.launch(cost):
                     return  # not sent, so not logged: the next run sends it
                 result = await client.complete(messages, **call_settings(cond))
                 row = attempt_row(attempt, design, messages, result)
                 writer.append(row)
+                budget.settle(cost, row["cost_usd"])
                 tally.add(row, result, cond)
-                refusals.add(attempt, result)
+                fail_fast.add(attempt, result)
                 if bar is not None:
                     bar.update(tally.counts)
 
@@ -477,8 +651,9 @@ async def run_async(
         finally:
             if bar is not None:
                 bar.stop()
-        if refusals.reason is not None:
-            raise CollectError(refusals.reason)
+        for stop in stops:
+            if stop.reason is not None:
+                raise CollectError(f"{stop.reason} So far: {tally.summary(len(planned), len(todo), started, log)}")
     return tally.summary(len(planned), len(todo), started, log, retried=retried)
 
 
@@ -562,6 +737,62 @@ class _Progress:
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+class _ProgressLines:
+    """Progress without a terminal: one line on stderr every ``every`` seconds, and one at the end.
+
+    A live bar draws nothing when stderr is a file or a pipe (nohup, CI, a scheduler), so a
+    long run would print nothing between its start and its end. Each line is complete
+    and flushed, so ``tail -f`` on the redirected output follows the run.
+
+    Examples
+    --------
+    >>> lines = _ProgressLines(total=200, every=30)
+    >>> lines.update({"done": 50, "errors": 2, "cost": 0.125})
+    >>> lines.line(elapsed=60.0)
+    'progress: 50/200 done (25%), 2 errors, $0.1250 spent, 0:01:00 elapsed, ETA 0:03:00'
+    """
+
+    def __init__(self, total: int, every: float):
+        if not every > 0:
+            raise CollectError(f"progress_every must be > 0 seconds, got {every!r}")
+        self.total, self.every = total, float(every)
+        self.counts: Mapping[str, float] = {"done": 0, "errors": 0, "cost": 0.0}
+        self.started = time.monotonic()
+        self.task: asyncio.Task[None] | None = None
+
+    def line(self, elapsed: float | None = None) -> str:
+        elapsed = time.monotonic() - self.started if elapsed is None else elapsed
+        done = int(self.counts["done"])
+        eta = _clock(elapsed / done * (self.total - done)) if done else "unknown"
+        return (
+            f"progress: {done:,}/{self.total:,} done ({done / self.total:.0%}), {int(self.counts['errors']):,} errors, "
+            f"${self.counts['cost']:,.4f} spent, {_clock(elapsed)} elapsed, ETA {eta}"
+        )
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+        self.task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            print(self.line(), file=sys.stderr, flush=True)
+
+    def update(self, counts: Mapping[str, float]) -> None:
+        self.counts = dict(counts)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        print(self.line(), file=sys.stderr, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    """Seconds as h:mm:ss."""
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def summarise_estimate(table: pd.DataFrame) -> str:

@@ -44,7 +44,10 @@ OpenAI caches) once seen. ``model`` comes back as the dated snapshot for an unda
 *Faults*, on request (:class:`Faults`): 429 with ``Retry-After``, 500, slow replies and
 malformed reply texts, each with its own probability; every reply waits ``latency``. A
 *refusal* answers every completion (or every one for one model) with a 400 and a given
-message, as the API refuses a setting a model does not take.
+message, as the API refuses a setting a model does not take. A *redirect*
+(``Faults(redirect="http://127.0.0.1:PORT")``, ``hce sim-server --redirect``) answers every
+request with ``307 Temporary Redirect`` to the same path on another loopback server: a
+test that an API key does not follow a redirect to another host or port.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ import random
 import re
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -99,7 +103,15 @@ class Faults:
     text that does not follow the asked format: cut short, words for numbers or a refusal;
     one in four breaks the JSON of the HTTP body itself). ``reject``: a message every
     completion (only those for ``reject_model`` when given) is refused with, HTTP 400
-    ``invalid_request_error``, before any other fault.
+    ``invalid_request_error``, before any other fault. ``redirect``: a loopback origin
+    (``http://127.0.0.1:PORT``); every request, before anything else is looked at but the
+    server's own key check, is answered ``307 Temporary Redirect`` with ``Location`` that
+    origin plus the request's path and query (a 307 keeps the method and the body).
+
+    Examples
+    --------
+    >>> Faults(redirect="http://127.0.0.1:9000").redirect
+    'http://127.0.0.1:9000'
     """
 
     rate_429: float = 0.0
@@ -110,11 +122,18 @@ class Faults:
     slow_s: float = 5.0
     reject: str | None = None
     reject_model: str | None = None
+    redirect: str | None = None
 
     def __post_init__(self) -> None:
         rates = (self.rate_429, self.rate_500, self.rate_slow, self.rate_malformed)
         if any(r < 0 for r in rates) or sum(rates) > 1:
             raise HceError(f"fault rates must be >= 0 and sum to at most 1, got {rates}")
+        if self.redirect is not None:
+            target = urllib.parse.urlsplit(self.redirect)
+            # Loopback only, as the server itself: a rehearsal must not send a request off the machine.
+            if target.scheme not in ("http", "https") or target.hostname not in (LOOPBACK, "localhost", "::1") \
+                    or target.path not in ("", "/") or target.query or target.fragment:
+                raise HceError(f"redirect must be a loopback origin such as http://127.0.0.1:8001, got {self.redirect!r}")
 
 
 @dataclass
@@ -364,6 +383,10 @@ class SimJudge:
         self.batches = SimBatches(self._chat, seed=seed, settings=batch)
 
     def respond(self, method: str, path: str, body: Any) -> SimReply:
+        if self.faults.redirect is not None:
+            self._count("307")
+            location = self.faults.redirect.rstrip("/") + path
+            return SimReply(307, {"redirect": location}, headers={"Location": location})
         reply = self.batches.respond(method, path, body)
         if reply is not None:
             return reply
@@ -610,7 +633,7 @@ def _logprobs(
 
 # --- the HTTP server -----------------------------------------------------------------------
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+_REASONS = {200: "OK", 307: "Temporary Redirect", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
 
 

@@ -294,7 +294,9 @@ def _items(corpus: pd.DataFrame, ids: list[str] | None = None, rubric: Rubric | 
     items = []
     for record in rows.to_dict(orient="records"):
         meta = {k: _plain(record[k]) for k in keep if not is_missing(record[k])}
-        items.append(Item(str(record["transcript_id"]), record["text"], metadata=meta))
+        cleaned = record.get("cleaned_chars")  # when the corpus loader cleaned the text (load_transcripts)
+        items.append(Item(str(record["transcript_id"]), record["text"], metadata=meta,
+                          cleaned_chars=0 if is_missing(cleaned) else int(cleaned)))
     return tuple(items)
 
 
