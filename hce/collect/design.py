@@ -7,7 +7,7 @@ A design file (every key but ``conditions`` and ``items`` optional)::
     attempts: 25
     endpoint:                     # never the API key itself
       base_url: http://127.0.0.1:8000/v1
-      api_key_env: OPENAI_API_KEY # the environment variable that holds the key
+      api_key_env: LOCAL_KEY      # the environment variable that holds the key (only it is read)
       timeout: 60
       max_retries: 3
     run:
@@ -108,7 +108,8 @@ class Design:
     attempts: int = 1
     rubric: Rubric = field(default_factory=lambda: load_rubric("v5"))
     base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str | None = None
+    needs_key: bool = True
     timeout: float = 60.0
     max_retries: int = 3
     concurrency: int = 8
@@ -184,7 +185,8 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
         attempts=attempts,
         rubric=rubric,
         base_url=endpoint.get("base_url"),
-        api_key_env=str(endpoint.get("api_key_env", "OPENAI_API_KEY")),
+        api_key_env=endpoint.get("api_key_env"),
+        needs_key=bool(endpoint.get("needs_key", True)),
         timeout=float(endpoint.get("timeout", 60.0)),
         max_retries=int(endpoint.get("max_retries", 3)),
         concurrency=int(run.get("concurrency", 8)),

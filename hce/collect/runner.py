@@ -41,7 +41,7 @@ from typing import Any
 
 import pandas as pd
 
-from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error
+from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error, endpoint_key
 from hce.collect.design import Attempt, Condition, Design, Item, load_design
 from hce.collect.failed import failed_attempt_ids, retried_path, set_aside_failed
 from hce.collect.parse import parse_reply, parse_synthetic
@@ -519,10 +519,14 @@ def in_new_loop(run_fn: Callable[..., Any], design: Any, log: str | os.PathLike,
 def client_for(
     design: Design, *, base_url: str | None = None, api_key: str | None = None, random_state: int | None = None
 ) -> JudgeClient:
-    """The client a run builds when given none: the design's endpoint unless ``base_url``/``api_key`` say otherwise."""
+    """The client a run builds when given none: the design's endpoint unless ``base_url``/``api_key`` say otherwise.
+
+    The key comes only from the variable the endpoint names (:func:`~hce.collect.client.endpoint_key`).
+    """
+    url = base_url or design.base_url
     return JudgeClient(
-        base_url=base_url or design.base_url,
-        api_key=api_key if api_key is not None else os.environ.get(design.api_key_env),
+        base_url=url,
+        api_key=api_key if api_key is not None else endpoint_key("default", url, design.api_key_env, needs_key=design.needs_key),
         timeout=design.timeout,
         max_retries=design.max_retries,
         random_state=random_state,

@@ -640,7 +640,8 @@ class SimServer:
     itself; ``url`` is the ``base_url`` to give a client. ``serve()`` runs it in the
     current event loop (the CLI). Port 0 picks a free port. With ``api_key`` set, a request
     without that bearer key gets a 401 whose message quotes the key it got, as a careless
-    server might: a test that the client keeps keys out of what it records.
+    server might: a test that the client keeps keys out of what it records. ``keys_seen``
+    counts the bearer keys presented (tests check that a key reached only its own server).
 
     Examples
     --------
@@ -656,6 +657,7 @@ class SimServer:
         self.host = host
         self.port = port
         self.api_key = api_key
+        self.keys_seen: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -742,6 +744,7 @@ class SimServer:
                     headers[name.strip().lower()] = value.strip()
                 raw = await reader.readexactly(int(headers.get("content-length", 0) or 0))
                 presented = headers.get("authorization", "").removeprefix("Bearer ")
+                self.keys_seen[presented] += 1
                 content_type = headers.get("content-type", "")
                 try:
                     if content_type.startswith("multipart/form-data"):

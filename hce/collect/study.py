@@ -47,6 +47,7 @@ import pandas as pd
 import yaml
 
 from hce.collect import reasoning, synthetic
+from hce.collect.client import endpoint_key
 from hce.collect.design import Condition, Design, Item, check_temperature
 from hce.collect.partition import partition, read_manifest, write_manifest
 from hce.collect.pricing import ALIASES, cost_usd
@@ -307,6 +308,7 @@ def _design(study: Study, experiment_id: str, items: tuple[Item, ...], condition
     return Design(
         experiment_id=experiment_id, items=items, conditions=tuple(conditions), attempts=int(attempts),
         rubric=study.rubric, base_url=endpoint["base_url"], api_key_env=endpoint["api_key_env"],
+        needs_key=bool(endpoint["needs_key"]),
         timeout=float(endpoint["timeout"]), max_retries=int(endpoint["max_retries"]),
         concurrency=int(run["concurrency"]), requests_per_minute=run["requests_per_minute"],
         tokens_per_minute=run["tokens_per_minute"],
@@ -655,7 +657,12 @@ def run_study(
             url, key = stack.enter_context(_simulated(study, corpus))
             connection = {"base_url": url, "api_key": key}
         else:
-            connection = {"base_url": base_url, "api_key": api_key}
+            # The key is read once, before any call, and only from the variable the endpoint names.
+            endpoint = study.config["endpoint"]
+            url = base_url or endpoint["base_url"]
+            key = api_key if api_key is not None else endpoint_key("study", url, endpoint["api_key_env"],
+                                                                         needs_key=bool(endpoint["needs_key"]))
+            connection = {"base_url": url, "api_key": key}
         connection["progress"] = progress
         for key in EXPERIMENTS:
             if study.enabled(key):
@@ -820,9 +827,7 @@ async def _llm_codes_async(study, segments, corpus, scheme, connection) -> pd.Da
     texts = corpus.set_index("transcript_id")["text"]
     cond_id = f"CODE|{coding['model']}|t{float(coding['temperature']):g}"
     done = logged_attempt_ids(log_path) if log_path.is_file() else set()
-    key = connection.get("api_key")
-    client = JudgeClient(base_url=connection.get("base_url") or endpoint["base_url"],
-                         api_key=key if key is not None else os.environ.get(endpoint["api_key_env"]),
+    client = JudgeClient(base_url=connection["base_url"], api_key=connection["api_key"],
                          timeout=float(endpoint["timeout"]), max_retries=int(endpoint["max_retries"]))  # fmt: skip
     try:
         with LogWriter(log_path) as writer:

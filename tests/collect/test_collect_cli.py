@@ -11,7 +11,7 @@ runner = CliRunner()
 
 def write_design(tmp_path, server, name="design.yaml", **kwargs):
     path = tmp_path / name
-    kwargs["endpoint"] = {"base_url": server.url, **kwargs.get("endpoint", {})}
+    kwargs["endpoint"] = {"base_url": server.url, "api_key_env": "OPENAI_API_KEY", **kwargs.get("endpoint", {})}
     path.write_text(yaml.safe_dump(design(**kwargs)))
     return path
 

@@ -295,3 +295,19 @@ def test_model_settings_apply_to_an_alias_and_o_series_temperature_is_refused():
     study.config["model_settings"] = {}
     with pytest.raises(CollectError, match=r"P2.1\|o4-mini\|t0.1.*reasoning model"):
         st._condition(study, "P2.1", "o4-mini")
+
+
+def test_study_reads_only_the_variable_its_endpoint_names(tmp_path, monkeypatch):
+    # Issue 19: `hce study` fell back to OPENAI_API_KEY for any endpoint.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-PLANTED-study")
+    monkeypatch.delenv("COLLEAGUE_VLLM_KEY", raising=False)
+    only_exp1 = {f"exp{i}": {"enabled": False} for i in range(2, 6)}
+    local = {"output": str(tmp_path / "out"), "experiments": only_exp1,
+             "endpoint": {"base_url": "http://127.0.0.1:9/v1"}}  # fmt: skip
+    with pytest.raises(CollectError, match="names no api_key_env") as caught:
+        st.run_study(local)
+    assert "sk-PLANTED" not in str(caught.value)
+    local["endpoint"]["api_key_env"] = "COLLEAGUE_VLLM_KEY"
+    with pytest.raises(CollectError, match="endpoint 'study' .* COLLEAGUE_VLLM_KEY .* not set"):
+        st.run_study(local)
+    assert not (tmp_path / "out" / "exp1_generation.jsonl").exists()
