@@ -105,13 +105,31 @@ def rubric_behavior(source: str = typer.Argument(..., help="A packaged behaviour
     )
 
 
+def _positive(value: float | None) -> float | None:
+    """A number option that must be above 0 (0 would busy-poll or never wait)."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"must be > 0, got {value:g}")
+    return value
+
+
+def _http_url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise typer.BadParameter(f"must be an http:// or https:// address, got {value!r}")
+    return value
+
+
 @app.command()
 def collect(
     design: Path = typer.Argument(..., help="The design YAML (items x conditions x attempts)."),
     log: Path = typer.Option(..., "--log", help="The JSONL attempt log; rerunning resumes it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print calls, tokens and cost; send nothing."),
-    concurrency: int = typer.Option(None, "--concurrency", help="Calls in flight at once (default: the design's, else 8)."),
-    base_url: str = typer.Option(None, "--base-url", help="The endpoint (default: the design's, else $OPENAI_BASE_URL)."),
+    concurrency: int = typer.Option(
+        None, "--concurrency", min=1, help="Calls in flight at once (default: the design's, else 8)."
+    ),
+    base_url: str = typer.Option(
+        None, "--base-url", callback=_http_url,
+        help="The endpoint of a one-endpoint design (default: the design's, else $OPENAI_BASE_URL).",
+    ),
     batch: bool = typer.Option(False, "--batch", help="Send through the OpenAI Batch API: half the price, within 24 h."),
     retry_failed: bool = typer.Option(
         False, "--retry-failed", "--resubmit-failed",
@@ -119,7 +137,7 @@ def collect(
         "failure inside a batch); their old rows move to LOG.retried.jsonl. Unusable replies are kept, never re-asked.",
     ),
     max_same_errors: int = typer.Option(
-        10, "--max-same-errors",
+        10, "--max-same-errors", min=0,
         help="Stop when this many calls in a row of one condition are refused with the same HTTP 4xx error (0: never).",
     ),
     wait: bool = typer.Option(
@@ -128,7 +146,8 @@ def collect(
         "(rerun to collect).",
     ),
     poll_interval: float = typer.Option(
-        15.0, "--poll-interval", help="With --batch: seconds between polls at first (growing 1.5-fold to 5 min)."
+        15.0, "--poll-interval", callback=_positive,
+        help="With --batch: seconds between polls at first (growing 1.5-fold to 5 min).",
     ),
     cancel: bool = typer.Option(
         False, "--cancel",
@@ -206,6 +225,12 @@ def sim_server(
     batch_cancel_share: float = typer.Option(
         0.5, "--batch-cancel-share", help="Share of a cancelled batch's requests it finishes before it stops."
     ),
+    api_key: str = typer.Option(
+        None, "--api-key", help="Answer 401 to any request without this bearer key (rehearse a wrong key)."
+    ),
+    models: str = typer.Option(
+        None, "--models", help="Serve only these models, comma-separated; others get 404 (rehearse a misspelt model)."
+    ),
 ) -> None:
     """Serve a simulated OpenAI-compatible judge with known truth on 127.0.0.1 (Ctrl-C stops it)."""
     import asyncio
@@ -225,11 +250,14 @@ def sim_server(
         faults = Faults(fail_429, fail_500, slow, malformed, retry_after, slow_seconds, reject=reject)
         judge = SimJudge(seed=seed, profiles=profiles, default=Profile(bias, noise), faults=faults, latency=latency,
                          batch=BatchSettings(polls=batch_polls, failure_rate=batch_failures,
-                                             cancel_share=batch_cancel_share))
-        server = SimServer(judge, port=port)
+                                             cancel_share=batch_cancel_share),
+                         models=[m.strip() for m in models.split(",") if m.strip()] if models else None)
+        server = SimServer(judge, port=port, api_key=api_key)
 
     def ready(s: SimServer) -> None:
-        console.print(f"simulated judge (seed {seed}) at {s.url}; Ctrl-C stops it", highlight=False)
+        only = f"; models {', '.join(judge.models)} only" if judge.models else ""
+        needs = "; a key is required" if api_key else ""
+        console.print(f"simulated judge (seed {seed}) at {s.url}{only}{needs}; Ctrl-C stops it", highlight=False)
 
     try:
         asyncio.run(server.serve(ready))
@@ -301,7 +329,9 @@ def study_run(
     study: Path = typer.Argument(..., help="The study YAML."),
     simulate: bool = typer.Option(False, "--simulate", help="Judge with the local simulated judge (no API, no cost)."),
     until: str = typer.Option(None, "--until", help="Stop after this experiment (exp1 ... exp5)."),
-    base_url: str = typer.Option(None, "--base-url", help="The endpoint (default: the study's, else $OPENAI_BASE_URL)."),
+    base_url: str = typer.Option(
+        None, "--base-url", callback=_http_url, help="The endpoint (default: the study's, else $OPENAI_BASE_URL)."
+    ),
 ) -> None:
     """Run the experiments in order, each feeding the next; rerun to resume."""
     from hce.collect import study as st

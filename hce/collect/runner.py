@@ -42,7 +42,7 @@ from typing import Any
 import pandas as pd
 
 from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error, endpoint_key
-from hce.collect.design import Attempt, Condition, Design, Item, load_design
+from hce.collect.design import Attempt, Condition, Design, Endpoint, Item, load_design
 from hce.collect.failed import failed_attempt_ids, retried_path, set_aside_failed
 from hce.collect.parse import parse_reply, parse_synthetic
 from hce.collect.pricing import (
@@ -122,8 +122,9 @@ def estimate(
     Returns
     -------
     DataFrame
-        One row per condition: ``condition_id``, ``prompt_id``, ``model``, ``calls``,
-        ``input_tokens``, ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
+        One row per condition: ``condition_id``, ``prompt_id``, ``endpoint`` (its name),
+        ``host``, ``model``, ``temperature``, ``max_tokens``, ``calls``, ``input_tokens``,
+        ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
 
     Examples
     --------
@@ -136,8 +137,10 @@ def estimate(
     done = logged_attempt_ids(log) if log is not None else set()
     if retry_failed and log is not None:
         done -= failed_attempt_ids(log)
-    rows = {c.id: dict(condition_id=c.id, prompt_id=c.prompt_id, model=c.model, calls=0, input_tokens=0, output_tokens=0)
-            for c in design.conditions}
+    rows = {c.id: dict(condition_id=c.id, prompt_id=c.prompt_id, endpoint=c.endpoint, host=design.endpoint_of(c).host,
+                       model=c.model, temperature=c.temperature, max_tokens=c.max_tokens, calls=0, input_tokens=0,
+                       output_tokens=0)
+            for c in design.conditions}  # fmt: skip
     sizes: dict[tuple[str, str], int] = {}
     for attempt in design.plan():
         if attempt.attempt_id in done:
@@ -282,6 +285,7 @@ def attempt_row(
         "max_tokens": cond.max_tokens,
         "top_p": cond.top_p,
         "seed": cond.seed,
+        "endpoint": cond.endpoint,
         "request": messages,
         "response_text": result.response_text,
         "finish_reason": result.finish_reason,
@@ -416,43 +420,48 @@ async def run_async(
         names the condition, the model, the HTTP status and the API's error message.
     """
     design = design if isinstance(design, Design) else load_design(design)
-    concurrency = int(concurrency or design.concurrency)
+    concurrency = int(concurrency if concurrency is not None else design.concurrency)
     if concurrency < 1:
         raise CollectError(f"concurrency must be >= 1, got {concurrency}")
     if max_same_errors is not None and max_same_errors < 1:
         raise CollectError(f"max_same_errors must be >= 1 or None (never stop), got {max_same_errors}")
+    for name, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+        if value is not None and not value > 0:
+            raise CollectError(f"{name} must be > 0, got {value}")
     rpm = requests_per_minute or design.requests_per_minute
     tpm = tokens_per_minute or design.tokens_per_minute
     started = time.perf_counter()
     tally = Tally()
     refusals = _Refusals(max_same_errors)
     async with contextlib.AsyncExitStack() as cleanup:
-        if client is None:
-            client = await cleanup.enter_async_context(
-                client_for(design, base_url=base_url, api_key=api_key, random_state=random_state)
-            )
+        # Every endpoint's key is read before anything is sent or the log is touched.
+        clients = await _clients(design, cleanup, client, base_url=base_url, api_key=api_key, random_state=random_state)
         retried = set_aside_failed(log) if retry_failed else 0  # before the writer opens the file it replaces
         writer = cleanup.enter_context(LogWriter(log))  # sets a torn last line aside before we read the ids
         planned, todo = pending(design, log)
-        queue: asyncio.Queue[Attempt] = asyncio.Queue()
+        # One queue per endpoint, so a slow or rate-limited provider does not hold up the others.
+        queues: dict[str, asyncio.Queue[Attempt]] = {name: asyncio.Queue() for name in clients}
         for attempt in todo:
-            queue.put_nowait(attempt)
+            queues[attempt.condition.endpoint].put_nowait(attempt)
         limits = (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
+        own = {name: _limits(design.endpoints[name]) for name in clients}
+        slots = asyncio.Semaphore(concurrency)
         bar = _Progress(len(todo), retried) if progress and todo else None
         prompt_for = prompt_cache(design, 4 * concurrency)
 
-        async def worker() -> None:
+        async def worker(queue: asyncio.Queue[Attempt]) -> None:
             while not queue.empty() and refusals.reason is None:
                 attempt = queue.get_nowait()
                 cond = attempt.condition
                 messages = prompt_for(attempt.item.id, cond.id)
-                if limits[0] is not None:
-                    await limits[0].take(1)
-                if limits[1] is not None:
-                    await limits[1].take(_input_tokens(messages) + _expected_output(cond))
+                tokens = _input_tokens(messages) + _expected_output(cond)
+                for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
+                    if limit is not None:
+                        await limit.take(amount)
                 if refusals.reason is not None:
                     return  # not sent, so not logged: the next run sends it
-                result = await client.complete(messages, **call_settings(cond))
+                async with slots:
+                    result = await clients[cond.endpoint].complete(messages, **call_settings(cond))
                 row = attempt_row(attempt, design, messages, result)
                 writer.append(row)
                 tally.add(row, result, cond)
@@ -464,8 +473,10 @@ async def run_async(
             if bar is not None:
                 bar.start()
             async with asyncio.TaskGroup() as group:
-                for _ in range(min(concurrency, len(todo))):
-                    group.create_task(worker())
+                for name, queue in queues.items():
+                    width = min(design.endpoints[name].concurrency or concurrency, concurrency)
+                    for _ in range(min(width, queue.qsize())):
+                        group.create_task(worker(queue))
         except* CollectError as failure:
             error = failure.exceptions[0]
             if isinstance(error, FatalCallError):
@@ -516,21 +527,61 @@ def in_new_loop(run_fn: Callable[..., Any], design: Any, log: str | os.PathLike,
     return asyncio.run(go())
 
 
+def used_endpoints(design: Design) -> list[Endpoint]:
+    """The endpoints the design's conditions go to, in the order the design names them."""
+    names = {c.endpoint for c in design.conditions}
+    return [e for name, e in design.endpoints.items() if name in names]
+
+
 def client_for(
-    design: Design, *, base_url: str | None = None, api_key: str | None = None, random_state: int | None = None
+    design: Design,
+    endpoint: Endpoint | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    random_state: int | None = None,
 ) -> JudgeClient:
-    """The client a run builds when given none: the design's endpoint unless ``base_url``/``api_key`` say otherwise.
+    """The client of one endpoint (default: the design's only one); ``base_url``/``api_key`` override it.
 
     The key comes only from the variable the endpoint names (:func:`~hce.collect.client.endpoint_key`).
+    An override is refused for a design whose conditions go to several endpoints: it
+    would send every provider's calls, and one key, to one place.
     """
-    url = base_url or design.base_url
+    if endpoint is None:
+        used = used_endpoints(design)
+        if len(used) > 1:
+            raise CollectError(
+                f"this design sends calls to {len(used)} endpoints ({', '.join(e.name for e in used)}); "
+                "a single client, base_url or api_key cannot stand for them: set each under endpoints:"
+            )
+        endpoint = used[0]
+    url = base_url or endpoint.base_url
+    if api_key is None:
+        api_key = endpoint_key(endpoint.name, url, endpoint.api_key_env, needs_key=endpoint.needs_key)
     return JudgeClient(
-        base_url=url,
-        api_key=api_key if api_key is not None else endpoint_key("default", url, design.api_key_env, needs_key=design.needs_key),
-        timeout=design.timeout,
-        max_retries=design.max_retries,
-        random_state=random_state,
+        base_url=url, api_key=api_key, timeout=endpoint.timeout, max_retries=endpoint.max_retries, random_state=random_state
     )
+
+
+async def _clients(
+    design: Design, cleanup: contextlib.AsyncExitStack, client: JudgeClient | None, **overrides: Any
+) -> dict[str, JudgeClient]:
+    """A client per endpoint the design uses (a given ``client`` or override: the design must use one)."""
+    used = used_endpoints(design)
+    if client is not None or overrides.get("base_url") or overrides.get("api_key") is not None:
+        if client is None:
+            client = await cleanup.enter_async_context(client_for(design, **overrides))
+        elif len(used) > 1:
+            client_for(design)  # raises, naming the endpoints
+        return {used[0].name: client}
+    made = [client_for(design, e, random_state=overrides.get("random_state")) for e in used]  # every key, first
+    return {e.name: await cleanup.enter_async_context(c) for e, c in zip(used, made, strict=True)}
+
+
+def _limits(endpoint: Endpoint) -> tuple[_RateLimit | None, _RateLimit | None]:
+    """An endpoint's own request and token buckets (None where it sets no limit)."""
+    rpm, tpm = endpoint.requests_per_minute, endpoint.tokens_per_minute
+    return (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
 
 
 class _Progress:

@@ -59,7 +59,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -326,6 +326,9 @@ class SimJudge:
     batch : BatchSettings, optional
         How the simulated Batch API behaves (:mod:`hce.collect.sim_batch`): polls before
         completion, failures inside a batch, file limits.
+    models : list of str, optional
+        The only models served: any other gets OpenAI's 404 ``model_not_found`` (to
+        rehearse a misspelt model); ``GET /models`` lists just these. Default: any model.
 
     Examples
     --------
@@ -348,6 +351,7 @@ class SimJudge:
         latency: float = 0.0,
         truth: Mapping[str, Mapping[str, Any]] | None = None,
         batch: BatchSettings | None = None,
+        models: Sequence[str] | None = None,
     ):
         from hce.collect.sim_batch import SimBatches  # that module builds on this one's replies
 
@@ -356,6 +360,7 @@ class SimJudge:
         self.default = default
         self.faults = faults
         self.latency = float(latency)
+        self.models = tuple(models) if models else None
         self.truth = {text_key(text): dict(value) for text, value in (truth or {}).items()}
         self.stats: Counter[str] = Counter()
         self._seen: Counter[str] = Counter()
@@ -369,7 +374,7 @@ class SimJudge:
             return reply
         path = path.split("?", 1)[0].rstrip("/")
         if method == "GET" and path in ("/v1/models", "/models"):
-            names = sorted({*PRD_MODELS, "sim-judge", *self.profiles})
+            names = sorted(self.models or {*PRD_MODELS, "sim-judge", *self.profiles})
             return SimReply(200, {"object": "list", "data": [_model(n) for n in names]})
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             return self._chat(body)
@@ -383,6 +388,10 @@ class SimJudge:
             occurrence = self._seen[canonical]
             self._seen[canonical] += 1
             self.stats["requests"] += 1
+        if self.models is not None and body["model"] not in self.models:
+            self._count("404")
+            return _error(404, f"The model `{body['model']}` does not exist or you do not have access to it.",
+                          "invalid_request_error", "model_not_found")  # fmt: skip
         f = self.faults
         if f.reject is not None and f.reject_model in (None, body["model"]):
             self._count("400")

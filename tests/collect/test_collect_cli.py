@@ -1,5 +1,7 @@
+import re
+
 import yaml
-from collect_helpers import design
+from collect_helpers import MODEL, design
 from typer.testing import CliRunner
 
 import hce
@@ -99,3 +101,51 @@ def test_sim_server_command_serves_on_loopback():
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=20)
     assert process.returncode == 0
+
+
+def test_sim_server_rehearses_a_wrong_key_and_an_unknown_model_end_to_end(tmp_path, monkeypatch):
+    # Issue 19: the simulator took any key and any model. Now `--api-key` and `--models` make it
+    # refuse, and `hce collect` (the real client) stops at once with the reason, not the key.
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", "from hce.cli import main; main()", "sim-server", "--port", "0",
+               "--api-key", "sk-sim-right", "--models", "m1, m2"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert "models m1, m2 only; a key is required" in line
+        url = re.search(r"http://127\.0\.0\.1:\d+/v1", line).group(0)
+        endpoint = {"base_url": url, "api_key_env": "SIM_KEY", "max_retries": 0}
+
+        def collect(name, model, key):
+            monkeypatch.setenv("SIM_KEY", key)
+            path = tmp_path / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(design(attempts=5, endpoint=endpoint, defaults={"model": model, "price_model": MODEL})))
+            log = tmp_path / f"{name}.jsonl"
+            return runner.invoke(app, ["collect", str(path), "--log", str(log), "--concurrency", "2"]), log
+
+        result, log = collect("unknown", "m3", "sk-sim-right")
+        assert result.exit_code == 2 and "refused model 'm3': HTTP 404" in result.output, result.output
+        assert "does not exist" in result.output and not log.exists() or hce.read_log(log).empty
+        result, log = collect("wrong", "m1", "sk-sim-WRONG-9f2")
+        assert result.exit_code == 2 and "HTTP 401" in result.output and "sk-sim-WRONG-9f2" not in result.output
+        result, log = collect("right", "m2", "sk-sim-right")
+        assert result.exit_code == 0 and "30 attempts run" in result.output, result.output
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=20)
+
+
+def test_cli_options_are_range_checked(tmp_path, serve):
+    path = write_design(tmp_path, serve())
+    log = str(tmp_path / "log.jsonl")
+    for option, value, said in (("--concurrency", "0", "'--concurrency': Input should be greater than or equal to 1"),
+                                ("--poll-interval", "0", "must be > 0, got 0"),
+                                ("--max-same-errors", "-1", "'--max-same-errors': Input should be greater than or equal to 0"),
+                                ("--base-url", "127.0.0.1:8000", "must be an http:// or https:// address")):
+        result = runner.invoke(app, ["collect", str(path), "--log", log, option, value, "--dry-run"])
+        flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", result.output).split())  # rich's error box, unwrapped
+        assert result.exit_code == 2 and said in flat, (option, result.output)
+    assert not (tmp_path / "log.jsonl").exists()

@@ -362,3 +362,17 @@ def test_a_server_without_keys_needs_none(serve, tmp_path, monkeypatch):
     server = serve(SimJudge(seed=0))
     summary = run(design(attempts=1, endpoint={"base_url": server.url, "needs_key": False}), tmp_path / "n.jsonl")
     assert summary.done == 6 and dict(server.keys_seen) == {"no-key": 6}
+
+
+@pytest.mark.parametrize("fault", ["model", "key"])
+def test_a_401_or_404_stops_the_run_within_the_calls_in_flight(serve, tmp_path, fault):
+    judge = SimJudge(seed=0, models=["served-model"])
+    server = serve(judge, api_key="sk-right")
+    spec = design(attempts=10, defaults={"model": "served-model" if fault == "key" else "misspelt-model"})
+    client = fast_client(server, api_key="sk-right" if fault == "model" else "sk-wrong")
+    with pytest.raises(FatalCallError, match="HTTP 404" if fault == "model" else "HTTP 401"):
+        run(spec, tmp_path / "stop.jsonl", client=client, concurrency=4)
+    # 60 attempts planned; only the first calls in flight reached the server, and none was logged.
+    sent = sum(server.keys_seen.values())
+    assert 1 <= sent <= 4 and judge.stats["ok"] == 0
+    assert not (tmp_path / "stop.jsonl").exists() or hce.read_log(tmp_path / "stop.jsonl").empty

@@ -48,7 +48,7 @@ def test_overrides_and_config_errors(tmp_path):
     study = st.load_study({"experiments": {"exp2": {"attempts": 5, "winner": {"alpha": 0.01}}}})
     assert study.exp("exp2")["attempts"] == 5 and study.exp("exp2")["winner"]["alpha"] == 0.01
     assert study.exp("exp3")["winner"]["alpha"] == 0.05  # the YAML anchor is not shared after merging
-    with pytest.raises(CollectError, match=r"unknown key 'experiments.exp2.atempts'; valid here: \['attempts'"):
+    with pytest.raises(CollectError, match=r"experiments.exp2.atempts: unknown key; did you mean 'attempts'\? \(valid here: attempts, enabled"):
         st.load_study({"experiments": {"exp2": {"atempts": 5}}})
     with pytest.raises(CollectError, match="never holds an API key"):
         st.load_study({"endpoint": {"api_key": "sk-x"}})
