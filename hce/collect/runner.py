@@ -44,6 +44,7 @@ import pandas as pd
 from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error, endpoint_key
 from hce.collect.design import Attempt, Condition, Design, Endpoint, Item, load_design
 from hce.collect.failed import failed_attempt_ids, retried_path, set_aside_failed
+from hce.collect.fingerprint import check_resume, settings_hash
 from hce.collect.parse import parse_reply, parse_synthetic
 from hce.collect.pricing import (
     UnpricedModelWarning,
@@ -134,6 +135,8 @@ def estimate(
     [{'calls': 10, 'output_tokens': 20}]
     """
     design = design if isinstance(design, Design) else load_design(design)
+    if log is not None:
+        check_resume(design, log)
     done = logged_attempt_ids(log) if log is not None else set()
     if retry_failed and log is not None:
         done -= failed_attempt_ids(log)
@@ -220,7 +223,12 @@ def prompt_cache(design: Design, size: int) -> Callable[[str, str], list[dict[st
 
 
 def pending(design: Design, log: str | os.PathLike) -> tuple[list[Attempt], list[Attempt]]:
-    """(every planned attempt, those not yet in ``log``), in plan order."""
+    """(every planned attempt, those not yet in ``log``), in plan order.
+
+    Raises :class:`CollectError` when the log holds rows of a condition made with other
+    settings (:func:`~hce.collect.fingerprint.check_resume`).
+    """
+    check_resume(design, log)
     planned = design.plan()
     logged = logged_attempt_ids(log)
     return planned, [a for a in planned if a.attempt_id not in logged]
@@ -286,6 +294,7 @@ def attempt_row(
         "top_p": cond.top_p,
         "seed": cond.seed,
         "endpoint": cond.endpoint,
+        "settings_hash": settings_hash(cond, design),
         "request": messages,
         "response_text": result.response_text,
         "finish_reason": result.finish_reason,

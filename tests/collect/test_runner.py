@@ -3,6 +3,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -376,3 +377,39 @@ def test_a_401_or_404_stops_the_run_within_the_calls_in_flight(serve, tmp_path, 
     sent = sum(server.keys_seen.values())
     assert 1 <= sent <= 4 and judge.stats["ok"] == 0
     assert not (tmp_path / "stop.jsonl").exists() or hce.read_log(tmp_path / "stop.jsonl").empty
+
+
+@pytest.mark.parametrize(
+    "change, field, old, new",
+    [
+        ({"temperature": 1.0}, "temperature", "0.7", "1.0"),
+        ({"model": "gpt-4o-2024-08-06"}, "model", MODEL, "gpt-4o-2024-08-06"),
+        ({"max_tokens": 500}, "max_tokens", "1000", "500"),
+        ({"seed": 3}, "seed", "empty", "3"),
+        ({"logprobs": True}, "prompt template, rubric, logprobs or endpoint kind", "other", "these"),
+        ({"prompt": "P2.3"}, "prompt_id", "P1.2", "P2.3"),
+    ],
+)
+def test_resuming_a_condition_with_changed_settings_stops_before_any_call(serve, tmp_path, change, field, old, new):
+    # Issue 19: temperature 0.7 -> 1.0 (or gpt-4.1-mini -> gpt-4o) under one id pooled 30 + 60 rows silently.
+    judge = SimJudge(seed=0)
+    server = serve(judge)
+    log = tmp_path / "log.jsonl"
+    before = design(prompts=("P1.2",), attempts=10, defaults={"model": MODEL, "temperature": 0.7, "max_tokens": 1000})
+    before["conditions"] = [{"prompt": "P1.2", "id": "zeroshot"}]
+    assert run(before, log, client=fast_client(server)).done == 30
+    frame = hce.read_log(log)
+    assert set(frame["endpoint"]) == {"default"} and frame["settings_hash"].nunique() == 1
+    after = {**before, "attempts": 30, "conditions": [{"prompt": "P1.2", "id": "zeroshot", **change}]}
+    requests = judge.stats["requests"]
+    with pytest.raises(CollectError, match=rf"condition 'zeroshot' has 30 logged attempts made with {re.escape(field)} "
+                                           rf"{re.escape(old)}, but the design now says {re.escape(field)} {re.escape(new)}"):
+        run(after, log, client=fast_client(server))
+    with pytest.raises(CollectError, match="give the changed condition a new id"):
+        estimate(after, log=log)  # --dry-run says so too
+    assert judge.stats["requests"] == requests and len(hce.read_log(log)) == 30
+    # A new id is a new condition: it starts afresh beside the old one.
+    after["conditions"][0]["id"] = "zeroshot-v2"
+    assert run(after, log, client=fast_client(server)).done == 90
+    # The same settings resume as before.
+    assert run(before, log, client=fast_client(server)).done == 0

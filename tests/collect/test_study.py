@@ -311,3 +311,24 @@ def test_study_reads_only_the_variable_its_endpoint_names(tmp_path, monkeypatch)
     with pytest.raises(CollectError, match="endpoint 'study' .* COLLEAGUE_VLLM_KEY .* not set"):
         st.run_study(local)
     assert not (tmp_path / "out" / "exp1_generation.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"endpoint": {"base_ulr": "http://127.0.0.1:9/v1"}}, r"endpoint.base_ulr: unknown key; did you mean 'base_url'\?"),
+        ({"run": {"requests_per_minut": 30}}, r"run.requests_per_minut: unknown key; did you mean 'requests_per_minute'\?"),
+        ({"defaults": {"temprature": 0.9}}, r"defaults.temprature: unknown key; did you mean 'temperature'\?"),
+        ({"defaults": {"temperature": 7}}, r"defaults.temperature: must be <= 2, got 7"),
+        ({"defaults": {"max_tokens": -5}}, r"defaults.max_tokens: must be >= 1, got -5"),
+        ({"run": {"requests_per_minute": -5}}, r"run.requests_per_minute: must be > 0, got -5"),
+        ({"run": {"concurrency": 0}}, r"run.concurrency: must be >= 1, got 0"),
+        ({"endpoint": {"timeout": 0}}, r"endpoint.timeout: must be > 0, got 0"),
+        ({"experiments": {"exp1": {"temperature": "0,7"}}}, r"experiments.exp1.temperature: must be a number, got '0,7' \(a decimal comma"),
+        ({"experiments": {"exp4": {"llm_coding": {"max_tokens": 0}}}}, r"experiments.exp4.llm_coding.max_tokens: must be >= 1"),
+        ({"model_settings": {"o3": {"temprature": None}}}, r"model_settings.o3.temprature: unknown key; did you mean 'temperature'\?"),
+    ],
+)
+def test_every_study_setting_is_checked(change, message):
+    with pytest.raises(CollectError, match=message):
+        st.load_study(change)
