@@ -105,6 +105,13 @@ def rubric_behavior(source: str = typer.Argument(..., help="A packaged behaviour
     )
 
 
+def print_whole(table: Table) -> None:
+    """Print a table at its natural width, never cutting a name short ("gpt-4o-mi…"): wider than the
+    terminal, its lines wrap there instead."""
+    width = Console(width=100_000).measure(table).maximum
+    Console(width=max(width, console.width), soft_wrap=True).print(table)
+
+
 def _positive(value: float | None) -> float | None:
     """A number option that must be above 0 (0 would busy-poll or never wait)."""
     if value is not None and not value > 0:
@@ -161,21 +168,26 @@ def collect(
     --batch --cancel stops this log's batches.
     """
     from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
-    from hce.collect.runner import estimate, load_design, run, summarise_estimate
+    from hce.collect.runner import check_batch, estimate, load_design, run, summarise_estimate
 
     with reported():
         if cancel and (not batch or dry_run or retry_failed):
             raise HceError("--cancel goes with --batch, and not with --dry-run or --retry-failed")
         parsed = load_design(design)
+        if batch:
+            check_batch(parsed)
         table = None if cancel else estimate(parsed, log=log if log.exists() else None, batch=batch, retry_failed=retry_failed)
         uncollected = open_batches(log) if batch else []
     if table is not None and dry_run:
-        shown = Table("condition", "prompt", "model", "calls", "input tokens", "output tokens", "cost (USD)")
+        shown = Table("condition", "prompt", "endpoint", "model", "temperature", "max tokens", "calls", "input tokens",
+                      "output tokens", "cost (USD)")
         for row in table.itertuples(index=False):
             cost = "unpriced" if row.cost_usd != row.cost_usd else f"{row.cost_usd:,.4f}"
-            shown.add_row(row.condition_id, row.prompt_id, row.model, f"{row.calls:,}", f"{row.input_tokens:,}",
-                          f"{row.output_tokens:,}", cost)
-        console.print(shown)
+            temperature = "not sent" if row.temperature != row.temperature or row.temperature is None else f"{row.temperature:g}"
+            max_tokens = "not sent" if row.max_tokens is None or row.max_tokens != row.max_tokens else f"{int(row.max_tokens):,}"
+            shown.add_row(row.condition_id, row.prompt_id, f"{row.endpoint} {row.host}", row.model, temperature,
+                          max_tokens, f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}", cost)
+        print_whole(shown)
         console.print(summarise_estimate(table), highlight=False)
         if uncollected:
             console.print(f"note: {len(uncollected)} batches in {state_path(log)} are not collected yet; the calls above "

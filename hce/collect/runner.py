@@ -572,6 +572,20 @@ def client_for(
     )
 
 
+def check_batch(design: Design) -> Endpoint:
+    """The one endpoint a batch run sends to, refused when its provider offers no OpenAI Batch API."""
+    used = used_endpoints(design)
+    if len(used) > 1:
+        raise CollectError(f"--batch sends a design to one endpoint; this one uses {len(used)} "
+                           f"({', '.join(e.name for e in used)}): run a design per endpoint")  # fmt: skip
+    if not used[0].supports_batch:
+        raise CollectError(
+            f"endpoint {used[0].name!r} ({used[0].kind}, {used[0].host}) has no OpenAI-compatible Batch API "
+            "(hce.collect.providers); run without --batch, or set batch: true on the endpoint if it has one"
+        )
+    return used[0]
+
+
 async def _clients(
     design: Design, cleanup: contextlib.AsyncExitStack, client: JudgeClient | None, **overrides: Any
 ) -> dict[str, JudgeClient]:

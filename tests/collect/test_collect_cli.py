@@ -149,3 +149,32 @@ def test_cli_options_are_range_checked(tmp_path, serve):
         flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", result.output).split())  # rich's error box, unwrapped
         assert result.exit_code == 2 and said in flat, (option, result.output)
     assert not (tmp_path / "log.jsonl").exists()
+
+
+def test_dry_run_shows_endpoint_model_settings_and_never_cuts_names(tmp_path, serve, monkeypatch):
+    # Issue 19: the dry run cut names ("zeroshot…", "gpt-4o-mi…") and showed neither endpoint nor temperature.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    server = serve()
+    spec = design(prompts=("P1.2",), attempts=4, endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY"},
+                  defaults={"model": "gpt-4o-mini-2024-07-18", "temperature": 0.7, "max_tokens": 321})
+    spec["conditions"] = [{"prompt": "P1.2", "id": "zeroshot-with-a-rather-long-descriptive-condition-name"},
+                          {"prompt": "P2.1", "id": "o3-at-default", "model": "o3-2025-04-16", "temperature": None}]
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "log.jsonl"), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "zeroshot" in line or "o3-at-default" in line]
+    first, second = rows
+    for shown in ("zeroshot-with-a-rather-long-descriptive-condition-name", "gpt-4o-mini-2024-07-18",
+                  f"default {server.url.removesuffix('/v1')}", " 0.7 ", " 321 ", " 12 "):
+        assert shown in first, (shown, first)
+    assert "o3-2025-04-16" in second and "not sent" in second and "…" not in result.output
+
+
+def test_batch_only_for_endpoints_that_have_a_batch_api(tmp_path):
+    spec = design(endpoint={"base_url": "https://api.anthropic.com/v1/", "api_key_env": "ANTHROPIC_API_KEY"},
+                  defaults={"model": "claude-3-5-sonnet-20240620", "price_model": MODEL})
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "log.jsonl"), "--batch", "--dry-run"])
+    assert result.exit_code == 2 and "endpoint 'default' (anthropic, https://api.anthropic.com) has no" in result.output
