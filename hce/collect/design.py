@@ -41,6 +41,7 @@ Item metadata become extra log columns (``target_total`` next to the scores).
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -56,7 +57,7 @@ import yaml
 from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT
 from hce.collect.providers import PROVIDERS, infer_kind, unsupported
-from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, did_you_mean, validate
+from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
 from hce.errors import CollectError, HceError
 from hce.log import COLUMNS, make_attempt_id
 from hce.rubric import BehaviorSpec, Rubric, load_behavior, load_rubric
@@ -341,6 +342,7 @@ def _items(spec: Any, name: str, base: Path) -> list[Item]:
         if not isinstance(entry, dict) or entry.get("id") in (None, ""):
             raise CollectError(f"{where} must be a mapping with an 'id'")
         entry = dict(entry)
+        _check_item_keys(entry, where)
         text = entry.pop("text", None)
         if entry.get("file"):
             file = base / entry.pop("file")
@@ -357,6 +359,21 @@ def _items(spec: Any, name: str, base: Path) -> list[Item]:
     if len(set(ids)) != len(ids):
         raise CollectError(f"{name}: item ids must be distinct; repeated: {sorted({i for i in ids if ids.count(i) > 1})}")
     return items
+
+
+_ITEM_KEYS = ("id", "text", "file", "case", "metadata")
+
+
+def _check_item_keys(entry: Mapping[str, Any], where: str) -> None:
+    """Refuse an item key that is surely a typo: flat extra keys are metadata columns, but one
+    that nearly spells an item key (``txt``, ``metdata``) or holds a mapping or list is not."""
+    for key, value in entry.items():
+        if key in _ITEM_KEYS:
+            continue
+        close = difflib.get_close_matches(str(key), _ITEM_KEYS, n=1, cutoff=0.75)
+        if close or isinstance(value, (Mapping, list)):
+            hint = f" did you mean {close[0]!r}?" if close else " extra keys are metadata columns and hold one value each;"
+            raise SchemaError(f"{where}.{key}: unknown key;{hint} (an item has {', '.join(_ITEM_KEYS)})")
 
 
 def _check_items(items: tuple[Item, ...], conditions: tuple[Condition, ...], rubric: Rubric, name: str) -> None:

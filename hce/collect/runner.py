@@ -392,13 +392,17 @@ async def run_async(
     log : path
         The JSONL log to append to (created if missing). Rerunning resumes.
     client : JudgeClient, optional
-        Default: one built from the design's endpoint, ``base_url``/``api_key`` (else
-        ``$OPENAI_BASE_URL`` and the variable ``endpoint.api_key_env`` names).
+        Default: one client per endpoint the conditions use, each with the key of the
+        variable its endpoint names (read, for every endpoint, before anything is sent).
+        A ``client`` or ``base_url``/``api_key`` stands for the endpoint of a design that
+        uses one; for a design with several it is refused.
     concurrency : int, optional
-        Calls in flight at once (default: the design's, else 8).
+        Calls in flight at once in the whole run (default: the design's ``run``, else 8);
+        an endpoint's own ``concurrency`` caps its share.
     requests_per_minute, tokens_per_minute : float, optional
-        Client-side limits (token bucket; tokens are the estimated input plus the typical
-        output of each call, reserved before it is sent).
+        Client-side limits of the whole run (token bucket; tokens are the estimated input
+        plus the typical output of each call, reserved before it is sent); an endpoint's
+        own limits apply to its calls as well.
     retry_failed : bool
         First move the rows of attempts whose call failed (no reply: a timeout, a dropped
         connection, an HTTP 4xx or 5xx after the retries; or a request failed inside a

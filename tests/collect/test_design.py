@@ -106,6 +106,9 @@ def test_o_series_takes_the_default_temperature_or_none(model):
         ({"run": [1]}, r"run: must be a mapping"),
         ({"endpoint": {"base_url": "api.openai.com/v1"}}, r"endpoint.base_url: must be an http:// or https:// address"),
         ({"defaults": {"endpoint": "lcoal"}}, r"endpoint 'lcoal' is not defined; did you mean 'local'\?"),
+        ({"items": [{"id": "a", "txt": "Doctor: hi"}]}, r"items\[0\].txt: unknown key; did you mean 'text'\?"),
+        ({"items": [{"id": "a", "text": "x", "metdata": {"source": "DoVA"}}]}, r"items\[0\].metdata: unknown key; did you mean 'metadata'\?"),
+        ({"items": [{"id": "a", "text": "x", "notes": ["a"]}]}, r"items\[0\].notes: unknown key; extra keys are metadata"),
     ],
 )
 def test_every_mapping_is_checked(change, message):
