@@ -143,6 +143,11 @@ def collect(
         help="Send again the attempts whose call failed (no reply: a timeout, HTTP 4xx/5xx after the retries, a "
         "failure inside a batch); their old rows move to LOG.retried.jsonl. Unusable replies are kept, never re-asked.",
     ),
+    new_settings: bool = typer.Option(
+        False, "--new-settings",
+        help="A condition whose settings (model, prompt, temperature, ...) changed under the same id starts afresh: "
+        "its old rows move to LOG.superseded.jsonl. Without it such a log stops the run before any call.",
+    ),
     max_same_errors: int = typer.Option(
         10, "--max-same-errors", min=0,
         help="Stop when this many calls in a row of one condition are refused with the same HTTP 4xx error (0: never).",
@@ -168,6 +173,7 @@ def collect(
     --batch --cancel stops this log's batches.
     """
     from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
+    from hce.collect.fingerprint import set_aside_changed, superseded_path
     from hce.collect.runner import check_batch, estimate, load_design, run, summarise_estimate
 
     with reported():
@@ -176,7 +182,8 @@ def collect(
         parsed = load_design(design)
         if batch:
             check_batch(parsed)
-        table = None if cancel else estimate(parsed, log=log if log.exists() else None, batch=batch, retry_failed=retry_failed)
+        table = None if cancel else estimate(parsed, log=log if log.exists() else None, batch=batch,
+                                                retry_failed=retry_failed, new_settings=new_settings)
         uncollected = open_batches(log) if batch else []
     if table is not None and dry_run:
         shown = Table("condition", "prompt", "endpoint", "model", "temperature", "max tokens", "calls", "input tokens",
@@ -203,10 +210,13 @@ def collect(
                 summary = cancel_batches(parsed, log, base_url=base_url, wait=wait, poll_interval=poll_interval,
                                          progress=True)
             elif batch:
+                for change in set_aside_changed(parsed, log) if new_settings else []:
+                    console.print(f"{change}: its old rows moved to {superseded_path(log)}", highlight=False)
                 summary = run_batch(parsed, log, base_url=base_url, resubmit_failed=retry_failed, wait=wait,
                                     poll_interval=poll_interval, progress=True)
             else:
                 summary = run(parsed, log, concurrency=concurrency, base_url=base_url, retry_failed=retry_failed,
+                              new_settings=new_settings,
                               max_same_errors=max_same_errors or None, progress=True)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished attempts are in {log}; run the same command again to resume"

@@ -8,7 +8,9 @@ Every row therefore carries ``settings_hash``: a digest of the condition's model
 settings (temperature, max_tokens, top_p, seed, logprobs, top_logprobs) and endpoint (its
 name and provider kind; not its address, so a local server on a new port is the same
 judge). :func:`check_resume` compares a log with the design before any call and stops
-naming the condition and the field that changed.
+naming the condition and the field that changed; :func:`set_aside_changed`
+(``--new-settings``) instead moves the changed conditions' old rows to
+``<log>.superseded.jsonl`` so they start afresh.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import hashlib
 import json
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from hce.collect.design import Condition, Design
+from hce.collect.failed import set_aside
 from hce.collect.prompts import render
 from hce.errors import CollectError
 from hce.log import TruncatedLogWarning, read_log
@@ -64,51 +68,104 @@ def settings_hash(cond: Condition, design: Design) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Change:
+    """A condition whose logged rows were made with other settings than the design's now."""
+
+    condition_id: str
+    field: str
+    logged: Any
+    now: Any
+    rows: int
+
+    def __str__(self) -> str:
+        return (f"condition {self.condition_id!r} has {self.rows} logged attempts made with {self.field} {self.logged}, "
+                f"but the design now says {self.field} {self.now}")  # fmt: skip
+
+
+def changed_settings(design: Design, log: str | os.PathLike) -> list[Change]:
+    """Conditions of ``design`` whose rows in ``log`` were made with other settings (see the module notes)."""
+    path = Path(log)
+    if not path.is_file() or path.stat().st_size == 0:
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TruncatedLogWarning)  # the writer sets a torn last line aside
+        frame = read_log(path)
+    if frame.empty:
+        return []
+    frame = frame[frame["experiment_id"].astype(str) == design.experiment_id]
+    changes = []
+    for cond in design.conditions:
+        rows = frame[frame["condition_id"].astype(str) == cond.id]
+        change = _change(cond, design, rows) if len(rows) else None
+        if change is not None:
+            changes.append(change)
+    return changes
+
+
+def _change(cond: Condition, design: Design, rows: pd.DataFrame) -> Change | None:
+    now = settings_of(cond, design)
+    for name in COMPARED:
+        if name not in rows:
+            continue
+        logged = list(rows[name].dropna().unique())
+        if name in ("temperature", "top_p", "max_tokens", "seed"):
+            changed = [v for v in logged if now[name] is None or float(v) != float(now[name])]
+            changed += ["empty"] if now[name] is not None and rows[name].isna().any() else []
+        else:
+            changed = [v for v in logged if str(v) != str(now[name])]
+        if changed:
+            return Change(cond.id, name, changed[0], "empty" if now[name] is None else now[name], len(rows))
+    if "settings_hash" in rows:
+        if set(rows["settings_hash"].dropna().astype(str)) - {settings_hash(cond, design)}:
+            return Change(cond.id, "prompt template, rubric, logprobs or endpoint kind", "other", "these", len(rows))
+    return None
+
+
 def check_resume(design: Design, log: str | os.PathLike) -> None:
     """Stop, before any call, when ``log`` holds rows of a condition made with other settings.
 
     Raises
     ------
     CollectError
-        Naming the log, the condition, the changed field (old and new value) and the way
-        out: a new condition ``id`` (its attempts then start afresh) or another log.
+        Naming the log, the condition, the changed field (old and new value) and the ways
+        out: a new condition ``id`` (its attempts then start afresh), ``--new-settings``
+        (``new_settings=True``: the old rows move to ``<log>.superseded.jsonl``), or
+        another log.
     """
-    path = Path(log)
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TruncatedLogWarning)  # the writer sets a torn last line aside
-        frame = read_log(path)
-    if frame.empty:
-        return
-    frame = frame[frame["experiment_id"].astype(str) == design.experiment_id]
-    for cond in design.conditions:
-        rows = frame[frame["condition_id"].astype(str) == cond.id]
-        if rows.empty:
-            continue
-        now = settings_of(cond, design)
-        for name in COMPARED:
-            if name not in rows:
-                continue
-            logged = rows[name].dropna().unique()
-            if name in ("temperature", "top_p", "max_tokens", "seed"):
-                changed = [v for v in logged if now[name] is None or float(v) != float(now[name])]
-                changed += ["empty"] if now[name] is not None and rows[name].isna().any() else []
-            else:
-                changed = [v for v in logged if str(v) != str(now[name])]
-            if changed:
-                _stop(path, cond, name, changed[0], now[name], len(rows))
-        if "settings_hash" in rows:
-            hashes = set(rows["settings_hash"].dropna().astype(str)) - {settings_hash(cond, design)}
-            if hashes:
-                _stop(path, cond, "prompt template, rubric, logprobs or endpoint kind", "other", "these", len(rows))
+    changes = changed_settings(design, log)
+    if changes:
+        raise CollectError(
+            f"{log}: {changes[0]}; resuming would pool two conditions under one id. A condition is its settings: "
+            "give the changed condition a new id (its attempts then start afresh beside the old ones), run with "
+            f"--new-settings to move its old rows to {superseded_path(log).name} and start it afresh, or write to a "
+            "new --log. Nothing was sent."
+        )
 
 
-def _stop(path: Path, cond: Condition, name: str, old: Any, new: Any, rows: int) -> None:
-    old = "empty" if old is None or (not isinstance(old, str) and pd.isna(old)) else old
-    raise CollectError(
-        f"{path}: condition {cond.id!r} has {rows} logged attempts made with {name} {old}, but the design now says "
-        f"{name} {new}; resuming would pool two conditions under one id. A condition is its settings: give the "
-        "changed condition a new id (its attempts then start afresh beside the old ones), or write to a new --log. "
-        "Nothing was sent."
-    )
+def superseded_path(log: str | os.PathLike) -> Path:
+    """Where ``--new-settings`` keeps the rows of changed conditions: ``<log>.superseded.jsonl``."""
+    log = Path(log)
+    return log.with_name(log.name + ".superseded.jsonl")
+
+
+def set_aside_changed(design: Design, log: str | os.PathLike) -> list[Change]:
+    """Move the rows of conditions whose settings changed to :func:`superseded_path`; the changes moved.
+
+    The conditions then start afresh in ``log`` with their current settings; their old
+    rows stay whole, crash-safely, in the sidecar (:func:`hce.collect.failed.set_aside`).
+    """
+    changes = changed_settings(design, log)
+    ids = {c.condition_id for c in changes}
+
+    def chosen(line: bytes) -> bool:
+        try:
+            record = json.loads(line)
+        except ValueError:  # a torn last line stays for the log writer
+            return False
+        return (isinstance(record, dict) and str(record.get("experiment_id")) == design.experiment_id
+                and str(record.get("condition_id")) in ids)  # fmt: skip
+
+    if changes:
+        set_aside(log, chosen, superseded_path(log))
+    return changes

@@ -33,7 +33,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +44,14 @@ import pandas as pd
 from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error, endpoint_key
 from hce.collect.design import Attempt, Condition, Design, Endpoint, Item, load_design
 from hce.collect.failed import failed_attempt_ids, retried_path, set_aside_failed
-from hce.collect.fingerprint import check_resume, settings_hash
+from hce.collect.fingerprint import (
+    Change,
+    changed_settings,
+    check_resume,
+    set_aside_changed,
+    settings_hash,
+    superseded_path,
+)
 from hce.collect.parse import parse_reply, parse_synthetic
 from hce.collect.pricing import (
     UnpricedModelWarning,
@@ -65,7 +72,8 @@ CHARS_PER_TOKEN = 4  # a rough rule for English text; the estimate says it is ro
 class RunSummary:
     """What a run did: ``planned`` attempts, ``skipped`` (already logged), ``done`` now,
     of which ``errors`` flagged, ``retries`` in total, ``cost_usd`` (priced calls only), ``wall_s``;
-    ``retried``: rows of failed calls moved out of the log to be sent again."""
+    ``retried``: rows of failed calls moved out of the log to be sent again; ``superseded``:
+    conditions whose rows made with other settings were moved out (``new_settings=True``)."""
 
     planned: int
     skipped: int
@@ -76,11 +84,15 @@ class RunSummary:
     wall_s: float
     log: str
     retried: int = 0
+    superseded: tuple[Change, ...] = ()  # conditions started afresh with new settings (--new-settings)
 
     def __str__(self) -> str:
         again = ""
         if self.retried:
             again = f" ({self.retried:,} failed calls sent again; their old rows: {retried_path(self.log)})"
+        if self.superseded:
+            names = ", ".join(repr(c.condition_id) for c in self.superseded)
+            again += f" (conditions {names} started afresh with new settings; their old rows: {superseded_path(self.log)})"
         return (
             f"{self.done:,} attempts run, {self.skipped:,} already logged, of {self.planned:,} planned{again}; "
             f"{self.errors:,} flagged, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s -> {self.log}"
@@ -110,6 +122,7 @@ def estimate(
     log: str | os.PathLike | None = None,
     batch: bool = False,
     retry_failed: bool = False,
+    new_settings: bool = False,
 ) -> pd.DataFrame:
     """Calls, tokens and cost a run would make, per condition, before anything is sent.
 
@@ -117,8 +130,10 @@ def estimate(
     length for the prompt's format (2 for a bare total, 45 for a score block, 450 for
     step-by-step reasoning), capped by ``max_tokens``. Both are rough: use them to decide
     whether to run, not to budget to the cent. Attempts already in ``log`` are left out,
-    except, with ``retry_failed=True``, those whose call failed (they would be sent again);
-    ``batch=True`` prices the calls at the Batch API's discount.
+    except, with ``retry_failed=True``, those whose call failed (they would be sent again)
+    and, with ``new_settings=True``, those of conditions whose settings changed (they would
+    start afresh; without it such a log raises, as the run would); ``batch=True`` prices
+    the calls at the Batch API's discount.
 
     Returns
     -------
@@ -135,7 +150,10 @@ def estimate(
     [{'calls': 10, 'output_tokens': 20}]
     """
     design = design if isinstance(design, Design) else load_design(design)
-    if log is not None:
+    fresh: set[str] = set()
+    if log is not None and new_settings:
+        fresh = {change.condition_id for change in changed_settings(design, log)}
+    elif log is not None:
         check_resume(design, log)
     done = logged_attempt_ids(log) if log is not None else set()
     if retry_failed and log is not None:
@@ -146,7 +164,7 @@ def estimate(
             for c in design.conditions}  # fmt: skip
     sizes: dict[tuple[str, str], int] = {}
     for attempt in design.plan():
-        if attempt.attempt_id in done:
+        if attempt.attempt_id in done and attempt.condition.id not in fresh:
             continue
         cond, row = attempt.condition, rows[attempt.condition.id]
         key = (attempt.item.id, cond.id)
@@ -253,7 +271,8 @@ class Tally:
             warnings.warn(unpriced_message(cond.price_model or cond.model), UnpricedModelWarning, stacklevel=3)
 
     def summary(
-        self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0
+        self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0,
+        superseded: Sequence[Change] = (),
     ) -> RunSummary:
         counts = self.counts
         return RunSummary(
@@ -266,6 +285,7 @@ class Tally:
             wall_s=time.perf_counter() - started,
             log=str(Path(log)),
             retried=retried,
+            superseded=tuple(superseded),
         )
 
 
@@ -380,6 +400,7 @@ async def run_async(
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
     retry_failed: bool = False,
+    new_settings: bool = False,
     max_same_errors: int | None = MAX_SAME_ERRORS,
     progress: bool = False,
     random_state: int | None = None,
@@ -409,6 +430,10 @@ async def run_async(
         batch) out of the log, appending them to ``<log>.retried.jsonl``, so they are sent
         again. Rows of replies that came back unusable (malformed, unparsable, cut off)
         stay: they are never re-asked.
+    new_settings : bool
+        A condition whose settings changed under the same id (see
+        :mod:`hce.collect.fingerprint`) starts afresh: its old rows move to
+        ``<log>.superseded.jsonl``. Without it such a log stops the run before any call.
     max_same_errors : int or None
         Stop the run when this many consecutive calls of one condition, for more than one
         item, are refused with the same HTTP 4xx error (default 10); None never stops.
@@ -450,6 +475,7 @@ async def run_async(
         # Every endpoint's key is read before anything is sent or the log is touched.
         clients = await _clients(design, cleanup, client, base_url=base_url, api_key=api_key, random_state=random_state)
         retried = set_aside_failed(log) if retry_failed else 0  # before the writer opens the file it replaces
+        superseded = set_aside_changed(design, log) if new_settings else []
         writer = cleanup.enter_context(LogWriter(log))  # sets a torn last line aside before we read the ids
         planned, todo = pending(design, log)
         # One queue per endpoint, so a slow or rate-limited provider does not hold up the others.
@@ -503,7 +529,7 @@ async def run_async(
                 bar.stop()
         if refusals.reason is not None:
             raise CollectError(refusals.reason)
-    return tally.summary(len(planned), len(todo), started, log, retried=retried)
+    return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded)
 
 
 def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> RunSummary:

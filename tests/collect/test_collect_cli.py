@@ -178,3 +178,32 @@ def test_batch_only_for_endpoints_that_have_a_batch_api(tmp_path):
     path.write_text(yaml.safe_dump(spec))
     result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "log.jsonl"), "--batch", "--dry-run"])
     assert result.exit_code == 2 and "endpoint 'default' (anthropic, https://api.anthropic.com) has no" in result.output
+
+
+def test_new_settings_starts_a_changed_condition_afresh(serve, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    judge = SimJudge(seed=0)
+    server = serve(judge)
+    log = tmp_path / "log.jsonl"
+    conditions = [{"prompt": "P1.2", "id": "zeroshot"}, {"prompt": "P2.1", "id": "kept"}]
+    before = write_design(tmp_path, server, "before.yaml", attempts=2, defaults={"model": MODEL, "temperature": 0.7})
+    spec = yaml.safe_load(before.read_text())
+    spec["conditions"] = conditions
+    before.write_text(yaml.safe_dump(spec))
+    assert runner.invoke(app, ["collect", str(before), "--log", str(log)]).exit_code == 0
+    spec["conditions"] = [{**conditions[0], "temperature": 1.0}, conditions[1]]
+    after = tmp_path / "after.yaml"
+    after.write_text(yaml.safe_dump(spec))
+    result = runner.invoke(app, ["collect", str(after), "--log", str(log)])
+    assert result.exit_code == 2 and "run with --new-settings to move its old rows to log.jsonl.superseded.jsonl" in \
+        " ".join(result.output.split())  # fmt: skip
+    result = runner.invoke(app, ["collect", str(after), "--log", str(log), "--dry-run", "--new-settings"])
+    assert result.exit_code == 0 and "dry run: 6 calls" in result.output, result.output
+    result = runner.invoke(app, ["collect", str(after), "--log", str(log), "--new-settings"])
+    assert result.exit_code == 0 and "6 attempts run, 6 already logged" in result.output, result.output
+    assert "conditions 'zeroshot' started afresh with new settings" in " ".join(result.output.split())
+    frame = hce.read_log(log)
+    assert len(frame) == 12 and set(frame.loc[frame["condition_id"] == "zeroshot", "temperature"]) == {1.0}
+    old = hce.read_log(tmp_path / "log.jsonl.superseded.jsonl")
+    assert len(old) == 6 and set(old["temperature"]) == {0.7} and set(old["condition_id"]) == {"zeroshot"}
+    assert runner.invoke(app, ["collect", str(after), "--log", str(log)]).exit_code == 0  # now it resumes
