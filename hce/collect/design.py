@@ -157,6 +157,8 @@ class Design:
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     max_cost_usd: float | None = None
+    # settings_hash per condition id, filled on first use (hce.collect.fingerprint); not part of the design.
+    fingerprints: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def endpoint_of(self, cond: Condition) -> Endpoint:
         """The endpoint a condition's calls go to."""

@@ -64,8 +64,11 @@ def settings_hash(cond: Condition, design: Design) -> str:
     >>> settings_hash(a.conditions[0], a) == settings_hash(b.conditions[0], b)
     False
     """
-    text = json.dumps(settings_of(cond, design), sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    known = design.fingerprints.get(cond.id)
+    if known is None:  # rendering the prompt costs ~0.1 ms: once per condition, not per logged row
+        text = json.dumps(settings_of(cond, design), sort_keys=True)
+        known = design.fingerprints[cond.id] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return known
 
 
 @dataclass(frozen=True)
