@@ -227,25 +227,25 @@ def collect(
 
 @app.command("sim-server")
 def sim_server(
-    port: int = typer.Option(8000, "--port", help="Port on 127.0.0.1 (0: any free port)."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free port)."),
     seed: int = typer.Option(0, "--seed", help="Seeds every draw and fault."),
-    latency: float = typer.Option(0.0, "--latency", help="Seconds each completion waits."),
+    latency: float = typer.Option(0.0, "--latency", min=0, help="Seconds each completion waits."),
     bias: float = typer.Option(0.0, "--bias", help="Score points added to every category (all models)."),
-    noise: float = typer.Option(1.2, "--noise", help="Spread of the judge's scores at temperature 1."),
+    noise: float = typer.Option(1.2, "--noise", min=0, help="Spread of the judge's scores at temperature 1."),
     profile: list[str] = typer.Option([], "--profile", help="Per-model bias and noise: MODEL=BIAS,NOISE (repeatable)."),
-    fail_429: float = typer.Option(0.0, "--fail-429", help="Share of requests answered 429 with Retry-After."),
-    fail_500: float = typer.Option(0.0, "--fail-500", help="Share of requests answered 500."),
-    slow: float = typer.Option(0.0, "--slow", help="Share of requests answered --slow-seconds late."),
-    malformed: float = typer.Option(0.0, "--malformed", help="Share of replies that break the asked format."),
-    retry_after: float = typer.Option(1.0, "--retry-after", help="Seconds a 429 asks the client to wait."),
-    slow_seconds: float = typer.Option(5.0, "--slow-seconds", help="Extra wait of a slow reply."),
+    fail_429: float = typer.Option(0.0, "--fail-429", min=0, max=1, help="Share of requests answered 429 with Retry-After."),
+    fail_500: float = typer.Option(0.0, "--fail-500", min=0, max=1, help="Share of requests answered 500."),
+    slow: float = typer.Option(0.0, "--slow", min=0, max=1, help="Share of requests answered --slow-seconds late."),
+    malformed: float = typer.Option(0.0, "--malformed", min=0, max=1, help="Share of replies that break the asked format."),
+    retry_after: float = typer.Option(1.0, "--retry-after", min=0, help="Seconds a 429 asks the client to wait."),
+    slow_seconds: float = typer.Option(5.0, "--slow-seconds", min=0, help="Extra wait of a slow reply."),
     reject: str = typer.Option(
         None, "--reject", help="Refuse every completion with HTTP 400 and this message (rehearse a refused setting)."
     ),
-    batch_polls: int = typer.Option(2, "--batch-polls", help="Polls a batch stays in progress before it completes."),
-    batch_failures: float = typer.Option(0.0, "--batch-failures", help="Share of batch requests that fail inside the batch."),
+    batch_polls: int = typer.Option(2, "--batch-polls", min=0, help="Polls a batch stays in progress before it completes."),
+    batch_failures: float = typer.Option(0.0, "--batch-failures", min=0, max=1, help="Share of batch requests that fail inside the batch."),
     batch_cancel_share: float = typer.Option(
-        0.5, "--batch-cancel-share", help="Share of a cancelled batch's requests it finishes before it stops."
+        0.5, "--batch-cancel-share", min=0, max=1, help="Share of a cancelled batch's requests it finishes before it stops."
     ),
     api_key: str = typer.Option(
         None, "--api-key", help="Answer 401 to any request without this bearer key (rehearse a wrong key)."

@@ -149,6 +149,9 @@ def test_cli_options_are_range_checked(tmp_path, serve):
         flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", result.output).split())  # rich's error box, unwrapped
         assert result.exit_code == 2 and said in flat, (option, result.output)
     assert not (tmp_path / "log.jsonl").exists()
+    for option, value in (("--fail-429", "1.5"), ("--latency", "-1"), ("--port", "70000")):
+        result = runner.invoke(app, ["sim-server", option, value])
+        assert result.exit_code == 2 and f"'{option}'" in result.output, (option, result.output)
 
 
 def test_dry_run_shows_endpoint_model_settings_and_never_cuts_names(tmp_path, serve, monkeypatch):
