@@ -51,6 +51,8 @@ SCHEMA: tuple[Column, ...] = (
     Column("max_tokens", "int", "Maximum output tokens"),
     Column("top_p", "float", "Nucleus sampling parameter (empty: API default)"),
     Column("seed", "int", "Sampling seed sent to the API, if any"),
+    Column("endpoint", "str", "Name of the design's endpoint the call went to (its address is in the design)"),
+    Column("settings_hash", "str", "Fingerprint of the condition's settings (model, prompt, sampling, endpoint)"),
     Column("request", "json_repeated", "The messages sent (JSON text; dictionary-encoded, as each prompt repeats per attempt)"),
     Column("cleaned_chars", "int", "Characters of the transcript removed or rewritten before it was sent (BOM, NUL, ANSI escapes, control and zero-width characters, NFC: hce.collect.transcripts.clean_text)"),
     Column("response_text", "str", "The full reply text"),

@@ -59,6 +59,7 @@ from hce.collect.runner import (
     Tally,
     attempt_row,
     call_settings,
+    check_batch,
     check_batch_budget,
     client_for,
     in_new_loop,
@@ -237,6 +238,7 @@ async def run_batch_async(
         quoted) or a control call keeps failing; batches already created stay recorded.
     """
     design = design if isinstance(design, Design) else load_design(design)
+    check_batch(design)
     started = time.perf_counter()
     retried = set_aside_failed(log) if resubmit_failed else 0
     planned, todo = pending(design, log)

@@ -41,7 +41,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,9 +49,17 @@ from typing import Any
 
 import pandas as pd
 
-from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error
-from hce.collect.design import Attempt, Condition, Design, Item, load_design
+from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error, endpoint_key
+from hce.collect.design import Attempt, Condition, Design, Endpoint, Item, load_design
 from hce.collect.failed import call_failed, failed_attempt_ids, retried_path, set_aside_failed
+from hce.collect.fingerprint import (
+    Change,
+    changed_settings,
+    check_resume,
+    set_aside_changed,
+    settings_hash,
+    superseded_path,
+)
 from hce.collect.lock import one_writer
 from hce.collect.parse import parse_reply, parse_synthetic
 from hce.collect.pricing import (
@@ -75,7 +83,8 @@ class RunSummary:
     """What a run did: ``planned`` attempts, ``skipped`` (already logged), ``done`` now,
     of which ``errors`` flagged, ``retries`` in total, ``cost_usd`` (priced calls only), ``wall_s``;
     ``retried``: rows of failed calls moved out of the log to be sent again; ``failed``: calls
-    that got no reply (:func:`~hce.collect.failed.call_failed`), among the flagged."""
+    that got no reply (:func:`~hce.collect.failed.call_failed`), among the flagged; ``superseded``:
+    conditions whose rows made with other settings were moved out (``new_settings=True``)."""
 
     planned: int
     skipped: int
@@ -87,6 +96,7 @@ class RunSummary:
     log: str
     retried: int = 0
     failed: int = 0
+    superseded: tuple[Change, ...] = ()  # conditions started afresh with new settings (--new-settings)
 
     @property
     def all_failed(self) -> bool:
@@ -97,6 +107,9 @@ class RunSummary:
         again = ""
         if self.retried:
             again = f" ({self.retried:,} failed calls sent again; their old rows: {retried_path(self.log)})"
+        if self.superseded:
+            names = ", ".join(repr(c.condition_id) for c in self.superseded)
+            again += f" (conditions {names} started afresh with new settings; their old rows: {superseded_path(self.log)})"
         failed = f" ({self.failed:,} calls got no reply)" if self.failed else ""
         return (
             f"{self.done:,} attempts run, {self.skipped:,} already logged, of {self.planned:,} planned{again}; "
@@ -128,6 +141,7 @@ def estimate(
     log: str | os.PathLike | None = None,
     batch: bool = False,
     retry_failed: bool = False,
+    new_settings: bool = False,
 ) -> pd.DataFrame:
     """Calls, tokens and cost a run would make, per condition, before anything is sent.
 
@@ -135,14 +149,17 @@ def estimate(
     length for the prompt's format (2 for a bare total, 45 for a score block, 450 for
     step-by-step reasoning), capped by ``max_tokens``. Both are rough: use them to decide
     whether to run, not to budget to the cent. Attempts already in ``log`` are left out,
-    except, with ``retry_failed=True``, those whose call failed (they would be sent again);
-    ``batch=True`` prices the calls at the Batch API's discount.
+    except, with ``retry_failed=True``, those whose call failed (they would be sent again)
+    and, with ``new_settings=True``, those of conditions whose settings changed (they would
+    start afresh; without it such a log raises, as the run would); ``batch=True`` prices
+    the calls at the Batch API's discount.
 
     Returns
     -------
     DataFrame
-        One row per condition: ``condition_id``, ``prompt_id``, ``model``, ``calls``,
-        ``input_tokens``, ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
+        One row per condition: ``condition_id``, ``prompt_id``, ``endpoint`` (its name),
+        ``host``, ``model``, ``temperature``, ``max_tokens``, ``calls``, ``input_tokens``,
+        ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
 
     Examples
     --------
@@ -152,14 +169,21 @@ def estimate(
     [{'calls': 10, 'output_tokens': 20}]
     """
     design = design if isinstance(design, Design) else load_design(design)
+    fresh: set[str] = set()
+    if log is not None and new_settings:
+        fresh = {change.condition_id for change in changed_settings(design, log)}
+    elif log is not None:
+        check_resume(design, log)
     done = logged_attempt_ids(log) if log is not None else set()
     if retry_failed and log is not None:
         done -= failed_attempt_ids(log)
-    rows = {c.id: dict(condition_id=c.id, prompt_id=c.prompt_id, model=c.model, calls=0, input_tokens=0, output_tokens=0)
-            for c in design.conditions}
+    rows = {c.id: dict(condition_id=c.id, prompt_id=c.prompt_id, endpoint=c.endpoint, host=design.endpoint_of(c).host,
+                       model=c.model, temperature=c.temperature, max_tokens=c.max_tokens, calls=0, input_tokens=0,
+                       output_tokens=0)
+            for c in design.conditions}  # fmt: skip
     sizes: dict[tuple[str, str], int] = {}
     for attempt in design.plan():
-        if attempt.attempt_id in done:
+        if attempt.attempt_id in done and attempt.condition.id not in fresh:
             continue
         cond, row = attempt.condition, rows[attempt.condition.id]
         key = (attempt.item.id, cond.id)
@@ -236,7 +260,12 @@ def prompt_cache(design: Design, size: int) -> Callable[[str, str], list[dict[st
 
 
 def pending(design: Design, log: str | os.PathLike) -> tuple[list[Attempt], list[Attempt]]:
-    """(every planned attempt, those not yet in ``log``), in plan order."""
+    """(every planned attempt, those not yet in ``log``), in plan order.
+
+    Raises :class:`CollectError` when the log holds rows of a condition made with other
+    settings (:func:`~hce.collect.fingerprint.check_resume`).
+    """
+    check_resume(design, log)
     planned = design.plan()
     logged = logged_attempt_ids(log)
     return planned, [a for a in planned if a.attempt_id not in logged]
@@ -262,7 +291,8 @@ class Tally:
             warnings.warn(unpriced_message(cond.price_model or cond.model), UnpricedModelWarning, stacklevel=3)
 
     def summary(
-        self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0
+        self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0,
+        superseded: Sequence[Change] = (),
     ) -> RunSummary:
         counts = self.counts
         return RunSummary(
@@ -276,6 +306,7 @@ class Tally:
             log=str(Path(log)),
             retried=retried,
             failed=counts["failed"],
+            superseded=tuple(superseded),
         )
 
 
@@ -303,6 +334,8 @@ def attempt_row(
         "max_tokens": cond.max_tokens,
         "top_p": cond.top_p,
         "seed": cond.seed,
+        "endpoint": cond.endpoint,
+        "settings_hash": settings_hash(cond, design),
         "request": messages,
         # Characters taken out of the transcript before it was sent; None for prompts without one.
         "cleaned_chars": None if cond.prompt_id in ("BOOL", "SYNTH") else item.cleaned_chars + clean_text(item.text).count,
@@ -355,9 +388,9 @@ class _FailFast:
     Per condition, because conditions may use different endpoints.
     """
 
-    def __init__(self, limit: int | None, endpoint: str | None = None):
+    def __init__(self, limit: int | None, hosts: Mapping[str, str] | None = None):
         self.limit = limit
-        self.endpoint = endpoint
+        self.hosts = hosts or {}  # endpoint name -> its address, for the message
         self.runs: dict[str, tuple[str, int, set[str]]] = {}  # condition id -> (error, calls, items)
         self.reason: str | None = None  # why the run stops, once it must
 
@@ -377,7 +410,8 @@ class _FailFast:
         if calls + 1 < self.limit or len(items) < 2 or self.reason is not None:
             return
         if unanswered:
-            where = f" from {self.endpoint}" if self.endpoint else ""
+            host = self.hosts.get(cond.endpoint)
+            where = f" from endpoint {cond.endpoint!r} ({host})" if host else ""
             what = (f"got no answer{where} (the last: {result.error_message}). Is the server up, and are the base_url "
                     "and its port right? ")
         else:
@@ -518,6 +552,7 @@ async def run_async(
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
     retry_failed: bool = False,
+    new_settings: bool = False,
     max_same_errors: int | None = MAX_SAME_ERRORS,
     max_cost_usd: float | None = None,
     progress: bool = False,
@@ -532,19 +567,27 @@ async def run_async(
     log : path
         The JSONL log to append to (created if missing). Rerunning resumes.
     client : JudgeClient, optional
-        Default: one built from the design's endpoint, ``base_url``/``api_key`` (else
-        ``$OPENAI_BASE_URL`` and the variable ``endpoint.api_key_env`` names).
+        Default: one client per endpoint the conditions use, each with the key of the
+        variable its endpoint names (read, for every endpoint, before anything is sent).
+        A ``client`` or ``base_url``/``api_key`` stands for the endpoint of a design that
+        uses one; for a design with several it is refused.
     concurrency : int, optional
-        Calls in flight at once (default: the design's, else 8).
+        Calls in flight at once in the whole run (default: the design's ``run``, else 8);
+        an endpoint's own ``concurrency`` caps its share.
     requests_per_minute, tokens_per_minute : float, optional
-        Client-side limits (token bucket; tokens are the estimated input plus the typical
-        output of each call, reserved before it is sent).
+        Client-side limits of the whole run (token bucket; tokens are the estimated input
+        plus the typical output of each call, reserved before it is sent); an endpoint's
+        own limits apply to its calls as well.
     retry_failed : bool
         First move the rows of attempts whose call failed (no reply: a timeout, a dropped
         connection, an HTTP 4xx or 5xx after the retries; or a request failed inside a
         batch) out of the log, appending them to ``<log>.retried.jsonl``, so they are sent
         again. Rows of replies that came back unusable (malformed, unparsable, cut off)
         stay: they are never re-asked.
+    new_settings : bool
+        A condition whose settings changed under the same id (see
+        :mod:`hce.collect.fingerprint`) starts afresh: its old rows move to
+        ``<log>.superseded.jsonl``. Without it such a log stops the run before any call.
     max_same_errors : int or None
         Stop the run when this many consecutive calls of one condition, for more than one
         item, are refused with the same HTTP 4xx error, or get no answer at all (timeouts,
@@ -580,11 +623,14 @@ async def run_async(
         the model, the HTTP status and the API's error message; or the spend).
     """
     design = design if isinstance(design, Design) else load_design(design)
-    concurrency = int(concurrency or design.concurrency)
+    concurrency = int(concurrency if concurrency is not None else design.concurrency)
     if concurrency < 1:
         raise CollectError(f"concurrency must be >= 1, got {concurrency}")
     if max_same_errors is not None and max_same_errors < 1:
         raise CollectError(f"max_same_errors must be >= 1 or None (never stop), got {max_same_errors}")
+    for name, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+        if value is not None and not value > 0:
+            raise CollectError(f"{name} must be > 0, got {value}")
     max_cost_usd = design.max_cost_usd if max_cost_usd is None else max_cost_usd
     if max_cost_usd is not None:
         _check_budget(design, max_cost_usd)
@@ -594,38 +640,42 @@ async def run_async(
     started = time.perf_counter()
     tally = Tally()
     async with contextlib.AsyncExitStack() as cleanup:
-        if client is None:
-            client = await cleanup.enter_async_context(
-                client_for(design, base_url=base_url, api_key=api_key, random_state=random_state)
-            )
+        # Every endpoint's key is read before anything is sent or the log is touched.
+        clients = await _clients(design, cleanup, client, base_url=base_url, api_key=api_key, random_state=random_state)
         retried = set_aside_failed(log) if retry_failed else 0  # before the writer opens the file it replaces
+        superseded = set_aside_changed(design, log) if new_settings else []
         writer = cleanup.enter_context(LogWriter(log))  # sets a torn last line aside before we read the ids
         planned, todo = pending(design, log)
-        fail_fast = _FailFast(max_same_errors, getattr(client, "base_url", None))
+        hosts = {name: getattr(c, "base_url", None) or design.endpoints[name].host for name, c in clients.items()}
+        fail_fast = _FailFast(max_same_errors, hosts)
         budget = _Budget(max_cost_usd, logged_cost(log) if max_cost_usd is not None else 0.0)
         stops = (fail_fast, budget)
-        queue: asyncio.Queue[Attempt] = asyncio.Queue()
+        # One queue per endpoint, so a slow or rate-limited provider does not hold up the others.
+        queues: dict[str, asyncio.Queue[Attempt]] = {name: asyncio.Queue() for name in clients}
         for attempt in todo:
-            queue.put_nowait(attempt)
+            queues[attempt.condition.endpoint].put_nowait(attempt)
         limits = (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
+        own = {name: _limits(design.endpoints[name]) for name in clients}
+        slots = asyncio.Semaphore(concurrency)
         bar = None
         if progress and todo:
             bar = _Progress(len(todo), retried) if sys.stderr.isatty() else _ProgressLines(len(todo), progress_every)
         prompt_for = prompt_cache(design, 4 * concurrency)
 
-        async def worker() -> None:
+        async def worker(queue: asyncio.Queue[Attempt]) -> None:
             while not queue.empty() and not any(stop.reason for stop in stops):
                 attempt = queue.get_nowait()
                 cond = attempt.condition
                 messages = prompt_for(attempt.item.id, cond.id)
-                if limits[0] is not None:
-                    await limits[0].take(1)
-                if limits[1] is not None:
-                    await limits[1].take(_input_tokens(messages) + _expected_output(cond))
+                tokens = _input_tokens(messages) + _expected_output(cond)
+                for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
+                    if limit is not None:
+                        await limit.take(amount)
                 cost = _call_estimate(cond, messages) if budget.limit is not None else 0.0
                 if any(stop.reason for stop in stops) or not budget.launch(cost):
                     return  # not sent, so not logged: the next run sends it
-                result = await client.complete(messages, **call_settings(cond))
+                async with slots:
+                    result = await clients[cond.endpoint].complete(messages, **call_settings(cond))
                 row = attempt_row(attempt, design, messages, result)
                 writer.append(row)
                 budget.settle(cost, row["cost_usd"])
@@ -638,8 +688,10 @@ async def run_async(
             if bar is not None:
                 bar.start()
             async with asyncio.TaskGroup() as group:
-                for _ in range(min(concurrency, len(todo))):
-                    group.create_task(worker())
+                for name, queue in queues.items():
+                    width = min(design.endpoints[name].concurrency or concurrency, concurrency)
+                    for _ in range(min(width, queue.qsize())):
+                        group.create_task(worker(queue))
         except* CollectError as failure:
             error = failure.exceptions[0]
             if isinstance(error, FatalCallError):
@@ -654,7 +706,7 @@ async def run_async(
         for stop in stops:
             if stop.reason is not None:
                 raise CollectError(f"{stop.reason} So far: {tally.summary(len(planned), len(todo), started, log)}")
-    return tally.summary(len(planned), len(todo), started, log, retried=retried)
+    return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded)
 
 
 def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> RunSummary:
@@ -691,17 +743,75 @@ def in_new_loop(run_fn: Callable[..., Any], design: Any, log: str | os.PathLike,
     return asyncio.run(go())
 
 
+def used_endpoints(design: Design) -> list[Endpoint]:
+    """The endpoints the design's conditions go to, in the order the design names them."""
+    names = {c.endpoint for c in design.conditions}
+    return [e for name, e in design.endpoints.items() if name in names]
+
+
 def client_for(
-    design: Design, *, base_url: str | None = None, api_key: str | None = None, random_state: int | None = None
+    design: Design,
+    endpoint: Endpoint | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    random_state: int | None = None,
 ) -> JudgeClient:
-    """The client a run builds when given none: the design's endpoint unless ``base_url``/``api_key`` say otherwise."""
+    """The client of one endpoint (default: the design's only one); ``base_url``/``api_key`` override it.
+
+    The key comes only from the variable the endpoint names (:func:`~hce.collect.client.endpoint_key`).
+    An override is refused for a design whose conditions go to several endpoints: it
+    would send every provider's calls, and one key, to one place.
+    """
+    if endpoint is None:
+        used = used_endpoints(design)
+        if len(used) > 1:
+            raise CollectError(
+                f"this design sends calls to {len(used)} endpoints ({', '.join(e.name for e in used)}); "
+                "a single client, base_url or api_key cannot stand for them: set each under endpoints:"
+            )
+        endpoint = used[0]
+    url = base_url or endpoint.base_url
+    if api_key is None:
+        api_key = endpoint_key(endpoint.name, url, endpoint.api_key_env, needs_key=endpoint.needs_key)
     return JudgeClient(
-        base_url=base_url or design.base_url,
-        api_key=api_key if api_key is not None else os.environ.get(design.api_key_env),
-        timeout=design.timeout,
-        max_retries=design.max_retries,
-        random_state=random_state,
+        base_url=url, api_key=api_key, timeout=endpoint.timeout, max_retries=endpoint.max_retries, random_state=random_state
     )
+
+
+def check_batch(design: Design) -> Endpoint:
+    """The one endpoint a batch run sends to, refused when its provider offers no OpenAI Batch API."""
+    used = used_endpoints(design)
+    if len(used) > 1:
+        raise CollectError(f"--batch sends a design to one endpoint; this one uses {len(used)} "
+                           f"({', '.join(e.name for e in used)}): run a design per endpoint")  # fmt: skip
+    if not used[0].supports_batch:
+        raise CollectError(
+            f"endpoint {used[0].name!r} ({used[0].kind}, {used[0].host}) has no OpenAI-compatible Batch API "
+            "(hce.collect.providers); run without --batch, or set batch: true on the endpoint if it has one"
+        )
+    return used[0]
+
+
+async def _clients(
+    design: Design, cleanup: contextlib.AsyncExitStack, client: JudgeClient | None, **overrides: Any
+) -> dict[str, JudgeClient]:
+    """A client per endpoint the design uses (a given ``client`` or override: the design must use one)."""
+    used = used_endpoints(design)
+    if client is not None or overrides.get("base_url") or overrides.get("api_key") is not None:
+        if client is None:
+            client = await cleanup.enter_async_context(client_for(design, **overrides))
+        elif len(used) > 1:
+            client_for(design)  # raises, naming the endpoints
+        return {used[0].name: client}
+    made = [client_for(design, e, random_state=overrides.get("random_state")) for e in used]  # every key, first
+    return {e.name: await cleanup.enter_async_context(c) for e, c in zip(used, made, strict=True)}
+
+
+def _limits(endpoint: Endpoint) -> tuple[_RateLimit | None, _RateLimit | None]:
+    """An endpoint's own request and token buckets (None where it sets no limit)."""
+    rpm, tpm = endpoint.requests_per_minute, endpoint.tokens_per_minute
+    return (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
 
 
 class _Progress:

@@ -63,7 +63,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -345,6 +345,9 @@ class SimJudge:
     batch : BatchSettings, optional
         How the simulated Batch API behaves (:mod:`hce.collect.sim_batch`): polls before
         completion, failures inside a batch, file limits.
+    models : list of str, optional
+        The only models served: any other gets OpenAI's 404 ``model_not_found`` (to
+        rehearse a misspelt model); ``GET /models`` lists just these. Default: any model.
 
     Examples
     --------
@@ -367,6 +370,7 @@ class SimJudge:
         latency: float = 0.0,
         truth: Mapping[str, Mapping[str, Any]] | None = None,
         batch: BatchSettings | None = None,
+        models: Sequence[str] | None = None,
     ):
         from hce.collect.sim_batch import SimBatches  # that module builds on this one's replies
 
@@ -375,6 +379,7 @@ class SimJudge:
         self.default = default
         self.faults = faults
         self.latency = float(latency)
+        self.models = tuple(models) if models else None
         self.truth = {text_key(text): dict(value) for text, value in (truth or {}).items()}
         self.stats: Counter[str] = Counter()
         self._seen: Counter[str] = Counter()
@@ -392,7 +397,7 @@ class SimJudge:
             return reply
         path = path.split("?", 1)[0].rstrip("/")
         if method == "GET" and path in ("/v1/models", "/models"):
-            names = sorted({*PRD_MODELS, "sim-judge", *self.profiles})
+            names = sorted(self.models or {*PRD_MODELS, "sim-judge", *self.profiles})
             return SimReply(200, {"object": "list", "data": [_model(n) for n in names]})
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             return self._chat(body)
@@ -406,6 +411,10 @@ class SimJudge:
             occurrence = self._seen[canonical]
             self._seen[canonical] += 1
             self.stats["requests"] += 1
+        if self.models is not None and body["model"] not in self.models:
+            self._count("404")
+            return _error(404, f"The model `{body['model']}` does not exist or you do not have access to it.",
+                          "invalid_request_error", "model_not_found")  # fmt: skip
         f = self.faults
         if f.reject is not None and f.reject_model in (None, body["model"]):
             self._count("400")
@@ -663,7 +672,8 @@ class SimServer:
     itself; ``url`` is the ``base_url`` to give a client. ``serve()`` runs it in the
     current event loop (the CLI). Port 0 picks a free port. With ``api_key`` set, a request
     without that bearer key gets a 401 whose message quotes the key it got, as a careless
-    server might: a test that the client keeps keys out of what it records.
+    server might: a test that the client keeps keys out of what it records. ``keys_seen``
+    counts the bearer keys presented (tests check that a key reached only its own server).
 
     Examples
     --------
@@ -679,6 +689,7 @@ class SimServer:
         self.host = host
         self.port = port
         self.api_key = api_key
+        self.keys_seen: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -765,6 +776,7 @@ class SimServer:
                     headers[name.strip().lower()] = value.strip()
                 raw = await reader.readexactly(int(headers.get("content-length", 0) or 0))
                 presented = headers.get("authorization", "").removeprefix("Bearer ")
+                self.keys_seen[presented] += 1
                 content_type = headers.get("content-type", "")
                 try:
                     if content_type.startswith("multipart/form-data"):
