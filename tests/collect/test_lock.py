@@ -22,9 +22,11 @@ from hce.collect.sim import SimJudge
 CLI = [sys.executable, "-c", "from hce.cli import main; main()"]
 
 
-def wait_for(condition, what, seconds=60):
+def wait_for(condition, what, seconds=60, process=None):
     deadline = time.monotonic() + seconds
     while not condition():
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the process ended before {what}: {process.communicate()}")
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
@@ -46,7 +48,7 @@ def test_two_collectors_on_one_log_the_second_stops_and_nothing_is_sent_twice(se
     # Issue 19: the same `hce collect` run twice at once gave 240 lines, 120 attempt ids twice.
     judge = GatedJudge(seed=0)
     server = serve(judge)
-    spec = design(attempts=10, endpoint={"base_url": server.url}, run={"concurrency": 4})  # 60 calls
+    spec = design(attempts=10, endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY"}, run={"concurrency": 4})  # 60 calls
     path = tmp_path / "design.yaml"
     path.write_text(yaml.safe_dump(spec))
     log = tmp_path / "run.jsonl"
@@ -55,7 +57,8 @@ def test_two_collectors_on_one_log_the_second_stops_and_nothing_is_sent_twice(se
     first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # The first collector holds the lock (its pid is in the file) and waits for its first reply.
-        wait_for(lambda: b"pid" in (lock_path(log).read_bytes() if lock_path(log).exists() else b""), "the lock")
+        wait_for(lambda: b"pid" in (lock_path(log).read_bytes() if lock_path(log).exists() else b""), "the lock",
+                 process=first)
         second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
         judge.gate.set()
         out, err = first.communicate(timeout=120)

@@ -39,12 +39,12 @@ def test_a_closed_port_stops_the_run_early_with_a_non_zero_exit(tmp_path, monkey
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     url = f"http://127.0.0.1:{closed_port()}/v1"
     path = write_design(tmp_path, prompts=("P1.2",), attempts=4, items=ITEMS,  # 32 calls
-                        endpoint={"base_url": url, "max_retries": 0}, run={"concurrency": 2})
+                        endpoint={"base_url": url, "api_key_env": "OPENAI_API_KEY", "max_retries": 0}, run={"concurrency": 2})
     log = tmp_path / "dead.jsonl"
     result = runner.invoke(app, ["collect", str(path), "--log", str(log)])
     output = " ".join(result.output.split())
     assert result.exit_code == 2, output
-    assert f"the run stopped: 10 calls in a row of condition 'P1.2|{MODEL}|t0.1' (model '{MODEL}') got no answer from {url}" in output
+    assert f"the run stopped: 10 calls in a row of condition 'P1.2|{MODEL}|t0.1' (model '{MODEL}') got no answer from endpoint 'default' ({url}" in output
     assert "connection error" in output and "--retry-failed" in output
     rows = hce.read_log(log)
     assert 10 <= len(rows) < 10 + 2  # the 10th stops it; at most concurrency - 1 more were in flight
@@ -68,7 +68,7 @@ def test_one_items_unanswered_calls_do_not_stop_the_run_but_an_all_failed_run_ex
     # The command line: a run in which no call got a reply exits non-zero, whatever stopped it or not.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     path = write_design(tmp_path, prompts=("P1.2",), attempts=3, items={"T1": ITEMS["T1"]},
-                        endpoint={"base_url": url, "max_retries": 0})
+                        endpoint={"base_url": url, "api_key_env": "OPENAI_API_KEY", "max_retries": 0})
     result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "cli.jsonl")])
     assert result.exit_code == 2 and "3 attempts run" in result.output, result.output
     assert "every call failed" in " ".join(result.output.split())
@@ -116,7 +116,7 @@ def test_max_cost_refuses_what_it_cannot_bound(serve, tmp_path, monkeypatch):
         run(design(), tmp_path / "x.jsonl", client=fast_client(server), max_cost_usd=-1)
     assert server.judge.stats["requests"] == 0
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    path = write_design(tmp_path, endpoint={"base_url": server.url})
+    path = write_design(tmp_path, endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY"})
     result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "cli.jsonl"), "--max-cost", "0.000001"])
     assert result.exit_code == 2 and "the run stopped before passing max_cost_usd=$0.0000" in result.output
     assert server.judge.stats["requests"] == 0
