@@ -867,6 +867,15 @@ def _fit_statsmodels(model: MixedLM, reml: bool):
 
 def _statsmodels_structure(parsed: MixedFormula):
     """(top term or None, its re formula, vc formulas) for MixedLM, or FormulaError."""
+    groups = [t.group for t in parsed.random]
+    twice = next((t for t in parsed.random if groups.count(t.group) > 1), None)
+    if twice is not None:
+        raise FormulaError(
+            f"term {twice.written or str(twice)!r}: this engine (statsmodels MixedLM, which fits "
+            f"random slopes here) takes one term per grouping factor, and {twice.group!r} has "
+            f"{groups.count(twice.group)}; write one correlated term such as "
+            f"(1 + x | {twice.group})"
+        )
     slopes = [t for t in parsed.random if not t.intercept_only]
     if len(slopes) > 1:
         raise FormulaError(

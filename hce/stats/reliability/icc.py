@@ -13,6 +13,7 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, require_columns
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
+from hce.stats.formula import check_identifiable
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 
 Method = Literal["auto", "anova", "reml"]
@@ -283,6 +284,13 @@ def icc(
         estimated), ``ci_method``, ``n_targets``, ``n_raters``, ``n_ratings`` (used) and
         ``n_dropped`` (rows not used: missing ratings, plus targets dropped by ANOVA).
 
+    Raises
+    ------
+    DataError
+        Fewer than 2 targets or raters; under REML, ratings that cannot identify the crossed
+        model, such as one rating per target (lme4's checks, see
+        :func:`hce.stats.formula.check_identifiable`).
+
     Notes
     -----
     With mean squares for targets (MSR), raters (MSC), residual (MSE) and within targets
@@ -385,6 +393,12 @@ def icc(
         label, ci_label = "ANOVA mean squares", EXACT_CI
         n_used = y.size
     else:
+        # the crossed model rating ~ 1 + (1 | target) + (1 | rater) must be identifiable
+        check_identifiable(
+            [(f"(1 | {targets})", targets, r.target, r.n_targets, 1),
+             (f"(1 | {raters})", raters, r.rater, r.n_raters, 1)],
+            len(r.value),
+        )  # fmt: skip
         ms, k = reml_mean_squares(r, k_rule)
         n = r.n_targets
         label = "REML variance components"
