@@ -8,7 +8,7 @@
 #
 # Arguments: the output folder, and statsmodels' folder of test data (it holds lme03.csv).
 # It writes tests/stats/data/lme4_reference/<design>.csv (the data, generated here from fixed
-# seeds, except lme03/lme05/lme06 which are statsmodels' own test data copied from the installed
+# seeds (24 of them random unbalanced judge designs), except lme03/lme05/lme06 which are statsmodels' own test data copied from the installed
 # statsmodels package) and tests/stats/data/lme4_reference.json: for every fit the fixed
 # effects, their standard errors, as.data.frame(VarCorr(m)), sigma, theta, the REML criterion
 # (or the ML deviance), logLik, the conditional modes with their conditional SDs, isSingular
@@ -107,6 +107,29 @@ slopes <- function(seed, n_groups) {
   do.call(rbind, rows)
 }
 
+# A random unbalanced judge design as the live test draws them (tests/stats/test_lme4_live.py):
+# 15-60 items x 2-4 conditions x 3-11 attempts, 8% missing, one of three random structures,
+# each SD 0, small or large
+structures <- c(
+  "score ~ condition + (1 | item_id)",
+  "score ~ condition + (1 | item_id) + (1 | item_id:condition)",
+  "score ~ 1 + (1 | item_id) + (1 | condition) + (1 | item_id:condition)"
+)
+random_judge <- function(seed) {
+  set.seed(seed)
+  n_items <- sample(15:60, 1)
+  n_cond <- sample(2:4, 1)
+  n_att <- sample(3:11, 1)
+  sd <- function() switch(sample(3, 1), 0, runif(1, 0, 0.3), runif(1, 0.3, 3))
+  s_item <- sd()
+  s_ic <- sd()
+  s_cond <- sd()
+  s_e <- runif(1, 0.5, 2)
+  formula <- structures[sample(3, 1)]
+  list(data = judge(seed + 1000, n_items, n_cond, n_att, 0.08, s_item, s_ic, s_e, s_cond),
+       fits = list(list(formula = formula, reml = TRUE)))
+}
+
 statsmodels_data <- function(name) {
   read.csv(file.path(sm_dir, paste0(name, ".csv")))
 }
@@ -190,6 +213,8 @@ designs <- list(
                      reml = TRUE))
   )
 )
+
+for (seed in 301:324) designs[[sprintf("random_%d", seed)]] <- random_judge(seed)
 
 # ---- fits --------------------------------------------------------------------------------------
 messages_of <- function(m) {
