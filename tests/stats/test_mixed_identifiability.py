@@ -7,7 +7,11 @@ single level ("grouping factors must have > 1 sampled level"), and at least as m
 effects as observations ("number of observations (=n) <= number of random effects (=q) for
 term (x | g); the random-effects parameters and the residual variance (or scale parameter)
 are probably unidentifiable"). Before these checks hce "fitted" them, e.g. item variance 7.39
-and residual 7.38 with one observation per item, and said converged=True.
+and residual 7.38 with one observation per item, and said converged=True. Checked in R 4.2.2
+with lme4 1.1-31 on the data of the first three lmer tests below: lme4 stops with exactly
+those three messages. The aliased-intercepts case is hce's own addition: lme4 fits it and
+splits the variance arbitrarily (0.0007 and 0.214 here) with "Model failed to converge:
+degenerate Hessian".
 """
 
 from __future__ import annotations
