@@ -69,6 +69,13 @@ NEEDS_ENGINE = {(d, f, reml) for d, f in _LME for reml in (True, False)} | {
     ("slopes", "y ~ x + (1 | g) + (0 + x | g)", True),
     ("lme06", "endog ~ 0 + exog_fe_0 + (0 + exog_re_0 + exog_re_1 | groups)", True),
     ("lme06", "endog ~ 0 + exog_fe_0 + (0 + exog_re_0 | groups) + (0 + exog_re_1 | groups)", True),
+} | {
+    ("lme08", f"endog ~ 0 + exog_fe_0 + exog_fe_1 + {re}", reml)
+    for re in (
+        "(0 + exog_re_0 + exog_re_1 | groups)",
+        "(0 + exog_re_0 | groups) + (0 + exog_re_1 | groups)",
+    )
+    for reml in (True, False)
 }
 
 
@@ -123,6 +130,9 @@ def _check_criterion(m, ref):
     assert criterion <= ref["criterion"] + 1e-6, (criterion, ref["criterion"])
     assert criterion >= ref["criterion"] - 1e-6, (criterion, ref["criterion"])
     assert m.n == ref["n"]
+    # levels per grouping factor, as lme4's ngrps: one entry per factor, however many terms
+    ours = {_group_key(g)[0]: k for g, k in m.ngroups.items()}
+    assert ours == {_group_key(g)[0]: k for g, k in ref["ngroups"].items()}
 
 
 def _check_varcorr(m, ref):
@@ -180,5 +190,5 @@ def test_reference_file_records_its_provenance():
     assert re.fullmatch(r"\d+\.\d+\.\d+", REFERENCE["lme4_version"])
     designs = {f["design"] for f in FITS}
     assert {"balanced_crossed", "unbalanced_one_term", "lme03", "lme05", "crossed_three",
-            "nested", "slopes", "lme06", "boundary_one_term", "boundary_crossed"} <= designs
+            "nested", "slopes", "lme06", "lme08", "boundary_one_term", "boundary_crossed"} <= designs
     assert all((DATA / "lme4_reference" / f"{d}.csv").exists() for d in designs)

@@ -8,7 +8,7 @@
 #
 # Arguments: the output folder, and statsmodels' folder of test data (it holds lme03.csv).
 # It writes tests/stats/data/lme4_reference/<design>.csv (the data, generated here from fixed
-# seeds (24 of them random unbalanced judge designs), except lme03/lme05/lme06 which are statsmodels' own test data copied from the installed
+# seeds (24 of them random unbalanced judge designs), except lme03/lme05/lme06/lme08 which are statsmodels' own test data copied from the installed
 # statsmodels package) and tests/stats/data/lme4_reference.json: for every fit the fixed
 # effects, their standard errors, as.data.frame(VarCorr(m)), sigma, theta, the REML criterion
 # (or the ML deviance), logLik, the conditional modes with their conditional SDs, isSingular
@@ -199,6 +199,16 @@ designs <- list(
            reml = TRUE),
       list(formula = "endog ~ 0 + exog_fe_0 + (0 + exog_re_0 | groups) + (0 + exog_re_1 | groups)",
            reml = TRUE)
+    )
+  ),
+  lme08 = list(
+    data = statsmodels_data("lme08"),
+    fits = list(
+      list(formula = "endog ~ 0 + exog_fe_0 + exog_fe_1 + (0 + exog_re_0 + exog_re_1 | groups)",
+           reml = c(TRUE, FALSE)),
+      list(formula = paste("endog ~ 0 + exog_fe_0 + exog_fe_1 + (0 + exog_re_0 | groups) +",
+                           "(0 + exog_re_1 | groups)"),
+           reml = c(TRUE, FALSE))
     )
   ),
   boundary_one_term = list(
