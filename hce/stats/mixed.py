@@ -1168,8 +1168,9 @@ def variance_components(
     counts = data.groupby(list(facets), observed=True).size()
     replicated = bool(counts.max() > 1)
     subsets = [c for k in range(1, len(facets) + 1) for c in combinations(facets, k)]
-    if not replicated:
+    if not replicated and len(facets) > 1:
         subsets = subsets[:-1]  # the top interaction is the residual
+    # (one facet and one score per level: the term stays, for lmer to refuse it by name)
     formula = f"{score} ~ 1 + " + " + ".join(f"(1 | {':'.join(s)})" for s in subsets)
     fit = lmer(formula, data)
     estimates = fit.varcorr()["vcov"].to_numpy()

@@ -90,6 +90,11 @@ def test_variance_components_refuses_a_single_level_facet():
         variance_components(data, "score", ["item_id", "condition"])
 
 
+def test_variance_components_refuses_one_score_per_object():
+    with pytest.raises(DataError, match=r"\(1 \| item_id\): item_id has 40 levels for 40"):
+        variance_components(one_per_item(), "score", ["item_id"])
+
+
 def test_spread_model_refuses_one_cell_per_item():
     data = judge(n_cond=1)  # one cell (one SD) per item
     with pytest.raises(DataError, match=r"\(1 \| item_id\): item_id has 12 levels for 12"):
