@@ -97,7 +97,7 @@ def lme4_fits(tmp_path: Path, designs: dict[int, tuple[str, pd.DataFrame]]) -> d
     if rscript is None:
         pytest.skip(f"Rscript not found; install R and lme4 with: {INSTALL}")
     probe = subprocess.run(
-        [rscript, "-e", "library(lme4); library(jsonlite)"], capture_output=True, text=True
+        [rscript, "-e", "library(lme4); library(jsonlite)"], check=False, capture_output=True, text=True
     )
     if probe.returncode != 0:
         pytest.skip(f"R lacks lme4 or jsonlite ({probe.stderr.strip()[-200:]}); {INSTALL}")
