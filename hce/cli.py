@@ -129,22 +129,58 @@ def rubric_behavior(source: str = typer.Argument(..., help="A packaged behaviour
     )
 
 
+def print_whole(table: Table) -> None:
+    """Print a table at its natural width, never cutting a name short ("gpt-4o-mi…"): wider than the
+    terminal, its lines wrap there instead."""
+    width = Console(width=100_000).measure(table).maximum
+    Console(width=max(width, console.width), soft_wrap=True).print(table)
+
+
+def _positive(value: float | None) -> float | None:
+    """A number option that must be above 0 (0 would busy-poll or never wait)."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"must be > 0, got {value:g}")
+    return value
+
+
+def _http_url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise typer.BadParameter(f"must be an http:// or https:// address, got {value!r}")
+    return value
+
+
 @app.command()
 def collect(
     design: Path = typer.Argument(..., help="The design YAML (items x conditions x attempts)."),
     log: Path = typer.Option(..., "--log", help="The JSONL attempt log; rerunning resumes it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print calls, tokens and cost; send nothing."),
-    concurrency: int = typer.Option(None, "--concurrency", help="Calls in flight at once (default: the design's, else 8)."),
-    base_url: str = typer.Option(None, "--base-url", help="The endpoint (default: the design's, else $OPENAI_BASE_URL)."),
+    concurrency: int = typer.Option(
+        None, "--concurrency", min=1, help="Calls in flight at once (default: the design's, else 8)."
+    ),
+    base_url: str = typer.Option(
+        None, "--base-url", callback=_http_url,
+        help="The endpoint of a one-endpoint design (default: the design's, else $OPENAI_BASE_URL).",
+    ),
     batch: bool = typer.Option(False, "--batch", help="Send through the OpenAI Batch API: half the price, within 24 h."),
     retry_failed: bool = typer.Option(
         False, "--retry-failed", "--resubmit-failed",
         help="Send again the attempts whose call failed (no reply: a timeout, HTTP 4xx/5xx after the retries, a "
         "failure inside a batch); their old rows move to LOG.retried.jsonl. Unusable replies are kept, never re-asked.",
     ),
+    new_settings: bool = typer.Option(
+        False, "--new-settings",
+        help="A condition whose settings (model, prompt, temperature, ...) changed under the same id starts afresh: "
+        "its old rows move to LOG.superseded.jsonl. Without it such a log stops the run before any call.",
+    ),
     max_same_errors: int = typer.Option(
-        10, "--max-same-errors",
-        help="Stop when this many calls in a row of one condition are refused with the same HTTP 4xx error (0: never).",
+        10, "--max-same-errors", min=0,
+        help="Stop when this many calls in a row of one condition are refused with the same HTTP 4xx error, or get no "
+        "answer (timeouts, connection errors), for more than one item (0: never).",
+    ),
+    max_cost: float = typer.Option(
+        None, "--max-cost", callback=_positive,
+        help="Launch no call once the log's spend plus the calls in flight would pass this many USD "
+        "(default: the design's run.max_cost_usd).",
     ),
     wait: bool = typer.Option(
         True, "--wait/--no-wait",
@@ -152,7 +188,8 @@ def collect(
         "(rerun to collect).",
     ),
     poll_interval: float = typer.Option(
-        15.0, "--poll-interval", help="With --batch: seconds between polls at first (growing 1.5-fold to 5 min)."
+        15.0, "--poll-interval", callback=_positive,
+        help="With --batch: seconds between polls at first (growing 1.5-fold to 5 min).",
     ),
     cancel: bool = typer.Option(
         False, "--cancel",
@@ -166,21 +203,28 @@ def collect(
     --batch --cancel stops this log's batches.
     """
     from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
-    from hce.collect.runner import estimate, load_design, run, summarise_estimate
+    from hce.collect.fingerprint import set_aside_changed, superseded_path
+    from hce.collect.runner import check_batch, estimate, load_design, run, summarise_estimate
 
     with reported():
         if cancel and (not batch or dry_run or retry_failed):
             raise HceError("--cancel goes with --batch, and not with --dry-run or --retry-failed")
         parsed = load_design(design)
-        table = None if cancel else estimate(parsed, log=log if log.exists() else None, batch=batch, retry_failed=retry_failed)
+        if batch:
+            check_batch(parsed)
+        table = None if cancel else estimate(parsed, log=log if log.exists() else None, batch=batch,
+                                                retry_failed=retry_failed, new_settings=new_settings)
         uncollected = open_batches(log) if batch else []
     if table is not None and dry_run:
-        shown = Table("condition", "prompt", "model", "calls", "input tokens", "output tokens", "cost (USD)")
+        shown = Table("condition", "prompt", "endpoint", "model", "temperature", "max tokens", "calls", "input tokens",
+                      "output tokens", "cost (USD)")
         for row in table.itertuples(index=False):
             cost = "unpriced" if row.cost_usd != row.cost_usd else f"{row.cost_usd:,.4f}"
-            shown.add_row(row.condition_id, row.prompt_id, row.model, f"{row.calls:,}", f"{row.input_tokens:,}",
-                          f"{row.output_tokens:,}", cost)
-        console.print(shown)
+            temperature = "not sent" if row.temperature != row.temperature or row.temperature is None else f"{row.temperature:g}"
+            max_tokens = "not sent" if row.max_tokens is None or row.max_tokens != row.max_tokens else f"{int(row.max_tokens):,}"
+            shown.add_row(row.condition_id, row.prompt_id, f"{row.endpoint} {row.host}", row.model, temperature,
+                          max_tokens, f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}", cost)
+        print_whole(shown)
         console.print(summarise_estimate(table), highlight=False)
         if uncollected:
             console.print(f"note: {len(uncollected)} batches in {state_path(log)} are not collected yet; the calls above "
@@ -196,39 +240,57 @@ def collect(
                 summary = cancel_batches(parsed, log, base_url=base_url, wait=wait, poll_interval=poll_interval,
                                          progress=True)
             elif batch:
+                for change in set_aside_changed(parsed, log) if new_settings else []:
+                    console.print(f"{change}: its old rows moved to {superseded_path(log)}", highlight=False)
                 summary = run_batch(parsed, log, base_url=base_url, resubmit_failed=retry_failed, wait=wait,
-                                    poll_interval=poll_interval, progress=True)
+                                    poll_interval=poll_interval, max_cost_usd=max_cost, progress=True)
             else:
                 summary = run(parsed, log, concurrency=concurrency, base_url=base_url, retry_failed=retry_failed,
-                              max_same_errors=max_same_errors or None, progress=True)
+                              new_settings=new_settings, max_same_errors=max_same_errors or None,
+                              max_cost_usd=max_cost, progress=True)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished attempts are in {log}; run the same command again to resume"
                       + (" (open batches are kept in the state file next to it)" if batch else ""), highlight=False)
         raise typer.Exit(code=130) from None
     console.print(str(summary), highlight=False)
+    if getattr(summary, "all_failed", False):
+        console.print(f"[red]error:[/red] every call failed (no reply from the endpoint): see error_message in {log}; "
+                      "fix the endpoint, then run again with --retry-failed", highlight=False)
+        raise typer.Exit(code=2)
 
 
 @app.command("sim-server")
 def sim_server(
-    port: int = typer.Option(8000, "--port", help="Port on 127.0.0.1 (0: any free port)."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free port)."),
     seed: int = typer.Option(0, "--seed", help="Seeds every draw and fault."),
-    latency: float = typer.Option(0.0, "--latency", help="Seconds each completion waits."),
+    latency: float = typer.Option(0.0, "--latency", min=0, help="Seconds each completion waits."),
     bias: float = typer.Option(0.0, "--bias", help="Score points added to every category (all models)."),
-    noise: float = typer.Option(1.2, "--noise", help="Spread of the judge's scores at temperature 1."),
+    noise: float = typer.Option(1.2, "--noise", min=0, help="Spread of the judge's scores at temperature 1."),
     profile: list[str] = typer.Option([], "--profile", help="Per-model bias and noise: MODEL=BIAS,NOISE (repeatable)."),
-    fail_429: float = typer.Option(0.0, "--fail-429", help="Share of requests answered 429 with Retry-After."),
-    fail_500: float = typer.Option(0.0, "--fail-500", help="Share of requests answered 500."),
-    slow: float = typer.Option(0.0, "--slow", help="Share of requests answered --slow-seconds late."),
-    malformed: float = typer.Option(0.0, "--malformed", help="Share of replies that break the asked format."),
-    retry_after: float = typer.Option(1.0, "--retry-after", help="Seconds a 429 asks the client to wait."),
-    slow_seconds: float = typer.Option(5.0, "--slow-seconds", help="Extra wait of a slow reply."),
+    fail_429: float = typer.Option(0.0, "--fail-429", min=0, max=1, help="Share of requests answered 429 with Retry-After."),
+    fail_500: float = typer.Option(0.0, "--fail-500", min=0, max=1, help="Share of requests answered 500."),
+    slow: float = typer.Option(0.0, "--slow", min=0, max=1, help="Share of requests answered --slow-seconds late."),
+    malformed: float = typer.Option(0.0, "--malformed", min=0, max=1, help="Share of replies that break the asked format."),
+    retry_after: float = typer.Option(1.0, "--retry-after", min=0, help="Seconds a 429 asks the client to wait."),
+    slow_seconds: float = typer.Option(5.0, "--slow-seconds", min=0, help="Extra wait of a slow reply."),
     reject: str = typer.Option(
         None, "--reject", help="Refuse every completion with HTTP 400 and this message (rehearse a refused setting)."
     ),
-    batch_polls: int = typer.Option(2, "--batch-polls", help="Polls a batch stays in progress before it completes."),
-    batch_failures: float = typer.Option(0.0, "--batch-failures", help="Share of batch requests that fail inside the batch."),
+    redirect: str = typer.Option(
+        None, "--redirect",
+        help="Answer every request with 307 to this loopback origin (http://127.0.0.1:PORT), same path: rehearse a "
+        "redirect that must not carry the key.",
+    ),
+    batch_polls: int = typer.Option(2, "--batch-polls", min=0, help="Polls a batch stays in progress before it completes."),
+    batch_failures: float = typer.Option(0.0, "--batch-failures", min=0, max=1, help="Share of batch requests that fail inside the batch."),
     batch_cancel_share: float = typer.Option(
-        0.5, "--batch-cancel-share", help="Share of a cancelled batch's requests it finishes before it stops."
+        0.5, "--batch-cancel-share", min=0, max=1, help="Share of a cancelled batch's requests it finishes before it stops."
+    ),
+    api_key: str = typer.Option(
+        None, "--api-key", help="Answer 401 to any request without this bearer key (rehearse a wrong key)."
+    ),
+    models: str = typer.Option(
+        None, "--models", help="Serve only these models, comma-separated; others get 404 (rehearse a misspelt model)."
     ),
 ) -> None:
     """Serve a simulated OpenAI-compatible judge with known truth on 127.0.0.1 (Ctrl-C stops it)."""
@@ -246,14 +308,17 @@ def sim_server(
             except ValueError:
                 raise HceError(f"--profile {spec!r}: expected MODEL=BIAS,NOISE, e.g. gpt-4o=0.3,0.5") from None
             profiles[name] = Profile(model_bias, model_noise)
-        faults = Faults(fail_429, fail_500, slow, malformed, retry_after, slow_seconds, reject=reject)
+        faults = Faults(fail_429, fail_500, slow, malformed, retry_after, slow_seconds, reject=reject, redirect=redirect)
         judge = SimJudge(seed=seed, profiles=profiles, default=Profile(bias, noise), faults=faults, latency=latency,
                          batch=BatchSettings(polls=batch_polls, failure_rate=batch_failures,
-                                             cancel_share=batch_cancel_share))
-        server = SimServer(judge, port=port)
+                                             cancel_share=batch_cancel_share),
+                         models=[m.strip() for m in models.split(",") if m.strip()] if models else None)
+        server = SimServer(judge, port=port, api_key=api_key)
 
     def ready(s: SimServer) -> None:
-        console.print(f"simulated judge (seed {seed}) at {s.url}; Ctrl-C stops it", highlight=False)
+        only = f"; models {', '.join(judge.models)} only" if judge.models else ""
+        needs = "; a key is required" if api_key else ""
+        console.print(f"simulated judge (seed {seed}) at {s.url}{only}{needs}; Ctrl-C stops it", highlight=False)
 
     try:
         asyncio.run(server.serve(ready))
@@ -325,7 +390,9 @@ def study_run(
     study: Path = typer.Argument(..., help="The study YAML."),
     simulate: bool = typer.Option(False, "--simulate", help="Judge with the local simulated judge (no API, no cost)."),
     until: str = typer.Option(None, "--until", help="Stop after this experiment (exp1 ... exp5)."),
-    base_url: str = typer.Option(None, "--base-url", help="The endpoint (default: the study's, else $OPENAI_BASE_URL)."),
+    base_url: str = typer.Option(
+        None, "--base-url", callback=_http_url, help="The endpoint (default: the study's, else $OPENAI_BASE_URL)."
+    ),
 ) -> None:
     """Run the experiments in order, each feeding the next; rerun to resume."""
     from hce.collect import study as st

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -52,11 +53,14 @@ from openai.types.chat import ChatCompletion
 from hce.collect.client import CallResult, JudgeClient, chat_body, fill
 from hce.collect.design import Design, load_design
 from hce.collect.failed import BATCH_FAILED, set_aside_failed
+from hce.collect.lock import one_writer
 from hce.collect.runner import (
     RunSummary,
     Tally,
     attempt_row,
     call_settings,
+    check_batch,
+    check_batch_budget,
     client_for,
     in_new_loop,
     pending,
@@ -175,6 +179,7 @@ def batch_result(entry: Mapping[str, Any]) -> CallResult:
     return result
 
 
+@one_writer  # one collector per log (hce.collect.lock)
 async def run_batch_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
@@ -188,6 +193,7 @@ async def run_batch_async(
     max_poll_interval: float = 300.0,
     max_requests: int = MAX_REQUESTS,
     max_bytes: int = MAX_BYTES,
+    max_cost_usd: float | None = None,
     progress: bool = False,
     random_state: int | None = None,
 ) -> BatchSummary:
@@ -213,6 +219,9 @@ async def run_batch_async(
         Seconds between polls: the first interval, growing 1.5-fold to the maximum.
     max_requests, max_bytes : int
         Limits of one input file (OpenAI's: 50,000 requests, 200 MB).
+    max_cost_usd : float, optional
+        Submit nothing new when the log's spend plus the new requests' estimate (at the
+        batch price) would pass this many USD (default: the design's ``run.max_cost_usd``).
     progress : bool
         Show each batch's status and request counts on stderr.
     random_state : int, optional
@@ -229,6 +238,7 @@ async def run_batch_async(
         quoted) or a control call keeps failing; batches already created stay recorded.
     """
     design = design if isinstance(design, Design) else load_design(design)
+    check_batch(design)
     started = time.perf_counter()
     retried = set_aside_failed(log) if resubmit_failed else 0
     planned, todo = pending(design, log)
@@ -249,6 +259,8 @@ async def run_batch_async(
             await submit(entry, look_first=True)
         if await session.finish(wait) and todo:
             todo = pending(design, log)[1]  # a cancelled batch's requests that never ran are among them
+            limit = design.max_cost_usd if max_cost_usd is None else max_cost_usd
+            check_batch_budget(design, log, todo, limit, session.prompt_for)
             requests = []
             for attempt in todo:
                 messages = session.prompt_for(attempt.item.id, attempt.condition.id)
@@ -327,6 +339,7 @@ class CancelSummary:
         return "; ".join(parts)
 
 
+@one_writer  # one collector per log (hce.collect.lock)
 async def cancel_batches_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
@@ -453,7 +466,7 @@ class _Session:
         self.tally = Tally()
         self.attempts = {a.attempt_id: a for a in design.plan()}
         self.prompt_for = prompt_cache(design, 64)
-        self.bar = _Progress() if progress else None
+        self.bar = (_Progress() if sys.stderr.isatty() else _PollLines()) if progress else None
         self.poller = _Poller(self.client, self.state, self.bar, first, most)
         self.writer: LogWriter | None = None
 
@@ -576,7 +589,7 @@ def _now() -> str:
 class _Poller:
     """Polls the open batches with a growing interval and ingests each as it finishes."""
 
-    def __init__(self, client: JudgeClient, state: _State, bar: _Progress | None, first: float, most: float):
+    def __init__(self, client: JudgeClient, state: _State, bar: _Progress | _PollLines | None, first: float, most: float):
         self.client, self.state, self.bar = client, state, bar
         self.first, self.most = float(first), float(most)
 
@@ -636,3 +649,30 @@ class _Progress:
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+class _PollLines:
+    """Progress without a terminal (nohup, CI): a line per batch at each poll, where a live bar would draw nothing.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> batch = SimpleNamespace(id="batch_1", status="in_progress",
+    ...                         request_counts=SimpleNamespace(completed=40, failed=2, total=100))
+    >>> _PollLines().line(batch)
+    'batch batch_1: in_progress, 42/100 requests done, 2 failed'
+    """
+
+    def start(self) -> None:
+        pass
+
+    def line(self, batch: Any) -> str:
+        counts = batch.request_counts
+        done, total, failed = (counts.completed + counts.failed, counts.total, counts.failed) if counts else (0, 0, 0)
+        return f"batch {batch.id}: {batch.status}, {done:,}/{total:,} requests done, {failed:,} failed"
+
+    def update(self, batch: Any) -> None:
+        print(self.line(batch), file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        pass

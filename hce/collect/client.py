@@ -12,7 +12,11 @@ or ``connection error:``: that is how :mod:`hce.collect.failed` tells a failed c
 which ``--retry-failed`` sends again, from an unusable reply, which it keeps.
 
 The API key is held only inside the ``openai`` client: it is not an attribute here, not
-in any repr, and it is struck out of every error message kept.
+in any repr, and it is struck out of every error message kept. A key goes only to its own
+endpoint: ``$OPENAI_API_KEY`` is read only when the endpoint is OpenAI's own
+(``api.openai.com``), and redirects are never followed (the ``openai`` SDK's httpx client
+follows them by default, and would carry an ``api-key`` header to another host): a 3xx
+answer raises :class:`FatalCallError` naming where it pointed.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import random
 import re
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -33,6 +38,7 @@ from hce.errors import CollectError
 
 TRANSIENT_STATUS = frozenset({408, 409, 429})  # and every 5xx
 FATAL_STATUS = frozenset({401, 403, 404})
+OPENAI_URL = "https://api.openai.com/v1"
 T = TypeVar("T")
 # Reasoning models take max_completion_tokens; older servers know only max_tokens.
 _REASONING_MODEL = re.compile(r"^(openai/)?(o\d|gpt-5)")
@@ -111,7 +117,9 @@ class JudgeClient:
         ``https://RESOURCE.openai.azure.com/openai/v1/``); default ``$OPENAI_BASE_URL``,
         else OpenAI.
     api_key : str, optional
-        Default ``$OPENAI_API_KEY``. Local servers accept any non-empty string.
+        Default ``$OPENAI_API_KEY``, but only when the endpoint is OpenAI's own: any other
+        endpoint needs its key given (:func:`endpoint_key` reads it from the variable the
+        endpoint names). Local servers accept any non-empty string.
     timeout : float
         Seconds allowed for one try.
     max_retries : int
@@ -143,14 +151,12 @@ class JudgeClient:
         max_wait: float = 120.0,
         random_state: int | None = None,
     ):
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        key = api_key if api_key is not None else endpoint_key("default", self.base_url, None)
         if not key:
-            raise CollectError(
-                "no API key: pass api_key= or set OPENAI_API_KEY (a local server accepts any string, e.g. 'local')"
-            )
+            raise CollectError(f"no API key for {self.base_url}: pass api_key= (a local server accepts any string)")
         if max_retries < 0:
             raise CollectError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff_base = float(backoff_base)
@@ -158,7 +164,11 @@ class JudgeClient:
         self.max_wait = float(max_wait)
         self._rng = random.Random(random_state)
         self._secret = key  # used only to strike the key out of messages
-        self._openai = openai.AsyncOpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
+        # follow_redirects=False: a redirect must not carry the key to another host (module notes).
+        http = openai.DefaultAsyncHttpxClient(follow_redirects=False, timeout=self.timeout)
+        self._openai = openai.AsyncOpenAI(
+            api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0, http_client=http
+        )
 
     def __repr__(self) -> str:
         return (
@@ -216,6 +226,7 @@ class JudgeClient:
                 response = await self._openai.chat.completions.create(**kwargs)
             except openai.APIStatusError as exc:
                 result.latency_s = time.perf_counter() - started
+                self._refuse_redirect(exc)
                 message = self.scrub(f"HTTP {exc.status_code}: {exc.message}")
                 if exc.status_code in FATAL_STATUS:
                     raise FatalCallError(f"{self.base_url} refused model {model!r}: {message}") from None
@@ -321,6 +332,7 @@ class JudgeClient:
             try:
                 return await call()
             except openai.APIStatusError as exc:
+                self._refuse_redirect(exc)
                 message = self.scrub(f"HTTP {exc.status_code}: {exc.message}")
                 if exc.status_code in FATAL_STATUS:
                     raise FatalCallError(f"{self.base_url} refused the {what}: {message}") from None
@@ -335,10 +347,62 @@ class JudgeClient:
                 wait = self._wait(attempt, None)
             await asyncio.sleep(wait)
 
+    def _refuse_redirect(self, exc: openai.APIStatusError) -> None:
+        """Stop at a redirect: following it could hand the key to another host, and every call would repeat it."""
+        if 300 <= exc.status_code < 400:
+            target = urllib.parse.urlsplit(exc.response.headers.get("location", ""))
+            where = f"{target.scheme}://{target.netloc}{target.path}" if target.netloc else (target.path or "nowhere")
+            raise FatalCallError(
+                f"{self.base_url} answered HTTP {exc.status_code}, a redirect to {self.scrub(where)}; hce never follows "
+                "redirects, so a key reaches only its own endpoint: set base_url to the address you mean"
+            ) from None
+
     def _wait(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_wait)
         return min(self.backoff_max, self.backoff_base * 2**attempt) * self._rng.uniform(0.5, 1.0)
+
+
+def is_openai(base_url: str | None) -> bool:
+    """Whether an endpoint is OpenAI's own API (the host ``api.openai.com``, over https)."""
+    parts = urllib.parse.urlsplit(base_url or OPENAI_URL)
+    return parts.scheme == "https" and parts.hostname == "api.openai.com"
+
+
+def endpoint_key(name: str, base_url: str | None, api_key_env: str | None, *, needs_key: bool = True) -> str:
+    """The API key of an endpoint, read only from the variable it names.
+
+    ``$OPENAI_API_KEY`` is read when no variable is named only if the endpoint is OpenAI's
+    own: a key never goes to a host it was not meant for. An endpoint with
+    ``needs_key=False`` (a local server that checks none) gets the placeholder ``"no-key"``.
+
+    Raises
+    ------
+    CollectError
+        Naming the endpoint and the variable that is unset or empty (never a key).
+
+    Examples
+    --------
+    >>> endpoint_key("local", "http://127.0.0.1:8000/v1", None, needs_key=False)
+    'no-key'
+    """
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+    if not needs_key:
+        return "no-key"
+    if api_key_env is None:
+        if not is_openai(url):
+            raise CollectError(
+                f"endpoint {name!r} ({url}) names no api_key_env: name the environment variable that holds its key "
+                "(OPENAI_API_KEY is sent only to api.openai.com), or set needs_key: false for a server that takes none"
+            )
+        api_key_env = "OPENAI_API_KEY"
+    key = os.environ.get(api_key_env)
+    if not key:
+        raise CollectError(
+            f"endpoint {name!r} ({url}): the environment variable {api_key_env} that should hold its API key is "
+            f"{'empty' if key == '' else 'not set'}; set it (a local server accepts any string), nothing was sent"
+        )
+    return key
 
 
 def _transient(status: int) -> bool:

@@ -7,13 +7,14 @@ A design file (every key but ``conditions`` and ``items`` optional)::
     attempts: 25
     endpoint:                     # never the API key itself
       base_url: http://127.0.0.1:8000/v1
-      api_key_env: OPENAI_API_KEY # the environment variable that holds the key
+      api_key_env: LOCAL_KEY      # the environment variable that holds the key (only it is read)
       timeout: 60
       max_retries: 3
-    run:
+    run:                          # limits of the whole run
       concurrency: 8
       requests_per_minute: 500
       tokens_per_minute: 200000
+      max_cost_usd: 25            # stop launching calls before the log's spend would pass it
     defaults:                     # settings every condition inherits (seed 000 section 5)
       model: gpt-4o-mini-2024-07-18
       temperature: 0.1
@@ -22,6 +23,13 @@ A design file (every key but ``conditions`` and ``items`` optional)::
       - prompt: P2.1              # id defaults to "P2.1|<model>|t<temperature>"
       - {id: few_shot, prompt: P2.2}
       - {prompt: P2.3, logprobs: true, top_logprobs: 5}
+
+Several providers in one design: ``endpoints:`` names them (each with the keys of
+``endpoint:`` plus ``kind``, ``concurrency``, ``requests_per_minute``,
+``tokens_per_minute``, ``batch``), and a condition (or ``defaults``) picks one with
+``endpoint: NAME``; a single ``endpoint:`` is the endpoint named ``default``. Every
+mapping is checked against :mod:`hce.collect.schema` (unknown keys, types, ranges) and
+each condition against its endpoint's provider (:mod:`hce.collect.providers`).
     items:                        # a list, a folder of .txt files, or a .jsonl/.csv file
       - {id: T001, text: "Doctor: ... Patient: ..."}
       - {id: T002, file: transcripts/T002.txt, metadata: {source: DoVA}}
@@ -34,10 +42,12 @@ Item metadata become extra log columns (``target_total`` next to the scores).
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +56,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT
+from hce.collect.providers import PROVIDERS, infer_kind, unsupported
+from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
 from hce.collect.transcripts import read_text_file
 from hce.errors import CollectError, HceError
 from hce.log import COLUMNS, make_attempt_id
@@ -59,23 +72,59 @@ from hce.rubric import BehaviorSpec, Rubric, load_behavior, load_rubric
 # the same reply in tmc/langchaingo#1355, chatboxai/chatbox#2564, BoltAI/BoltAI#373. Later
 # gpt-5.x models take a temperature when reasoning is off, so they are not listed.
 _REASONING = re.compile(r"^(openai/)?(o[134](-mini|-pro|-preview)?|gpt-5(-mini|-nano)?)(-\d{4}-\d{2}-\d{2})?$")
-SETTINGS = ("model", "temperature", "max_tokens", "top_p", "seed", "logprobs", "top_logprobs", "behavior", "price_model")
 DEFAULTS: dict[str, Any] = {"temperature": 0.1, "max_tokens": 1000}  # seed 000 section 5
 
 
 @dataclass(frozen=True)
 class Item:
-    """One judged item: its text (transcripts), or a boolean-judge ``case``, and metadata."""
+    """One judged item: its text (transcripts), or a boolean-judge ``case``, and metadata.
+
+    The runner sends ``text`` through :func:`~hce.collect.transcripts.clean_text`.
+    """
 
     id: str
     text: str | None = None
     case: Mapping[str, Any] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    cleaned_chars: int = 0  # removed from ``text`` before it came here (hce.collect.transcripts.clean_text)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a condition's calls go: an OpenAI-compatible server and how to reach it.
+
+    ``kind`` is the provider (:mod:`hce.collect.providers`), inferred from the host unless
+    stated; ``concurrency`` and the rates are this endpoint's own limits (None: only the
+    run's); ``batch`` None means the provider's default.
+    """
+
+    name: str = "default"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    needs_key: bool = True
+    kind: str = "openai"
+    timeout: float = 60.0
+    max_retries: int = 3
+    concurrency: int | None = None
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    batch: bool | None = None
+
+    @property
+    def host(self) -> str:
+        """``scheme://host[:port]`` of the endpoint (``$OPENAI_BASE_URL``, else OpenAI, when no base_url)."""
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        parts = urllib.parse.urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def supports_batch(self) -> bool:
+        return self.batch if self.batch is not None else PROVIDERS[self.kind].batch
 
 
 @dataclass(frozen=True)
 class Condition:
-    """Prompt x model x settings. ``price_model`` prices a deployment (Azure) as a known model."""
+    """Prompt x model x settings x endpoint. ``price_model`` prices a deployment (Azure) as a known model."""
 
     id: str
     prompt_id: str
@@ -88,6 +137,7 @@ class Condition:
     top_logprobs: int | None = None
     behavior: BehaviorSpec | None = None
     price_model: str | None = None
+    endpoint: str = "default"
 
 
 @dataclass(frozen=True)
@@ -109,13 +159,17 @@ class Design:
     conditions: tuple[Condition, ...]
     attempts: int = 1
     rubric: Rubric = field(default_factory=lambda: load_rubric("v5"))
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout: float = 60.0
-    max_retries: int = 3
+    endpoints: Mapping[str, Endpoint] = field(default_factory=lambda: {"default": Endpoint()})
     concurrency: int = 8
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    max_cost_usd: float | None = None
+    # settings_hash per condition id, filled on first use (hce.collect.fingerprint); not part of the design.
+    fingerprints: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def endpoint_of(self, cond: Condition) -> Endpoint:
+        """The endpoint a condition's calls go to."""
+        return self.endpoints[cond.endpoint]
 
     def plan(self) -> list[Attempt]:
         """Every attempt of the design, item-major (item, condition, attempt number)."""
@@ -156,43 +210,51 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
             raise CollectError(f"{name}: not valid YAML: {exc}") from None
     if not isinstance(doc, dict):
         raise CollectError(f"{name}: a design is a mapping with 'conditions' and 'items'")
-    known = {"experiment_id", "rubric", "attempts", "endpoint", "run", "defaults", "conditions", "items"}
-    unknown = sorted(set(doc) - known)
-    if unknown:
-        raise CollectError(f"{name}: unknown key(s) {unknown}; a design has {sorted(known)}")
     _no_secret(doc, name)
+    spec = validate(DesignSpec, doc, name)
     try:
-        rubric_src = doc.get("rubric", "v5")
-        rubric_path = base / str(rubric_src)
-        rubric = load_rubric(rubric_path if rubric_path.is_file() else rubric_src)
+        rubric_path = base / spec.rubric
+        rubric = load_rubric(rubric_path if rubric_path.is_file() else spec.rubric)
     except HceError as exc:
         raise CollectError(f"{name}: field 'rubric': {exc}") from None
-    endpoint = _mapping(doc, "endpoint", name)
-    run = _mapping(doc, "run", name)
-    defaults = {**DEFAULTS, **_mapping(doc, "defaults", name)}
-    conditions = tuple(_condition(c, defaults, i, name, base) for i, c in enumerate(_list(doc, "conditions", name)))
+    endpoints = _endpoints(spec, name)
+    defaults = {**DEFAULTS, **spec.defaults.model_dump(exclude_unset=True)}
+    conditions = tuple(_condition(c, defaults, i, name, base, endpoints) for i, c in enumerate(spec.conditions))
     ids = [c.id for c in conditions]
     if len(set(ids)) != len(ids):
         raise CollectError(f"{name}: condition ids must be distinct, got {ids}")
     items = tuple(_items(doc.get("items"), name, base))
     _check_items(items, conditions, rubric, name)
-    attempts = doc.get("attempts", 1)
-    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
-        raise CollectError(f"{name}: field 'attempts' must be a whole number >= 1, got {attempts!r}")
     return Design(
-        experiment_id=str(doc.get("experiment_id", "experiment")),
+        experiment_id=spec.experiment_id,
         items=items,
         conditions=conditions,
-        attempts=attempts,
+        attempts=spec.attempts,
         rubric=rubric,
-        base_url=endpoint.get("base_url"),
-        api_key_env=str(endpoint.get("api_key_env", "OPENAI_API_KEY")),
-        timeout=float(endpoint.get("timeout", 60.0)),
-        max_retries=int(endpoint.get("max_retries", 3)),
-        concurrency=int(run.get("concurrency", 8)),
-        requests_per_minute=run.get("requests_per_minute"),
-        tokens_per_minute=run.get("tokens_per_minute"),
+        endpoints=endpoints,
+        concurrency=spec.run.concurrency,
+        requests_per_minute=spec.run.requests_per_minute,
+        tokens_per_minute=spec.run.tokens_per_minute,
+        max_cost_usd=spec.run.max_cost_usd,
     )
+
+
+def endpoint_from(name: str, spec: EndpointSpec) -> Endpoint:
+    """An :class:`Endpoint` from its checked mapping, the provider inferred from the host unless stated."""
+    kind = spec.kind or infer_kind(spec.base_url or os.environ.get("OPENAI_BASE_URL"))
+    return Endpoint(name=name, kind=kind, **spec.model_dump(exclude={"kind"}))
+
+
+def _endpoints(spec: DesignSpec, name: str) -> dict[str, Endpoint]:
+    named = dict(spec.endpoints or {})
+    if spec.endpoint is not None:
+        if "default" in named:
+            raise CollectError(f"{name}: 'endpoint' is the endpoint named 'default', and endpoints.default exists too; "
+                               "keep one of them")  # fmt: skip
+        named["default"] = spec.endpoint
+    if not named:
+        named["default"] = EndpointSpec()
+    return {key: endpoint_from(key, value) for key, value in named.items()}
 
 
 def _no_secret(doc: Any, name: str, where: str = "") -> None:
@@ -209,20 +271,6 @@ def _no_secret(doc: Any, name: str, where: str = "") -> None:
             _no_secret(value, name, f"{where}[{i}].")
 
 
-def _mapping(doc: Mapping, key: str, name: str) -> dict:
-    value = doc.get(key) or {}
-    if not isinstance(value, dict):
-        raise CollectError(f"{name}: field {key!r} must be a mapping, got {value!r}")
-    return value
-
-
-def _list(doc: Mapping, key: str, name: str) -> list:
-    value = doc.get(key)
-    if not isinstance(value, list) or not value:
-        raise CollectError(f"{name}: field {key!r} must be a non-empty list")
-    return value
-
-
 def check_temperature(where: str, temperature: float | None, *models: str | None) -> None:
     """Refuse a temperature an OpenAI reasoning model would answer with HTTP 400 on every call."""
     reasoning = [m for m in models if m and _REASONING.match(str(m))]
@@ -233,14 +281,11 @@ def check_temperature(where: str, temperature: float | None, *models: str | None
         )
 
 
-def _condition(spec: Any, defaults: Mapping[str, Any], index: int, name: str, base: Path) -> Condition:
+def _condition(
+    spec: ConditionSpec, defaults: Mapping[str, Any], index: int, name: str, base: Path, endpoints: Mapping[str, Endpoint]
+) -> Condition:
     where = f"{name}: conditions[{index}]"
-    if not isinstance(spec, dict):
-        raise CollectError(f"{where} must be a mapping with at least 'prompt'")
-    unknown = sorted(set(spec) - {"id", "prompt", *SETTINGS})
-    if unknown:
-        raise CollectError(f"{where}: unknown field(s) {unknown}; a condition has id, prompt, {', '.join(SETTINGS)}")
-    settings = {**defaults, **spec}
+    settings = {**defaults, **spec.model_dump(exclude_unset=True)}
     prompt = settings.get("prompt")
     if prompt not in REPLY_FORMAT:
         raise CollectError(f"{where}: prompt={prompt!r} is not valid; choose one of {list(REPLY_FORMAT)}")
@@ -257,20 +302,29 @@ def _condition(spec: Any, defaults: Mapping[str, Any], index: int, name: str, ba
             raise CollectError(f"{where}: {exc}") from None
     temperature = settings.get("temperature")
     default_id = f"{prompt}|{settings['model']}" + (f"|t{temperature:g}" if temperature is not None else "")
-    cond_id = spec.get("id") or default_id
+    cond_id = settings.get("id") or default_id
     check_temperature(f"{where} ({cond_id})", temperature, settings["model"], settings.get("price_model"))
+    endpoint = settings.get("endpoint") or (next(iter(endpoints)) if len(endpoints) == 1 else None)
+    if endpoint not in endpoints:
+        said = f"endpoint {endpoint!r} is not defined;{did_you_mean(str(endpoint), endpoints)}" if endpoint else "no endpoint"
+        raise CollectError(f"{where} ({cond_id}): {said} (choose one of {sorted(endpoints)}, here or under defaults)")
+    kind = endpoints[endpoint].kind
+    problems = unsupported(kind, temperature=temperature, logprobs=bool(settings.get("logprobs")), seed=settings.get("seed"))
+    if problems:
+        raise CollectError(f"{where} ({cond_id}) goes to endpoint {endpoint!r} ({kind}): " + "; ".join(problems))
     return Condition(
         id=str(cond_id),
         prompt_id=prompt,
         model=str(settings["model"]),
-        temperature=None if temperature is None else float(temperature),
-        max_tokens=None if settings.get("max_tokens") is None else int(settings["max_tokens"]),
-        top_p=None if settings.get("top_p") is None else float(settings["top_p"]),
-        seed=None if settings.get("seed") is None else int(settings["seed"]),
+        temperature=temperature,
+        max_tokens=settings.get("max_tokens"),
+        top_p=settings.get("top_p"),
+        seed=settings.get("seed"),
         logprobs=bool(settings.get("logprobs", False)),
-        top_logprobs=None if settings.get("top_logprobs") is None else int(settings["top_logprobs"]),
+        top_logprobs=settings.get("top_logprobs"),
         behavior=behavior,
         price_model=settings.get("price_model"),
+        endpoint=endpoint,
     )
 
 
@@ -297,6 +351,7 @@ def _items(spec: Any, name: str, base: Path) -> list[Item]:
         if not isinstance(entry, dict) or entry.get("id") in (None, ""):
             raise CollectError(f"{where} must be a mapping with an 'id'")
         entry = dict(entry)
+        _check_item_keys(entry, where)
         text = entry.pop("text", None)
         if entry.get("file"):
             file = base / entry.pop("file")
@@ -313,6 +368,21 @@ def _items(spec: Any, name: str, base: Path) -> list[Item]:
     if len(set(ids)) != len(ids):
         raise CollectError(f"{name}: item ids must be distinct; repeated: {sorted({i for i in ids if ids.count(i) > 1})}")
     return items
+
+
+_ITEM_KEYS = ("id", "text", "file", "case", "metadata")
+
+
+def _check_item_keys(entry: Mapping[str, Any], where: str) -> None:
+    """Refuse an item key that is surely a typo: flat extra keys are metadata columns, but one
+    that nearly spells an item key (``txt``, ``metdata``) or holds a mapping or list is not."""
+    for key, value in entry.items():
+        if key in _ITEM_KEYS:
+            continue
+        close = difflib.get_close_matches(str(key), _ITEM_KEYS, n=1, cutoff=0.75)
+        if close or isinstance(value, (Mapping, list)):
+            hint = f" did you mean {close[0]!r}?" if close else " extra keys are metadata columns and hold one value each;"
+            raise SchemaError(f"{where}.{key}: unknown key;{hint} (an item has {', '.join(_ITEM_KEYS)})")
 
 
 def _check_items(items: tuple[Item, ...], conditions: tuple[Condition, ...], rubric: Rubric, name: str) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -52,17 +52,15 @@ def retried_path(log: str | os.PathLike) -> Path:
     return log.with_name(log.name + ".retried.jsonl")
 
 
-def _scan(log: Path) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
-    """Each line of a JSONL log, with its record when it is the row of a failed call (else None)."""
-    with open(log, "rb") as lines:
-        for line in lines:
-            record = None
-            if any(marker in line for marker in _MARKERS):
-                try:
-                    record = json.loads(line)
-                except ValueError:  # a torn last line: kept for the log writer to set aside
-                    pass
-            yield line, record if isinstance(record, dict) and call_failed(record) else None
+def _failed_record(line: bytes) -> dict[str, Any] | None:
+    """The record of a JSONL line when it is the row of a failed call (else None)."""
+    if not any(marker in line for marker in _MARKERS):
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:  # a torn last line: kept for the log writer to set aside
+        return None
+    return record if isinstance(record, dict) and call_failed(record) else None
 
 
 def failed_attempt_ids(log: str | os.PathLike) -> set[str]:
@@ -70,7 +68,9 @@ def failed_attempt_ids(log: str | os.PathLike) -> set[str]:
     log = Path(log)
     if not log.exists():
         return set()
-    return {str(record.get("attempt_id")) for _, record in _scan(log) if record is not None}
+    with open(log, "rb") as lines:
+        records = (_failed_record(line) for line in lines)
+        return {str(record.get("attempt_id")) for record in records if record is not None}
 
 
 def set_aside_failed(log: str | os.PathLike) -> int:
@@ -79,6 +79,15 @@ def set_aside_failed(log: str | os.PathLike) -> int:
     The other lines (a torn last line included) stay as they are, in their order. The log
     is rewritten only when a row moved, crash-safely (see the module notes).
     """
+    return set_aside(log, lambda line: _failed_record(line) is not None, retried_path(log))
+
+
+def set_aside(log: str | os.PathLike, chosen: Callable[[bytes], bool], sidecar: Path) -> int:
+    """Move the lines ``chosen`` picks from a JSONL log to the end of ``sidecar``; how many moved.
+
+    Crash-safe (see the module notes): the moved lines reach the sidecar and disk before a
+    temporary copy of the rest replaces the log atomically.
+    """
     log = Path(log)
     if not log.exists():
         return 0
@@ -86,13 +95,13 @@ def set_aside_failed(log: str | os.PathLike) -> int:
     aside = None
     moved = 0
     try:
-        with open(temporary, "wb") as kept:
-            for line, record in _scan(log):
-                if record is None:
+        with open(log, "rb") as lines, open(temporary, "wb") as kept:
+            for line in lines:
+                if not chosen(line):
                     kept.write(line)
                     continue
                 if aside is None:
-                    aside = _open_aside(retried_path(log))
+                    aside = _open_aside(sidecar)
                 aside.write(line if line.endswith(b"\n") else line + b"\n")
                 moved += 1
             if aside is not None:  # the moved rows are on disk before the log loses them

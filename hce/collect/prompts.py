@@ -3,7 +3,9 @@
 The templates live in ``hce/data/prompts`` word for word from seed 000 section 6 (P1.1,
 P1.2, P2.1, P2.2, P2.3, the synthetic-transcript prompt) and seed 001 section 4 (the
 boolean judge). Rendered with Rubric v5.0 they give the protocol's exact text; with a
-custom rubric, its name, category count, score ranges and score lines are used instead.
+custom rubric, its name, category count, score ranges and score lines are used instead,
+and when its categories are scored on different ranges (a 1-5 item beside a 0-1 item) the
+prompt states each category's own scale.
 """
 
 from __future__ import annotations
@@ -55,6 +57,31 @@ def _fill(template: str, values: Mapping[str, Any]) -> str:
         start = text.index("{{")
         raise HceError(f"prompt template still has the placeholder {text[start:text.index('}}', start) + 2]}")
     return text
+
+
+# How the templates ask for a category's score; a rubric whose categories differ in range gets each one's own.
+_ONE_SCALE = "a score from {{ScoreMin}} to {{ScoreMax}}"
+
+
+def _own_scales(template: str, rubric: Rubric) -> str:
+    """The template, asking for each category's own scale when the categories' ranges differ.
+
+    With one range for all (Rubric v5.0: 1-4) the protocol's words stay as they are; otherwise
+    "from the lowest minimum to the highest maximum" would misstate every category's scale.
+
+    Examples
+    --------
+    >>> from hce.rubric import Category, Level, Rubric
+    >>> levels = lambda *scores: tuple(Level(s, str(s), "d") for s in scores)
+    >>> rubric = Rubric("R", (Category("clarity", "Clarity", levels(1, 2, 3, 4, 5)),
+    ...                       Category("safety", "Safety", levels(0, 1))))
+    >>> _own_scales("provide a score from {{ScoreMin}} to {{ScoreMax}}.", rubric)
+    'provide a score on its own scale (Clarity: 1 to 5; Safety: 0 to 1).'
+    """
+    if len({(c.min_score, c.max_score) for c in rubric.categories}) == 1:
+        return template
+    scales = "; ".join(f"{c.name}: {c.min_score} to {c.max_score}" for c in rubric.categories)
+    return template.replace(_ONE_SCALE, f"a score on its own scale ({scales})")
 
 
 def _rubric_values(rubric: Rubric) -> dict[str, Any]:
@@ -142,7 +169,8 @@ def render(
             {"role": "system", "content": _template("BOOL_system")},
             {"role": "user", "content": render_behavior_message(behavior, case)},
         ]
-    values = _rubric_values(rubric or load_rubric("v5"))
+    rubric = rubric or load_rubric("v5")
+    values = _rubric_values(rubric)
     if prompt_id == "SYNTH":
         if target_total is None:
             raise HceError("prompt 'SYNTH' needs target_total= (the target total score)")
@@ -152,8 +180,8 @@ def render(
             raise HceError(f"prompt {prompt_id!r} needs transcript= (non-empty text)")
         values["TranscriptText"] = transcript
     if prompt_id == "P2.2":
-        values["FewShotExamples"] = render_fewshot(rubric or load_rubric("v5"), examples)
-    return [{"role": "user", "content": _fill(_template(prompt_id), values)}]
+        values["FewShotExamples"] = render_fewshot(rubric, examples)
+    return [{"role": "user", "content": _fill(_own_scales(_template(prompt_id), rubric), values)}]
 
 
 def _as_text(value: Any) -> str:

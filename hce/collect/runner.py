@@ -14,13 +14,20 @@ again, after an outage say. A reply that came back unusable (malformed, unparsab
 off at ``max_tokens``) is a flagged row that stays: it is never re-asked, because
 re-asking would bias the sample towards well-formed answers.
 
-A systematic client error stops the run early: when ``max_same_errors`` consecutive calls
-of one condition, for more than one item, are refused with the same HTTP 4xx error (a
-setting the model does not accept, say), nothing more is sent, the calls in flight are
+A systematic failure stops the run early: when ``max_same_errors`` consecutive calls of
+one condition, for more than one item, are refused with the same HTTP 4xx error (a
+setting the model does not accept, say) or get no answer after their retries (timeouts,
+connection errors: a dead endpoint), nothing more is sent, the calls in flight are
 finished and logged, and :class:`~hce.errors.CollectError` names the condition, the model
-and the error. Attempts not sent are not logged: fixing the design and running again with
-``retry_failed=True`` sends them and the refused ones. (A wrong key or an unknown model,
-401, 403 or 404, stops the run at the first call: :class:`FatalCallError`.)
+and the error. Attempts not sent are not logged: fixing the design or the endpoint and
+running again with ``retry_failed=True`` sends them and the failed ones. (A wrong key or
+an unknown model, 401, 403 or 404, stops the run at the first call: :class:`FatalCallError`.)
+A spending limit (``max_cost_usd``) stops launching calls the same way, before the log's
+cost plus the estimates of the calls in flight would pass it.
+
+Only one run writes a log at a time (:mod:`hce.collect.lock`); transcripts are cleaned by
+:func:`~hce.collect.transcripts.clean_text` before they enter a prompt, and the log's
+``cleaned_chars`` counts what was taken out.
 """
 
 from __future__ import annotations
@@ -31,9 +38,10 @@ import functools
 import json
 import math
 import os
+import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,9 +49,18 @@ from typing import Any
 
 import pandas as pd
 
-from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error
-from hce.collect.design import Attempt, Condition, Design, Item, load_design
-from hce.collect.failed import failed_attempt_ids, retried_path, set_aside_failed
+from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error, endpoint_key
+from hce.collect.design import Attempt, Condition, Design, Endpoint, Item, load_design
+from hce.collect.failed import call_failed, failed_attempt_ids, retried_path, set_aside_failed
+from hce.collect.fingerprint import (
+    Change,
+    changed_settings,
+    check_resume,
+    set_aside_changed,
+    settings_hash,
+    superseded_path,
+)
+from hce.collect.lock import one_writer
 from hce.collect.parse import parse_reply, parse_synthetic
 from hce.collect.pricing import (
     UnpricedModelWarning,
@@ -52,6 +69,7 @@ from hce.collect.pricing import (
     unpriced_message,
 )
 from hce.collect.prompts import REPLY_FORMAT, render
+from hce.collect.transcripts import clean_text
 from hce.errors import CollectError
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
 
@@ -64,7 +82,9 @@ CHARS_PER_TOKEN = 4  # a rough rule for English text; the estimate says it is ro
 class RunSummary:
     """What a run did: ``planned`` attempts, ``skipped`` (already logged), ``done`` now,
     of which ``errors`` flagged, ``retries`` in total, ``cost_usd`` (priced calls only), ``wall_s``;
-    ``retried``: rows of failed calls moved out of the log to be sent again."""
+    ``retried``: rows of failed calls moved out of the log to be sent again; ``failed``: calls
+    that got no reply (:func:`~hce.collect.failed.call_failed`), among the flagged; ``superseded``:
+    conditions whose rows made with other settings were moved out (``new_settings=True``)."""
 
     planned: int
     skipped: int
@@ -75,14 +95,26 @@ class RunSummary:
     wall_s: float
     log: str
     retried: int = 0
+    failed: int = 0
+    superseded: tuple[Change, ...] = ()  # conditions started afresh with new settings (--new-settings)
+
+    @property
+    def all_failed(self) -> bool:
+        """Whether calls were made and not one got a reply (the CLI then exits non-zero)."""
+        return self.done > 0 and self.failed == self.done
 
     def __str__(self) -> str:
         again = ""
         if self.retried:
             again = f" ({self.retried:,} failed calls sent again; their old rows: {retried_path(self.log)})"
+        if self.superseded:
+            names = ", ".join(repr(c.condition_id) for c in self.superseded)
+            again += f" (conditions {names} started afresh with new settings; their old rows: {superseded_path(self.log)})"
+        failed = f" ({self.failed:,} calls got no reply)" if self.failed else ""
         return (
             f"{self.done:,} attempts run, {self.skipped:,} already logged, of {self.planned:,} planned{again}; "
-            f"{self.errors:,} flagged, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s -> {self.log}"
+            f"{self.errors:,} flagged{failed}, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s "
+            f"-> {self.log}"
         )
 
 
@@ -91,7 +123,7 @@ def _messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str
         return render("BOOL", behavior=cond.behavior, case=item.case)
     if cond.prompt_id == "SYNTH":
         return render("SYNTH", rubric=design.rubric, target_total=int(item.metadata["target_total"]))
-    return render(cond.prompt_id, rubric=design.rubric, transcript=item.text)
+    return render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text)
 
 
 def _expected_output(cond: Condition) -> int:
@@ -109,6 +141,7 @@ def estimate(
     log: str | os.PathLike | None = None,
     batch: bool = False,
     retry_failed: bool = False,
+    new_settings: bool = False,
 ) -> pd.DataFrame:
     """Calls, tokens and cost a run would make, per condition, before anything is sent.
 
@@ -116,14 +149,17 @@ def estimate(
     length for the prompt's format (2 for a bare total, 45 for a score block, 450 for
     step-by-step reasoning), capped by ``max_tokens``. Both are rough: use them to decide
     whether to run, not to budget to the cent. Attempts already in ``log`` are left out,
-    except, with ``retry_failed=True``, those whose call failed (they would be sent again);
-    ``batch=True`` prices the calls at the Batch API's discount.
+    except, with ``retry_failed=True``, those whose call failed (they would be sent again)
+    and, with ``new_settings=True``, those of conditions whose settings changed (they would
+    start afresh; without it such a log raises, as the run would); ``batch=True`` prices
+    the calls at the Batch API's discount.
 
     Returns
     -------
     DataFrame
-        One row per condition: ``condition_id``, ``prompt_id``, ``model``, ``calls``,
-        ``input_tokens``, ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
+        One row per condition: ``condition_id``, ``prompt_id``, ``endpoint`` (its name),
+        ``host``, ``model``, ``temperature``, ``max_tokens``, ``calls``, ``input_tokens``,
+        ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
 
     Examples
     --------
@@ -133,14 +169,21 @@ def estimate(
     [{'calls': 10, 'output_tokens': 20}]
     """
     design = design if isinstance(design, Design) else load_design(design)
+    fresh: set[str] = set()
+    if log is not None and new_settings:
+        fresh = {change.condition_id for change in changed_settings(design, log)}
+    elif log is not None:
+        check_resume(design, log)
     done = logged_attempt_ids(log) if log is not None else set()
     if retry_failed and log is not None:
         done -= failed_attempt_ids(log)
-    rows = {c.id: dict(condition_id=c.id, prompt_id=c.prompt_id, model=c.model, calls=0, input_tokens=0, output_tokens=0)
-            for c in design.conditions}
+    rows = {c.id: dict(condition_id=c.id, prompt_id=c.prompt_id, endpoint=c.endpoint, host=design.endpoint_of(c).host,
+                       model=c.model, temperature=c.temperature, max_tokens=c.max_tokens, calls=0, input_tokens=0,
+                       output_tokens=0)
+            for c in design.conditions}  # fmt: skip
     sizes: dict[tuple[str, str], int] = {}
     for attempt in design.plan():
-        if attempt.attempt_id in done:
+        if attempt.attempt_id in done and attempt.condition.id not in fresh:
             continue
         cond, row = attempt.condition, rows[attempt.condition.id]
         key = (attempt.item.id, cond.id)
@@ -217,7 +260,12 @@ def prompt_cache(design: Design, size: int) -> Callable[[str, str], list[dict[st
 
 
 def pending(design: Design, log: str | os.PathLike) -> tuple[list[Attempt], list[Attempt]]:
-    """(every planned attempt, those not yet in ``log``), in plan order."""
+    """(every planned attempt, those not yet in ``log``), in plan order.
+
+    Raises :class:`CollectError` when the log holds rows of a condition made with other
+    settings (:func:`~hce.collect.fingerprint.check_resume`).
+    """
+    check_resume(design, log)
     planned = design.plan()
     logged = logged_attempt_ids(log)
     return planned, [a for a in planned if a.attempt_id not in logged]
@@ -227,13 +275,14 @@ class Tally:
     """Running counts of a run (done, errors, retries, cost) that warns once per unpriced model."""
 
     def __init__(self) -> None:
-        self.counts = {"done": 0, "errors": 0, "retries": 0, "cost": 0.0}
+        self.counts = {"done": 0, "errors": 0, "failed": 0, "retries": 0, "cost": 0.0}
         self._unpriced: set[str] = set()
 
     def add(self, row: Mapping[str, Any], result: CallResult, cond: Condition) -> None:
         counts = self.counts
         counts["done"] += 1
         counts["errors"] += bool(row["error_flag"])
+        counts["failed"] += call_failed(row)
         counts["retries"] += result.retries
         if row["cost_usd"] is not None:
             counts["cost"] += row["cost_usd"]
@@ -242,7 +291,8 @@ class Tally:
             warnings.warn(unpriced_message(cond.price_model or cond.model), UnpricedModelWarning, stacklevel=3)
 
     def summary(
-        self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0
+        self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0,
+        superseded: Sequence[Change] = (),
     ) -> RunSummary:
         counts = self.counts
         return RunSummary(
@@ -255,6 +305,8 @@ class Tally:
             wall_s=time.perf_counter() - started,
             log=str(Path(log)),
             retried=retried,
+            failed=counts["failed"],
+            superseded=tuple(superseded),
         )
 
 
@@ -282,7 +334,11 @@ def attempt_row(
         "max_tokens": cond.max_tokens,
         "top_p": cond.top_p,
         "seed": cond.seed,
+        "endpoint": cond.endpoint,
+        "settings_hash": settings_hash(cond, design),
         "request": messages,
+        # Characters taken out of the transcript before it was sent; None for prompts without one.
+        "cleaned_chars": None if cond.prompt_id in ("BOOL", "SYNTH") else item.cleaned_chars + clean_text(item.text).count,
         "response_text": result.response_text,
         "finish_reason": result.finish_reason,
         "logprobs": result.logprobs,
@@ -318,44 +374,173 @@ def attempt_row(
     return {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}
 
 
-MAX_SAME_ERRORS = 10  # consecutive calls of a condition refused alike before a run stops
+MAX_SAME_ERRORS = 10  # consecutive calls of a condition refused alike (or unanswered) before a run stops
+NO_ANSWER = ("timeout: ", "connection error: ")  # how the client's error_message begins when nothing answered
 
 
-class _Refusals:
-    """Watches each condition for a systematic client error: its calls refused, one after
-    another, with the same HTTP 4xx error, for more than one item.
+class _FailFast:
+    """Watches each condition for a systematic failure: its calls, one after another, for more
+    than one item, refused with the same HTTP 4xx error, or not answered at all (a timeout or
+    a connection error after the retries: a dead endpoint, a wrong port, a blocked network).
 
     More than one item, because one item's repeated attempts failing alike is a problem of
-    that item (a transcript too long for the model), not of the design.
+    that item (a transcript too long for the model), not of the design or the endpoint.
+    Per condition, because conditions may use different endpoints.
     """
 
-    def __init__(self, limit: int | None):
+    def __init__(self, limit: int | None, hosts: Mapping[str, str] | None = None):
         self.limit = limit
+        self.hosts = hosts or {}  # endpoint name -> its address, for the message
         self.runs: dict[str, tuple[str, int, set[str]]] = {}  # condition id -> (error, calls, items)
         self.reason: str | None = None  # why the run stops, once it must
 
     def add(self, attempt: Attempt, result: CallResult) -> None:
         cond = attempt.condition
-        if self.limit is None or not client_error(result.status):
+        unanswered = not result.ok and result.status is None and result.error_message.startswith(NO_ANSWER)
+        if self.limit is None or not (unanswered or client_error(result.status)):
             self.runs.pop(cond.id, None)
             return
-        error = result.tries[-1]  # the status and the API's message, with the key struck out
+        # The status and the API's message (the key struck out); any timeout or dropped connection is one kind.
+        error = "no answer" if unanswered else result.tries[-1]
         same, calls, items = self.runs.get(cond.id, (error, 0, set()))
         if same != error:
             calls, items = 0, set()
         items.add(attempt.item.id)
         self.runs[cond.id] = (error, calls + 1, items)
-        if calls + 1 >= self.limit and len(items) > 1 and self.reason is None:
+        if calls + 1 < self.limit or len(items) < 2 or self.reason is not None:
+            return
+        if unanswered:
+            host = self.hosts.get(cond.endpoint)
+            where = f" from endpoint {cond.endpoint!r} ({host})" if host else ""
+            what = (f"got no answer{where} (the last: {result.error_message}). Is the server up, and are the base_url "
+                    "and its port right? ")
+        else:
+            what = f"were refused with the same error, {error}. "
+        self.reason = (
+            f"the run stopped: {calls + 1} calls in a row of condition {cond.id!r} (model {cond.model!r}) {what}"
+            "Nothing more was sent; the calls in flight were finished and logged. "
+            "Fix the design or the endpoint, then run the same command again with --retry-failed "
+            "(retry_failed=True) to send the failed attempts again and the others for the first time. "
+            f"(The run stops after max_same_errors={self.limit} such calls; --max-same-errors 0 or "
+            "max_same_errors=None never stops it.)"
+        )
+
+
+class _Budget:
+    """Launches a call only while the log's spend plus the estimates of the calls in flight stays
+    within ``limit`` USD (``max_cost_usd``); once one would pass it, nothing more is launched.
+
+    A call's estimate is the dry run's (:func:`estimate`); when it finishes, its estimate gives
+    way to its logged cost. So the spend passes the limit only by the estimates' error on the
+    calls in flight, at most one round of ``concurrency`` calls.
+    """
+
+    def __init__(self, limit: float | None, spent: float):
+        self.limit = limit
+        self.spent = spent  # logged, this run's calls included once they finish
+        self.in_flight = 0.0
+        self.reason: str | None = None
+
+    def launch(self, cost: float) -> bool:
+        """Reserve ``cost`` for a call about to be sent; False (and a reason) when it would pass the limit."""
+        if self.limit is None:
+            return True
+        if self.reason is None and self.spent + self.in_flight + cost > self.limit:
             self.reason = (
-                f"the run stopped: {calls + 1} calls in a row of condition {cond.id!r} (model {cond.model!r}) "
-                f"were refused with the same error, {error}. Nothing more was sent; the calls in flight were finished and logged. "
-                "Fix the design or the endpoint, then run the same command again with --retry-failed "
-                "(retry_failed=True) to send the refused attempts again and the others for the first time. "
-                f"(The run stops after max_same_errors={self.limit} such calls; --max-same-errors 0 or "
-                "max_same_errors=None never stops it.)"
+                f"the run stopped before passing max_cost_usd=${self.limit:,.4f}: the log holds ${self.spent:,.4f} of "
+                f"calls and the next one (~${cost:,.4f}) would pass it, counting ${self.in_flight:,.4f} estimated for "
+                "the calls then in flight (they were finished and logged). Nothing more was sent; attempts not sent "
+                "are not logged. Raise run.max_cost_usd (or --max-cost) and run the same command again to send them."
             )
+        if self.reason is not None:
+            return False
+        self.in_flight += cost
+        return True
+
+    def settle(self, estimate: float, cost: float | None) -> None:
+        """A launched call finished: its logged cost replaces its estimate."""
+        if self.limit is not None:
+            self.in_flight -= estimate
+            self.spent += cost or 0.0
 
 
+def logged_cost(log: str | os.PathLike) -> float:
+    """The sum of ``cost_usd`` over a JSONL log's rows (0 when there is no log yet); unpriced rows count 0.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with open(log, "w") as f:
+    ...     _ = f.write('{"attempt_id": "a", "cost_usd": 0.25}\\n{"attempt_id": "b", "cost_usd": null}\\n')
+    >>> logged_cost(log)
+    0.25
+    """
+    path = Path(log)
+    if not path.exists():
+        return 0.0
+    total = 0.0
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if '"cost_usd"' in line:
+                try:
+                    total += json.loads(line).get("cost_usd") or 0.0
+                except json.JSONDecodeError:  # a torn last line: LogWriter sets it aside
+                    continue
+    return total
+
+
+def _check_texts(design: Design) -> None:
+    """Refuse, before any call, a transcript that is empty once cleaned (only control or zero-width characters)."""
+    if {c.prompt_id for c in design.conditions} <= {"BOOL", "SYNTH"}:
+        return
+    for item in design.items:
+        if not clean_text(item.text or "").text.strip():
+            raise CollectError(f"item {item.id!r}: the transcript is empty once control and zero-width characters are removed")
+
+
+def _check_budget(design: Design, limit: Any) -> None:
+    """Refuse a spending limit that is not a positive number, or that cannot bound an unpriced model's calls."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
+        raise CollectError(f"max_cost_usd must be a number of USD > 0, got {limit!r}")
+    unpriced = sorted({c.price_model or c.model for c in design.conditions if price_of(c.price_model or c.model) is None})
+    if unpriced:
+        raise CollectError(
+            f"max_cost_usd cannot bound the spend on unpriced model(s) {unpriced}: give their conditions a price_model "
+            "(the priced model they cost as) or run without the limit"
+        )
+
+
+def _call_estimate(cond: Condition, messages: list[dict[str, str]], *, batch: bool = False) -> float | None:
+    """The estimated cost of one call (as :func:`estimate` prices it); None for an unpriced model."""
+    return cost_usd(cond.price_model or cond.model, _input_tokens(messages), _expected_output(cond), batch=batch, warn=False)
+
+
+def check_batch_budget(
+    design: Design,
+    log: str | os.PathLike,
+    attempts: list[Attempt],
+    limit: float | None,
+    messages_for: Callable[[str, str], list[dict[str, str]]],
+) -> None:
+    """Refuse to submit ``attempts`` as batches when the log's spend plus their estimate would pass ``limit``.
+
+    A submitted batch is paid whole, so the limit is checked for all its requests before any is sent.
+    """
+    if limit is None:
+        return
+    _check_budget(design, limit)
+    cost = sum(_call_estimate(a.condition, messages_for(a.item.id, a.condition.id), batch=True) for a in attempts)
+    spent = logged_cost(log)
+    if spent + cost > limit:
+        raise CollectError(
+            f"nothing was submitted: the log holds ${spent:,.4f} of calls and these {len(attempts):,} batch requests "
+            f"would add ~${cost:,.4f}, passing max_cost_usd=${limit:,.4f}. Raise run.max_cost_usd (or --max-cost), "
+            "or send fewer attempts."
+        )
+
+
+@one_writer  # one collector per log (hce.collect.lock)
 async def run_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
@@ -367,8 +552,11 @@ async def run_async(
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
     retry_failed: bool = False,
+    new_settings: bool = False,
     max_same_errors: int | None = MAX_SAME_ERRORS,
+    max_cost_usd: float | None = None,
     progress: bool = False,
+    progress_every: float = 30.0,
     random_state: int | None = None,
 ) -> RunSummary:
     """Run a design into a JSONL attempt log, skipping attempts already logged there.
@@ -379,24 +567,42 @@ async def run_async(
     log : path
         The JSONL log to append to (created if missing). Rerunning resumes.
     client : JudgeClient, optional
-        Default: one built from the design's endpoint, ``base_url``/``api_key`` (else
-        ``$OPENAI_BASE_URL`` and the variable ``endpoint.api_key_env`` names).
+        Default: one client per endpoint the conditions use, each with the key of the
+        variable its endpoint names (read, for every endpoint, before anything is sent).
+        A ``client`` or ``base_url``/``api_key`` stands for the endpoint of a design that
+        uses one; for a design with several it is refused.
     concurrency : int, optional
-        Calls in flight at once (default: the design's, else 8).
+        Calls in flight at once in the whole run (default: the design's ``run``, else 8);
+        an endpoint's own ``concurrency`` caps its share.
     requests_per_minute, tokens_per_minute : float, optional
-        Client-side limits (token bucket; tokens are the estimated input plus the typical
-        output of each call, reserved before it is sent).
+        Client-side limits of the whole run (token bucket; tokens are the estimated input
+        plus the typical output of each call, reserved before it is sent); an endpoint's
+        own limits apply to its calls as well.
     retry_failed : bool
         First move the rows of attempts whose call failed (no reply: a timeout, a dropped
         connection, an HTTP 4xx or 5xx after the retries; or a request failed inside a
         batch) out of the log, appending them to ``<log>.retried.jsonl``, so they are sent
         again. Rows of replies that came back unusable (malformed, unparsable, cut off)
         stay: they are never re-asked.
+    new_settings : bool
+        A condition whose settings changed under the same id (see
+        :mod:`hce.collect.fingerprint`) starts afresh: its old rows move to
+        ``<log>.superseded.jsonl``. Without it such a log stops the run before any call.
     max_same_errors : int or None
         Stop the run when this many consecutive calls of one condition, for more than one
-        item, are refused with the same HTTP 4xx error (default 10); None never stops.
+        item, are refused with the same HTTP 4xx error, or get no answer at all (timeouts,
+        connection errors, after the retries); default 10; None never stops.
+    max_cost_usd : float, optional
+        Launch no call once the log's logged cost plus the estimates of the calls in flight
+        would pass this many USD (default: the design's ``run.max_cost_usd``; none). The
+        whole log counts, so a resumed run goes on only under a raised limit. Every model
+        must be priced (``price_model`` for a deployment name).
     progress : bool
-        Show a progress bar (done/total, errors, spend, ETA) on stderr.
+        Show progress (done/total, errors, spend, ETA) on stderr: a live bar on a terminal;
+        without one (output redirected: nohup, CI, a scheduler), one line every
+        ``progress_every`` seconds and a last one at the end.
+    progress_every : float
+        Seconds between progress lines without a terminal (default 30).
     random_state : int, optional
         Seeds the retry jitter.
 
@@ -411,52 +617,70 @@ async def run_async(
         When the endpoint refuses the key or the model (401, 403, 404): the run stops,
         attempts in flight are not logged, and a rerun after fixing it resumes.
     CollectError
-        When ``max_same_errors`` calls in a row were refused alike (see the module notes):
-        the calls in flight are finished and logged, nothing more is sent, and the message
-        names the condition, the model, the HTTP status and the API's error message.
+        When ``max_same_errors`` calls in a row were refused alike or not answered (see the
+        module notes), or the next call would pass ``max_cost_usd``: the calls in flight are
+        finished and logged, nothing more is sent, and the message says why (the condition,
+        the model, the HTTP status and the API's error message; or the spend).
     """
     design = design if isinstance(design, Design) else load_design(design)
-    concurrency = int(concurrency or design.concurrency)
+    concurrency = int(concurrency if concurrency is not None else design.concurrency)
     if concurrency < 1:
         raise CollectError(f"concurrency must be >= 1, got {concurrency}")
     if max_same_errors is not None and max_same_errors < 1:
         raise CollectError(f"max_same_errors must be >= 1 or None (never stop), got {max_same_errors}")
+    for name, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+        if value is not None and not value > 0:
+            raise CollectError(f"{name} must be > 0, got {value}")
+    max_cost_usd = design.max_cost_usd if max_cost_usd is None else max_cost_usd
+    if max_cost_usd is not None:
+        _check_budget(design, max_cost_usd)
+    _check_texts(design)
     rpm = requests_per_minute or design.requests_per_minute
     tpm = tokens_per_minute or design.tokens_per_minute
     started = time.perf_counter()
     tally = Tally()
-    refusals = _Refusals(max_same_errors)
     async with contextlib.AsyncExitStack() as cleanup:
-        if client is None:
-            client = await cleanup.enter_async_context(
-                client_for(design, base_url=base_url, api_key=api_key, random_state=random_state)
-            )
+        # Every endpoint's key is read before anything is sent or the log is touched.
+        clients = await _clients(design, cleanup, client, base_url=base_url, api_key=api_key, random_state=random_state)
         retried = set_aside_failed(log) if retry_failed else 0  # before the writer opens the file it replaces
+        superseded = set_aside_changed(design, log) if new_settings else []
         writer = cleanup.enter_context(LogWriter(log))  # sets a torn last line aside before we read the ids
         planned, todo = pending(design, log)
-        queue: asyncio.Queue[Attempt] = asyncio.Queue()
+        hosts = {name: getattr(c, "base_url", None) or design.endpoints[name].host for name, c in clients.items()}
+        fail_fast = _FailFast(max_same_errors, hosts)
+        budget = _Budget(max_cost_usd, logged_cost(log) if max_cost_usd is not None else 0.0)
+        stops = (fail_fast, budget)
+        # One queue per endpoint, so a slow or rate-limited provider does not hold up the others.
+        queues: dict[str, asyncio.Queue[Attempt]] = {name: asyncio.Queue() for name in clients}
         for attempt in todo:
-            queue.put_nowait(attempt)
+            queues[attempt.condition.endpoint].put_nowait(attempt)
         limits = (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
-        bar = _Progress(len(todo), retried) if progress and todo else None
+        own = {name: _limits(design.endpoints[name]) for name in clients}
+        slots = asyncio.Semaphore(concurrency)
+        bar = None
+        if progress and todo:
+            bar = _Progress(len(todo), retried) if sys.stderr.isatty() else _ProgressLines(len(todo), progress_every)
         prompt_for = prompt_cache(design, 4 * concurrency)
 
-        async def worker() -> None:
-            while not queue.empty() and refusals.reason is None:
+        async def worker(queue: asyncio.Queue[Attempt]) -> None:
+            while not queue.empty() and not any(stop.reason for stop in stops):
                 attempt = queue.get_nowait()
                 cond = attempt.condition
                 messages = prompt_for(attempt.item.id, cond.id)
-                if limits[0] is not None:
-                    await limits[0].take(1)
-                if limits[1] is not None:
-                    await limits[1].take(_input_tokens(messages) + _expected_output(cond))
-                if refusals.reason is not None:
+                tokens = _input_tokens(messages) + _expected_output(cond)
+                for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
+                    if limit is not None:
+                        await limit.take(amount)
+                cost = _call_estimate(cond, messages) if budget.limit is not None else 0.0
+                if any(stop.reason for stop in stops) or not budget.launch(cost):
                     return  # not sent, so not logged: the next run sends it
-                result = await client.complete(messages, **call_settings(cond))
+                async with slots:
+                    result = await clients[cond.endpoint].complete(messages, **call_settings(cond))
                 row = attempt_row(attempt, design, messages, result)
                 writer.append(row)
+                budget.settle(cost, row["cost_usd"])
                 tally.add(row, result, cond)
-                refusals.add(attempt, result)
+                fail_fast.add(attempt, result)
                 if bar is not None:
                     bar.update(tally.counts)
 
@@ -464,8 +688,10 @@ async def run_async(
             if bar is not None:
                 bar.start()
             async with asyncio.TaskGroup() as group:
-                for _ in range(min(concurrency, len(todo))):
-                    group.create_task(worker())
+                for name, queue in queues.items():
+                    width = min(design.endpoints[name].concurrency or concurrency, concurrency)
+                    for _ in range(min(width, queue.qsize())):
+                        group.create_task(worker(queue))
         except* CollectError as failure:
             error = failure.exceptions[0]
             if isinstance(error, FatalCallError):
@@ -477,9 +703,10 @@ async def run_async(
         finally:
             if bar is not None:
                 bar.stop()
-        if refusals.reason is not None:
-            raise CollectError(refusals.reason)
-    return tally.summary(len(planned), len(todo), started, log, retried=retried)
+        for stop in stops:
+            if stop.reason is not None:
+                raise CollectError(f"{stop.reason} So far: {tally.summary(len(planned), len(todo), started, log)}")
+    return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded)
 
 
 def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> RunSummary:
@@ -516,17 +743,75 @@ def in_new_loop(run_fn: Callable[..., Any], design: Any, log: str | os.PathLike,
     return asyncio.run(go())
 
 
+def used_endpoints(design: Design) -> list[Endpoint]:
+    """The endpoints the design's conditions go to, in the order the design names them."""
+    names = {c.endpoint for c in design.conditions}
+    return [e for name, e in design.endpoints.items() if name in names]
+
+
 def client_for(
-    design: Design, *, base_url: str | None = None, api_key: str | None = None, random_state: int | None = None
+    design: Design,
+    endpoint: Endpoint | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    random_state: int | None = None,
 ) -> JudgeClient:
-    """The client a run builds when given none: the design's endpoint unless ``base_url``/``api_key`` say otherwise."""
+    """The client of one endpoint (default: the design's only one); ``base_url``/``api_key`` override it.
+
+    The key comes only from the variable the endpoint names (:func:`~hce.collect.client.endpoint_key`).
+    An override is refused for a design whose conditions go to several endpoints: it
+    would send every provider's calls, and one key, to one place.
+    """
+    if endpoint is None:
+        used = used_endpoints(design)
+        if len(used) > 1:
+            raise CollectError(
+                f"this design sends calls to {len(used)} endpoints ({', '.join(e.name for e in used)}); "
+                "a single client, base_url or api_key cannot stand for them: set each under endpoints:"
+            )
+        endpoint = used[0]
+    url = base_url or endpoint.base_url
+    if api_key is None:
+        api_key = endpoint_key(endpoint.name, url, endpoint.api_key_env, needs_key=endpoint.needs_key)
     return JudgeClient(
-        base_url=base_url or design.base_url,
-        api_key=api_key if api_key is not None else os.environ.get(design.api_key_env),
-        timeout=design.timeout,
-        max_retries=design.max_retries,
-        random_state=random_state,
+        base_url=url, api_key=api_key, timeout=endpoint.timeout, max_retries=endpoint.max_retries, random_state=random_state
     )
+
+
+def check_batch(design: Design) -> Endpoint:
+    """The one endpoint a batch run sends to, refused when its provider offers no OpenAI Batch API."""
+    used = used_endpoints(design)
+    if len(used) > 1:
+        raise CollectError(f"--batch sends a design to one endpoint; this one uses {len(used)} "
+                           f"({', '.join(e.name for e in used)}): run a design per endpoint")  # fmt: skip
+    if not used[0].supports_batch:
+        raise CollectError(
+            f"endpoint {used[0].name!r} ({used[0].kind}, {used[0].host}) has no OpenAI-compatible Batch API "
+            "(hce.collect.providers); run without --batch, or set batch: true on the endpoint if it has one"
+        )
+    return used[0]
+
+
+async def _clients(
+    design: Design, cleanup: contextlib.AsyncExitStack, client: JudgeClient | None, **overrides: Any
+) -> dict[str, JudgeClient]:
+    """A client per endpoint the design uses (a given ``client`` or override: the design must use one)."""
+    used = used_endpoints(design)
+    if client is not None or overrides.get("base_url") or overrides.get("api_key") is not None:
+        if client is None:
+            client = await cleanup.enter_async_context(client_for(design, **overrides))
+        elif len(used) > 1:
+            client_for(design)  # raises, naming the endpoints
+        return {used[0].name: client}
+    made = [client_for(design, e, random_state=overrides.get("random_state")) for e in used]  # every key, first
+    return {e.name: await cleanup.enter_async_context(c) for e, c in zip(used, made, strict=True)}
+
+
+def _limits(endpoint: Endpoint) -> tuple[_RateLimit | None, _RateLimit | None]:
+    """An endpoint's own request and token buckets (None where it sets no limit)."""
+    rpm, tpm = endpoint.requests_per_minute, endpoint.tokens_per_minute
+    return (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
 
 
 class _Progress:
@@ -562,6 +847,62 @@ class _Progress:
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+class _ProgressLines:
+    """Progress without a terminal: one line on stderr every ``every`` seconds, and one at the end.
+
+    A live bar draws nothing when stderr is a file or a pipe (nohup, CI, a scheduler), so a
+    long run would print nothing between its start and its end. Each line is complete
+    and flushed, so ``tail -f`` on the redirected output follows the run.
+
+    Examples
+    --------
+    >>> lines = _ProgressLines(total=200, every=30)
+    >>> lines.update({"done": 50, "errors": 2, "cost": 0.125})
+    >>> lines.line(elapsed=60.0)
+    'progress: 50/200 done (25%), 2 errors, $0.1250 spent, 0:01:00 elapsed, ETA 0:03:00'
+    """
+
+    def __init__(self, total: int, every: float):
+        if not every > 0:
+            raise CollectError(f"progress_every must be > 0 seconds, got {every!r}")
+        self.total, self.every = total, float(every)
+        self.counts: Mapping[str, float] = {"done": 0, "errors": 0, "cost": 0.0}
+        self.started = time.monotonic()
+        self.task: asyncio.Task[None] | None = None
+
+    def line(self, elapsed: float | None = None) -> str:
+        elapsed = time.monotonic() - self.started if elapsed is None else elapsed
+        done = int(self.counts["done"])
+        eta = _clock(elapsed / done * (self.total - done)) if done else "unknown"
+        return (
+            f"progress: {done:,}/{self.total:,} done ({done / self.total:.0%}), {int(self.counts['errors']):,} errors, "
+            f"${self.counts['cost']:,.4f} spent, {_clock(elapsed)} elapsed, ETA {eta}"
+        )
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+        self.task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            print(self.line(), file=sys.stderr, flush=True)
+
+    def update(self, counts: Mapping[str, float]) -> None:
+        self.counts = dict(counts)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        print(self.line(), file=sys.stderr, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    """Seconds as h:mm:ss."""
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def summarise_estimate(table: pd.DataFrame) -> str:

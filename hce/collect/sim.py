@@ -44,7 +44,10 @@ OpenAI caches) once seen. ``model`` comes back as the dated snapshot for an unda
 *Faults*, on request (:class:`Faults`): 429 with ``Retry-After``, 500, slow replies and
 malformed reply texts, each with its own probability; every reply waits ``latency``. A
 *refusal* answers every completion (or every one for one model) with a 400 and a given
-message, as the API refuses a setting a model does not take.
+message, as the API refuses a setting a model does not take. A *redirect*
+(``Faults(redirect="http://127.0.0.1:PORT")``, ``hce sim-server --redirect``) answers every
+request with ``307 Temporary Redirect`` to the same path on another loopback server: a
+test that an API key does not follow a redirect to another host or port.
 """
 
 from __future__ import annotations
@@ -58,8 +61,9 @@ import random
 import re
 import threading
 import time
+import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +103,15 @@ class Faults:
     text that does not follow the asked format: cut short, words for numbers or a refusal;
     one in four breaks the JSON of the HTTP body itself). ``reject``: a message every
     completion (only those for ``reject_model`` when given) is refused with, HTTP 400
-    ``invalid_request_error``, before any other fault.
+    ``invalid_request_error``, before any other fault. ``redirect``: a loopback origin
+    (``http://127.0.0.1:PORT``); every request, before anything else is looked at but the
+    server's own key check, is answered ``307 Temporary Redirect`` with ``Location`` that
+    origin plus the request's path and query (a 307 keeps the method and the body).
+
+    Examples
+    --------
+    >>> Faults(redirect="http://127.0.0.1:9000").redirect
+    'http://127.0.0.1:9000'
     """
 
     rate_429: float = 0.0
@@ -110,11 +122,18 @@ class Faults:
     slow_s: float = 5.0
     reject: str | None = None
     reject_model: str | None = None
+    redirect: str | None = None
 
     def __post_init__(self) -> None:
         rates = (self.rate_429, self.rate_500, self.rate_slow, self.rate_malformed)
         if any(r < 0 for r in rates) or sum(rates) > 1:
             raise HceError(f"fault rates must be >= 0 and sum to at most 1, got {rates}")
+        if self.redirect is not None:
+            target = urllib.parse.urlsplit(self.redirect)
+            # Loopback only, as the server itself: a rehearsal must not send a request off the machine.
+            if target.scheme not in ("http", "https") or target.hostname not in (LOOPBACK, "localhost", "::1") \
+                    or target.path not in ("", "/") or target.query or target.fragment:
+                raise HceError(f"redirect must be a loopback origin such as http://127.0.0.1:8001, got {self.redirect!r}")
 
 
 @dataclass
@@ -326,6 +345,9 @@ class SimJudge:
     batch : BatchSettings, optional
         How the simulated Batch API behaves (:mod:`hce.collect.sim_batch`): polls before
         completion, failures inside a batch, file limits.
+    models : list of str, optional
+        The only models served: any other gets OpenAI's 404 ``model_not_found`` (to
+        rehearse a misspelt model); ``GET /models`` lists just these. Default: any model.
 
     Examples
     --------
@@ -348,6 +370,7 @@ class SimJudge:
         latency: float = 0.0,
         truth: Mapping[str, Mapping[str, Any]] | None = None,
         batch: BatchSettings | None = None,
+        models: Sequence[str] | None = None,
     ):
         from hce.collect.sim_batch import SimBatches  # that module builds on this one's replies
 
@@ -356,6 +379,7 @@ class SimJudge:
         self.default = default
         self.faults = faults
         self.latency = float(latency)
+        self.models = tuple(models) if models else None
         self.truth = {text_key(text): dict(value) for text, value in (truth or {}).items()}
         self.stats: Counter[str] = Counter()
         self._seen: Counter[str] = Counter()
@@ -364,12 +388,16 @@ class SimJudge:
         self.batches = SimBatches(self._chat, seed=seed, settings=batch)
 
     def respond(self, method: str, path: str, body: Any) -> SimReply:
+        if self.faults.redirect is not None:
+            self._count("307")
+            location = self.faults.redirect.rstrip("/") + path
+            return SimReply(307, {"redirect": location}, headers={"Location": location})
         reply = self.batches.respond(method, path, body)
         if reply is not None:
             return reply
         path = path.split("?", 1)[0].rstrip("/")
         if method == "GET" and path in ("/v1/models", "/models"):
-            names = sorted({*PRD_MODELS, "sim-judge", *self.profiles})
+            names = sorted(self.models or {*PRD_MODELS, "sim-judge", *self.profiles})
             return SimReply(200, {"object": "list", "data": [_model(n) for n in names]})
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             return self._chat(body)
@@ -383,6 +411,10 @@ class SimJudge:
             occurrence = self._seen[canonical]
             self._seen[canonical] += 1
             self.stats["requests"] += 1
+        if self.models is not None and body["model"] not in self.models:
+            self._count("404")
+            return _error(404, f"The model `{body['model']}` does not exist or you do not have access to it.",
+                          "invalid_request_error", "model_not_found")  # fmt: skip
         f = self.faults
         if f.reject is not None and f.reject_model in (None, body["model"]):
             self._count("400")
@@ -610,7 +642,7 @@ def _logprobs(
 
 # --- the HTTP server -----------------------------------------------------------------------
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+_REASONS = {200: "OK", 307: "Temporary Redirect", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
 
 
@@ -640,7 +672,8 @@ class SimServer:
     itself; ``url`` is the ``base_url`` to give a client. ``serve()`` runs it in the
     current event loop (the CLI). Port 0 picks a free port. With ``api_key`` set, a request
     without that bearer key gets a 401 whose message quotes the key it got, as a careless
-    server might: a test that the client keeps keys out of what it records.
+    server might: a test that the client keeps keys out of what it records. ``keys_seen``
+    counts the bearer keys presented (tests check that a key reached only its own server).
 
     Examples
     --------
@@ -656,6 +689,7 @@ class SimServer:
         self.host = host
         self.port = port
         self.api_key = api_key
+        self.keys_seen: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -742,6 +776,7 @@ class SimServer:
                     headers[name.strip().lower()] = value.strip()
                 raw = await reader.readexactly(int(headers.get("content-length", 0) or 0))
                 presented = headers.get("authorization", "").removeprefix("Bearer ")
+                self.keys_seen[presented] += 1
                 content_type = headers.get("content-type", "")
                 try:
                     if content_type.startswith("multipart/form-data"):

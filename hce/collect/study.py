@@ -47,11 +47,13 @@ import pandas as pd
 import yaml
 
 from hce.collect import reasoning, synthetic
-from hce.collect.design import Condition, Design, Item, check_temperature
+from hce.collect.client import endpoint_key
+from hce.collect.design import Condition, Design, Endpoint, Item, check_temperature, endpoint_from
 from hce.collect.partition import partition, read_manifest, write_manifest
 from hce.collect.pricing import ALIASES, cost_usd
 from hce.collect.prompts import REPLY_FORMAT
 from hce.collect.runner import CHARS_PER_TOKEN, estimate
+from hce.collect.schema import EndpointSpec, RunSpec, SchemaError, SettingsSpec, did_you_mean, validate
 from hce.collect.transcripts import is_missing, load_transcripts, write_transcripts
 from hce.errors import CollectError, DataError, HceError
 from hce.log import COLUMNS, LogWriter, logged_attempt_ids, make_attempt_id, read_log
@@ -87,6 +89,11 @@ class Study:
         path = self.base / str(rubric)
         return load_rubric(path if path.is_file() else rubric)
 
+    @property
+    def endpoint(self) -> Endpoint:
+        """The study's endpoint (checked by :func:`load_study`)."""
+        return endpoint_from("default", EndpointSpec.model_validate(self.config["endpoint"]))
+
     def exp(self, key: str) -> dict[str, Any]:
         return self.config["experiments"][key]
 
@@ -108,7 +115,8 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any], where: tuple[str, ...]
     for key, value in over.items():
         path = (*where, str(key))
         if key not in base:
-            raise CollectError(f"{source}: unknown key {'.'.join(path)!r}; valid here: {sorted(base)}")
+            raise SchemaError(f"{source}: {'.'.join(path)}: unknown key;{did_you_mean(str(key), base)} "
+                              f"(valid here: {', '.join(sorted(base))})")  # fmt: skip
         if path in _FREE or not isinstance(base[key], dict):
             out[key] = value  # free mappings (model names, strip rules) replace the default whole
         elif value is not None:
@@ -169,8 +177,33 @@ def _no_secret(doc: Any, name: str, where: str = "") -> None:
             _no_secret(value, name, f"{where}{key}.")
 
 
+_SAMPLING = ("temperature", "max_tokens", "top_p", "seed", "top_logprobs", "logprobs")
+
+
+def _check_schema(study: Study) -> None:
+    """Types and ranges of every setting (:mod:`hce.collect.schema`): endpoint, run, sampling settings."""
+    name, config = study.source, study.config
+    validate(EndpointSpec, config["endpoint"], name, ("endpoint",))
+    validate(RunSpec, config["run"], name, ("run",))
+    validate(SettingsSpec, config["defaults"], name, ("defaults",))
+    settings = config["model_settings"] or {}
+    if not isinstance(settings, Mapping):
+        raise SchemaError(f"{name}: model_settings must be a mapping of model name -> settings")
+    for model, values in settings.items():
+        validate(SettingsSpec, values, name, ("model_settings", str(model)))
+    # Each experiment's own sampling settings (the other keys are checked by _check below).
+    for path, mapping in (
+        (("experiments", "exp1"), config["experiments"]["exp1"]),
+        (("experiments", "exp1", "synthetic"), config["experiments"]["exp1"]["synthetic"]),
+        (("experiments", "exp4", "llm_coding"), config["experiments"]["exp4"]["llm_coding"]),
+        (("experiments", "exp5"), config["experiments"]["exp5"]),
+    ):
+        validate(SettingsSpec, {k: v for k, v in mapping.items() if k in _SAMPLING}, name, path)
+
+
 def _check(study: Study) -> None:
     name = study.source
+    _check_schema(study)
 
     def whole(value: Any, what: str, low: int = 1) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -294,7 +327,9 @@ def _items(corpus: pd.DataFrame, ids: list[str] | None = None, rubric: Rubric | 
     items = []
     for record in rows.to_dict(orient="records"):
         meta = {k: _plain(record[k]) for k in keep if not is_missing(record[k])}
-        items.append(Item(str(record["transcript_id"]), record["text"], metadata=meta))
+        cleaned = record.get("cleaned_chars")  # when the corpus loader cleaned the text (load_transcripts)
+        items.append(Item(str(record["transcript_id"]), record["text"], metadata=meta,
+                          cleaned_chars=0 if is_missing(cleaned) else int(cleaned)))
     return tuple(items)
 
 
@@ -303,13 +338,11 @@ def _plain(value: Any) -> Any:
 
 
 def _design(study: Study, experiment_id: str, items: tuple[Item, ...], conditions: list[Condition], attempts: int) -> Design:
-    endpoint, run = study.config["endpoint"], study.config["run"]
+    run = study.config["run"]
     return Design(
         experiment_id=experiment_id, items=items, conditions=tuple(conditions), attempts=int(attempts),
-        rubric=study.rubric, base_url=endpoint["base_url"], api_key_env=endpoint["api_key_env"],
-        timeout=float(endpoint["timeout"]), max_retries=int(endpoint["max_retries"]),
-        concurrency=int(run["concurrency"]), requests_per_minute=run["requests_per_minute"],
-        tokens_per_minute=run["tokens_per_minute"],
+        rubric=study.rubric, endpoints={"default": study.endpoint}, concurrency=int(run["concurrency"]),
+        requests_per_minute=run["requests_per_minute"], tokens_per_minute=run["tokens_per_minute"],
     )  # fmt: skip
 
 
@@ -655,7 +688,12 @@ def run_study(
             url, key = stack.enter_context(_simulated(study, corpus))
             connection = {"base_url": url, "api_key": key}
         else:
-            connection = {"base_url": base_url, "api_key": api_key}
+            # The key is read once, before any call, and only from the variable the endpoint names.
+            endpoint = study.endpoint
+            url = base_url or endpoint.base_url
+            key = api_key if api_key is not None else endpoint_key("study", url, endpoint.api_key_env,
+                                                                         needs_key=endpoint.needs_key)
+            connection = {"base_url": url, "api_key": key}
         connection["progress"] = progress
         for key in EXPERIMENTS:
             if study.enabled(key):
@@ -815,15 +853,13 @@ async def _llm_codes_async(study, segments, corpus, scheme, connection) -> pd.Da
     from hce.collect.client import JudgeClient
 
     coding = study.exp("exp4")["llm_coding"]
-    endpoint = study.config["endpoint"]
+    endpoint = study.endpoint
     log_path = study.log_path("exp4_llm")
     texts = corpus.set_index("transcript_id")["text"]
     cond_id = f"CODE|{coding['model']}|t{float(coding['temperature']):g}"
     done = logged_attempt_ids(log_path) if log_path.is_file() else set()
-    key = connection.get("api_key")
-    client = JudgeClient(base_url=connection.get("base_url") or endpoint["base_url"],
-                         api_key=key if key is not None else os.environ.get(endpoint["api_key_env"]),
-                         timeout=float(endpoint["timeout"]), max_retries=int(endpoint["max_retries"]))  # fmt: skip
+    client = JudgeClient(base_url=connection["base_url"], api_key=connection["api_key"],
+                         timeout=endpoint.timeout, max_retries=endpoint.max_retries)  # fmt: skip
     try:
         with LogWriter(log_path) as writer:
             for (item, model, reply_id), cell in segments.groupby(["item_id", "model", "attempt_id"], sort=True):

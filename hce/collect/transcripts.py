@@ -13,10 +13,12 @@ byte-order mark, and otherwise reads Windows-1252 (or Latin-1) with an
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
 import re
+import types
 import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,9 +32,18 @@ from hce.errors import DataError, HceWarning
 
 ID_COLUMNS = ("transcript_id", "id")
 #: Columns every corpus table has; the rest of the source's columns follow as metadata.
-CORE_COLUMNS = ("transcript_id", "text", "source", "n_words", "n_chars", "stripped_lines")
-# Control characters other than tab and newline are debris of conversions (form feeds, NULs).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+CORE_COLUMNS = ("transcript_id", "text", "source", "n_words", "n_chars", "stripped_lines", "cleaned_chars")
+# What clean_text removes, in this order (an escape sequence before the ESC it starts with).
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves (ECMA-48 section 5.4)
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: window titles, hyperlinks, ended by BEL or ST
+    r"|\x1b[@-Z\\-_]"  # the other two-character escapes
+)
+# Control characters but tab and newline: C0, DEL and C1 (debris of conversions: form feeds, NULs).
+_CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f-\x9f]")
+# Invisible format characters: soft hyphen, zero-width space/non-joiner/joiner, directional
+# marks, embeddings and isolates, word joiner and invisible operators, BOM / zero-width no-break space.
+_ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
 @dataclass(frozen=True)
@@ -135,16 +146,89 @@ def _as_list(value: Any) -> list[Any]:
     return [value] if isinstance(value, str) else list(value)
 
 
+@dataclass(frozen=True)
+class Cleaned:
+    """A text as :func:`clean_text` left it, and how many characters each step removed or rewrote."""
+
+    text: str
+    changes: Mapping[str, int]
+
+    @property
+    def count(self) -> int:
+        """Characters removed or rewritten in all (the log's ``cleaned_chars``)."""
+        return sum(self.changes.values())
+
+
+@functools.lru_cache(maxsize=256)  # a run renders each transcript once per condition and logs it per attempt
+def clean_text(text: str) -> Cleaned:
+    """The text a judge is sent: what a reader of the transcript does not see taken out.
+
+    The one cleaning of ``hce collect`` (the runner, before a transcript enters a prompt) and
+    ``hce study`` (:func:`load_transcripts`), each step counted in characters of the input:
+
+    ``bom``: a leading byte-order mark; ``line_ends``: each ``\\r`` (``\\r\\n`` and a lone
+    ``\\r`` become ``\\n``); ``ansi``: terminal escape sequences (colours, cursor moves,
+    titles); ``nul``: NUL bytes; ``control``: other control characters but tab and newline;
+    ``zero_width``: invisible format characters (zero-width spaces and joiners, directional
+    marks and isolates, soft hyphens, word joiners, a BOM inside the text); ``nfc``: code
+    points that Unicode NFC rewrote (a letter and its combining accent become one; counted
+    per letter-and-marks sequence, at least 1 when anything changed). Zero-width joiners
+    and non-joiners go too: they shape emoji and Persian or Indic spelling, which patient
+    transcripts in English do not carry; a study of such text should know they are removed.
+
+    Examples
+    --------
+    >>> cleaned = clean_text("\\ufeffDoctor: \\x1b[1mHi\\x1b[0m\\x00.\\r\\nPatient: Cafe\\u0301\\u200b!")
+    >>> cleaned.text
+    'Doctor: Hi.\\nPatient: Café!'
+    >>> dict(cleaned.changes), cleaned.count
+    ({'bom': 1, 'line_ends': 1, 'ansi': 8, 'nul': 1, 'zero_width': 1, 'nfc': 2}, 14)
+    """
+    changes: dict[str, int] = {}
+
+    def step(kind: str, new: str, before: str) -> str:
+        if len(new) != len(before):
+            changes[kind] = len(before) - len(new)
+        return new
+
+    text = step("bom", text.removeprefix("\ufeff"), text)
+    if "\r" in text:
+        changes["line_ends"] = text.count("\r")
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = step("ansi", _ANSI.sub("", text), text)
+    text = step("nul", text.replace("\x00", ""), text)
+    text = step("control", _CONTROL.sub("", text), text)
+    text = step("zero_width", _ZERO_WIDTH.sub("", text), text)
+    if not unicodedata.is_normalized("NFC", text):
+        rewritten = sum(len(seq) for seq in _mark_sequences(text) if not unicodedata.is_normalized("NFC", seq))
+        changes["nfc"] = max(rewritten, 1)
+        text = unicodedata.normalize("NFC", text)
+    return Cleaned(text, types.MappingProxyType(changes))  # cached: shared, so read-only
+
+
+def _mark_sequences(text: str) -> Iterable[str]:
+    """A text cut before each character that is not a combining mark: a letter and its marks each."""
+    start = 0
+    for i in range(1, len(text)):
+        if unicodedata.combining(text[i]) == 0:
+            yield text[start:i]
+            start = i
+    yield text[start:]
+
+
 def normalize_text(text: str) -> str:
-    """Plain text: Unicode NFC, ``\\n`` line ends, no control characters, no trailing spaces.
+    """Plain text: :func:`clean_text`, then no-break spaces as spaces, no trailing spaces or blank edges.
 
     Examples
     --------
     >>> normalize_text("Doctor: Caf\\u0065\\u0301?\\r\\nPatient: Yes.  \\r\\n\\r\\n")
     'Doctor: Café?\\nPatient: Yes.'
     """
-    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _CONTROL.sub("", text.replace("\u00a0", " "))
+    return _layout(clean_text(text).text)
+
+
+def _layout(text: str) -> str:
+    text = text.replace("\u00a0", " ")
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
 
@@ -269,7 +353,8 @@ def load_transcripts(
     DataFrame
         One row per transcript, in file order: ``transcript_id`` (str), ``text``
         (normalised, stripped), ``source``, ``n_words`` (whitespace-separated tokens),
-        ``n_chars``, ``stripped_lines`` (lines removed by the strip rules), then the table's
+        ``n_chars``, ``stripped_lines`` (lines removed by the strip rules), ``cleaned_chars``
+        (characters :func:`clean_text` removed or rewrote), then the table's
         other columns as metadata (demographics and the like), unchanged.
 
     Raises
@@ -306,7 +391,8 @@ def load_transcripts(
 
 
 def _record(where: str, tid: str, text: str, meta: dict[str, Any], rules: StripRules, source: str | None) -> dict[str, Any]:
-    clean = normalize_text(text)
+    cleaned = clean_text(text)
+    clean = _layout(cleaned.text)
     if not clean.strip():
         raise DataError(f"{where}: transcript {tid!r} is empty")
     clean, removed = rules.apply(clean, where=f"{where} ({tid!r})")
@@ -315,7 +401,7 @@ def _record(where: str, tid: str, text: str, meta: dict[str, Any], rules: StripR
     own_source = meta.pop("source", None)
     label = source if source is not None else (own_source if own_source not in (None, "") else where.split(":")[0])
     return {"transcript_id": tid, "text": clean, "source": str(label), "n_words": len(clean.split()),
-            "n_chars": len(clean), "stripped_lines": removed, **meta}  # fmt: skip
+            "n_chars": len(clean), "stripped_lines": removed, "cleaned_chars": cleaned.count, **meta}  # fmt: skip
 
 
 def _read_any(path: Path, id_column, text_column, encoding, pattern) -> Iterable[tuple[str, str, str, dict]]:
@@ -402,7 +488,7 @@ def write_transcripts(corpus: pd.DataFrame, path: str | os.PathLike) -> None:
     missing = [c for c in ("transcript_id", "text") if c not in corpus.columns]
     if missing:
         raise DataError(f"corpus has no column(s) {missing}; columns present: {list(corpus.columns)}")
-    keep = [c for c in corpus.columns if c not in ("n_words", "n_chars", "stripped_lines")]
+    keep = [c for c in corpus.columns if c not in ("n_words", "n_chars", "stripped_lines", "cleaned_chars")]
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
         for record in corpus[keep].to_dict(orient="records"):
             clean = {k: (None if is_missing(v) else v) for k, v in record.items()}

@@ -13,10 +13,23 @@ Supported random-effects syntax (lme4, Bates et al. 2015, section 2.1):
 ``(1 | g) + (1 | h)``         crossed intercepts (two terms)
 ``(x | g)``, ``(1 + x | g)``  correlated random intercept and slope of ``x`` per ``g``
 ``(0 + x | g)``               random slope only
+``(x || g)``                  uncorrelated intercept and slope: ``(1 | g) + (0 + x | g)``
+``(1 | g) + (0 + x | g)``     the same, written out (several terms on one grouping factor)
 ============================  ==============================================================
 
-Anything else inside a bar term (``||``, ``-(1|g)``, ``(1|g):x``, an empty side) raises
-:class:`hce.errors.FormulaError` naming the offending term. The fixed-effects part is handed
+``||`` expands as lme4 expands it (``expandDoubleVerts``): one term for the intercept and one
+per slope expression, so ``(x + z || g)`` is ``(1 | g) + (0 + x | g) + (0 + z | g)``; a factor
+slope such as ``(f || g)`` stays one correlated block of its columns, as in lme4. Two terms on
+one grouping factor may not share a coefficient (``(x | g) + (1 | g)`` names the intercept
+twice). Anything else inside a bar term (``-(1|g)``, ``(1|g):x``, an empty side) raises
+:class:`hce.errors.FormulaError` naming the offending term.
+
+:func:`build_design` refuses models the data cannot identify, with lme4's checks
+(``lmerControl``'s ``check.nlev.gtr.1``, ``check.nobs.vs.nlev``, ``check.nobs.vs.nRE``) and
+one more: a grouping factor with a single level, a random term with as many levels as
+observations or with at least as many random effects as observations (its variance cannot be
+separated from the residual), and two random intercepts that group the rows identically
+(their variances cannot be told apart). The fixed-effects part is handed
 to patsy unchanged, so it follows R/patsy formula rules (``a * b``, ``C(a)``, ``0 + x``).
 """
 
@@ -49,12 +62,16 @@ class RandomTerm:
         Whether the term has a random intercept.
     slopes : tuple of str
         Patsy expressions with random slopes (``("x",)`` for ``(x | g)``).
+    written : str
+        The bar term as the formula writes it (``"(x || g)"`` for both of its terms), for
+        messages; not part of equality.
 
     """
 
     groups: tuple[str, ...]
     intercept: bool = True
     slopes: tuple[str, ...] = ()
+    written: str = field(default="", compare=False)
 
     @property
     def group(self) -> str:
@@ -104,6 +121,18 @@ class MixedFormula:
         return f"{self.response} ~ {self.fixed}"
 
     @property
+    def term_names(self) -> tuple[str, ...]:
+        """One name per random term, as lme4's ``VarCorr`` names them: the grouping factor,
+        then ``g.1``, ``g.2`` for a second and third term on the same factor."""
+        seen: dict[str, int] = {}
+        names = []
+        for term in self.random:
+            k = seen.get(term.group, 0)
+            seen[term.group] = k + 1
+            names.append(term.group if k == 0 else f"{term.group}.{k}")
+        return tuple(names)
+
+    @property
     def grouping_factors(self) -> tuple[str, ...]:
         """Every grouping column, each once, in order of appearance."""
         return tuple(dict.fromkeys(g for term in self.random for g in term.groups))
@@ -137,10 +166,12 @@ def parse_formula(formula: str) -> MixedFormula:
     >>> f = parse_formula("y ~ x + (1 | g/h) + (x | s)")
     >>> f.fixed, [str(t) for t in f.random]
     ('x', ['(1 | g)', '(1 | g:h)', '(x | s)'])
-    >>> parse_formula("y ~ (1 || g)")
+    >>> [str(t) for t in parse_formula("y ~ x + (x || g)").random]
+    ['(1 | g)', '(0 + x | g)']
+    >>> parse_formula("y ~ (x | g) + (1 | g)")
     Traceback (most recent call last):
     ...
-    hce.errors.FormulaError: term '(1 || g)': uncorrelated terms ('||') are not supported; write separate bars such as (1 | g) + (0 + x | g)
+    hce.errors.FormulaError: term '(1 | g)': the intercept already varies by g in (x | g); a coefficient can vary in one term per grouping factor
 
     """
     if not isinstance(formula, str):
@@ -164,16 +195,36 @@ def parse_formula(formula: str) -> MixedFormula:
         for term in _parse_bar(chunk, inner):
             if term in random:
                 raise FormulaError(f"term {chunk!r}: {term} appears twice in {formula!r}")
+            _check_overlap(term, random)
             random.append(term)
     return MixedFormula(formula, response, " + ".join(fixed) or "1", tuple(random))
 
 
+def _check_overlap(term: RandomTerm, earlier: list[RandomTerm]) -> None:
+    """Two terms on one grouping factor must not both carry the intercept or a slope."""
+    def coefficients(t: RandomTerm) -> set[str]:
+        return ({"(Intercept)"} if t.intercept else set()) | set(t.slopes)
+
+    mine = coefficients(term)
+    for other in earlier:
+        if other.groups != term.groups:
+            continue
+        shared = mine & coefficients(other)
+        if shared:
+            what = "the intercept" if "(Intercept)" in shared else f"the slope of {min(shared)}"
+            raise FormulaError(
+                f"term {term.written or str(term)!r}: {what} already varies by {term.group} in "
+                f"{other.written or str(other)}; a coefficient can vary in one term per grouping "
+                "factor"
+            )
+
+
 def _parse_bar(chunk: str, inner: str) -> list[RandomTerm]:
+    double = _split_top(inner, "|", keep_double=False)
+    if len(double) == 2 and inner.count("||") == 1:
+        return _parse_double_bar(chunk, *double)
     if "||" in inner:
-        raise FormulaError(
-            f"term {chunk!r}: uncorrelated terms ('||') are not supported; write separate "
-            "bars such as (1 | g) + (0 + x | g)"
-        )
+        raise FormulaError(f"term {chunk!r}: expected '(expr || group)'")
     parts = _split_top(inner, "|")
     if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
         raise FormulaError(f"term {chunk!r}: expected '(expr | group)'")
@@ -205,11 +256,24 @@ def _parse_bar(chunk: str, inner: str) -> list[RandomTerm]:
             raise FormulaError(
                 f"term {chunk!r}: grouping factor {name!r} must be a plain column name"
             )
-    return [RandomTerm(g, intercept, tuple(slopes)) for g in groupings]
+    return [RandomTerm(g, intercept, tuple(slopes), chunk) for g in groupings]
 
 
-def _split_top(text: str, sep: str) -> list[str]:
-    """Split at ``sep`` outside parentheses (``||`` is never split at ``|``)."""
+def _parse_double_bar(chunk: str, lhs: str, rhs: str) -> list[RandomTerm]:
+    """``(1 + x + z || g)``: one term for the intercept and one per slope, uncorrelated."""
+    if not lhs.strip() or not rhs.strip():
+        raise FormulaError(f"term {chunk!r}: expected '(expr || group)'")
+    single = _parse_bar(chunk, f"{lhs} | {rhs}")  # one correlated term per grouping
+    out = []
+    for term in single:
+        parts = [(True, ())] * term.intercept + [(False, (x,)) for x in term.slopes]
+        out += [RandomTerm(term.groups, i, sl, chunk) for i, sl in parts]
+    return out
+
+
+def _split_top(text: str, sep: str, keep_double: bool = True) -> list[str]:
+    """Split at ``sep`` outside parentheses. For ``sep="|"``, ``||`` is skipped
+    (``keep_double``) or is itself the separator (``keep_double=False``)."""
     out, depth, start, i = [], 0, 0, 0
     while i < len(text):
         ch = text[i]
@@ -217,7 +281,13 @@ def _split_top(text: str, sep: str) -> list[str]:
         depth -= ch == ")"
         if depth == 0 and ch == sep:
             if sep == "|" and text[i : i + 2] == "||":
+                if not keep_double:
+                    out.append(text[start:i])
+                    start = i + 2
                 i += 2
+                continue
+            if sep == "|" and not keep_double:
+                i += 1
                 continue
             out.append(text[start:i])
             start = i + 1
@@ -281,7 +351,9 @@ class Design:
         Encoding of ``X``; build the same columns for new rows with
         ``patsy.build_design_matrices([design_info], new_data)``.
     groupings : dict of str to Grouping
-        One entry per random term, keyed by ``RandomTerm.group``.
+        One entry per random term, in formula order, keyed by
+        :attr:`MixedFormula.term_names` (the grouping factor; ``g.1`` for a second term on
+        ``g``, as lme4's ``VarCorr`` names it).
 
     """
 
@@ -294,7 +366,9 @@ class Design:
     groupings: dict[str, Grouping]
 
 
-def build_design(formula: str | MixedFormula, data: pd.DataFrame) -> Design:
+def build_design(
+    formula: str | MixedFormula, data: pd.DataFrame, *, residual: bool = True
+) -> Design:
     """Fixed-effects matrix, response and integer group codes for a mixed model.
 
     Parameters
@@ -303,6 +377,10 @@ def build_design(formula: str | MixedFormula, data: pd.DataFrame) -> Design:
         lme4-style formula, parsed with :func:`parse_formula` when a string.
     data : pandas.DataFrame
         Long format: one row per observation.
+    residual : bool, default True
+        Whether the model has a residual variance (a linear mixed model); False for ordinal
+        and binary models, which may have as many random effects as observations (lme4's
+        ``glmer`` checks).
 
     Returns
     -------
@@ -313,7 +391,8 @@ def build_design(formula: str | MixedFormula, data: pd.DataFrame) -> Design:
     Raises
     ------
     DataError
-        A grouping column is missing, or no complete rows remain.
+        A grouping column is missing, no complete rows remain, or the data cannot identify a
+        random term (see :func:`check_identifiable`).
     FormulaError
         patsy cannot evaluate the fixed part (the message quotes patsy's).
 
@@ -342,7 +421,7 @@ def build_design(formula: str | MixedFormula, data: pd.DataFrame) -> Design:
     if y_mat.shape[1] != 1:
         raise FormulaError(f"response {parsed.response!r} must be one numeric column")
     groupings = {}
-    for term in parsed.random:
+    for name, term in zip(parsed.term_names, parsed.random):
         codes, levels = _group_codes(data, term.groups)
         if term.intercept_only:
             z, z_names = np.ones((len(data), 1)), ["(Intercept)"]
@@ -352,7 +431,13 @@ def build_design(formula: str | MixedFormula, data: pd.DataFrame) -> Design:
             except patsy.PatsyError as err:
                 raise FormulaError(f"term {str(term)!r}: {err}") from err
             z, z_names = np.asarray(z_mat), _r_names(z_mat.design_info.column_names)
-        groupings[term.group] = Grouping(codes, levels, z, z_names)
+        groupings[name] = Grouping(codes, levels, z, z_names)
+    check_identifiable(
+        [(t.written or str(t), t.group, g.codes if t.intercept_only else None, len(g.levels),
+          g.Z.shape[1]) for t, g in zip(parsed.random, groupings.values())],
+        len(data),
+        residual=residual,
+    )  # fmt: skip
     return Design(
         parsed,
         data,
@@ -362,6 +447,85 @@ def build_design(formula: str | MixedFormula, data: pd.DataFrame) -> Design:
         x_mat.design_info,
         groupings,
     )
+
+
+def check_identifiable(
+    terms: list[tuple[str, str, np.ndarray | None, int, int]], n: int, *, residual: bool = True
+) -> None:
+    """Refuse random terms the data cannot identify, before any fitting.
+
+    Parameters
+    ----------
+    terms : list of (term, group, codes, n_levels, n_coefficients)
+        Each random term as written (``"(1 | item_id)"``), its grouping factor, the level
+        code of each row for a random intercept (None for a term with slopes: it is not
+        compared with the others), its number of levels and its number of coefficients per
+        level (1 for an intercept, 2 for ``(x | g)``).
+    n : int
+        Observations.
+    residual : bool, default True
+        Whether the model has a residual variance. Without one (ordinal, binary) a term may
+        have as many levels and random effects as observations, as lme4's ``glmer`` allows.
+
+    Raises
+    ------
+    DataError
+        Naming the term and the counts, when (lme4's ``lmerControl`` checks, all "stop" by
+        default) a grouping factor has fewer than 2 levels (``check.nlev.gtr.1``), as many
+        levels as observations (``check.nobs.vs.nlev``: each level is one observation, so its
+        variance and the residual's are one number), or the term has at least as many
+        random effects as there are observations (``check.nobs.vs.nRE``); or when two
+        random intercepts group the rows identically (only their sum is identified).
+
+    Examples
+    --------
+    >>> check_identifiable([("(1 | item_id)", "item_id", None, 40, 1)], 40)
+    Traceback (most recent call last):
+    ...
+    hce.errors.DataError: term (1 | item_id): item_id has 40 levels for 40 observations, one observation per level, so its variance cannot be separated from the residual variance (lme4 refuses it too: each grouping factor needs fewer levels than observations)
+
+    """
+    # lme4's glmer (allow.n): with no residual, n random effects are still identified; levels
+    # are observed ones, so without a residual a term always has no more levels than rows
+    limit = n if residual else n + 1
+    for term, group, _, n_levels, n_coef in terms:
+        if n_levels < 2:
+            raise DataError(
+                f"term {term}: {group} has {n_levels} level in the {n} observations used; a "
+                "random effect needs at least 2 levels to have a variance (lme4 refuses it too: "
+                "grouping factors must have > 1 sampled level)"
+            )
+        if residual and n_levels >= n:
+            raise DataError(
+                f"term {term}: {group} has {n_levels} levels for {n} observations, one "
+                "observation per level, so its variance cannot be separated from the residual "
+                "variance (lme4 refuses it too: each grouping factor needs fewer levels than "
+                "observations)"
+            )
+        if n_levels * n_coef >= limit:
+            scale = "and the residual variance " if residual else ""
+            rule = "" if residual else ", or equal it in a model without a residual"
+            raise DataError(
+                f"term {term}: {n_levels * n_coef} random effects ({n_levels} levels x {n_coef} "
+                f"coefficients) for {n} observations; the random-effect variances {scale}cannot "
+                "all be estimated (lme4 refuses it too: the number of observations must exceed "
+                f"the number of random effects of each term{rule})"
+            )
+    intercepts = [t for t in terms if t[2] is not None]
+    for i, (term_a, group_a, codes_a, levels_a, _) in enumerate(intercepts):
+        for term_b, group_b, codes_b, levels_b, _ in intercepts[i + 1 :]:
+            if levels_a == levels_b and _same_partition(codes_a, codes_b, levels_b):
+                raise DataError(
+                    f"terms {term_a} and {term_b}: {group_a} and {group_b} group the {n} "
+                    f"observations identically ({levels_a} groups), so only the sum of their "
+                    "variances is identified; drop one of the terms"
+                )
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray, levels_b: int) -> bool:
+    """True when the codes ``a`` and ``b`` (same number of levels) split the rows alike."""
+    pairs = np.unique(a.astype(np.int64) * levels_b + b)
+    return len(pairs) == int(a.max()) + 1
 
 
 def _complete_rows(parsed: MixedFormula, data: pd.DataFrame) -> pd.DataFrame:

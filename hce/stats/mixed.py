@@ -867,6 +867,15 @@ def _fit_statsmodels(model: MixedLM, reml: bool):
 
 def _statsmodels_structure(parsed: MixedFormula):
     """(top term or None, its re formula, vc formulas) for MixedLM, or FormulaError."""
+    groups = [t.group for t in parsed.random]
+    twice = next((t for t in parsed.random if groups.count(t.group) > 1), None)
+    if twice is not None:
+        raise FormulaError(
+            f"term {twice.written or str(twice)!r}: this engine (statsmodels MixedLM, which fits "
+            f"random slopes here) takes one term per grouping factor, and {twice.group!r} has "
+            f"{groups.count(twice.group)}; write one correlated term such as "
+            f"(1 + x | {twice.group})"
+        )
     slopes = [t for t in parsed.random if not t.intercept_only]
     if len(slopes) > 1:
         raise FormulaError(
@@ -1159,8 +1168,9 @@ def variance_components(
     counts = data.groupby(list(facets), observed=True).size()
     replicated = bool(counts.max() > 1)
     subsets = [c for k in range(1, len(facets) + 1) for c in combinations(facets, k)]
-    if not replicated:
+    if not replicated and len(facets) > 1:
         subsets = subsets[:-1]  # the top interaction is the residual
+    # (one facet and one score per level: the term stays, for lmer to refuse it by name)
     formula = f"{score} ~ 1 + " + " + ".join(f"(1 | {':'.join(s)})" for s in subsets)
     fit = lmer(formula, data)
     estimates = fit.varcorr()["vcov"].to_numpy()

@@ -235,7 +235,7 @@ def test_cli_batch_dry_run_no_wait_and_collect(serve, tmp_path, monkeypatch):
     judge = SimJudge(seed=0, batch=BatchSettings(polls=1))
     server = serve(judge)
     path = tmp_path / "design.yaml"
-    path.write_text(yaml.safe_dump(design(attempts=2, endpoint={"base_url": server.url})))
+    path.write_text(yaml.safe_dump(design(attempts=2, endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY"})))
     log = tmp_path / "log.jsonl"
     runner = CliRunner()
     result = runner.invoke(app, ["collect", str(path), "--log", str(log), "--dry-run", "--batch"])
@@ -373,7 +373,7 @@ def test_cli_cancel_then_dry_run_then_resubmit(serve, tmp_path, monkeypatch):
     judge = SimJudge(seed=0, batch=BatchSettings(polls=3, cancel_share=0.25))
     server = serve(judge)
     path = tmp_path / "design.yaml"
-    path.write_text(yaml.safe_dump(design(attempts=2, endpoint={"base_url": server.url})))
+    path.write_text(yaml.safe_dump(design(attempts=2, endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY"})))
     log = tmp_path / "log.jsonl"
     runner = CliRunner()
     common = ["collect", str(path), "--log", str(log), "--batch", "--poll-interval", "0.001"]

@@ -1,13 +1,16 @@
 import asyncio
+import contextlib
 import email.utils
+import http.server
 import pickle
 import socket
+import threading
 import time
 
 import pytest
 from collect_helpers import MODEL, fast_client
 
-from hce.collect.client import FatalCallError, JudgeClient, _retry_after
+from hce.collect.client import FatalCallError, JudgeClient, _retry_after, endpoint_key
 from hce.collect.prompts import render
 from hce.collect.sim import Faults, SimJudge
 from hce.errors import CollectError
@@ -118,14 +121,83 @@ def test_key_never_shown(serve, monkeypatch):
     assert planted not in str(caught.value) and "[API key removed]" in str(caught.value)
 
 
-def test_key_and_url_from_environment(serve, monkeypatch):
+def test_openai_key_is_read_only_for_openai_itself(serve, monkeypatch):
+    # Issue 19: OPENAI_API_KEY went to whatever server the endpoint named.
     server = serve(SimJudge(seed=0), api_key="env-key")
-    monkeypatch.setenv("OPENAI_API_KEY", "env-key")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-PLANTED-openai")
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-    assert call(JudgeClient()).ok
-    monkeypatch.delenv("OPENAI_API_KEY")
-    with pytest.raises(CollectError, match="no API key"):
+    with pytest.raises(CollectError, match="names no api_key_env") as caught:
         JudgeClient()
+    assert "sk-PLANTED" not in str(caught.value)
+    assert call(JudgeClient(api_key="env-key")).ok  # a key given for this endpoint is used
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert JudgeClient().base_url == "https://api.openai.com/v1"  # OpenAI's own: its variable is read
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(CollectError, match="OPENAI_API_KEY that should hold its API key is not set"):
+        JudgeClient()
+
+
+def test_endpoint_key_reads_only_the_named_variable(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-PLANTED-openai")
+    monkeypatch.delenv("COLLEAGUE_VLLM_KEY", raising=False)
+    with pytest.raises(CollectError) as caught:
+        endpoint_key("vllm", "http://127.0.0.1:18701/v1", "COLLEAGUE_VLLM_KEY")
+    message = str(caught.value)
+    assert "COLLEAGUE_VLLM_KEY" in message and "'vllm'" in message and "sk-PLANTED" not in message
+    monkeypatch.setenv("COLLEAGUE_VLLM_KEY", "")
+    with pytest.raises(CollectError, match="COLLEAGUE_VLLM_KEY that should hold its API key is empty"):
+        endpoint_key("vllm", "http://127.0.0.1:18701/v1", "COLLEAGUE_VLLM_KEY")
+    monkeypatch.setenv("COLLEAGUE_VLLM_KEY", "sk-vllm")
+    assert endpoint_key("vllm", "http://127.0.0.1:18701/v1", "COLLEAGUE_VLLM_KEY") == "sk-vllm"
+    # http://api.openai.com is not OpenAI's API (the key would travel in clear text).
+    with pytest.raises(CollectError, match="names no api_key_env"):
+        endpoint_key("default", "http://api.openai.com/v1", None)
+    assert endpoint_key("default", None, None) == "sk-PLANTED-openai"
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Answers every request with ``self.server.status`` (and ``Location``) and records its headers."""
+
+    def do_POST(self):  # noqa: N802 (the http.server API)
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.server.seen.append({k.lower(): v for k, v in self.headers.items()})
+        self.send_response(self.server.status)
+        if self.server.location:
+            self.send_header("Location", self.server.location)
+        body = b'{"error": {"message": "moved"}}'
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def recorder(status=200, location=None):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    server.seen, server.status, server.location = [], status, location
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_not_followed_and_the_key_stays_home(status):
+    planted = "sk-PLANTED-redirect-77a1"
+    with recorder() as elsewhere:
+        target = f"http://127.0.0.1:{elsewhere.server_address[1]}/v1/chat/completions"
+        with recorder(status, target) as endpoint:
+            client = JudgeClient(base_url=f"http://127.0.0.1:{endpoint.server_address[1]}/v1", api_key=planted)
+            with pytest.raises(FatalCallError, match=f"HTTP {status}, a redirect to {target}; hce never follows"):
+                call(client)
+    assert len(endpoint.seen) == 1 and endpoint.seen[0]["authorization"] == f"Bearer {planted}"
+    assert elsewhere.seen == []  # the other port received nothing, so not the key
 
 
 def test_retry_after_forms():

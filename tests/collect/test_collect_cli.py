@@ -1,5 +1,7 @@
+import re
+
 import yaml
-from collect_helpers import design
+from collect_helpers import MODEL, design
 from typer.testing import CliRunner
 
 import hce
@@ -11,7 +13,7 @@ runner = CliRunner()
 
 def write_design(tmp_path, server, name="design.yaml", **kwargs):
     path = tmp_path / name
-    kwargs["endpoint"] = {"base_url": server.url, **kwargs.get("endpoint", {})}
+    kwargs["endpoint"] = {"base_url": server.url, "api_key_env": "OPENAI_API_KEY", **kwargs.get("endpoint", {})}
     path.write_text(yaml.safe_dump(design(**kwargs)))
     return path
 
@@ -99,3 +101,112 @@ def test_sim_server_command_serves_on_loopback():
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=20)
     assert process.returncode == 0
+
+
+def test_sim_server_rehearses_a_wrong_key_and_an_unknown_model_end_to_end(tmp_path, monkeypatch):
+    # Issue 19: the simulator took any key and any model. Now `--api-key` and `--models` make it
+    # refuse, and `hce collect` (the real client) stops at once with the reason, not the key.
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", "from hce.cli import main; main()", "sim-server", "--port", "0",
+               "--api-key", "sk-sim-right", "--models", "m1, m2"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert "models m1, m2 only; a key is required" in line
+        url = re.search(r"http://127\.0\.0\.1:\d+/v1", line).group(0)
+        endpoint = {"base_url": url, "api_key_env": "SIM_KEY", "max_retries": 0}
+
+        def collect(name, model, key):
+            monkeypatch.setenv("SIM_KEY", key)
+            path = tmp_path / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(design(attempts=5, endpoint=endpoint, defaults={"model": model, "price_model": MODEL})))
+            log = tmp_path / f"{name}.jsonl"
+            return runner.invoke(app, ["collect", str(path), "--log", str(log), "--concurrency", "2"]), log
+
+        result, log = collect("unknown", "m3", "sk-sim-right")
+        assert result.exit_code == 2 and "refused model 'm3': HTTP 404" in result.output, result.output
+        assert "does not exist" in result.output and not log.exists() or hce.read_log(log).empty
+        result, log = collect("wrong", "m1", "sk-sim-WRONG-9f2")
+        assert result.exit_code == 2 and "HTTP 401" in result.output and "sk-sim-WRONG-9f2" not in result.output
+        result, log = collect("right", "m2", "sk-sim-right")
+        assert result.exit_code == 0 and "30 attempts run" in result.output, result.output
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=20)
+
+
+def test_cli_options_are_range_checked(tmp_path, serve):
+    path = write_design(tmp_path, serve())
+    log = str(tmp_path / "log.jsonl")
+    for option, value, said in (("--concurrency", "0", "'--concurrency': Input should be greater than or equal to 1"),
+                                ("--poll-interval", "0", "must be > 0, got 0"),
+                                ("--max-same-errors", "-1", "'--max-same-errors': Input should be greater than or equal to 0"),
+                                ("--base-url", "127.0.0.1:8000", "must be an http:// or https:// address")):
+        result = runner.invoke(app, ["collect", str(path), "--log", log, option, value, "--dry-run"])
+        flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", result.output).split())  # rich's error box, unwrapped
+        assert result.exit_code == 2 and said in flat, (option, result.output)
+    assert not (tmp_path / "log.jsonl").exists()
+    for option, value in (("--fail-429", "1.5"), ("--latency", "-1"), ("--port", "70000")):
+        result = runner.invoke(app, ["sim-server", option, value])
+        assert result.exit_code == 2 and f"'{option}'" in result.output, (option, result.output)
+
+
+def test_dry_run_shows_endpoint_model_settings_and_never_cuts_names(tmp_path, serve, monkeypatch):
+    # Issue 19: the dry run cut names ("zeroshot…", "gpt-4o-mi…") and showed neither endpoint nor temperature.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    server = serve()
+    spec = design(prompts=("P1.2",), attempts=4, endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY"},
+                  defaults={"model": "gpt-4o-mini-2024-07-18", "temperature": 0.7, "max_tokens": 321})
+    spec["conditions"] = [{"prompt": "P1.2", "id": "zeroshot-with-a-rather-long-descriptive-condition-name"},
+                          {"prompt": "P2.1", "id": "o3-at-default", "model": "o3-2025-04-16", "temperature": None}]
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "log.jsonl"), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "zeroshot" in line or "o3-at-default" in line]
+    first, second = rows
+    for shown in ("zeroshot-with-a-rather-long-descriptive-condition-name", "gpt-4o-mini-2024-07-18",
+                  f"default {server.url.removesuffix('/v1')}", " 0.7 ", " 321 ", " 12 "):
+        assert shown in first, (shown, first)
+    assert "o3-2025-04-16" in second and "not sent" in second and "…" not in result.output
+
+
+def test_batch_only_for_endpoints_that_have_a_batch_api(tmp_path):
+    spec = design(endpoint={"base_url": "https://api.anthropic.com/v1/", "api_key_env": "ANTHROPIC_API_KEY"},
+                  defaults={"model": "claude-3-5-sonnet-20240620", "price_model": MODEL})
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "log.jsonl"), "--batch", "--dry-run"])
+    assert result.exit_code == 2 and "endpoint 'default' (anthropic, https://api.anthropic.com) has no" in result.output
+
+
+def test_new_settings_starts_a_changed_condition_afresh(serve, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    judge = SimJudge(seed=0)
+    server = serve(judge)
+    log = tmp_path / "log.jsonl"
+    conditions = [{"prompt": "P1.2", "id": "zeroshot"}, {"prompt": "P2.1", "id": "kept"}]
+    before = write_design(tmp_path, server, "before.yaml", attempts=2, defaults={"model": MODEL, "temperature": 0.7})
+    spec = yaml.safe_load(before.read_text())
+    spec["conditions"] = conditions
+    before.write_text(yaml.safe_dump(spec))
+    assert runner.invoke(app, ["collect", str(before), "--log", str(log)]).exit_code == 0
+    spec["conditions"] = [{**conditions[0], "temperature": 1.0}, conditions[1]]
+    after = tmp_path / "after.yaml"
+    after.write_text(yaml.safe_dump(spec))
+    result = runner.invoke(app, ["collect", str(after), "--log", str(log)])
+    assert result.exit_code == 2 and "run with --new-settings to move its old rows to log.jsonl.superseded.jsonl" in \
+        " ".join(result.output.split())  # fmt: skip
+    result = runner.invoke(app, ["collect", str(after), "--log", str(log), "--dry-run", "--new-settings"])
+    assert result.exit_code == 0 and "dry run: 6 calls" in result.output, result.output
+    result = runner.invoke(app, ["collect", str(after), "--log", str(log), "--new-settings"])
+    assert result.exit_code == 0 and "6 attempts run, 6 already logged" in result.output, result.output
+    assert "conditions 'zeroshot' started afresh with new settings" in " ".join(result.output.split())
+    frame = hce.read_log(log)
+    assert len(frame) == 12 and set(frame.loc[frame["condition_id"] == "zeroshot", "temperature"]) == {1.0}
+    old = hce.read_log(tmp_path / "log.jsonl.superseded.jsonl")
+    assert len(old) == 6 and set(old["temperature"]) == {0.7} and set(old["condition_id"]) == {"zeroshot"}
+    assert runner.invoke(app, ["collect", str(after), "--log", str(log)]).exit_code == 0  # now it resumes

@@ -143,3 +143,37 @@ def test_render_errors_name_what_is_missing():
     with pytest.raises(HceError, match="needs behavior="):
         render("BOOL")
     assert set(PROMPT_IDS) == {"P1.1", "P1.2", "P2.1", "P2.2", "P2.3", "SYNTH", "BOOL"}
+
+
+MIXED_RUBRIC = """
+name: Mixed Scale Rubric
+categories:
+  - name: Clarity
+    levels:
+      - {score: 1, label: Poor, descriptor: Unclear.}
+      - {score: 2, label: Fair, descriptor: Often unclear.}
+      - {score: 3, label: Good, descriptor: Mostly clear.}
+      - {score: 4, label: Very good, descriptor: Clear.}
+      - {score: 5, label: Excellent, descriptor: Always clear.}
+  - name: Asks About Medication
+    levels:
+      - {score: 0, label: "No", descriptor: Never asks.}
+      - {score: 1, label: "Yes", descriptor: Asks at least once.}
+"""
+
+
+@pytest.mark.parametrize("prompt_id", ["P1.2", "P2.1", "P2.3"])
+def test_a_rubric_of_mixed_scales_gets_each_categorys_own_scale(tmp_path, prompt_id):
+    # Issue 19: a 1-5 item beside a 0-1 item was asked "provide a score from 0 to 5" for every category.
+    path = tmp_path / "mixed.yaml"
+    path.write_text(MIXED_RUBRIC)
+    rubric = hce.load_rubric(path)
+    text = render(prompt_id, rubric=rubric, transcript=TRANSCRIPT)[0]["content"]
+    assert "from 0 to 5" not in text
+    assert "a score on its own scale (Clarity: 1 to 5; Asks About Medication: 0 to 1)" in text
+    assert "Clarity: [score_1_5]\nAsks About Medication: [score_0_1]\nTotal Score: [sum_of_scores_1_6]" in text
+
+
+def test_one_scale_for_all_keeps_the_protocols_words():
+    text = render("P2.3", transcript=TRANSCRIPT)[0]["content"]
+    assert "2. Assign a score from 1 to 4 for this category." in text and "own scale" not in text

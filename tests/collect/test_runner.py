@@ -3,6 +3,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import yaml
 from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client
 
 import hce
-from hce.collect.client import FatalCallError, JudgeClient
+from hce.collect.client import FatalCallError
 from hce.collect.design import load_design
 from hce.collect.pricing import cost_usd
 from hce.collect.runner import _RateLimit, estimate, run
@@ -120,7 +121,7 @@ def test_torn_last_line_is_set_aside_and_redone(serve, tmp_path):
 
 def test_kill_9_mid_run_then_resume_gives_each_attempt_once(serve, tmp_path):
     server = serve(SimJudge(seed=0, latency=0.1))
-    spec = design(attempts=12, endpoint={"base_url": server.url}, run={"concurrency": 4})
+    spec = design(attempts=12, endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY"}, run={"concurrency": 4})
     path = tmp_path / "design.yaml"
     path.write_text(yaml.safe_dump(spec))
     log = tmp_path / "killed.jsonl"
@@ -149,13 +150,13 @@ def test_planted_api_key_appears_nowhere(serve, tmp_path, monkeypatch, capfd, ca
     judge = SimJudge(seed=1, faults=Faults(rate_500=0.3, rate_malformed=0.2))
     server = serve(judge, api_key=planted)
     log = tmp_path / "key.jsonl"
-    spec = design(attempts=3, endpoint={"base_url": server.url, "max_retries": 1})
+    spec = design(attempts=3, endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY", "max_retries": 1})
     summary = run(spec, log, progress=True, random_state=0)
     assert summary.done == 18 and judge.stats["requests"] > 0
     # The wrong key gets a 401 that quotes it back; the run stops and says why, without the key.
     wrong = serve(SimJudge(seed=1), api_key="another-key")
     with pytest.raises(FatalCallError) as caught:
-        run(design(attempts=1, endpoint={"base_url": wrong.url}), tmp_path / "refused.jsonl")
+        run(design(attempts=1, endpoint={"base_url": wrong.url, "api_key_env": "OPENAI_API_KEY"}), tmp_path / "refused.jsonl")
     captured = capfd.readouterr()
     assert "chat/completions" in caplog.text  # the debug logs were captured
     for text in (log.read_text(), captured.out, captured.err, caplog.text, str(caught.value), repr(caught.value)):
@@ -230,11 +231,23 @@ def test_requests_per_minute_paces_the_run(serve, tmp_path):
     assert summary.done == 30 and summary.wall_s >= 0.5
 
 
-def test_missing_key_fails_before_any_call(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(hce.HceError, match="no API key"):
-        run(design(attempts=1, endpoint={"base_url": "http://127.0.0.1:9/v1"}), tmp_path / "x.jsonl")
-    assert isinstance(JudgeClient(base_url="http://127.0.0.1:9/v1", api_key="k"), JudgeClient)
+def test_missing_key_fails_before_any_call_and_openai_key_is_never_the_fallback(serve, tmp_path, monkeypatch):
+    # Issue 19: with COLLEAGUE_VLLM_KEY unset, the OpenAI key went to the colleague's server on 6 of 6 calls.
+    planted = "sk-PLANTED-openai-0b7d"
+    monkeypatch.setenv("OPENAI_API_KEY", planted)
+    monkeypatch.delenv("COLLEAGUE_VLLM_KEY", raising=False)
+    judge = SimJudge(seed=0)
+    server = serve(judge)
+    named = {"base_url": server.url, "api_key_env": "COLLEAGUE_VLLM_KEY"}
+    with pytest.raises(hce.HceError, match="the environment variable COLLEAGUE_VLLM_KEY") as caught:
+        run(design(attempts=1, endpoint=named), tmp_path / "x.jsonl")
+    assert "'default'" in str(caught.value) and server.url in str(caught.value)
+    with pytest.raises(hce.HceError, match="names no api_key_env"):  # no variable named: not OpenAI, so no key
+        run(design(attempts=1, endpoint={"base_url": server.url}), tmp_path / "x.jsonl")
+    assert judge.stats["requests"] == 0 and not (tmp_path / "x.jsonl").exists()
+    assert all(planted not in str(v) for v in vars(caught.value).values())
+    monkeypatch.setenv("COLLEAGUE_VLLM_KEY", "sk-colleague")
+    assert run(design(attempts=1, endpoint=named), tmp_path / "x.jsonl").done == 6
 
 
 def lines_by_id(path):
@@ -343,3 +356,60 @@ def test_the_stop_names_the_refused_condition_and_spares_one_items_failures(serv
     assert run(spec_all, tmp_path / "never.jsonl", client=fast_client(server), max_same_errors=None).errors == 30
     with pytest.raises(CollectError, match="max_same_errors must be >= 1 or None"):
         run(spec_all, tmp_path / "x.jsonl", client=fast_client(server), max_same_errors=0)
+
+
+def test_a_server_without_keys_needs_none(serve, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-PLANTED-openai")
+    server = serve(SimJudge(seed=0))
+    summary = run(design(attempts=1, endpoint={"base_url": server.url, "needs_key": False}), tmp_path / "n.jsonl")
+    assert summary.done == 6 and dict(server.keys_seen) == {"no-key": 6}
+
+
+@pytest.mark.parametrize("fault", ["model", "key"])
+def test_a_401_or_404_stops_the_run_within_the_calls_in_flight(serve, tmp_path, fault):
+    judge = SimJudge(seed=0, models=["served-model"])
+    server = serve(judge, api_key="sk-right")
+    spec = design(attempts=10, defaults={"model": "served-model" if fault == "key" else "misspelt-model"})
+    client = fast_client(server, api_key="sk-right" if fault == "model" else "sk-wrong")
+    with pytest.raises(FatalCallError, match="HTTP 404" if fault == "model" else "HTTP 401"):
+        run(spec, tmp_path / "stop.jsonl", client=client, concurrency=4)
+    # 60 attempts planned; only the first calls in flight reached the server, and none was logged.
+    sent = sum(server.keys_seen.values())
+    assert 1 <= sent <= 4 and judge.stats["ok"] == 0
+    assert not (tmp_path / "stop.jsonl").exists() or hce.read_log(tmp_path / "stop.jsonl").empty
+
+
+@pytest.mark.parametrize(
+    "change, field, old, new",
+    [
+        ({"temperature": 1.0}, "temperature", "0.7", "1.0"),
+        ({"model": "gpt-4o-2024-08-06"}, "model", MODEL, "gpt-4o-2024-08-06"),
+        ({"max_tokens": 500}, "max_tokens", "1000", "500"),
+        ({"seed": 3}, "seed", "empty", "3"),
+        ({"logprobs": True}, "prompt template, rubric, logprobs or endpoint kind", "other", "these"),
+        ({"prompt": "P2.3"}, "prompt_id", "P1.2", "P2.3"),
+    ],
+)
+def test_resuming_a_condition_with_changed_settings_stops_before_any_call(serve, tmp_path, change, field, old, new):
+    # Issue 19: temperature 0.7 -> 1.0 (or gpt-4.1-mini -> gpt-4o) under one id pooled 30 + 60 rows silently.
+    judge = SimJudge(seed=0)
+    server = serve(judge)
+    log = tmp_path / "log.jsonl"
+    before = design(prompts=("P1.2",), attempts=10, defaults={"model": MODEL, "temperature": 0.7, "max_tokens": 1000})
+    before["conditions"] = [{"prompt": "P1.2", "id": "zeroshot"}]
+    assert run(before, log, client=fast_client(server)).done == 30
+    frame = hce.read_log(log)
+    assert set(frame["endpoint"]) == {"default"} and frame["settings_hash"].nunique() == 1
+    after = {**before, "attempts": 30, "conditions": [{"prompt": "P1.2", "id": "zeroshot", **change}]}
+    requests = judge.stats["requests"]
+    with pytest.raises(CollectError, match=rf"condition 'zeroshot' has 30 logged attempts made with {re.escape(field)} "
+                                           rf"{re.escape(old)}, but the design now says {re.escape(field)} {re.escape(new)}"):
+        run(after, log, client=fast_client(server))
+    with pytest.raises(CollectError, match="give the changed condition a new id"):
+        estimate(after, log=log)  # --dry-run says so too
+    assert judge.stats["requests"] == requests and len(hce.read_log(log)) == 30
+    # A new id is a new condition: it starts afresh beside the old one.
+    after["conditions"][0]["id"] = "zeroshot-v2"
+    assert run(after, log, client=fast_client(server)).done == 90
+    # The same settings resume as before.
+    assert run(before, log, client=fast_client(server)).done == 0

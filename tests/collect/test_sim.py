@@ -1,4 +1,5 @@
 import asyncio
+import http.client
 import json
 import math
 from collections import Counter
@@ -182,3 +183,28 @@ def test_http_routes_and_loopback_only(serve):
         SimServer(host="0.0.0.0")
     with pytest.raises(HceError, match=f"cannot serve on 127.0.0.1:{server.port}"):
         SimServer(port=server.port).start()  # the port is taken
+
+
+def test_the_redirect_fault_answers_307_to_another_loopback_port(serve):
+    target = serve(SimJudge(seed=0))
+    origin = f"http://127.0.0.1:{target.port}"
+    redirecting = serve(SimJudge(seed=0, faults=Faults(redirect=origin)))
+    connection = http.client.HTTPConnection("127.0.0.1", redirecting.port, timeout=10)
+    try:
+        body = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]})
+        connection.request("POST", "/v1/chat/completions?x=1", body=body,
+                           headers={"Content-Type": "application/json", "Authorization": "Bearer sk-test"})
+        reply = connection.getresponse()
+        reply.read()
+        assert (reply.status, reply.reason) == (307, "Temporary Redirect")
+        assert reply.getheader("Location") == f"{origin}/v1/chat/completions?x=1"
+        connection.request("GET", "/v1/models")
+        reply = connection.getresponse()
+        reply.read()
+        assert reply.status == 307 and reply.getheader("Location") == f"{origin}/v1/models"
+    finally:
+        connection.close()
+    assert redirecting.judge.stats["307"] == 2 and target.judge.stats["requests"] == 0  # nothing was followed here
+    for bad in ("http://example.com:80", "http://127.0.0.1:9/v1", "ftp://127.0.0.1:9"):
+        with pytest.raises(HceError, match="redirect must be a loopback origin"):
+            Faults(redirect=bad)

@@ -48,7 +48,7 @@ def test_overrides_and_config_errors(tmp_path):
     study = st.load_study({"experiments": {"exp2": {"attempts": 5, "winner": {"alpha": 0.01}}}})
     assert study.exp("exp2")["attempts"] == 5 and study.exp("exp2")["winner"]["alpha"] == 0.01
     assert study.exp("exp3")["winner"]["alpha"] == 0.05  # the YAML anchor is not shared after merging
-    with pytest.raises(CollectError, match=r"unknown key 'experiments.exp2.atempts'; valid here: \['attempts'"):
+    with pytest.raises(CollectError, match=r"experiments.exp2.atempts: unknown key; did you mean 'attempts'\? \(valid here: attempts, enabled"):
         st.load_study({"experiments": {"exp2": {"atempts": 5}}})
     with pytest.raises(CollectError, match="never holds an API key"):
         st.load_study({"endpoint": {"api_key": "sk-x"}})
@@ -295,3 +295,40 @@ def test_model_settings_apply_to_an_alias_and_o_series_temperature_is_refused():
     study.config["model_settings"] = {}
     with pytest.raises(CollectError, match=r"P2.1\|o4-mini\|t0.1.*reasoning model"):
         st._condition(study, "P2.1", "o4-mini")
+
+
+def test_study_reads_only_the_variable_its_endpoint_names(tmp_path, monkeypatch):
+    # Issue 19: `hce study` fell back to OPENAI_API_KEY for any endpoint.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-PLANTED-study")
+    monkeypatch.delenv("COLLEAGUE_VLLM_KEY", raising=False)
+    only_exp1 = {f"exp{i}": {"enabled": False} for i in range(2, 6)}
+    local = {"output": str(tmp_path / "out"), "experiments": only_exp1,
+             "endpoint": {"base_url": "http://127.0.0.1:9/v1"}}  # fmt: skip
+    with pytest.raises(CollectError, match="names no api_key_env") as caught:
+        st.run_study(local)
+    assert "sk-PLANTED" not in str(caught.value)
+    local["endpoint"]["api_key_env"] = "COLLEAGUE_VLLM_KEY"
+    with pytest.raises(CollectError, match="endpoint 'study' .* COLLEAGUE_VLLM_KEY .* not set"):
+        st.run_study(local)
+    assert not (tmp_path / "out" / "exp1_generation.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"endpoint": {"base_ulr": "http://127.0.0.1:9/v1"}}, r"endpoint.base_ulr: unknown key; did you mean 'base_url'\?"),
+        ({"run": {"requests_per_minut": 30}}, r"run.requests_per_minut: unknown key; did you mean 'requests_per_minute'\?"),
+        ({"defaults": {"temprature": 0.9}}, r"defaults.temprature: unknown key; did you mean 'temperature'\?"),
+        ({"defaults": {"temperature": 7}}, r"defaults.temperature: must be <= 2, got 7"),
+        ({"defaults": {"max_tokens": -5}}, r"defaults.max_tokens: must be >= 1, got -5"),
+        ({"run": {"requests_per_minute": -5}}, r"run.requests_per_minute: must be > 0, got -5"),
+        ({"run": {"concurrency": 0}}, r"run.concurrency: must be >= 1, got 0"),
+        ({"endpoint": {"timeout": 0}}, r"endpoint.timeout: must be > 0, got 0"),
+        ({"experiments": {"exp1": {"temperature": "0,7"}}}, r"experiments.exp1.temperature: must be a number, got '0,7' \(a decimal comma"),
+        ({"experiments": {"exp4": {"llm_coding": {"max_tokens": 0}}}}, r"experiments.exp4.llm_coding.max_tokens: must be >= 1"),
+        ({"model_settings": {"o3": {"temprature": None}}}, r"model_settings.o3.temprature: unknown key; did you mean 'temperature'\?"),
+    ],
+)
+def test_every_study_setting_is_checked(change, message):
+    with pytest.raises(CollectError, match=message):
+        st.load_study(change)

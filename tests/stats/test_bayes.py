@@ -77,7 +77,7 @@ def test_hdi_matches_arviz():
     [
         ({"formula": "score ~ 1 + (1 + attempt | item_id)"}, FormulaError, "not in the fixed part"),
         ({"formula": "score ~ condition + (1 | item_id) + (0 + condition | item_id)"}, FormulaError, "one correlated term"),
-        ({"formula": "score ~ condition + (1 + condition || item_id)"}, FormulaError, "'||'"),
+        ({"formula": "score ~ condition + (1 + condition || item_id)"}, FormulaError, r"uncorrelated terms \('\|\|'\)"),
         ({"formula": "score ~ 0 + condition + (1 | item_id)"}, FormulaError, "keep the intercept"),
         ({"formula": "np.log(score) ~ 1 + (1 | item_id)"}, FormulaError, "column name"),
         ({"formula": "score ~ 1 + (1 | item_id)", "link": "cauchit"}, DataError, "link"),

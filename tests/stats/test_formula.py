@@ -53,7 +53,10 @@ def test_parse_names_and_patsy_strings():
 @pytest.mark.parametrize(
     ("formula", "names"),
     [
-        ("y ~ (x || g)", r"'\(x \|\| g\)'.*'\|\|'"),
+        ("y ~ (x || )", r"'\(x \|\| \)'.*expr \|\| group"),
+        ("y ~ (x | g) + (1 | g)", r"'\(1 \| g\)'.*intercept already varies by g in \(x \| g\)"),
+        ("y ~ (x || g) + (0 + x | g)", r"appears twice"),
+        ("y ~ (x + z || g) + (0 + z + w | g)", r"slope of z already varies by g in \(x \+ z \|\| g\)"),
         ("y ~ x - (1|g)", r"'x - \(1\|g\)'"),
         ("y ~ (1|g):x", r"'\(1\|g\):x'"),
         ("y ~ (|g)", r"'\(\|g\)'"),
@@ -95,10 +98,12 @@ def test_build_design_codes_slopes_and_interactions():
 
 
 def test_build_design_drops_missing_rows_with_warning():
-    df = pd.DataFrame({"y": [1.0, np.nan, 3.0, 4.0], "g": ["a", "a", "b", None], "z": [np.nan] * 4})
-    with pytest.warns(UserWarning, match=r"dropped 2 of 4 rows"):
+    df = pd.DataFrame(
+        {"y": [1.0, np.nan, 3.0, 4.0, 5.0], "g": ["a", "a", "b", None, "b"], "z": [np.nan] * 5}
+    )
+    with pytest.warns(UserWarning, match=r"dropped 2 of 5 rows"):
         d = build_design("y ~ 1 + (1|g)", df)
-    assert d.y.tolist() == [1.0, 3.0]
+    assert d.y.tolist() == [1.0, 3.0, 5.0]
 
 
 def test_build_design_errors_name_the_problem():
@@ -115,3 +120,36 @@ def test_docstring_examples():
     import hce.stats.formula
 
     assert doctest.testmod(hce.stats.formula).failed == 0
+
+
+@pytest.mark.parametrize(
+    ("formula", "terms", "names"),
+    [
+        # lme4's expandDoubleVerts: (x || g) is (1 | g) + (0 + x | g)
+        ("y ~ x + (x || g)", ["(1 | g)", "(0 + x | g)"], ["g", "g.1"]),
+        ("y ~ x + (1 + x || g)", ["(1 | g)", "(0 + x | g)"], ["g", "g.1"]),
+        ("y ~ (x + z || g)", ["(1 | g)", "(0 + x | g)", "(0 + z | g)"], ["g", "g.1", "g.2"]),
+        ("y ~ (0 + x || g)", ["(0 + x | g)"], ["g"]),
+        ("y ~ x + (1 | g) + (0 + x | g)", ["(1 | g)", "(0 + x | g)"], ["g", "g.1"]),
+        ("y ~ (x || g/h)", ["(1 | g)", "(0 + x | g)", "(1 | g:h)", "(0 + x | g:h)"],
+         ["g", "g.1", "g:h", "g:h.1"]),
+        ("y ~ (1 | g) + (x || s)", ["(1 | g)", "(1 | s)", "(0 + x | s)"], ["g", "s", "s.1"]),
+    ],
+)
+def test_uncorrelated_terms_expand_as_lme4(formula, terms, names):
+    parsed = parse_formula(formula)
+    assert [str(t) for t in parsed.random] == terms
+    assert list(parsed.term_names) == names  # as lme4's VarCorr names them
+
+
+def test_several_terms_on_one_factor_get_their_own_design():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"g": np.repeat(list("abcd"), 3), "x": rng.normal(size=12)})
+    df["y"] = rng.normal(size=12)
+    d = build_design("y ~ x + (x || g)", df)
+    assert list(d.groupings) == ["g", "g.1"]
+    assert d.groupings["g"].z_names == ["(Intercept)"]
+    assert d.groupings["g.1"].z_names == ["x"]
+    np.testing.assert_array_equal(d.groupings["g.1"].Z[:, 0], df["x"])
+    np.testing.assert_array_equal(d.groupings["g"].codes, d.groupings["g.1"].codes)
+    assert parse_formula("y ~ (x || g)").random[1].written == "(x || g)"

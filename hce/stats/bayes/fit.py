@@ -249,8 +249,13 @@ def _design(formula: str, data: pd.DataFrame, *, family: str, levels: list | Non
     require_columns(data, [parsed.response])
     seen = set()
     for term in parsed.random:
+        if "||" in term.written:
+            raise FormulaError(
+                f"term {term.written!r}: the Bayesian models do not fit uncorrelated terms "
+                f"('||'); write one correlated term such as (1 + x | {term.group})"
+            )
         if term.group in seen:
-            # as in lmer's MixedLM route: one term per grouping factor, slopes correlated
+            # one term per grouping factor, slopes correlated (the LKJ prior's block)
             raise FormulaError(
                 f"term {str(term)!r}: {term.group!r} already has a random term; write its intercept "
                 f"and slopes as one correlated term such as (1 + x | {term.group})"
@@ -271,7 +276,8 @@ def _design(formula: str, data: pd.DataFrame, *, family: str, levels: list | Non
             f"response column {parsed.response!r} must hold numbers, booleans or an ordered "
             f"Categorical; it has dtype {column.dtype}"
         )
-    design = build_design(parsed, data.assign(**{parsed.response: numeric}))
+    # ordinal and binary models have no residual variance: lme4's glmer checks (allow.n)
+    design = build_design(parsed, data.assign(**{parsed.response: numeric}), residual=False)
     if "(Intercept)" not in design.x_names:
         raise FormulaError(
             f"formula {formula!r}: keep the intercept (no '0 +' or '- 1'); the "

@@ -13,9 +13,11 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, require_columns
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
+from hce.stats.formula import check_identifiable
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 
 Method = Literal["auto", "anova", "reml"]
+KRule = Literal["harmonic", "raters"]
 
 #: Shrout-Fleiss name, McGraw-Wong name, description, for the six forms in output order.
 FORMS = [
@@ -212,18 +214,27 @@ def newton_even(f, x: np.ndarray, *, max_iter: int = 100) -> np.ndarray:
     return np.abs(x)
 
 
-def reml_mean_squares(r: Ratings) -> tuple[dict[str, float], float]:
+def reml_mean_squares(r: Ratings, k_rule: KRule = "harmonic") -> tuple[dict[str, float], float]:
     """Pseudo mean squares rebuilt from REML components, and the k they refer to.
 
-    ``k`` is the harmonic mean of ratings per target; in a complete design with interior REML
-    estimates these equal the ANOVA mean squares exactly, so :func:`icc_core` gives the
-    classical answer.
+    ``k_rule="harmonic"``: ``k`` is the harmonic mean of ratings per target, the degrees of
+    freedom are the design's own, and ``msr_oneway`` carries the one-way fit for ICC1.
+    ``k_rule="raters"``: psych's ``ICC(x, lmer=TRUE)``: ``k`` is the number of raters, MSW is
+    ``s2_e + s2_r`` from the crossed fit, and the degrees of freedom are those of the complete
+    design. In a complete design with interior REML estimates both equal the ANOVA mean
+    squares exactly, so :func:`icc_core` gives the classical answer.
     """
     n, k = r.n_targets, r.n_raters
     nobs = len(r.value)
+    vt, vr, ve = reml_components(r.target, r.rater, r.value, n, k)
+    if k_rule == "raters":
+        ms = dict(
+            msr=ve + k * vt, msc=ve + n * vr, mse=ve, msw=ve + vr,
+            df_r=n - 1, df_c=k - 1, df_e=(n - 1) * (k - 1), df_w=n * (k - 1),
+        )  # fmt: skip
+        return ms, float(k)
     per_target = np.bincount(r.target, minlength=n)
     k_bar = len(per_target) / (1.0 / per_target).sum()
-    vt, vr, ve = reml_components(r.target, r.rater, r.value, n, k)
     vt1, _, vw = reml_components(r.target, None, r.value, n, k)
     ms = dict(
         msr=ve + k_bar * vt, msc=ve + n * vr, mse=ve, msw=vw,
@@ -242,6 +253,7 @@ def icc(
     *,
     confidence: float = 0.95,
     method: Method = "auto",
+    k: KRule = "harmonic",
 ) -> pd.DataFrame:
     """Intraclass correlation coefficients: all six Shrout-Fleiss forms, with F tests and CIs.
 
@@ -266,10 +278,18 @@ def icc(
         One row per form: ``estimator`` (Shrout-Fleiss name: ICC1, ICC2, ICC3, ICC1k, ICC2k,
         ICC3k), ``mcgraw_wong`` (McGraw-Wong name), ``description``, ``estimate``,
         ``ci_low``, ``ci_high``, ``statistic`` (F for H0: ICC = 0), ``df1``, ``df2``,
-        ``p_value``, ``k`` (ratings averaged: 1, or k for the mean forms; the harmonic mean of
-        ratings per target under REML), ``method`` (how the variance components were
+        ``p_value``, ``k`` (ratings averaged: 1, or k for the mean forms; under REML the
+        harmonic mean of ratings per target, or the number of raters with ``k="raters"``),
+        ``method`` (how the variance components were
         estimated), ``ci_method``, ``n_targets``, ``n_raters``, ``n_ratings`` (used) and
         ``n_dropped`` (rows not used: missing ratings, plus targets dropped by ANOVA).
+
+    Raises
+    ------
+    DataError
+        Fewer than 2 targets or raters; under REML, ratings that cannot identify the crossed
+        model, such as one rating per target (lme4's checks, see
+        :func:`hce.stats.formula.check_identifiable`).
 
     Notes
     -----
@@ -286,14 +306,32 @@ def icc(
     ``psych::ICC`` and ``pingouin.intraclass_corr``.
 
     Incomplete designs (a failed attempt, a skipped item) are fitted by REML: the crossed
-    model ``rating = mu + target + rater + error`` gives variances s2_t, s2_r, s2_e and the
-    one-way model gives s2_t1, s2_w; ICC(A,1) = s2_t / (s2_t + s2_r + s2_e), ICC(C,1) =
-    s2_t / (s2_t + s2_e), ICC(1) = s2_t1 / (s2_t1 + s2_w), and the mean forms use k = the
-    harmonic mean of ratings per target. Tests and intervals apply the formulas above to
-    pseudo mean squares MSR = s2_e + k s2_t, MSC = s2_e + n s2_r, MSE = s2_e,
-    MSW = s2_w with the design's actual degrees of freedom: exact in a complete design, an
-    approximation otherwise (its coverage is checked by simulation in the test suite).
-    REML truncates negative variances at zero, so an ICC below zero is reported as 0.
+    model ``rating = mu + target + rater + error`` gives variances s2_t, s2_r, s2_e, and the
+    one-way model ``rating = mu + target + error`` gives s2_t1, s2_w. Tests and intervals apply
+    the formulas above to pseudo mean squares MSR = s2_e + k s2_t, MSC = s2_e + n s2_r,
+    MSE = s2_e: exact in a complete design, an approximation otherwise (its coverage is
+    checked by simulation in the test suite). REML truncates negative variances at zero, so
+    an ICC below zero is reported as 0. Two conventions differ in which model gives ICC1 and
+    which k the mean forms use (in R, ``d`` holds the long ratings and ``wide`` the targets x
+    raters matrix with NA for a missing rating):
+
+    ``k="harmonic"`` (default): k = the harmonic mean of ratings per target; MSW = s2_w,
+    MSR of the ICC1 rows = s2_w + k s2_t1; the degrees of freedom of the data (N - n for MSW
+    and N - n - k + 1 for MSE, with N ratings).
+
+    - ICC1 = s2_t1 / (s2_t1 + s2_w), ICC1k = k s2_t1 / (k s2_t1 + s2_w), from
+      ``lme4::lmer(rating ~ 1 + (1 | target), d)``;
+    - ICC2 = s2_t / (s2_t + s2_r + s2_e), ICC3 = s2_t / (s2_t + s2_e), ICC2k = k s2_t /
+      (k s2_t + s2_r + s2_e), ICC3k = k s2_t / (k s2_t + s2_e), from
+      ``lme4::lmer(rating ~ 1 + (1 | target) + (1 | rater), d)``. ICC2 and ICC3 equal
+      psych's; the mean forms and ICC1 do not.
+
+    ``k="raters"``: R psych 2.2.9's ``psych::ICC(wide, lmer = TRUE)``, all six forms, F tests
+    and bounds: every form from the crossed fit, k = the number of raters, MSW = s2_e + s2_r,
+    and the degrees of freedom of the complete n x k design. So ICC1 = (k s2_t - s2_r) /
+    (k s2_t + k s2_e + (k - 1) s2_r), ICC1k = (k s2_t - s2_r) / (k s2_t + s2_e), and the
+    mean forms describe the mean of k ratings although most targets have fewer: a reviewer
+    who checks in R gets these numbers.
 
     References
     ----------
@@ -325,6 +363,8 @@ def icc(
     """
     check_confidence(confidence)
     check_choice("method", method, ["auto", "anova", "reml"])
+    check_choice("k", k, ["harmonic", "raters"])
+    k_rule = k
     r = long_ratings(data, targets, raters, ratings)
     if r.n_raters < 2 or r.n_targets < 2:
         raise DataError(
@@ -353,15 +393,25 @@ def icc(
         label, ci_label = "ANOVA mean squares", EXACT_CI
         n_used = y.size
     else:
-        ms, k = reml_mean_squares(r)
+        # the crossed model rating ~ 1 + (1 | target) + (1 | rater) must be identifiable
+        check_identifiable(
+            [(f"(1 | {targets})", targets, r.target, r.n_targets, 1),
+             (f"(1 | {raters})", raters, r.rater, r.n_raters, 1)],
+            len(r.value),
+        )  # fmt: skip
+        ms, k = reml_mean_squares(r, k_rule)
         n = r.n_targets
         label = "REML variance components"
         # equal to the exact intervals only when the design is complete and no variance
         # component is truncated at zero
-        ci_label = "F approximation at REML components (harmonic-mean k)"
+        ci_label = (
+            "F approximation at REML components (harmonic-mean k)"
+            if k_rule == "harmonic"
+            else "F approximation at REML components (k = raters, psych::ICC(lmer=TRUE))"
+        )
         n_used = len(r.value)
     rows = icc_core(ms, n, k, confidence)
-    if method == "reml":
+    if method == "reml" and k_rule == "harmonic":
         _oneway_rows(rows, ms, k, confidence)
     n_count = counts(n, r.n_raters, n_used, r.n_missing + len(r.value) - n_used)
     out = pd.DataFrame(
@@ -392,6 +442,7 @@ def icc_groups(
     between: Literal["means", "pooled"] = "means",
     confidence: float = 0.95,
     method: Method = "auto",
+    k: KRule = "harmonic",
 ) -> pd.DataFrame:
     """ICCs within each rater group and between every pair of groups.
 
@@ -411,6 +462,8 @@ def icc_groups(
     confidence : float, default 0.95
         Confidence level of the intervals.
     method : {"auto", "anova", "reml"}, default "auto"
+        As in :func:`icc`.
+    k : {"harmonic", "raters"}, default "harmonic"
         As in :func:`icc`.
 
     Returns
@@ -452,15 +505,15 @@ def icc_groups(
     parts = []
     for name in names:
         part = icc(data[data[groups] == name], targets, raters, ratings,
-                   confidence=confidence, method=method)  # fmt: skip
+                   confidence=confidence, method=method, k=k)  # fmt: skip
         parts.append(part.assign(comparison="within", group=str(name)))
     for a, b in itertools.combinations(names, 2):
         pair = data[data[groups].isin([a, b])]
         if between == "means":
             pair = pair.groupby([targets, groups], as_index=False, sort=False)[ratings].mean()
-            part = icc(pair, targets, groups, ratings, confidence=confidence, method=method)
+            part = icc(pair, targets, groups, ratings, confidence=confidence, method=method, k=k)
         else:
-            part = icc(pair, targets, raters, ratings, confidence=confidence, method=method)
+            part = icc(pair, targets, raters, ratings, confidence=confidence, method=method, k=k)
         parts.append(part.assign(comparison="between", group=f"{a} vs {b}"))
     out = pd.concat(parts, ignore_index=True)
     return out[["comparison", "group", *COLUMNS]]

@@ -1,0 +1,174 @@
+"""A condition is its settings: each logged attempt carries a fingerprint of what made it.
+
+Attempt ids hash experiment, item, condition id and attempt number, so a condition whose
+temperature or model changed under the same ``id`` would resume into the old one: a log
+with 30 rows at 0.7 and 60 at 1.0 under one ``condition_id``, pooled by every analysis.
+Every row therefore carries ``settings_hash``: a digest of the condition's model, prompt
+(the rendered template with its rubric, few-shot examples or behaviour spec), sampling
+settings (temperature, max_tokens, top_p, seed, logprobs, top_logprobs) and endpoint (its
+name and provider kind; not its address, so a local server on a new port is the same
+judge). :func:`check_resume` compares a log with the design before any call and stops
+naming the condition and the field that changed; :func:`set_aside_changed`
+(``--new-settings``) instead moves the changed conditions' old rows to
+``<log>.superseded.jsonl`` so they start afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hce.collect.design import Condition, Design
+from hce.collect.failed import set_aside
+from hce.collect.prompts import render
+from hce.errors import CollectError
+from hce.log import TruncatedLogWarning, read_log
+
+# Settings that are log columns of their own, compared one by one to name what changed.
+COMPARED = ("model", "prompt_id", "endpoint", "temperature", "max_tokens", "top_p", "seed")
+_PROBE = {"ground_truth": "\x00", "narrative": "\x00", "candidate": "\x00"}  # stands for any item
+
+
+def settings_of(cond: Condition, design: Design) -> dict[str, Any]:
+    """The settings that make a condition, as plain values (the prompt as a digest of its template)."""
+    if cond.prompt_id == "BOOL":
+        probe = render("BOOL", behavior=cond.behavior, case=_PROBE)
+    elif cond.prompt_id == "SYNTH":
+        probe = render("SYNTH", rubric=design.rubric, target_total=0)
+    else:
+        probe = render(cond.prompt_id, rubric=design.rubric, transcript="\x00")
+    prompt = hashlib.sha256(json.dumps(probe, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    return {
+        "model": cond.model, "prompt_id": cond.prompt_id, "prompt": prompt, "endpoint": cond.endpoint,
+        "kind": design.endpoint_of(cond).kind, "temperature": cond.temperature, "max_tokens": cond.max_tokens,
+        "top_p": cond.top_p, "seed": cond.seed, "logprobs": cond.logprobs, "top_logprobs": cond.top_logprobs,
+    }  # fmt: skip
+
+
+def settings_hash(cond: Condition, design: Design) -> str:
+    """The fingerprint logged with each attempt of ``cond`` (16 hex digits).
+
+    Examples
+    --------
+    >>> from hce.collect.design import load_design
+    >>> spec = {"conditions": [{"prompt": "P1.2", "model": "gpt-4o"}], "items": [{"id": "T1", "text": "Hi."}]}
+    >>> a = load_design(spec)
+    >>> b = load_design({**spec, "defaults": {"temperature": 1.0}})
+    >>> settings_hash(a.conditions[0], a) == settings_hash(b.conditions[0], b)
+    False
+    """
+    known = design.fingerprints.get(cond.id)
+    if known is None:  # rendering the prompt costs ~0.1 ms: once per condition, not per logged row
+        text = json.dumps(settings_of(cond, design), sort_keys=True)
+        known = design.fingerprints[cond.id] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return known
+
+
+@dataclass(frozen=True)
+class Change:
+    """A condition whose logged rows were made with other settings than the design's now."""
+
+    condition_id: str
+    field: str
+    logged: Any
+    now: Any
+    rows: int
+
+    def __str__(self) -> str:
+        return (f"condition {self.condition_id!r} has {self.rows} logged attempts made with {self.field} {self.logged}, "
+                f"but the design now says {self.field} {self.now}")  # fmt: skip
+
+
+def changed_settings(design: Design, log: str | os.PathLike) -> list[Change]:
+    """Conditions of ``design`` whose rows in ``log`` were made with other settings (see the module notes)."""
+    path = Path(log)
+    if not path.is_file() or path.stat().st_size == 0:
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TruncatedLogWarning)  # the writer sets a torn last line aside
+        frame = read_log(path)
+    if frame.empty:
+        return []
+    frame = frame[frame["experiment_id"].astype(str) == design.experiment_id]
+    changes = []
+    for cond in design.conditions:
+        rows = frame[frame["condition_id"].astype(str) == cond.id]
+        change = _change(cond, design, rows) if len(rows) else None
+        if change is not None:
+            changes.append(change)
+    return changes
+
+
+def _change(cond: Condition, design: Design, rows: pd.DataFrame) -> Change | None:
+    now = settings_of(cond, design)
+    for name in COMPARED:
+        if name not in rows:
+            continue
+        logged = list(rows[name].dropna().unique())
+        if name in ("temperature", "top_p", "max_tokens", "seed"):
+            changed = [v for v in logged if now[name] is None or float(v) != float(now[name])]
+            changed += ["empty"] if now[name] is not None and rows[name].isna().any() else []
+        else:
+            changed = [v for v in logged if str(v) != str(now[name])]
+        if changed:
+            return Change(cond.id, name, changed[0], "empty" if now[name] is None else now[name], len(rows))
+    if "settings_hash" in rows:
+        if set(rows["settings_hash"].dropna().astype(str)) - {settings_hash(cond, design)}:
+            return Change(cond.id, "prompt template, rubric, logprobs or endpoint kind", "other", "these", len(rows))
+    return None
+
+
+def check_resume(design: Design, log: str | os.PathLike) -> None:
+    """Stop, before any call, when ``log`` holds rows of a condition made with other settings.
+
+    Raises
+    ------
+    CollectError
+        Naming the log, the condition, the changed field (old and new value) and the ways
+        out: a new condition ``id`` (its attempts then start afresh), ``--new-settings``
+        (``new_settings=True``: the old rows move to ``<log>.superseded.jsonl``), or
+        another log.
+    """
+    changes = changed_settings(design, log)
+    if changes:
+        raise CollectError(
+            f"{log}: {changes[0]}; resuming would pool two conditions under one id. A condition is its settings: "
+            "give the changed condition a new id (its attempts then start afresh beside the old ones), run with "
+            f"--new-settings to move its old rows to {superseded_path(log).name} and start it afresh, or write to a "
+            "new --log. Nothing was sent."
+        )
+
+
+def superseded_path(log: str | os.PathLike) -> Path:
+    """Where ``--new-settings`` keeps the rows of changed conditions: ``<log>.superseded.jsonl``."""
+    log = Path(log)
+    return log.with_name(log.name + ".superseded.jsonl")
+
+
+def set_aside_changed(design: Design, log: str | os.PathLike) -> list[Change]:
+    """Move the rows of conditions whose settings changed to :func:`superseded_path`; the changes moved.
+
+    The conditions then start afresh in ``log`` with their current settings; their old
+    rows stay whole, crash-safely, in the sidecar (:func:`hce.collect.failed.set_aside`).
+    """
+    changes = changed_settings(design, log)
+    ids = {c.condition_id for c in changes}
+
+    def chosen(line: bytes) -> bool:
+        try:
+            record = json.loads(line)
+        except ValueError:  # a torn last line stays for the log writer
+            return False
+        return (isinstance(record, dict) and str(record.get("experiment_id")) == design.experiment_id
+                and str(record.get("condition_id")) in ids)  # fmt: skip
+
+    if changes:
+        set_aside(log, chosen, superseded_path(log))
+    return changes
