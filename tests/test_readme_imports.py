@@ -13,8 +13,6 @@ import re
 import warnings
 from pathlib import Path
 
-import pytest
-
 import hce
 
 README = Path(__file__).resolve().parents[1] / "README.md"
