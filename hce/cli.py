@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,16 +55,36 @@ def log_schema() -> None:
 
 
 @log_app.command("validate")
-def log_validate(path: Path = typer.Argument(..., help="A .jsonl, .csv or .parquet attempt log.")) -> None:
-    """Check a log against the schema; report attempts, items, conditions and errors."""
-    with reported():
+def log_validate(
+    path: Path = typer.Argument(..., help="A .jsonl, .csv or .parquet attempt log."),
+    allow_torn: bool = typer.Option(
+        False, "--allow-torn", help="Accept a torn (incomplete) last JSONL line, as left by a run stopped mid-write."
+    ),
+) -> None:
+    """Check a log against the schema; report attempts, items, conditions and errors.
+
+    Exits 2 when the file breaks the schema, 1 when it holds no attempts or (without
+    ``--allow-torn``) ends in a torn line, 0 when it is valid.
+    """
+    with reported(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         log = hce.read_log(path)
+    torn = [w for w in caught if issubclass(w.category, hce.log.TruncatedLogWarning)]
+    for w in caught:
+        if w not in torn or allow_torn:
+            console.print(f"[yellow]note:[/yellow] {w.message}", highlight=False)
+    if torn and not allow_torn:
+        console.print(f"[red]invalid:[/red] {torn[0].message} (pass --allow-torn to accept it)", highlight=False)
+        raise typer.Exit(code=1)
     conditions = log["condition_id"].nunique() if "condition_id" in log else 0
-    console.print(
-        f"{path}: valid; {len(log):,} attempts, {log['item_id'].nunique():,} items, "
-        f"{conditions:,} conditions, {int(log['error_flag'].sum()):,} flagged errors",
-        highlight=False,
+    counts = (
+        f"{len(log):,} attempts, {log['item_id'].nunique():,} items, "
+        f"{conditions:,} conditions, {int(log['error_flag'].sum()):,} flagged errors"
     )
+    if log.empty:
+        console.print(f"[red]invalid:[/red] {path}: {counts}; an empty log has nothing to analyse", highlight=False)
+        raise typer.Exit(code=1)
+    console.print(f"{path}: valid; {counts}", highlight=False)
 
 
 @log_app.command("convert")
@@ -91,6 +112,9 @@ def rubric_validate(path: Path = typer.Argument(..., help="A rubric YAML file.")
         rubric = hce.load_rubric(path)
     low, high = rubric.total_range
     console.print(f"{path}: valid; {len(rubric.categories)} categories, total {low}-{high}", highlight=False)
+    for category in rubric.categories:
+        if len(category.scores) != category.max_score - category.min_score + 1:
+            console.print(f"note: {category.name} scores only {list(category.scores)} (allow_gaps); others are flagged", highlight=False)
 
 
 @rubric_app.command("behavior")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,7 +24,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from hce.errors import LogFormatError
+from hce._checks import plain
+from hce.errors import HceWarning, LogFormatError
 
 Format = Literal["jsonl", "csv", "parquet"]
 
@@ -104,6 +106,15 @@ class TruncatedLogWarning(UserWarning):
     """The last JSONL line is incomplete: a run crashed mid-write; complete lines were read."""
 
 
+class LogValueWarning(HceWarning):
+    """A column no statistic reads (``timestamp``) holds values of the wrong type; kept as text."""
+
+
+# Columns no statistic reads: a bad value there is reported and the column kept as text,
+# so an Excel-reformatted timestamp never blocks an analysis.
+_DESCRIPTIVE = frozenset({"timestamp"})
+
+
 def schema_table() -> pd.DataFrame:
     """The attempt-log schema as a table (column, dtype, required, description).
 
@@ -181,6 +192,15 @@ def validate_log(data: pd.DataFrame, *, source: str = "log", row_labels: Sequenc
         column = COLUMNS.get(name)
         if column is not None:
             out[name] = _convert(out[name], column, lambda pos, value, c=column: _bad(source, where(pos), c, value))
+        else:
+            _check_finite(out[name], lambda pos, value, n=name: _bad(source, where(pos), Column(n, "float", ""), value))
+    low = (out["attempt"] < 1).fillna(False).to_numpy(dtype=bool)
+    if low.any():
+        position = int(np.flatnonzero(low)[0])
+        raise LogFormatError(
+            f"{source}: {where(position)}, column 'attempt': expected a whole number >= 1 (attempts count from 1), "
+            f"got {plain(out['attempt'].iloc[position])!r}"
+        )
     ids = out["attempt_id"]
     if ids.isna().any():
         raise LogFormatError(f"{source}: {where(int(np.flatnonzero(ids.isna())[0]))}, column 'attempt_id': missing")
@@ -197,15 +217,37 @@ def validate_log(data: pd.DataFrame, *, source: str = "log", row_labels: Sequenc
 
 
 def _bad(source: str, where: str, column: Column, value: Any) -> LogFormatError:
-    shown = repr(value.item() if isinstance(value, np.generic) else value)
+    shown = repr(plain(value))
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return LogFormatError(f"{source}: {where}, column {column.name!r}: expected {_EXPECTED[column.dtype]}, got {shown}")
+    expected = _EXPECTED[column.dtype]
+    if column.dtype in ("int", "float") and _reads_as_non_finite(value):
+        expected = "a finite number (leave the cell empty, or null, for a missing value)"
+    return LogFormatError(f"{source}: {where}, column {column.name!r}: expected {expected}, got {shown}")
+
+
+def _reads_as_non_finite(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        return not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _check_finite(series: pd.Series, bad) -> None:
+    """Columns outside the schema (criterion scores) may hold anything but infinity."""
+    if pd.api.types.is_float_dtype(series):
+        infinite = np.isinf(series.to_numpy(dtype=float, na_value=np.nan))
+        if infinite.any():
+            raise _first_bad(infinite, series, bad)
 
 
 def _convert(series: pd.Series, column: Column, bad) -> pd.Series:
     target = _PANDAS_DTYPES[column.dtype]
     if str(series.dtype) == target:
+        if column.dtype == "float":
+            _check_finite(series, bad)
         return series  # fast path: Parquet and already-validated frames
     missing = series.isna().to_numpy()
     if column.dtype == "json_repeated":
@@ -217,7 +259,7 @@ def _convert(series: pd.Series, column: Column, bad) -> pd.Series:
     if column.dtype in ("str", "json"):
         return _to_text(series, column, missing, bad)
     if column.dtype == "datetime":
-        return _to_datetime(series, missing, bad)
+        return _to_datetime(series, column, missing, bad)
     if column.dtype in ("bool", "bool!"):
         return _to_bool(series, column, missing, bad)
     return _to_number(series, column, missing, bad)
@@ -245,11 +287,25 @@ def _to_text(series: pd.Series, column: Column, missing: np.ndarray, bad) -> pd.
     return pd.Series(out, index=series.index, dtype="str")
 
 
-def _to_datetime(series: pd.Series, missing: np.ndarray, bad) -> pd.Series:
-    parsed = pd.to_datetime(series, utc=True, errors="coerce", format="ISO8601")
+def _to_datetime(series: pd.Series, column: Column, missing: np.ndarray, bad) -> pd.Series:
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        # Spreadsheet serial days or epoch numbers: no unit to read them by.
+        parsed = pd.Series(pd.NaT, index=series.index, dtype="datetime64[us, UTC]")
+    else:
+        parsed = pd.to_datetime(series, utc=True, errors="coerce", format="ISO8601")
     failed = parsed.isna().to_numpy() & ~missing
     if failed.any():
-        raise _first_bad(failed, series, bad)
+        error = _first_bad(failed, series, bad)
+        if column.name not in _DESCRIPTIVE:
+            raise error
+        warnings.warn(
+            f"{error}; {int(failed.sum()):,} value(s) of {column.name!r} are not ISO 8601 timestamps, so the column "
+            "is kept as text (no statistic reads it)",
+            LogValueWarning,
+            stacklevel=5,
+        )
+        return _to_text(series.astype(object).map(lambda v: v if isinstance(v, str) or _is_missing(v) else str(v)),
+                        Column(column.name, "str", ""), missing, bad)
     return parsed.astype("datetime64[us, UTC]")
 
 
@@ -280,6 +336,9 @@ def _to_number(series: pd.Series, column: Column, missing: np.ndarray, bad) -> p
     if failed.any():
         raise _first_bad(failed, series, bad)
     values = numbers.to_numpy(dtype=float, na_value=np.nan)
+    infinite = np.isinf(values)
+    if infinite.any():
+        raise _first_bad(infinite, series, bad)
     if column.dtype == "int":
         fractional = ~np.isnan(values) & (values != np.round(values))
         if fractional.any():
@@ -358,6 +417,31 @@ def read_log(path: str | os.PathLike, *, format: Format | None = None, columns: 
     return validate_log(frame, source=str(path), row_labels=labels)
 
 
+class _NonFinite:
+    """Placeholder for a JSON ``NaN``/``Infinity`` or an overflowing number such as ``1e400``."""
+
+    seen = 0  # how many were made: a line is searched for them only when this moved
+
+    def __init__(self, text: str):
+        self.text = text
+        _NonFinite.seen += 1
+
+
+def _checked_float(text: str) -> float | _NonFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NonFinite(text)
+
+
+def _non_finite(value: Any) -> _NonFinite | None:
+    if isinstance(value, _NonFinite):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return next((found for v in value if (found := _non_finite(v)) is not None), None)
+    return None
+
+
 def _read_jsonl_records(path: Path) -> tuple[list[dict], list[str]]:
     records: list[dict] = []
     labels: list[str] = []
@@ -369,8 +453,10 @@ def _read_jsonl_records(path: Path) -> tuple[list[dict], list[str]]:
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        before = _NonFinite.seen
         try:
-            record = json.loads(raw)
+            # Python's json reads NaN, Infinity and 1e400 (as inf); a log holds finite numbers or null.
+            record = json.loads(raw, parse_constant=_NonFinite, parse_float=_checked_float)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             if number - 1 == last_index and not ends_clean:
                 warnings.warn(
@@ -383,18 +469,52 @@ def _read_jsonl_records(path: Path) -> tuple[list[dict], list[str]]:
             raise LogFormatError(f"{path}: line {number} is not valid JSON ({exc})") from None
         if not isinstance(record, dict):
             raise LogFormatError(f"{path}: line {number}: expected a JSON object, got {type(record).__name__}")
+        for key, value in record.items() if _NonFinite.seen != before else ():
+            if (found := _non_finite(value)) is not None:
+                raise LogFormatError(
+                    f"{path}: line {number}, column {key!r}: expected a finite number, got {found.text}; "
+                    "write null for a missing value"
+                )
         records.append(record)
         labels.append(f"line {number}")
     return records, labels
 
 
 def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    header = pd.read_csv(path, nrows=0).columns
-    text_columns = {name: "str" for name in header if name in COLUMNS}
+    expected = "expected a UTF-8 CSV file with a header line of column names"
     try:
-        frame = pd.read_csv(path, dtype=text_columns, keep_default_na=False, na_values={name: [""] for name in header})
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from None
+        with open(path, "rb") as f:
+            header_line = f.readline().decode("utf-8-sig")
+        sep = ";" if header_line.count(";") > header_line.count(",") else ","
+        header = pd.read_csv(path, nrows=0, sep=sep, encoding="utf-8-sig").columns
+        text_columns = {name: "str" for name in header if name in COLUMNS}
+        frame = pd.read_csv(
+            path,
+            sep=sep,
+            # European spreadsheets write "3,5" when they separate fields with ";".
+            decimal="," if sep == ";" else ".",
+            encoding="utf-8-sig",
+            dtype=text_columns,
+            keep_default_na=False,
+            na_values={name: [""] for name in header},
+        )
+    except pd.errors.EmptyDataError:
+        raise LogFormatError(f"{path}: the file is empty; {expected}") from None
+    except UnicodeDecodeError as exc:
+        raise LogFormatError(
+            f"{path}: byte offset {exc.start} ({exc.object[exc.start:exc.end]!r}) is not UTF-8 text; {expected} "
+            "(is it a binary file, or saved in another encoding? re-save it as UTF-8)"
+        ) from None
+    except pd.errors.ParserError as exc:
+        hint = "" if sep == ";" else (
+            "; values holding ',' must be quoted, and a file whose fields are separated by ';' "
+            "(with decimal commas) is read as such when its header line uses ';'"
+        )
+        raise LogFormatError(f"{path}: not a readable CSV file ({' '.join(str(exc).split())}){hint}") from None
+    if sep == ";":
+        for name in text_columns:
+            if COLUMNS[name].dtype == "float":
+                frame[name] = frame[name].str.replace(r"^(-?\d+),(\d+)$", r"\1.\2", regex=True)
     # Data row r sits on file line r + 2 (line 1 is the header).
     return frame, [f"row {i + 1} (line {i + 2})" for i in range(len(frame))]
 
@@ -402,14 +522,14 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
 def _read_parquet(path: Path, columns: Sequence[str] | None) -> tuple[pd.DataFrame, list[str] | None]:
     import pyarrow.parquet as pq
 
-    names = pq.read_schema(path).names
-    repeated = [c.name for c in SCHEMA if c.dtype == "json_repeated" and c.name in names]
     try:
+        names = pq.read_schema(path).names
+        repeated = [c.name for c in SCHEMA if c.dtype == "json_repeated" and c.name in names]
         table = pq.read_table(
             path, columns=None if columns is None else [c for c in columns if c in names], read_dictionary=repeated
         )
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
-        raise LogFormatError(f"{path}: not a readable Parquet file ({exc})") from None
+        raise LogFormatError(f"{path}: not a readable Parquet file ({exc}); expected a Parquet attempt log") from None
     return table.to_pandas(), None
 
 
@@ -561,7 +681,13 @@ def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
 # --- the long view -----------------------------------------------------------------------
 
 
-def to_long(log: pd.DataFrame, criteria: Sequence[str] | None = None, *, include_total: bool = True) -> pd.DataFrame:
+def to_long(
+    log: pd.DataFrame,
+    criteria: Sequence[str] | None = None,
+    *,
+    rubric: Any = None,
+    include_total: bool = True,
+) -> pd.DataFrame:
     """One row per attempt x criterion: the shape the statistics work on.
 
     Parameters
@@ -569,7 +695,13 @@ def to_long(log: pd.DataFrame, criteria: Sequence[str] | None = None, *, include
     log : DataFrame
         An attempt log.
     criteria : list of str, optional
-        Score columns to stack. Default: the Rubric v5.0 criteria present in the log.
+        Score columns to stack (``[]``: only ``total``). Default: the criteria of
+        ``rubric``; without one, the Rubric v5.0 criteria when the log has all five, or
+        ``total`` alone when the log has no numeric column outside the schema. Any other
+        log is refused rather than guessed at: name its criteria.
+    rubric : Rubric or str or path, optional
+        The rubric the log was judged with (a :class:`~hce.rubric.Rubric`, a packaged
+        name or a YAML file); its criteria must all be columns of the log.
     include_total : bool
         Also stack ``total`` (as criterion ``"total"``) when present.
 
@@ -579,21 +711,24 @@ def to_long(log: pd.DataFrame, criteria: Sequence[str] | None = None, *, include
         The id columns present (``attempt_id, experiment_id, item_id, condition_id,
         prompt_id, model, attempt``), ``error_flag``, ``criterion`` and ``score`` (float).
 
+    Raises
+    ------
+    LogFormatError
+        A named criterion is not a column, or the criteria cannot be told from the log.
+
     Examples
     --------
     >>> import pandas as pd, hce.log
     >>> log = pd.DataFrame({"attempt_id": ["a"], "item_id": ["T1"], "attempt": [1],
-    ...                     "clarity_of_language": [3], "lexical_diversity": [2], "total": [5]})
-    >>> hce.log.to_long(log)[["criterion", "score"]]
-                 criterion  score
-    0  clarity_of_language    3.0
-    1    lexical_diversity    2.0
-    2                total    5.0
+    ...                     "accuracy": [3], "tone": [2], "total": [5]})
+    >>> hce.log.to_long(log, ["accuracy", "tone"])[["criterion", "score"]]
+      criterion  score
+    0  accuracy    3.0
+    1      tone    2.0
+    2     total    5.0
     """
     if criteria is None:
-        from hce.rubric import load_rubric
-
-        criteria = [c for c in load_rubric("v5").criteria if c in log.columns]
+        criteria = _criteria_of(log, rubric)
     missing = [c for c in criteria if c not in log.columns]
     if missing:
         raise LogFormatError(f"log has no criterion column(s) {missing}; columns present: {list(log.columns)}")
@@ -610,3 +745,24 @@ def to_long(log: pd.DataFrame, criteria: Sequence[str] | None = None, *, include
     out["score"] = np.concatenate([pd.to_numeric(log[c]).to_numpy(dtype=float, na_value=np.nan) for c in stacked])
     order = np.argsort(np.tile(np.arange(n), len(stacked)), kind="stable")
     return out.iloc[order].reset_index(drop=True)
+
+
+def _criteria_of(log: pd.DataFrame, rubric: Any) -> list[str]:
+    """The log's criterion columns, from its rubric or its columns; never a guess."""
+    from hce.rubric import Rubric, load_rubric
+
+    if rubric is not None:
+        return list((rubric if isinstance(rubric, Rubric) else load_rubric(rubric)).criteria)
+    v5 = load_rubric("v5").criteria
+    if all(c in log.columns for c in v5):
+        return list(v5)
+    numeric = [
+        c for c in log.columns
+        if c not in COLUMNS and pd.api.types.is_numeric_dtype(log[c]) and not pd.api.types.is_bool_dtype(log[c])
+    ]
+    if numeric:
+        raise LogFormatError(
+            f"cannot tell which columns of the log are criterion scores: numeric columns outside the schema {numeric}; "
+            "pass criteria=[...] naming them (criteria=[] stacks only 'total'), or rubric= the log was judged with"
+        )
+    return []

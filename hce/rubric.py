@@ -42,6 +42,11 @@ class Category:
     levels: tuple[Level, ...]
 
     @property
+    def scores(self) -> tuple[int, ...]:
+        """The scores a judge may give, ascending (a scale with ``allow_gaps`` skips some)."""
+        return tuple(level.score for level in self.levels)
+
+    @property
     def min_score(self) -> int:
         return min(level.score for level in self.levels)
 
@@ -81,6 +86,14 @@ class Rubric:
             sum(c.min_score for c in self.categories),
             sum(c.max_score for c in self.categories),
         )
+
+    @property
+    def total_levels(self) -> tuple[int, ...]:
+        """Every total the categories' scores can add up to, ascending."""
+        totals = {0}
+        for category in self.categories:
+            totals = {t + s for t in totals for s in category.scores}
+        return tuple(sorted(totals))
 
     def category(self, key: str) -> Category:
         """Category by id or display name."""
@@ -247,7 +260,9 @@ def load_rubric(source: str | Path = "v5") -> Rubric:
         ``"v5"`` for the Patient Health Communication Rubric v5.0, or the path of a YAML
         file with ``name`` and ``categories``; each category has ``name``, optional ``id``
         (snake_case of the name by default) and ``levels``, each level ``score`` (integer),
-        ``label``, ``descriptor`` and optional ``example``.
+        ``label``, ``descriptor`` and optional ``example``. A category's scores must be
+        consecutive (1, 2, 3, 4, 5; not 1, 2, 4, 5 or only 1 and 5) unless the rubric sets
+        ``allow_gaps: true``; then judge scores in a gap are flagged by the reply parser.
 
     Returns
     -------
@@ -280,6 +295,7 @@ def _packaged_rubric(name: str) -> Rubric:
 
 def _parse_rubric(name: str, doc: Any) -> Rubric:
     top = _Fields(name, doc)
+    allow_gaps = top.boolean("allow_gaps") if "allow_gaps" in top.mapping else False
     categories = []
     for cat in top.items("categories"):
         cat_name = cat.text("name")
@@ -299,6 +315,14 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
         scores = [level.score for level in levels]
         if len(set(scores)) != len(scores):
             cat.fail("levels", "distinct scores", scores)
+        gaps = sorted(set(range(min(scores), max(scores) + 1)) - set(scores))
+        if gaps and not allow_gaps:
+            cat.fail(
+                "levels",
+                f"consecutive scores (missing {gaps}); if the gap is intended, set 'allow_gaps: true' at the top "
+                "of the rubric, and judge scores in the gap will be flagged",
+                sorted(scores),
+            )
         categories.append(Category(cat_id, cat_name, tuple(sorted(levels, key=lambda lv: lv.score))))
     ids = [c.id for c in categories]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})

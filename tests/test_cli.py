@@ -35,6 +35,37 @@ def test_errors_exit_2_with_message(tmp_path):
     assert "missing required column(s) ['item_id']" in result.output
 
 
+def test_log_validate_refuses_empty_and_torn_logs(tmp_path):
+    # Issue 18: an empty or torn-only log was "valid" with exit 0.
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = runner.invoke(app, ["log", "validate", str(empty)])
+    assert result.exit_code == 1 and "0 attempts" in result.output and "valid;" not in result.output
+    torn_only = tmp_path / "torn_only.jsonl"
+    torn_only.write_text('{"attempt_id": "a", "item_id": "T1", "att')
+    result = runner.invoke(app, ["log", "validate", str(torn_only)])
+    assert result.exit_code == 1 and "line 1 is incomplete" in result.output and "--allow-torn" in result.output
+    result = runner.invoke(app, ["log", "validate", "--allow-torn", str(torn_only)])
+    assert result.exit_code == 1 and "0 attempts" in result.output
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('{"attempt_id": "a", "item_id": "T1", "attempt": 1}\n{"attempt_id": "b", "item_id": "T1", "att')
+    result = runner.invoke(app, ["log", "validate", str(torn)])
+    assert result.exit_code == 1 and "line 2 is incomplete" in result.output
+    result = runner.invoke(app, ["log", "validate", "--allow-torn", str(torn)])
+    assert result.exit_code == 0 and "valid; 1 attempts" in result.output and "line 2 is incomplete" in result.output
+
+
+def test_log_validate_refuses_non_finite_and_binary_files(tmp_path):
+    nan = tmp_path / "nan.jsonl"
+    nan.write_text('{"attempt_id": "a", "item_id": "T1", "attempt": 1, "total": NaN}\n')
+    result = runner.invoke(app, ["log", "validate", str(nan)])
+    assert result.exit_code == 2 and "line 1, column 'total': expected a finite number, got NaN" in result.output
+    binary = tmp_path / "log.parquet"
+    binary.write_bytes(b"\x00\x01garbage")
+    result = runner.invoke(app, ["log", "validate", str(binary)])
+    assert result.exit_code == 2 and "not a readable Parquet file" in result.output and "Traceback" not in result.output
+
+
 def test_rubric_commands():
     result = runner.invoke(app, ["rubric", "show", "v5"])
     assert result.exit_code == 0 and "Criterion 3: Conciseness and Completeness" in result.output

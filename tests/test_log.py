@@ -1,12 +1,13 @@
 import json
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import hce
 from hce.errors import LogFormatError
-from hce.log import SCHEMA, LogWriter, TruncatedLogWarning, logged_attempt_ids, make_attempt_id, to_long, validate_log
+from hce.log import SCHEMA, LogValueWarning, LogWriter, TruncatedLogWarning, logged_attempt_ids, make_attempt_id, to_long, validate_log
 
 
 def full_log(n=4) -> pd.DataFrame:
@@ -125,8 +126,27 @@ def test_jsonl_bad_line_in_the_middle_is_an_error(tmp_path):
          r"line 1, column 'total': expected a number, got True"),
         ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 1, "error_flag": "maybe"}\n',
          r"line 1, column 'error_flag': expected true or false, got 'maybe'"),
-        ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 1, "timestamp": "yesterday"}\n',
-         r"line 1, column 'timestamp': expected an ISO 8601 timestamp, got 'yesterday'"),
+        # Issue 18: non-finite numbers and impossible attempt numbers are refused at the door.
+        ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 1, "total": NaN}\n',
+         r"line 1, column 'total': expected a finite number, got NaN"),
+        ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 1, "total": 3}\n{"attempt_id": "b", "item_id": "T1", "attempt": 2, "total": Infinity}\n',
+         r"line 2, column 'total': expected a finite number, got Infinity"),
+        ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 1, "clarity_of_language": 1e400}\n',
+         r"line 1, column 'clarity_of_language': expected a finite number, got 1e400"),
+        ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 1, "latency_s": -Infinity}\n',
+         r"line 1, column 'latency_s': expected a finite number, got -Infinity"),
+        ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 0}\n',
+         r"line 1, column 'attempt': expected a whole number >= 1 .*, got 0"),
+        ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 1}\n{"attempt_id": "b", "item_id": "T1", "attempt": -3}\n',
+         r"line 2, column 'attempt': expected a whole number >= 1 .*, got -3"),
+        ("csv", "attempt_id,item_id,attempt,total\na,T1,1,inf\n",
+         r"row 1 \(line 2\), column 'total': expected a finite number .*, got 'inf'"),
+        ("csv", "attempt_id,item_id,attempt,coherence\na,T1,1,2\nb,T1,2,-inf\n",
+         r"row 2 \(line 3\), column 'coherence': expected a finite number .*, got -inf"),
+        ("csv", "", r"the file is empty; expected a UTF-8 CSV file with a header line"),
+        ("csv", "attempt_id,item_id,attempt\na,T1,1\nb,T1,2,3,4\n", r"not a readable CSV file \(.*line 3, saw 5\); values holding ',' must be quoted, and .* separated by ';'"),
+        ("parquet", "PAR1 this is not parquet", r"not a readable Parquet file .*expected a Parquet attempt log"),
+        ("parquet", "", r"not a readable Parquet file"),
         ("jsonl", '{"attempt_id": "a", "item_id": "T1", "attempt": 1}\n{"attempt_id": "a", "item_id": "T2", "attempt": 1}\n',
          r"attempt_id 'a' appears twice \(line 1 and line 2\)"),
         ("jsonl", '{"attempt_id": "a", "attempt": 1}\n', r"missing required column\(s\) \['item_id'\]"),
@@ -145,6 +165,49 @@ def test_bad_files_name_line_or_row_and_column(tmp_path, suffix, content, messag
     assert str(path) in str(info.value)
 
 
+def test_binary_csv_names_the_file_and_byte_offset(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    with pytest.raises(LogFormatError, match=r"log.csv: byte offset 0 .* is not UTF-8 text; expected a UTF-8 CSV"):
+        hce.read_log(path)
+
+
+def test_frames_with_infinity_are_refused_by_validate_log():
+    frame = pd.DataFrame({"attempt_id": ["a", "b"], "item_id": ["T1", "T1"], "attempt": [1, 2], "total": [3.0, float("inf")]})
+    with pytest.raises(LogFormatError, match=r"row 1, column 'total': expected a finite number"):
+        validate_log(frame)
+    frame = frame.assign(total=[3.0, None], score=[float("-inf"), 1.0])
+    with pytest.raises(LogFormatError, match=r"row 0, column 'score': expected a finite number"):
+        validate_log(frame)
+
+
+def test_parquet_with_infinity_is_refused(tmp_path):
+    path = tmp_path / "log.parquet"
+    pd.DataFrame({"attempt_id": ["a", "b"], "item_id": ["T1", "T1"], "attempt": [1, 2], "coherence": [2.0, -np.inf]}).to_parquet(path)
+    with pytest.raises(LogFormatError, match=r"log.parquet: row 1, column 'coherence': expected a finite number"):
+        hce.read_log(path)
+
+
+def test_semicolon_csv_with_decimal_commas_is_read(tmp_path):
+    # A log saved by a spreadsheet in a European locale: ';' between fields, ',' before decimals.
+    path = tmp_path / "excel.csv"
+    path.write_text("attempt_id;item_id;attempt;total;latency_s;coherence\na;T1;1;12;0,75;2,5\nb;T1;2;13,5;1,25;3\n", encoding="utf-8")
+    log = hce.read_log(path)
+    assert log["total"].tolist() == [12.0, 13.5]
+    assert log["latency_s"].tolist() == [0.75, 1.25]
+    assert log["coherence"].tolist() == [2.5, 3.0]
+
+
+def test_bad_timestamp_is_reported_and_kept_as_text(tmp_path):
+    # Excel rewrites ISO timestamps in the local format; no statistic reads them, so the log still loads.
+    path = tmp_path / "excel.csv"
+    path.write_text("attempt_id,item_id,attempt,timestamp,total\na,T1,1,11/21/2026 08:00,12\nb,T1,2,2026-11-21T08:00:01Z,13\n")
+    with pytest.warns(LogValueWarning, match=r"row 1 \(line 2\), column 'timestamp': expected an ISO 8601 timestamp, got '11/21/2026 08:00'.*kept as text"):
+        log = hce.read_log(path)
+    assert log["timestamp"].tolist() == ["11/21/2026 08:00", "2026-11-21T08:00:01Z"]
+    assert log["total"].tolist() == [12.0, 13.0]
+
+
 def test_unknown_format_and_missing_file(tmp_path):
     with pytest.raises(LogFormatError, match=r"cannot tell the log format from the suffix '.txt'"):
         hce.write_log(full_log(), tmp_path / "log.txt")
@@ -160,7 +223,7 @@ def test_integer_item_ids_become_text_and_error_flag_defaults_false():
 
 def test_long_view_one_row_per_attempt_and_criterion():
     log = full_log()
-    long = to_long(log)
+    long = to_long(log, ["clarity_of_language"])
     assert len(long) == 2 * len(log)  # clarity_of_language + total
     first = long[long["attempt_id"] == log.loc[0, "attempt_id"]]
     assert first[["criterion", "score"]].values.tolist() == [["clarity_of_language", 1.0], ["total", 12.0]]
@@ -169,6 +232,27 @@ def test_long_view_one_row_per_attempt_and_criterion():
     assert long["attempt"].dtype == "Int64"
     with pytest.raises(LogFormatError, match=r"no criterion column\(s\) \['nope'\]"):
         to_long(log, ["nope"])
+
+
+def test_long_view_takes_criteria_from_the_rubric_and_refuses_to_guess(tmp_path):
+    # Issue 18: on a custom-rubric log to_long returned only 'total' (it assumed Rubric v5.0).
+    log = validate_log(pd.DataFrame({"attempt_id": ["a", "b"], "item_id": ["T1", "T1"], "attempt": [1, 2],
+                                     "accuracy": [3, 4], "tone": [1, 0], "total": [4.0, 4.0]}))
+    with pytest.raises(LogFormatError, match=r"cannot tell which columns .* \['accuracy', 'tone'\]; pass criteria="):
+        to_long(log)
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text("name: R\ncategories:\n"
+                      "  - {name: Accuracy, levels: [{score: 3, label: a, descriptor: d}, {score: 4, label: b, descriptor: d}]}\n"
+                      "  - {name: Tone, levels: [{score: 0, label: a, descriptor: d}, {score: 1, label: b, descriptor: d}]}\n")
+    long = to_long(log, rubric=rubric)
+    assert long["criterion"].tolist() == ["accuracy", "tone", "total"] * 2
+    assert long["score"].tolist() == [3.0, 1.0, 4.0, 4.0, 0.0, 4.0]
+    assert to_long(log, [])["criterion"].tolist() == ["total", "total"]
+    with pytest.raises(LogFormatError, match=r"no criterion column\(s\) \['clarity_of_language'"):
+        to_long(log, rubric="v5")
+    v5 = log.assign(**{c: 2 for c in hce.load_rubric("v5").criteria})
+    assert len(to_long(v5)) == 2 * 6  # a log holding all of Rubric v5.0's criteria is a v5 log
+    assert to_long(log[["attempt_id", "item_id", "attempt", "total"]])["criterion"].tolist() == ["total", "total"]
 
 
 def test_attempt_id_is_deterministic_and_distinct():

@@ -2,8 +2,10 @@ import re
 import textwrap
 
 import pytest
+from typer.testing import CliRunner
 
 import hce
+from hce.cli import app
 from hce.errors import RubricError
 from hce.rubric import packaged_behaviors
 
@@ -118,6 +120,48 @@ def test_malformed_rubric_names_file_field_and_expectation(tmp_path, body, messa
     with pytest.raises(RubricError, match=message) as info:
         hce.load_rubric(path)
     assert str(path) in str(info.value)
+
+
+GAPPED = """
+    name: Gapped
+    {allow}categories:
+      - name: Accuracy
+        levels:
+{levels}
+      - name: Tone
+        levels:
+          - {{score: 1, label: Cold, descriptor: d}}
+          - {{score: 2, label: Warm, descriptor: d}}
+    """
+
+
+def gapped(tmp_path, scores, allow=""):
+    levels = "\n".join(f"          - {{score: {s}, label: L{s}, descriptor: d}}" for s in scores)
+    return write(tmp_path, GAPPED.format(allow=allow, levels=levels))
+
+
+@pytest.mark.parametrize(("scores", "missing"), [([1, 2, 4, 5], "[3]"), ([1, 5], "[2, 3, 4]")])
+def test_scale_with_a_gap_is_refused_unless_intended(tmp_path, scores, missing):
+    # Issue 18: levels 1, 2, 4, 5 (or only 1 and 5) passed, and a judge's 3 was logged as valid.
+    path = gapped(tmp_path, scores)
+    with pytest.raises(RubricError, match=rf"categories\[0\]\.levels': expected consecutive scores \(missing {re.escape(missing)}\); .*allow_gaps: true"):
+        hce.load_rubric(path)
+    result = CliRunner().invoke(app, ["rubric", "validate", str(path)])
+    assert result.exit_code == 2 and "allow_gaps" in result.output
+    rubric = hce.load_rubric(gapped(tmp_path, scores, allow="allow_gaps: true\n    "))
+    assert rubric.category("Accuracy").scores == tuple(scores)
+    assert rubric.total_range == (2, 7)
+    result = CliRunner().invoke(app, ["rubric", "validate", str(tmp_path / "rubric.yaml")])
+    assert result.exit_code == 0 and f"Accuracy scores only {scores}" in result.output
+
+
+def test_allow_gaps_must_be_a_boolean(tmp_path):
+    with pytest.raises(RubricError, match=r"field 'allow_gaps': expected true or false, got str 'yes please'"):
+        hce.load_rubric(gapped(tmp_path, [1, 2, 4, 5], allow="allow_gaps: yes please\n    "))
+
+
+def test_total_levels_are_the_reachable_sums():
+    assert hce.load_rubric("v5").total_levels == tuple(range(5, 21))
 
 
 def test_unknown_rubric_name():

@@ -43,6 +43,7 @@ Item metadata become extra log columns (``target_total`` next to the scores).
 from __future__ import annotations
 
 import difflib
+import io
 import json
 import os
 import re
@@ -59,6 +60,7 @@ from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT
 from hce.collect.providers import PROVIDERS, infer_kind, unsupported
 from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
+from hce.collect.transcripts import read_text_file
 from hce.errors import CollectError, HceError
 from hce.log import COLUMNS, make_attempt_id
 from hce.rubric import BehaviorSpec, Rubric, load_behavior, load_rubric
@@ -333,12 +335,12 @@ def _items(spec: Any, name: str, base: Path) -> list[Item]:
             files = sorted(path.glob("*.txt"))
             if not files:
                 raise CollectError(f"{name}: field 'items': folder {path} has no .txt files")
-            return [Item(f.stem, f.read_text(encoding="utf-8")) for f in files]
+            return [Item(f.stem, read_text_file(f)) for f in files]
         if path.suffix == ".jsonl" and path.is_file():
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = read_text_file(path).splitlines()
             spec = [json.loads(line) for line in lines if line.strip()]
         elif path.suffix == ".csv" and path.is_file():
-            spec = pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records")
+            spec = pd.read_csv(io.StringIO(read_text_file(path)), dtype=str, keep_default_na=False).to_dict("records")
         else:
             raise CollectError(f"{name}: field 'items': {path} is neither a folder of .txt files nor a .jsonl/.csv file")
     if not isinstance(spec, list) or not spec:
@@ -355,7 +357,7 @@ def _items(spec: Any, name: str, base: Path) -> list[Item]:
             file = base / entry.pop("file")
             if not file.is_file():
                 raise CollectError(f"{where}: file {file} does not exist")
-            text = file.read_text(encoding="utf-8")
+            text = read_text_file(file)
         entry.pop("file", None)
         item_id = str(entry.pop("id"))
         case = entry.pop("case", None)

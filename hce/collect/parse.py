@@ -1,8 +1,12 @@
 """Judge replies -> log columns. Parsers never raise on model output.
 
 A reply that cannot be read becomes a row with ``error_flag=True`` and a message that
-says why; scores out of range and totals that are not the sum of the categories are
-flagged with the values kept as the judge wrote them (never "fixed").
+says why. Scores are read by the rule of :mod:`hce.score_extraction` (ASCII numerals;
+``1e3`` is 1000; a range such as ``3-4`` is not a score). A flagged row holds no score:
+its criterion columns, ``total``, ``verdict`` and ``verdict_score`` are cleared, and the
+message names the values the judge wrote (out of range, off the scale's levels, a total
+that is not the sum); the whole reply stays in the log's ``response_text`` for audit.
+Nothing is ever "fixed".
 """
 
 from __future__ import annotations
@@ -13,17 +17,21 @@ from typing import Any
 
 from hce.collect.prompts import REPLY_FORMAT
 from hce.rubric import Rubric, load_rubric
+from hce.score_extraction import NUMERAL, extract_score
 
-_NUMBER = r"(-?\d+(?:\.\d+)?)"
+# A score after a label: a numeral that does not open a range ("3-4" is no score).
+_NUMBER = rf"({NUMERAL})(?!\s*(?:-|–|—|\bto\b)\s*[0-9])"
 # Decoration models add around labels and values: bullets, markdown bold/italics, headings.
 _DECOR = r"[\s>#*_\-•]*"
+# Between the separator and the value a '-' is a sign, never decoration ("Clarity: -1" is -1).
+_VALUE_DECOR = r"[\s>#*_•]*"
 CONFIDENCE_LEVELS = ("high", "medium", "low")
 
 
 def _label_pattern(label: str) -> re.Pattern[str]:
     words = r"\s+".join(re.escape(w) for w in label.split())
     return re.compile(
-        rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_DECOR}\[?{_NUMBER}\]?(?:\s*(?:/|out of)\s*\d+)?"
+        rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_VALUE_DECOR}\[?{_NUMBER}\]?(?:\s*(?:/|out of)\s*\d+)?"
     )
 
 
@@ -40,6 +48,27 @@ def _blank(rubric: Rubric) -> dict[str, Any]:
 def _error(row: dict[str, Any], message: str) -> dict[str, Any]:
     row["error_flag"] = True
     row["error_message"] = message if row["error_message"] is None else f"{row['error_message']}; {message}"
+    return row
+
+
+_SCORE_KEYS = ("total", "verdict", "verdict_score")
+
+
+def flag(row: dict[str, Any], message: str, *, criteria: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """Flag a parsed row and clear its scores, so no statistic can pick up a flagged reply.
+
+    For steps after parsing (e.g. a reply cut off at ``max_tokens``): ``criteria`` are the
+    rubric's score columns; ``total``, ``verdict`` and ``verdict_score`` are cleared too.
+
+    Examples
+    --------
+    >>> flag({"clarity": 3.0, "total": 12.0, "error_flag": False, "error_message": None}, "cut off", criteria=["clarity"])
+    {'clarity': None, 'total': None, 'error_flag': True, 'error_message': 'cut off'}
+    """
+    _error(row, message)
+    for key in (*criteria, *_SCORE_KEYS):
+        if key in row:
+            row[key] = None
     return row
 
 
@@ -81,36 +110,30 @@ def parse_reply(prompt_id: str, text: str | None, *, rubric: Rubric | None = Non
     fmt = REPLY_FORMAT.get(prompt_id)
     row = _blank(rubric)
     if fmt is None:
-        return _error(row, f"unknown prompt_id {prompt_id!r}; known: {list(REPLY_FORMAT)}")
-    if not isinstance(text, str) or not text.strip():
-        return _error(row, "empty reply")
-    if fmt == "total":
-        return _parse_total_only(row, text, rubric)
-    if fmt in ("scores", "cot"):
-        return _parse_score_block(row, text, rubric, final_only=fmt == "cot")
-    if fmt == "verdict":
-        return parse_verdict(text)
-    return _error(row, f"prompt {prompt_id!r} is not a judging prompt (its replies are read by parse_synthetic)")
+        _error(row, f"unknown prompt_id {prompt_id!r}; known: {list(REPLY_FORMAT)}")
+    elif not isinstance(text, str) or not text.strip():
+        _error(row, "empty reply")
+    elif fmt == "total":
+        _parse_total_only(row, text, rubric)
+    elif fmt in ("scores", "cot"):
+        _parse_score_block(row, text, rubric, final_only=fmt == "cot")
+    elif fmt == "verdict":
+        row = parse_verdict(text)
+    else:
+        _error(row, f"prompt {prompt_id!r} is not a judging prompt (its replies are read by parse_synthetic)")
+    if row["error_flag"]:
+        for key in (*rubric.criteria, *_SCORE_KEYS):
+            if key in row:
+                row[key] = None
+    return row
 
 
 def _parse_total_only(row: dict[str, Any], text: str, rubric: Rubric) -> dict[str, Any]:
     low, high = rubric.total_range
-    labelled = _TOTAL.findall(text) or _TOTAL_SHORT.findall(text)
-    if labelled:
-        candidates = labelled[-1:]
-    else:
-        # Drop denominators ("15/20", "15 out of 20") and the range the prompt quoted ("5-20").
-        cleaned = re.sub(r"(?:/|out of)\s*\d+", " ", text)
-        cleaned = re.sub(rf"\b{low}\s*[-–]\s*{high}\b", " ", cleaned)
-        candidates = re.findall(_NUMBER, cleaned)
-    distinct = sorted(set(float(c) for c in candidates))
-    if not distinct:
-        return _error(row, "no total score in reply")
-    if len(distinct) > 1:
-        return _error(row, f"several candidate totals in reply: {[_fmt(v) for v in distinct]}")
-    row["total"] = distinct[0]
-    if not low <= distinct[0] <= high:
-        _error(row, f"total {_fmt(distinct[0])} outside {low}-{high}")
+    read = extract_score(text, low=low, high=high, labels=("total score", "total", "score"), levels=rubric.total_levels, what="total")
+    if read.problem is not None:
+        return _error(row, read.problem)
+    row["total"] = read.value
     return row
 
 
@@ -133,20 +156,25 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
         block = text[block_start:end]
         row["reasoning"] = text[:block_start].strip() or None
     for category in rubric.categories:
-        matches = _label_pattern(category.name).findall(block)
+        matches = list(_label_pattern(category.name).finditer(block))
         if not matches:
             return _error(row, f"no score line for {category.name}")
-        value = float(matches[-1])
-        row[category.id] = value
-        if not value.is_integer() or not category.min_score <= value <= category.max_score:
-            _error(row, f"{category.name} score {_fmt(value)} outside {category.min_score}-{category.max_score}")
+        # The value and the rest of its line: "3 or 4" is conflicting, "3/4" is 3.
+        value_line = block[matches[-1].start(1) :].split("\n", 1)[0]
+        read = extract_score(
+            value_line, low=category.min_score, high=category.max_score, labels=(), levels=category.scores,
+            what=f"{category.name} score",
+        )  # fmt: skip
+        row[category.id] = read.value
+        if read.problem is not None:
+            _error(row, read.problem)
     totals = _TOTAL.findall(block) or _TOTAL_SHORT.findall(block)
-    scores_sum = sum(row[c] for c in rubric.criteria)
     if not totals:
         return _error(row, "no 'Total Score' line")
     row["total"] = float(totals[-1])
-    if row["total"] != scores_sum:
-        _error(row, f"total {_fmt(row['total'])} is not the sum of the category scores ({_fmt(scores_sum)})")
+    scores = [row[c] for c in rubric.criteria]
+    if None not in scores and row["total"] != sum(scores):
+        _error(row, f"total {_fmt(row['total'])} is not the sum of the category scores ({_fmt(sum(scores))})")
     return row
 
 

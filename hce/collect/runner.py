@@ -61,7 +61,7 @@ from hce.collect.fingerprint import (
     superseded_path,
 )
 from hce.collect.lock import one_writer
-from hce.collect.parse import parse_reply, parse_synthetic
+from hce.collect.parse import flag, parse_reply, parse_synthetic
 from hce.collect.pricing import (
     UnpricedModelWarning,
     cost_usd,
@@ -368,7 +368,7 @@ def attempt_row(
     else:
         parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric)
     if result.ok and result.finish_reason == "length" and not parsed.get("error_flag"):
-        parsed.update(error_flag=True, error_message="the reply was cut off at max_tokens (finish_reason=length)")
+        flag(parsed, "the reply was cut off at max_tokens (finish_reason=length)", criteria=design.rubric.criteria)
     row.update(parsed)
     order = [c.name for c in SCHEMA]
     return {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}

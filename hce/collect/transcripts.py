@@ -4,7 +4,10 @@ Seed 000 section 4 asks for plain UTF-8 text, no file headers or footers, and a 
 persistent TranscriptID per transcript. :func:`load_transcripts` does exactly that and
 refuses, with the file and row named, anything it cannot do faithfully: bytes that are not
 valid in the declared encoding, a missing or duplicated ID, a text that is empty (before
-or after stripping). Nothing is skipped silently.
+or after stripping). Nothing is skipped silently. ``encoding="auto"`` (what a design's
+items folder uses, :func:`read_text_file`) detects UTF-8, UTF-8/UTF-16/UTF-32 with a
+byte-order mark, and otherwise reads Windows-1252 (or Latin-1) with an
+:class:`EncodingWarning` naming the file and the first non-UTF-8 byte.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import re
 import types
 import unicodedata
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from hce.errors import DataError
+from hce.errors import DataError, HceWarning
 
 ID_COLUMNS = ("transcript_id", "id")
 #: Columns every corpus table has; the rest of the source's columns follow as metadata.
@@ -228,11 +232,75 @@ def _layout(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
 
-def decode_bytes(raw: bytes, *, encoding: str = "utf-8", where: str = "file") -> str:
-    """Bytes to text, strictly: a byte that is not valid ``encoding`` is an error naming its line.
+class EncodingWarning(HceWarning):
+    """A text file was not UTF-8 and was read as Windows-1252 or Latin-1: check its accents."""
 
-    A UTF-8 byte-order mark is dropped.
+
+# Longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xef\xbb\xbf", "utf-8-sig"),
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))  # fmt: skip
+
+
+def _detect(raw: bytes, where: str) -> str:
+    for mark, codec in _BOMS:
+        if raw.startswith(mark):
+            return decode_bytes(raw, encoding=codec, where=where)
+    if b"\x00" in raw:
+        # No text encoding but UTF-16/32 writes NUL bytes, and those carry a mark when detectable.
+        nul = raw.index(b"\x00")
+        raise DataError(
+            f"{where}: byte offset {nul} is a NUL byte: a binary file, or UTF-16 without a "
+            "byte-order mark; save it as UTF-8 text"
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        first = exc.start
+    try:
+        text, codec = raw.decode("cp1252"), "cp1252 (Windows Western European)"
+    except UnicodeDecodeError:
+        text, codec = raw.decode("latin-1"), "Latin-1"
+    line = raw[:first].count(b"\n") + 1
+    warnings.warn(
+        f"{where}: not UTF-8 (byte {raw[first:first + 1]!r} at line {line}, byte offset {first}); read as {codec}: "
+        f"that line now reads {text.split(chr(10))[line - 1].strip()[:60]!r}. If the accents look wrong, save the "
+        "file as UTF-8",
+        EncodingWarning,
+        stacklevel=4,
+    )
+    return text
+
+
+def read_text_file(path: str | os.PathLike, *, encoding: str = "auto") -> str:
+    """A text file's contents, its encoding detected (see :func:`decode_bytes`).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "T1.txt"
+    >>> _ = path.write_bytes("Patient: café".encode("utf-16"))
+    >>> read_text_file(path)
+    'Patient: café'
     """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
+    return decode_bytes(raw, encoding=encoding, where=str(path))
+
+
+def decode_bytes(raw: bytes, *, encoding: str = "utf-8", where: str = "file") -> str:
+    """Bytes to text: a byte that is not valid ``encoding`` is an error naming its line and offset.
+
+    A UTF-8 byte-order mark is dropped. ``encoding="auto"`` detects the encoding: a
+    byte-order mark (UTF-8, UTF-16, UTF-32), else UTF-8, else Windows-1252 (Latin-1 for
+    the five bytes cp1252 leaves undefined) with an :class:`EncodingWarning` naming the
+    file and the first byte that is not UTF-8. NUL bytes without a byte-order mark
+    (binary files, UTF-16 without its mark) are an error.
+    """
+    if encoding.lower() == "auto":
+        return _detect(raw, where)
     codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
     try:
         return raw.decode(codec)
@@ -275,7 +343,8 @@ def load_transcripts(
     strip : StripRules or mapping, optional
         Header and footer rules (see :class:`StripRules`); default none.
     encoding : str
-        Encoding of the files; decoding is strict.
+        Encoding of the files; decoding is strict. ``"auto"`` detects it (see
+        :func:`decode_bytes`).
     pattern : str
         Folders: glob pattern of transcript files.
 

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hce
-from hce.collect.parse import parse_reply, parse_synthetic, parse_verdict
+from hce.collect.parse import flag, parse_reply, parse_synthetic, parse_verdict
 
 BLOCK = """Clarity of Language: 3
 Lexical Diversity: 2
@@ -24,6 +24,7 @@ def scores(row):
     [
         BLOCK,
         BLOCK.replace("Total Score: 14", "Total Score: 14/20"),
+        BLOCK.replace("Clarity of Language: 3", "Clarity of Language: 3/4 (Good)").replace("Lexical Diversity: 2", "Lexical Diversity: 2 out of 4"),
         "\n".join(f"**{line.split(':')[0]}:** {line.split(':')[1].strip()}" for line in BLOCK.splitlines()),
         "\n".join(f"- **{line.split(':')[0]}**: {line.split(':')[1].strip()}" for line in BLOCK.splitlines()),
         "Scores:\n```\n" + BLOCK.replace(": ", ":   ") + "\n```",
@@ -50,13 +51,55 @@ def test_cot_only_final_block_counts():
 
 
 def test_out_of_range_and_bad_total_are_flagged_not_fixed():
+    # Issue 18: a flagged row holds no score (a plain mean would pick partial scores up);
+    # the message keeps what the judge wrote and the reply stays in response_text.
     row = parse_reply("P2.1", BLOCK.replace("Lexical Diversity: 2", "Lexical Diversity: 5").replace("Total Score: 14", "Total Score: 17"))
-    assert row["lexical_diversity"] == 5 and row["total"] == 17
+    assert scores(row) == [None] * 6
     assert row["error_flag"] is True
     assert row["error_message"] == "Lexical Diversity score 5 outside 1-4"
     row = parse_reply("P2.1", BLOCK.replace("Total Score: 14", "Total Score: 15"))
-    assert row["total"] == 15 and row["error_flag"]
+    assert scores(row) == [None] * 6 and row["error_flag"]
     assert row["error_message"] == "total 15 is not the sum of the category scores (14)"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("Clarity of Language: 1e3", "Clarity of Language score 1000 outside 1-4"),
+        ("Clarity of Language: -3", "Clarity of Language score -3 outside 1-4"),
+        ("Clarity of Language: 2-3", "no score line for Clarity of Language"),
+        ("Clarity of Language: ٣", "no score line for Clarity of Language"),
+        ("Clarity of Language: 3rd", "no score line for Clarity of Language"),
+        ("Clarity of Language: 3 or 4", "conflicting Clarity of Language scores in the reply: 3, 4"),
+        ("Clarity of Language: 2.5", "Clarity of Language score 2.5 is not a level of the scale [1, 2, 3, 4]"),
+    ],
+)
+def test_category_values_that_are_not_one_score_are_flagged(line, message):
+    row = parse_reply("P2.1", BLOCK.replace("Clarity of Language: 3", line))
+    assert row["error_flag"] is True and row["error_message"].startswith(message)
+    assert scores(row) == [None] * 6
+
+
+def test_scores_in_an_allowed_gap_are_flagged(tmp_path):
+    path = tmp_path / "gapped.yaml"
+    path.write_text(
+        "name: Gapped\nallow_gaps: true\ncategories:\n  - name: Accuracy\n    levels:\n"
+        + "".join(f"      - {{score: {s}, label: L{s}, descriptor: d}}\n" for s in (1, 2, 4, 5))
+    )
+    rubric = hce.load_rubric(path)
+    row = parse_reply("P2.1", "Accuracy: 4\nTotal Score: 4", rubric=rubric)
+    assert (row["accuracy"], row["total"], row["error_flag"]) == (4.0, 4.0, False)
+    row = parse_reply("P2.1", "Accuracy: 3\nTotal Score: 3", rubric=rubric)
+    assert row["error_flag"] and row["error_message"].startswith("Accuracy score 3 is not a level of the scale [1, 2, 4, 5]")
+    assert (row["accuracy"], row["total"]) == (None, None)
+    row = parse_reply("P1.1", "Total: 3", rubric=rubric)
+    assert row["error_flag"] and row["error_message"] == "total 3 is not a level of the scale [1, 2, 4, 5]"
+
+
+def test_flag_clears_scores_for_steps_after_parsing():
+    row = parse_reply("P2.1", BLOCK)
+    flag(row, "the reply was cut off at max_tokens", criteria=CRITERIA)
+    assert scores(row) == [None] * 6 and row["error_message"] == "the reply was cut off at max_tokens"
 
 
 @pytest.mark.parametrize(
@@ -82,9 +125,14 @@ def test_unparseable_block_replies_are_flagged(text, message):
         ("**17**/20", 17, None),
         ("I would rate this 9 out of 20.", 9, None),
         ("On the 5-20 scale: 11", 11, None),
-        ("4", 4, "total 4 outside 5-20"),
-        ("12 or maybe 13", None, "several candidate totals in reply: ['12', '13']"),
-        ("Good communication.", None, "no total score in reply"),
+        ("4", None, "total 4 outside 5-20"),
+        ("12 or maybe 13", None, "conflicting totals in the reply: 12, 13"),
+        ("Good communication.", None, "no total in the reply"),
+        ("On a scale of 5-20 I would give it a 14.", 14, None),
+        ("Total: 2e1", 20, None),  # the number written is 20, not 2
+        ("Total: 1e3", None, "total 1000 outside 5-20"),
+        ("Total Score: 12.5", None, "total 12.5 is not a level of the scale [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]"),
+        ("Total Score: 12-14", None, "no total in the reply (ranges such as '12-14' are scale statements, not totals)"),
     ],
 )
 def test_holistic_total(text, total, message):

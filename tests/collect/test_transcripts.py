@@ -1,8 +1,18 @@
 import json
+import warnings
 
 import pytest
+import yaml
 
-from hce.collect.transcripts import StripRules, load_transcripts, normalize_text, write_transcripts
+from hce.collect.design import load_design
+from hce.collect.transcripts import (
+    EncodingWarning,
+    StripRules,
+    load_transcripts,
+    normalize_text,
+    read_text_file,
+    write_transcripts,
+)
 from hce.errors import DataError
 
 
@@ -92,3 +102,50 @@ def test_empty_after_stripping_is_an_error(tmp_path):
     (tmp_path / "a.txt").write_text("Header\n", encoding="utf-8")
     with pytest.raises(DataError, match="empty after stripping"):
         load_transcripts(tmp_path, strip={"header": ["^Header"]})
+
+
+# --- issue 18: files from real life ---------------------------------------------------------
+
+TEXT = "Doctor: Café at 9?\nPatient: Sí, gracias."
+
+
+@pytest.mark.parametrize("codec", ["utf-8", "utf-8-sig", "utf-16", "utf-16-be", "utf-32"])
+def test_auto_encoding_reads_utf_and_byte_order_marks_silently(tmp_path, codec):
+    raw = TEXT.encode(codec)
+    if codec == "utf-16-be":
+        raw = b"\xfe\xff" + raw  # the big-endian mark, as Windows tools write it
+    (tmp_path / "T1.txt").write_bytes(raw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_text_file(tmp_path / "T1.txt") == TEXT
+        assert load_transcripts(tmp_path, encoding="auto").loc[0, "text"] == TEXT
+
+
+def test_auto_encoding_reads_latin1_with_a_notice_naming_file_and_byte(tmp_path):
+    path = tmp_path / "T1.txt"
+    path.write_bytes(TEXT.encode("cp1252"))
+    with pytest.warns(EncodingWarning, match=r"T1.txt: not UTF-8 \(byte b'\\xe9' at line 1, byte offset 11\); read as cp1252"):
+        assert read_text_file(path) == TEXT
+    path.write_bytes(b"Patient: \x81 odd byte")  # undefined in cp1252: Latin-1 reads every byte
+    with pytest.warns(EncodingWarning, match="read as Latin-1"):
+        assert read_text_file(path) == "Patient: \x81 odd byte"
+    path.write_bytes("Doctor: Hi.".encode("utf-16-le"))  # UTF-16 without its mark
+    with pytest.raises(DataError, match=r"T1.txt: byte offset 1 is a NUL byte: a binary file, or UTF-16 without a byte-order mark"):
+        read_text_file(path)
+
+
+def test_design_items_folder_with_a_latin1_transcript(tmp_path):
+    # Before: a 65-line UnicodeDecodeError that named no file.
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    (folder / "A1.txt").write_bytes(TEXT.encode("utf-8"))
+    (folder / "B2.txt").write_bytes(TEXT.encode("latin-1"))
+    (tmp_path / "items.csv").write_bytes(f"id,text\nC3,\"{TEXT}\"\n".encode("cp1252"))
+    spec = {"experiment_id": "T", "defaults": {"model": "gpt-4o-mini"}, "conditions": [{"prompt": "P2.1"}], "items": "transcripts"}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.warns(EncodingWarning, match=r"B2.txt: not UTF-8"):
+        design = load_design(tmp_path / "study.yaml")
+    assert [item.text for item in design.items] == [TEXT, TEXT]
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({**spec, "items": "items.csv"}))
+    with pytest.warns(EncodingWarning, match=r"items.csv: not UTF-8"):
+        assert load_design(tmp_path / "study.yaml").items[0].text == TEXT
