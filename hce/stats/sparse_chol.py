@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
+from threadpoolctl import threadpool_limits
 
 _SPARSE_REMAINDER = 3000  # above this size a remainder of low density goes to SuperLU
 _SPARSE_DENSITY = 0.05
@@ -111,13 +112,18 @@ class BlockElimination:
         """Factor ``a`` (in :attr:`perm` order); returns ``log|a|``."""
         m = sparse.csr_matrix(a)
         logdet = 0.0
-        for stage in self.stages:
+        dense = None
+        for n, stage in enumerate(self.stages):
             k = stage.size
             e, c, rest = m[:k, :k], m[k:, :k], m[k:, k:]
             stage.dinv, logdet_e = _block_inverse(e, stage.block)
             logdet += logdet_e
             stage.w = (c @ stage.dinv).tocsr()
-            m = (rest - stage.w @ c.T).tocsr()
+            if n == len(self.stages) - 1 and self.remainder and not self.sparse_remainder:
+                dense = rest.toarray()
+                dense -= (stage.w @ c.T).toarray()  # straight to the dense remainder
+            else:
+                m = (rest - stage.w @ c.T).tocsr()
         if self.remainder:
             if self.sparse_remainder:
                 p = self.remainder_perm
@@ -129,7 +135,13 @@ class BlockElimination:
                 )
                 logdet += float(np.sum(np.log(np.abs(self._lu.U.diagonal()))))
             else:
-                self._chol = linalg.cho_factor(m.toarray(), lower=True, check_finite=False)
+                dense = m.toarray() if dense is None else dense
+                # one BLAS thread: a remainder of a few thousand gains little from more, and
+                # on a busy machine oversubscribed OpenBLAS threads were 20x slower
+                with threadpool_limits(1, user_api="blas"):
+                    self._chol = linalg.cho_factor(
+                        dense, lower=True, check_finite=False, overwrite_a=True
+                    )
                 logdet += 2.0 * float(np.sum(np.log(np.diag(self._chol[0]))))
         return logdet
 

@@ -178,7 +178,7 @@ def _newton(f: _Counted, x: np.ndarray, lo: np.ndarray):
         # predicted decrease of the deviance: below the threshold one more Newton step
         # (quadratic convergence) leaves the error far below the deviance's precision
         decrement = -0.5 * float(g @ step)
-        small = decrement < 1e-9 * max(1.0, abs(fx))
+        small = decrement < 1e-11 * max(1.0, abs(fx))
         t, accepted = 1.0, False
         for _ in range(40):
             trial = np.maximum(x + t * step, lo)
@@ -194,6 +194,8 @@ def _newton(f: _Counted, x: np.ndarray, lo: np.ndarray):
         if small:
             return x, fx, derivs
         if not accepted:
+            if decrement < 1e-7 * max(1.0, abs(fx)):
+                return x, fx, derivs  # no decrease left above the deviance's rounding
             break  # Newton is lost: L-BFGS-B below
     best = optimize.minimize(
         f,

@@ -22,7 +22,8 @@ import pytest
 import statsmodels
 from scipy import optimize
 
-from hce.stats import lmer, variance_components
+from hce.stats import lmer, sparse_chol, variance_components
+from hce.stats.pls import PlsProblem, RandomBlock, pls_fit
 
 RESULTS = Path(statsmodels.__file__).parent / "regression" / "tests" / "results"
 
@@ -167,3 +168,95 @@ def test_topical_chat_fits_converge_at_lme4s_optimum(topical_chat, attribute, cr
     # at lme4's optimum or lower (lme4's bobyqa stops ~1e-6 above it on coherence)
     assert -2 * m.loglik <= criterion + 1e-6
     np.testing.assert_allclose(-2 * m.loglik, criterion, rtol=1e-10)
+
+
+def dense_profiled(y, x, terms, theta, reml=True) -> tuple[float, np.ndarray]:
+    """lme4's profiled deviance at ``theta`` from ``V0 = I + Z Lambda Lambda' Z'`` (n x n), and
+    the conditional modes ``b = Lambda Lambda' Z' V0^-1 (y - X beta)``: log|A| = log|V0|
+    (Sylvester) and ``log|R_X|^2 = log|X' V0^-1 X|`` (Bates et al. 2015, eqs. 34-42)."""
+    n, p = x.shape
+    zs, lams, start = [], [], 0
+    for t in terms:
+        pattern = t.theta_pattern()
+        factor = np.zeros((t.q, t.q))
+        for k, (i, j) in enumerate(pattern):
+            factor[i, j] = theta[start + k]
+        start += len(pattern)
+        indicator = np.eye(t.levels)[t.codes]
+        zs.append(np.hstack([indicator * t.z[:, [c]] for c in range(t.q)]))  # column-major
+        lams.append(np.kron(factor, np.eye(t.levels)))
+    z = np.hstack(zs)
+    lam = np.zeros((z.shape[1],) * 2)
+    offset = 0
+    for block in lams:
+        lam[offset : offset + len(block), offset : offset + len(block)] = block
+        offset += len(block)
+    v0 = np.eye(n) + z @ lam @ lam.T @ z.T
+    vinv = np.linalg.inv(v0)
+    xtvx = x.T @ vinv @ x
+    beta = np.linalg.solve(xtvx, x.T @ vinv @ y)
+    r = y - x @ beta
+    r2 = r @ vinv @ r
+    dof = n - p if reml else n
+    dev = np.linalg.slogdet(v0)[1] + dof * (1 + np.log(2 * np.pi * r2 / dof))
+    dev += np.linalg.slogdet(xtvx)[1] if reml else 0.0
+    b = lam @ lam.T @ z.T @ vinv @ r
+    # back to the engine's order: per term, level-major (level l, column c)
+    out, offset = [], 0
+    for t in terms:
+        size = t.levels * t.q
+        out.append(b[offset : offset + size].reshape(t.q, t.levels).T.ravel())
+        offset += size
+    return float(dev), np.concatenate(out)
+
+
+def random_terms(rng, n, kind):
+    """Engine terms of a random design: crossed, nested, slopes, or two terms on one factor."""
+    item = rng.integers(0, 12, n)
+    rater = rng.integers(0, 5, n)
+    x = rng.normal(size=n)
+    one = np.ones((n, 1))
+    cell = np.unique(item * 5 + rater, return_inverse=True)[1]
+    if kind == "crossed":
+        return [RandomBlock(item, one), RandomBlock(rater, one), RandomBlock(cell, one)]
+    if kind == "slopes":
+        return [RandomBlock(item, np.column_stack([one, x])), RandomBlock(rater, one)]
+    if kind == "three":
+        return [RandomBlock(item, np.column_stack([one, x, x**2]))]
+    # (1|item) + (0 + x|item): two uncorrelated terms on one grouping factor
+    return [RandomBlock(item, one), RandomBlock(item, x[:, None]), RandomBlock(rater, one)]
+
+
+@pytest.mark.parametrize("kind", ["crossed", "slopes", "three", "shared"])
+@pytest.mark.parametrize("reml", [True, False])
+@pytest.mark.parametrize("superlu", [False, True])
+def test_engine_deviance_equals_dense_criterion(kind, reml, superlu, monkeypatch):
+    if superlu:  # send every remainder through SuperLU with its fixed ordering
+        monkeypatch.setattr(sparse_chol, "_SPARSE_REMAINDER", 0)
+        monkeypatch.setattr(sparse_chol, "_SPARSE_DENSITY", 2.0)
+    rng = np.random.default_rng([len(kind), int(reml), int(superlu)])
+    for _ in range(3):
+        n = int(rng.integers(40, 90))
+        terms = random_terms(rng, n, kind)
+        x = np.column_stack([np.ones(n), rng.normal(size=n)])
+        y = x @ [3.0, 0.5] + rng.normal(size=n) * 2
+        problem = PlsProblem(y, x, terms, reml=reml)
+        assert problem.system.sparse_remainder == (superlu and problem.system.remainder > 0)
+        theta = np.where(problem.lower == 0, rng.uniform(0.0, 1.5, problem.n_theta), rng.normal(0, 0.5, problem.n_theta))
+        want, _ = dense_profiled(y, x, terms, theta, reml)
+        np.testing.assert_allclose(problem.profiled_deviance(theta), want, rtol=1e-10)
+        # and the fit's conditional modes are the dense ones at its theta
+        fit = pls_fit(y, x, terms, reml=reml)
+        crit, b = dense_profiled(y, x, terms, fit.theta, reml)
+        np.testing.assert_allclose(-2 * fit.loglik, crit, rtol=1e-10)
+        np.testing.assert_allclose(fit.b, b, rtol=1e-7, atol=1e-9)
+
+
+def test_nested_terms_are_eliminated_in_turn():
+    # item:prompt nested in item: both diagonal eliminations, only prompt is left dense
+    rng = np.random.default_rng(3)
+    item, prompt = np.repeat(np.arange(50), 6), np.tile(np.repeat([0, 1], 3), 50)
+    cell = item * 2 + prompt
+    one = np.ones((300, 1))
+    problem = PlsProblem(rng.normal(size=300), one, [RandomBlock(t, one) for t in (item, prompt, cell)])
+    assert [s.size for s in problem.system.stages] == [100, 50] and problem.system.remainder == 2
