@@ -176,9 +176,9 @@ vc <- as.data.frame(VarCorr(m))
 for (i in seq_len(nrow(vc))) cat("var", vc$grp[i], sprintf("%.12g", vc$vcov[i]), "\n")
 for (v in fixef(m)) cat("fixed", sprintf("%.12g", v), "\n")
 cat("version", gsub(" ", "_", R.version.string), as.character(packageVersion("lme4")), "\n")
-# the same fit with bobyqa run to tight tolerances (untimed): where the default stops short
-# on a flat direction, this shows the optimum both should find
-strict <- lmerControl(optCtrl = list(xtol_abs = 1e-12, ftol_abs = 1e-12))
+# the same fit with minqa's bobyqa run to a tight trust radius (untimed): where the default
+# (nloptwrap) stops short on a flat direction, this shows the optimum both should find
+strict <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhoend = 1e-12))
 ms <- lmer(form, d, control = strict)
 cat("strict_crit", sprintf("%.10f", REMLcrit(ms)), "\n")
 vs <- as.data.frame(VarCorr(ms))
@@ -225,7 +225,7 @@ def compare_with_lme4(case: str, t_hce: float, fit, ref: dict | None) -> None:
     print(f"  {ref['version']}; fixed effects differ by {fe_diff:.1e} (relative)")
     for label, crit, var in (
         ("lme4 default", ref["crit"], ref["var"]),
-        ("lme4 bobyqa xtol_abs=ftol_abs=1e-12", ref["strict_crit"], ref["strict_var"]),
+        ("lme4 bobyqa rhoend=1e-12", ref["strict_crit"], ref["strict_var"]),
     ):
         worst = max(var, key=lambda g: abs(vc[g] / var[g] - 1))
         print(

@@ -260,3 +260,28 @@ def test_nested_terms_are_eliminated_in_turn():
     one = np.ones((300, 1))
     problem = PlsProblem(rng.normal(size=300), one, [RandomBlock(t, one) for t in (item, prompt, cell)])
     assert [s.size for s in problem.system.stages] == [100, 50] and problem.system.remainder == 2
+
+
+def test_search_keeps_a_true_zero_and_leaves_a_false_one():
+    from hce.stats.theta_search import minimise_theta
+
+    # even in theta, minimum at 0: the boundary is accepted (the deviance rises inside)
+    at_zero = minimise_theta(lambda t: (t[0] ** 2 + 1) ** 2, np.array([0.5]), np.array([0.0]), np.array([True]))
+    assert at_zero.theta[0] == 0.0 and at_zero.converged
+    # even in theta, 0 a stationary maximum: started next to it, the search leaves it
+    inside = minimise_theta(lambda t: (t[0] ** 2 - 2) ** 2, np.array([1e-3]), np.array([0.0]), np.array([True]))
+    np.testing.assert_allclose(inside.theta[0], np.sqrt(2), rtol=1e-6)
+
+
+def test_a_flat_optimum_is_not_called_converged_and_the_message_says_what_to_try():
+    from hce.stats.theta_search import minimise_theta
+
+    # a ring of minima: the Hessian is singular along it (an unidentifiable direction)
+    ring = minimise_theta(
+        lambda t: (t[0] ** 2 + t[1] ** 2 - 1) ** 2,
+        np.array([0.6, 0.3]),
+        np.array([0.0, -np.inf]),
+        np.array([False, False]),
+    )
+    assert not ring.converged
+    assert "not positive definite" in ring.message and "try" in ring.message
