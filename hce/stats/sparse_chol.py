@@ -30,10 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 _SPARSE_REMAINDER = 3000  # above this size a remainder of low density goes to SuperLU
 _SPARSE_DENSITY = 0.05
+_ONE_THREAD_FROM = 300  # dense remainders at least this large run on one BLAS thread
+_blas: list[ThreadpoolController] = []  # found once: finding the libraries costs ~5 ms
 
 
 @dataclass
@@ -138,10 +140,13 @@ class BlockElimination:
                 dense = m.toarray() if dense is None else dense
                 # one BLAS thread: a remainder of a few thousand gains little from more, and
                 # on a busy machine oversubscribed OpenBLAS threads were 20x slower
-                with threadpool_limits(1, user_api="blas"):
-                    self._chol = linalg.cho_factor(
-                        dense, lower=True, check_finite=False, overwrite_a=True
-                    )
+                if self.remainder >= _ONE_THREAD_FROM:
+                    if not _blas:
+                        _blas.append(ThreadpoolController())
+                    with _blas[0].limit(limits=1, user_api="blas"):
+                        self._chol = linalg.cho_factor(dense, lower=True, overwrite_a=True)
+                else:
+                    self._chol = linalg.cho_factor(dense, lower=True, overwrite_a=True)
                 logdet += 2.0 * float(np.sum(np.log(np.diag(self._chol[0]))))
         return logdet
 
