@@ -150,7 +150,6 @@ def topical_chat(shared_dir):
     return pd.read_csv(path)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "attribute, criterion",
     # lme4 1.1-31 (R 4.2.2) on the same rows (scores 1-3): REMLcrit(m) to 10 decimals, and
