@@ -15,12 +15,29 @@ replies dropped: ~50,000 rows per attribute), item x prompt variant. ``variance_
 timed against the REML fit alone (``lmer``), the part it cannot avoid: the ratio is the
 cost of the intervals. statsmodels MixedLM is not run there: a crossed model of this size
 is one group with 2,887 variance-component columns, which it fits in minutes.
+
+Against lme4 (through ``Rscript`` when R with lme4 is installed; Debian: ``apt-get install
+r-base-core r-cran-lme4``), both warmed up and timed as the best of ``--repeats-large``
+fits, estimates compared:
+
+* InstEval (lme4's own large crossed example, ../shared/data/lme4_reference/InstEval.csv:
+  73,421 ratings, 2,972 students x 1,128 lecturers x 28 dept:service cells),
+  ``y ~ service + (1|s) + (1|d) + (1|dept:service)``, REML; peak memory of the hce fit
+  from tracemalloc (NumPy's buffers included) in a separate, untimed run;
+* a 26,000-row unbalanced G study (2,600 items x 2 prompts x 5 attempts, 1% failed calls
+  dropped), ``variance_components(log, "total", ["item_id", "prompt_id"])`` (REML fit of
+  ``total ~ 1 + (1|item_id) + (1|prompt_id) + (1|item_id:prompt_id)``, standard errors,
+  intervals, G/Phi) against lme4's REML fit alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
+import tempfile
 import time
+import tracemalloc
 import warnings
 from pathlib import Path
 
@@ -31,6 +48,7 @@ from statsmodels.regression.mixed_linear_model import MixedLM
 from hce.stats import lmer, variance_components
 
 TOPICAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+INSTEVAL = TOPICAL / "lme4_reference" / "InstEval.csv"
 TOPICAL = TOPICAL / "topicalchat_gpt35_repeated"
 SCALES = {"naturalness": (1, 3), "coherence": (1, 3), "engagingness": (1, 3)}
 SCALES["groundedness"] = (0, 1)
@@ -69,7 +87,7 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
     return min(times), out
 
 
-def main(repeats: int) -> None:
+def main(repeats: int, repeats_large: int) -> None:
     data = judge_log()
     formula = "total ~ prompt + model + (1 | item_id) + (1 | item_id:prompt)"
 
@@ -101,6 +119,8 @@ def main(repeats: int) -> None:
         report_difference(ours, peer)
     print(f"hce engine: {ours.engine}")
     topical_g_study(repeats)
+    insteval(repeats_large)
+    large_g_study(repeats_large)
 
 
 def topical_g_study(repeats: int) -> None:
@@ -142,7 +162,131 @@ def report_difference(ours, peer) -> None:
     )
 
 
+_LME4_SCRIPT = r"""
+args <- commandArgs(TRUE)
+suppressMessages(library(lme4))
+d <- read.csv(args[1])
+for (f in strsplit(args[4], ",")[[1]]) d[[f]] <- factor(d[[f]])
+form <- as.formula(args[2])
+m <- lmer(form, d)  # warm-up
+times <- replicate(as.integer(args[3]), system.time(lmer(form, d))[["elapsed"]])
+cat("time", min(times), "\n")
+cat("crit", sprintf("%.10f", REMLcrit(m)), "\n")
+vc <- as.data.frame(VarCorr(m))
+for (i in seq_len(nrow(vc))) cat("var", vc$grp[i], sprintf("%.12g", vc$vcov[i]), "\n")
+for (v in fixef(m)) cat("fixed", sprintf("%.12g", v), "\n")
+cat("version", gsub(" ", "_", R.version.string), as.character(packageVersion("lme4")), "\n")
+# the same fit with minqa's bobyqa run to a tight trust radius (untimed): where the default
+# (nloptwrap) stops short on a flat direction, this shows the optimum both should find
+strict <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhoend = 1e-12))
+ms <- lmer(form, d, control = strict)
+cat("strict_crit", sprintf("%.10f", REMLcrit(ms)), "\n")
+vs <- as.data.frame(VarCorr(ms))
+for (i in seq_len(nrow(vs))) cat("strict_var", vs$grp[i], sprintf("%.12g", vs$vcov[i]), "\n")
+"""
+
+
+def lme4_fit(path: Path, formula: str, repeats: int, factors: list[str]) -> dict | None:
+    """Best-of-``repeats`` elapsed time and estimates of lme4's ``lmer``, or None without R."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as script:
+        script.write(_LME4_SCRIPT)
+    args = [rscript, script.name, str(path), formula, str(repeats), ",".join(factors)]
+    run = subprocess.run(args, capture_output=True, text=True, check=False)
+    Path(script.name).unlink()
+    if run.returncode != 0:
+        print(f"  lme4 not run: {run.stderr.strip().splitlines()[-1:]}")
+        return None
+    out: dict = {"var": {}, "strict_var": {}, "fixed": []}
+    for line in run.stdout.splitlines():
+        key, *rest = line.split()
+        if key in ("var", "strict_var"):
+            out[key][rest[0]] = float(rest[1])
+        elif key == "fixed":
+            out["fixed"].append(float(rest[0]))
+        elif key == "version":
+            out["version"] = f"{rest[0].replace('_', ' ')}, lme4 {rest[1]}"
+        else:
+            out[key] = float(rest[0])
+    return out
+
+
+def compare_with_lme4(case: str, t_hce: float, fit, ref: dict | None) -> None:
+    """Print the CASE line and how far hce's estimates are from lme4's."""
+    if ref is None:
+        print(f"{case}: hce {t_hce:.2f} s, lme4 not run (Rscript with lme4 not found)")
+        return
+    print(f"{case}: hce {t_hce:.2f} s, lme4 {ref['time']:.2f} s, ratio {ref['time'] / t_hce:.1f}")
+    vc = fit.varcorr().set_index("group")["vcov"]
+    fe = fit.fixef()["estimate"].to_numpy()
+    fe_diff = np.max(np.abs(fe - ref["fixed"]) / np.maximum(np.abs(ref["fixed"]), 1e-12))
+    print(f"  {ref['version']}; fixed effects differ by {fe_diff:.1e} (relative)")
+    for label, crit, var in (
+        ("lme4 default", ref["crit"], ref["var"]),
+        ("lme4 bobyqa rhoend=1e-12", ref["strict_crit"], ref["strict_var"]),
+    ):
+        worst = max(var, key=lambda g: abs(vc[g] / var[g] - 1))
+        print(
+            f"  vs {label}: REML criterion hce - lme4 = {-2 * fit.loglik - crit:.2e}; largest "
+            f"relative variance difference {abs(vc[worst] / var[worst] - 1):.1e} ({worst}: "
+            f"hce {vc[worst]:.10g}, lme4 {var[worst]:.10g})"
+        )
+
+
+def insteval(repeats: int) -> None:
+    """lme4's large crossed example, hce against lme4."""
+    if not INSTEVAL.exists():
+        print(f"InstEval: skipped, {INSTEVAL} absent")
+        return
+    formula = "y ~ service + (1|s) + (1|d) + (1|dept:service)"
+    factors = ["s", "d", "dept", "service"]
+    data = pd.read_csv(INSTEVAL).astype({f: str for f in factors})
+    t_hce, fit = best_of(lambda: lmer(formula, data), repeats)
+    tracemalloc.start()
+    lmer(formula, data)
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    case = f"InstEval lmer ({len(data)} rows, s x d crossed + dept:service, REML)"
+    compare_with_lme4(case, t_hce, fit, lme4_fit(INSTEVAL, formula, repeats, factors))
+    print(f"  hce peak memory of one fit (tracemalloc): {peak:.0f} MB; engine {fit.engine}")
+
+
+def large_g_study(repeats: int, random_state: int = 0) -> None:
+    """26,000-row unbalanced G study: variance_components against lme4's fit alone."""
+    rng = np.random.default_rng(random_state)
+    log = pd.MultiIndex.from_product(
+        [range(2600), ["p1", "p2"], range(5)], names=["item_id", "prompt_id", "attempt"]
+    ).to_frame(index=False)
+    i, p = log["item_id"].to_numpy(), (log["prompt_id"] == "p2").to_numpy().astype(int)
+    log["total"] = (
+        10
+        + 0.3 * p
+        + rng.normal(0, 1.0, 2600)[i]
+        + rng.normal(0, 0.5, (2600, 2))[i, p]
+        + rng.normal(0, 1.0, len(log))
+    )
+    log = log[rng.random(len(log)) > 0.01].reset_index(drop=True)  # failed calls
+    facets = ["item_id", "prompt_id"]
+    t_hce, g = best_of(lambda: variance_components(log, "total", facets), repeats)
+    formula = "total ~ 1 + (1|item_id) + (1|prompt_id) + (1|item_id:prompt_id)"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "g_study.csv"
+        log.to_csv(path, index=False)
+        ref = lme4_fit(path, formula, repeats, facets)
+    case = (
+        f"G study variance_components ({len(log)} rows, 2,600 items x 2 prompts x 5 attempts, "
+        "1% failed; hce with intervals, lme4 fit alone)"
+    )
+    compare_with_lme4(case, t_hce, g.fit, ref)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    main(parser.parse_args().repeats)
+    parser.add_argument(
+        "--repeats-large", type=int, default=3, help="repeats of the InstEval and G study cases"
+    )
+    options = parser.parse_args()
+    main(options.repeats, options.repeats_large)

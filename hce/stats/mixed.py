@@ -8,9 +8,10 @@ engines give the same estimates:
   decomposition (:mod:`hce.stats.balanced`): in closed form from the mean squares when the
   estimates are non-negative, else by maximising the same exact REML (or ML) likelihood
   over non-negative variances;
-* other random-intercept models (unbalanced data, numeric covariates) are fitted by
-  lme4's penalised least squares on the profiled deviance (:mod:`hce.stats.pls`);
-* random slopes go to statsmodels ``MixedLM``, other terms as variance components.
+* everything else (unbalanced data, numeric covariates, random slopes, any number of
+  crossed or nested levels) is fitted by lme4's penalised least squares on the profiled
+  deviance with a sparse factorisation (:mod:`hce.stats.pls`), searched from moment
+  estimates so that no variance is left at a spurious 0 (:mod:`hce.stats.theta_search`).
 
 References
 ----------
@@ -22,7 +23,6 @@ models using lme4. Journal of Statistical Software, 67(1), 1-48.
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Literal
@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 import patsy
 from scipy import stats
-from statsmodels.regression.mixed_linear_model import MixedLM
 from statsmodels.stats.multitest import multipletests
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
@@ -52,10 +51,9 @@ from hce.stats.component_intervals import (
     satterthwaite_interval,
 )
 from hce.stats.formula import Design, MixedFormula, build_design, parse_formula
-from hce.stats.pls import PlsProblem, pls_fit
+from hce.stats.pls import PlsProblem, RandomBlock, pls_fit
 
-Method = Literal["auto", "anova", "pls", "mixedlm"]
-_PLS_MAX_LEVELS = 5000  # the PLS engine holds a dense (levels x levels) matrix: 200 MB here
+Method = Literal["auto", "anova", "pls"]
 _SINGULAR_TOL = 1e-4  # lme4's isSingular(): a relative standard deviation below 1e-4
 
 
@@ -126,7 +124,7 @@ class LmerResult:
         pandas.DataFrame
             One row per coefficient: ``term``, ``estimate``, ``std_error``, ``statistic``
             (t value), ``df`` (Satterthwaite, exact for balanced designs; ``inf`` from the
-            MixedLM engine, i.e. a Wald z), ``p_value``, ``ci_low``, ``ci_high``, ``method``.
+            penalised least squares engine, i.e. a Wald z), ``p_value``, ``ci_low``, ``ci_high``, ``method``.
 
         """
         check_confidence(confidence)
@@ -472,18 +470,17 @@ def lmer(
     ----------
     formula : str
         lme4 formula, e.g. ``"total ~ prompt + model + (1 | item_id) + (1 | item_id:prompt)"``;
-        supported terms are listed in :mod:`hce.stats.formula`. Random slopes are allowed
-        for one grouping factor; other random terms must then be nested in it.
+        supported terms are listed in :mod:`hce.stats.formula`; random intercepts and
+        slopes, crossed or nested, any number of levels.
     data : pandas.DataFrame
         Long format, one row per observation. Rows missing a formula value are dropped with
         a warning.
     REML : bool, default True
         Restricted maximum likelihood (lme4's default); False for maximum likelihood.
-    method : {"auto", "anova", "pls", "mixedlm"}, default "auto"
+    method : {"auto", "anova", "pls"}, default "auto"
         ``"anova"``: the balanced-design computation (raises :class:`DataError` when the
-        design does not qualify); ``"pls"``: lme4's penalised least squares, for random
-        intercepts only; ``"mixedlm"``: statsmodels ``MixedLM``; ``"auto"``: the first
-        that applies (``"pls"`` up to 5,000 random-effect levels).
+        design does not qualify); ``"pls"``: lme4's penalised least squares (any design);
+        ``"auto"``: the first that applies.
 
     Returns
     -------
@@ -504,9 +501,14 @@ def lmer(
     formula, and every random term is an intercept. Its estimates maximise the exact REML
     (or ML) likelihood (see :mod:`hce.stats.balanced`): with non-negative ANOVA estimates
     these are the ANOVA estimates, in closed form; otherwise a small bounded optimisation
-    over the variances alone finds the boundary maximum (MixedLM often stops short there). Fixed-effect tests use Satterthwaite degrees of freedom
-    there (exact F/t reference distributions in balanced designs); from MixedLM they are
-    Wald z tests.
+    over the variances alone finds the boundary maximum. Fixed-effect tests use Satterthwaite
+    degrees of freedom there (exact F/t reference distributions in balanced designs); from
+    penalised least squares they are Wald z tests.
+
+    Convergence is judged as lme4 judges it: at the optimum the Hessian of the profiled
+    deviance (by finite differences) is positive definite on the parameters not at a
+    bound and the scaled gradient ``max|H^-1 g|`` is below 0.002; otherwise
+    ``converged`` is False and the warning says what failed and what to try.
 
     References
     ----------
@@ -527,7 +529,7 @@ def lmer(
     1  Residual  2451.25
 
     """
-    check_choice("method", method, ["auto", "anova", "pls", "mixedlm"])
+    check_choice("method", method, ["auto", "anova", "pls"])
     parsed = parse_formula(formula)
     design = build_design(parsed, data)
     if method in ("auto", "anova"):
@@ -539,49 +541,54 @@ def lmer(
                 "method='anova' needs a balanced crossed design with categorical fixed "
                 "effects and random intercepts only; use method='auto'"
             )
-    intercepts = all(t.intercept_only for t in parsed.random)
-    levels = sum(len(g.levels) for g in design.groupings.values())
-    if method == "pls" and not intercepts:
-        raise FormulaError("method='pls' fits random intercepts only; use method='mixedlm'")
-    if method == "pls" or (method == "auto" and intercepts and levels <= _PLS_MAX_LEVELS):
-        return _fit_pls(design, REML)
-    return _fit_mixedlm(design, REML)
+    return _fit_pls(design, REML)
 
 
 def _fit_pls(design: Design, reml: bool) -> LmerResult:
-    terms = design.formula.random
-    groupings = [design.groupings[t.group] for t in terms]
-    fit = pls_fit(design.y, design.X, [g.codes for g in groupings], reml=reml)
-    bounds = np.cumsum([0, *(len(g.levels) for g in groupings)])
-    ranef = pd.concat(
-        [
-            pd.DataFrame(
-                {"group": t.group, "level": g.levels, "term": "(Intercept)", "estimate": fit.b[a:b]}
+    # one engine block per formula term, named as lme4's VarCorr names it (g, then g.1 for a
+    # second term on g): terms may share a grouping factor, each with its own covariance
+    names = design.formula.term_names
+    groupings = [design.groupings[name] for name in names]
+    blocks = [RandomBlock(g.codes, g.Z) for g in groupings]
+    fit = pls_fit(design.y, design.X, blocks, reml=reml)
+    ranef, rows, start = [], [], 0
+    for group, g, block, cov in zip(names, groupings, blocks, fit.covariances):
+        size = len(g.levels) * block.q
+        b = fit.b[start : start + size].reshape(len(g.levels), block.q)
+        start += size
+        for k, name in enumerate(g.z_names):
+            ranef.append(
+                pd.DataFrame({"group": group, "level": g.levels, "term": name, "estimate": b[:, k]})
             )
-            for t, g, a, b in zip(terms, groupings, bounds[:-1], bounds[1:])
-        ],
-        ignore_index=True,
-    )
+            rows.append((group, name, None, cov[k, k], np.sqrt(cov[k, k])))
+        for i, j in combinations(range(block.q), 2):
+            denom = np.sqrt(cov[i, i] * cov[j, j])
+            corr = cov[i, j] / denom if denom > 0 else np.nan
+            rows.append((group, g.z_names[i], g.z_names[j], cov[i, j], corr))
+    rows.append(("Residual", None, None, fit.sigma2, np.sqrt(fit.sigma2)))
+    varcorr = pd.DataFrame(rows, columns=["group", "var1", "var2", "vcov", "sdcor"])
+    ranef = pd.concat(ranef, ignore_index=True)
+    ranef["level"] = ranef["level"].astype(object)
     criterion = "REML" if reml else "ML"
     messages = (
         []
         if fit.converged
-        else [f"optimiser for the profiled {criterion} deviance did not converge"]
+        else [f"the profiled {criterion} deviance did not converge: {fit.message}"]
     )
     return _finish(
         design,
         reml,
-        "penalised least squares (lme4's profiled deviance)",
+        "penalised least squares (lme4's profiled deviance, sparse)",
         fit.sigma2,
         fit.loglik,
         messages,
         design.y - design.X @ fit.beta - _zb(design, ranef),
         fit.beta,
         fit.cov_beta,
-        _varcorr_intercepts(terms, fit.variances, fit.sigma2),
+        varcorr,
         ranef,
         None,
-        pls=fit.problem,
+        pls=fit.problem if all(block.q == 1 for block in blocks) else None,
     )
 
 
@@ -788,145 +795,6 @@ def _is_singular(varcorr: pd.DataFrame, sigma2: float) -> bool:
         np.any(np.sqrt(np.maximum(var_rows["vcov"], 0) / sigma2) < _SINGULAR_TOL)
         or np.any(np.abs(corr_rows["sdcor"]) > 1 - 1e-6)
     )
-
-
-def _fit_mixedlm(design: Design, reml: bool) -> LmerResult:
-    """Fit through statsmodels MixedLM: one top grouping factor, other terms as components."""
-    parsed, data = design.formula, design.data
-    top, re_formula, vc_formula = _statsmodels_structure(parsed)
-    model = MixedLM.from_formula(
-        parsed.fixed_formula,
-        data.assign(_hce_group=data[top.groups[0]] if top else 0),
-        groups="_hce_group",
-        re_formula=re_formula,
-        vc_formula=vc_formula or None,
-    )
-    exog_vc = model.exog_vc if vc_formula else None
-    res, messages = _fit_statsmodels(model, reml)
-    sigma2 = float(res.scale)
-    rows = []
-    if top is not None:
-        cov = np.asarray(res.cov_re)
-        names = design.groupings[top.group].z_names
-        for i, a in enumerate(names):
-            rows.append((top.group, a, None, cov[i, i], np.sqrt(cov[i, i])))
-        for i, j in combinations(range(len(names)), 2):
-            rows.append(
-                (
-                    top.group,
-                    names[i],
-                    names[j],
-                    cov[i, j],
-                    cov[i, j] / np.sqrt(cov[i, i] * cov[j, j]),
-                )
-            )
-    vc_names = list(exog_vc.names) if exog_vc is not None else []
-    for t in parsed.random:
-        if t is not top:
-            v = float(res.vcomp[vc_names.index(t.group)])
-            rows.append((t.group, "(Intercept)", None, v, np.sqrt(v)))
-    rows.append(("Residual", None, None, sigma2, np.sqrt(sigma2)))
-    varcorr = pd.DataFrame(rows, columns=["group", "var1", "var2", "vcov", "sdcor"])
-    ranef = _mixedlm_ranef(res, design, top, vc_names)
-    fitted = design.X @ res.fe_params + _zb(design, ranef)
-    k_fe = design.X.shape[1]
-    return _finish(
-        design,
-        reml,
-        "statsmodels MixedLM",
-        sigma2,
-        res.llf,
-        messages,
-        design.y - fitted,
-        np.asarray(res.fe_params),
-        np.asarray(res.cov_params())[:k_fe, :k_fe],
-        varcorr,
-        ranef,
-        None,
-    )
-
-
-def _fit_statsmodels(model: MixedLM, reml: bool):
-    """Fit with tight BFGS, then L-BFGS if that fails; keep the best converged fit and the
-    warnings statsmodels raised for it (re-emitted by the caller, never silenced)."""
-    # statsmodels' default tolerance leaves ~1e-4 relative error; lme4 parity needs more
-    tries = []
-    for options in ({"method": ["bfgs"], "gtol": 1e-8}, {"method": ["lbfgs"]}):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            res = model.fit(reml=reml, **options)
-        messages = list(dict.fromkeys(str(w.message) for w in caught))
-        if not res.converged and not messages:
-            messages.append("MixedLM optimisation did not report convergence")
-        tries.append((res.converged, res.llf, res, messages))
-        if res.converged:
-            break
-    _, _, res, messages = max(tries, key=lambda t: (t[0], t[1]))
-    return res, messages
-
-
-def _statsmodels_structure(parsed: MixedFormula):
-    """(top term or None, its re formula, vc formulas) for MixedLM, or FormulaError."""
-    groups = [t.group for t in parsed.random]
-    twice = next((t for t in parsed.random if groups.count(t.group) > 1), None)
-    if twice is not None:
-        raise FormulaError(
-            f"term {twice.written or str(twice)!r}: this engine (statsmodels MixedLM, which fits "
-            f"random slopes here) takes one term per grouping factor, and {twice.group!r} has "
-            f"{groups.count(twice.group)}; write one correlated term such as "
-            f"(1 + x | {twice.group})"
-        )
-    slopes = [t for t in parsed.random if not t.intercept_only]
-    if len(slopes) > 1:
-        raise FormulaError(
-            f"term {str(slopes[1])!r}: random slopes are supported for one grouping factor only"
-        )
-    if slopes:
-        top = slopes[0]
-        if len(top.groups) != 1:
-            raise FormulaError(f"term {str(top)!r}: random slopes need a single grouping factor")
-    else:
-        singles = [t for t in parsed.random if len(t.groups) == 1]
-        top = next(
-            (t for t in singles if all(t.groups[0] in u.groups for u in parsed.random)), None
-        )
-    vc = {}
-    for t in parsed.random:
-        if t is top:
-            continue
-        inner = [g for g in t.groups if top is None or g != top.groups[0]]
-        if top is not None and (len(inner) == len(t.groups) or not inner):
-            raise FormulaError(
-                f"term {str(t)!r}: with the random slopes of {str(top)!r} other terms "
-                f"must be nested in {top.group!r}"
-            )
-        vc[t.group] = "0 + " + ":".join(f"C({g})" for g in inner)
-    return top, top.expr if top else "0", vc
-
-
-def _mixedlm_ranef(res, design: Design, top, vc_names: list[str]) -> pd.DataFrame:
-    """Statsmodels' per-group random effects as a tidy lme4-style table."""
-    rows = []
-    k_re = res.k_re
-    for g, values in res.random_effects.items():
-        values = np.asarray(values)
-        if top is not None:
-            for name, v in zip(design.groupings[top.group].z_names, values[:k_re]):
-                rows.append((top.group, g, name, v))
-        labels = list(res.random_effects[g].index[k_re:])
-        for label, v in zip(labels, values[k_re:]):
-            name = label.split("[", 1)[0]
-            sub = ":".join(re.findall(r"\[([^\[\]]*)\]", label[len(name) :]))
-            level = f"{g}:{sub}" if top is not None else sub
-            rows.append((name, level, "(Intercept)", v))
-    out = pd.DataFrame(rows, columns=["group", "level", "term", "estimate"])
-    out["level"] = out["level"].astype(object)  # pandas 3 infers str, which refuses int levels
-    for name in vc_names:
-        # statsmodels labels levels by str(); map back to the data's own level values
-        keys = {str(v): v for v in design.groupings[name].levels}
-        mask = out["group"] == name
-        out.loc[mask, "level"] = out.loc[mask, "level"].map(lambda s, keys=keys: keys.get(s, s))
-    return out
 
 
 def _zb(design: Design, ranef: pd.DataFrame) -> np.ndarray:
@@ -1241,9 +1109,6 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
             return _Inference(nan, low, high, nan, [method] * k, no_cov, _NOT_MAX)
         se = np.where(strata.theta > 0, np.sqrt(np.diag(cov)), np.nan)
         return _Inference(se, low, high, nan, [method] * k, cov, _OBSERVED)
-    if fit._pls is None:
-        why = f"REML ({fit.engine}) gives no information matrix for the variances"
-        return _Inference(nan, nan, nan, nan, [f"{why}; no interval"] * k, no_cov, why)
     est = fit.varcorr()["vcov"].to_numpy()
     free = np.sqrt(est / est[-1]) >= _SINGULAR_TOL
     cov = reml_covariance(fit._pls.deviance, est, free)
@@ -1305,7 +1170,7 @@ def spread_model(
         ``"half_min"`` replaces their SD by half the smallest positive SD in the data (a
         common convention for logs of zeros; it keeps perfectly consistent cells as the
         most consistent); ``"drop"`` removes them. Either way a warning says how many.
-    method : {"auto", "anova", "mixedlm"}
+    method : {"auto", "anova", "pls"}
         As in :func:`lmer`.
 
     Returns

@@ -1,25 +1,26 @@
-"""REML/ML for random-intercept models of any balance: lme4's penalised least squares.
+"""REML/ML for linear mixed models of any balance and size: lme4's penalised least squares.
 
-For ``y = X beta + Z b + e`` with independent random intercepts (variance components)
-``b_j ~ N(0, sigma^2 theta_j^2 I)`` and ``e ~ N(0, sigma^2 I)``, lme4 (Bates et al. 2015,
-sec. 3) profiles ``beta`` and ``sigma`` out of the likelihood. With ``Lambda = diag(theta)``
-expanded over the columns of ``Z`` and the Cholesky factors
+For ``y = X beta + Z b + e`` with ``b = Lambda u``, ``u ~ N(0, sigma^2 I)`` and ``e ~ N(0,
+sigma^2 I)``, lme4 (Bates et al. 2015, sec. 3) profiles ``beta`` and ``sigma`` out of the
+likelihood. ``Lambda`` is block diagonal: for each random term and each of its levels a
+copy of the term's lower-triangular relative Cholesky factor ``T`` (``q x q`` for ``q``
+columns: intercept and slopes), whose entries are ``theta``. With
 
-    L L' = Lambda Z'Z Lambda + I,     R_X' R_X = X'X - C_X' C_X,   L C_X = Lambda Z'X,
+    L L' = Lambda' Z'Z Lambda + I,     R_X' R_X = X'X - C_X' C_X,   L C_X = Lambda' Z'X,
 
 the profiled deviances are
 
     REML: log|L|^2 + log|R_X|^2 + (n - p) (1 + log(2 pi r^2 / (n - p)))
     ML:   log|L|^2 + n (1 + log(2 pi r^2 / n)),
 
-with ``r^2`` the penalised residual sum of squares. Everything is computed from the cross
-products ``Z'Z``, ``Z'X``, ``X'X``, and ``log|L|^2 = log|A|`` with ``A = Lambda Z'Z Lambda + I``
-is factored by eliminating the largest term's diagonal block (:class:`_BlockSystem`), so
-each evaluation costs one Cholesky of the size of the *other* terms' levels, whatever the
-number of rows. The few ``theta`` are found by L-BFGS-B with central-difference gradients
-over all real values (the deviance is even in each ``theta``), then ``|theta|`` is reported.
-:meth:`PlsProblem.deviance` gives the same deviance, not profiled, as a function of the
-variances themselves, for their observed information (:mod:`hce.stats.component_intervals`).
+with ``r^2`` the penalised residual sum of squares. Everything is computed from the
+sparse cross products ``Z'Z``, ``Z'X``, ``X'X``; ``A = L L'`` is factored by block
+elimination in an order found once (:mod:`hce.stats.sparse_chol`), so the cost of an
+evaluation does not grow with the number of rows, and nested terms cost nothing beyond
+their levels. ``theta`` is searched by :func:`hce.stats.theta_search.minimise_theta`
+from moment estimates. :meth:`PlsProblem.deviance` gives the same deviance, not profiled,
+as a function of the variances themselves, for their observed information
+(:mod:`hce.stats.component_intervals`).
 
 References
 ----------
@@ -32,192 +33,309 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, optimize, sparse
+from scipy import sparse
+
+from hce.stats.sparse_chol import BlockElimination
+from hce.stats.theta_search import minimise_theta
+
+
+@dataclass(frozen=True)
+class RandomBlock:
+    """One random term as the engine sees it.
+
+    Attributes
+    ----------
+    codes : ndarray of int
+        Level ``0 .. levels - 1`` of every row (its grouping factor; several terms may
+        share one).
+    z : ndarray, shape (n, q)
+        The term's model-matrix columns (intercept and/or slopes).
+    correlated : bool
+        One lower-triangular factor for the ``q`` columns (``(x | g)``), or independent
+        columns (``(x || g)``: a diagonal factor).
+    """
+
+    codes: np.ndarray
+    z: np.ndarray
+    correlated: bool = True
+
+    @property
+    def q(self) -> int:
+        return self.z.shape[1]
+
+    @property
+    def levels(self) -> int:
+        return int(self.codes.max()) + 1
+
+    def theta_pattern(self) -> list[tuple[int, int]]:
+        """(row, column) of each ``theta`` entry in ``T``: lme4's column-major lower triangle."""
+        q = self.q
+        if not self.correlated:
+            return [(i, i) for i in range(q)]
+        return [(i, j) for j in range(q) for i in range(j, q)]
 
 
 @dataclass
 class PlsFit:
-    """Estimates: ``variances`` (per random term), ``sigma2``, ``beta``, ``cov_beta``, ``b``
-    (conditional modes, all terms stacked), ``loglik``, ``converged``; ``problem`` evaluates
-    the deviance elsewhere (for standard errors and profiles)."""
+    """Estimates: ``theta``, ``covariances`` (per term, ``q x q``), ``sigma2``, ``beta``,
+    ``cov_beta``, ``b`` (conditional modes, terms stacked, level-major), ``loglik``,
+    ``converged`` and ``message``; ``problem`` evaluates the deviance elsewhere."""
 
-    variances: np.ndarray
+    theta: np.ndarray
+    covariances: list[np.ndarray]
     sigma2: float
     beta: np.ndarray
     cov_beta: np.ndarray
     b: np.ndarray
     loglik: float
     converged: bool
+    message: str
     problem: PlsProblem
+
+    @property
+    def variances(self) -> np.ndarray:
+        """Variances of every random-effect column, terms in order."""
+        return np.concatenate([np.diag(c) for c in self.covariances])
 
 
 @dataclass
 class _Solution:
     """Penalised least squares at one ``theta``: the pieces of both deviances."""
 
-    lam: np.ndarray
     logdet: float
     rhs_y: np.ndarray
     rhs_x: np.ndarray
     rxtrx: np.ndarray
-    beta: np.ndarray
+    beta: np.ndarray  # of y minus its least-squares fit (add PlsProblem.beta0)
     r2: float
+    lam: sparse.csr_matrix
 
 
 class PlsProblem:
-    """The cross products of one random-intercept model and its deviances.
+    """The sparse cross products of one mixed model and its deviances.
 
     Parameters
     ----------
     y : ndarray, shape (n,)
     x : ndarray, shape (n, p)
         Fixed-effects design, full column rank.
-    codes : list of ndarray of int
-        For each random term, the level index ``0 .. k_j - 1`` of every row.
+    terms : list of RandomBlock
     reml : bool, default True
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> g = np.repeat(np.arange(10), 4)
+    >>> y = rng.normal(size=10)[g] + rng.normal(size=40)
+    >>> problem = PlsProblem(y, np.ones((40, 1)), [RandomBlock(g, np.ones((40, 1)))])
+    >>> round(problem.profiled_deviance(np.array([1.0])), 4) > 0
+    True
     """
 
-    def __init__(self, y: np.ndarray, x: np.ndarray, codes: list[np.ndarray], reml: bool = True):
+    def __init__(self, y: np.ndarray, x: np.ndarray, terms: list[RandomBlock], reml: bool = True):
         n, p = x.shape
-        self.sizes = [int(c.max()) + 1 for c in codes]
-        offsets = np.cumsum([0, *self.sizes])
-        z = sparse.csc_matrix(
-            (
-                np.ones(n * len(codes)),
-                (
-                    np.tile(np.arange(n), len(codes)),
-                    np.concatenate([c + o for c, o in zip(codes, offsets)]),
-                ),
-            ),
-            shape=(n, offsets[-1]),
-        )
-        ztz = (z.T @ z).tocsr()
-        self.ztx, self.zty = np.asarray(z.T @ x), np.asarray(z.T @ y)
-        self.xtx, self.xty, self.yty = x.T @ x, x.T @ y, float(y @ y)
-        self.term_of_column = np.repeat(np.arange(len(codes)), self.sizes)
+        # y minus its least-squares fit on X: the same model (beta shifts by beta0), and the
+        # penalised residual sum of squares no longer cancels against y'y
+        self.beta0 = np.linalg.lstsq(x, y, rcond=None)[0]
+        y = y - x @ self.beta0
+        self.terms = list(terms)
         self.reml = reml
         self.dof = n - p if reml else n
-        self.system = _BlockSystem(ztz, self.term_of_column, int(np.argmax(self.sizes)))
+        sizes = [t.levels * t.q for t in terms]
+        self.offsets = np.cumsum([0, *sizes])
+        rows, cols, vals = [], [], []
+        for t, off in zip(terms, self.offsets):
+            for c in range(t.q):
+                rows.append(np.arange(n))
+                cols.append(off + t.codes * t.q + c)
+                vals.append(t.z[:, c])
+        z = sparse.csc_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(n, self.offsets[-1]),
+        )
+        structure = z.copy()
+        structure.data[:] = 1.0  # the pattern, free of cancellation and of zero covariates
+        groups = [
+            (np.arange(off, off + size), t.q) for t, off, size in zip(terms, self.offsets, sizes)
+        ]
+        self.system = BlockElimination(structure.T @ structure, groups)
+        perm = self.system.perm
+        self.inverse_perm = np.argsort(perm)
+        z = z[:, perm]
+        self.ztz = (z.T @ z).tocsr()
+        self.ztx, self.zty = np.asarray(z.T @ x), np.asarray(z.T @ y)
+        self.xtx, self.xty, self.yty = x.T @ x, x.T @ y, float(y @ y)
+        # Lambda's pattern in the permuted order: entry k takes theta[param[k]]
+        lam_rows, lam_cols, param = [], [], []
+        self.lower, self.scalar = [], []
+        start = 0
+        for t, off in zip(terms, self.offsets):
+            pattern = t.theta_pattern()
+            for k, (i, j) in enumerate(pattern):
+                base = off + np.arange(t.levels) * t.q
+                lam_rows.append(base + i)
+                lam_cols.append(base + j)
+                param.append(np.full(t.levels, start + k))
+                self.lower.append(0.0 if i == j else -np.inf)
+                # a diagonal entry alone in its column: the deviance is even in it
+                self.scalar.append(i == j and not any(b == j and a != j for a, b in pattern))
+            start += len(pattern)
+        self.n_theta = start
+        self.lower, self.scalar = np.array(self.lower), np.array(self.scalar)
+        self._lam_rows = self.inverse_perm[np.concatenate(lam_rows)]
+        self._lam_cols = self.inverse_perm[np.concatenate(lam_cols)]
+        self._lam_param = np.concatenate(param)
+        self._eye = sparse.eye(self.offsets[-1], format="csr")
+        # with one column per term Lambda is diagonal: A = I + diag(lam) Z'Z diag(lam)
+        # scales the stored entries of Z'Z, no sparse products needed
+        self._diagonal = all(t.q == 1 for t in terms)
+        if self._diagonal:
+            # Z'Z + I: every diagonal entry stored, also for a level without rows
+            self._a_pattern = (self.ztz + self._eye).tocsr()
+            rows = np.repeat(np.arange(self._a_pattern.shape[0]), np.diff(self._a_pattern.indptr))
+            self._a_rows, self._a_cols = rows, self._a_pattern.indices
+            self._a_diag = rows == self._a_cols
+            self._a_data = self._a_pattern.data - self._a_diag
+            self._column_param = np.empty(self.offsets[-1], dtype=np.int64)
+            self._column_param[self._lam_cols] = self._lam_param
+
+    def lam(self, theta: np.ndarray) -> sparse.csr_matrix:
+        """``Lambda`` at ``theta``, in the factorisation's column order."""
+        q = self.offsets[-1]
+        return sparse.csr_matrix(
+            (theta[self._lam_param], (self._lam_rows, self._lam_cols)), shape=(q, q)
+        )
 
     def solve(self, theta: np.ndarray) -> _Solution:
-        """Factor ``A`` at relative SDs ``theta`` and solve for ``beta`` and ``r^2``."""
-        lam = theta[self.term_of_column]
-        logdet = self.system.factor(theta)
-        rhs_y, rhs_x = lam * self.zty, lam[:, None] * self.ztx
-        a_y, a_x = self.system.solve(rhs_y), self.system.solve(rhs_x)
+        """Factor ``A`` at ``theta`` and solve for ``beta`` and ``r^2``."""
+        theta = np.asarray(theta, dtype=float)
+        lam = self.lam(theta)
+        if self._diagonal:
+            scale = theta[self._column_param]
+            a = self._a_pattern
+            a.data = self._a_data * scale[self._a_rows] * scale[self._a_cols] + self._a_diag
+        else:
+            a = lam.T @ self.ztz @ lam + self._eye
+        logdet = self.system.factor(a)
+        rhs_y, rhs_x = lam.T @ self.zty, lam.T @ self.ztx
+        both = self.system.solve(np.column_stack([rhs_y, rhs_x]))
+        a_y, a_x = both[:, 0], both[:, 1:]
         rxtrx = self.xtx - rhs_x.T @ a_x
         rhs = self.xty - rhs_x.T @ a_y
         beta = np.linalg.solve(rxtrx, rhs)
         r2 = self.yty - rhs_y @ a_y - beta @ rhs
-        return _Solution(lam, logdet, rhs_y, rhs_x, rxtrx, beta, float(r2))
+        return _Solution(logdet, rhs_y, rhs_x, rxtrx, beta, float(r2), lam)
 
     def profiled_deviance(self, theta: np.ndarray) -> float:
         """lme4's deviance with ``beta`` and ``sigma`` profiled out (eqs. 34, 41)."""
         s = self.solve(theta)
+        if not s.r2 > 0:
+            return np.inf
         dev = s.logdet + self.dof * (1 + np.log(2 * np.pi * s.r2 / self.dof))
         return float(dev + (np.linalg.slogdet(s.rxtrx)[1] if self.reml else 0.0))
 
     def deviance(self, variances: np.ndarray) -> float:
-        """-2 log-likelihood at ``variances`` (random terms, then the residual), not profiled.
+        """-2 log-likelihood at ``variances`` (scalar random terms, then the residual),
+        not profiled.
 
         With ``theta = sqrt(v / sigma^2)``: ``log|L|^2 (+ log|R_X|^2) + dof log(2 pi sigma^2)
         + r^2 / sigma^2``, which equals :meth:`profiled_deviance` where ``sigma^2 = r^2 /
-        dof``. A function of the variances themselves, for their observed information.
+        dof``. A function of the variances themselves, for their observed information;
+        defined for models whose random terms each have one column.
         """
+        if self.n_theta != len(self.terms) or any(t.q != 1 for t in self.terms):
+            raise ValueError("deviance(variances) needs one column per random term")
         sigma2 = variances[-1]
-        s = self.solve(np.sqrt(variances[:-1] / sigma2))
+        s = self.solve(np.sqrt(np.maximum(variances[:-1], 0.0) / sigma2))
         dev = s.logdet + self.dof * np.log(2 * np.pi * sigma2) + s.r2 / sigma2
         return float(dev + (np.linalg.slogdet(s.rxtrx)[1] if self.reml else 0.0))
 
+    def start(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Start values: moment estimates for intercept columns, lme4's 1 for slopes, 0 off
+        the diagonal (see :func:`moment_start`)."""
+        intercepts = moment_start(y, x, [t.codes for t in self.terms])
+        theta = []
+        for t, rel in zip(self.terms, intercepts):
+            for i, j in t.theta_pattern():
+                constant = np.all(t.z[:, j] == 1.0)
+                theta.append(0.0 if i != j else rel if constant else 1.0)
+        return np.array(theta)
 
-def pls_fit(y: np.ndarray, x: np.ndarray, codes: list[np.ndarray], reml: bool = True) -> PlsFit:
-    """Fit a random-intercept model by profiled REML (or ML).
+
+def pls_fit(y: np.ndarray, x: np.ndarray, terms: list[RandomBlock], reml: bool = True) -> PlsFit:
+    """Fit a linear mixed model by profiled REML (or ML).
 
     Parameters
     ----------
-    y, x, codes, reml
+    y, x, terms, reml
         As for :class:`PlsProblem`.
 
     Returns
     -------
     PlsFit
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> g = np.repeat(np.arange(30), 5)
+    >>> y = 2 * rng.normal(size=30)[g] + rng.normal(size=150)
+    >>> fit = pls_fit(y, np.ones((150, 1)), [RandomBlock(g, np.ones((150, 1)))])
+    >>> fit.converged, round(float(fit.covariances[0][0, 0]), 2)
+    (True, 2.9)
     """
-    problem = PlsProblem(y, x, codes, reml)
-    k = len(codes)
-    # The deviance is even in each theta, so theta = 0 is a stationary point: a search bounded
-    # at 0 that steps there (as L-BFGS-B does after projecting an overshoot) stays there even
-    # when the variance is positive. Search all of R^k and take |theta|.
-    # Central-difference gradients: one-sided ones stall ~1e-4 short of the optimum.
-    best = optimize.minimize(
-        problem.profiled_deviance,
-        np.ones(k),
-        method="L-BFGS-B",
-        jac="3-point",
-        options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 5000},
+    problem = PlsProblem(y, x, terms, reml)
+    search = minimise_theta(
+        problem.profiled_deviance, problem.start(y, x), problem.lower, problem.scalar
     )
-    theta = np.abs(best.x)
-    # L-BFGS-B often ends its line search at the limit of precision ("ABNORMAL"); accept that
-    # when the gradient of the deviance is negligible
-    converged = bool(best.success or np.all(np.abs(best.jac) < 1e-4))
+    theta = search.theta
     s = problem.solve(theta)
     sigma2 = s.r2 / problem.dof
     u = problem.system.solve(s.rhs_y - s.rhs_x @ s.beta)
+    b = (s.lam @ u)[problem.inverse_perm]
+    covariances, start = [], 0
+    for t in terms:
+        factor = np.zeros((t.q, t.q))
+        for k, (i, j) in enumerate(t.theta_pattern()):
+            factor[i, j] = theta[start + k]
+        start += len(t.theta_pattern())
+        covariances.append(sigma2 * factor @ factor.T)
     return PlsFit(
-        variances=sigma2 * theta**2,
+        theta=theta,
+        covariances=covariances,
         sigma2=float(sigma2),
-        beta=s.beta,
+        beta=s.beta + problem.beta0,
         cov_beta=sigma2 * np.linalg.inv(s.rxtrx),
-        b=s.lam * u,
-        loglik=-0.5 * best.fun,
-        converged=converged,
+        b=b,
+        loglik=-0.5 * search.deviance,
+        converged=search.converged,
+        message=search.message,
         problem=problem,
     )
 
 
-class _BlockSystem:
-    """``A = Lambda Z'Z Lambda + I`` factored by eliminating the largest term's block.
+def moment_start(y: np.ndarray, x: np.ndarray, codes: list[np.ndarray]) -> np.ndarray:
+    """Relative SDs to start from: one-way ANOVA (moment) estimates on the OLS residuals.
 
-    Each row has one level per term, so a term's own block of ``Z'Z`` is diagonal (level
-    counts). Eliminating the largest term (often ``item:prompt`` or ``item``) leaves a dense
-    Schur complement only as large as the other terms' levels, and the coupling block is
-    sparse (one non-zero per level and other term). ``log|A| = sum log D_1 + log|S|``
-    equals lme4's ``log|L|^2``; solves use the same blocks.
+    For each term, ``(MSB - MSW) / n0`` with ``n0 = (N - sum n_l^2 / N) / (a - 1)`` (Searle
+    et al. 1992, sec. 3.6) divided by the smallest within-level mean square of the terms
+    (the residual variance where the finest term has replicates), floored at 0.05 so the
+    search starts inside: each term's one-way estimate ignores the others, so it is only
+    a start.
     """
-
-    def __init__(self, ztz: sparse.csr_matrix, term_of_column: np.ndarray, big: int):
-        self.term = term_of_column
-        self.first = np.flatnonzero(term_of_column == big)
-        self.rest = np.flatnonzero(term_of_column != big)
-        self.big = big
-        self.d1 = ztz.diagonal()[self.first]
-        self.b0 = ztz[self.first][:, self.rest].tocsc()
-        self.c0 = ztz[self.rest][:, self.rest].toarray()
-
-    def factor(self, theta: np.ndarray) -> float:
-        """Factor A at ``theta``; returns ``log|A|``."""
-        lam_1, lam_r = theta[self.big], theta[self.term[self.rest]]
-        self.dinv = 1.0 / (lam_1**2 * self.d1 + 1.0)
-        self.b = (self.b0 * lam_1) @ sparse.diags(lam_r)
-        schur = lam_r[:, None] * self.c0 * lam_r[None, :] + np.eye(len(self.rest))
-        if len(self.rest):
-            schur -= (self.b.T @ sparse.diags(self.dinv) @ self.b).toarray()
-            self.chol = linalg.cho_factor(schur, lower=True)
-            logdet_s = 2 * np.sum(np.log(np.diag(self.chol[0])))
-        else:
-            logdet_s = 0.0
-        return float(-np.sum(np.log(self.dinv)) + logdet_s)
-
-    def solve(self, rhs: np.ndarray) -> np.ndarray:
-        """``A^{-1} rhs`` for a vector or a matrix of columns (original column order)."""
-        rhs = np.asarray(rhs, dtype=float)
-        matrix = rhs.ndim == 2
-        r = rhs if matrix else rhs[:, None]
-        r1, r2 = r[self.first], r[self.rest]
-        out = np.empty_like(r)
-        if len(self.rest):
-            x2 = linalg.cho_solve(self.chol, r2 - self.b.T @ (self.dinv[:, None] * r1))
-            out[self.rest] = x2
-            out[self.first] = self.dinv[:, None] * (r1 - self.b @ x2)
-        else:
-            out[self.first] = self.dinv[:, None] * r1
-        return out if matrix else out[:, 0]
+    resid = y - x @ np.linalg.lstsq(x, y, rcond=None)[0]
+    n = len(y)
+    between, within = [], []
+    for c in codes:
+        counts = np.bincount(c).astype(float)
+        sums = np.bincount(c, weights=resid)
+        levels = np.count_nonzero(counts)
+        ss_within = float(resid @ resid - np.sum(sums[counts > 0] ** 2 / counts[counts > 0]))
+        msb = (float(resid @ resid) - ss_within - resid.sum() ** 2 / n) / max(levels - 1, 1)
+        msw = ss_within / (n - levels) if n > levels else np.nan
+        n0 = (n - np.sum(counts**2) / n) / max(levels - 1, 1)
+        between.append((msb, n0))
+        within.append(msw)
+    sigma2 = np.nanmin(within) if np.any(np.isfinite(within)) else float(resid @ resid) / n / 2
+    sigma2 = max(sigma2, 1e-12 * float(resid @ resid) / n, 1e-300)
+    relative = np.array([(msb - sigma2) / n0 / sigma2 for msb, n0 in between])
+    return np.sqrt(np.maximum(relative, 0.05))

@@ -22,7 +22,6 @@ import pytest
 from scipy import integrate, optimize, stats
 from statsmodels.regression.mixed_linear_model import MixedLM
 
-import hce.stats.mixed as mixed
 from hce.stats import lmer, variance_components
 from hce.stats._numdiff import central_differences
 from hce.stats.component_intervals import pivot_draws
@@ -268,15 +267,6 @@ def test_zero_component_gets_a_profile_interval_from_zero_and_is_held_there():
     )
     excess = best.fun - dense_deviance(y, x, vs, est)
     np.testing.assert_allclose(excess, stats.chi2.ppf(0.95, 1), atol=1e-4)
-
-
-def test_an_engine_without_information_says_so(monkeypatch):
-    monkeypatch.setattr(mixed, "_PLS_MAX_LEVELS", 0)  # forces statsmodels MixedLM
-    g = variance_components(unbalanced_log(), "y", ["item", "cond"])
-    assert g.components[["std_error", "ci_low", "ci_high"]].isna().all().all()
-    assert g.components["method"].str.contains("gives no information matrix").all()
-    assert g.coefficients["method"].str.startswith("no interval: REML (statsmodels").all()
-    assert g.coefficients[["ci_low", "ci_high"]].isna().all().all()
 
 
 def test_central_differences_on_a_known_function():

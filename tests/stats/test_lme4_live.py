@@ -141,7 +141,6 @@ def compare(seed: int, formula: str, data: pd.DataFrame, ref: dict) -> str | Non
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="needs mixed-engine branch")
 def test_random_unbalanced_designs_match_live_lme4(tmp_path):
     designs = {seed: random_design(seed) for seed in range(DESIGNS)}
     fitted = lme4_fits(tmp_path, designs)

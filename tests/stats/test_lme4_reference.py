@@ -47,48 +47,13 @@ FITS = [
 ]
 RTOL = 1e-5
 
-# Fits today's engine cannot reproduce: the PLS optimiser stops at theta = 0 on statsmodels'
-# unbalanced lme03/lme05 (lme4: group variance 0.835 and 0.262), slopes go to statsmodels
-# MixedLM (not converged to 1e-5), and uncorrelated terms on one grouping factor have no
-# engine yet. The mixed-engine branch (issue 17, items 1-2) fits them; the lead removes these
-# markers when merging it.
-_LME = [
-    ("lme03", "endog ~ 0 + exog_fe_0 + exog_fe_1 + (1 | groups)"),
-    ("lme03", "endog ~ exog_fe_0 + exog_fe_1 + (1 | groups)"),
-    ("lme05", "endog ~ 0 + exog_fe_0 + exog_fe_1 + exog_fe_2 + (1 | groups)"),
-    ("lme05", "endog ~ exog_fe_0 + exog_fe_1 + (1 | groups)"),
-]
-# three of the 24 random unbalanced judge designs trap it at theta = 0 the same way
-_TRAPPED = ["random_307", "random_315", "random_324"]
-NEEDS_ENGINE = {(d, f, reml) for d, f in _LME for reml in (True, False)} | {
-    (d, "score ~ condition + (1 | item_id)", True) for d in _TRAPPED
-} | {
-    ("slopes", "y ~ x + (x | g)", True),
-    ("slopes", "y ~ x + (x | g)", False),
-    ("slopes", "y ~ x + (x || g)", True),
-    ("slopes", "y ~ x + (1 | g) + (0 + x | g)", True),
-    ("lme06", "endog ~ 0 + exog_fe_0 + (0 + exog_re_0 + exog_re_1 | groups)", True),
-    ("lme06", "endog ~ 0 + exog_fe_0 + (0 + exog_re_0 | groups) + (0 + exog_re_1 | groups)", True),
-} | {
-    ("lme08", f"endog ~ 0 + exog_fe_0 + exog_fe_1 + {re}", reml)
-    for re in (
-        "(0 + exog_re_0 + exog_re_1 | groups)",
-        "(0 + exog_re_0 | groups) + (0 + exog_re_1 | groups)",
-    )
-    for reml in (True, False)
-}
-
-
 def _case_id(fit: dict) -> str:
     return f"{fit['design']}|{fit['formula']}|{'REML' if fit['reml'] else 'ML'}"
 
 
 def _cases():
     for fit in FITS:
-        marks = []
-        if (fit["design"], fit["formula"], fit["reml"]) in NEEDS_ENGINE:
-            marks.append(pytest.mark.xfail(strict=True, reason="needs mixed-engine branch"))
-        yield pytest.param(fit, id=_case_id(fit), marks=marks)
+        yield pytest.param(fit, id=_case_id(fit))
 
 
 def _fit(ref: dict):

@@ -6,9 +6,10 @@ References used below:
   ("lme4: Mixed-effects modeling with R", ch. 1 Dyestuff, ch. 2 Penicillin and Pastes).
   Published values carry 4-5 significant digits, hence ``rtol=1e-3`` (the issue's bar).
 - ``../shared/data/lme4_reference/expected_values.csv`` lists the same values with sources.
-Where no published number exists, the two engines (closed form and statsmodels MixedLM,
-an independent implementation) are compared at ``rtol=1e-4`` (the issue's bar; MixedLM
-is run to gtol 1e-8, so the residual difference is its optimiser's).
+Where no published number exists, the two engines (closed form and penalised least
+squares) and statsmodels MixedLM (an independent implementation) are compared at
+``rtol=1e-4`` (the issue's bar; MixedLM is run to gtol 1e-8, so the residual difference is
+its optimiser's).
 """
 
 import warnings
@@ -18,7 +19,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hce.errors import DataError, FormulaError
+from statsmodels.regression.mixed_linear_model import MixedLM
+
+from hce.errors import DataError
 from hce.stats import lmer
 from hce.stats.mixed import SingularFitWarning
 
@@ -83,7 +86,7 @@ def vcov(result, group: str, var2=None) -> float:
     return float(row["vcov"].iloc[0] if var2 is None else row["sdcor"].iloc[0])
 
 
-@pytest.mark.parametrize("method", ["anova", "pls", "mixedlm"])
+@pytest.mark.parametrize("method", ["anova", "pls"])
 def test_dyestuff_matches_lme4(method):
     # lme4 book ch. 1, fm1 <- lmer(Yield ~ 1 + (1|Batch), Dyestuff):
     # Batch (Intercept) Var 1764.0 SD 42.00; Residual Var 2451.3 SD 49.51;
@@ -111,7 +114,7 @@ def test_dyestuff_intercept_test_uses_batch_degrees_of_freedom():
     assert fe["method"] == "t, Satterthwaite df"
 
 
-@pytest.mark.parametrize("method", ["anova", "pls", "mixedlm"])
+@pytest.mark.parametrize("method", ["anova", "pls"])
 def test_dyestuff_ml_matches_lme4(method):
     # lme4 book ch. 1, fm1ML <- lmer(Yield ~ 1 + (1|Batch), Dyestuff, REML = FALSE):
     # Batch Var 1388 SD 37.26, Residual Var 2451 SD 49.51, logLik -163.7, deviance 327.3;
@@ -122,19 +125,35 @@ def test_dyestuff_ml_matches_lme4(method):
     assert "deviance" in m.summary() and "maximum likelihood" in m.summary()
 
 
+def mixedlm(data, fixed: str, reml: bool = True):
+    """statsmodels MixedLM fit of ``fixed + (1|item) + (1|item:prompt)`` (tight BFGS)."""
+    model = MixedLM.from_formula(
+        fixed, data, groups="item", re_formula="1", vc_formula={"cell": "0 + C(prompt)"}
+    )
+    for options in ({"method": ["bfgs"], "gtol": 1e-8}, {"method": ["lbfgs"]}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the peer's own warnings; convergence asserted
+            res = model.fit(reml=reml, **options)
+        if res.converged:
+            return res
+    raise AssertionError("statsmodels MixedLM did not converge")
+
+
+def sm_vcov(res) -> np.ndarray:
+    return np.array([float(np.asarray(res.cov_re)[0, 0]), float(res.vcomp[0]), float(res.scale)])
+
+
 def test_balanced_ml_and_lrt_equal_mixedlm():
     data = judge(0, 0.5)
     a = lmer(FORMULA, data, REML=False)
-    b = lmer(FORMULA, data, REML=False, method="mixedlm")
+    b = mixedlm(data, "y ~ prompt * model", reml=False)
     assert a.engine == "closed form from ANOVA mean squares (ML)"
-    np.testing.assert_allclose(a.varcorr()["vcov"], b.varcorr()["vcov"], rtol=1e-4)
-    np.testing.assert_allclose(a.loglik, b.loglik, rtol=1e-9)
+    np.testing.assert_allclose(a.varcorr()["vcov"], sm_vcov(b), rtol=1e-4)
+    np.testing.assert_allclose(a.loglik, b.llf, rtol=1e-9)
     small = "y ~ prompt + model + (1|item) + (1|item:prompt)"
     table = lmer(FORMULA, data).anova(lmer(small, data))
-    ml_small = lmer(small, data, REML=False, method="mixedlm")
-    np.testing.assert_allclose(
-        table["statistic"].iloc[1], 2 * (b.loglik - ml_small.loglik), rtol=1e-6
-    )
+    ml_small = mixedlm(data, "y ~ prompt + model", reml=False)
+    np.testing.assert_allclose(table["statistic"].iloc[1], 2 * (b.llf - ml_small.llf), rtol=1e-6)
     assert table["df"].iloc[1] == 2
 
 
@@ -148,7 +167,7 @@ def test_dyestuff_closed_form_is_exact_anova():
     assert m.engine == "closed form from ANOVA mean squares"
 
 
-@pytest.mark.parametrize("method", ["anova", "pls", "mixedlm"])
+@pytest.mark.parametrize("method", ["anova", "pls"])
 def test_penicillin_crossed_matches_lme4(method):
     want = expected("Penicillin.csv")
     m = lmer("diameter ~ 1 + (1|plate) + (1|sample)", read_lme4("Penicillin.csv"), method=method)
@@ -163,7 +182,7 @@ def test_penicillin_crossed_matches_lme4(method):
 def test_sleepstudy_random_slope_matches_lme4():
     want = expected("sleepstudy.csv")
     m = lmer("Reaction ~ Days + (Days|Subject)", read_lme4("sleepstudy.csv"))
-    assert m.engine == "statsmodels MixedLM"
+    assert m.engine.startswith("penalised least squares") and m.converged
     np.testing.assert_allclose(vcov(m, "Subject"), want["Subject (Intercept) variance"], rtol=1e-3)
     vc = m.varcorr()
     days = vc[(vc["var1"] == "Days") & vc["var2"].isna()]["vcov"].iloc[0]
@@ -183,7 +202,7 @@ def test_sleepstudy_random_slope_matches_lme4():
     np.testing.assert_allclose(m.icc()["estimate"], [0.722, 0.521], atol=5e-4)
 
 
-@pytest.mark.parametrize("method", ["anova", "pls", "mixedlm"])
+@pytest.mark.parametrize("method", ["anova", "pls"])
 def test_pastes_nested_matches_lme4(method):
     # lme4 book ch. 2, lmer(strength ~ 1 + (1|sample) + (1|batch), Pastes):
     # sample 8.434, batch 1.657, Residual 0.678; the same model written with (1|batch/cask).
@@ -230,14 +249,17 @@ def judge(seed: int, sd_item_prompt: float, n_items: int = 8) -> pd.DataFrame:
 FORMULA = "y ~ prompt * model + (1|item) + (1|item:prompt)"
 
 
-def test_closed_form_equals_mixedlm_on_balanced_judge_design():
+def test_closed_form_equals_pls_and_mixedlm_on_balanced_judge_design():
     data = judge(0, 0.5)
     a = lmer(FORMULA, data, method="anova")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        b = lmer(FORMULA, data, method="mixedlm")
+        b = lmer(FORMULA, data, method="pls")
     assert a.engine.startswith("closed form")
     assert_same_fit(a, b)
+    sm = mixedlm(data, "y ~ prompt * model")
+    np.testing.assert_allclose(a.varcorr()["vcov"], sm_vcov(sm), rtol=1e-4)
+    np.testing.assert_allclose(a.loglik, sm.llf, rtol=1e-8)
     np.testing.assert_allclose(a.fixef()["std_error"], b.fixef()["std_error"], rtol=1e-4)
     np.testing.assert_allclose(a.residuals, b.residuals, atol=1e-4)
 
@@ -261,15 +283,17 @@ def test_boundary_fit_is_flagged_and_is_the_reml_maximum():
     assert "boundary (singular) fit" in a.summary()
     # With item:prompt at zero, the other REML estimates are those of the model without the
     # term, which MixedLM (an independent fitter) finds without a boundary to fight.
-    reduced = lmer("y ~ prompt * model + (1|item)", data, method="mixedlm")
-    np.testing.assert_allclose(
-        [vcov(a, "item"), a.sigma2], [vcov(reduced, "item"), reduced.sigma2], rtol=1e-4
+    reduced = MixedLM.from_formula("y ~ prompt * model", data, groups="item").fit(
+        method=["bfgs"], gtol=1e-8
     )
-    # MixedLM on the full model stops short of the boundary (it reports non-convergence);
-    # the hce fit has the higher REML likelihood.
-    with pytest.warns(UserWarning):
-        b = lmer(FORMULA, data, method="mixedlm")
-    assert a.loglik >= b.loglik - 1e-9
+    np.testing.assert_allclose(
+        [vcov(a, "item"), a.sigma2], [float(reduced.cov_re.iloc[0, 0]), reduced.scale], rtol=1e-4
+    )
+    # penalised least squares finds the same boundary point, not a spurious interior one
+    with pytest.warns(SingularFitWarning):
+        b = lmer(FORMULA, data, method="pls")
+    assert vcov(b, "item:prompt") == 0.0 and b.converged
+    np.testing.assert_allclose(b.loglik, a.loglik, rtol=1e-10)
 
 
 def test_contrasts_match_split_plot_formulas():
@@ -308,18 +332,10 @@ def test_icc_dyestuff():
 
 def test_unsupported_structures_are_named():
     data = judge(0, 0.5).assign(x=lambda d: d["attempt"] * 1.0)
-    with pytest.raises(FormulaError, match=r"\(x \| prompt\)"):
-        lmer("y ~ x + (x|item) + (x|prompt)", data)
-    with pytest.raises(FormulaError, match=r"\(1 \| model\).*nested in 'item'"):
-        lmer("y ~ x + (x|item) + (1|model)", data)
-    with pytest.raises(FormulaError, match=r"single grouping factor"):
-        lmer("y ~ x + (x|item:prompt)", data)
     with pytest.raises(DataError, match="balanced"):
         lmer(FORMULA, data.iloc[1:], method="anova")
     with pytest.raises(DataError, match="not valid"):
         lmer(FORMULA, data, method="lme4")
-    with pytest.raises(FormulaError, match="random intercepts only"):
-        lmer("y ~ x + (x|item)", data, method="pls")
 
 
 @pytest.mark.parametrize("reml", [True, False])
@@ -330,9 +346,10 @@ def test_unbalanced_data_uses_pls_equal_to_mixedlm(reml):
     with pytest.warns(UserWarning, match="dropped 1 of 141 rows"):
         a = lmer(FORMULA, data, REML=reml)
     assert a.engine.startswith("penalised least squares") and a.n == 140
-    with pytest.warns(UserWarning, match="dropped 1 of 141 rows"):
-        b = lmer(FORMULA, data, REML=reml, method="mixedlm")
-    assert_same_fit(a, b)
+    b = mixedlm(data.dropna(), "y ~ prompt * model", reml=reml)
+    np.testing.assert_allclose(a.varcorr()["vcov"], sm_vcov(b), rtol=1e-4)
+    np.testing.assert_allclose(a.fixef()["estimate"], b.fe_params, rtol=1e-5)
+    np.testing.assert_allclose(a.loglik, b.llf, rtol=1e-8)
     # Standard errors as lme4 defines them, sqrt(diag((X' V^-1 X)^-1)) from the dense V at the
     # estimates. (MixedLM inverts its full observed information instead: ~2e-4 apart here.)
     used = data.dropna()
@@ -347,7 +364,12 @@ def test_unbalanced_data_uses_pls_equal_to_mixedlm(reml):
     x = a.design.X
     se = np.sqrt(np.diag(np.linalg.inv(x.T @ np.linalg.solve(v, x))))
     np.testing.assert_allclose(a.fixef()["std_error"], se, rtol=1e-8)
-    np.testing.assert_allclose(a.fixef()["std_error"], b.fixef()["std_error"], rtol=1e-3)
+    np.testing.assert_allclose(a.fixef()["std_error"], b.bse_fe, rtol=1e-3)
+    # conditional modes as Henderson defines them, b = G Z' V^-1 (y - X beta)
+    resid = used["y"].to_numpy() - x @ a.fixef()["estimate"].to_numpy()
+    blup = var[0] * z[0].to_numpy(float).T @ np.linalg.solve(v, resid)
+    mine = a.ranef().query("group == 'item'")["estimate"].to_numpy()
+    np.testing.assert_allclose(mine, blup, rtol=1e-6, atol=1e-9)
 
 
 def test_docstring_examples():
