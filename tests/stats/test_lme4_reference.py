@@ -35,11 +35,9 @@ from hce.stats.mixed import SingularFitWarning
 DATA = Path(__file__).resolve().parent / "data"
 REFERENCE = json.loads((DATA / "lme4_reference.json").read_text())
 
-
 def _columns(table: dict) -> dict:
     """R's JSON writes a length-1 vector as a scalar: make every column a list."""
     return {k: v if isinstance(v, list) else [v] for k, v in table.items()}
-
 
 FITS = [
     {**f, **{k: _columns(f[k]) for k in ("fixef", "varcorr", "ranef")}}
@@ -50,11 +48,9 @@ RTOL = 1e-5
 def _case_id(fit: dict) -> str:
     return f"{fit['design']}|{fit['formula']}|{'REML' if fit['reml'] else 'ML'}"
 
-
 def _cases():
     for fit in FITS:
         yield pytest.param(fit, id=_case_id(fit))
-
 
 def _fit(ref: dict):
     data = pd.read_csv(DATA / "lme4_reference" / f"{ref['design']}.csv")
@@ -67,19 +63,16 @@ def _fit(ref: dict):
     assert bool(singular) == ref["singular"] == m.singular
     return m
 
-
 def _group_key(name: str) -> tuple[frozenset, int]:
     """lme4 names a nested term ``item_id:site`` where hce writes ``site:item_id``, and a
     second term on one factor ``g.1``: compare sets of factors plus the term's index."""
     match = re.fullmatch(r"(.*?)(?:\.(\d+))?", name)
     return frozenset(match.group(1).split(":")), int(match.group(2) or 0)
 
-
 def _close(actual, desired, scale, what):
     actual, desired = np.asarray(actual, float), np.asarray(desired, float)
     bound = RTOL * (np.abs(desired) + np.asarray(scale, float))
     assert np.all(np.abs(actual - desired) <= bound), (what, actual, desired)
-
 
 @pytest.mark.parametrize("ref", _cases())
 def test_fit_matches_lme4(ref):
@@ -89,7 +82,6 @@ def test_fit_matches_lme4(ref):
     _check_fixef(m, ref)
     _check_ranef(m, ref)
 
-
 def _check_criterion(m, ref):
     criterion = -2 * m.loglik
     assert criterion <= ref["criterion"] + 1e-6, (criterion, ref["criterion"])
@@ -98,7 +90,6 @@ def _check_criterion(m, ref):
     # levels per grouping factor, as lme4's ngrps: one entry per factor, however many terms
     ours = {_group_key(g)[0]: k for g, k in m.ngroups.items()}
     assert ours == {_group_key(g)[0]: k for g, k in ref["ngroups"].items()}
-
 
 def _check_varcorr(m, ref):
     ours = m.varcorr()
@@ -122,7 +113,6 @@ def _check_varcorr(m, ref):
         else:  # a correlation
             _close(same["sdcor"].iloc[0], row.sdcor, 1.0, what)
 
-
 def _check_fixef(m, ref):
     fe = m.fixef()
     theirs = ref["fixef"]
@@ -130,7 +120,6 @@ def _check_fixef(m, ref):
     se = np.asarray(theirs["std_error"])
     _close(fe["estimate"], theirs["estimate"], se, "fixed effects")
     _close(fe["std_error"], se, se, "standard errors")
-
 
 def _check_ranef(m, ref):
     ours = m.ranef()
@@ -148,7 +137,6 @@ def _check_ranef(m, ref):
         assert got.notna().all(), (grpvar, term)
         scale = max(float(np.abs(block["condval"]).max()), 1e-3 * ref["sigma"])
         _close(got.to_numpy(), block["condval"].to_numpy(), scale, f"ranef {grpvar} {term}")
-
 
 def test_reference_file_records_its_provenance():
     assert REFERENCE["r_version"].startswith("R version")
