@@ -27,6 +27,7 @@ from hce.stats._resample import (
     unit_sums,
 )
 from hce.stats.effects import CorrelationMethod, correlation
+from hce.stats._validate import reads_frame
 
 Strategy = Literal["uniform", "quantile", "unique"]
 STRATEGIES = ("uniform", "quantile", "unique")
@@ -36,6 +37,7 @@ _CELLS = 5  # per bin: n, sum p, sum y, sum p^2, sum p*y
 
 
 # ----------------------------------------------------------------------------- confidence
+@reads_frame(texts=("logprobs",))
 def logprob_confidence(
     data: pd.DataFrame,
     *,
@@ -165,6 +167,7 @@ def _scale_codes(
     return scale, np.searchsorted(scale, values[keep])
 
 
+@reads_frame(keys=("item", "by"), labels=("score",))
 def vote_confidence(
     data: pd.DataFrame,
     *,
@@ -264,6 +267,7 @@ def vote_confidence(
     return out
 
 
+@reads_frame(texts=("verbal",))
 def verbal_confidence(
     data: pd.DataFrame,
     *,
@@ -321,6 +325,7 @@ def verbal_confidence(
     return out
 
 
+@reads_frame(keys=("item", "by"), optional=("score", "numeric"))
 def confidence_table(
     data: pd.DataFrame,
     *,
@@ -419,6 +424,7 @@ def confidence_table(
     return out[[*keys, "n", "prediction", "prob"]].assign(source=source)
 
 
+@reads_frame(keys=("item",), labels=("score",))
 def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = "total") -> pd.Series:
     """Boolean Series: does each attempt's score equal its item's modal score (smallest mode)?
 
@@ -554,6 +560,7 @@ def _metric_table(estimates, replicates, confidence, n, extra) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@reads_frame(keys=("item",), numbers=("prob",), labels=("outcome",))
 def calibration_metrics(
     data: pd.DataFrame,
     *,
@@ -769,6 +776,7 @@ def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     return out[out["metric"].isin(keep)].reset_index(drop=True)
 
 
+@reads_frame(numbers=("prob",), labels=("outcome",))
 def reliability_table(
     data: pd.DataFrame,
     *,
@@ -886,6 +894,7 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     return ax
 
 
+@reads_frame(keys=("item",), numbers=("score", "prob"))
 def confidence_spread(
     data: pd.DataFrame,
     *,

@@ -14,11 +14,13 @@ from hce.errors import DataError
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import as_list, item_spread
 from hce.stats.tests import Adjustment, kruskal_row, mann_whitney_core, p_adjust
+from hce.stats._validate import reads_frame
 
 Worse = Literal["lower", "higher"]
 _DEFAULT_WORSE = {"mean": "lower", "sd": "higher"}
 
 
+@reads_frame(keys=("strata", "item", "condition"), numbers=("score",))
 def fairness(
     data: pd.DataFrame,
     *,

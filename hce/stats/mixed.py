@@ -53,6 +53,7 @@ from hce.stats.component_intervals import (
 )
 from hce.stats.formula import Design, MixedFormula, build_design, parse_formula
 from hce.stats.pls import PlsProblem, pls_fit
+from hce.stats._validate import reads_frame
 
 Method = Literal["auto", "anova", "pls", "mixedlm"]
 _PLS_MAX_LEVELS = 5000  # the PLS engine holds a dense (levels x levels) matrix: 200 MB here
@@ -459,6 +460,7 @@ def _factor_column(code: str, data: pd.DataFrame) -> str | None:
 
 
 # ---- fitting -----------------------------------------------------------------------------
+@reads_frame(formula="formula")
 def lmer(
     formula: str,
     data: pd.DataFrame,
@@ -1071,6 +1073,7 @@ class VarianceComponents:
         )
 
 
+@reads_frame(keys=("facets",), numbers=("score",))
 def variance_components(
     data: pd.DataFrame,
     score: str,
@@ -1267,6 +1270,7 @@ _NOT_MAX = "the observed REML information is not positive definite (not at a max
 
 
 # ---- models of spread -------------------------------------------------------------------------
+@reads_frame(formula="formula", numbers=("score",))
 def spread_model(
     formula: str,
     data: pd.DataFrame,

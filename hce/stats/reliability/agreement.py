@@ -12,6 +12,7 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, require_columns
 from hce.errors import DataError
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats._validate import reads_frame
 
 Weights = Literal["unweighted", "linear", "quadratic"]
 
@@ -102,6 +103,7 @@ def _two_columns(data: pd.DataFrame, targets: str | None, columns: Sequence[str]
                          "rating": pd.concat([data[columns[0]], data[columns[1]]], ignore_index=True)})  # fmt: skip
 
 
+@reads_frame(keys=("targets",), ratings_or_key="raters", labels=("ratings",))
 def cohen_kappa(
     data: pd.DataFrame,
     targets: str | None = None,
@@ -325,6 +327,7 @@ _WEIGHTS_DOC = """weights : {"unweighted", "linear", "quadratic"}, default "unwe
     """
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def fleiss_kappa(
     data: pd.DataFrame,
     targets: str,
@@ -367,6 +370,7 @@ def fleiss_kappa(
     return _chance_corrected(r, "fleiss", "unweighted", categories, confidence)
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def gwet_ac(
     data: pd.DataFrame,
     targets: str,
@@ -410,6 +414,7 @@ def gwet_ac(
     return _chance_corrected(r, "gwet", weights, categories, confidence)
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def percent_agreement(
     data: pd.DataFrame,
     targets: str,
@@ -450,6 +455,7 @@ for _f, _w in ((fleiss_kappa, ""), (gwet_ac, _WEIGHTS_DOC), (percent_agreement, 
     _f.__doc__ = _f.__doc__.replace("{shared}", _SHARED_DOC.replace("{weights}", _w))
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def strict_agreement(
     data: pd.DataFrame,
     targets: str,

@@ -11,6 +11,7 @@ from scipy import optimize, stats
 from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats._validate import reads_frame
 
 NanPolicy = Literal["pairwise", "listwise"]
 
@@ -47,6 +48,7 @@ def _covariance(y: np.ndarray) -> np.ndarray:
     return pd.DataFrame(y).cov().to_numpy()
 
 
+@reads_frame(keys=("targets", "items"), numbers=("ratings",))
 def cronbach_alpha(
     data: pd.DataFrame,
     targets: str,
@@ -168,6 +170,7 @@ def _omega(s: np.ndarray) -> float:
     return float(common / (common + psi.sum()))
 
 
+@reads_frame(keys=("targets", "items"), numbers=("ratings",))
 def mcdonald_omega(
     data: pd.DataFrame,
     targets: str,
