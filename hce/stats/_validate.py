@@ -51,7 +51,10 @@ class FrameSpec:
     listing numeric item columns where ``None`` means every column; ``mapping`` names a
     keyword whose mapping values list numeric columns (a CFA model); ``formula`` names a
     formula keyword whose referenced columns are checked as numbers.
-    ``optional`` name numeric columns checked only when the frame has them.
+    ``blank_keys`` name grouping keywords whose columns may be blank (a stratum left out
+    of its own tests); every other id column must be filled and finite.
+    ``optional`` name numeric columns checked only when the frame has them; ``fixed``
+    are numeric columns with fixed names (the ``sd`` of a spread table).
     ``missing="refuse"`` makes a NaN in a ``numbers`` column an error (for statistics that
     have no notion of a missing rating). ``log=False`` for tables that are not attempt logs
     (item-by-respondent matrices, spread tables), which get no ``error=`` keyword.
@@ -59,9 +62,11 @@ class FrameSpec:
 
     frame: str = "data"
     keys: tuple[str, ...] = ()
+    blank_keys: tuple[str, ...] = ()
     texts: tuple[str, ...] = ()
     numbers: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
     ratings_or_key: str | None = None
     wide: str | None = None
@@ -142,7 +147,7 @@ def check_frame(data: object, spec: FrameSpec, arguments: dict, name: str) -> pd
         raise DataError(f"{name}: {spec.frame} must be a pandas DataFrame, got {type(data).__name__}")
     keys = [c for k in spec.keys for c in columns_of(arguments.get(k))]
     texts = [c for k in spec.texts for c in columns_of(arguments.get(k))]
-    numbers = [c for k in spec.numbers for c in columns_of(arguments.get(k))]
+    numbers = [c for k in spec.numbers for c in columns_of(arguments.get(k))] + list(spec.fixed)
     labels = [columns_of(arguments.get(k)) for k in spec.labels]
     present = [c for k in spec.optional for c in columns_of(arguments.get(k)) if c in data.columns]
     if spec.ratings_or_key is not None:
@@ -170,8 +175,9 @@ def check_frame(data: object, spec: FrameSpec, arguments: dict, name: str) -> pd
     for group in labels:
         for column, values in label_values(out, group, name).items():
             out = _replace(out, column, values)
+    blank_ok = {c for k in spec.blank_keys for c in columns_of(arguments.get(k))}
     for column in dict.fromkeys(keys):
-        out = _replace(out, column, key_values(out, column, name))
+        out = _replace(out, column, key_values(out, column, name, blank_ok=column in blank_ok))
     return out
 
 
@@ -280,6 +286,9 @@ def label_values(data: pd.DataFrame, columns: list[str], name: str) -> dict[str,
     has_text = any((k == "text").any() for k in kinds.values())
     for column in numeric:
         check_finite(data[column].to_numpy(dtype=float, na_value=np.nan), column, name, data.index)
+    for column, kind in kinds.items():
+        numbers = pd.to_numeric(data[column][kind.index[kind == "number"]], errors="coerce")
+        check_finite(numbers.to_numpy(dtype=float), column, name, numbers.index)
     if not (has_number and has_text):
         return {}
     out = {}
@@ -307,12 +316,27 @@ def _numeric_dtype(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
-def key_values(data: pd.DataFrame, column: str, name: str) -> pd.Series | None:
-    """Ids mixing ``1`` and ``"1"`` would split one item in two: read them as numbers."""
+def key_values(data: pd.DataFrame, column: str, name: str, *, blank_ok: bool = False) -> pd.Series | None:
+    """Check an id or grouping column; ``1`` next to ``"1"`` is read as one id.
+
+    A blank id (unless ``blank_ok``) or an infinite one cannot be grouped honestly, so it
+    is refused with its row; ids mixing ``1`` and ``"1"`` would split one item in two.
+    """
     series = data[column]
+    blank = series.isna().to_numpy()
+    if blank.any() and not blank_ok:
+        raise DataError(
+            f"{name}: id column {column!r} is blank in {int(blank.sum())} row(s), first in row "
+            f"{_label(data.index[np.flatnonzero(blank)[0]])}; label every row or drop those rows"
+        )
+    if _numeric_dtype(series):
+        check_finite(series.to_numpy(dtype=float, na_value=np.nan), column, name, data.index)
     if not _textlike(series):
         return None
     kinds = series.dropna().map(_kind)
+    if (kinds == "number").any():
+        numbers = pd.to_numeric(series[kinds.index[kinds == "number"]], errors="coerce")
+        check_finite(numbers.to_numpy(dtype=float), column, name, numbers.index)
     if not ((kinds == "number").any() and (kinds == "text").any()):
         return None
     parsed = _parse(series)

@@ -572,7 +572,9 @@ def experiment5(
         tables["metadata"] = _metadata_tests(data, per_item, item, as_list(metadata), confidence,
                                              random_state)  # fmt: skip
     if strata:
-        fair = fairness(data, strata=strata, item=item, score=total, error=error, alpha=alpha,
+        # errored attempts are counted in the attempts table already; fairness gets the rest
+        valid = data if error is None else data[~data[error].fillna(False).astype(bool)]
+        fair = fairness(valid, strata=strata, item=item, score=total, error=None, alpha=alpha,
                         confidence=confidence, random_state=random_state)  # fmt: skip
         tables.update({f"fairness_{k}": v for k, v in fair.tables.items()})
     sm2 = tables["success_metric_2"].set_index("metric").loc["both"]

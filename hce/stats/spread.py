@@ -378,7 +378,7 @@ def _threshold_pairs(threshold, criteria) -> list[tuple[str, float]]:
     return [(c, float(t)) for c in criteria for t in np.atleast_1d(threshold)]
 
 
-@reads_frame(frame="spread", keys=("item", "by"), log=False)
+@reads_frame(frame="spread", keys=("item", "by"), fixed=("sd",), log=False)
 def success_metric_2(
     spread: pd.DataFrame,
     *,
@@ -579,6 +579,10 @@ def vote_stability(
     out["attempts_needed"] = _attempts_needed(1 - minority, agreement, max_attempts)
     if (n == 0).any():
         warnings.warn(f"{int((n == 0).sum())} item(s) have no valid verdict", HceWarning, stacklevel=2)
+    tied = (n > 0) & (k * 2 == n)
+    if tied.any():
+        warnings.warn(f"{int(tied.sum())} item(s) tie (as many true as false verdicts): their "
+                      "majority and attempts_needed are NA", HceWarning, stacklevel=2)  # fmt: skip
     return out
 
 

@@ -111,3 +111,27 @@ def test_an_error_column_the_caller_names_must_exist_but_the_default_may_be_abse
     hs.icc(_log(), "item_id", "attempt", "total")  # no error_flag column: nothing flagged
     with pytest.raises(DataError, match=r"no column\(s\) \['failed'\]"):
         hs.icc(_log(), "item_id", "attempt", "total", error="failed")
+
+
+def test_flagged_attempts_are_out_of_icc_on_the_topical_chat_geval_log(shared_dir):
+    # Issue 18: Chiang & Lee (2023), gpt-3.5 rate-explain coherence replies on Topical-Chat
+    # (d223302/A-Closer-Look-To-LLM-Evaluation @9008442; shared data README). One reply quotes
+    # "On January 26, 1982, he scored..." and was imported as total = 26 with error_flag set.
+    # With that row ICC(1) was 0.637; without it 0.711 (lme4 agrees with both, per the issue).
+    from hce.importers import from_geval
+
+    path = shared_dir / "data/topicalchat_gpt35_repeated/raw_geval_json/gpt3.5_coh_rate_explain_auto_cot.json"
+    log = from_geval(path, condition_id="rate_explain", item_keys=(), low=1, high=3).data
+    flagged = log["error_flag"].astype(bool)
+    january = log["response_text"].str.contains("January 26, 1982", regex=False) & flagged
+    assert january.sum() == 1
+    log.loc[january, "total"] = 26.0  # what the importer read before issue 18, whatever it reads now
+    with pytest.warns(HceWarning, match=r"icc: left out \d+ attempt\(s\) flagged in 'error_flag'"):
+        got = hs.icc(log, "item_id", "attempt", "total")
+    expected = hs.icc(log[~flagged], "item_id", "attempt", "total")
+    pd.testing.assert_frame_equal(got, expected)
+    assert got.loc[0, "estimator"] == "ICC1" and got.loc[0, "estimate"] == pytest.approx(0.711, abs=5e-4)
+    # error=None uses every row, the old answer (kept for audits of the flagged rows)
+    everything = hs.icc(log.assign(total=log["total"].fillna(2.0).where(~flagged | january)),
+                        "item_id", "attempt", "total", error=None)  # fmt: skip
+    assert everything.loc[0, "estimate"] < 0.70
