@@ -2,13 +2,13 @@
 
 :func:`reads_frame` wraps a statistic and, before it runs, checks the columns the caller
 named: they exist (else :class:`~hce.errors.DataError` listing the columns present);
-numeric columns hold finite numbers (``inf``/``-inf`` always refused, ``NaN`` refused where
-the statistic cannot treat it as a missing rating), each message naming the column and the
-count of bad values; a column mixing numbers and text (``1`` and ``"1"``) is read as numbers
-when every value parses as one, with an :class:`~hce.errors.HceWarning`, and refused naming
-the row and value otherwise. Attempts flagged in the error column (``error=``, default
-``"error_flag"``; absent column = nothing flagged) are left out and counted in a warning, so
-one log gives one answer whichever statistic reads it.
+numeric columns hold finite numbers (``inf``/``-inf`` refused, naming the column and the
+count; ``NaN`` is a missing rating the statistic drops and counts); id columns are filled;
+a column mixing numbers and text (``1`` and ``"1"``) is read as numbers when every value
+parses as one, with an :class:`~hce.errors.HceWarning`, and refused naming the row and
+value otherwise. Attempts flagged in the error column (``error=``, default
+``"error_flag"``; absent column = nothing flagged) are left out before the check and
+counted in a warning, so one log gives one answer whichever statistic reads it.
 
 Keeping the checks here, rather than in each function, means a new statistic gets them by
 declaring which of its keywords name columns.
@@ -21,7 +21,6 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -32,8 +31,6 @@ from hce.errors import DataError, HceWarning
 
 ERROR_DEFAULT = "error_flag"
 _UNSET = object()
-
-Missing = Literal["allow", "refuse"]
 
 
 @dataclass(frozen=True)
@@ -55,8 +52,8 @@ class FrameSpec:
     of its own tests); every other id column must be filled and finite.
     ``optional`` name numeric columns checked only when the frame has them; ``fixed``
     are numeric columns with fixed names (the ``sd`` of a spread table).
-    ``missing="refuse"`` makes a NaN in a ``numbers`` column an error (for statistics that
-    have no notion of a missing rating). ``log=False`` for tables that are not attempt logs
+    ``NaN`` stays a missing value for the statistic to drop and count (every statistic
+    here handles missing ratings or refuses them itself). ``log=False`` for tables that are not attempt logs
     (item-by-respondent matrices, spread tables), which get no ``error=`` keyword.
     """
 
@@ -72,7 +69,6 @@ class FrameSpec:
     wide: str | None = None
     mapping: str | None = None
     formula: str | None = None
-    missing: Missing = "allow"
     log: bool = True
 
 
@@ -107,10 +103,21 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
             arguments = bound.arguments
             if "kwargs" in arguments and isinstance(arguments["kwargs"], dict):
                 arguments = {**arguments, **arguments["kwargs"]}
-            data = check_frame(arguments[frame_spec.frame], frame_spec, arguments, func.__name__)
+            data = arguments[frame_spec.frame]
+            if not isinstance(data, pd.DataFrame):
+                raise DataError(f"{func.__name__}: {frame_spec.frame} must be a pandas DataFrame, "
+                                f"got {type(data).__name__}")  # fmt: skip
+            # Flagged attempts are out before the check: a failed reply's garbage is no error.
+            flagged = np.zeros(len(data), dtype=bool)
             if inject:
-                data = drop_flagged(data, error, func.__name__)
-            bound.arguments[frame_spec.frame] = data
+                flagged = flagged_rows(data, error, func.__name__, required=error is not _UNSET)
+            elif owns_error:
+                flagged = flagged_rows(data, arguments["error"], func.__name__, required=False)
+            valid = data.loc[~flagged] if flagged.any() else data
+            checked, changed = check_frame(valid, frame_spec, arguments, func.__name__)
+            if inject and flagged.any():
+                report_flagged(data, flagged, error, func.__name__)
+            bound.arguments[frame_spec.frame] = checked if inject else merge_checked(data, checked, changed)
             return func(*bound.args, **bound.kwargs)
 
         if inject:
@@ -138,13 +145,14 @@ def columns_of(value: object) -> list[str]:
     return []
 
 
-def check_frame(data: object, spec: FrameSpec, arguments: dict, name: str) -> pd.DataFrame:
-    """Check ``data`` against ``spec`` with the call's ``arguments``; return the frame to use.
+def check_frame(
+    data: pd.DataFrame, spec: FrameSpec, arguments: dict, name: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """Check ``data`` against ``spec`` with the call's ``arguments``.
 
-    The caller's frame is never modified: a coerced column is replaced in a shallow copy.
+    Returns the frame to use and the columns read anew (numbers stored as text). The
+    caller's frame is never modified: a coerced column is replaced in a shallow copy.
     """
-    if not isinstance(data, pd.DataFrame):
-        raise DataError(f"{name}: {spec.frame} must be a pandas DataFrame, got {type(data).__name__}")
     keys = [c for k in spec.keys for c in columns_of(arguments.get(k))]
     texts = [c for k in spec.texts for c in columns_of(arguments.get(k))]
     numbers = [c for k in spec.numbers for c in columns_of(arguments.get(k))] + list(spec.fixed)
@@ -167,18 +175,20 @@ def check_frame(data: object, spec: FrameSpec, arguments: dict, name: str) -> pd
         numbers += formula_columns(arguments[spec.formula], data)
     named = keys + texts + numbers + [c for group in labels for c in group]
     require_columns(data, dict.fromkeys(named), what=f"{name}: {spec.frame}")
-    out = data
+    rewritten: dict[str, pd.Series] = {}
     for column in dict.fromkeys(numbers):
-        out = _replace(out, column, numeric_values(out, column, name, missing=spec.missing))
+        rewritten[column] = numeric_values(data, column, name)
     for column in dict.fromkeys(present):
-        out = _replace(out, column, numeric_values(out, column, name))
+        rewritten[column] = numeric_values(data, column, name)
     for group in labels:
-        for column, values in label_values(out, group, name).items():
-            out = _replace(out, column, values)
+        rewritten.update(label_values(data, group, name))
     blank_ok = {c for k in spec.blank_keys for c in columns_of(arguments.get(k))}
     for column in dict.fromkeys(keys):
-        out = _replace(out, column, key_values(out, column, name, blank_ok=column in blank_ok))
-    return out
+        rewritten[column] = key_values(data, column, name, blank_ok=column in blank_ok)
+    rewritten = {c: v for c, v in rewritten.items() if v is not None}
+    if not rewritten:
+        return data, []
+    return data.assign(**rewritten), list(rewritten)
 
 
 def formula_columns(formula: str, data: pd.DataFrame) -> list[str]:
@@ -196,14 +206,6 @@ def _is_numberlike(series: pd.Series) -> bool:
         return False
     kinds = {_kind(v) for v in series.dropna()}
     return "number" in kinds
-
-
-def _replace(data: pd.DataFrame, column: str, values: pd.Series | None) -> pd.DataFrame:
-    if values is None:
-        return data
-    out = data.copy(deep=False)
-    out[column] = values
-    return out
 
 
 def _kind(value: object) -> str:
@@ -235,7 +237,7 @@ def _numbers_or_refuse(series: pd.Series, column: str, name: str, problem: str) 
 
 
 def numeric_values(
-    data: pd.DataFrame, column: str, name: str, *, missing: Missing = "allow"
+    data: pd.DataFrame, column: str, name: str
 ) -> pd.Series | None:
     """Check a numeric column; return the coerced column, or ``None`` when it is fine as is."""
     series = data[column]
@@ -253,25 +255,19 @@ def numeric_values(
             )
         coerced = series = parsed.astype(float)
     values = series.to_numpy(dtype=float, na_value=np.nan)
-    check_finite(values, column, name, data.index, missing=missing)
+    check_finite(values, column, name, data.index)
     return coerced
 
 
-def check_finite(
-    values: np.ndarray, column: str, name: str, index: pd.Index, *, missing: Missing = "allow"
-) -> None:
-    """``inf``/``-inf`` always, and ``NaN`` when ``missing="refuse"``, raise a DataError."""
-    checks = [(np.isinf(values), "non-finite value(s) (inf or -inf)", "scores must be finite numbers")]
-    if missing == "refuse":
-        checks.append((np.isnan(values), "missing value(s) (NaN)",
-                       "this statistic needs every value, so drop or fill those rows first"))  # fmt: skip
-    for bad, what, advice in checks:
-        if bad.any():
-            row = index[np.flatnonzero(bad)[0]]
-            raise DataError(
-                f"{name}: column {column!r} holds {int(bad.sum())} {what}, "
-                f"first in row {_label(row)}; {advice}"
-            )
+def check_finite(values: np.ndarray, column: str, name: str, index: pd.Index) -> None:
+    """``inf``/``-inf`` raise a DataError naming the column, the count and the first row."""
+    infinite = np.isinf(values)
+    if infinite.any():
+        raise DataError(
+            f"{name}: column {column!r} holds {int(infinite.sum())} non-finite value(s) "
+            f"(inf or -inf), first in row {_label(index[np.flatnonzero(infinite)[0]])}; "
+            "scores must be finite numbers"
+        )
 
 
 def label_values(data: pd.DataFrame, columns: list[str], name: str) -> dict[str, pd.Series]:
@@ -350,31 +346,55 @@ def key_values(data: pd.DataFrame, column: str, name: str, *, blank_ok: bool = F
     return parsed
 
 
-def drop_flagged(data: pd.DataFrame, error: object, name: str) -> pd.DataFrame:
-    """Leave out the attempts flagged in ``error`` and say how many.
+def flagged_rows(data: pd.DataFrame, error: object, name: str, *, required: bool) -> np.ndarray:
+    """True for the attempts flagged in column ``error`` (``_UNSET``: the default column).
 
-    ``error`` is the caller's keyword (``_UNSET`` when not given): the default column may
-    be absent (nothing flagged); a column the caller names must exist.
+    An absent column flags nothing unless ``required`` (the caller named it); a flag that
+    is neither boolean nor numeric is refused.
     """
     column = ERROR_DEFAULT if error is _UNSET else error
-    if column is None:
-        return data
+    none = np.zeros(len(data), dtype=bool)
+    if column is None or not isinstance(column, str):
+        return none
     if column not in data.columns:
-        if error is _UNSET:
-            return data
-        require_columns(data, [column], what=f"{name}: data")
+        if required:
+            require_columns(data, [column], what=f"{name}: data")
+        return none
     flags = data[column]
     if not (pd.api.types.is_bool_dtype(flags) or pd.api.types.is_numeric_dtype(flags)):
-        raise DataError(
-            f"{name}: column {column!r} (error flag) must be boolean, got {flags.dtype}"
-        )
-    flagged = flags.fillna(False).to_numpy(dtype=bool)
-    if not flagged.any():
-        return data
+        if required:
+            raise DataError(f"{name}: column {column!r} (error flag) must be boolean, got {flags.dtype}")
+        return none
+    return flags.fillna(False).to_numpy(dtype=bool)
+
+
+def report_flagged(data: pd.DataFrame, flagged: np.ndarray, error: object, name: str) -> None:
+    """Say how many flagged attempts a statistic left out, and which rows."""
+    column = ERROR_DEFAULT if error is _UNSET else error
     rows = data.index[flagged][:5]
     warn(
         f"{name}: left out {int(flagged.sum())} attempt(s) flagged in {column!r} "
         f"(rows {', '.join(_label(r) for r in rows)}{', ...' if flagged.sum() > 5 else ''})",
         HceWarning,
     )
-    return data.loc[~flagged]
+
+
+def merge_checked(data: pd.DataFrame, checked: pd.DataFrame, changed: list[str]) -> pd.DataFrame:
+    """The full frame with the columns the check rewrote; flagged rows get NaN there.
+
+    For functions that count flagged attempts themselves: they see every row, while the
+    values the check read as numbers (and whatever a failed reply left) are cleared.
+    """
+    if not changed:
+        return data
+    out = data.copy(deep=False)
+    for column in changed:
+        out[column] = checked[column].reindex(data.index)
+    return out
+
+
+def warn_undefined_sd(n: np.ndarray, name: str) -> None:
+    """Say when items with fewer than two scores leave an SD undefined (NaN)."""
+    short = int((np.asarray(n) < 2).sum())
+    if short:
+        warn(f"{name}: {short} item(s) have fewer than 2 scores, so their sd is NaN", HceWarning)

@@ -22,7 +22,7 @@ from hce.stats._resample import (
     unit_sums,
 )
 from hce.stats.reliability.agreement import kappa_core
-from hce.stats._validate import reads_frame
+from hce.stats._validate import reads_frame, warn_undefined_sd
 
 AGREEMENT_METRICS = ("accuracy", "precision", "recall", "specificity", "f1", "cohen_kappa", "mcc")
 
@@ -363,6 +363,7 @@ def mean_score_ensemble(
     out = frame.groupby(item, sort=True)["s"].agg(["size", aggregate, "std"]).reset_index()
     out.columns = [item, "n", "estimate", "sd"]
     out["method"] = aggregate
+    warn_undefined_sd(out["n"], "mean_score_ensemble")
     return out
 
 

@@ -27,7 +27,7 @@ from hce.stats._resample import (
     unit_sums,
 )
 from hce.stats.effects import CorrelationMethod, correlation
-from hce.stats._validate import reads_frame
+from hce.stats._validate import reads_frame, warn_undefined_sd
 
 Strategy = Literal["uniform", "quantile", "unique"]
 STRATEGIES = ("uniform", "quantile", "unique")
@@ -228,6 +228,15 @@ def vote_confidence(
     >>> list(vote_confidence(log, levels=range(11, 15)).filter(like="prob_"))
     ['prob_11', 'prob_12', 'prob_13', 'prob_14']
     """
+    out = vote_table(data, item=item, score=score, by=by, levels=levels)
+    warn_undefined_sd(out["n"], "vote_confidence")
+    return out
+
+
+def vote_table(
+    data: pd.DataFrame, *, item: str, score: str, by: Sequence[str], levels: Sequence[float] | None
+) -> pd.DataFrame:
+    """The table of :func:`vote_confidence`, for callers that need its shares, not its SDs."""
     keys = [*by, item]
     require_columns(data, [*keys, score])
     values = numeric_column(data, score)
@@ -385,7 +394,7 @@ def confidence_table(
         source = next((name for name, has in present.items() if has), "votes")
     keys = [*by, item]
     if source == "votes":
-        votes = vote_confidence(data, item=item, score=score, by=by, levels=levels)
+        votes = vote_table(data, item=item, score=score, by=by, levels=levels)
         if level == "item":
             return votes[[*keys, "n", "modal_score", "prob", "source"]].rename(
                 columns={"modal_score": "prediction"}
@@ -438,7 +447,7 @@ def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = 
     >>> agrees_with_mode(log).tolist()
     [True, True, False]
     """
-    votes = vote_confidence(data, item=item, score=score)
+    votes = vote_table(data, item=item, score=score, by=(), levels=None)
     modal = data[[item]].merge(votes[[item, "modal_score"]], on=item, how="left")["modal_score"]
     values = numeric_column(data, score)
     result = pd.Series(values == modal.to_numpy(), index=data.index, dtype="boolean")

@@ -135,3 +135,17 @@ def test_flagged_attempts_are_out_of_icc_on_the_topical_chat_geval_log(shared_di
     everything = hs.icc(log.assign(total=log["total"].fillna(2.0).where(~flagged | january)),
                         "item_id", "attempt", "total", error=None)  # fmt: skip
     assert everything.loc[0, "estimate"] < 0.70
+
+
+def test_a_flagged_attempt_s_garbage_blocks_nothing():
+    # A failed reply may leave anything in its score ("1e400" -> inf, text); it is out anyway.
+    log = _log().assign(error_flag=False).astype({"total": object})
+    log.loc[2, ["total", "error_flag"]] = [np.inf, True]
+    log.loc[5, ["total", "error_flag"]] = ["Rating: n/a", True]
+    clean = _log().drop(index=[2, 5])
+    with pytest.warns(HceWarning, match=r"icc: left out 2 attempt\(s\) flagged in 'error_flag' \(rows 2, 5\)"):
+        got = hs.icc(log, "item_id", "attempt", "total")
+    pd.testing.assert_frame_equal(got, hs.icc(clean, "item_id", "attempt", "total"))
+    spread = hs.item_spread(log, condition=None)  # counts them in n_errors, as before
+    assert spread["n_errors"].sum() == 2
+    np.testing.assert_allclose(spread["sd"], hs.item_spread(clean, condition=None, error=None)["sd"])
