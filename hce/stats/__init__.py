@@ -97,3 +97,28 @@ from hce.stats.mixed import (
 )
 from hce.stats.bayes import BayesResult, MCMCDiagnosticsWarning, bayes_binary, bayes_ordinal
 from hce.stats.validity import discriminant_validity, rater_expertise, substantive_validity
+
+# The public API, discovered by the dirty-input test (tests/stats/test_dirty_input.py).
+__all__ = [
+    "AnalysisResult", "BayesResult", "LmerResult", "MCMCDiagnosticsWarning", "VarianceComponents",
+    "adaptive_filter_agreement", "agrees_with_mode", "annotator_pairs", "attempts_needed",
+    "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",
+    "brier_score", "build_design", "calibration_metrics", "cfa", "code_frequencies", "cohen_kappa",
+    "cohens_d", "confidence_spread", "confidence_table", "contingency_test", "correlation",
+    "correlation_matrix", "count_sentences", "cronbach_alpha", "dif_ordinal", "discrepancy",
+    "discriminant_validity", "edit_counts", "edit_counts_from_matches", "edit_counts_table",
+    "edit_f1", "efa", "eigenvalues", "expected_calibration_error", "experiment1", "experiment2",
+    "experiment3", "experiment4", "experiment5", "fairness", "fleiss_kappa", "friedman",
+    "golden_agreement", "gwet_ac", "icc", "icc_groups", "instrument_report",
+    "inter_annotator_predictability", "item_spread", "item_statistics", "kl_divergence", "kmo",
+    "krippendorff_alpha", "kruskal_wallis", "lmer", "logprob_confidence", "mae_vs_target",
+    "majority_vote", "mann_whitney", "mcdonald_omega", "mean_score_ensemble", "normalize_likert",
+    "omega_hierarchical", "ordinal_alpha", "p_adjust", "parallel_analysis", "parse_formula",
+    "pass_rates", "percent_agreement", "polychoric", "posthoc", "ppi_mean", "rater_expertise",
+    "reliability_diagram", "reliability_items", "reliability_table", "rm_anova", "rogan_gladen",
+    "sd_difference_power", "sd_difference_power_analytic", "sentence_table", "share_below",
+    "split_sentences", "spread_model", "spread_summary", "strict_agreement", "substantive_validity",
+    "success_metric_2", "theme_f1", "theme_inclusion_agreement", "uncertain_routing",
+    "variance_components", "verbal_confidence", "vote_confidence", "vote_stability",
+    "wilcoxon_paired",
+]  # fmt: skip

@@ -22,6 +22,7 @@ from hce.stats._resample import (
     unit_sums,
 )
 from hce.stats.reliability.agreement import kappa_core
+from hce.stats._validate import reads_frame, warn_undefined_sd
 
 AGREEMENT_METRICS = ("accuracy", "precision", "recall", "specificity", "f1", "cohen_kappa", "mcc")
 
@@ -65,6 +66,7 @@ def _groups(data: pd.DataFrame, by: Sequence[str]):
 
 
 # ------------------------------------------------------------------------------ pass rates
+@reads_frame(keys=("by",), labels=("verdict",))
 def pass_rates(
     data: pd.DataFrame,
     *,
@@ -189,6 +191,7 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
     return rows
 
 
+@reads_frame(keys=("by", "item"), labels=("prediction", "truth"))
 def golden_agreement(
     data: pd.DataFrame,
     *,
@@ -280,6 +283,7 @@ def golden_agreement(
 
 
 # ------------------------------------------------------------------------------ ensembles
+@reads_frame(keys=("item",), labels=("verdict",))
 def majority_vote(
     data: pd.DataFrame,
     *,
@@ -330,6 +334,7 @@ def majority_vote(
     return out
 
 
+@reads_frame(keys=("item",), numbers=("score",))
 def mean_score_ensemble(
     data: pd.DataFrame,
     *,
@@ -358,9 +363,11 @@ def mean_score_ensemble(
     out = frame.groupby(item, sort=True)["s"].agg(["size", aggregate, "std"]).reset_index()
     out.columns = [item, "n", "estimate", "sd"]
     out["method"] = aggregate
+    warn_undefined_sd(out["n"], "mean_score_ensemble")
     return out
 
 
+@reads_frame(keys=("by",), labels=("uncertain", "verdict", "truth"))
 def uncertain_routing(
     data: pd.DataFrame,
     *,
@@ -426,6 +433,7 @@ def uncertain_routing(
 
 
 # ------------------------------------------------------------------------------ seed 003
+@reads_frame(keys=("unit", "element", "rater"), labels=("label",))
 def adaptive_filter_agreement(
     data: pd.DataFrame,
     *,
@@ -499,6 +507,7 @@ def adaptive_filter_agreement(
     return pd.concat([per_element, pooled, unanimity], ignore_index=True)
 
 
+@reads_frame(keys=("unit", "criterion", "version", "by"), numbers=("score",))
 def discrepancy(
     data: pd.DataFrame,
     *,
@@ -584,6 +593,7 @@ def discrepancy(
     return pd.DataFrame(rows)
 
 
+@reads_frame(numbers=("score",), log=False)
 def normalize_likert(
     data: pd.DataFrame,
     *,
@@ -622,6 +632,7 @@ def normalize_likert(
     return pd.Series(out, index=data.index, name=f"{score}_normalized")
 
 
+@reads_frame(numbers=("score",), log=False)
 def binarize_likert(data: pd.DataFrame, *, score: str = "score", threshold: float = 4,
                     low: float = 1, high: float = 5) -> pd.Series:
     """Likert score -> boolean ``score >= threshold``: seed 003's "Binarized @ 4" and "@ 5".

@@ -27,6 +27,7 @@ from hce.stats._resample import (
     unit_sums,
 )
 from hce.stats.effects import CorrelationMethod, correlation
+from hce.stats._validate import reads_frame, warn_undefined_sd
 
 Strategy = Literal["uniform", "quantile", "unique"]
 STRATEGIES = ("uniform", "quantile", "unique")
@@ -36,6 +37,7 @@ _CELLS = 5  # per bin: n, sum p, sum y, sum p^2, sum p*y
 
 
 # ----------------------------------------------------------------------------- confidence
+@reads_frame(texts=("logprobs",))
 def logprob_confidence(
     data: pd.DataFrame,
     *,
@@ -165,6 +167,7 @@ def _scale_codes(
     return scale, np.searchsorted(scale, values[keep])
 
 
+@reads_frame(keys=("item", "by"), labels=("score",))
 def vote_confidence(
     data: pd.DataFrame,
     *,
@@ -225,6 +228,15 @@ def vote_confidence(
     >>> list(vote_confidence(log, levels=range(11, 15)).filter(like="prob_"))
     ['prob_11', 'prob_12', 'prob_13', 'prob_14']
     """
+    out = vote_table(data, item=item, score=score, by=by, levels=levels)
+    warn_undefined_sd(out["n"], "vote_confidence")
+    return out
+
+
+def vote_table(
+    data: pd.DataFrame, *, item: str, score: str, by: Sequence[str], levels: Sequence[float] | None
+) -> pd.DataFrame:
+    """The table of :func:`vote_confidence`, for callers that need its shares, not its SDs."""
     keys = [*by, item]
     require_columns(data, [*keys, score])
     values = numeric_column(data, score)
@@ -264,6 +276,7 @@ def vote_confidence(
     return out
 
 
+@reads_frame(texts=("verbal",))
 def verbal_confidence(
     data: pd.DataFrame,
     *,
@@ -321,6 +334,7 @@ def verbal_confidence(
     return out
 
 
+@reads_frame(keys=("item", "by"), optional=("score", "numeric"))
 def confidence_table(
     data: pd.DataFrame,
     *,
@@ -380,7 +394,7 @@ def confidence_table(
         source = next((name for name, has in present.items() if has), "votes")
     keys = [*by, item]
     if source == "votes":
-        votes = vote_confidence(data, item=item, score=score, by=by, levels=levels)
+        votes = vote_table(data, item=item, score=score, by=by, levels=levels)
         if level == "item":
             return votes[[*keys, "n", "modal_score", "prob", "source"]].rename(
                 columns={"modal_score": "prediction"}
@@ -419,6 +433,7 @@ def confidence_table(
     return out[[*keys, "n", "prediction", "prob"]].assign(source=source)
 
 
+@reads_frame(keys=("item",), labels=("score",))
 def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = "total") -> pd.Series:
     """Boolean Series: does each attempt's score equal its item's modal score (smallest mode)?
 
@@ -432,7 +447,7 @@ def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = 
     >>> agrees_with_mode(log).tolist()
     [True, True, False]
     """
-    votes = vote_confidence(data, item=item, score=score)
+    votes = vote_table(data, item=item, score=score, by=(), levels=None)
     modal = data[[item]].merge(votes[[item, "modal_score"]], on=item, how="left")["modal_score"]
     values = numeric_column(data, score)
     result = pd.Series(values == modal.to_numpy(), index=data.index, dtype="boolean")
@@ -554,6 +569,7 @@ def _metric_table(estimates, replicates, confidence, n, extra) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@reads_frame(keys=("item",), numbers=("prob",), labels=("outcome",))
 def calibration_metrics(
     data: pd.DataFrame,
     *,
@@ -769,6 +785,7 @@ def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     return out[out["metric"].isin(keep)].reset_index(drop=True)
 
 
+@reads_frame(numbers=("prob",), labels=("outcome",))
 def reliability_table(
     data: pd.DataFrame,
     *,
@@ -886,6 +903,7 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     return ax
 
 
+@reads_frame(keys=("item",), numbers=("score", "prob"))
 def confidence_spread(
     data: pd.DataFrame,
     *,

@@ -23,6 +23,7 @@ from statsmodels.stats.multitest import multipletests
 
 from hce._checks import numeric_column, require_columns
 from hce.errors import DataError
+from hce.stats._validate import reads_frame
 
 __all__ = ["dif_ordinal"]
 
@@ -53,6 +54,7 @@ def _classify(delta: float, p: float, alpha: float) -> str:
     return "moderate" if delta < _LARGE else "large"
 
 
+@reads_frame(keys=("group", "matching"), numbers=("items",), log=False)
 def dif_ordinal(
     data: pd.DataFrame,
     items: Sequence[str],

@@ -22,6 +22,7 @@ from hce._checks import check_choice, check_confidence, numeric_column, require_
 from hce.errors import DataError
 from hce.stats._resample import bootstrap_sums, check_n_boot, percentile_interval, unit_sums
 from hce.stats.boolean import _groups
+from hce.stats._validate import reads_frame
 
 Matcher = Callable[[str, str], "str | None"]
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]\u201d]))\s+|\n+")
@@ -81,6 +82,7 @@ def count_sentences(texts: Sequence[str]) -> np.ndarray:
     return np.bincount(_sentences(texts)[1], minlength=len(texts)).astype(np.int64)
 
 
+@reads_frame(keys=("pair",), texts=("reference", "draft"))
 def sentence_table(
     data: pd.DataFrame,
     *,
@@ -279,6 +281,7 @@ def edit_counts(
     return edit_counts_from_matches(draft, matches, splitter=splitter)
 
 
+@reads_frame(keys=("pair",), texts=("draft", "match"))
 def edit_counts_table(
     data: pd.DataFrame,
     *,
@@ -378,6 +381,7 @@ def _micro_rows(counts: np.ndarray, units, confidence, n_boot, rng) -> list[dict
     return rows
 
 
+@reads_frame(keys=("by", "item"), numbers=("em", "ea", "ed"))
 def edit_f1(
     data: pd.DataFrame,
     *,
@@ -453,6 +457,7 @@ def _grouped(data, by, counts, units, confidence, n_boot, rng, extra=None):
     return pd.DataFrame(rows)
 
 
+@reads_frame(keys=("pair", "side", "theme"))
 def theme_f1(
     data: pd.DataFrame,
     *,
@@ -537,6 +542,7 @@ def theme_f1(
     return out
 
 
+@reads_frame(keys=("message", "annotator", "theme"))
 def theme_inclusion_agreement(
     data: pd.DataFrame,
     *,
@@ -597,6 +603,7 @@ def theme_inclusion_agreement(
                          "strict_agreement": inclusion + exclusion, "n": len(messages)})
 
 
+@reads_frame(keys=("message", "annotator"), texts=("text",))
 def annotator_pairs(
     data: pd.DataFrame,
     *,
@@ -629,6 +636,7 @@ def annotator_pairs(
     return pd.DataFrame(rows)
 
 
+@reads_frame(keys=("message",), numbers=("em", "ea", "ed"))
 def inter_annotator_predictability(
     data: pd.DataFrame,
     *,

@@ -16,8 +16,10 @@ from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
 from hce.stats.spread import as_list, valid_mask
 from hce.stats.tests import _two_groups, block_matrix, two_levels
+from hce.stats._validate import reads_frame
 
 
+@reads_frame(keys=("group",), numbers=("value",))
 def cohens_d(
     data: pd.DataFrame,
     *,
@@ -179,6 +181,7 @@ def correlation_core(
             "p_value": float(2 * stats.t.sf(abs(t), n - 2)), "n": n, "method": name}  # fmt: skip
 
 
+@reads_frame(numbers=("x", "y"))
 def correlation(
     data: pd.DataFrame,
     *,
@@ -263,6 +266,7 @@ def correlation(
     return pd.DataFrame([{"x": x, "y": y, **correlation_core(u, v, method, confidence, names=(x, y))}])
 
 
+@reads_frame(keys=("item", "condition"), numbers=("score", "target"))
 def mae_vs_target(
     data: pd.DataFrame,
     *,
@@ -324,6 +328,7 @@ def kl_divergence_core(p_counts: np.ndarray, q_counts: np.ndarray, smoothing: fl
     return float(stats.entropy(p / p.sum(), q / q.sum()))
 
 
+@reads_frame(keys=("group",), numbers=("value",))
 def kl_divergence(
     data: pd.DataFrame,
     *,

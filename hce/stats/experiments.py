@@ -33,6 +33,7 @@ from hce.stats.tests import (
     rm_anova,
     wilcoxon_paired,
 )
+from hce.stats._validate import reads_frame
 
 #: Rubric v5.0 categories as attempt-log columns (seeds/000, section 3).
 RUBRIC_V5_CATEGORIES = (
@@ -93,6 +94,7 @@ def _with_errors(counts: pd.DataFrame, spread: pd.DataFrame, condition: str) -> 
 
 
 # --------------------------------------------------------------------------- Experiment 1
+@reads_frame(frame="log", keys=("item", "condition"), numbers=("score", "target"))
 def experiment1(
     log: pd.DataFrame,
     *,
@@ -278,6 +280,7 @@ def _compare_sds(
     return tables, notes
 
 
+@reads_frame(frame="log", keys=("item", "condition"), numbers=("score",))
 def experiment2(
     log: pd.DataFrame,
     *,
@@ -348,6 +351,7 @@ def _sd_experiment(log, title, *, item, condition, score, error, experiment, exp
     return AnalysisResult(title=title, tables={"attempts": counts, **tables}, notes=notes), data
 
 
+@reads_frame(frame="log", keys=("item", "condition"), numbers=("score",), optional=("latency", "cost"))
 def experiment3(
     log: pd.DataFrame,
     *,
@@ -426,6 +430,7 @@ def experiment3(
 
 
 # --------------------------------------------------------------------------- Experiment 4
+@reads_frame(frame="codes", keys=("group", "dimensions"), log=False)
 def experiment4(
     codes: pd.DataFrame,
     *,
@@ -477,6 +482,7 @@ def experiment4(
 
 
 # --------------------------------------------------------------------------- Experiment 5
+@reads_frame(frame="log", keys=("item",), numbers=("categories", "total"))
 def experiment5(
     log: pd.DataFrame,
     *,
@@ -566,7 +572,9 @@ def experiment5(
         tables["metadata"] = _metadata_tests(data, per_item, item, as_list(metadata), confidence,
                                              random_state)  # fmt: skip
     if strata:
-        fair = fairness(data, strata=strata, item=item, score=total, error=error, alpha=alpha,
+        # errored attempts are counted in the attempts table already; fairness gets the rest
+        valid = data if error is None else data[~data[error].fillna(False).astype(bool)]
+        fair = fairness(valid, strata=strata, item=item, score=total, error=None, alpha=alpha,
                         confidence=confidence, random_state=random_state)  # fmt: skip
         tables.update({f"fairness_{k}": v for k, v in fair.tables.items()})
     sm2 = tables["success_metric_2"].set_index("metric").loc["both"]

@@ -36,6 +36,7 @@ from hce._checks import check_choice, check_confidence, numeric_column, require_
 from hce.errors import DataError
 from hce.stats._factor_boot import align_factors, bootstrap_rows, summarise
 from hce.stats._resample import check_n_boot
+from hce.stats._validate import reads_frame
 
 Method = Literal["minres", "ml"]
 Rotation = Literal["oblimin", "varimax", "promax", "none"]
@@ -122,6 +123,7 @@ def _smooth(r: np.ndarray) -> np.ndarray:
     return s / np.outer(d, d)
 
 
+@reads_frame(wide="items", log=False)
 def correlation_matrix(
     data: pd.DataFrame,
     items: Sequence[str] | None = None,
@@ -245,6 +247,7 @@ def _polychoric_core(x: np.ndarray, correct: float) -> tuple[np.ndarray, list[np
     return r, taus
 
 
+@reads_frame(wide="items", log=False)
 def polychoric(
     data: pd.DataFrame, items: Sequence[str] | None = None, *, correct: float = 0.5
 ) -> pd.DataFrame:
@@ -306,6 +309,7 @@ def _kmo_core(r: np.ndarray) -> tuple[np.ndarray, float]:
     return msa, float(r2.sum() / (r2.sum() + q2.sum()))
 
 
+@reads_frame(wide="items", log=False)
 def kmo(
     data: pd.DataFrame,
     items: Sequence[str] | None = None,
@@ -363,6 +367,7 @@ def _bartlett_core(r: np.ndarray, n: int) -> tuple[float, int, float]:
     return float(statistic), df, float(stats.chi2.sf(statistic, df))
 
 
+@reads_frame(wide="items", log=False)
 def bartlett_sphericity(
     data: pd.DataFrame,
     items: Sequence[str] | None = None,
@@ -794,6 +799,7 @@ def _efa_intervals(x, result: FactorResult, correct, n_boot, confidence, rng) ->
                "the full-sample ones by Tucker congruence (order and sign)")
 
 
+@reads_frame(wide="items", log=False)
 def efa(
     data: pd.DataFrame,
     n_factors: int,
@@ -937,6 +943,7 @@ def max_identified_factors(n_items: int) -> int:
 # ----------------------------------------------------------------------------- retention
 
 
+@reads_frame(wide="items", log=False)
 def eigenvalues(
     data: pd.DataFrame,
     items: Sequence[str] | None = None,
@@ -1015,6 +1022,7 @@ class ParallelResult:
         return self.summary()
 
 
+@reads_frame(wide="items", log=False)
 def parallel_analysis(
     data: pd.DataFrame,
     items: Sequence[str] | None = None,
@@ -1141,6 +1149,7 @@ class CFAResult:
         return self.summary()
 
 
+@reads_frame(mapping="model", log=False)
 def cfa(
     data: pd.DataFrame,
     model: Mapping[str, Sequence[str]],
@@ -1337,6 +1346,7 @@ def _row_intervals(x, statistic, size, n_boot, confidence, random_state, what):
             reps.n_failed)
 
 
+@reads_frame(wide="items", log=False)
 def ordinal_alpha(
     data: pd.DataFrame,
     items: Sequence[str] | None = None,
@@ -1455,6 +1465,7 @@ def _schmid_leiman(r: np.ndarray, n_factors: int, method: str) -> np.ndarray:
     return np.column_stack([loadings @ g, loadings * np.sqrt(1 - g**2)])
 
 
+@reads_frame(wide="items", log=False)
 def omega_hierarchical(
     data: pd.DataFrame,
     items: Sequence[str] | None = None,

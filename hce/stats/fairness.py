@@ -14,11 +14,13 @@ from hce.errors import DataError
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import as_list, item_spread
 from hce.stats.tests import Adjustment, kruskal_row, mann_whitney_core, p_adjust
+from hce.stats._validate import reads_frame
 
 Worse = Literal["lower", "higher"]
 _DEFAULT_WORSE = {"mean": "lower", "sd": "higher"}
 
 
+@reads_frame(keys=("strata", "item", "condition"), blank_keys=("strata",), numbers=("score",))
 def fairness(
     data: pd.DataFrame,
     *,
@@ -26,7 +28,6 @@ def fairness(
     item: str = "item_id",
     condition: str | Sequence[str] | None = None,
     score: str = "total",
-    error: str | None = "error_flag",
     measures: Mapping[str, Worse] | None = None,
     alpha: float = 0.05,
     p_adjust_method: Adjustment = "holm",
@@ -43,9 +44,13 @@ def fairness(
     strata : str or sequence of str
         Stratum columns; each must be constant within an item. Items missing a stratum
         are left out of that stratum's tests.
-    item, condition, score, error
+    item, condition, score
         As in :func:`hce.stats.item_spread`. Items are the units: each item's repeated
-        attempts are first reduced to their mean and SD (errored attempts excluded).
+        attempts are first reduced to their mean and SD.
+    error : str or None, default "error_flag"
+        Boolean column flagging errored attempts: they are left out, with an
+        :class:`~hce.errors.HceWarning` giving their count (an absent default column
+        flags nothing).
     measures : mapping {"mean", "sd"} -> {"lower", "higher"} or None
         Item statistics tested and which direction harms a stratum. Default
         ``{"mean": "lower", "sd": "higher"}``: systematically lower scores, or less
@@ -93,7 +98,7 @@ def fairness(
     conditions = as_list(condition)
     require_columns(data, [item, *strata, *conditions])
     item_strata = _item_strata(data, item, strata)
-    spread = item_spread(data, item=item, condition=condition or None, score=score, error=error)
+    spread = item_spread(data, item=item, condition=condition or None, score=score, error=None)
     spread = spread.merge(item_strata, on=item, how="left")
     rng = np.random.default_rng(random_state)
     omnibus, pairwise = [], []

@@ -23,6 +23,7 @@ from hce.stats import factor
 from hce.stats._resample import check_n_boot
 from hce.stats.reliability import cronbach_alpha, icc, krippendorff_alpha, mcdonald_omega
 from hce.stats.validity import discriminant_validity, rater_expertise, substantive_validity
+from hce.stats._validate import reads_frame
 
 __all__ = ["InstrumentReport", "instrument_report", "item_statistics"]
 
@@ -35,6 +36,7 @@ def _long(wide: pd.DataFrame) -> pd.DataFrame:
             .melt(id_vars=_OBS, var_name=_ITEM, value_name=_SCORE))
 
 
+@reads_frame(wide="items", log=False)
 def item_statistics(
     data: pd.DataFrame,
     items: Sequence[str] | None = None,
@@ -272,6 +274,7 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, seed, notes):
     return replace(efa_result, intervals=intervals), extra
 
 
+@reads_frame(keys=("target", "rater", "attribute", "rater_group"), numbers=("score",))
 def instrument_report(
     data: pd.DataFrame,
     *,

@@ -36,6 +36,7 @@ from statsmodels.stats.multitest import multipletests
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce._warnings import warn
 from hce.errors import DataError, FormulaError
+from hce.stats._validate import reads_frame
 from hce.stats.balanced import (
     StrataFit,
     balanced_reml,
@@ -457,6 +458,7 @@ def _factor_column(code: str, data: pd.DataFrame) -> str | None:
 
 
 # ---- fitting -----------------------------------------------------------------------------
+@reads_frame(formula="formula")
 def lmer(
     formula: str,
     data: pd.DataFrame,
@@ -948,6 +950,7 @@ class VarianceComponents:
         )
 
 
+@reads_frame(keys=("facets",), numbers=("score",))
 def variance_components(
     data: pd.DataFrame,
     score: str,
@@ -1142,6 +1145,7 @@ _NOT_MAX = "the observed REML information is not positive definite (not at a max
 
 
 # ---- models of spread -------------------------------------------------------------------------
+@reads_frame(formula="formula", numbers=("score",))
 def spread_model(
     formula: str,
     data: pd.DataFrame,

@@ -15,6 +15,7 @@ from hce._checks import check_choice, check_confidence, numeric_column, require_
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
 from hce.stats.boolean import _as_bool
+from hce.stats._validate import reads_frame
 
 
 def _ppi_core(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, lam: float):
@@ -35,6 +36,7 @@ def _tuned_lambda(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> float:
     return float(np.clip(cov / ((1 + n / N) * var), 0, 1))
 
 
+@reads_frame(numbers=("judge", "human"))
 def ppi_mean(
     data: pd.DataFrame,
     *,
@@ -125,6 +127,7 @@ def ppi_mean(
     return pd.DataFrame(rows)
 
 
+@reads_frame(labels=("verdict", "truth"))
 def rogan_gladen(
     data: pd.DataFrame,
     *,

@@ -17,6 +17,7 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import ProportionMethod, proportion_ci
+from hce.stats._validate import reads_frame
 
 #: Relative slack when comparing an SD with a threshold: an SD computed as
 #: 1.0000000000000002 from integer scores is "exactly 1.0" and must count as <= 1.0.
@@ -51,6 +52,7 @@ def valid_mask(data: pd.DataFrame, error: str | None) -> np.ndarray:
     return ~flags.fillna(False).to_numpy(dtype=bool)
 
 
+@reads_frame(keys=("item", "condition", "criterion"), numbers=("score",))
 def item_spread(
     data: pd.DataFrame,
     *,
@@ -194,6 +196,7 @@ def _group_columns(spread: pd.DataFrame, item: str, by: str | Sequence[str] | No
     return [c for c in spread.columns if c not in known] + ["criterion"]
 
 
+@reads_frame(frame="spread", keys=("item", "by"), numbers=("value",), log=False)
 def spread_summary(
     spread: pd.DataFrame,
     *,
@@ -260,6 +263,7 @@ def _at_or_below(values: np.ndarray, threshold: float, strict: bool) -> np.ndarr
     return values <= threshold + slack
 
 
+@reads_frame(frame="spread", keys=("item", "by"), numbers=("value",), log=False)
 def share_below(
     spread: pd.DataFrame,
     threshold: float | Sequence[float] | Mapping[str, float | Sequence[float]],
@@ -374,6 +378,7 @@ def _threshold_pairs(threshold, criteria) -> list[tuple[str, float]]:
     return [(c, float(t)) for c in criteria for t in np.atleast_1d(threshold)]
 
 
+@reads_frame(frame="spread", keys=("item", "by"), fixed=("sd",), log=False)
 def success_metric_2(
     spread: pd.DataFrame,
     *,
@@ -481,6 +486,7 @@ def success_metric_2(
     return out
 
 
+@reads_frame(keys=("item", "condition"), labels=("verdict",))
 def vote_stability(
     data: pd.DataFrame,
     *,
@@ -573,6 +579,10 @@ def vote_stability(
     out["attempts_needed"] = _attempts_needed(1 - minority, agreement, max_attempts)
     if (n == 0).any():
         warnings.warn(f"{int((n == 0).sum())} item(s) have no valid verdict", HceWarning, stacklevel=2)
+    tied = (n > 0) & (k * 2 == n)
+    if tied.any():
+        warnings.warn(f"{int(tied.sum())} item(s) tie (as many true as false verdicts): their "
+                      "majority and attempts_needed are NA", HceWarning, stacklevel=2)  # fmt: skip
     return out
 
 

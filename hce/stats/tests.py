@@ -24,6 +24,7 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentrality_ci
+from hce.stats._validate import reads_frame
 
 Alternative = Literal["two-sided", "less", "greater"]
 Adjustment = Literal["bonferroni", "holm", "bh", "none"]
@@ -176,6 +177,7 @@ def mann_whitney_core(
     }  # fmt: skip
 
 
+@reads_frame(keys=("group",), numbers=("value",))
 def mann_whitney(
     data: pd.DataFrame,
     *,
@@ -291,6 +293,7 @@ def wilcoxon_core(
                       + ", zeros dropped; matched-pairs rank-biserial r"}  # fmt: skip
 
 
+@reads_frame(keys=("pair", "group"), numbers=("value",))
 def wilcoxon_paired(
     data: pd.DataFrame,
     *,
@@ -414,6 +417,7 @@ def friedman_core(
     }  # fmt: skip
 
 
+@reads_frame(keys=("block", "group"), numbers=("value",))
 def friedman(
     data: pd.DataFrame,
     *,
@@ -472,6 +476,7 @@ def friedman(
 PosthocMethod = Literal["nemenyi", "conover", "wilcoxon"]
 
 
+@reads_frame(keys=("block", "group"), numbers=("value",))
 def posthoc(
     data: pd.DataFrame,
     *,
@@ -571,6 +576,7 @@ def posthoc(
 Transform = Literal["sqrt", "log", "log1p", "none"]
 
 
+@reads_frame(keys=("subject", "within"), numbers=("value",))
 def rm_anova(
     data: pd.DataFrame,
     *,
@@ -673,6 +679,7 @@ def kruskal_core(groups: list[np.ndarray]) -> tuple[float, float, float]:
     return float(h), float(p), float(h / (n - 1))
 
 
+@reads_frame(keys=("group",), numbers=("value",))
 def kruskal_wallis(
     data: pd.DataFrame,
     *,
@@ -832,6 +839,7 @@ def contingency_core(
     return row
 
 
+@reads_frame(keys=("group", "codes"))
 def contingency_test(
     data: pd.DataFrame,
     *,
@@ -897,6 +905,7 @@ def contingency_test(
     return _ordered(pd.DataFrame(rows))
 
 
+@reads_frame(keys=("group", "codes"))
 def code_frequencies(
     data: pd.DataFrame, *, group: str = "model", codes: str | Sequence[str] = "code"
 ) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError
 from hce.stats.effects import CORRELATION_METHODS, CorrelationMethod, correlation_core
+from hce.stats._validate import reads_frame
 
 __all__ = ["discriminant_validity", "rater_expertise", "substantive_validity"]
 
@@ -47,6 +48,7 @@ def _auc_delong(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return auc, float(np.sqrt(var))
 
 
+@reads_frame(keys=("group", "attribute"), numbers=("score",))
 def discriminant_validity(
     data: pd.DataFrame,
     *,
@@ -146,6 +148,7 @@ def discriminant_validity(
     return pd.DataFrame(rows)
 
 
+@reads_frame(keys=("attribute", "target"), numbers=("predictor", "score"))
 def substantive_validity(
     data: pd.DataFrame,
     *,
@@ -235,6 +238,7 @@ def substantive_validity(
     return pd.DataFrame(rows)
 
 
+@reads_frame(keys=("target", "rater_group", "attribute"), numbers=("score",))
 def rater_expertise(
     data: pd.DataFrame,
     *,

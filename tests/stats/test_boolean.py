@@ -9,7 +9,7 @@ from scipy import stats
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, matthews_corrcoef, precision_score, recall_score
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from hce.errors import DataError
+from hce.errors import DataError, HceWarning
 from hce.stats.boolean import (
     adaptive_filter_agreement,
     binarize_likert,
@@ -146,8 +146,10 @@ def test_majority_vote_and_ties():
 
 def test_mean_score_ensemble():
     df = pd.DataFrame({"item_id": [1, 1, 1, 2], "score": [1.0, 0.0, 3.0, 2.0]})
-    assert mean_score_ensemble(df)["estimate"].tolist() == [4 / 3, 2.0]
-    assert mean_score_ensemble(df, aggregate="median")["estimate"].tolist() == [1.0, 2.0]
+    with pytest.warns(HceWarning, match=r"1 item\(s\) have fewer than 2 scores, so their sd is NaN"):
+        assert mean_score_ensemble(df)["estimate"].tolist() == [4 / 3, 2.0]
+    with pytest.warns(HceWarning, match="fewer than 2 scores"):
+        assert mean_score_ensemble(df, aggregate="median")["estimate"].tolist() == [1.0, 2.0]
 
 
 def test_uncertain_routing_with_truth():

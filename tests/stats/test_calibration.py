@@ -15,7 +15,7 @@ from scipy import stats
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss, log_loss
 
-from hce.errors import DataError
+from hce.errors import DataError, HceWarning
 from hce.stats.calibration import (
     agrees_with_mode,
     brier_score,
@@ -211,7 +211,8 @@ def test_vote_confidence_levels_give_every_score_a_column():
     # two runs of the same 1-4 scale that used different scores compare column for column
     run_a = pd.DataFrame({"item_id": [1, 1, 1, 2, 2], "total": [2, 2, 3, 1, np.nan]})
     run_b = pd.DataFrame({"item_id": [1, 1, 1, 2, 2], "total": [4, 4, 4, 4, 3]})
-    a = vote_confidence(run_a, levels=[4, 1, 2, 3]).set_index("item_id")
+    with pytest.warns(HceWarning, match=r"vote_confidence: 1 item\(s\) have fewer than 2 scores"):
+        a = vote_confidence(run_a, levels=[4, 1, 2, 3]).set_index("item_id")
     b = vote_confidence(run_b, levels=range(1, 5)).set_index("item_id")
     shares = ["prob_1", "prob_2", "prob_3", "prob_4"]
     assert list(a.filter(like="prob_")) == shares == list(b.filter(like="prob_"))
@@ -219,7 +220,8 @@ def test_vote_confidence_levels_give_every_score_a_column():
     assert a.loc[1, shares].tolist() == [0, 2 / 3, 1 / 3, 0] and a.loc[2, shares].tolist() == [1, 0, 0, 0]
     assert b.loc[2, shares].tolist() == [0, 0, 0.5, 0.5] and b.loc[2, "modal_score"] == 3  # smallest tied mode
     # the unused levels change nothing else
-    plain = vote_confidence(run_a).set_index("item_id")
+    with pytest.warns(HceWarning, match="fewer than 2 scores"):
+        plain = vote_confidence(run_a).set_index("item_id")
     pd.testing.assert_frame_equal(a.drop(columns=["prob_4"]), plain)
     with pytest.raises(DataError, match=r"column 'total' row 3 holds 5, not one of levels \['1', '2', '3', '4'\]"):
         vote_confidence(run_a.assign(total=[2, 2, 3, 5, 1]), levels=range(1, 5))

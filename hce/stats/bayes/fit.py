@@ -19,12 +19,14 @@ from hce.stats.bayes import sampling
 from hce.stats.bayes.models import ModelArrays, build_model, resolve_priors
 from hce.stats.bayes.result import BayesResult, NoiseDesign
 from hce.stats.formula import Design, build_design, parse_formula
+from hce.stats._validate import reads_frame
 
 Link = Literal["logit", "probit"]
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
+@reads_frame(formula="formula")
 def bayes_ordinal(
     formula: str,
     data: pd.DataFrame,
@@ -147,6 +149,7 @@ def bayes_ordinal(
     return _fit(inputs, link, resolve_priors("ordinal", priors), draws, tune, chains, target_accept, sampler, random_state)
 
 
+@reads_frame(formula="formula")
 def bayes_binary(
     formula: str,
     data: pd.DataFrame,

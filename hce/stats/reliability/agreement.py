@@ -12,6 +12,7 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, require_columns
 from hce.errors import DataError
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats._validate import reads_frame
 
 Weights = Literal["unweighted", "linear", "quadratic"]
 
@@ -34,9 +35,24 @@ def agreement_weights(q: int, weights: Weights) -> np.ndarray:
     return 1.0 - (gap if weights == "linear" else gap**2)
 
 
-def _categories(r: Ratings, categories: Sequence | None) -> tuple[np.ndarray, list]:
-    """Category position of every rating, and the ordered categories."""
+def _categories(
+    r: Ratings, categories: Sequence | None, weights: Weights = "unweighted"
+) -> tuple[np.ndarray, list]:
+    """Category position of every rating, and the ordered categories.
+
+    Weighted agreement uses category positions, so text labels need their order given:
+    sorted text is alphabetical ("mild" < "moderate" < "none" < "severe"), which is not
+    a scale. Numbers and booleans order themselves.
+    """
     observed = pd.unique(r.value)
+    if categories is None and weights != "unweighted":
+        text = [v for v in observed if not isinstance(v, (bool, int, float, np.bool_, np.number))]
+        if text:
+            raise DataError(
+                f"weights={weights!r} on text labels (e.g. {text[0]!r}) needs their order: pass "
+                f"categories=[...] from lowest to highest (observed: {sorted(map(str, observed))[:10]}); "
+                "sorting text would order them alphabetically"
+            )
     if categories is None:
         try:
             cats = sorted(observed.tolist())
@@ -102,6 +118,7 @@ def _two_columns(data: pd.DataFrame, targets: str | None, columns: Sequence[str]
                          "rating": pd.concat([data[columns[0]], data[columns[1]]], ignore_index=True)})  # fmt: skip
 
 
+@reads_frame(keys=("targets",), ratings_or_key="raters", labels=("ratings",))
 def cohen_kappa(
     data: pd.DataFrame,
     targets: str | None = None,
@@ -196,7 +213,7 @@ def cohen_kappa(
             f"Cohen's kappa needs exactly 2 raters in {raters!r}; found {r.n_raters}: "
             f"{list(r.rater_labels[:10])}. Use fleiss_kappa or gwet_ac for more."
         )
-    position, cats = _categories(r, categories)
+    position, cats = _categories(r, categories, weights)
     q = len(cats)
     both = np.bincount(r.target, minlength=r.n_targets)[r.target] == 2
     n = int(both.sum() // 2)
@@ -224,9 +241,11 @@ def cohen_kappa(
     )
 
 
-def _category_counts(r: Ratings, categories: Sequence | None) -> np.ndarray:
+def _category_counts(
+    r: Ratings, categories: Sequence | None, weights: Weights = "unweighted"
+) -> np.ndarray:
     """Targets x categories matrix: how many raters put each target in each category."""
-    position, cats = _categories(r, categories)
+    position, cats = _categories(r, categories, weights)
     q = len(cats)
     return np.bincount(r.target * q + position, minlength=r.n_targets * q).reshape(-1, q)
 
@@ -245,7 +264,7 @@ def _chance_corrected(
     linearisation of Gwet (2008, 2014) with an infinite population, and the interval uses
     Student's t on n - 1 df, its upper limit capped at 1.
     """
-    agree = _category_counts(r, categories).astype(float)
+    agree = _category_counts(r, categories, weights).astype(float)
     n, q = agree.shape
     w = agreement_weights(q, weights)
     r_i = agree.sum(axis=1)
@@ -325,6 +344,7 @@ _WEIGHTS_DOC = """weights : {"unweighted", "linear", "quadratic"}, default "unwe
     """
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def fleiss_kappa(
     data: pd.DataFrame,
     targets: str,
@@ -367,6 +387,7 @@ def fleiss_kappa(
     return _chance_corrected(r, "fleiss", "unweighted", categories, confidence)
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def gwet_ac(
     data: pd.DataFrame,
     targets: str,
@@ -410,6 +431,7 @@ def gwet_ac(
     return _chance_corrected(r, "gwet", weights, categories, confidence)
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def percent_agreement(
     data: pd.DataFrame,
     targets: str,
@@ -450,6 +472,7 @@ for _f, _w in ((fleiss_kappa, ""), (gwet_ac, _WEIGHTS_DOC), (percent_agreement, 
     _f.__doc__ = _f.__doc__.replace("{shared}", _SHARED_DOC.replace("{weights}", _w))
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def strict_agreement(
     data: pd.DataFrame,
     targets: str,

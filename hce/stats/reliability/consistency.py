@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from hce._checks import check_choice, check_confidence
+from hce._checks import check_choice, check_confidence, plain
 from hce.errors import DataError
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats._validate import reads_frame
 
 NanPolicy = Literal["pairwise", "listwise"]
 
@@ -40,13 +41,26 @@ def _wide(
     return r, y, int(np.isfinite(y).sum())
 
 
-def _covariance(y: np.ndarray) -> np.ndarray:
-    """Item covariance matrix, pairwise-complete where ratings are missing (as pandas)."""
+def _covariance(y: np.ndarray, items: pd.Index) -> np.ndarray:
+    """Item covariance matrix, pairwise-complete where ratings are missing (as pandas).
+
+    Two items rated together on fewer than two targets have no covariance: refused by
+    name rather than returned as a NaN coefficient.
+    """
     if not np.isnan(y).any():
         return np.cov(y, rowvar=False)
-    return pd.DataFrame(y).cov().to_numpy()
+    c = pd.DataFrame(y).cov().to_numpy()
+    if np.isnan(c).any():
+        i, j = np.argwhere(np.isnan(c))[0]
+        raise DataError(
+            f"items {plain(items[i])!r} and {plain(items[j])!r} are rated together on fewer than "
+            "2 targets, so their covariance is undefined; drop the sparse item or use "
+            "nan_policy='listwise'"
+        )
+    return c
 
 
+@reads_frame(keys=("targets", "items"), numbers=("ratings",))
 def cronbach_alpha(
     data: pd.DataFrame,
     targets: str,
@@ -106,7 +120,7 @@ def cronbach_alpha(
     check_confidence(confidence)
     r, y, n_used = _wide(data, targets, items, ratings, nan_policy)
     n, k = y.shape
-    c = _covariance(y)
+    c = _covariance(y, r.rater_labels)
     alpha = k / (k - 1) * (1 - np.trace(c) / c.sum())
     df1, df2 = n - 1, (n - 1) * (k - 1)
     tail = (1 - confidence) / 2
@@ -168,6 +182,7 @@ def _omega(s: np.ndarray) -> float:
     return float(common / (common + psi.sum()))
 
 
+@reads_frame(keys=("targets", "items"), numbers=("ratings",))
 def mcdonald_omega(
     data: pd.DataFrame,
     targets: str,
@@ -239,7 +254,7 @@ def mcdonald_omega(
     r, y, n_used = _wide(data, targets, items, ratings, nan_policy)
 
     def omega_of(rows: np.ndarray) -> float:
-        s = _covariance(rows)
+        s = _covariance(rows, r.rater_labels)
         if not (np.diag(s) > 0).all():
             return np.nan  # a constant item (possible in a small resample)
         if scale == "correlation":

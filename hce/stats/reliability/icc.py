@@ -15,6 +15,7 @@ from hce.errors import DataError
 from hce.stats._numdiff import central_differences
 from hce.stats.formula import check_identifiable
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats._validate import reads_frame
 
 Method = Literal["auto", "anova", "reml"]
 KRule = Literal["harmonic", "raters"]
@@ -245,6 +246,7 @@ def reml_mean_squares(r: Ratings, k_rule: KRule = "harmonic") -> tuple[dict[str,
     return ms, k_bar
 
 
+@reads_frame(keys=("targets", "raters"), numbers=("ratings",))
 def icc(
     data: pd.DataFrame,
     targets: str,
@@ -432,6 +434,7 @@ def _oneway_rows(rows: list[dict], ms: dict[str, float], k: float, confidence: f
     rows[0], rows[3] = oneway[0], oneway[3]
 
 
+@reads_frame(keys=("targets", "raters", "groups"), numbers=("ratings",))
 def icc_groups(
     data: pd.DataFrame,
     targets: str,

@@ -11,6 +11,7 @@ import pandas as pd
 from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
 from hce.stats.reliability._common import COUNT_COLUMNS, counts, long_ratings, sorted_codes
+from hce.stats._validate import reads_frame
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -133,6 +134,7 @@ def alpha_core(
     return estimate, np.concatenate(reps) if reps else np.empty(0)
 
 
+@reads_frame(keys=("targets", "raters"), labels=("ratings",))
 def krippendorff_alpha(
     data: pd.DataFrame,
     targets: str,

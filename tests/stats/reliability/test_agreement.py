@@ -177,3 +177,29 @@ def test_errors():
     # with the possible categories given, AC1 is defined and equals percent agreement
     out = gwet_ac(same, "target", "rater", "rating", categories=[0, 1])
     assert out.estimate[0] == 1.0 and out.pe[0] == 0.0
+
+
+def test_weighted_agreement_on_text_labels_needs_their_order(shared_dir):
+    # Issue 18: gwet_ac(weights="linear") on the medical-safety crowd labels of queries sorted
+    # the labels alphabetically (Critical < Non-serious < Not medical < Serious) and gave 0.536.
+    # Source: Abercrombie & Rieser (2022), GavinAbercrombie/medical-safety @debbc98, reshaped
+    # in crowd_expert_labels_wide.csv (see the data README). Their order is the risk scale.
+    wide = pd.read_csv(shared_dir / "data/medical_safety/crowd_expert_labels_wide.csv")
+    queries = wide[wide["item_type"] == "query"]
+    crowd = [c for c in wide if c.startswith("crowd_")]
+    long = queries.melt(id_vars="row_idx", value_vars=crowd, var_name="rater", value_name="label").dropna()
+    order = ["Not medical", "Non-serious", "Serious", "Critical"]
+    for function in (gwet_ac, percent_agreement):
+        with pytest.raises(DataError, match=r"weights='linear' on text labels .* needs their order: pass categories="):
+            function(long, "row_idx", "rater", "label", weights="linear")
+    ac2 = gwet_ac(long, "row_idx", "rater", "label", weights="linear", categories=order)
+    # 0.707 as issue 18 reports for the labels in their real order (hce's irrCAC-checked AC2).
+    assert ac2.loc[0, "estimate"] == pytest.approx(0.707, abs=5e-4)
+    # Unweighted agreement does not depend on the order, so it needs none.
+    gwet_ac(long, "row_idx", "rater", "label")
+    two = queries.dropna(subset=["crowd_1", "crowd_2"])
+    with pytest.raises(DataError, match="needs their order"):
+        cohen_kappa(two, raters=["crowd_1", "crowd_2"], weights="quadratic")
+    numeric = long.assign(label=long["label"].map({c: i for i, c in enumerate(order)}))
+    same = gwet_ac(numeric, "row_idx", "rater", "label", weights="linear")
+    assert same.loc[0, "estimate"] == pytest.approx(ac2.loc[0, "estimate"], rel=1e-12)

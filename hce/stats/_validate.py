@@ -1,0 +1,400 @@
+"""The one door every public ``hce.stats`` function that reads a frame goes through.
+
+:func:`reads_frame` wraps a statistic and, before it runs, checks the columns the caller
+named: they exist (else :class:`~hce.errors.DataError` listing the columns present);
+numeric columns hold finite numbers (``inf``/``-inf`` refused, naming the column and the
+count; ``NaN`` is a missing rating the statistic drops and counts); id columns are filled;
+a column mixing numbers and text (``1`` and ``"1"``) is read as numbers when every value
+parses as one, with an :class:`~hce.errors.HceWarning`, and refused naming the row and
+value otherwise. Attempts flagged in the error column (``error=``, default
+``"error_flag"``; absent column = nothing flagged) are left out before the check and
+counted in a warning, so one log gives one answer whichever statistic reads it.
+
+Keeping the checks here, rather than in each function, means a new statistic gets them by
+declaring which of its keywords name columns.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hce._checks import _label, require_columns
+from hce._warnings import warn
+from hce.errors import DataError, HceWarning
+
+ERROR_DEFAULT = "error_flag"
+_UNSET = object()
+
+
+@dataclass(frozen=True)
+class FrameSpec:
+    """Which keywords of a statistic name columns, and what those columns must hold.
+
+    ``keys`` name id or grouping columns (checked for presence and for numbers stored as
+    text next to numbers); ``texts`` name columns only checked for presence; ``numbers``
+    name columns that must be numeric and finite; ``labels`` name rating columns that may
+    hold numbers or text, but not both (the columns one keyword names are checked
+    together, so a wide table with ``1`` in one rater column and ``"1"`` in another is
+    caught); ``ratings_or_key`` names a keyword that is a rater-id column in long layout
+    (a string) and the rating columns in wide layout (a list, which then replaces
+    ``labels``); ``wide`` names a keyword
+    listing numeric item columns where ``None`` means every column; ``mapping`` names a
+    keyword whose mapping values list numeric columns (a CFA model); ``formula`` names a
+    formula keyword whose referenced columns are checked as numbers.
+    ``blank_keys`` name grouping keywords whose columns may be blank (a stratum left out
+    of its own tests); every other id column must be filled and finite.
+    ``optional`` name numeric columns checked only when the frame has them; ``fixed``
+    are numeric columns with fixed names (the ``sd`` of a spread table).
+    ``NaN`` stays a missing value for the statistic to drop and count (every statistic
+    here handles missing ratings or refuses them itself). ``log=False`` for tables that are not attempt logs
+    (item-by-respondent matrices, spread tables), which get no ``error=`` keyword.
+    """
+
+    frame: str = "data"
+    keys: tuple[str, ...] = ()
+    blank_keys: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    ratings_or_key: str | None = None
+    wide: str | None = None
+    mapping: str | None = None
+    formula: str | None = None
+    log: bool = True
+
+
+def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
+    """Decorate a public statistic so its frame is checked (see the module docstring).
+
+    Keywords are the fields of :class:`FrameSpec`. A function that has no ``error``
+    parameter of its own gains a keyword-only ``error: str | None = "error_flag"``.
+
+    Examples
+    --------
+    >>> @reads_frame(keys=("item",), numbers=("score",))
+    ... def mean_score(data, *, item="item_id", score="total"):
+    ...     return data.groupby(item)[score].mean()
+    >>> mean_score(pd.DataFrame({"item_id": [1, 2], "total": [3.0, np.inf]}))
+    Traceback (most recent call last):
+    ...
+    hce.errors.DataError: mean_score: column 'total' holds 1 non-finite value(s) (inf or -inf), first in row 1; scores must be finite numbers
+    """
+    frame_spec = FrameSpec(**spec)  # type: ignore[arg-type]
+
+    def decorate(func: Callable) -> Callable:
+        signature = inspect.signature(func)
+        owns_error = "error" in signature.parameters
+        inject = frame_spec.log and not owns_error
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            error = kwargs.pop("error", _UNSET) if inject else _UNSET
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = bound.arguments
+            if "kwargs" in arguments and isinstance(arguments["kwargs"], dict):
+                arguments = {**arguments, **arguments["kwargs"]}
+            data = arguments[frame_spec.frame]
+            if not isinstance(data, pd.DataFrame):
+                raise DataError(f"{func.__name__}: {frame_spec.frame} must be a pandas DataFrame, "
+                                f"got {type(data).__name__}")  # fmt: skip
+            # Flagged attempts are out before the check: a failed reply's garbage is no error.
+            flagged = np.zeros(len(data), dtype=bool)
+            if inject:
+                flagged = flagged_rows(data, error, func.__name__, required=error is not _UNSET)
+            elif owns_error:
+                flagged = flagged_rows(data, arguments["error"], func.__name__, required=False)
+            valid = data.loc[~flagged] if flagged.any() else data
+            checked, changed = check_frame(valid, frame_spec, arguments, func.__name__)
+            if inject and flagged.any():
+                report_flagged(data, flagged, error, func.__name__)
+            bound.arguments[frame_spec.frame] = checked if inject else merge_checked(data, checked, changed)
+            return func(*bound.args, **bound.kwargs)
+
+        if inject:
+            params = list(signature.parameters.values())
+            extra = inspect.Parameter(
+                "error", inspect.Parameter.KEYWORD_ONLY, default=ERROR_DEFAULT, annotation="str | None"
+            )
+            at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+            params.insert(at, extra)
+            wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.frame_spec = frame_spec  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+def columns_of(value: object) -> list[str]:
+    """A column keyword's value as a list: ``None`` -> [], ``"a"`` -> ["a"]."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Sequence):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def check_frame(
+    data: pd.DataFrame, spec: FrameSpec, arguments: dict, name: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """Check ``data`` against ``spec`` with the call's ``arguments``.
+
+    Returns the frame to use and the columns read anew (numbers stored as text). The
+    caller's frame is never modified: a coerced column is replaced in a shallow copy.
+    """
+    keys = [c for k in spec.keys for c in columns_of(arguments.get(k))]
+    texts = [c for k in spec.texts for c in columns_of(arguments.get(k))]
+    numbers = [c for k in spec.numbers for c in columns_of(arguments.get(k))] + list(spec.fixed)
+    labels = [columns_of(arguments.get(k)) for k in spec.labels]
+    present = [c for k in spec.optional for c in columns_of(arguments.get(k)) if c in data.columns]
+    if spec.ratings_or_key is not None:
+        value = arguments.get(spec.ratings_or_key)
+        if isinstance(value, str):
+            keys.append(value)
+        elif value is not None:
+            labels = [columns_of(value)]  # wide layout: the function checks the rest
+    if spec.mapping is not None and isinstance(arguments.get(spec.mapping), Mapping):
+        numbers += [c for group in arguments[spec.mapping].values() for c in columns_of(group)]
+    if spec.wide is not None:
+        named = arguments.get(spec.wide)
+        numbers += columns_of(named) if named is not None else [
+            c for c in data.columns if c not in keys and c != arguments.get("error", ERROR_DEFAULT)
+        ]
+    if spec.formula is not None and isinstance(arguments.get(spec.formula), str):
+        numbers += formula_columns(arguments[spec.formula], data)
+    named = keys + texts + numbers + [c for group in labels for c in group]
+    require_columns(data, dict.fromkeys(named), what=f"{name}: {spec.frame}")
+    rewritten: dict[str, pd.Series] = {}
+    for column in dict.fromkeys(numbers):
+        rewritten[column] = numeric_values(data, column, name)
+    for column in dict.fromkeys(present):
+        rewritten[column] = numeric_values(data, column, name)
+    for group in labels:
+        rewritten.update(label_values(data, group, name))
+    blank_ok = {c for k in spec.blank_keys for c in columns_of(arguments.get(k))}
+    for column in dict.fromkeys(keys):
+        rewritten[column] = key_values(data, column, name, blank_ok=column in blank_ok)
+    rewritten = {c: v for c, v in rewritten.items() if v is not None}
+    if not rewritten:
+        return data, []
+    return data.assign(**rewritten), list(rewritten)
+
+
+def formula_columns(formula: str, data: pd.DataFrame) -> list[str]:
+    """Numeric columns of ``data`` a model formula refers to (response and predictors)."""
+    names = set(re.findall(r"[A-Za-z_.][\w.]*", formula))
+    return [c for c in data.columns if c in names and _is_numberlike(data[c])]
+
+
+def _is_numberlike(series: pd.Series) -> bool:
+    if pd.api.types.is_bool_dtype(series):
+        return False
+    if pd.api.types.is_numeric_dtype(series):
+        return True
+    if not _textlike(series):
+        return False
+    kinds = {_kind(v) for v in series.dropna()}
+    return "number" in kinds
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return "number"
+    if isinstance(value, str):
+        return "text"
+    return "other"
+
+
+def _parse(values: pd.Series) -> pd.Series:
+    """Text read as numbers (``" 3 "`` -> 3.0); NaN where a value does not parse."""
+    return pd.to_numeric(values.map(lambda v: v.strip() if isinstance(v, str) else v), errors="coerce")
+
+
+def _numbers_or_refuse(series: pd.Series, column: str, name: str, problem: str) -> pd.Series:
+    """``series`` read as numbers; the first value that is not one is named by row."""
+    parsed = _parse(series)
+    bad = parsed.isna() & series.notna()
+    if bad.any():
+        row = bad.idxmax()
+        raise DataError(
+            f"{name}: column {column!r} {problem}; row {_label(row)} holds {series[row]!r}, "
+            f"which is not a number ({int(bad.sum())} such value(s)); give every value as a number"
+        )
+    return parsed
+
+
+def numeric_values(
+    data: pd.DataFrame, column: str, name: str
+) -> pd.Series | None:
+    """Check a numeric column; return the coerced column, or ``None`` when it is fine as is."""
+    series = data[column]
+    coerced = None
+    if pd.api.types.is_bool_dtype(series):
+        return None
+    if not pd.api.types.is_numeric_dtype(series):
+        parsed = _numbers_or_refuse(series, column, name, "must be numeric")
+        text = series.map(lambda v: isinstance(v, str))
+        if text.any():
+            warn(
+                f"{name}: column {column!r} holds numbers stored as text "
+                f"({int(text.sum())} value(s), e.g. {series[text].iloc[0]!r}); read as numbers",
+                HceWarning,
+            )
+        coerced = series = parsed.astype(float)
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    check_finite(values, column, name, data.index)
+    return coerced
+
+
+def check_finite(values: np.ndarray, column: str, name: str, index: pd.Index) -> None:
+    """``inf``/``-inf`` raise a DataError naming the column, the count and the first row."""
+    infinite = np.isinf(values)
+    if infinite.any():
+        raise DataError(
+            f"{name}: column {column!r} holds {int(infinite.sum())} non-finite value(s) "
+            f"(inf or -inf), first in row {_label(index[np.flatnonzero(infinite)[0]])}; "
+            "scores must be finite numbers"
+        )
+
+
+def label_values(data: pd.DataFrame, columns: list[str], name: str) -> dict[str, pd.Series]:
+    """Ratings that may be numbers or text, but not both: coerce or refuse a mix.
+
+    ``columns`` are checked together (the rater columns of a wide table form one set of
+    ratings). Returns the columns to replace, each read as numbers.
+    """
+    kinds = {c: data[c].dropna().map(_kind) for c in columns if _textlike(data[c])}
+    numeric = [c for c in columns if _numeric_dtype(data[c])]
+    has_number = bool(numeric) or any((k == "number").any() for k in kinds.values())
+    has_text = any((k == "text").any() for k in kinds.values())
+    for column in numeric:
+        check_finite(data[column].to_numpy(dtype=float, na_value=np.nan), column, name, data.index)
+    for column, kind in kinds.items():
+        numbers = pd.to_numeric(data[column][kind.index[kind == "number"]], errors="coerce")
+        check_finite(numbers.to_numpy(dtype=float), column, name, numbers.index)
+    if not (has_number and has_text):
+        return {}
+    out = {}
+    for column in kinds:
+        parsed = _numbers_or_refuse(
+            data[column], column, name, f"mixes numbers and text with the other ratings in {columns}"
+        )
+        check_finite(parsed.to_numpy(dtype=float), column, name, data.index)
+        out[column] = parsed
+    text = {c: int((k == "text").sum()) for c, k in kinds.items() if (k == "text").any()}
+    warn(
+        f"{name}: ratings in {columns} mix numbers and numbers stored as text "
+        f"({sum(text.values())} value(s) in column(s) {list(text)}); all read as numbers",
+        HceWarning,
+    )
+    return out
+
+
+def _textlike(series: pd.Series) -> bool:
+    """Object or string dtype (pandas 3 stores text as ``str``), so it may hold text."""
+    return pd.api.types.is_object_dtype(series) or pd.api.types.is_string_dtype(series)
+
+
+def _numeric_dtype(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def key_values(data: pd.DataFrame, column: str, name: str, *, blank_ok: bool = False) -> pd.Series | None:
+    """Check an id or grouping column; ``1`` next to ``"1"`` is read as one id.
+
+    A blank id (unless ``blank_ok``) or an infinite one cannot be grouped honestly, so it
+    is refused with its row; ids mixing ``1`` and ``"1"`` would split one item in two.
+    """
+    series = data[column]
+    blank = series.isna().to_numpy()
+    if blank.any() and not blank_ok:
+        raise DataError(
+            f"{name}: id column {column!r} is blank in {int(blank.sum())} row(s), first in row "
+            f"{_label(data.index[np.flatnonzero(blank)[0]])}; label every row or drop those rows"
+        )
+    if _numeric_dtype(series):
+        check_finite(series.to_numpy(dtype=float, na_value=np.nan), column, name, data.index)
+    if not _textlike(series):
+        return None
+    kinds = series.dropna().map(_kind)
+    if (kinds == "number").any():
+        numbers = pd.to_numeric(series[kinds.index[kinds == "number"]], errors="coerce")
+        check_finite(numbers.to_numpy(dtype=float), column, name, numbers.index)
+    if not ((kinds == "number").any() and (kinds == "text").any()):
+        return None
+    parsed = _parse(series)
+    if (parsed.isna() & series.notna()).any():
+        return None  # text ids next to numeric ones: distinct labels, nothing to merge
+    warn(
+        f"{name}: id column {column!r} mixes numbers and numbers stored as text "
+        f"(e.g. {series[kinds[kinds == 'text'].index[0]]!r}); all read as numbers",
+        HceWarning,
+    )
+    return parsed
+
+
+def flagged_rows(data: pd.DataFrame, error: object, name: str, *, required: bool) -> np.ndarray:
+    """True for the attempts flagged in column ``error`` (``_UNSET``: the default column).
+
+    An absent column flags nothing unless ``required`` (the caller named it); a flag that
+    is neither boolean nor numeric is refused.
+    """
+    column = ERROR_DEFAULT if error is _UNSET else error
+    none = np.zeros(len(data), dtype=bool)
+    if column is None or not isinstance(column, str):
+        return none
+    if column not in data.columns:
+        if required:
+            require_columns(data, [column], what=f"{name}: data")
+        return none
+    flags = data[column]
+    if not (pd.api.types.is_bool_dtype(flags) or pd.api.types.is_numeric_dtype(flags)):
+        if required:
+            raise DataError(f"{name}: column {column!r} (error flag) must be boolean, got {flags.dtype}")
+        return none
+    return flags.fillna(False).to_numpy(dtype=bool)
+
+
+def report_flagged(data: pd.DataFrame, flagged: np.ndarray, error: object, name: str) -> None:
+    """Say how many flagged attempts a statistic left out, and which rows."""
+    column = ERROR_DEFAULT if error is _UNSET else error
+    rows = data.index[flagged][:5]
+    warn(
+        f"{name}: left out {int(flagged.sum())} attempt(s) flagged in {column!r} "
+        f"(rows {', '.join(_label(r) for r in rows)}{', ...' if flagged.sum() > 5 else ''})",
+        HceWarning,
+    )
+
+
+def merge_checked(data: pd.DataFrame, checked: pd.DataFrame, changed: list[str]) -> pd.DataFrame:
+    """The full frame with the columns the check rewrote; flagged rows get NaN there.
+
+    For functions that count flagged attempts themselves: they see every row, while the
+    values the check read as numbers (and whatever a failed reply left) are cleared.
+    """
+    if not changed:
+        return data
+    out = data.copy(deep=False)
+    for column in changed:
+        out[column] = checked[column].reindex(data.index)
+    return out
+
+
+def warn_undefined_sd(n: np.ndarray, name: str) -> None:
+    """Say when items with fewer than two scores leave an SD undefined (NaN)."""
+    short = int((np.asarray(n) < 2).sum())
+    if short:
+        warn(f"{name}: {short} item(s) have fewer than 2 scores, so their sd is NaN", HceWarning)
