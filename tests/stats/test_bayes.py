@@ -13,14 +13,25 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from seeds import other_seeds
 
 from hce.errors import DataError, FormulaError
 from hce.stats.bayes import MCMCDiagnosticsWarning, _core, bayes_binary, bayes_ordinal
 from hce.stats.bayes.simulate import simulate_ordinal
 
+# Early in warm-up NUTS can step to a point where the gradient of the ordered cutpoints adds
+# inf and -inf (PyTensor's Python CumOp); numpy warns "invalid value encountered in
+# accumulate", PyMC rejects the step and sampling goes on. pytest's warnings-as-errors reaches
+# the forked chains and turned that warning into a failed chain (location-scale fit, seed 4,
+# here): the warning is numpy's and harmless, so it is ignored for this module's fits.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in accumulate:RuntimeWarning")
+
 # PyMC's own NUTS: its compiled C code is cached on disk, so the fast suite pays the
-# compilation once per machine (nutpie recompiles with numba in every new process)
-FAST = {"sampler": "pymc", "draws": 1000, "tune": 500, "chains": 2}
+# compilation once per machine (nutpie recompiles with numba in every new process).
+# 2 x 2000 draws: at 2 x 1000 the location-scale fit's bulk ESS of sd(item_id) was 503 here
+# and 383 on another CPU (threshold 400) and the slopes fit's largest R-hat 1.0099 (threshold
+# 1.01); ESS grows about linearly with draws, so 2 x 2000 puts every fit near twice the bounds.
+FAST = {"sampler": "pymc", "draws": 2000, "tune": 500, "chains": 2}
 
 
 # ---- NumPy core against scipy ------------------------------------------------------------
@@ -101,22 +112,42 @@ def test_binary_response_must_be_boolean():
         bayes_binary("score ~ 1 + (1 | item_id)", data)
 
 
+# ---- fast MCMC fits: each a function of one seed ------------------------------------------
+# Each fast MCMC test is ``check(*fit_case(seed))``: the fast suite runs FAST_SEED and
+# test_fast_mcmc_fits_hold_under_other_seeds (slow) runs the same fits and checks under
+# five other seeds (seed -> simulated data and sampler), so a fixed seed cannot hide a coin toss.
+# Margins: every check below holds with room at every seed measured (numbers in the check's
+# comments), and the fits' diagnostics sit at about twice the MCMCDiagnosticsWarning bounds.
+FAST_SEED = 0
+
+
+def _assert_within_sds(table: pd.DataFrame, truth: dict, k: float = 4.0) -> None:
+    """Posterior mean of each term within ``k`` posterior SDs of its true value: a normal
+    posterior misses by more than 4 SD with probability 6e-5, so recovery checks of
+    several terms over several seeds do not fail by chance (a 95% interval would miss
+    one of six terms in a quarter of the data sets)."""
+    z = (table.loc[list(truth), "estimate"] - pd.Series(truth)).abs() / table.loc[list(truth), "sd"]
+    assert (z < k).all(), z.round(2).to_dict()
+
+
 # ---- one small location-scale fit, several checks ------------------------------------------
 TRUTH = {"cutpoints": (-2.0, 0.0, 2.0), "condition_effects": (0.0, 1.0), "log_noise": (0.0, 0.7), "sd_item": 2.0}
 
 
-@pytest.fixture(scope="module")
-def ls_fit():
-    data = simulate_ordinal(40, 4, random_state=12, **TRUTH)
-    fit = bayes_ordinal("score ~ condition + (1 | item_id)", data, noise="condition", random_state=3, **FAST)
+def fit_location_scale(seed: int):
+    data = simulate_ordinal(40, 4, random_state=seed, **TRUTH)
+    fit = bayes_ordinal("score ~ condition + (1 | item_id)", data, noise="condition", random_state=seed, **FAST)
     return data, fit
 
 
-def test_recovers_parameters(ls_fit):
-    data, fit = ls_fit
+@pytest.fixture(scope="module")
+def ls_fit():
+    return fit_location_scale(FAST_SEED)
+
+
+def check_recovery(data, fit):
     assert fit.converged, fit.flags
-    # 99% intervals: six parameters checked at once on one data set
-    table = fit.summary(confidence=0.99).set_index("term")
+    table = fit.summary().set_index("term")
     truth = {
         "cutpoint[1|2]": -2.0,
         "cutpoint[2|3]": 0.0,
@@ -126,39 +157,40 @@ def test_recovers_parameters(ls_fit):
         "log_noise:condition[T.c1]": 0.7,
     }
     assert list(table.index) == list(truth)
-    for term, value in truth.items():
-        assert table.loc[term, "ci_low"] < value < table.loc[term, "ci_high"], term
+    _assert_within_sds(table, truth)
     assert (table["r_hat"] <= 1.01).all() and (table["ess_bulk"] >= 400).all()
 
 
-def test_noise_by_condition(ls_fit):
-    _, fit = ls_fit
-    noise = fit.noise()
+def check_noise_by_condition(data, fit):
+    noise = fit.noise(confidence=0.999)  # 99.9%: one interval, checked over six seeds
     latent = noise[noise["quantity"] == "latent_sd"].set_index("condition")
     # reference condition fixed at the standard logistic SD pi / sqrt(3)
     assert latent.loc["c0", "estimate"] == pytest.approx(np.pi / np.sqrt(3), rel=1e-12)
     assert latent.loc["c1", "ci_low"] < np.pi / np.sqrt(3) * np.exp(0.7) < latent.loc["c1", "ci_high"]
     pairs = fit.noise_pairs()
     assert list(pairs.columns) == ["a", "b", "estimate", "ci_low", "ci_high", "prob_more_consistent"]
-    # truth: c1's noise is twice c0's; 160 attempts per condition make that clear
+    # truth: c1's noise is twice c0's; 160 attempts per condition make that clear (0.9992 or
+    # more at seeds 0-11)
     assert pairs.loc[0, "prob_more_consistent"] > 0.95
     score_sd = noise[noise["quantity"] == "score_sd"].set_index("condition")["estimate"]
     assert score_sd["c0"] < score_sd["c1"]
 
 
-def test_items_and_attempts(ls_fit):
-    data, fit = ls_fit
+def check_items_and_attempts(data, fit):
     items = fit.items(confidence=0.9)
     assert set(items["quantity"]) == {"latent", "expected", "next_attempt", "attempt_sd"}
     expected = items[items["quantity"] == "expected"].set_index(["item_id", "condition"])["estimate"]
     observed = data.groupby(["item_id", "condition"])["score"].mean()
     # posterior expected score of each cell tracks its observed mean (4 attempts each,
-    # shrunk toward the condition mean): correlation, not equality
-    assert np.corrcoef(expected.loc[observed.index], observed)[0, 1] > 0.9
+    # shrunk toward the condition mean, and more so in the noisier condition): correlation,
+    # not equality; 0.85-0.94 at seeds 0-11
+    assert np.corrcoef(expected.loc[observed.index], observed)[0, 1] > 0.75
     latent = items[items["quantity"] == "latent"].set_index(["item_id", "condition"])
     truth = data.groupby(["item_id", "condition"])["latent"].first()
     inside = (latent["ci_low"] < truth) & (truth < latent["ci_high"])
-    assert 0.8 <= inside.mean() <= 1.0  # 90% intervals for 80 latent locations
+    # 90% intervals for 80 latent locations: 0.79-0.96 inside at seeds 0-11; 0.7 is 6 binomial
+    # SDs below 0.9 (the intervals share hyperparameters, so their misses are not independent)
+    assert 0.7 <= inside.mean() <= 1.0
     dist = fit.score_distribution(sum_over="condition")
     np.testing.assert_allclose(dist.groupby("item_id")["probability"].sum(), 1.0, rtol=1e-12)
     assert dist["score"].between(2, 8).all()  # totals of two 1-4 scores
@@ -172,13 +204,12 @@ def test_items_and_attempts(ls_fit):
     np.testing.assert_allclose(t.loc[per_cell.index], per_cell, rtol=1e-12)
 
 
-def test_ppc_and_loo(ls_fit):
-    data, fit = ls_fit
+def check_ppc_and_loo(data, fit):
     table = fit.ppc(by="condition")
     assert list(table.columns) == ["condition", "score", "observed", "estimate", "ci_low", "ci_high", "p_value"]
     counts = data.groupby("condition")["score"].value_counts().sort_index()
     np.testing.assert_array_equal(table.set_index(["condition", "score"])["observed"].loc[counts.index], counts)
-    assert (table["p_value"] > 0.01).all()  # the model generated these data
+    assert (table["p_value"] > 0.01).all()  # the model generated these data (min 0.32 at seeds 0-11)
     np.testing.assert_allclose(table.groupby("condition")["estimate"].sum(), 160, rtol=1e-12)
     fig = fit.plot_ppc(by="condition")
     assert len(fig.axes) == 2
@@ -187,42 +218,72 @@ def test_ppc_and_loo(ls_fit):
     assert "log_likelihood" in fit.idata.groups()
 
 
-def test_short_chains_are_flagged(ls_fit):
-    data, _ = ls_fit
+def check_short_chains_are_flagged(data, fit):
+    # 2 x 30 draws: bulk ESS cannot approach 400 whatever the seed or machine
     with pytest.warns(MCMCDiagnosticsWarning, match="bulk ESS"):
-        fit = bayes_ordinal(
-            "score ~ condition + (1 | item_id)", data, noise="condition", random_state=3,
+        short = bayes_ordinal(
+            "score ~ condition + (1 | item_id)", data, noise="condition", random_state=fit.settings.seed,
             sampler="pymc", draws=30, tune=100, chains=2,
         )
-    assert not fit.converged
-    assert any("Remedy" in f for f in fit.flags)
-    assert "NOT CONVERGED" in repr(fit)
-    assert not fit.summary()["ok"].all()
+    assert not short.converged
+    assert any("Remedy" in f for f in short.flags)
+    assert "NOT CONVERGED" in repr(short)
+    assert not short.summary()["ok"].all()
     # LOO ranking of two models of the same rows: the machinery, not a verdict
     with pytest.warns(UserWarning, match="Pareto"):  # ArviZ: the 60-draw fit gives high k
-        ranking = fit.compare(ls_fit[1])
+        ranking = short.compare(fit)
     assert list(ranking.columns) == ["model", "rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo", "weight", "warning"]
     assert sorted(ranking["rank"]) == [0, 1] and ranking["weight"].sum() == pytest.approx(1.0)
 
 
-def test_binary_pass_rates():
-    """Small boolean-judge fit: pass rates by condition against the observed rates."""
-    rng = np.random.default_rng(4)
+def test_recovers_parameters(ls_fit):
+    check_recovery(*ls_fit)
+
+
+def test_noise_by_condition(ls_fit):
+    check_noise_by_condition(*ls_fit)
+
+
+def test_items_and_attempts(ls_fit):
+    check_items_and_attempts(*ls_fit)
+
+
+def test_ppc_and_loo(ls_fit):
+    check_ppc_and_loo(*ls_fit)
+
+
+def test_short_chains_are_flagged(ls_fit):
+    check_short_chains_are_flagged(*ls_fit)
+
+
+def fit_binary(seed: int):
+    """Small boolean-judge fit: 30 items x 2 conditions x 6 verdicts."""
+    rng = np.random.default_rng(seed)
     frame = pd.MultiIndex.from_product([range(30), ["a", "b"], range(6)], names=["item_id", "condition", "rep"]).to_frame(index=False)
     eta = -0.3 + 1.0 * (frame["condition"] == "b") + rng.normal(0, 1.0, 30)[frame["item_id"]]
     frame["passed"] = rng.random(len(frame)) < 1 / (1 + np.exp(-eta))
-    fit = bayes_binary("passed ~ condition + (1 | item_id)", frame, random_state=1, **FAST)
+    fit = bayes_binary("passed ~ condition + (1 | item_id)", frame, random_state=seed, **FAST)
+    return frame, fit
+
+
+def check_binary_pass_rates(frame, fit):
+    assert fit.converged, fit.flags
     table = fit.summary().set_index("term")
     assert list(table.index) == ["(Intercept)", "condition[T.b]", "sd(item_id)"]
-    assert table.loc["condition[T.b]", "ci_low"] < 1.0 < table.loc["condition[T.b]", "ci_high"]
+    _assert_within_sds(table, {"condition[T.b]": 1.0, "sd(item_id)": 1.0})
     rates = fit.expected(by="condition").set_index("condition")
     observed = frame.groupby("condition")["passed"].mean()
     # posterior mean pass rate over the observed items against the observed rate (180
     # verdicts each): within two binomial standard errors
     np.testing.assert_allclose(rates["estimate"], observed.loc[rates.index], atol=2 * np.sqrt(0.25 / 180))
+    # the effect, 1.0, is about four posterior SDs (see the summary's sd) above 0
     assert fit.expected_pairs(by="condition").loc[0, "prob_greater"] < 0.05
     ppc = fit.ppc()
     assert list(ppc["score"]) == [False, True] and ppc["observed"].sum() == len(frame)
+
+
+def test_binary_pass_rates():
+    check_binary_pass_rates(*fit_binary(FAST_SEED))
 
 
 # ---- slow: coverage, references from maximum likelihood, Bernoulli -------------------------
@@ -368,29 +429,31 @@ def test_slope_design_matrices():
 SLOPES = {"cutpoints": (-2.0, 0.0, 2.0), "condition_effects": (0.0, 1.0), "sd_item": 1.5, "sd_slope": 1.5, "cor_slope": 0.5}
 
 
-def test_recovers_random_slopes():
-    """score ~ condition + (1 + condition | item_id) on 40 items x 2 conditions x 6
-    attempts: the 99% HDIs of the two SDs and the correlation hold the realised values
-    (the SDs and correlation of the 40 simulated item effects, which is what the data
-    can tell; 40 items leave the population values about +-0.4 uncertain), the fixed
-    effect holds the truth, and every diagnostic passes."""
-    data = simulate_ordinal(40, 6, random_state=12, **SLOPES)
-    fit = bayes_ordinal("score ~ condition + (1 + condition | item_id)", data, random_state=3, target_accept=0.9, **FAST)
+def fit_slopes(seed: int):
+    """score ~ condition + (1 + condition | item_id) on 40 items x 2 conditions x 6 attempts."""
+    data = simulate_ordinal(40, 6, random_state=seed, **SLOPES)
+    fit = bayes_ordinal("score ~ condition + (1 + condition | item_id)", data, random_state=seed, target_accept=0.9, **FAST)
+    return data, fit
+
+
+def check_random_slopes(data, fit):
+    """The posterior means of the two SDs and the correlation lie within 4 posterior SDs
+    of the realised values (the SDs and correlation of the 40 simulated item effects,
+    which is what the data can tell; 40 items leave the population values about +-0.4
+    uncertain), the fixed effect within 4 SDs of the truth, and every diagnostic passes."""
     assert fit.converged, fit.flags
-    table = fit.summary(confidence=0.99).set_index("term")
+    table = fit.summary().set_index("term")
     assert list(table.index[3:]) == [
         "condition[T.c1]", "sd_(Intercept)|item_id", "sd_condition[T.c1]|item_id", "cor_(Intercept).condition[T.c1]|item_id",
     ]
     cells = data.groupby(["item_id", "condition"])["latent"].first().unstack()
     u0, u1 = cells["c0"], cells["c1"] - 1.0 - cells["c0"]
-    realised = {
+    _assert_within_sds(table, {
         "condition[T.c1]": 1.0,
         "sd_(Intercept)|item_id": u0.std(),
         "sd_condition[T.c1]|item_id": u1.std(),
         "cor_(Intercept).condition[T.c1]|item_id": np.corrcoef(u0, u1)[0, 1],
-    }
-    for term, value in realised.items():
-        assert table.loc[term, "ci_low"] < value < table.loc[term, "ci_high"], (term, value)
+    })
     assert table["ok"].all()
     # the linear predictor rebuilds u = L z from the packed Cholesky factor: its SDs are
     # PyMC's own chol_0_stds, and each effect sums to zero over the items
@@ -402,6 +465,33 @@ def test_recovers_random_slopes():
     latent = fit.items().query("quantity == 'latent'").set_index(["item_id", "condition"])["estimate"]
     truth = data.groupby(["item_id", "condition"])["latent"].first()
     assert np.corrcoef(latent.loc[truth.index], truth)[0, 1] > 0.9
+
+
+def test_recovers_random_slopes():
+    check_random_slopes(*fit_slopes(FAST_SEED))
+
+
+# ---- slow: every fast MCMC fit above under other seeds ------------------------------------
+FAST_FITS = {
+    "location_scale": (fit_location_scale, (check_recovery, check_noise_by_condition, check_items_and_attempts,
+                                            check_ppc_and_loo, check_short_chains_are_flagged)),
+    "binary": (fit_binary, (check_binary_pass_rates,)),
+    "slopes": (fit_slopes, (check_random_slopes,)),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", other_seeds(FAST_SEED))
+@pytest.mark.parametrize("case", list(FAST_FITS))
+def test_fast_mcmc_fits_hold_under_other_seeds(case, seed):
+    """The fast suite's MCMC fits and all their checks, under seeds the fast suite does not
+    use; an MCMCDiagnosticsWarning is an error here as everywhere (pytest's filterwarnings)."""
+    fit_case, checks = FAST_FITS[case]
+    result = fit_case(seed)
+    diagnostics = result[1].diagnostics()  # the margin, shown with pytest -s or on failure
+    print(f"{case} seed {seed}: min bulk ESS {diagnostics['ess_bulk'].min():.0f}, max R-hat {diagnostics['r_hat'].max():.4f}")
+    for check in checks:
+        check(*result)
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from seeds import fast_and_other_seeds
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss, log_loss
 
@@ -35,12 +36,16 @@ def _metric(table, name):
     return float(table.set_index("metric").loc[name, "estimate"])
 
 
-@pytest.fixture
-def binary():
-    rng = np.random.default_rng(1)
+def _binary(seed):
+    rng = np.random.default_rng(seed)
     p = rng.beta(2, 2, 500)
     y = (rng.random(500) < p**1.3).astype(int)
     return pd.DataFrame({"prob": p, "outcome": y, "item_id": np.repeat(np.arange(100), 5)})
+
+
+@pytest.fixture
+def binary():
+    return _binary(1)
 
 
 # ------------------------------------------------------------------ against scikit-learn
@@ -145,12 +150,15 @@ def test_bootstrap_is_reproducible_and_brackets_estimate(binary):
     assert (a["method"] == "percentile bootstrap").all()
 
 
-def test_bootstrap_brier_interval_close_to_normal_theory(binary):
+@pytest.mark.parametrize("seed", fast_and_other_seeds(1))
+def test_bootstrap_brier_interval_close_to_normal_theory(seed):
     # The Brier score is a mean of per-row losses: its bootstrap interval should be close to
     # mean +/- 1.96 SD/sqrt(n) (Monte Carlo error of 2000 replicates: tolerance 10%).
+    # Margin: width / normal width is 0.95-1.05 over data and bootstrap seeds 0-20.
+    binary = _binary(seed)
     loss = (binary.prob - binary.outcome) ** 2
     se = loss.std(ddof=0) / np.sqrt(len(loss))
-    row = calibration_metrics(binary, n_boot=2000, random_state=5).set_index("metric").loc["brier"]
+    row = calibration_metrics(binary, n_boot=2000, random_state=seed + 4).set_index("metric").loc["brier"]
     assert row.ci_high - row.ci_low == pytest.approx(2 * 1.959964 * se, rel=0.1)
 
 
@@ -333,15 +341,17 @@ def test_permuting_rows_leaves_metrics_unchanged(seed, strategy):
     pd.testing.assert_frame_equal(reliability_table(df, strategy=strategy), reliability_table(shuffled, strategy=strategy))
 
 
-def test_bootstrap_of_repeated_forecasts_matches_normal_theory():
+@pytest.mark.parametrize("seed", fast_and_other_seeds(9))
+def test_bootstrap_of_repeated_forecasts_matches_normal_theory(seed):
     # Verbal confidences take 3 values: the bootstrap resamples (prob, outcome) types with
     # multinomial counts. Its Brier interval must still match mean +/- 1.96 SD/sqrt(n).
-    rng = np.random.default_rng(9)
+    # Margin: width / normal width is 0.97-1.03 over data and bootstrap seeds 0-20 (10% allowed).
+    rng = np.random.default_rng(seed)
     p = rng.choice([0.5, 0.7, 0.9], 3000)
     df = pd.DataFrame({"prob": p, "outcome": (rng.random(3000) < p - 0.05).astype(int)})
     loss = (df.prob - df.outcome) ** 2
     se = loss.std(ddof=0) / np.sqrt(len(loss))
-    row = calibration_metrics(df, strategy="unique", n_boot=2000, random_state=10).set_index("metric").loc["brier"]
+    row = calibration_metrics(df, strategy="unique", n_boot=2000, random_state=seed + 1).set_index("metric").loc["brier"]
     assert row.ci_high - row.ci_low == pytest.approx(2 * 1.959964 * se, rel=0.1)
     assert row.ci_low < loss.mean() < row.ci_high
 

@@ -42,7 +42,12 @@ def test_pairwise_p_values_are_mann_whitney_with_holm_across_the_family():
 
 
 def test_no_difference_passes_and_higher_sd_counts_as_harm():
-    out = fairness(_log(shift_old=0.0, seed=2), strata="sex", random_state=0)
+    # no difference by construction: each 'm' item repeats the scores of the 'f' item before
+    # it, so the verdict cannot depend on the seed (a random null would fail at rate alpha)
+    log = _log(shift_old=0.0)
+    female = log["sex"] == "f"
+    log.loc[~female, "total"] = log.loc[female, "total"].to_numpy()
+    out = fairness(log, strata="sex", random_state=0)
     assert out["verdict"].iloc[0]["passes"]
     log = _log(shift_old=0.0)
     noisy = log["age"] == ">65"
