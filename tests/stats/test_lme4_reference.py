@@ -48,9 +48,7 @@ RTOL = 1e-5
 def _case_id(fit: dict) -> str:
     return f"{fit['design']}|{fit['formula']}|{'REML' if fit['reml'] else 'ML'}"
 
-def _cases():
-    for fit in FITS:
-        yield pytest.param(fit, id=_case_id(fit))
+CASES = [pytest.param(fit, id=_case_id(fit)) for fit in FITS]
 
 def _fit(ref: dict):
     data = pd.read_csv(DATA / "lme4_reference" / f"{ref['design']}.csv")
@@ -74,7 +72,7 @@ def _close(actual, desired, scale, what):
     bound = RTOL * (np.abs(desired) + np.asarray(scale, float))
     assert np.all(np.abs(actual - desired) <= bound), (what, actual, desired)
 
-@pytest.mark.parametrize("ref", _cases())
+@pytest.mark.parametrize("ref", CASES)
 def test_fit_matches_lme4(ref):
     m = _fit(ref)
     _check_criterion(m, ref)
