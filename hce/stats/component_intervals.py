@@ -15,7 +15,12 @@ NumPy core for :func:`hce.stats.variance_components`, whatever engine fitted the
   (``Var MS_k = 2 MS_k^2 / df_k``), so this is the ANOVA Satterthwaite interval.
 * **Components at 0** have no standard error; their interval is ``[0, upper]`` with
   ``upper`` where the deviance, minimised over the other variances, exceeds its minimum by
-  ``chi2_1(confidence)`` (:func:`profile_upper`, lme4's ``confint(profile)``).
+  ``chi2_1(confidence)`` (:func:`profile_limits`, lme4's ``confint(profile)``).
+* **Components with Satterthwaite df near 0** (below about 0.01: a facet level seen once
+  or twice, a component far smaller than its standard error) get the profile-likelihood
+  interval too: there the chi-square quantiles underflow, the upper limit overflows to inf
+  and the lower limit exceeds the estimate, so the scaled chi-square is no approximation
+  to the sampling distribution at all (:func:`satterthwaite_fails`).
 * **G and Phi** ``= s_p / (s_p + e)`` with ``e`` a weighted sum of components: percentiles
   over joint draws of the components from their Satterthwaite pivots (``v df / chi2_df``,
   whose quantiles are the components' own interval bounds), tied by a Gaussian copula with
@@ -89,25 +94,40 @@ def satterthwaite_interval(
     return low, high
 
 
+def satterthwaite_fails(estimate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Where a Satterthwaite interval is no interval for its estimate: a limit not finite, or
+    the estimate outside it (with df below about 0.01 even the upper 97.5% quantile of
+    chi-square(df) falls below df, so the lower limit exceeds the estimate)."""
+    finite = np.isfinite(low) & np.isfinite(high)
+    return ~np.isnan(estimate) & (~finite | (low > estimate) | (high < estimate))
+
+
 def pivot_draws(
-    estimates: np.ndarray, cov: np.ndarray, n_draws: int, rng: np.random.Generator
+    estimates: np.ndarray, cov: np.ndarray, n_draws: int, rng: np.random.Generator, confidence: float = 0.95
 ) -> np.ndarray:
     """Joint draws of the log variances from their Satterthwaite pivots.
 
     Variance ``j`` is drawn as ``v_j df_j / W_j`` with ``W_j ~ chi2(df_j)``, ``df_j = 2 (v_j /
     SE_j)^2``: its quantiles are the bounds of its Satterthwaite interval. The ``W_j`` are
     joined by a Gaussian copula with the correlation of ``cov``. Variances with zero
-    variance in ``cov`` (held at a boundary) stay at their estimate. Logs, shape
-    ``(n_draws, k)``, because with ``df_j`` near 0 the lower quantiles of ``W_j`` underflow:
+    variance in ``cov`` (held at a boundary) stay at their estimate, and so do those whose
+    Satterthwaite interval at ``confidence`` fails (:func:`satterthwaite_fails`, df near 0):
+    such a pivot puts nearly all its draws far above any value the data allow (their
+    profile-likelihood interval), which would drag G and Phi to 0; a variance that small
+    next to its standard error is treated as one at the boundary. Logs, shape
+    ``(n_draws, k)``, because with ``df_j`` small the lower quantiles of ``W_j`` underflow:
     ``W_j`` is kept at or above the smallest positive double.
     """
     estimates = np.asarray(estimates, dtype=float)
     free = np.diag(cov) > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df_all = 2 * estimates**2 / np.diag(cov)
+    free &= ~satterthwaite_fails(estimates, *satterthwaite_interval(estimates, df_all, confidence))
     with np.errstate(divide="ignore"):
         draws = np.tile(np.log(estimates), (n_draws, 1))
     if free.any():
+        df = df_all[free]
         se = np.sqrt(np.diag(cov)[free])
-        df = 2 * (estimates[free] / se) ** 2
         corr = cov[np.ix_(free, free)] / np.outer(se, se)
         z = rng.multivariate_normal(np.zeros(free.sum()), corr, size=n_draws, method="eigh")
         w = np.maximum(stats.chi2.ppf(stats.norm.cdf(z), df), np.finfo(float).tiny)
@@ -139,14 +159,15 @@ def ratio_interval(
     return float(low), float(high), None
 
 
-def profile_upper(
+def profile_limits(
     deviance: Callable[[np.ndarray], float], estimates: np.ndarray, j: int, confidence: float
-) -> float:
-    """Upper bound of the profile-likelihood interval of variance ``j``, estimated at 0.
+) -> tuple[float, float]:
+    """Profile-likelihood interval of variance ``j`` (any but the residual, the last).
 
-    The value where ``deviance``, minimised over the other variances, exceeds its minimum
-    by the ``confidence`` quantile of chi-square(1), as lme4's ``confint(profile)``; the
-    lower bound is 0. The others are searched on the SD scale over all reals (the deviance
+    The bounds are where ``deviance``, minimised over the other variances, exceeds its
+    minimum by the ``confidence`` quantile of chi-square(1), as lme4's ``confint(profile)``;
+    a variance whose profile stays below that at 0 (always so for one estimated at 0) has
+    lower bound 0. The others are searched on the SD scale over all reals (the deviance
     is even in each SD, so no bound at 0 traps the search) and the residual on the log SD
     scale; each search starts where the previous one ended.
     """
@@ -174,7 +195,11 @@ def profile_upper(
         state["x"] = best.x
         return best.fun - cutoff
 
-    high = estimates[-1]  # the residual variance: the scale of every component
+    est = max(float(estimates[j]), 0.0)
+    tol = {"xtol": 1e-9 * estimates[-1], "rtol": 1e-6}
+    high = max(2 * est, estimates[-1])  # the residual variance: the scale of every component
     while excess(high) <= 0:
         high *= 4
-    return float(optimize.brentq(excess, 0.0, high, xtol=1e-9 * estimates[-1], rtol=1e-6))
+    high = optimize.brentq(excess, est, high, **tol)
+    low = 0.0 if est == 0 or excess(0.0) <= 0 else optimize.brentq(excess, 0.0, est, **tol)
+    return float(low), float(high)

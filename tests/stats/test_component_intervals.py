@@ -269,6 +269,58 @@ def test_zero_component_gets_a_profile_interval_from_zero_and_is_held_there():
     np.testing.assert_allclose(excess, stats.chi2.ppf(0.95, 1), atol=1e-4)
 
 
+# 8 items x conditions a/b x 3 attempts, with condition_id of two rows written "three" (a
+# facet level seen twice, issue 18's dirty-input test, seed 1, rows 23 and 27).
+TINY_LEVEL = pd.DataFrame({
+    "item": np.repeat(np.arange(8), 6),
+    "cond": [*"aaabbb" * 3, *"aaabb", "three", *"aaa", "three", *"bb", *"aaabbb" * 3],
+    "y": [13, 13, 13, 15, 12, 13, 16, 19, 18, 18, 17, 18, 9, 8, 11, 12, 5, 6, 17, 17, 18, 19, 20, 16,
+          10, 15, 12, 13, 10, 8, 12, 12, 9, 11, 13, 11, 16, 16, 16, 16, 18, 19, 12, 10, 13, 11, 14, 10],
+})  # fmt: skip
+# lme4 1.1.31 (R 4.2.2): lmer(y ~ 1 + (1 | item) + (1 | cond) + (1 | item:cond), REML = TRUE),
+# confint(fit, method = "profile") squared: item:cond variance 0.022033 in [0, 2.7233982].
+# lme4 interpolates its profile with splines, hence 1% (hce's root is exact to 1e-6).
+LME4_TINY_LEVEL_ITEM_COND = (0.022033, 0.0, 2.7233982)
+
+
+def test_component_with_df_near_zero_gets_the_profile_interval_not_an_infinite_one():
+    # item:cond has estimate 0.022 and standard error 0.72: Satterthwaite df = 0.0019, where
+    # chi2(df) quantiles underflow, giving the interval [2.3e7, inf] that misses its own
+    # estimate. The profile likelihood bounds it (lme4 agrees), and G / Phi stay near it.
+    with pytest.warns(SingularFitWarning):
+        g = variance_components(TINY_LEVEL, "y", ["item", "cond"])
+    comp = g.components.set_index("component")
+    est, low, high = LME4_TINY_LEVEL_ITEM_COND
+    row = comp.loc["item:cond"]
+    assert row["df"] < 0.01 and "profile-likelihood interval" in row["method"] and "df = 0.0019" in row["method"]
+    assert row["estimate"] == pytest.approx(est, rel=1e-3)
+    assert row["ci_low"] == low and row["ci_high"] == pytest.approx(high, rel=0.01)
+    assert np.isfinite(g.components[["ci_low", "ci_high"]].to_numpy()).all()
+    assert (g.components["ci_low"] <= g.components["estimate"]).all()
+    assert (g.components["estimate"] <= g.components["ci_high"]).all()
+    # the pivot of a df-0.002 component would put G near 0; it is held at its estimate instead
+    coef = g.coefficients.set_index("coefficient")
+    assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
+    assert (coef["ci_low"] > 0.5).all()
+    # independent check: the dense REML deviance, minimised over the other variances with
+    # scipy, is chi2_1(0.95) above its minimum at the upper bound and below it at 0
+    names = comp.index.tolist()
+    y, x, vs = dense_parts(TINY_LEVEL, names)
+    full = comp["estimate"].to_numpy()
+    j = names.index("item:cond")
+
+    def excess(value):
+        def profiled(free):
+            return dense_deviance(y, x, vs, np.insert(free, j, value))
+
+        start = np.maximum(np.delete(full, j), 1e-3)
+        best = optimize.minimize(profiled, start, method="L-BFGS-B", bounds=[(0, None)] * 2 + [(1e-6, None)])
+        return best.fun - dense_deviance(y, x, vs, full)
+
+    np.testing.assert_allclose(excess(row["ci_high"]), stats.chi2.ppf(0.95, 1), atol=1e-3)
+    assert excess(0.0) < stats.chi2.ppf(0.95, 1)
+
+
 def test_central_differences_on_a_known_function():
     # f = exp(a) b^2 + a b: gradient (exp(a) b^2 + b, 2 exp(a) b + a), Hessian
     # [[exp(a) b^2, 2 exp(a) b + 1], [2 exp(a) b + 1, 2 exp(a)]]

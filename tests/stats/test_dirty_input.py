@@ -357,8 +357,7 @@ def outcome(case_call: Callable[[], object]) -> tuple[str, object, list[warnings
     return "result", value, caught
 
 
-def check_sound(name: str, call: Callable[[], object], clean_nan: frozenset[str] = frozenset(),
-                *, infinite_ok: bool = False) -> None:
+def check_sound(name: str, call: Callable[[], object], clean_nan: frozenset[str] = frozenset()) -> None:
     """An HceError, or a result without inf and whose new NaNs an HceWarning explains.
 
     NaN where the clean frame's answer has NaN too is by design (no bootstrap asked for, a
@@ -372,7 +371,7 @@ def check_sound(name: str, call: Callable[[], object], clean_nan: frozenset[str]
         return
     arrays = numbers_in(value)
     infinite = [p for p, a in arrays.items() if np.isinf(a).any()]
-    assert infinite_ok or not infinite, f"{name}: infinite value in the result at {infinite}"
+    assert not infinite, f"{name}: infinite value in the result at {infinite}"
     new_nan = nan_places(value) - set(clean_nan)
     flagged_rows = isinstance(value, pd.DataFrame) and value.get("error_flag", pd.Series(False)).any()
     if new_nan and not flagged_rows:  # a row the result itself flags as failed explains its NaN
@@ -412,13 +411,6 @@ HEAVY = {"dif_ordinal", "variance_components", "instrument_report", "experiment1
          "experiment3", "experiment4", "experiment5", "parallel_analysis", "cfa", "omega_hierarchical",
          "spread_model", "fairness", "share_below", "adaptive_filter_agreement"}  # fmt: skip
 
-#: Known gaps, each reported to the lead: the check is relaxed only where stated.
-INFINITE_ALLOWED = {
-    # A facet level seen once or twice gives a Satterthwaite df near 0 and an infinite
-    # interval in the mixed engine's _component_inference (owned by the engine rewrite).
-    "variance_components": "component intervals with df near 0",
-}
-
 
 @functools.lru_cache(maxsize=None)
 def clean_nan_places(name: str, seed: int) -> frozenset[str]:
@@ -434,7 +426,7 @@ def run_dirty(name: str, case: Case, seed: int, how: str, column_pick: int, rows
     column = case.columns[column_pick % len(case.columns)]
     frame = dirty(clean, how, column, rows)
     check_sound(f"{name} with {how} in {column!r} rows {rows}", lambda: case.call(frame),
-                clean_nan_places(name, seed), infinite_ok=name in INFINITE_ALLOWED)
+                clean_nan_places(name, seed))
 
 
 def dirty_examples(name: str, max_examples: int, derandomize: bool) -> None:
