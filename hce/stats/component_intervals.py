@@ -16,11 +16,10 @@ NumPy core for :func:`hce.stats.variance_components`, whatever engine fitted the
 * **Components at 0** have no standard error; their interval is ``[0, upper]`` with
   ``upper`` where the deviance, minimised over the other variances, exceeds its minimum by
   ``chi2_1(confidence)`` (:func:`profile_limits`, lme4's ``confint(profile)``).
-* **Components with Satterthwaite df near 0** (below about 0.01: a facet level seen once
-  or twice, a component far smaller than its standard error) get the profile-likelihood
-  interval too: there the chi-square quantiles underflow, the upper limit overflows to inf
-  and the lower limit exceeds the estimate, so the scaled chi-square is no approximation
-  to the sampling distribution at all (:func:`satterthwaite_fails`).
+* **Components with Satterthwaite df below 1** (a facet level seen once or twice, a
+  component far smaller than its standard error) get the profile-likelihood interval too:
+  there the scaled chi-square is no approximation to the sampling distribution (near df 0
+  its limits overflow to inf and miss the estimate; :func:`satterthwaite_fails`).
 * **G and Phi** ``= s_p / (s_p + e)`` with ``e`` a weighted sum of components: percentiles
   over joint draws of the components from their Satterthwaite pivots (``v df / chi2_df``,
   whose quantiles are the components' own interval bounds), tied by a Gaussian copula with
@@ -94,12 +93,17 @@ def satterthwaite_interval(
     return low, high
 
 
-def satterthwaite_fails(estimate: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Where a Satterthwaite interval is no interval for its estimate: a limit not finite, or
-    the estimate outside it (with df below about 0.01 even the upper 97.5% quantile of
-    chi-square(df) falls below df, so the lower limit exceeds the estimate)."""
-    finite = np.isfinite(low) & np.isfinite(high)
-    return ~np.isnan(estimate) & (~finite | (low > estimate) | (high < estimate))
+def satterthwaite_fails(df: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Where a Satterthwaite interval is not used: df below 1 (or NaN), or a limit not finite.
+
+    Satterthwaite's scaled chi-square matches two moments of a variance estimate; below 1 df
+    its density is infinite at 0 and the interval is set by a tail the estimate does not
+    have: at 95% the upper limit is over 1,000 times the estimate (1e120 times at df 0.03),
+    below df 0.01 the lower limit exceeds the estimate and the upper one overflows to inf.
+    Such a component (a facet level seen once or twice, an estimate far below its standard
+    error) gets the profile-likelihood interval instead, as lme4's ``confint`` gives it.
+    """
+    return ~(np.asarray(df) >= 1) | ~np.isfinite(low) | ~np.isfinite(high)
 
 
 def pivot_draws(
@@ -111,7 +115,7 @@ def pivot_draws(
     SE_j)^2``: its quantiles are the bounds of its Satterthwaite interval. The ``W_j`` are
     joined by a Gaussian copula with the correlation of ``cov``. Variances with zero
     variance in ``cov`` (held at a boundary) stay at their estimate, and so do those whose
-    Satterthwaite interval at ``confidence`` fails (:func:`satterthwaite_fails`, df near 0):
+    Satterthwaite interval at ``confidence`` is not used (:func:`satterthwaite_fails`, df < 1):
     such a pivot puts nearly all its draws far above any value the data allow (their
     profile-likelihood interval), which would drag G and Phi to 0; a variance that small
     next to its standard error is treated as one at the boundary. Logs, shape
@@ -122,7 +126,7 @@ def pivot_draws(
     free = np.diag(cov) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         df_all = 2 * estimates**2 / np.diag(cov)
-    free &= ~satterthwaite_fails(estimates, *satterthwaite_interval(estimates, df_all, confidence))
+    free &= ~satterthwaite_fails(df_all, *satterthwaite_interval(estimates, df_all, confidence))
     with np.errstate(divide="ignore"):
         draws = np.tile(np.log(estimates), (n_draws, 1))
     if free.any():

@@ -1103,7 +1103,7 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
         df = est**2 / np.sum(weights**2 / strata.df, axis=1)
         low, high = satterthwaite_interval(est, df, confidence)
         method = ["REML = ANOVA (closed form); Satterthwaite interval"] * k
-        for j in np.flatnonzero(satterthwaite_fails(est, low, high)):
+        for j in np.flatnonzero(satterthwaite_fails(df, low, high)):
             low[j], high[j] = profile_interval(strata, j, confidence)
             method[j] = f"REML = ANOVA (closed form); {_SMALL_DF.format(df=df[j])}"
         source = "component covariance from the mean squares"
@@ -1137,7 +1137,7 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
             "profile-likelihood interval from 0"
         )
     # The residual always has many df; profile_limits profiles the components only.
-    for j in np.flatnonzero(free[:-1] & satterthwaite_fails(est, low, high)[:-1]):
+    for j in np.flatnonzero(free[:-1] & satterthwaite_fails(df, low, high)[:-1]):
         low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence)
         method[j] = f"{engine}; {_SMALL_DF.format(df=df[j])}"
     return _Inference(se, low, high, df, method, cov, _OBSERVED)
@@ -1150,13 +1150,10 @@ _RATIO_METHOD = (
 )
 _OBSERVED = "component covariance from the observed REML information, zero components held at 0"
 _NOT_MAX = "the observed REML information is not positive definite (not at a maximum)"
-# Why not inf: with df near 0 the Satterthwaite limits are not merely wide but wrong (the
-# lower one above the estimate, the upper one past the largest float), while the profile
-# likelihood still bounds the variance wherever its facet has two levels or more.
-_SMALL_DF = (
-    "Satterthwaite df = {df:.2g} too small for a chi-square interval (it misses the estimate "
-    "or overflows): profile-likelihood interval"
-)
+# Why not inf: below 1 df the Satterthwaite limits are not merely wide but meaningless (1e120
+# times the estimate at df 0.03; near df 0 the lower one above the estimate, the upper one
+# past the largest float), while the profile likelihood bounds the variance (lme4's answer).
+_SMALL_DF = "Satterthwaite df = {df:.2g} < 1, too few for a chi-square interval: profile-likelihood interval"
 
 
 # ---- models of spread -------------------------------------------------------------------------

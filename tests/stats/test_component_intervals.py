@@ -269,6 +269,23 @@ def test_zero_component_gets_a_profile_interval_from_zero_and_is_held_there():
     np.testing.assert_allclose(excess, stats.chi2.ppf(0.95, 1), atol=1e-4)
 
 
+def profile_excess(data: pd.DataFrame, g, component: str, value: float) -> float:
+    """The dense REML deviance with ``component`` fixed at ``value``, minimised over the other
+    variances by scipy (item, condition and residual columns ``item``, ``cond``, ``y``), less
+    its minimum: chi2_1(confidence) at a profile-likelihood bound."""
+    names = g.components["component"].tolist()
+    y, x, vs = dense_parts(data, names)
+    full = g.components["estimate"].to_numpy()
+    j = names.index(component)
+
+    def profiled(free):
+        return dense_deviance(y, x, vs, np.insert(free, j, value))
+
+    start = np.maximum(np.delete(full, j), 1e-3)
+    best = optimize.minimize(profiled, start, method="L-BFGS-B", bounds=[(0, None)] * 2 + [(1e-6, None)])
+    return best.fun - dense_deviance(y, x, vs, full)
+
+
 # 8 items x conditions a/b x 3 attempts, with condition_id of two rows written "three" (a
 # facet level seen twice, issue 18's dirty-input test, seed 1, rows 23 and 27).
 TINY_LEVEL = pd.DataFrame({
@@ -302,23 +319,33 @@ def test_component_with_df_near_zero_gets_the_profile_interval_not_an_infinite_o
     coef = g.coefficients.set_index("coefficient")
     assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
     assert (coef["ci_low"] > 0.5).all()
-    # independent check: the dense REML deviance, minimised over the other variances with
-    # scipy, is chi2_1(0.95) above its minimum at the upper bound and below it at 0
-    names = comp.index.tolist()
-    y, x, vs = dense_parts(TINY_LEVEL, names)
-    full = comp["estimate"].to_numpy()
-    j = names.index("item:cond")
+    # independent check: the dense profiled deviance crosses chi2_1(0.95) at the upper bound
+    # and not before 0
+    np.testing.assert_allclose(profile_excess(TINY_LEVEL, g, "item:cond", row["ci_high"]), stats.chi2.ppf(0.95, 1), atol=1e-3)
+    assert profile_excess(TINY_LEVEL, g, "item:cond", 0.0) < stats.chi2.ppf(0.95, 1)
 
-    def excess(value):
-        def profiled(free):
-            return dense_deviance(y, x, vs, np.insert(free, j, value))
 
-        start = np.maximum(np.delete(full, j), 1e-3)
-        best = optimize.minimize(profiled, start, method="L-BFGS-B", bounds=[(0, None)] * 2 + [(1e-6, None)])
-        return best.fun - dense_deviance(y, x, vs, full)
-
-    np.testing.assert_allclose(excess(row["ci_high"]), stats.chi2.ppf(0.95, 1), atol=1e-3)
-    assert excess(0.0) < stats.chi2.ppf(0.95, 1)
+def test_balanced_component_with_df_below_one_gets_the_profile_interval():
+    # Balanced 10 items x 2 conditions x 2 attempts, condition means 0.45 apart: the closed-form
+    # (ANOVA) condition variance 0.0169 has Satterthwaite df 0.026, whose interval runs to
+    # 6.9e120 and drags Phi's lower limit to 1.9e-51. The profile interval replaces it. lme4's
+    # confint(profile) gives 2.48 as the upper bound here, but the dense REML deviance below is
+    # only 2.27 above its minimum there (lme4 interpolates a coarse profile of a 2-level
+    # factor), so the check is against the dense deviance, not lme4.
+    data = unbalanced_log(seed=3, n_items=10, n_cond=2, reps=2, keep=1.1)
+    data["y"] += np.where(data["cond"] == "c1", 0.45, 0.0) - data.groupby("cond")["y"].transform("mean")
+    g = variance_components(data, "y", ["item", "cond"])
+    comp = g.components.set_index("component")
+    row = comp.loc["cond"]
+    assert row["df"] == pytest.approx(0.0258, abs=1e-4) and "closed form" in row["method"]
+    assert "df = 0.026 < 1" in row["method"] and "profile-likelihood interval" in row["method"]
+    assert row["ci_low"] == 0 and np.isfinite(row["ci_high"])
+    others = comp.drop(index="cond")
+    assert (others["df"] >= 1).all() and others["method"].str.endswith("Satterthwaite interval").all()
+    coef = g.coefficients.set_index("coefficient")
+    assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
+    assert (coef["ci_low"] > 0.3).all()
+    np.testing.assert_allclose(profile_excess(data, g, "cond", row["ci_high"]), stats.chi2.ppf(0.95, 1), atol=1e-3)
 
 
 def test_central_differences_on_a_known_function():
