@@ -19,7 +19,8 @@ NumPy core for :func:`hce.stats.variance_components`, whatever engine fitted the
 * **Components with Satterthwaite df below 1** (a facet level seen once or twice, a
   component far smaller than its standard error) get the profile-likelihood interval too:
   there the scaled chi-square is no approximation to the sampling distribution (near df 0
-  its limits overflow to inf and miss the estimate; :func:`satterthwaite_fails`).
+  its limits overflow to inf and miss the estimate; :func:`satterthwaite_fails`). For G and
+  Phi their pivot draws are clamped into that interval (:func:`pivot_draws`).
 * **G and Phi** ``= s_p / (s_p + e)`` with ``e`` a weighted sum of components: percentiles
   over joint draws of the components from their Satterthwaite pivots (``v df / chi2_df``,
   whose quantiles are the components' own interval bounds), tied by a Gaussian copula with
@@ -107,35 +108,42 @@ def satterthwaite_fails(df: np.ndarray, low: np.ndarray, high: np.ndarray) -> np
 
 
 def pivot_draws(
-    estimates: np.ndarray, cov: np.ndarray, n_draws: int, rng: np.random.Generator, confidence: float = 0.95
+    estimates: np.ndarray,
+    cov: np.ndarray,
+    n_draws: int,
+    rng: np.random.Generator,
+    limits: np.ndarray | None = None,
 ) -> np.ndarray:
     """Joint draws of the log variances from their Satterthwaite pivots.
 
     Variance ``j`` is drawn as ``v_j df_j / W_j`` with ``W_j ~ chi2(df_j)``, ``df_j = 2 (v_j /
     SE_j)^2``: its quantiles are the bounds of its Satterthwaite interval. The ``W_j`` are
     joined by a Gaussian copula with the correlation of ``cov``. Variances with zero
-    variance in ``cov`` (held at a boundary) stay at their estimate, and so do those whose
-    Satterthwaite interval at ``confidence`` is not used (:func:`satterthwaite_fails`, df < 1):
-    such a pivot puts nearly all its draws far above any value the data allow (their
-    profile-likelihood interval), which would drag G and Phi to 0; a variance that small
-    next to its standard error is treated as one at the boundary. Logs, shape
-    ``(n_draws, k)``, because with ``df_j`` small the lower quantiles of ``W_j`` underflow:
-    ``W_j`` is kept at or above the smallest positive double.
+    variance in ``cov`` (held at a boundary) stay at their estimate. Where ``df_j < 1`` the
+    pivot reaches far past anything the data allow (1e120 times the estimate at df 0.03), so
+    with ``limits`` (``(k, 2)``: each variance's reported interval, for those the
+    profile-likelihood one, :func:`satterthwaite_fails`) such draws are clamped into it: the
+    pivot keeps its shape near the estimate, the profile likelihood bounds its range, and a
+    ratio's percentile reaches the value the ratio takes at the component's bound. Logs,
+    shape ``(n_draws, k)``, because with ``df_j`` small the lower quantiles of ``W_j``
+    underflow: ``W_j`` is kept at or above the smallest positive double.
     """
     estimates = np.asarray(estimates, dtype=float)
     free = np.diag(cov) > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df_all = 2 * estimates**2 / np.diag(cov)
-    free &= ~satterthwaite_fails(df_all, *satterthwaite_interval(estimates, df_all, confidence))
     with np.errstate(divide="ignore"):
         draws = np.tile(np.log(estimates), (n_draws, 1))
     if free.any():
-        df = df_all[free]
         se = np.sqrt(np.diag(cov)[free])
+        df = 2 * (estimates[free] / se) ** 2
         corr = cov[np.ix_(free, free)] / np.outer(se, se)
         z = rng.multivariate_normal(np.zeros(free.sum()), corr, size=n_draws, method="eigh")
         w = np.maximum(stats.chi2.ppf(stats.norm.cdf(z), df), np.finfo(float).tiny)
         draws[:, free] = np.log(estimates[free] * df) - np.log(w)
+        if limits is not None:
+            clamp = np.flatnonzero(free)[df < 1]
+            with np.errstate(divide="ignore"):
+                bounds = np.log(np.asarray(limits, dtype=float)[clamp])
+            draws[:, clamp] = np.clip(draws[:, clamp], bounds[:, 0], bounds[:, 1])
     return draws
 
 

@@ -887,7 +887,8 @@ class VarianceComponents:
         each drawn from its Satterthwaite pivot ``v df / chi2_df`` (so its quantiles are its
         own interval's bounds), tied by a Gaussian copula with the correlation of
         :attr:`covariance` (see :mod:`hce.stats.component_intervals`); components at 0 stay
-        at 0, and so do those with Satterthwaite df near 0 at their estimate. NaN with the reason in ``method`` when G or Phi is fixed at 0 or 1 or no
+        at 0, and those with Satterthwaite df below 1 are clamped into their profile-likelihood
+        interval. NaN with the reason in ``method`` when G or Phi is fixed at 0 or 1 or no
         covariance exists.
 
         """
@@ -918,7 +919,8 @@ class VarianceComponents:
         cov = self.covariance.to_numpy()
         if not np.isnan(cov).any():
             rng = np.random.default_rng(random_state)
-            draws = pivot_draws(variances, cov, _N_DRAWS, rng, confidence)
+            limits = self.components[["ci_low", "ci_high"]].to_numpy()
+            draws = pivot_draws(variances, cov, _N_DRAWS, rng, limits)
         rows = []
         for name, weights in (("G", relative), ("Phi", absolute)):
             error = float(weights @ variances)
