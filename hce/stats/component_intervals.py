@@ -15,7 +15,12 @@ NumPy core for :func:`hce.stats.variance_components`, whatever engine fitted the
   (``Var MS_k = 2 MS_k^2 / df_k``), so this is the ANOVA Satterthwaite interval.
 * **Components at 0** have no standard error; their interval is ``[0, upper]`` with
   ``upper`` where the deviance, minimised over the other variances, exceeds its minimum by
-  ``chi2_1(confidence)`` (:func:`profile_upper`, lme4's ``confint(profile)``).
+  ``chi2_1(confidence)`` (:func:`profile_limits`, lme4's ``confint(profile)``).
+* **Components with Satterthwaite df below 1** (a facet level seen once or twice, a
+  component far smaller than its standard error) get the profile-likelihood interval too:
+  there the scaled chi-square is no approximation to the sampling distribution (near df 0
+  its limits overflow to inf and miss the estimate; :func:`satterthwaite_fails`). For G and
+  Phi their pivot draws are clamped into that interval (:func:`pivot_draws`).
 * **G and Phi** ``= s_p / (s_p + e)`` with ``e`` a weighted sum of components: percentiles
   over joint draws of the components from their Satterthwaite pivots (``v df / chi2_df``,
   whose quantiles are the components' own interval bounds), tied by a Gaussian copula with
@@ -89,17 +94,39 @@ def satterthwaite_interval(
     return low, high
 
 
+def satterthwaite_fails(df: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Where a Satterthwaite interval is not used: df below 1 (or NaN), or a limit not finite.
+
+    Satterthwaite's scaled chi-square matches two moments of a variance estimate; below 1 df
+    its density is infinite at 0 and the interval is set by a tail the estimate does not
+    have: at 95% the upper limit is over 1,000 times the estimate (1e120 times at df 0.03),
+    below df 0.01 the lower limit exceeds the estimate and the upper one overflows to inf.
+    Such a component (a facet level seen once or twice, an estimate far below its standard
+    error) gets the profile-likelihood interval instead, as lme4's ``confint`` gives it.
+    """
+    return ~(np.asarray(df) >= 1) | ~np.isfinite(low) | ~np.isfinite(high)
+
+
 def pivot_draws(
-    estimates: np.ndarray, cov: np.ndarray, n_draws: int, rng: np.random.Generator
+    estimates: np.ndarray,
+    cov: np.ndarray,
+    n_draws: int,
+    rng: np.random.Generator,
+    limits: np.ndarray | None = None,
 ) -> np.ndarray:
     """Joint draws of the log variances from their Satterthwaite pivots.
 
     Variance ``j`` is drawn as ``v_j df_j / W_j`` with ``W_j ~ chi2(df_j)``, ``df_j = 2 (v_j /
     SE_j)^2``: its quantiles are the bounds of its Satterthwaite interval. The ``W_j`` are
     joined by a Gaussian copula with the correlation of ``cov``. Variances with zero
-    variance in ``cov`` (held at a boundary) stay at their estimate. Logs, shape
-    ``(n_draws, k)``, because with ``df_j`` near 0 the lower quantiles of ``W_j`` underflow:
-    ``W_j`` is kept at or above the smallest positive double.
+    variance in ``cov`` (held at a boundary) stay at their estimate. Where ``df_j < 1`` the
+    pivot reaches far past anything the data allow (1e120 times the estimate at df 0.03), so
+    with ``limits`` (``(k, 2)``: each variance's reported interval, for those the
+    profile-likelihood one, :func:`satterthwaite_fails`) such draws are clamped into it: the
+    pivot keeps its shape near the estimate, the profile likelihood bounds its range, and a
+    ratio's percentile reaches the value the ratio takes at the component's bound. Logs,
+    shape ``(n_draws, k)``, because with ``df_j`` small the lower quantiles of ``W_j``
+    underflow: ``W_j`` is kept at or above the smallest positive double.
     """
     estimates = np.asarray(estimates, dtype=float)
     free = np.diag(cov) > 0
@@ -112,6 +139,11 @@ def pivot_draws(
         z = rng.multivariate_normal(np.zeros(free.sum()), corr, size=n_draws, method="eigh")
         w = np.maximum(stats.chi2.ppf(stats.norm.cdf(z), df), np.finfo(float).tiny)
         draws[:, free] = np.log(estimates[free] * df) - np.log(w)
+        if limits is not None:
+            clamp = np.flatnonzero(free)[df < 1]
+            with np.errstate(divide="ignore"):
+                bounds = np.log(np.asarray(limits, dtype=float)[clamp])
+            draws[:, clamp] = np.clip(draws[:, clamp], bounds[:, 0], bounds[:, 1])
     return draws
 
 
@@ -139,14 +171,15 @@ def ratio_interval(
     return float(low), float(high), None
 
 
-def profile_upper(
+def profile_limits(
     deviance: Callable[[np.ndarray], float], estimates: np.ndarray, j: int, confidence: float
-) -> float:
-    """Upper bound of the profile-likelihood interval of variance ``j``, estimated at 0.
+) -> tuple[float, float]:
+    """Profile-likelihood interval of variance ``j`` (any but the residual, the last).
 
-    The value where ``deviance``, minimised over the other variances, exceeds its minimum
-    by the ``confidence`` quantile of chi-square(1), as lme4's ``confint(profile)``; the
-    lower bound is 0. The others are searched on the SD scale over all reals (the deviance
+    The bounds are where ``deviance``, minimised over the other variances, exceeds its
+    minimum by the ``confidence`` quantile of chi-square(1), as lme4's ``confint(profile)``;
+    a variance whose profile stays below that at 0 (always so for one estimated at 0) has
+    lower bound 0. The others are searched on the SD scale over all reals (the deviance
     is even in each SD, so no bound at 0 traps the search) and the residual on the log SD
     scale; each search starts where the previous one ended.
     """
@@ -174,7 +207,11 @@ def profile_upper(
         state["x"] = best.x
         return best.fun - cutoff
 
-    high = estimates[-1]  # the residual variance: the scale of every component
+    est = max(float(estimates[j]), 0.0)
+    tol = {"xtol": 1e-9 * estimates[-1], "rtol": 1e-6}
+    high = max(2 * est, estimates[-1])  # the residual variance: the scale of every component
     while excess(high) <= 0:
         high *= 4
-    return float(optimize.brentq(excess, 0.0, high, xtol=1e-9 * estimates[-1], rtol=1e-6))
+    high = optimize.brentq(excess, est, high, **tol)
+    low = 0.0 if est == 0 or excess(0.0) <= 0 else optimize.brentq(excess, 0.0, est, **tol)
+    return float(low), float(high)

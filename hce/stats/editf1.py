@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce.errors import DataError
+from hce._warnings import warn
+from hce.errors import DataError, HceWarning
 from hce.stats._resample import bootstrap_sums, check_n_boot, percentile_interval, unit_sums
 from hce.stats.boolean import _groups
 from hce.stats._validate import reads_frame
@@ -438,6 +439,21 @@ def edit_f1(
     >>> edit_f1(counts, n_boot=0)["estimate"].round(4).tolist()
     [0.2222, 0.6667, 0.3333]
     """
+    out = _edit_f1_table(data, em, ea, ed, by, item, confidence, n_boot, random_state)
+    _warn_undefined(out, "edit_f1", list(by), _CONTENT_UNDEFINED)
+    return out
+
+
+#: Why each content-level ratio is 0/0 (seed 004 Section 3.1 counts sentences).
+_CONTENT_UNDEFINED = {
+    "precision": "EM + ED = 0, the drafts have no sentence (nothing matched, nothing to delete)",
+    "recall": "EM + EA = 0, the references have no sentence (nothing to match or add)",
+    "edit_f1": "EM + ED + EA = 0, neither references nor drafts have a sentence",
+}
+
+
+def _edit_f1_table(data, em, ea, ed, by, item, confidence, n_boot, random_state) -> pd.DataFrame:
+    """:func:`edit_f1` without its warning, for callers that warn once for several tables."""
     check_confidence(confidence)
     check_n_boot(n_boot)
     require_columns(data, [em, ea, ed, *by])
@@ -455,6 +471,26 @@ def _grouped(data, by, counts, units, confidence, n_boot, rng, extra=None):
         for row in _micro_rows(counts[mask], units[mask], confidence, n_boot, rng):
             rows.append({**key, **(extra or {}), **row})
     return pd.DataFrame(rows)
+
+
+def _warn_undefined(out: pd.DataFrame, function: str, labels: Sequence[str], reasons: dict[str, str]) -> None:
+    """One :class:`~hce.errors.HceWarning` naming every metric left NaN by a 0/0 and why.
+
+    Seed 004 defines precision, recall and Edit-F1 as ratios of counts and says nothing of an
+    empty denominator, so hce reports NaN (not 0 or 1, which would be a claim the data do not
+    make) and says which ratio is undefined, for which group, and what made it 0/0.
+    """
+    undefined = out[out["estimate"].isna()] if len(out) else out
+    if undefined.empty:
+        return
+    parts = []
+    for metric, rows in undefined.groupby("metric", sort=False):
+        names = [", ".join(f"{c}={v!r}" for c, v in zip(labels, values, strict=True))
+                 for values in rows[list(labels)].itertuples(index=False)] if labels else []
+        names = [f"({n})" if len(labels) > 1 else n for n in names]
+        where = f" for {', '.join(names[:5])}{f' and {len(names) - 5} more' if len(names) > 5 else ''}" if names else ""
+        parts.append(f"{metric} is undefined (0/0){where}: {reasons[metric]}")
+    warn(f"{function}: " + "; ".join(parts) + "; each such estimate and interval is NaN", HceWarning)
 
 
 @reads_frame(keys=("pair", "side", "theme"))
@@ -512,9 +548,19 @@ def theme_f1(
     >>> import pandas as pd
     >>> df = pd.DataFrame({"pair_id": [1, 1, 1, 1], "side": ["reference", "reference", "draft", "draft"],
     ...                    "theme": ["Emp", "SymQ", "Emp", "Plan"]})
-    >>> out = theme_f1(df, n_boot=0)
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     out = theme_f1(df, n_boot=0)
     >>> float(out.query("theme == 'micro' and metric == 'edit_f1'")["estimate"].iloc[0])
     0.5
+
+    A theme only one side uses has precision or recall 0/0: NaN, with a warning saying why.
+
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    theme_f1: recall is undefined (0/0) for theme='Plan': TP + FN = 0, no reference response
+    has the theme; precision is undefined (0/0) for theme='SymQ': TP + FP = 0, no draft
+    response has the theme; each such estimate and interval is NaN
     """
     check_choice("count", count, ["presence", "sentences"])
     check_confidence(confidence)
@@ -539,7 +585,16 @@ def theme_f1(
     micro = _grouped(index, [], counts, pairs, confidence, n_boot, rng, extra={"theme": "micro"})
     out = pd.concat([per_theme, micro], ignore_index=True)
     out["n"] = out["n"].astype(int)
+    _warn_undefined(out, "theme_f1", ["theme"], _THEME_UNDEFINED)
     return out
+
+
+#: Why each theme-level ratio is 0/0 (seed 004 Section 3.2: draft themes predict reference themes).
+_THEME_UNDEFINED = {
+    "precision": "TP + FP = 0, no draft response has the theme",
+    "recall": "TP + FN = 0, no reference response has the theme",
+    "edit_f1": "TP + FP + FN = 0, no response has the theme",
+}
 
 
 @reads_frame(keys=("message", "annotator", "theme"))
@@ -676,8 +731,10 @@ def inter_annotator_predictability(
     [0.6667, 0.6667, 0.6667]
     """
     require_columns(data, [message, "reference_annotator", "draft_annotator"])
-    pairs = edit_f1(data, em=em, ea=ea, ed=ed, by=["reference_annotator", "draft_annotator"], item=message,
-                    confidence=confidence, n_boot=n_boot, random_state=random_state)
-    pooled = edit_f1(data, em=em, ea=ea, ed=ed, item=message, confidence=confidence, n_boot=n_boot,
-                     random_state=random_state).assign(reference_annotator="all", draft_annotator="all")
-    return pd.concat([pairs, pooled], ignore_index=True)
+    by = ["reference_annotator", "draft_annotator"]
+    pairs = _edit_f1_table(data, em, ea, ed, by, message, confidence, n_boot, random_state)
+    pooled = _edit_f1_table(data, em, ea, ed, [], message, confidence, n_boot,
+                            random_state).assign(reference_annotator="all", draft_annotator="all")
+    out = pd.concat([pairs, pooled], ignore_index=True)
+    _warn_undefined(out, "inter_annotator_predictability", by, _CONTENT_UNDEFINED)
+    return out

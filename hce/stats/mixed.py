@@ -46,9 +46,10 @@ from hce.stats.balanced import (
 )
 from hce.stats.component_intervals import (
     pivot_draws,
-    profile_upper,
+    profile_limits,
     ratio_interval,
     reml_covariance,
+    satterthwaite_fails,
     satterthwaite_interval,
 )
 from hce.stats.formula import Design, MixedFormula, build_design, parse_formula
@@ -886,7 +887,8 @@ class VarianceComponents:
         each drawn from its Satterthwaite pivot ``v df / chi2_df`` (so its quantiles are its
         own interval's bounds), tied by a Gaussian copula with the correlation of
         :attr:`covariance` (see :mod:`hce.stats.component_intervals`); components at 0 stay
-        at 0. NaN with the reason in ``method`` when G or Phi is fixed at 0 or 1 or no
+        at 0, and those with Satterthwaite df below 1 are clamped into their profile-likelihood
+        interval. NaN with the reason in ``method`` when G or Phi is fixed at 0 or 1 or no
         covariance exists.
 
         """
@@ -917,7 +919,8 @@ class VarianceComponents:
         cov = self.covariance.to_numpy()
         if not np.isnan(cov).any():
             rng = np.random.default_rng(random_state)
-            draws = pivot_draws(variances, cov, _N_DRAWS, rng)
+            limits = self.components[["ci_low", "ci_high"]].to_numpy()
+            draws = pivot_draws(variances, cov, _N_DRAWS, rng, limits)
         rows = []
         for name, weights in (("G", relative), ("Phi", absolute)):
             error = float(weights @ variances)
@@ -1101,9 +1104,12 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
         cov = 2 * (weights / strata.df) @ weights.T  # Var MS_k = 2 MS_k^2 / df_k
         df = est**2 / np.sum(weights**2 / strata.df, axis=1)
         low, high = satterthwaite_interval(est, df, confidence)
-        method = "REML = ANOVA (closed form); Satterthwaite interval"
+        method = ["REML = ANOVA (closed form); Satterthwaite interval"] * k
+        for j in np.flatnonzero(satterthwaite_fails(df, low, high)):
+            low[j], high[j] = profile_interval(strata, j, confidence)
+            method[j] = f"REML = ANOVA (closed form); {_SMALL_DF.format(df=df[j])}"
         source = "component covariance from the mean squares"
-        return _Inference(np.sqrt(np.diag(cov)), low, high, df, [method] * k, cov, source)
+        return _Inference(np.sqrt(np.diag(cov)), low, high, df, method, cov, source)
     if strata is not None:
         cov = reml_covariance(lambda t: strata_deviance(strata, t), strata.theta, strata.theta > 0)
         low, high = np.array([profile_interval(strata, j, confidence) for j in range(k)]).T
@@ -1127,11 +1133,15 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
         "REML information"
     ] * k
     for j in np.flatnonzero(~free):
-        low[j], high[j] = 0.0, profile_upper(fit._pls.deviance, est, j, confidence)
+        low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence)
         method[j] = (
             f"{engine}; at the boundary (relative SD < {_SINGULAR_TOL:g}): no standard error; "
             "profile-likelihood interval from 0"
         )
+    # The residual always has many df; profile_limits profiles the components only.
+    for j in np.flatnonzero(free[:-1] & satterthwaite_fails(df, low, high)[:-1]):
+        low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence)
+        method[j] = f"{engine}; {_SMALL_DF.format(df=df[j])}"
     return _Inference(se, low, high, df, method, cov, _OBSERVED)
 
 
@@ -1142,6 +1152,10 @@ _RATIO_METHOD = (
 )
 _OBSERVED = "component covariance from the observed REML information, zero components held at 0"
 _NOT_MAX = "the observed REML information is not positive definite (not at a maximum)"
+# Why not inf: below 1 df the Satterthwaite limits are not merely wide but meaningless (1e120
+# times the estimate at df 0.03; near df 0 the lower one above the estimate, the upper one
+# past the largest float), while the profile likelihood bounds the variance (lme4's answer).
+_SMALL_DF = "Satterthwaite df = {df:.2g} < 1, too few for a chi-square interval: profile-likelihood interval"
 
 
 # ---- models of spread -------------------------------------------------------------------------

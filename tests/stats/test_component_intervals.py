@@ -269,6 +269,88 @@ def test_zero_component_gets_a_profile_interval_from_zero_and_is_held_there():
     np.testing.assert_allclose(excess, stats.chi2.ppf(0.95, 1), atol=1e-4)
 
 
+def profile_excess(data: pd.DataFrame, g, component: str, value: float) -> float:
+    """The dense REML deviance with ``component`` fixed at ``value``, minimised over the other
+    variances by scipy (item, condition and residual columns ``item``, ``cond``, ``y``), less
+    its minimum: chi2_1(confidence) at a profile-likelihood bound."""
+    names = g.components["component"].tolist()
+    y, x, vs = dense_parts(data, names)
+    full = g.components["estimate"].to_numpy()
+    j = names.index(component)
+
+    def profiled(free):
+        return dense_deviance(y, x, vs, np.insert(free, j, value))
+
+    start = np.maximum(np.delete(full, j), 1e-3)
+    best = optimize.minimize(profiled, start, method="L-BFGS-B", bounds=[(0, None)] * 2 + [(1e-6, None)])
+    return best.fun - dense_deviance(y, x, vs, full)
+
+
+# 8 items x conditions a/b x 3 attempts, with condition_id of two rows written "three" (a
+# facet level seen twice, issue 18's dirty-input test, seed 1, rows 23 and 27).
+TINY_LEVEL = pd.DataFrame({
+    "item": np.repeat(np.arange(8), 6),
+    "cond": [*"aaabbb" * 3, *"aaabb", "three", *"aaa", "three", *"bb", *"aaabbb" * 3],
+    "y": [13, 13, 13, 15, 12, 13, 16, 19, 18, 18, 17, 18, 9, 8, 11, 12, 5, 6, 17, 17, 18, 19, 20, 16,
+          10, 15, 12, 13, 10, 8, 12, 12, 9, 11, 13, 11, 16, 16, 16, 16, 18, 19, 12, 10, 13, 11, 14, 10],
+})  # fmt: skip
+# lme4 1.1.31 (R 4.2.2): lmer(y ~ 1 + (1 | item) + (1 | cond) + (1 | item:cond), REML = TRUE),
+# confint(fit, method = "profile") squared: item:cond variance 0.022033 in [0, 2.7233982].
+# lme4 interpolates its profile with splines, hence 1% (hce's root is exact to 1e-6).
+LME4_TINY_LEVEL_ITEM_COND = (0.022033, 0.0, 2.7233982)
+
+
+def test_component_with_df_near_zero_gets_the_profile_interval_not_an_infinite_one():
+    # item:cond has estimate 0.022 and standard error 0.72: Satterthwaite df = 0.0019, where
+    # chi2(df) quantiles underflow, giving the interval [2.3e7, inf] that misses its own
+    # estimate. The profile likelihood bounds it (lme4 agrees), and G / Phi stay near it.
+    with pytest.warns(SingularFitWarning):
+        g = variance_components(TINY_LEVEL, "y", ["item", "cond"])
+    comp = g.components.set_index("component")
+    est, low, high = LME4_TINY_LEVEL_ITEM_COND
+    row = comp.loc["item:cond"]
+    assert row["df"] < 0.01 and "profile-likelihood interval" in row["method"] and "df = 0.0019" in row["method"]
+    assert row["estimate"] == pytest.approx(est, rel=1e-3)
+    assert row["ci_low"] == low and row["ci_high"] == pytest.approx(high, rel=0.01)
+    assert np.isfinite(g.components[["ci_low", "ci_high"]].to_numpy()).all()
+    assert (g.components["ci_low"] <= g.components["estimate"]).all()
+    assert (g.components["estimate"] <= g.components["ci_high"]).all()
+    # the pivot of a df-0.002 component would put G at 1e-303; its draws are clamped into its
+    # profile interval instead
+    coef = g.coefficients.set_index("coefficient")
+    assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
+    assert (coef["ci_low"] > 0.5).all()
+    # independent check: the dense profiled deviance crosses chi2_1(0.95) at the upper bound
+    # and not before 0
+    np.testing.assert_allclose(profile_excess(TINY_LEVEL, g, "item:cond", row["ci_high"]), stats.chi2.ppf(0.95, 1), atol=1e-3)
+    assert profile_excess(TINY_LEVEL, g, "item:cond", 0.0) < stats.chi2.ppf(0.95, 1)
+
+
+def test_balanced_component_with_df_below_one_gets_the_profile_interval():
+    # Balanced 10 items x 2 conditions x 2 attempts, condition means 0.45 apart: the closed-form
+    # (ANOVA) condition variance 0.0169 has Satterthwaite df 0.026, whose interval runs to
+    # 6.9e120 and drags Phi's lower limit to 1.9e-51. The profile interval replaces it. lme4's
+    # confint(profile) gives 2.48 as the upper bound here, but the dense REML deviance below is
+    # only 2.27 above its minimum there (lme4 interpolates a coarse profile of a 2-level
+    # factor), so the check is against the dense deviance, not lme4.
+    data = unbalanced_log(seed=3, n_items=10, n_cond=2, reps=2, keep=1.1)
+    data["y"] += np.where(data["cond"] == "c1", 0.45, 0.0) - data.groupby("cond")["y"].transform("mean")
+    g = variance_components(data, "y", ["item", "cond"])
+    comp = g.components.set_index("component")
+    row = comp.loc["cond"]
+    assert row["df"] == pytest.approx(0.0258, abs=1e-4) and "closed form" in row["method"]
+    assert "df = 0.026 < 1" in row["method"] and "profile-likelihood interval" in row["method"]
+    assert row["ci_low"] == 0 and np.isfinite(row["ci_high"])
+    others = comp.drop(index="cond")
+    assert (others["df"] >= 1).all() and others["method"].str.endswith("Satterthwaite interval").all()
+    # cond's draws clamped into [0, 12.6]: Phi's lower limit near Phi at the components' own
+    # limits (item 1.29, cond 12.6: 0.16), where the unclamped pivot gave 1.9e-51
+    coef = g.coefficients.set_index("coefficient")
+    assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
+    assert coef.loc["Phi", "ci_low"] == pytest.approx(0.15, abs=0.03) and coef.loc["G", "ci_low"] > 0.3
+    np.testing.assert_allclose(profile_excess(data, g, "cond", row["ci_high"]), stats.chi2.ppf(0.95, 1), atol=1e-3)
+
+
 def test_central_differences_on_a_known_function():
     # f = exp(a) b^2 + a b: gradient (exp(a) b^2 + b, 2 exp(a) b + a), Hessian
     # [[exp(a) b^2, 2 exp(a) b + 1], [2 exp(a) b + 1, 2 exp(a)]]

@@ -357,8 +357,7 @@ def outcome(case_call: Callable[[], object]) -> tuple[str, object, list[warnings
     return "result", value, caught
 
 
-def check_sound(name: str, call: Callable[[], object], clean_nan: frozenset[str] = frozenset(),
-                *, infinite_ok: bool = False, nan_ok: bool = False) -> None:
+def check_sound(name: str, call: Callable[[], object], clean_nan: frozenset[str] = frozenset()) -> None:
     """An HceError, or a result without inf and whose new NaNs an HceWarning explains.
 
     NaN where the clean frame's answer has NaN too is by design (no bootstrap asked for, a
@@ -372,10 +371,10 @@ def check_sound(name: str, call: Callable[[], object], clean_nan: frozenset[str]
         return
     arrays = numbers_in(value)
     infinite = [p for p, a in arrays.items() if np.isinf(a).any()]
-    assert infinite_ok or not infinite, f"{name}: infinite value in the result at {infinite}"
+    assert not infinite, f"{name}: infinite value in the result at {infinite}"
     new_nan = nan_places(value) - set(clean_nan)
     flagged_rows = isinstance(value, pd.DataFrame) and value.get("error_flag", pd.Series(False)).any()
-    if new_nan and not flagged_rows and not nan_ok:  # a row the result itself flags as failed explains its NaN
+    if new_nan and not flagged_rows:  # a row the result itself flags as failed explains its NaN
         reasons = [str(w.message) for w in caught if issubclass(w.category, HceWarning)]
         assert reasons, f"{name}: NaN at {sorted(new_nan)} without an HceWarning saying why"
 
@@ -412,18 +411,6 @@ HEAVY = {"dif_ordinal", "variance_components", "instrument_report", "experiment1
          "experiment3", "experiment4", "experiment5", "parallel_analysis", "cfa", "omega_hierarchical",
          "spread_model", "fairness", "share_below", "adaptive_filter_agreement"}  # fmt: skip
 
-#: Known gaps, each reported to the lead: the check is relaxed only where stated.
-NAN_ALLOWED = {
-    # A theme on the reference side only has precision 0/0; edit_f1/theme_f1 return NaN for
-    # 0/0 without a warning (hand-worked tests and doctests rely on it). Reported as a gap.
-    "theme_f1": "precision/recall of a theme one side never uses",
-}
-INFINITE_ALLOWED = {
-    # A facet level seen once or twice gives a Satterthwaite df near 0 and an infinite
-    # interval in the mixed engine's _component_inference (owned by the engine rewrite).
-    "variance_components": "component intervals with df near 0",
-}
-
 
 @functools.lru_cache(maxsize=None)
 def clean_nan_places(name: str, seed: int) -> frozenset[str]:
@@ -439,8 +426,7 @@ def run_dirty(name: str, case: Case, seed: int, how: str, column_pick: int, rows
     column = case.columns[column_pick % len(case.columns)]
     frame = dirty(clean, how, column, rows)
     check_sound(f"{name} with {how} in {column!r} rows {rows}", lambda: case.call(frame),
-                clean_nan_places(name, seed), infinite_ok=name in INFINITE_ALLOWED,
-                nan_ok=name in NAN_ALLOWED)  # fmt: skip
+                clean_nan_places(name, seed))
 
 
 def dirty_examples(name: str, max_examples: int, derandomize: bool) -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hce.errors import DataError
+from hce.errors import DataError, HceWarning
 from hce.stats.editf1 import (
     annotator_pairs,
     count_sentences,
@@ -157,15 +157,52 @@ def test_theme_f1_hand_worked():
         "side": ["reference"] * 3 + ["draft"] * 2 + ["reference", "draft", "draft"],
         "theme": ["Emp", "SymQ", "SymQ", "Emp", "Plan", "Log", "Log", "Log"],
     })
-    micro = theme_f1(df, n_boot=0).query("theme == 'micro'").set_index("metric")["estimate"]
+    # No draft has SymQ (precision 0/0) and no reference has Plan (recall 0/0): NaN, and a warning
+    # naming both (seed 004 defines no value for an empty denominator).
+    undefined = r"recall is undefined \(0/0\) for theme='Plan'.*precision is undefined \(0/0\) for theme='SymQ'"
+    with pytest.warns(HceWarning, match=undefined):
+        out = theme_f1(df, n_boot=0)
+    micro = out.query("theme == 'micro'").set_index("metric")["estimate"]
     assert micro["edit_f1"] == pytest.approx(4 / 6)
     assert micro["precision"] == pytest.approx(2 / 3) and micro["recall"] == pytest.approx(2 / 3)
-    per_sentence = theme_f1(df, count="sentences", n_boot=0).query("theme == 'micro' and metric == 'edit_f1'")
+    assert out.query("theme == 'SymQ' and metric == 'recall'")["estimate"].iloc[0] == 0
+    nan = out[out["estimate"].isna()].set_index(["theme", "metric"])
+    assert sorted(nan.index) == [("Plan", "recall"), ("SymQ", "precision")]
+    with pytest.warns(HceWarning, match=undefined):
+        per_sentence = theme_f1(df, count="sentences", n_boot=0).query("theme == 'micro' and metric == 'edit_f1'")
     assert per_sentence["estimate"].iloc[0] == pytest.approx(0.5)
-    symq = theme_f1(df, n_boot=0).query("theme == 'SymQ' and metric == 'recall'")
-    assert symq["estimate"].iloc[0] == 0
-    without = theme_f1(df, exclude=["Plan"], n_boot=0).query("theme == 'micro' and metric == 'precision'")
+    with pytest.warns(HceWarning, match=r"^theme_f1: precision is undefined \(0/0\) for theme='SymQ'[^;]*; each"):
+        without = theme_f1(df, exclude=["Plan"], n_boot=0).query("theme == 'micro' and metric == 'precision'")
     assert without["estimate"].iloc[0] == 1.0
+
+
+def test_edit_f1_warns_once_naming_each_undefined_ratio():
+    # Group "a": drafts with no sentence (EM = ED = 0): precision 0/0, recall 0/3 = 0, F1 0/3 = 0.
+    # Group "b": nothing on either side: all three 0/0. Group "c" is defined throughout.
+    df = pd.DataFrame({"model": ["a", "a", "b", "c"], "em": [0, 0, 0, 1], "ea": [2, 1, 0, 1], "ed": [0, 0, 0, 1]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = edit_f1(df, by=["model"], n_boot=200, random_state=1)
+    assert [type(w.message) for w in caught] == [HceWarning]  # one warning, no numpy one
+    message = str(caught[0].message)
+    assert "precision is undefined (0/0) for model='a', model='b': EM + ED = 0" in message
+    assert "recall is undefined (0/0) for model='b': EM + EA = 0" in message
+    assert "edit_f1 is undefined (0/0) for model='b': EM + ED + EA = 0" in message
+    nan = out[out["estimate"].isna()]
+    assert sorted(zip(nan.model, nan.metric)) == [("a", "precision"), ("b", "edit_f1"), ("b", "precision"), ("b", "recall")]
+    assert nan[["ci_low", "ci_high"]].isna().all().all()  # every replicate is 0/0 too
+    assert out.query("model == 'a' and metric == 'recall'")["estimate"].iloc[0] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fully defined table warns nothing
+        edit_f1(df[df.model == "c"], n_boot=0)
+    pairs = pd.DataFrame({"message_id": [1, 1], "reference_annotator": ["A", "B"], "draft_annotator": ["B", "A"],
+                          "em": [0, 1], "ea": [0, 1], "ed": [0, 0]})  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inter_annotator_predictability(pairs, n_boot=0)
+    # A's response used as the draft for B's is empty on both sides; the pooled pairs are defined.
+    assert len(caught) == 1 and "precision is undefined (0/0) for (reference_annotator='A', draft_annotator='B'): EM + ED" \
+        in str(caught[0].message)
 
 
 # Seed 004 Table 3 (strict inclusion / exclusion over the SyPPM IAA sample). Its values are
@@ -220,6 +257,16 @@ def test_iap_over_ordered_pairs():
        seed=st.integers(0, 1000))
 def test_permuting_pairs_leaves_edit_f1_unchanged(counts, seed):
     df = pd.DataFrame(counts, columns=["em", "ea", "ed"])
-    a = edit_f1(df, n_boot=0)
-    b = edit_f1(df.sample(frac=1, random_state=seed), n_boot=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = edit_f1(df, n_boot=0)
+        b = edit_f1(df.sample(frac=1, random_state=seed), n_boot=0)
     pd.testing.assert_frame_equal(a, b)
+    # A ratio is NaN exactly when its counts are all 0, and then each call warns naming it.
+    total = df.sum()
+    undefined = {"precision": total.em + total.ed == 0, "recall": total.em + total.ea == 0,
+                 "edit_f1": total.sum() == 0}  # fmt: skip
+    assert dict(zip(a.metric, a.estimate.isna(), strict=True)) == undefined
+    assert [type(w.message) for w in caught] == [HceWarning] * (2 if any(undefined.values()) else 0)
+    for metric, nan in undefined.items():
+        assert all((f"{metric} is undefined (0/0)" in str(w.message)) == nan for w in caught)
