@@ -21,7 +21,6 @@ designs pass and are counted in the report line.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from rscript import rscript_or_skip
 
 from hce.stats import lmer
 
@@ -93,14 +93,7 @@ def random_design(seed: int) -> tuple[str, pd.DataFrame]:
 
 
 def lme4_fits(tmp_path: Path, designs: dict[int, tuple[str, pd.DataFrame]]) -> dict:
-    rscript = shutil.which("Rscript")
-    if rscript is None:
-        pytest.skip(f"Rscript not found; install R and lme4 with: {INSTALL}")
-    probe = subprocess.run(
-        [rscript, "-e", "library(lme4); library(jsonlite)"], check=False, capture_output=True, text=True
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"R lacks lme4 or jsonlite ({probe.stderr.strip()[-200:]}); {INSTALL}")
+    rscript = rscript_or_skip(("lme4", "jsonlite"), INSTALL)
     rows = []
     for seed, (formula, data) in designs.items():
         path = tmp_path / f"design_{seed}.csv"

@@ -12,12 +12,12 @@ Tolerances as in ``test_icc_psych.py`` (psych's lme4 fit uses lme4's default tol
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
+from rscript import rscript_or_skip
 
 from hce.stats import icc
 
@@ -54,12 +54,7 @@ def random_wide(seed: int) -> pd.DataFrame:
 
 @pytest.mark.slow
 def test_k_raters_matches_live_psych(tmp_path):
-    rscript = shutil.which("Rscript")
-    if rscript is None:
-        pytest.skip(f"Rscript not found; install R, lme4 and psych with: {INSTALL}")
-    probe = [rscript, "-e", "library(psych); library(lme4); library(jsonlite)"]
-    if subprocess.run(probe, check=False, capture_output=True).returncode != 0:
-        pytest.skip(f"R lacks psych, lme4 or jsonlite; {INSTALL}")
+    rscript = rscript_or_skip(("psych", "lme4", "jsonlite"), INSTALL)
     designs = {seed: random_wide(seed) for seed in range(DESIGNS)}
     paths = []
     for seed, wide in designs.items():

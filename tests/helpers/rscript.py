@@ -1,0 +1,18 @@
+"""R as a live oracle in slow tests: find ``Rscript`` with the packages a test needs, else skip."""
+
+import shutil
+import subprocess
+
+import pytest
+
+
+def rscript_or_skip(packages: tuple[str, ...], install: str) -> str:
+    """Path of ``Rscript`` when it loads every package in ``packages``; otherwise skip with ``install``."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        pytest.skip(f"Rscript not found; install R and {', '.join(packages)} with: {install}")
+    load = "; ".join(f"library({p})" for p in packages)
+    probe = subprocess.run([rscript, "-e", load], check=False, capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"R lacks one of {', '.join(packages)} ({probe.stderr.strip()[-200:]}); {install}")
+    return rscript
