@@ -9,6 +9,8 @@ weakly-informative priors approaches with many observations.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -365,10 +367,13 @@ def test_bernoulli_judges_and_compare():
     observed = frame.groupby("condition")["passed"].mean()
     np.testing.assert_allclose(rates["estimate"], observed.loc[rates.index], atol=0.03)
     assert fit.expected_pairs(by="condition").loc[0, "prob_greater"] < 0.01
-    # the intercept-only model leaves a few divergent transitions (six behaviours with 240
-    # verdicts each suit a centred parameterisation, which hce does not offer yet); it
-    # serves only as the worse model in the LOO comparison
-    with pytest.warns(MCMCDiagnosticsWarning, match="diverged"):
+    # the intercept-only model may leave a few divergent transitions (six behaviours with 240
+    # verdicts each suit a centred parameterisation, which hce does not offer yet): whether it
+    # does depends on the CPU's floating point (it did on one machine, not on another), so the
+    # test neither requires nor forbids the warning; this model serves only as the worse one
+    # in the LOO comparison
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=MCMCDiagnosticsWarning, message=".*diverged")
         smaller = bayes_binary("passed ~ 1 + (1 | item_id) + (1 | behavior)", frame, **options)
     ranking = fit.compare(smaller)
     assert ranking.loc[0, "model"] == fit.title and ranking.loc[0, "rank"] == 0
