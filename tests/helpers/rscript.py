@@ -1,7 +1,9 @@
 """R as a live oracle in slow tests: find ``Rscript`` with the packages a test needs, else skip."""
 
+import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -16,3 +18,11 @@ def rscript_or_skip(packages: tuple[str, ...], install: str) -> str:
     if probe.returncode != 0:
         pytest.skip(f"R lacks one of {', '.join(packages)} ({probe.stderr.strip()[-200:]}); {install}")
     return rscript
+
+
+def run_r_script(rscript: str, script: str, listing: Path, tmp_path: Path) -> dict:
+    """Run ``script`` (R source) on the input listing ``listing``; it writes JSON, returned parsed."""
+    source, out = tmp_path / "oracle.R", tmp_path / "oracle.json"
+    source.write_text(script)
+    subprocess.run([rscript, str(source), str(listing), str(out)], check=True, capture_output=True, text=True)
+    return json.loads(out.read_text())

@@ -20,15 +20,13 @@ designs pass and are counted in the report line.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from rscript import rscript_or_skip
+from rscript import rscript_or_skip, run_r_script
 
 from hce.stats import lmer
 
@@ -100,15 +98,7 @@ def lme4_fits(tmp_path: Path, designs: dict[int, tuple[str, pd.DataFrame]]) -> d
         data.to_csv(path, index=False)
         rows.append({"seed": seed, "formula": formula, "path": str(path)})
     pd.DataFrame(rows).to_csv(tmp_path / "todo.csv", index=False)
-    (tmp_path / "fit.R").write_text(R_FIT)
-    out = tmp_path / "lme4.json"
-    subprocess.run(
-        [rscript, str(tmp_path / "fit.R"), str(tmp_path / "todo.csv"), str(out)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(out.read_text())
+    return run_r_script(rscript, R_FIT, tmp_path / "todo.csv", tmp_path)
 
 
 def compare(seed: int, formula: str, data: pd.DataFrame, ref: dict) -> str | None:

@@ -11,13 +11,10 @@ Tolerances as in ``test_icc_psych.py`` (psych's lme4 fit uses lme4's default tol
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import numpy as np
 import pandas as pd
 import pytest
-from rscript import rscript_or_skip
+from rscript import rscript_or_skip, run_r_script
 
 from hce.stats import icc
 
@@ -61,14 +58,7 @@ def test_k_raters_matches_live_psych(tmp_path):
         paths.append(str(tmp_path / f"wide_{seed}.csv"))
         wide.to_csv(paths[-1], index=False, na_rep="NA")
     (tmp_path / "files.txt").write_text("\n".join(paths) + "\n")
-    (tmp_path / "icc.R").write_text(R_ICC)
-    out = tmp_path / "psych.json"
-    subprocess.run(
-        [rscript, str(tmp_path / "icc.R"), str(tmp_path / "files.txt"), str(out)],
-        check=True,
-        capture_output=True,
-    )
-    fits = json.loads(out.read_text())["fits"]
+    fits = run_r_script(rscript, R_ICC, tmp_path / "files.txt", tmp_path)["fits"]
     assert len(fits) == DESIGNS
     for (seed, wide), ref in zip(designs.items(), fits):
         long = wide.rename_axis("target").reset_index().melt("target", var_name="rater")
