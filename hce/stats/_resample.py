@@ -12,6 +12,18 @@ import warnings
 import numpy as np
 import pandas as pd
 
+def as_generator(random_state) -> np.random.Generator:
+    """One generator from a seed, a SeedSequence or a Generator (returned as is).
+
+    Every function that draws random numbers takes ``random_state`` and passes it through
+    here once; a caller that draws several streams passes the *generator* on, so the streams
+    continue one another instead of restarting from the same seed.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return np.random.default_rng(random_state)
+
+
 # Rows up to which the row bootstrap draws every row; groups from which the normal limit draws.
 _EXACT_ROWS = 100_000
 _NORMAL_MIN = 100
