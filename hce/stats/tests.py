@@ -24,7 +24,12 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentrality_ci
-from hce.stats._resample import as_generator, bootstrap_sums, percentile_interval, resample_rows
+from hce.stats._resample import (
+    as_generator,
+    bootstrap_sums,
+    percentile_interval,
+    resample_rows,
+)
 from hce.stats._validate import reads_frame
 
 Alternative = Literal["two-sided", "less", "greater"]

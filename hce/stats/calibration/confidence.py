@@ -20,7 +20,12 @@ from hce._checks import check_choice, check_confidence, numeric_column, require_
 from hce.errors import DataError
 from hce.rubric import Rubric
 from hce.stats._validate import reads_frame, warn_undefined_sd
-from hce.stats.calibration._logprobs import ScoreTokens, read_logprobs, score_map, score_tokens
+from hce.stats.calibration._logprobs import (
+    ScoreTokens,
+    read_logprobs,
+    score_map,
+    score_tokens,
+)
 from hce.stats.effects import CorrelationMethod, correlation
 
 ID_COLUMNS = ("item_id", "condition_id", "prompt_id", "model", "attempt")
