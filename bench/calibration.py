@@ -93,9 +93,9 @@ def main():
     print(f"# {N:,} attempts, {N // ATTEMPTS:,} items; best of 3 after warm-up")
 
     lp = pd.DataFrame({"item_id": log.item_id, "logprobs": make_logprobs(rng, N)})
-    report("logprob_confidence[parsed lists]", lambda: calibration.logprob_confidence(lp))
+    report("logprob_confidence[parsed lists]", lambda: calibration.logprob_confidence(lp, scores=range(1, 5)))
     as_text = pd.DataFrame({"logprobs": [json.dumps(x) for x in lp.logprobs]})
-    report("logprob_confidence[JSON text, as logged]", lambda: calibration.logprob_confidence(as_text))
+    report("logprob_confidence[JSON text, as logged]", lambda: calibration.logprob_confidence(as_text, scores=range(1, 5)))
     report("vote_confidence", lambda: calibration.vote_confidence(log),
            lambda: log.groupby("item_id")["total"].agg(lambda s: s.value_counts().iloc[0]) if N <= 100_000 else
            log.groupby(["item_id", "total"]).size().groupby(level=0).max())

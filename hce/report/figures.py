@@ -13,6 +13,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from hce._checks import require_columns  # noqa: E402
+
 _LINES = ("-", "--", ":", "-.")
 
 
@@ -103,3 +105,51 @@ def bar_with_ci(table: pd.DataFrame, *, label: str, estimate: str = "estimate", 
     ax.set_ylabel(ylabel)
     fig.tight_layout()
     return fig
+
+
+def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = None):
+    """Seaborn reliability diagram from :func:`hce.stats.reliability_table` output.
+
+    Points at (mean forecast, observed rate) sized by bin count, Wilson error bars, and the
+    diagonal of perfect calibration. Returns the matplotlib ``Axes``.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Output of :func:`hce.stats.reliability_table`.
+    ax : matplotlib Axes, optional
+        Axes to draw on; a new figure otherwise.
+    label : str, optional
+        Legend label of the points.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hce.stats import reliability_table
+    >>> df = pd.DataFrame({"prob": [0.9, 0.9, 0.6, 0.6], "outcome": [1, 1, 1, 0]})
+    >>> reliability_diagram(reliability_table(df)).get_xlabel()
+    'Mean confidence'
+    """
+    require_columns(table, ["mean_prob", "observed", "n", "ci_low", "ci_high"], what="table")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect calibration")
+    ax.errorbar(
+        table["mean_prob"],
+        table["observed"],
+        # Clipped at 0: a Wilson bound can sit a rounding error inside an observed 0 or 1.
+        yerr=np.clip([table["observed"] - table["ci_low"], table["ci_high"] - table["observed"]], 0, None),
+        fmt="none",
+        ecolor="black",
+        elinewidth=0.8,
+    )
+    # Greyscale, so the figure reads the same printed in black and white.
+    sns.lineplot(data=table, x="mean_prob", y="observed", ax=ax, marker=None, label=label, sort=True, color="0.2")
+    sns.scatterplot(data=table, x="mean_prob", y="observed", size="n", ax=ax, legend=False, color="0.2")
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="Mean confidence", ylabel="Observed rate")
+    ax.set_aspect("equal")
+    return ax

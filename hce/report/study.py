@@ -403,7 +403,7 @@ def _calibration_section(report: Report, results: StudyResults, confidence: floa
                                                   confidence=confidence, random_state=0)
         table = calibration.reliability_table(data, prob="prob", outcome="outcome", confidence=confidence)
         fig, ax = plt.subplots(figsize=(4.5, 4.5))
-        calibration.reliability_diagram(table, ax=ax)
+        figures.reliability_diagram(table, ax=ax)
         if section is None:
             section = report.section("Confidence and calibration (token probabilities)")
             section.add("Confidence is the judge's token probability of the category score it gave; the outcome is "

@@ -1,5 +1,8 @@
 """Statistics on attempt logs and rating tables: pure functions, DataFrames in and out."""
 
+import importlib
+import warnings
+
 from hce.stats.boolean import (
     adaptive_filter_agreement,
     binarize_likert,
@@ -19,7 +22,6 @@ from hce.stats.calibration import (
     confidence_table,
     expected_calibration_error,
     logprob_confidence,
-    reliability_diagram,
     reliability_table,
     verbal_confidence,
     vote_confidence,
@@ -115,10 +117,28 @@ __all__ = [
     "majority_vote", "mann_whitney", "mcdonald_omega", "mean_score_ensemble", "normalize_likert",
     "omega_hierarchical", "ordinal_alpha", "p_adjust", "parallel_analysis", "parse_formula",
     "pass_rates", "percent_agreement", "polychoric", "posthoc", "ppi_mean", "rater_expertise",
-    "reliability_diagram", "reliability_items", "reliability_table", "rm_anova", "rogan_gladen",
+    "reliability_items", "reliability_table", "rm_anova", "rogan_gladen",
     "sd_difference_power", "sd_difference_power_analytic", "sentence_table", "share_below",
     "split_sentences", "spread_model", "spread_summary", "strict_agreement", "substantive_validity",
     "success_metric_2", "theme_f1", "theme_inclusion_agreement", "uncertain_routing",
     "variance_components", "verbal_confidence", "vote_confidence", "vote_stability",
     "wilcoxon_paired",
 ]  # fmt: skip
+
+# Names that moved out of hce.stats; the old path warns and still works.
+_MOVED = {"reliability_diagram": "hce.report.figures"}
+
+
+def _moved(name: str, old_module: str):
+    """The object ``name`` from its new module, with a DeprecationWarning naming the new path."""
+    new = f"{_MOVED[name]}.{name}"
+    warnings.warn(f"{old_module}.{name} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
+    # The one arrow from hce.stats up to hce.report, for this alias only and lazily: importing
+    # hce.stats never loads the report layer. Goes when the alias does.
+    return getattr(importlib.import_module(_MOVED[name]), name)
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        return _moved(name, __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,13 @@
-"""Bootstrap machinery shared by calibration, boolean and Edit-F1 statistics.
+"""The one place for random numbers and the bootstrap in hce.stats.
 
-The bootstrap here resamples *units* (items, responses or rows) through their sufficient
-statistics: every statistic in those modules is a function of per-unit sums, so one
-bootstrap replicate is a weighted sum ``counts @ unit_stats`` and never touches rows again.
+- :func:`as_generator`: ``random_state`` -> Generator, once per public function.
+- The row bootstrap, :func:`resample_rows`: row indices drawn uniformly with replacement.
+  A cluster bootstrap is the row bootstrap of the clusters: :func:`resample_counts` gives
+  how often each unit (row or cluster) is drawn per replicate, in memory-bounded blocks.
+- :func:`bootstrap_sums` and :func:`bootstrap_row_sums`: replicates of statistics that are
+  functions of per-unit sums (calibration, boolean and Edit-F1 statistics, rank tests), as
+  ``counts @ unit_stats``, without touching rows again.
+- :func:`percentile_interval`: percentile limits of replicates.
 """
 
 from __future__ import annotations
@@ -37,6 +42,56 @@ def unit_sums(units: np.ndarray, cells: np.ndarray, values: np.ndarray, n_units:
     return np.bincount(flat, weights=values, minlength=n_units * n_cells).reshape(n_units, n_cells)
 
 
+def resample_rows(n_rows: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """The row bootstrap: ``(n_boot, n_rows)`` row indices drawn uniformly with replacement.
+
+    Draw one replicate at a time with ``n_boot=1``: successive calls continue the stream, so
+    any blocking of the replicates gives the same resamples. Within strata (a stratified
+    bootstrap), call it once per stratum.
+
+    Examples
+    --------
+    >>> resample_rows(4, 2, as_generator(0)).shape
+    (2, 4)
+    """
+    # int32 where it fits halves the memory; the draws are the same for either dtype
+    dtype = np.int32 if n_rows < 2**31 else np.int64
+    return rng.integers(0, n_rows, size=(n_boot, n_rows), dtype=dtype)
+
+
+def resample_counts(
+    n_units: int,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    multiplicity: np.ndarray | None = None,
+    block_cells: int = _BLOCK_CELLS,
+):
+    """Bootstrap counts, how often each unit is drawn per replicate, in blocks of replicates.
+
+    Yields ``(start, stop, counts)`` with ``counts`` of shape ``(stop - start, n_units)``,
+    about ``block_cells`` cells a block. Without ``multiplicity``: the counts of
+    :func:`resample_rows` (the row bootstrap; with cluster codes as units, the cluster
+    bootstrap). With ``multiplicity`` (unit k stands for ``multiplicity[k]`` identical
+    units, or a weight of 1 each for a whole-unit resample drawn at once): counts are
+    Multinomial(total, multiplicity / total), the same resampling distribution.
+    """
+    block = max(1, min(n_boot, block_cells // max(n_units, 1)))
+    if multiplicity is not None:
+        total = int(multiplicity.sum())
+        for start in range(0, n_boot, block):
+            stop = min(n_boot, start + block)
+            yield start, stop, rng.multinomial(total, multiplicity / total, size=stop - start)
+        return
+    counts = np.empty((block, n_units))
+    for start in range(0, n_boot, block):
+        stop = min(n_boot, start + block)
+        # one bincount per replicate: a single bincount over all blocks thrashes the cache
+        for row, drawn in enumerate(resample_rows(n_units, stop - start, rng)):
+            counts[row] = np.bincount(drawn, minlength=n_units)
+        yield start, stop, counts[: stop - start]
+
+
 def bootstrap_sums(
     unit_stats: np.ndarray,
     n_boot: int,
@@ -48,7 +103,8 @@ def bootstrap_sums(
     """Column sums of ``unit_stats`` over ``n_boot`` resamples of its rows (with replacement).
 
     Returns an ``(n_boot, n_cells)`` array; row ``b`` equals ``unit_stats[idx_b].sum(0)`` for
-    ``idx_b`` a uniform resample of the units, computed as ``counts_b @ unit_stats``.
+    ``idx_b`` a uniform resample of the units, computed as ``counts_b @ unit_stats``
+    (:func:`resample_counts`).
 
     ``multiplicity`` says that row k stands for ``multiplicity[k]`` identical units; the
     counts are then Multinomial(total, multiplicity / total) over the distinct rows: the same
@@ -60,20 +116,9 @@ def bootstrap_sums(
         distinct, counted = _distinct_rows(unit_stats)
         if len(distinct) < n_units // 2:
             unit_stats, multiplicity = distinct, counted
-    if multiplicity is not None:
-        total = int(multiplicity.sum())
-        return rng.multinomial(total, multiplicity / total, size=n_boot) @ unit_stats
     out = np.empty((n_boot, unit_stats.shape[1]))
-    block = max(1, min(n_boot, _BLOCK_CELLS // max(n_units, 1)))
-    dtype = np.int32 if n_units < 2**31 else np.int64
-    counts = np.empty((block, n_units))
-    for start in range(0, n_boot, block):
-        stop = min(n_boot, start + block)
-        draws = rng.integers(0, n_units, size=(stop - start, n_units), dtype=dtype)
-        # one bincount per replicate: a single bincount over all blocks thrashes the cache
-        for row, drawn in enumerate(draws):
-            counts[row] = np.bincount(drawn, minlength=n_units)
-        out[start:stop] = counts[: stop - start] @ unit_stats
+    for start, stop, counts in resample_counts(len(unit_stats), n_boot, rng, multiplicity=multiplicity):
+        out[start:stop] = counts @ unit_stats
     return out
 
 
@@ -97,11 +142,9 @@ def bootstrap_row_sums(
         if len(pattern) * _NORMAL_MIN <= n:
             return _grouped_normal_sums(groups, pattern, values, n_cells, n_boot, rng)
     flat = cells.ravel()
-    dtype = np.int32 if n < 2**31 else np.int64
     out = np.empty((n_boot, n_cells))
-    for b in range(n_boot):
-        weights = np.bincount(rng.integers(0, n, size=n, dtype=dtype), minlength=n)
-        out[b] = np.bincount(flat, weights=(values * weights[:, None]).ravel(), minlength=n_cells)
+    for b, _, weights in resample_counts(n, n_boot, rng, block_cells=n):  # one replicate a block
+        out[b] = np.bincount(flat, weights=(values * weights[0][:, None]).ravel(), minlength=n_cells)
     return out
 
 
@@ -153,8 +196,23 @@ def _distinct_rows(unit_stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap limits along axis 0, ignoring replicates where the statistic is NaN."""
+    """Percentile limits along axis 0, ignoring replicates where the statistic is NaN.
+
+    The ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles (numpy's default
+    linear interpolation) of bootstrap replicates or posterior draws; a column that is
+    NaN in every replicate gets NaN limits.
+
+    Examples
+    --------
+    >>> np.round(percentile_interval(np.arange(101.0), 0.9), 9).tolist()
+    [5.0, 95.0]
+    """
+    replicates = np.asarray(replicates)
     alpha = 1 - confidence
+    q = [alpha / 2, 1 - alpha / 2]
+    if not np.isnan(replicates).any():  # the same numbers; nanquantile loops over columns
+        low, high = np.quantile(replicates, q, axis=0)
+        return np.asarray(low, dtype=float), np.asarray(high, dtype=float)
     with warnings.catch_warnings():
         # A statistic undefined in every replicate (e.g. precision with no positives) has a
         # NaN interval; numpy's "All-NaN slice" warning says nothing more than that.

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from hce.stats._resample import as_generator
 from hce.stats.experiments import RUBRIC_V5_CATEGORIES
 
 
@@ -27,7 +28,7 @@ def simulated_log(
     1-4. ``target_total`` is the sum of the latent scores, rounded; ``verdict`` is whether the
     attempt's total is >= 13; errored attempts carry no scores.
     """
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     noise = dict(noise or {"C1": 0.3})
     k = len(RUBRIC_V5_CATEGORIES)
     latent = rng.uniform(1, 4, size=(n_items, k))

@@ -16,6 +16,7 @@ from hce._checks import check_choice, check_confidence, numeric_column, require_
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
 from hce.stats._resample import (
+    as_generator,
     bootstrap_sums,
     check_n_boot,
     percentile_interval,
@@ -266,7 +267,7 @@ def golden_agreement(
     check_confidence(confidence)
     check_n_boot(n_boot)
     require_columns(data, [prediction, truth])
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     pred, gold = _as_bool(data, prediction), _as_bool(data, truth)
     complete = ~np.isnan(pred) & ~np.isnan(gold)
     if item is not None:

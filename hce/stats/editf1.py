@@ -21,7 +21,7 @@ import pandas as pd
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
-from hce.stats._resample import bootstrap_sums, check_n_boot, percentile_interval, unit_sums
+from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
 from hce.stats.boolean import _groups
 from hce.stats._validate import reads_frame
 
@@ -461,7 +461,7 @@ def _edit_f1_table(data, em, ea, ed, by, item, confidence, n_boot, random_state)
     if np.isnan(counts).any() or (counts < 0).any():
         raise DataError(f"columns {em!r}, {ea!r}, {ed!r} must hold non-negative counts with no missing values")
     units = data[item].to_numpy() if item is not None else np.arange(len(data))
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     return _grouped(data, by, counts, units, confidence, n_boot, rng)
 
 
@@ -580,7 +580,7 @@ def theme_f1(
     counts = np.column_stack([tp, d - tp, e - tp])
     index = tally.index.to_frame(index=False)
     pairs = index[pair].to_numpy()
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     per_theme = _grouped(index.rename(columns={theme: "theme"}), ["theme"], counts, pairs, confidence, n_boot, rng)
     micro = _grouped(index, [], counts, pairs, confidence, n_boot, rng, extra={"theme": "micro"})
     out = pd.concat([per_theme, micro], ignore_index=True)

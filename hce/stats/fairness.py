@@ -11,6 +11,7 @@ import pandas as pd
 
 from hce._checks import check_choice, check_confidence, require_columns
 from hce.errors import DataError
+from hce.stats._resample import as_generator
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import as_list, item_spread
 from hce.stats.tests import Adjustment, kruskal_row, mann_whitney_core, p_adjust
@@ -100,7 +101,7 @@ def fairness(
     item_strata = _item_strata(data, item, strata)
     spread = item_spread(data, item=item, condition=condition or None, score=score, error=None)
     spread = spread.merge(item_strata, on=item, how="left")
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     omnibus, pairwise = [], []
     groups = spread.groupby(conditions, sort=True) if conditions else [((), spread)]
     for key, cell in groups:

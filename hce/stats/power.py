@@ -25,6 +25,7 @@ from scipy import special, stats
 
 from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
+from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.reliability.icc import icc_core, mean_squares
 from hce.stats.reliability.krippendorff import alpha_core
 
@@ -192,7 +193,7 @@ def sd_difference_power(
                             "SD 0); use test='wilcoxon' with scale")
     centre = item_mean if item_mean is not None else (
         (scale[0] + scale[1]) / 2 if scale is not None else 0.0)
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     rows = []
     for n, m in product(items, attempts):
         means = rng.normal(centre, item_sd, (n_sims, n))
@@ -258,7 +259,7 @@ def attempts_needed(
     if not 0 < target_power < 1:
         raise DataError(f"target_power={target_power!r} must be strictly between 0 and 1")
     _positive_ints("max_attempts", max_attempts, 2)
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     rows = []
     for m in range(2, max_attempts + 1):
         row = sd_difference_power(n_items, m, sd_a=sd_a, sd_b=sd_b, scale=scale, test=test,
@@ -408,8 +409,9 @@ def _interval_width(y, coefficient, form, level, confidence, n_boot, rng):
         return row["ci_high"] - row["ci_low"]
     unit = np.repeat(np.arange(n), k)
     _, reps = alpha_core(unit, y.ravel(), level, n_boot=n_boot, random_state=rng)
-    low, high = np.quantile(reps, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return high - low
+    # the interval krippendorff_alpha reports: replicates where alpha is 0/0 are left out
+    low, high = percentile_interval(reps, confidence)
+    return float(high - low)
 
 
 def reliability_items(
@@ -499,12 +501,12 @@ def reliability_items(
             raise DataError(f"{name}={value!r} must be an integer >= 10")
     # common random numbers: every candidate n is simulated from the same seed, so the
     # mean width is a smooth, reproducible function of n for the bisection
-    seed = np.random.default_rng(random_state).integers(2**63)
+    seed = as_generator(random_state).integers(2**63)
     cache: dict[int, np.ndarray] = {}
 
     def widths(n: int) -> np.ndarray:
         if n not in cache:
-            rng = np.random.default_rng(seed)
+            rng = as_generator(seed)
             cache[n] = np.array([
                 _interval_width(_simulated_ratings(rng, n, n_raters, reliability, scale),
                                 coefficient, form, level, confidence, n_boot, rng)

@@ -24,6 +24,12 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentrality_ci
+from hce.stats._resample import (
+    as_generator,
+    bootstrap_sums,
+    percentile_interval,
+    resample_rows,
+)
 from hce.stats._validate import reads_frame
 
 Alternative = Literal["two-sided", "less", "greater"]
@@ -401,14 +407,10 @@ def friedman_core(
     ranks, ties = _within_block_ranks(matrix)
     chi2 = float(_friedman_from_sums(ranks.sum(axis=0), ties.sum(), n, k))
     w = chi2 / (n * (k - 1))
-    rng = np.random.default_rng(random_state)
-    picks = rng.integers(0, n, size=(n_boot, n)) + (np.arange(n_boot) * n)[:, None]
-    counts = np.bincount(picks.ravel(), minlength=n_boot * n).reshape(n_boot, n).astype(float)
-    boot_chi2 = _friedman_from_sums(counts @ ranks, counts @ ties, n, k)
-    boot_w = boot_chi2 / (n * (k - 1))
-    alpha = 1 - confidence
-    low, high = (np.nanquantile(boot_w, [alpha / 2, 1 - alpha / 2]) if np.isfinite(w)
-                 else (np.nan, np.nan))  # fmt: skip
+    # blocks resampled through their sufficient statistics: rank sums and tie terms
+    sums = bootstrap_sums(np.column_stack([ranks, ties]), n_boot, as_generator(random_state))
+    boot_w = _friedman_from_sums(sums[:, :k], sums[:, k], n, k) / (n * (k - 1))
+    low, high = percentile_interval(boot_w, confidence) if np.isfinite(w) else (np.nan, np.nan)
     return {
         "statistic": chi2, "df1": k - 1, "p_value": float(stats.chi2.sf(chi2, k - 1)),
         "effect_size": w, "ci_low": float(low), "ci_high": float(high), "n": n,
@@ -753,7 +755,7 @@ def _bootstrap_kruskal_h(
     rows = (np.arange(n_boot) * u)[:, None]
     counts = []
     for g, x in enumerate(groups):
-        picked = codes[offsets[g]:offsets[g + 1]][rng.integers(0, len(x), size=(n_boot, len(x)))]
+        picked = codes[offsets[g]:offsets[g + 1]][resample_rows(len(x), n_boot, rng)]
         counts.append(np.bincount((rows + picked).ravel(), minlength=n_boot * u).reshape(n_boot, u))
     total = sum(counts).astype(float)
     avg_rank = np.cumsum(total, axis=1) - (total - 1) / 2
@@ -766,12 +768,11 @@ def _bootstrap_kruskal_h(
 def kruskal_row(groups, confidence, n_boot, random_state) -> dict[str, object]:
     """Kruskal-Wallis row with a stratified percentile-bootstrap interval for epsilon squared."""
     h, p, eps2 = kruskal_core(groups)
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     n = sum(len(x) for x in groups)
     # a resample with one distinct value has H = 0/0; no separation means epsilon squared 0
     boot_eps2 = np.nan_to_num(_bootstrap_kruskal_h(groups, n_boot, rng) / (n - 1), nan=0.0)
-    alpha = 1 - confidence
-    low, high = np.quantile(boot_eps2, [alpha / 2, 1 - alpha / 2])
+    low, high = percentile_interval(boot_eps2, confidence)
     return {"statistic": h, "df1": len(groups) - 1, "p_value": p, "effect_size": eps2,
             "ci_low": float(low), "ci_high": float(high), "n": n, "k": len(groups),
             "method": f"Kruskal-Wallis H (tie-corrected); epsilon squared, stratified "
@@ -895,7 +896,7 @@ def contingency_test(
     check_confidence(confidence)
     code_columns = [codes] if isinstance(codes, str) else list(codes)
     require_columns(data, [group, *code_columns])
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     rows = []
     for code in code_columns:
         table = pd.crosstab(data[group], data[code]).to_numpy()

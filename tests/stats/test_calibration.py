@@ -17,6 +17,7 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss, log_loss
 
 from hce.errors import DataError, HceWarning
+from hce.report.figures import reliability_diagram
 from hce.stats.calibration import (
     agrees_with_mode,
     brier_score,
@@ -25,7 +26,6 @@ from hce.stats.calibration import (
     confidence_table,
     expected_calibration_error,
     logprob_confidence,
-    reliability_diagram,
     reliability_table,
     verbal_confidence,
     vote_confidence,
@@ -173,7 +173,7 @@ def test_logprob_confidence_hand_worked():
     lp = np.log
     reply = [_entry("Score", -0.01, []), _entry(":", -0.01, []),
              _entry("3", lp(0.6), [("3", lp(0.6)), ("4", lp(0.2)), (" 3", lp(0.1)), ("x", lp(0.05))])]
-    out = logprob_confidence(pd.DataFrame({"item_id": [7], "logprobs": [reply]}))
+    out = logprob_confidence(pd.DataFrame({"item_id": [7], "logprobs": [reply]}), scores=range(1, 5))
     row = out.iloc[0]
     assert row["prob_3"] == pytest.approx(0.7 / 0.9) and row["prob_4"] == pytest.approx(0.2 / 0.9)
     assert row["prob_1"] == 0 and row["chosen_score"] == 3 and row["prob"] == pytest.approx(0.7 / 0.9)
@@ -194,9 +194,9 @@ def test_logprob_confidence_occurrence_objects_and_missing():
 
     df = pd.DataFrame({"logprobs": [two, as_objects, None, [_entry("no", -1, [])], json.dumps(two), "not json", "7",
                                     [{"token": "3"}], SimpleNamespace(content=as_objects)]})
-    first = logprob_confidence(df, occurrence=0)
+    first = logprob_confidence(df, scores=range(1, 5), occurrence=0)
     assert first.loc[0, "chosen_score"] == 2 and first.loc[0, "prob"] == pytest.approx(0.5)
-    last = logprob_confidence(df)
+    last = logprob_confidence(df, scores=range(1, 5))
     assert last.loc[0, "chosen_score"] == 4 and last.loc[0, "prob"] == pytest.approx(0.8)
     assert last.loc[1, "prob"] == pytest.approx(1.0)
     assert last["error_flag"].tolist() == [False, False, True, True, False, True, True, True, False]
@@ -204,6 +204,43 @@ def test_logprob_confidence_occurrence_objects_and_missing():
     boolean = logprob_confidence(pd.DataFrame({"logprobs": [[_entry(" true", lp(0.75), [(" true", lp(0.75)), (" false", lp(0.25))])]]}),
                                  scores={"true": 1, "false": 0})
     assert boolean.loc[0, "prob_1"] == pytest.approx(0.75)
+
+
+def test_logprob_confidence_takes_the_scale_from_a_rubric_never_1_to_4():
+    # A 0-6 rubric: "0", "5" and "6" are scores, so the 1-4 scale would miss most of the mass.
+    # prob_5 = .5/.9 and prob_0 = .1/.9 after renormalising over the score tokens found.
+    from hce.rubric import Category, Level, Rubric
+
+    scale = tuple(Level(score, str(score), "") for score in range(7))
+    rubric = Rubric("wide", (Category("a", "A", scale), Category("b", "B", scale)))
+    lp = np.log
+    reply = [_entry("5", lp(0.5), [("5", lp(0.5)), ("6", lp(0.3)), ("0", lp(0.1)), ("x", lp(0.1))])]
+    data = pd.DataFrame({"logprobs": [reply]})
+    out = logprob_confidence(data, scores=rubric)
+    assert [c for c in out if c.startswith("prob_")] == [f"prob_{s}" for s in range(7)]
+    assert out.loc[0, "chosen_score"] == 5 and out.loc[0, "prob"] == pytest.approx(0.5 / 0.9)
+    assert out.loc[0, "prob_0"] == pytest.approx(0.1 / 0.9) and out.loc[0, "coverage"] == pytest.approx(0.9)
+    pd.testing.assert_frame_equal(out, logprob_confidence(data, scores=range(7)))
+    with pytest.raises(TypeError, match="scores"):
+        logprob_confidence(data)  # no default scale: the caller always says which tokens are scores
+    with pytest.raises(DataError, match="scores"):
+        logprob_confidence(data, scores=[])
+    with pytest.raises(DataError, match="scores="):
+        confidence_table(data.assign(item_id=1, total=5), source="logprobs")
+    table = confidence_table(data.assign(item_id=1, total=5), scores=rubric)
+    assert table.loc[0, "source"] == "logprobs" and table.loc[0, "prediction"] == 5
+
+
+def test_reliability_diagram_moved_to_the_report_layer():
+    import hce.stats
+    import hce.stats.calibration
+    from hce.report import figures
+
+    for module in (hce.stats, hce.stats.calibration):
+        with pytest.warns(DeprecationWarning, match=r"use hce\.report\.figures\.reliability_diagram"):
+            assert module.reliability_diagram is figures.reliability_diagram
+    with pytest.raises(AttributeError):
+        hce.stats.no_such_name  # noqa: B018
 
 
 def test_vote_confidence_hand_worked():
@@ -370,7 +407,7 @@ def test_logprob_json_text_fast_path_equals_full_parse():
     reordered = [{"top_logprobs": e["top_logprobs"], "logprob": e["logprob"], "token": e["token"]} for e in reply]
     df = pd.DataFrame({"logprobs": [reply, json.dumps(reply), json.dumps(reordered), json.dumps(reply, separators=(",", ":"))]})
     for occurrence, expected in ((-1, 0.6), (0, 0.7 / 0.9), (-2, 0.7 / 0.9)):
-        out = logprob_confidence(df, occurrence=occurrence)
+        out = logprob_confidence(df, scores=range(1, 5), occurrence=occurrence)
         np.testing.assert_allclose(out["prob"], expected, rtol=1e-12)
 
 

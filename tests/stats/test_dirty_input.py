@@ -240,7 +240,7 @@ CASES: dict[str, Case] = {
     "krippendorff_alpha": Case(rater_table, lambda d: hs.krippendorff_alpha(d, *LONG, n_boot=0), LONG),
     "kruskal_wallis": Case(attempt_log, lambda d: hs.kruskal_wallis(d, n_boot=200, random_state=0), ("condition_id", "total")),
     "lmer": Case(attempt_log, lambda d: hs.lmer("total ~ condition_id + (1 | item_id)", d), LOG_SCORE),
-    "logprob_confidence": Case(logprob_log, lambda d: hs.logprob_confidence(d), ("logprobs",), rowwise=True),
+    "logprob_confidence": Case(logprob_log, lambda d: hs.logprob_confidence(d, scores=range(1, 5)), ("logprobs",), rowwise=True),
     "mae_vs_target": Case(attempt_log, lambda d: hs.mae_vs_target(d), (*LOG_SCORE, "target_total")),
     "majority_vote": Case(attempt_log, lambda d: hs.majority_vote(d), ("item_id", "verdict")),
     "mann_whitney": Case(attempt_log, lambda d: hs.mann_whitney(d, value="total"), ("condition_id", "total")),
@@ -308,7 +308,6 @@ EXEMPT = {
     "count_sentences": "a list of strings in",
     "edit_counts": "two strings and a matcher in",
     "edit_counts_from_matches": "strings in",
-    "reliability_diagram": "draws a reliability_table (checked there) on a matplotlib axis",
 }  # fmt: skip
 
 

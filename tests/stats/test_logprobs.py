@@ -9,7 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hce.stats import _logprobs
+from hce.stats.calibration import _logprobs
 from hce.stats.calibration import logprob_confidence
 
 SCORES = {"1": 1.0, "2": 2.0, "3": 3.0, "4": 4.0}
@@ -99,7 +99,7 @@ def test_unreadable_rows_inside_a_chunk_are_flagged_and_the_rest_read(monkeypatc
     bad = {7: "not json", 40: good[:-5], 41: "[1, 2]", 90: '{"content": "x"}', 120: "null", 150: '[{"token": 3, "logprob": -0.2}]'}
     indented = json.dumps(json.loads(good), indent=2)  # raw newlines: read on its own
     column = [bad.get(i, indented if i in (0, 60) else good) for i in range(200)] + [float("nan"), None, "", "   "]
-    out = logprob_confidence(pd.DataFrame({"logprobs": column}))
+    out = logprob_confidence(pd.DataFrame({"logprobs": column}), scores=range(1, 5))
     flagged = set(np.flatnonzero(out["error_flag"]))
     assert flagged == set(bad) - {150} | {200, 201, 202, 203}
     assert out.loc[150, "chosen_score"] == 3 and out.loc[150, "prob"] == 1  # a numeric token is read as its text
@@ -111,7 +111,7 @@ def test_several_occurrences_come_from_one_parse_stacked():
     reply = [{"token": t, "logprob": lp(p), "top_logprobs": [{"token": t, "logprob": lp(p)}, {"token": o, "logprob": lp(1 - p)}]}
              for t, o, p in (("1", "2", 0.9), ("4", "3", 0.6), ("2", "4", 0.7))]
     data = pd.DataFrame({"item_id": ["a", "b"], "logprobs": [json.dumps(reply), json.dumps(reply[:2])]}, index=[10, 11])
-    out = logprob_confidence(data, occurrence=range(-3, 0))
+    out = logprob_confidence(data, scores=range(1, 5), occurrence=range(-3, 0))
     assert out.columns[:2].tolist() == ["item_id", "occurrence"]
     assert out.index.tolist() == [10, 11, 10, 11, 10, 11]
     assert out["occurrence"].tolist() == [-3, -3, -2, -2, -1, -1]

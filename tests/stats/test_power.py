@@ -123,3 +123,18 @@ def test_attempts_needed_stops_at_the_first_design_with_enough_power():
     assert res["estimate"].iloc[-1] >= 0.8
     with pytest.warns(UserWarning, match="not reached with 3 attempts"):
         attempts_needed(5, sd_a=0.5, sd_b=0.45, max_attempts=3, n_sims=50, random_state=1)
+
+
+def test_simulated_interval_width_is_the_one_krippendorff_alpha_reports():
+    # Rounded ratings: resamples that miss the two varied targets have all ratings equal, so
+    # alpha is 0/0 there. krippendorff_alpha leaves those replicates out of its percentile
+    # interval; the width reliability_items plans with must be that interval's (it was NaN).
+    from hce.stats import krippendorff_alpha, power
+    from hce.stats._resample import as_generator
+
+    y = np.full((8, 3), 3.0)
+    y[0], y[1] = [1, 2, 3], [2, 2, 3]
+    width = power._interval_width(y, "krippendorff", None, "interval", 0.95, 200, as_generator(1))
+    long = pd.DataFrame({"t": np.repeat(np.arange(8), 3), "r": np.tile(np.arange(3), 8), "v": y.ravel()})
+    row = krippendorff_alpha(long, "t", "r", "v", n_boot=200, random_state=1).iloc[0]
+    assert np.isfinite(width) and width == pytest.approx(row.ci_high - row.ci_low, rel=1e-12)

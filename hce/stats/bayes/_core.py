@@ -56,13 +56,6 @@ def bernoulli_loglik(eta: np.ndarray, y: np.ndarray, link: str) -> np.ndarray:
     return _log_cdf(sign * eta, link)
 
 
-def interval(draws: np.ndarray, confidence: float, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed credible interval along ``axis``."""
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(draws, [tail, 1.0 - tail], axis=axis)
-    return low, high
-
-
 def hdi(draws: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Highest-density interval of each column of ``draws`` (S, m): the shortest window
     holding ``ceil(confidence * S)`` sorted draws (the method of ``arviz.hdi``)."""

@@ -15,6 +15,7 @@ import patsy
 
 from hce._checks import _label, check_choice, require_columns
 from hce.errors import DataError, FormulaError
+from hce.stats._resample import as_generator
 from hce.stats.bayes import sampling
 from hce.stats.bayes.models import ModelArrays, build_model, resolve_priors
 from hce.stats.bayes.result import BayesResult, NoiseDesign
@@ -360,7 +361,7 @@ def _fit(inputs: ModelInputs, link, priors, draws, tune, chains, target_accept, 
     if not 0 < target_accept < 1:
         raise DataError(f"target_accept={target_accept!r} must lie strictly between 0 and 1")
     sampler = sampling.resolve_sampler(sampler)
-    seed = int(np.random.default_rng(random_state).integers(2**31 - 1))
+    seed = int(as_generator(random_state).integers(2**31 - 1))
     family, arrays = inputs.family, inputs.arrays
     # same key = same compiled model: structure, shapes and priors (the data may differ)
     key = (family, link, arrays.n_categories, arrays.X.shape, arrays.n_levels,

@@ -15,6 +15,7 @@ import xarray as xr
 
 from hce._checks import check_confidence, require_columns
 from hce.errors import DataError
+from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.bayes import _core, sampling
 from hce.stats.bayes.models import ModelArrays
 from hce.stats.formula import Design
@@ -293,7 +294,7 @@ class BayesResult:
             this score's frequency).
         """
         check_confidence(confidence)
-        rng = np.random.default_rng(self.settings.seed + 1 if random_state is None else random_state)
+        rng = as_generator(self.settings.seed + 1 if random_state is None else random_state)
         blocks = self._blocks(by)
         K = len(self.values)
         reps = {level: [] for level in blocks}
@@ -305,7 +306,7 @@ class BayesResult:
         for level, rows in blocks.items():
             rep = np.concatenate(reps[level])  # (S, K)
             observed = np.bincount(self.arrays.y[rows], minlength=K)
-            low, high = _core.interval(rep, confidence)
+            low, high = percentile_interval(rep, confidence)
             p = np.minimum(1.0, 2 * np.minimum((rep <= observed).mean(0), (rep >= observed).mean(0)))
             frame = pd.DataFrame(
                 {"score": self.labels, "observed": observed, "estimate": rep.mean(0), "ci_low": low, "ci_high": high, "p_value": p}
@@ -543,7 +544,7 @@ class BayesResult:
         probs = self._probs(rows)
         mean = probs @ self.values
         var = np.maximum(probs @ self.values**2 - mean**2, 0.0)
-        rng = np.random.default_rng(self.settings.seed + 2)
+        rng = as_generator(self.settings.seed + 2)
         future = self.values[_sample_categories(probs, rng)]
         groups = cells.groupby(keys, sort=False, observed=True).indices
         index = pd.DataFrame(list(groups), columns=keys) if len(keys) > 1 else pd.DataFrame({item: list(groups)})
@@ -582,7 +583,7 @@ class BayesResult:
         """
         check_confidence(confidence)
         index, mean, var, future, latent = self._item_draws(item, sum_over)
-        parts = [("expected", mean, _core.hdi), ("next_attempt", future, _core.interval), ("attempt_sd", np.sqrt(var), _core.hdi)]
+        parts = [("expected", mean, _core.hdi), ("next_attempt", future, percentile_interval), ("attempt_sd", np.sqrt(var), _core.hdi)]
         if latent is not None:
             parts.insert(0, ("latent", latent, _core.hdi))
         frames = []

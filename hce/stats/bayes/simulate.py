@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from hce.stats._resample import as_generator
 from hce.stats.bayes import _core
 
 
@@ -51,7 +52,7 @@ def simulate_ordinal(
         ``item_id``, ``condition``, ``attempt``, ``score``, ``latent`` (item location
         ``eta`` without noise); the truth is in ``.attrs["truth"]``.
     """
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     effects = np.asarray(condition_effects, dtype=float)
     noise = np.zeros_like(effects) if log_noise is None else np.asarray(log_noise, dtype=float)
     frame = pd.MultiIndex.from_product(

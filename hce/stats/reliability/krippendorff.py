@@ -10,6 +10,7 @@ import pandas as pd
 
 from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
+from hce.stats._resample import as_generator, percentile_interval, resample_counts
 from hce.stats.reliability._common import COUNT_COLUMNS, counts, long_ratings, sorted_codes
 from hce.stats._validate import reads_frame
 
@@ -123,14 +124,11 @@ def alpha_core(
     """
     model = _Alpha(unit, value, level)
     estimate = float(model.alphas(np.ones((1, len(model.m))))[0])
-    rng = np.random.default_rng(random_state)
     n_units = len(model.m)
-    block = max(1, BLOCK_CELLS // n_units)
-    reps = []
-    for start in range(0, n_boot, block):
-        size = min(block, n_boot - start)
-        w = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=size)
-        reps.append(model.alphas(w.astype(float)))
+    # Units resampled as whole clusters: each unit's weight is how often it is drawn.
+    blocks = resample_counts(n_units, n_boot, as_generator(random_state),
+                             multiplicity=np.ones(n_units), block_cells=BLOCK_CELLS)
+    reps = [model.alphas(w.astype(float)) for _, _, w in blocks]
     return estimate, np.concatenate(reps) if reps else np.empty(0)
 
 
@@ -245,9 +243,8 @@ def krippendorff_alpha(
     )
     if not np.isfinite(estimate):
         raise DataError("all pairable ratings are equal, so alpha is undefined (0/0)")
-    tail = (1 - confidence) / 2
     if n_boot:
-        ci_low, ci_high = np.nanquantile(reps, [tail, 1 - tail])
+        ci_low, ci_high = (float(x) for x in percentile_interval(reps, confidence))
         se = float(np.nanstd(reps, ddof=1))
         ci_method = f"percentile bootstrap over units (B={n_boot})"
     else:

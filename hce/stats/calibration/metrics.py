@@ -1,0 +1,441 @@
+"""Calibration of a judge's confidence: ECE, MCE, Brier score with the Murphy decomposition,
+log loss and reliability tables, with percentile-bootstrap intervals over rows or clusters.
+
+Every function compares a probability column ``prob`` (from
+:mod:`hce.stats.calibration.confidence` or any forecaster) with a 0/1 ``outcome`` column;
+the multi-class form of :func:`calibration_metrics` takes one probability column per class.
+The reliability diagram that draws :func:`reliability_table` lives in
+:func:`hce.report.figures.reliability_diagram`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce.errors import DataError
+from hce.stats._intervals import proportion_ci
+from hce.stats._resample import (
+    as_generator,
+    bootstrap_row_sums,
+    bootstrap_sums,
+    check_n_boot,
+    percentile_interval,
+    unit_sums,
+)
+from hce.stats._validate import reads_frame
+from hce.stats.calibration.confidence import _label
+
+Strategy = Literal["uniform", "quantile", "unique"]
+STRATEGIES = ("uniform", "quantile", "unique")
+_CELLS = 5  # per bin: n, sum p, sum y, sum p^2, sum p*y
+
+
+def _bins(p: np.ndarray, n_bins: int, strategy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bin index per forecast and each bin's (low, high) limits.
+
+    ``uniform``: (k/M, (k+1)/M] with 0 in the first bin (Guo et al. 2017; the same rule as
+    scikit-learn's ``calibration_curve``). ``quantile``: the same rule on edges at the
+    empirical quantiles (``np.percentile``, linear interpolation), so tied forecasts always
+    share a bin. ``unique``: one bin per distinct forecast value (Murphy 1973).
+    """
+    if strategy == "unique":
+        values, index = np.unique(p, return_inverse=True)
+        return index, values, values
+    if strategy == "uniform":
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+    else:
+        edges = np.percentile(p, np.linspace(0, 100, n_bins + 1))
+    index = np.searchsorted(edges[1:-1], p)
+    return index, edges[:-1], edges[1:]
+
+
+def _check_binary(data, prob, outcome):
+    require_columns(data, [prob, outcome])
+    p = numeric_column(data, prob)
+    y = numeric_column(data, outcome)
+    bad = ~np.isnan(p) & ((p < 0) | (p > 1))
+    if bad.any():
+        row = data.index[np.argmax(bad)]
+        raise DataError(f"column {prob!r} must hold probabilities in [0, 1]; row {row!r} holds {p[bad][0]!r}")
+    bad = ~np.isnan(y) & (y != 0) & (y != 1)
+    if bad.any():
+        row = data.index[np.argmax(bad)]
+        raise DataError(f"column {outcome!r} must be 0/1 or boolean; row {row!r} holds {y[bad][0]!r}")
+    return p, y
+
+
+def _units(data: pd.DataFrame, item: str, keep: np.ndarray) -> tuple[np.ndarray, int]:
+    """Cluster code of each kept row and the number of clusters."""
+    codes, uniques = pd.factorize(data[item].to_numpy()[keep], use_na_sentinel=False)
+    return codes, len(uniques)
+
+
+def _decompose(sums: np.ndarray, n_bins: int) -> dict[str, np.ndarray]:
+    """Calibration statistics from per-bin sums, vectorised over leading replicate axes.
+
+    ``sums[..., 5*b + j]`` holds cell j of bin b (n, sum p, sum y, sum p^2, sum p*y).
+    """
+    s = sums[..., : _CELLS * n_bins].reshape(*sums.shape[:-1], n_bins, _CELLS)
+    n_b, sp, sy, spp, spy = (s[..., j] for j in range(_CELLS))
+    total = n_b.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fbar = sp / n_b
+        obar = sy / n_b
+        gap = np.where(n_b > 0, np.abs(obar - fbar), np.nan)
+        o_all = sy.sum(-1) / total
+        filled = np.where(n_b > 0, 1.0, 0.0)
+        rel = np.nansum(filled * n_b * (fbar - obar) ** 2, axis=-1) / total
+        res = np.nansum(filled * n_b * (obar - o_all[..., None]) ** 2, axis=-1) / total
+        wbv = np.nansum(filled * (spp - n_b * fbar**2), axis=-1) / total
+        wbc = 2 * np.nansum(filled * (spy - n_b * fbar * obar), axis=-1) / total
+        brier = (spp.sum(-1) - 2 * spy.sum(-1) + sy.sum(-1)) / total
+        ece = np.nansum(filled * n_b * np.nan_to_num(gap), axis=-1) / total
+        mce = np.nanmax(np.where(n_b > 0, gap, -np.inf), axis=-1)
+    return {
+        "ece": ece,
+        "mce": mce,
+        "brier": brier,
+        "reliability": rel,
+        "resolution": res,
+        "uncertainty": o_all * (1 - o_all),
+        "within_bin_variance": wbv,
+        "within_bin_covariance": wbc,
+    }
+
+
+def _class_probs(data: pd.DataFrame, prob: Sequence[str], outcome: str, labels):
+    """(N, C) probability matrix and integer class of each outcome, rows complete."""
+    prob = list(prob)
+    require_columns(data, [*prob, outcome])
+    labels = list(labels) if labels is not None else [c.removeprefix("prob_") for c in prob]
+    if len(labels) != len(prob):
+        raise DataError(f"labels has {len(labels)} entries but prob names {len(prob)} columns")
+    P = np.column_stack([numeric_column(data, c) for c in prob])
+    keep = ~np.isnan(P).any(axis=1) & data[outcome].notna().to_numpy()
+    P = P[keep]
+    if ((P < 0) | (P > 1)).any():
+        raise DataError(f"columns {prob} must hold probabilities in [0, 1]")
+    off = np.abs(P.sum(axis=1) - 1) > 1e-6
+    if off.any():
+        row = data.index[keep][np.argmax(off)]
+        raise DataError(f"probabilities in {prob} must sum to 1 per row; row {row!r} sums to {P[off][0].sum():.6g}")
+    codes, uniques = pd.factorize(data[outcome].to_numpy()[keep])
+    lookup = {str(lab): j for j, lab in enumerate(labels)}
+    position = []
+    for value in uniques:  # map each distinct outcome once: 3, 3.0, "3" all name class "3"
+        key = _label(float(value)) if isinstance(value, (int, float, np.number)) else str(value)
+        if key not in lookup:
+            raise DataError(f"column {outcome!r} holds {value!r}, not among labels {labels}")
+        position.append(lookup[key])
+    return P, np.asarray(position, dtype=int)[codes], keep
+
+
+def _metric_table(estimates, replicates, confidence, n, extra) -> pd.DataFrame:
+    rows = []
+    for name, est in estimates.items():
+        if replicates is not None:
+            low, high = percentile_interval(np.asarray(replicates[name])[:, None], confidence)
+            low, high, method = float(low[0]), float(high[0]), "percentile bootstrap"
+        else:
+            low = high = np.nan
+            method = "point estimate"
+        rows.append({"metric": name, "estimate": float(est), "ci_low": low, "ci_high": high, "n": n, **extra, "method": method})
+    return pd.DataFrame(rows)
+
+
+@reads_frame(keys=("item",), numbers=("prob",), labels=("outcome",))
+def calibration_metrics(
+    data: pd.DataFrame,
+    *,
+    prob: str | Sequence[str] = "prob",
+    outcome: str = "outcome",
+    labels: Sequence | None = None,
+    item: str | None = None,
+    n_bins: int = 10,
+    strategy: Strategy = "uniform",
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    random_state: int | np.random.Generator | None = None,
+) -> pd.DataFrame:
+    """ECE, MCE, Brier score with its decomposition, and log loss, with bootstrap CIs.
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per forecast; rows with a missing probability or outcome are dropped.
+    prob : str or sequence of str
+        Binary case: one column with the probability of ``outcome == 1``, or of the judge
+        being right when ``outcome`` is correctness. Multi-class case: one column per class
+        (rows must sum to 1), e.g. ``prob_1 .. prob_4`` from :func:`logprob_confidence`.
+    outcome : str
+        Binary: 0/1 or boolean. Multi-class: the observed class (e.g. the human score).
+    labels : sequence, optional
+        Class label of each ``prob`` column; default: the column names without ``prob_``.
+    item : str, optional
+        Cluster for the bootstrap (attempts of one item are resampled together, the right
+        unit for repeated attempts). Default None resamples rows: exactly through the
+        distinct (forecast, outcome) pairs when the forecasts take few values (verbal,
+        votes); row by row for continuous forecasts up to 100,000 rows; beyond that, bin x
+        outcome counts are drawn exactly and each group's sum from its normal limit (a
+        million rows and ``n_boot=1000`` take under a second; the limits agree with the
+        row-by-row bootstrap to within Monte Carlo error, see the tests).
+    n_bins : int
+        Number of bins (ignored by ``strategy="unique"``).
+    strategy : {"uniform", "quantile", "unique"}
+        Equal-width bins (default), equal-mass bins, or one bin per distinct forecast.
+    confidence : float
+        Level of the percentile bootstrap intervals.
+    n_boot : int
+        Bootstrap replicates; 0 gives point estimates only.
+    random_state : int or Generator, optional
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    DataFrame
+        One row per metric: ``ece``, ``mce``, ``brier``, ``reliability``, ``resolution``,
+        ``uncertainty``, ``within_bin_variance``, ``within_bin_covariance``, ``log_loss``.
+        Columns ``metric, estimate, ci_low, ci_high, n`` (forecasts), ``n_bins`` (non-empty
+        bins), ``strategy``, ``method``. Multi-class: ECE and MCE are top-label (confidence
+        = largest probability, outcome = it is the observed class); the Brier score and its
+        components are sums over classes.
+
+    Notes
+    -----
+    With bins b holding n_b forecasts of mean f_b and observed rate o_b, o the overall rate
+    and N forecasts: ``ECE = sum_b n_b/N |o_b - f_b|``, ``MCE = max_b |o_b - f_b|``,
+    ``Brier = mean (p - y)^2`` (multi-class: ``mean sum_c (p_c - y_c)^2``, Brier 1950),
+    ``log loss = -mean(y log p + (1 - y) log(1 - p))`` with p clipped to [eps, 1 - eps]
+    (scikit-learn's rule). The Murphy (1973) decomposition with the within-bin terms of
+    Stephenson et al. (2008) holds exactly:
+    ``Brier = REL - RES + UNC + WBV - WBC`` with ``REL = sum_b n_b (f_b - o_b)^2 / N``,
+    ``RES = sum_b n_b (o_b - o)^2 / N``, ``UNC = o (1 - o)``,
+    ``WBV = sum_i (p_i - f_b(i))^2 / N``, ``WBC = 2 sum_i (p_i - f_b(i))(y_i - o_b(i)) / N``;
+    WBV and WBC vanish with ``strategy="unique"``. The bootstrap resamples units (rows or
+    ``item`` clusters) and keeps the bin edges found on the full sample.
+
+    References
+    ----------
+    .. [1] Naeini, M. P., Cooper, G., & Hauskrecht, M. (2015). Obtaining well calibrated
+       probabilities using Bayesian binning. AAAI.
+    .. [2] Guo, C. et al. (2017). On calibration of modern neural networks. ICML.
+    .. [3] Murphy, A. H. (1973). A new vector partition of the probability score.
+       J. Appl. Meteorol. 12, 595-600.
+    .. [4] Stephenson, D. B., Coelho, C. A. S., & Jolliffe, I. T. (2008). Two extra
+       components in the Brier score decomposition. Weather Forecast. 23, 752-757.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"prob": [0.9, 0.9, 0.6, 0.6], "outcome": [1, 1, 1, 0]})
+    >>> out = calibration_metrics(df, n_boot=0).set_index("metric")
+    >>> round(float(out.loc["ece", "estimate"]), 3), round(float(out.loc["brier", "estimate"]), 3)
+    (0.1, 0.135)
+    """
+    check_choice("strategy", strategy, STRATEGIES)
+    check_confidence(confidence)
+    check_n_boot(n_boot)
+    if strategy != "unique" and (not isinstance(n_bins, (int, np.integer)) or n_bins < 1):
+        raise DataError(f"n_bins={n_bins!r} must be a positive integer")
+    rng = as_generator(random_state)
+    if item is not None:
+        require_columns(data, [item])
+    if isinstance(prob, str):
+        p, y = _check_binary(data, prob, outcome)
+        keep = ~np.isnan(p) & ~np.isnan(y)
+        p, y = p[keep], y[keep]
+        P = None
+    else:
+        P, yc, keep = _class_probs(data, prob, outcome, labels)
+        p = P.max(axis=1)
+        y = (P.argmax(axis=1) == yc).astype(float)
+    if len(p) == 0:
+        raise DataError("no rows with both a probability and an outcome")
+    # Blocks of per-bin cells: top-label (binary: the forecast itself), then one per class.
+    blocks = [(p, y)]
+    if P is not None:
+        blocks += [(P[:, c], (yc == c).astype(float)) for c in range(P.shape[1])]
+    binned = [(bp, by, *_bins(bp, n_bins, strategy)[:2]) for bp, by in blocks]
+    sizes = [len(low) for *_, low in binned]
+    eps = np.finfo(float).eps
+    if P is None:
+        pc = np.clip(p, eps, 1 - eps)
+        loss = -(y * np.log(pc) + (1 - y) * np.log(1 - pc))
+    else:
+        loss = -np.log(np.clip(P[np.arange(len(yc)), yc], eps, 1 - eps))
+    n_cells = _CELLS * sum(sizes) + 1
+
+    def cell_values():
+        """Per row: the cell each of its values adds to (bins x 5 cells per block, then loss)."""
+        cells, values, offset = [], [], 0
+        for (bp, by, index, _), size in zip(binned, sizes, strict=True):
+            cells.append(index[:, None] * _CELLS + np.arange(_CELLS) + offset)
+            values.append(np.stack([np.ones_like(bp), bp, by, bp * bp, bp * by], axis=1))
+            offset += _CELLS * size
+        cells.append(np.full((len(p), 1), offset))
+        values.append(loss[:, None])
+        return np.concatenate(cells, axis=1), np.concatenate(values, axis=1)
+
+    def evaluate(sums):
+        top = _decompose(sums[..., : _CELLS * sizes[0]], sizes[0])
+        out = {"ece": top["ece"], "mce": top["mce"]}
+        if P is None:
+            parts = top
+        else:
+            start = _CELLS * sizes[0]
+            parts = None
+            for size in sizes[1:]:
+                part = _decompose(sums[..., start : start + _CELLS * size], size)
+                parts = part if parts is None else {k: parts[k] + part[k] for k in part}
+                start += _CELLS * size
+        for key in ("brier", "reliability", "resolution", "uncertainty", "within_bin_variance", "within_bin_covariance"):
+            out[key] = parts[key]
+        if strategy == "unique":  # zero by construction; avoid reporting rounding residue
+            out["within_bin_variance"] = out["within_bin_covariance"] = np.zeros_like(out["brier"])
+        out["log_loss"] = sums[..., -1] / (sums[..., 0 : _CELLS * sizes[0] : _CELLS].sum(-1))
+        return out
+
+    point = [
+        np.bincount(index, weights=w, minlength=size)
+        for (bp, by, index, _), size in zip(binned, sizes, strict=True)
+        for w in (None, bp, by, bp * bp, bp * by)
+    ]
+    # point[5k + j] is cell j of block k over bins; interleave to bin-major like cell_values()
+    sums = [np.stack(point[5 * k : 5 * k + 5], axis=1).ravel() for k in range(len(binned))]
+    estimates = evaluate(np.concatenate([*sums, [loss.sum()]]))
+    replicates = None
+    if n_boot:
+        cell_idx, values = cell_values()
+        if item is None and P is None:
+            # Rows sharing (prob, outcome) are exchangeable: resample the distinct pairs with
+            # multinomial counts (exact, and fast for verbal or vote confidences).
+            types = pd.factorize(p + 2 * y)[0]
+            first = np.unique(types, return_index=True)[1]
+            if len(first) <= len(p) // 2:
+                S = unit_sums(np.repeat(np.arange(len(first)), cell_idx.shape[1]), cell_idx[first].ravel(),
+                              values[first].ravel(), len(first), n_cells)
+                multiplicity = np.bincount(types, minlength=len(first))
+                replicates = evaluate(bootstrap_sums(S, n_boot, rng, multiplicity=multiplicity))
+            else:
+                replicates = evaluate(bootstrap_row_sums(cell_idx, values, n_cells, n_boot, rng))
+        elif item is None:
+            replicates = evaluate(bootstrap_row_sums(cell_idx, values, n_cells, n_boot, rng))
+        else:
+            units, n_units = _units(data, item, keep)
+            rows = np.repeat(units, cell_idx.shape[1])
+            S = unit_sums(rows, cell_idx.ravel(), values.ravel(), n_units, n_cells)
+            replicates = evaluate(bootstrap_sums(S, n_boot, rng))
+    n_filled = int((np.bincount(binned[0][2], minlength=sizes[0]) > 0).sum())
+    extra = {"n_bins": n_filled, "strategy": strategy}
+    return _metric_table(estimates, replicates, confidence, int(len(p)), extra)
+
+
+def expected_calibration_error(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
+    """ECE and MCE rows of :func:`calibration_metrics` (same parameters).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"prob": [0.9, 0.9, 0.6, 0.6], "outcome": [1, 1, 1, 0]})
+    >>> expected_calibration_error(df, n_boot=0)["estimate"].round(3).tolist()
+    [0.1, 0.1]
+    """
+    out = calibration_metrics(data, **kwargs)
+    return out[out["metric"].isin(["ece", "mce"])].reset_index(drop=True)
+
+
+def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
+    """Brier score and its Murphy decomposition: rows of :func:`calibration_metrics`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"prob": [0.9, 0.9, 0.6, 0.6], "outcome": [1, 1, 1, 0]})
+    >>> brier_score(df, n_boot=0, strategy="unique")["estimate"].round(4).tolist()
+    [0.135, 0.01, 0.0625, 0.1875, 0.0, 0.0]
+    """
+    out = calibration_metrics(data, **kwargs)
+    keep = ["brier", "reliability", "resolution", "uncertainty", "within_bin_variance", "within_bin_covariance"]
+    return out[out["metric"].isin(keep)].reset_index(drop=True)
+
+
+@reads_frame(numbers=("prob",), labels=("outcome",))
+def reliability_table(
+    data: pd.DataFrame,
+    *,
+    prob: str = "prob",
+    outcome: str = "outcome",
+    n_bins: int = 10,
+    strategy: Strategy = "uniform",
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Observed rate against mean forecast per bin, with Wilson intervals: a reliability table.
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per forecast.
+    prob, outcome : str
+        Probability column and 0/1 outcome column (binary or top-label).
+    n_bins : int
+        Number of bins (ignored by ``strategy="unique"``).
+    strategy : {"uniform", "quantile", "unique"}
+        Binning rule (see :func:`calibration_metrics`).
+    confidence : float
+        Level of the Wilson intervals for the observed rate.
+
+    Returns
+    -------
+    DataFrame
+        One row per non-empty bin: ``bin`` (0-based), ``bin_low``, ``bin_high`` (limits;
+        both the value itself for ``unique``), ``n``, ``mean_prob``, ``observed`` (rate of
+        outcome 1), ``gap`` (observed - mean_prob), ``ci_low``, ``ci_high`` (Wilson
+        interval of ``observed``), ``strategy``, ``method``.
+
+    Notes
+    -----
+    ``mean_prob`` and ``observed`` equal ``prob_pred`` and ``prob_true`` of
+    ``sklearn.calibration.calibration_curve`` with the same ``n_bins`` and strategy.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"prob": [0.9, 0.9, 0.6, 0.6], "outcome": [1, 1, 1, 0]})
+    >>> reliability_table(df)[["n", "mean_prob", "observed"]].values.tolist()
+    [[2.0, 0.6, 0.5], [2.0, 0.9, 1.0]]
+    """
+    check_choice("strategy", strategy, STRATEGIES)
+    check_confidence(confidence)
+    p, y = _check_binary(data, prob, outcome)
+    keep = ~np.isnan(p) & ~np.isnan(y)
+    p, y = p[keep], y[keep]
+    index, low, high = _bins(p, n_bins, strategy)
+    n = np.bincount(index, minlength=len(low)).astype(float)
+    sp = np.bincount(index, weights=p, minlength=len(low))
+    sy = np.bincount(index, weights=y, minlength=len(low))
+    filled = n > 0
+    ci_low, ci_high = proportion_ci(sy[filled], n[filled], confidence, "wilson")
+    mean_prob = sp[filled] / n[filled]
+    observed = sy[filled] / n[filled]
+    return pd.DataFrame(
+        {
+            "bin": np.flatnonzero(filled),
+            "bin_low": low[filled],
+            "bin_high": high[filled],
+            "n": n[filled],
+            "mean_prob": mean_prob,
+            "observed": observed,
+            "gap": observed - mean_prob,
+            "ci_low": ci_low,
+            "ci_high": ci_high,
+            "strategy": strategy,
+            "method": "wilson",
+        }
+    )
+
+
