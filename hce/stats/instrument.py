@@ -19,7 +19,7 @@ import pandas as pd
 
 from hce._checks import check_confidence, numeric_column, require_columns
 from hce.errors import DataError
-from hce.stats import factor
+from hce.stats.factor import exploratory as factor
 from hce.stats._resample import check_n_boot
 from hce.stats.reliability import cronbach_alpha, icc, krippendorff_alpha, mcdonald_omega
 from hce.stats.validity import discriminant_validity, rater_expertise, substantive_validity

@@ -35,7 +35,7 @@ from scipy import stats
 from seeds import fast_and_other_seeds
 
 from hce.errors import DataError
-from hce.stats import factor as F
+from hce.stats.factor import exploratory as F
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "factor_analysis"
 BFI_ITEMS = [f"{t}{i}" for t in "ACENO" for i in range(1, 6)]

@@ -1,5 +1,5 @@
 """Bootstrap intervals of factor loadings, omega and ordinal alpha (``n_boot=`` in
-hce.stats.factor; machinery in hce.stats._factor_boot).
+hce.stats.factor; machinery in hce.stats.factor.bootstrap).
 
 Reference values, each independent of the code under test:
 
@@ -26,8 +26,8 @@ from scipy import stats
 
 from hce.errors import DataError, HceWarning
 from hce.stats import efa, omega_hierarchical, ordinal_alpha
-from hce.stats._factor_boot import align_factors, bootstrap_rows, congruence, match_factors
-from hce.stats.factor import _efa_solution
+from hce.stats.factor.bootstrap import align_factors, bootstrap_rows, congruence, match_factors
+from hce.stats.factor.exploratory import _efa_solution
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "factor_analysis"
 

@@ -12,7 +12,7 @@ Appendix B) reports: ``psych::fa`` for the EFA and its fit indices, ``psych::KMO
 rotations run on ``factor_analyzer``; hce adds the psych conventions (sign and order of
 factors, oblique sums of squares) and every fit statistic. ``efa``, ``omega_hierarchical``
 and ``ordinal_alpha`` take ``n_boot=`` for row-bootstrap percentile intervals (as
-``psych::fa(n.iter=)``; the resampling lives in :mod:`hce.stats._factor_boot`).
+``psych::fa(n.iter=)``; the resampling lives in :mod:`hce.stats.factor.bootstrap`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from scipy import optimize, special, stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError
-from hce.stats._factor_boot import align_factors, bootstrap_rows, summarise
+from hce.stats.factor.bootstrap import align_factors, bootstrap_rows, summarise
 from hce.stats._resample import check_n_boot
 from hce.stats._validate import reads_frame
 
