@@ -62,8 +62,6 @@ from hce.stats.factor import (
     efa,
     eigenvalues,
     kmo,
-    omega_hierarchical,
-    ordinal_alpha,
     parallel_analysis,
     polychoric,
 )
@@ -84,6 +82,8 @@ from hce.stats.reliability import (
     icc_groups,
     krippendorff_alpha,
     mcdonald_omega,
+    omega_hierarchical,
+    ordinal_alpha,
     percent_agreement,
     strict_agreement,
 )
