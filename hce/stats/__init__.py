@@ -64,8 +64,6 @@ from hce.stats.factor import (
     efa,
     eigenvalues,
     kmo,
-    omega_hierarchical,
-    ordinal_alpha,
     parallel_analysis,
     polychoric,
 )
@@ -86,6 +84,8 @@ from hce.stats.reliability import (
     icc_groups,
     krippendorff_alpha,
     mcdonald_omega,
+    omega_hierarchical,
+    ordinal_alpha,
     percent_agreement,
     strict_agreement,
 )

@@ -7,23 +7,52 @@ the factor structure (MSA, eigenvalues, scree, a minres EFA with varimax rotatio
 fit indices) and validity tests (discriminant, substantive, rater expertise).
 :func:`instrument_report` computes all of it; every coefficient comes from the module that
 owns it (:mod:`hce.stats.reliability`, :mod:`hce.stats.factor`, :mod:`hce.stats.validity`).
+One generator made from ``random_state`` feeds every bootstrap and the parallel analysis in
+turn, so their draws continue one stream instead of restarting from the same seed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from hce._checks import check_confidence, numeric_column, require_columns
 from hce.errors import DataError
-from hce.stats import factor
-from hce.stats._resample import check_n_boot
-from hce.stats.reliability import cronbach_alpha, icc, krippendorff_alpha, mcdonald_omega
-from hce.stats.validity import discriminant_validity, rater_expertise, substantive_validity
+from hce.stats._resample import as_generator, check_n_boot
 from hce.stats._validate import reads_frame
+from hce.stats.factor import (
+    CFAResult,
+    Correlation,
+    FactorResult,
+    Method,
+    ParallelResult,
+    Rotation,
+    bartlett_sphericity,
+    cfa,
+    efa,
+    efa_intervals,
+    eigenvalues,
+    kmo,
+    max_identified_factors,
+    parallel_analysis,
+)
+from hce.stats.factor.correlation import item_matrix
+from hce.stats.reliability import (
+    cronbach_alpha,
+    icc,
+    krippendorff_alpha,
+    mcdonald_omega,
+    omega_hierarchical,
+    ordinal_alpha,
+)
+from hce.stats.validity import (
+    discriminant_validity,
+    rater_expertise,
+    substantive_validity,
+)
 
 __all__ = ["InstrumentReport", "instrument_report", "item_statistics"]
 
@@ -87,7 +116,7 @@ def item_statistics(
     3    d    0.66              0.93
     """
     check_confidence(confidence)
-    x, names = factor._item_matrix(data, items)
+    x, names = item_matrix(data, items)
     unknown = [r for r in reverse if r not in names]
     if unknown:
         raise DataError(f"reverse items {unknown} are not among the items {names}")
@@ -161,9 +190,9 @@ class InstrumentReport:
     reliability: pd.DataFrame
     adequacy: pd.DataFrame
     eigenvalues: pd.DataFrame
-    parallel: factor.ParallelResult | None
-    factors: factor.FactorResult | None
-    confirmatory: factor.CFAResult | None = None
+    parallel: ParallelResult | None
+    factors: FactorResult | None
+    confirmatory: CFAResult | None = None
     validity: dict[str, pd.DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -209,7 +238,7 @@ def _distributions(data, attribute, score):
     return desc, counts
 
 
-def _reliability(data, target, rater, attribute, score, level, confidence, n_boot, seed):
+def _reliability(data, target, rater, attribute, score, level, confidence, n_boot, rng):
     parts = [(a, rows, target) for a, rows in data.groupby(attribute, observed=True)]
     # "all": every (text, attribute) pair is a unit rated by the raters
     unit = data[target].astype(str) + " | " + data[attribute].astype(str)
@@ -219,7 +248,7 @@ def _reliability(data, target, rater, attribute, score, level, confidence, n_boo
         i = icc(rows, targets=unit_col, raters=rater, ratings=score, confidence=confidence)
         i = i[i["estimator"].isin(["ICC3k"])]
         k = krippendorff_alpha(rows, targets=unit_col, raters=rater, ratings=score, level=level,
-                               confidence=confidence, n_boot=n_boot, random_state=seed)
+                               confidence=confidence, n_boot=n_boot, random_state=rng)
         for t in (i, k):
             tables.append(t.assign(attribute=label))
     out = pd.concat(tables, ignore_index=True)
@@ -228,8 +257,8 @@ def _reliability(data, target, rater, attribute, score, level, confidence, n_boo
 
 
 def _adequacy(wide: pd.DataFrame, cor: str) -> pd.DataFrame:
-    k = factor.kmo(wide, cor=cor)
-    b = factor.bartlett_sphericity(wide, cor=cor)
+    k = kmo(wide, cor=cor)
+    b = bartlett_sphericity(wide, cor=cor)
     rows = [{"test": "KMO", "item": i, "estimate": m, "statistic": np.nan, "df1": np.nan,
              "p_value": np.nan} for i, m in zip(k["item"], k["msa"])]
     rows.append({"test": "Bartlett sphericity", "item": "all", "estimate": np.nan,
@@ -238,19 +267,18 @@ def _adequacy(wide: pd.DataFrame, cor: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _factor_intervals(wide, items, efa_result, n_boot, confidence, seed, notes):
+def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
     """The EFA with bootstrap intervals, and ordinal alpha and omega rows with theirs.
 
     The EFA's intervals are added to the fitted result, so its RMSEA interval keeps psych's
     90% while the bootstrap intervals take the report's ``confidence``.
     """
-    x, _ = factor._item_matrix(wide, items)
-    intervals = factor._efa_intervals(x, efa_result, 0.5, n_boot, confidence,
-                                      np.random.default_rng(seed))
+    bootstrapped = efa_intervals(wide, efa_result, items, n_boot=n_boot, confidence=confidence,
+                                 random_state=rng)
     rows = []
     try:
-        a = factor.ordinal_alpha(wide, items, n_boot=n_boot, confidence=confidence,
-                                 random_state=seed).iloc[0]
+        a = ordinal_alpha(wide, items, n_boot=n_boot, confidence=confidence,
+                          random_state=rng).iloc[0]
         rows.append({"estimator": "ordinal alpha", "estimate": a["estimate"],
                      "ci_low": a["ci_low"], "ci_high": a["ci_high"], "method": a["method"],
                      "ci_method": a["ci_method"], "n_failed": a["n_failed"]})
@@ -258,9 +286,9 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, seed, notes):
         notes.append(f"ordinal alpha skipped: {err}")
     k = efa_result.loadings.shape[1]
     if k >= 2:
-        om = factor.omega_hierarchical(wide, items, n_factors=k, method=efa_result.method,
-                                       cor=efa_result.cor, n_boot=n_boot,
-                                       confidence=confidence, random_state=seed).estimates
+        om = omega_hierarchical(wide, items, n_factors=k, method=efa_result.method,
+                                cor=efa_result.cor, n_boot=n_boot, confidence=confidence,
+                                random_state=rng).estimates
         names = {"omega_hierarchical": "omega hierarchical",
                  "omega_total": "omega total (Schmid-Leiman)"}
         for _, o in om[om["measure"].isin(list(names))].iterrows():
@@ -271,7 +299,7 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, seed, notes):
         notes.append("omega hierarchical skipped: it needs at least 2 group factors and the "
                      "EFA kept 1")
     extra = pd.DataFrame(rows).assign(n_targets=len(wide), n_raters=len(items))
-    return replace(efa_result, intervals=intervals), extra
+    return bootstrapped, extra
 
 
 @reads_frame(keys=("target", "rater", "attribute", "rater_group"), numbers=("score",))
@@ -283,9 +311,9 @@ def instrument_report(
     attribute: str,
     score: str,
     n_factors: int | None = None,
-    method: factor.Method = "minres",
-    rotation: factor.Rotation = "varimax",
-    cor: factor.Correlation = "pearson",
+    method: Method = "minres",
+    rotation: Rotation = "varimax",
+    cor: Correlation = "pearson",
     level: str = "interval",
     structure: Mapping[str, Sequence[str]] | None = None,
     quality: str | None = None,
@@ -340,7 +368,9 @@ def instrument_report(
         BLAS thread, ``OPENBLAS_NUM_THREADS=1``; 4x that with OpenBLAS's default threads on a
         busy 2-core machine), and polychoric replicates cost more.
     random_state : int or Generator, optional
-        Seed of the bootstraps and of the parallel analysis.
+        Seed of the bootstraps and of the parallel analysis: one generator is made from it
+        and drawn from by each in turn (McDonald's omega, Krippendorff's alpha per
+        attribute, parallel analysis, then the ``factor_boot`` intervals).
 
     Returns
     -------
@@ -384,6 +414,7 @@ def instrument_report(
     check_n_boot(factor_boot, "factor_boot")
     require_columns(data, [target, rater, attribute, score]
                     + [c for c in (quality, predictor, rater_group) if c])
+    rng = as_generator(random_state)
     notes: list[str] = []
     desc, dist = _distributions(data, attribute, score)
     scored = data.assign(**{score: numeric_column(data, score)})
@@ -395,29 +426,28 @@ def instrument_report(
                            confidence=confidence)
     omega = mcdonald_omega(_long(wide.reset_index(drop=True)), _OBS, _ITEM, _SCORE,
                            confidence=confidence, n_boot=min(n_boot, 500),
-                           random_state=random_state)
+                           random_state=rng)
     consistency = pd.concat([alpha, omega], ignore_index=True)
     reliability = _reliability(scored, target, rater, attribute, score, level, confidence,
-                               n_boot, random_state)
+                               n_boot, rng)
     parallel, efa_result = None, None
     if len(items) >= 3:
         stats_table = item_statistics(wide.reset_index(drop=True), items, confidence=confidence)
         adequacy = _adequacy(wide, cor)
-        eig = factor.eigenvalues(wide, items, cor=cor)
+        eig = eigenvalues(wide, items, cor=cor)
         if n_factors is None:
-            parallel = factor.parallel_analysis(wide, items, random_state=random_state)
+            parallel = parallel_analysis(wide, items, random_state=rng)
             n_factors = max(parallel.n_factors, 1)
             notes.append(f"number of factors {n_factors} chosen by parallel analysis")
-            most = factor.max_identified_factors(len(items))
+            most = max_identified_factors(len(items))
             if n_factors > most:
                 notes.append(f"reduced to {most}: more factors leave {len(items)} attributes "
                              "with negative degrees of freedom")
                 n_factors = most
-        efa_result = factor.efa(wide, n_factors, items, method=method, rotation=rotation,
-                                cor=cor)
+        efa_result = efa(wide, n_factors, items, method=method, rotation=rotation, cor=cor)
         if factor_boot:
             efa_result, extra = _factor_intervals(wide, items, efa_result, factor_boot,
-                                                  confidence, random_state, notes)
+                                                  confidence, rng, notes)
             consistency = pd.concat([consistency, extra], ignore_index=True)
     else:
         notes.append("item statistics and factor analysis skipped: they need at least 3 "
@@ -428,7 +458,7 @@ def instrument_report(
                                          "p_value"])
         eig = pd.DataFrame(columns=["factor", "eigenvalue", "proportion", "cumulative",
                                     "kaiser"])
-    cfa_result = factor.cfa(wide, structure) if structure is not None else None
+    cfa_result = cfa(wide, structure) if structure is not None else None
     validity: dict[str, pd.DataFrame] = {}
     if quality is not None:
         if high is None or low is None:

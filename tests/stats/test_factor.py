@@ -36,6 +36,8 @@ from seeds import fast_and_other_seeds
 
 from hce.errors import DataError
 from hce.stats import factor as F
+from hce.stats.factor.correlation import _bvn_cdf, _polychoric_from_table
+from hce.stats.factor.exploratory import rmsea_interval
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "factor_analysis"
 BFI_ITEMS = [f"{t}{i}" for t in "ACENO" for i in range(1, 6)]
@@ -392,12 +394,12 @@ def test_cfa_drops_incomplete_rows_with_a_warning(hs):
                                             (0.3333333, 0.5), (0.39758450, 0.8)])
 def test_tetrachoric_special_case_matches_kirk_1973(joint, rho):
     table = np.array([[joint, 0.5 - joint], [0.5 - joint, joint]]) * 10_000
-    got = F._polychoric_from_table(table, np.array([0.0]), np.array([0.0]), 0.5)
+    got = _polychoric_from_table(table, np.array([0.0]), np.array([0.0]), 0.5)
     # (0.2275 is psych's case with unequal marginals: d1 = .5, d2 = .2275 -> joint .11375)
     if joint == 0.2275:
         table = np.array([[0.11375, 0.5 - 0.11375], [0.2275 - 0.11375, 0.5 - 0.2275 + 0.11375]])
-        got = F._polychoric_from_table(table * 10_000, np.array([0.0]),
-                                       np.array([stats.norm.ppf(0.2275)]), 0.5)
+        got = _polychoric_from_table(table * 10_000, np.array([0.0]),
+                                     np.array([stats.norm.ppf(0.2275)]), 0.5)
     assert got == pytest.approx(rho, abs=1e-5)
 
 
@@ -407,7 +409,7 @@ def test_bivariate_normal_cdf_matches_scipy():
     h[:4], k[2:6] = 0.0, 0.0
     for rho in (-0.9, -0.2, 0.0, 0.5, 0.97):
         mvn = stats.multivariate_normal(cov=[[1, rho], [rho, 1]])
-        np.testing.assert_allclose(F._bvn_cdf(h, k, rho), [mvn.cdf([a, b]) for a, b in zip(h, k)],
+        np.testing.assert_allclose(_bvn_cdf(h, k, rho), [mvn.cdf([a, b]) for a, b in zip(h, k)],
                                    atol=1e-9)
 
 
@@ -549,7 +551,7 @@ def test_rmsea_interval_and_bic_reproduce_the_pdsqi9_appendix_b_printout():
     """seeds/002 Appendix B prints psych::fa for n = 118, df = 2: "Likelihood Chi Square =
     2.6", "90 % confidence intervals are 0 0.198", "BIC = -6.94". From the printed (rounded)
     chi-square the same formulas give the same interval and BIC."""
-    low, high = F._rmsea_interval(2.6, 2, 118, 0.90)
+    low, high = rmsea_interval(2.6, 2, 118, 0.90)
     assert low == 0.0
     assert np.sqrt(high / (118 - 1) / 2) == pytest.approx(0.198, abs=0.0005)
     assert 2.6 - 2 * np.log(118) == pytest.approx(-6.94, abs=0.005)
@@ -559,3 +561,24 @@ def test_unidentified_models_are_flagged(hs):
     assert [F.max_identified_factors(p) for p in (3, 4, 5, 8, 9)] == [1, 1, 2, 4, 5]
     with pytest.warns(UserWarning, match="negative degrees of freedom"):
         F.efa(hs, 2, ["x1", "x2", "x4", "x5"], rotation="none")
+
+
+@pytest.mark.parametrize("module", ["adequacy", "confirmatory", "correlation", "exploratory"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"hce.stats.factor.{module}"),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_alpha_and_omega_live_in_reliability_and_old_paths_still_reach_them():
+    import hce.stats.reliability as R
+    from hce.stats.factor import OmegaResult, omega_hierarchical, ordinal_alpha
+
+    assert omega_hierarchical is R.omega_hierarchical and ordinal_alpha is R.ordinal_alpha
+    assert OmegaResult is R.OmegaResult and F.omega_hierarchical is R.omega_hierarchical
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        F.nope  # noqa: B018
+

@@ -1,5 +1,5 @@
 """Bootstrap intervals of factor loadings, omega and ordinal alpha (``n_boot=`` in
-hce.stats.factor; machinery in hce.stats._factor_boot).
+hce.stats.factor and hce.stats.reliability; machinery in hce.stats.factor.bootstrap).
 
 Reference values, each independent of the code under test:
 
@@ -26,8 +26,14 @@ from scipy import stats
 
 from hce.errors import DataError, HceWarning
 from hce.stats import efa, omega_hierarchical, ordinal_alpha
-from hce.stats._factor_boot import align_factors, bootstrap_rows, congruence, match_factors
-from hce.stats.factor import _efa_solution
+from hce.stats.factor.bootstrap import (
+    align_factors,
+    bootstrap_rows,
+    congruence,
+    match_factors,
+)
+from hce.stats.factor import efa_intervals
+from hce.stats.factor.exploratory import _efa_solution
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "factor_analysis"
 
@@ -191,6 +197,22 @@ def test_reproducible_with_random_state_and_off_by_default():
     assert off[["ci_low", "ci_high"]].isna().all().all() and off["n_failed"].eq(0).all()
     with pytest.raises(DataError, match="n_boot=-1 must be a non-negative integer"):
         efa(data, 2, n_boot=-1)
+
+
+def test_efa_intervals_adds_efas_own_intervals_to_a_fitted_result():
+    """The public entry point instrument_report uses: the same intervals as efa(n_boot=),
+    at a level of its own, the fit (and its 90% RMSEA interval) untouched."""
+    data, _ = _two_factor_data(n=200, seed=1)
+    fitted = efa(data, 2)
+    one_call = efa(data, 2, n_boot=12, random_state=7, confidence=0.8)
+    added = efa_intervals(data, fitted, n_boot=12, confidence=0.8, random_state=7)
+    pd.testing.assert_frame_equal(added.intervals, one_call.intervals)
+    pd.testing.assert_frame_equal(added.fit, fitted.fit)
+    assert added.fit["confidence"].max() == 0.90 and fitted.intervals is None
+    with pytest.raises(DataError, match=r"are not the items \['i0', 'i1'"):
+        efa_intervals(data, fitted, ["i0", "i1", "i2", "i3"], n_boot=5)
+    with pytest.raises(DataError, match="n_boot=0 must be at least 1"):
+        efa_intervals(data, fitted, n_boot=0)
 
 
 # ----------------------------------------------------------------------------- accuracy

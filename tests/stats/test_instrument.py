@@ -118,9 +118,7 @@ def test_instrument_report_picks_factors_by_parallel_analysis_and_skips_with_two
                           score="score", quality="quality", high="high")
 
 
-def test_factor_boot_adds_intervals_from_the_owning_functions():
-    """factor_boot= gives the EFA's bootstrap intervals and ordinal alpha / omega rows equal to
-    calling hce.stats.factor directly with the same seed; without it nothing changes."""
+def _two_factor_ratings():
     rng = np.random.default_rng(5)
     rows = []
     attributes = ["accurate", "thorough", "cited", "useful", "organized", "succinct"]
@@ -130,31 +128,61 @@ def test_factor_boot_adds_intervals_from_the_owning_functions():
             for j, a in enumerate(attributes):
                 s = np.clip(np.rint(3 + quality[j // 3] + rng.normal(0, 0.7)), 1, 5)
                 rows.append((t, f"r{r}", a, s))
-    d = pd.DataFrame(rows, columns=["text", "rater", "attribute", "score"])
+    return pd.DataFrame(rows, columns=["text", "rater", "attribute", "score"])
+
+
+def test_factor_boot_adds_intervals_from_the_owning_functions():
+    """factor_boot= gives the EFA's bootstrap intervals and ordinal alpha / omega rows equal to
+    calling the owning functions (hce.stats.factor, hce.stats.reliability) in turn on one
+    generator made from the same seed; without it nothing changes.
+
+    n_boot=0 switches the report's other bootstraps (omega, Krippendorff's alpha) off, so
+    the factor_boot intervals are the first draws of the generator."""
+    d = _two_factor_ratings()
     kwargs = dict(target="text", rater="rater", attribute="attribute", score="score",
-                  n_factors=2, rotation="oblimin", n_boot=20, random_state=3)
+                  n_factors=2, rotation="oblimin", n_boot=0, random_state=3)
     rep = instrument_report(d, factor_boot=15, **kwargs)
     plain = instrument_report(d, **kwargs)
     assert plain.factors.intervals is None and len(plain.internal_consistency) == 2
     wide = d.pivot_table(index=["text", "rater"], columns="attribute", values="score")
     items = list(wide.columns)
-    ref = efa(wide, 2, items, rotation="oblimin", n_boot=15, random_state=3)
+    stream = np.random.default_rng(3)
+    ref = efa(wide, 2, items, rotation="oblimin", n_boot=15, random_state=stream)
+    alpha = ordinal_alpha(wide, items, n_boot=15, random_state=stream).iloc[0]
+    omega = omega_hierarchical(wide, items, n_factors=2, n_boot=15,
+                               random_state=stream).estimates.set_index("measure")
     pd.testing.assert_frame_equal(rep.factors.intervals, ref.intervals)
     assert rep.factors.fit_value("rmsea") == ref.fit_value("rmsea")
     assert rep.factors.fit.set_index("index").loc["rmsea", "confidence"] == 0.90
     got = rep.internal_consistency.set_index("estimator")
-    alpha = ordinal_alpha(wide, items, n_boot=15, random_state=3).iloc[0]
     assert got.loc["ordinal alpha", "estimate"] == pytest.approx(alpha["estimate"], rel=1e-12)
     assert got.loc["ordinal alpha", "ci_low"] == pytest.approx(alpha["ci_low"], rel=1e-12)
-    omega = omega_hierarchical(wide, items, n_factors=2, n_boot=15,
-                               random_state=3).estimates.set_index("measure")
     assert got.loc["omega hierarchical", "ci_high"] == pytest.approx(
         omega.loc["omega_hierarchical", "ci_high"], rel=1e-12)
     assert got.loc["omega total (Schmid-Leiman)", "estimate"] == pytest.approx(
         omega.loc["omega_total", "estimate"], rel=1e-12)
-    assert (got["ci_low"] <= got["estimate"]).all() and (got["estimate"] <= got["ci_high"]).all()
+    bounded = got.drop(index="McDonald's omega")  # n_boot=0: no interval of its own
+    assert (bounded["ci_low"] <= bounded["estimate"]).all()
+    assert (bounded["estimate"] <= bounded["ci_high"]).all()
     text = rep.summary()
     assert "Coefficients and bootstrapped 95 % confidence intervals (15 resamples" in text
     assert "omega hierarchical" in text
     with pytest.raises(DataError, match="factor_boot=-2 must be a non-negative integer"):
         instrument_report(d, factor_boot=-2, **kwargs)
+
+
+def test_bootstraps_of_the_report_draw_one_stream_not_one_seed_each():
+    """A seed and the generator made from it give the same report: the seed becomes one
+    generator that every bootstrap and the parallel analysis draw from in turn. (Passing the
+    plain seed on restarted each of them from it, so a seed and its generator disagreed, and
+    the EFA, ordinal alpha and omega resampled the very same rows.)"""
+    d = _two_factor_ratings()
+    kwargs = dict(target="text", rater="rater", attribute="attribute", score="score",
+                  rotation="oblimin", n_boot=30, factor_boot=6)
+    seeded = instrument_report(d, random_state=11, **kwargs)
+    generated = instrument_report(d, random_state=np.random.default_rng(11), **kwargs)
+    assert seeded.parallel is not None  # the parallel analysis drew from the stream too
+    pd.testing.assert_frame_equal(seeded.internal_consistency, generated.internal_consistency)
+    pd.testing.assert_frame_equal(seeded.reliability, generated.reliability)
+    pd.testing.assert_frame_equal(seeded.parallel.table, generated.parallel.table)
+    pd.testing.assert_frame_equal(seeded.factors.intervals, generated.factors.intervals)

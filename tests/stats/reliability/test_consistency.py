@@ -97,6 +97,28 @@ def test_one_factor_matches_factor_analyzer_on_holzinger_swineford():
     np.testing.assert_allclose(psi, fa.get_uniquenesses(), atol=2e-6)
 
 
+
+def test_one_factor_omega_divides_by_the_model_variance_psych_by_the_observed():
+    """The two omega totals of one ML factor on Holzinger-Swineford x1-x9 correlations.
+
+    R 4, psych 2.2.9: ``omega(hs[, paste0("x", 1:9)], nfactors = 1, fm = "ml")$omega.tot``
+    prints 0.769019 (1 - sum(u2) / sum(R), the observed variance of the standardised sum);
+    ``mcdonald_omega(scale="correlation")`` divides the same loadings' (sum lambda)^2 by the
+    model-implied variance (sum lambda)^2 + sum(psi) (McDonald 1999, eq. 6.20b) and gives
+    0.7235. Both come from the loadings checked against factor_analyzer above; 5e-7 is the
+    printed rounding.
+    """
+    hs = shared_csv("HolzingerSwineford1939.csv", folder="factor_analysis")
+    items = hs[[f"x{i}" for i in range(1, 10)]]
+    r = items.corr().to_numpy()
+    loadings, psi = one_factor(r)
+    assert 1 - psi.sum() / r.sum() == pytest.approx(0.769019, abs=5e-7)
+    long = items.rename_axis("t").reset_index().melt("t", var_name="item")
+    got = mcdonald_omega(long, "t", "item", "value", scale="correlation", n_boot=0).estimate[0]
+    # rel 1e-9: mcdonald_omega standardises the covariance matrix, a different rounding path
+    assert got == pytest.approx(loadings.sum() ** 2 / (loadings.sum() ** 2 + psi.sum()), rel=1e-9)
+    assert got == pytest.approx(0.7235, abs=5e-5)
+
 def test_omega_bootstrap_is_reproducible_and_brackets_estimate():
     rng = np.random.default_rng(1)
     y = rng.normal(size=(60, 1)) * LOADINGS + rng.normal(size=(60, 5)) * np.sqrt(UNIQUE)

@@ -1,5 +1,8 @@
 """Row bootstrap for factor-analytic statistics: refit per resample, align factors, count failures.
 
+Used by :func:`hce.stats.factor.efa` and by the factor-based reliability coefficients
+(ordinal alpha, omega hierarchical) in :mod:`hce.stats.reliability.consistency`.
+
 A factor solution is identified only up to the order and the signs of its factors, so before
 a replicate's loadings can be compared with the full-sample ones its columns are matched to
 them (:func:`align_factors`). Every refit may fail (a singular resample, an extraction that
@@ -17,7 +20,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from hce.errors import HceError, HceWarning
-from hce.stats._resample import percentile_interval
+from hce.stats._resample import as_generator, percentile_interval
 
 # factor_analyzer's notice when L-BFGS-B stops before convergence (factor_analyzer 0.5.1)
 _NOT_CONVERGED = "Failed to converge"
@@ -128,3 +131,14 @@ def summarise(replicates: Replicates, confidence: float):
     se = np.where(valid > 1, np.sqrt(squares / np.maximum(valid - 1, 1)), np.nan)
     low, high = percentile_interval(values, confidence)
     return se, low, high
+
+
+def row_intervals(x, statistic, size, n_boot, confidence, random_state, what):
+    """``ci_low, ci_high, ci_method, n_failed`` of statistics of row resamples (NaN if off)."""
+    if not n_boot:
+        return np.full(size, np.nan), np.full(size, np.nan), "none (n_boot=0)", 0
+    reps = bootstrap_rows(x, statistic, int(n_boot), as_generator(random_state),
+                          size=size, what=what)
+    _, low, high = summarise(reps, confidence)
+    return (low, high, f"percentile bootstrap over rows (B={n_boot}, {reps.n_failed} failed)",
+            reps.n_failed)
