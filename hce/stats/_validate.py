@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hce._checks import _label, require_columns
+from hce._checks import _label, plain, require_columns
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -107,6 +107,8 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
             if not isinstance(data, pd.DataFrame):
                 raise DataError(f"{func.__name__}: {frame_spec.frame} must be a pandas DataFrame, "
                                 f"got {type(data).__name__}")  # fmt: skip
+            if frame_spec.log:
+                refuse_repeated_attempts(data, arguments, func.__name__)
             # Flagged attempts are out before the check: a failed reply's garbage is no error.
             flagged = np.zeros(len(data), dtype=bool)
             if inject:
@@ -132,6 +134,38 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
         return wrapper
 
     return decorate
+
+
+ATTEMPT_ID = "attempt_id"
+#: The long view's criterion column (``hce.log.to_long``): one attempt per criterion there.
+LONG_CRITERION = "criterion"
+
+
+def refuse_repeated_attempts(data: pd.DataFrame, arguments: Mapping, name: str) -> None:
+    """An attempt log holding one ``attempt_id`` twice counts that attempt twice: refuse it.
+
+    Checked only where the frame has an ``attempt_id`` column. In the long view (a
+    ``criterion`` column, or the column a ``criterion=`` keyword names) an attempt has one
+    row per criterion, so the id must be unique within each criterion.
+    """
+    if ATTEMPT_ID not in data.columns or data.empty:
+        return
+    within = [c for c in dict.fromkeys([LONG_CRITERION, *columns_of(arguments.get("criterion"))]) if c in data.columns]
+    keys = data[[ATTEMPT_ID, *within]]
+    repeated = keys.duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return
+    first = int(np.flatnonzero(repeated)[0])
+    same = (keys == keys.iloc[first]).all(axis=1).to_numpy()
+    second = int(np.flatnonzero(repeated & same)[1])
+    per = "".join(f", {c} {plain(keys.iloc[first][c])!r}" for c in within)
+    n_ids = int(keys[repeated].drop_duplicates().shape[0])
+    raise DataError(
+        f"{name}: attempt_id {data[ATTEMPT_ID].iloc[first]!r} appears in rows {_label(data.index[first])} and "
+        f"{_label(data.index[second])} (positions {first} and {second}){per}; {n_ids:,} attempt id(s) appear more than once, which would count those "
+        "attempts twice (a log concatenated with itself, or with an overlapping log?); drop the repeats, or combine "
+        "overlapping logs with hce.log.merge_logs (`hce log merge`)"
+    )
 
 
 def columns_of(value: object) -> list[str]:
