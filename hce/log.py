@@ -225,8 +225,11 @@ def validate_log(
 
 
 def _first_repeat(ids: pd.Series) -> tuple[int, int, int] | None:
-    """Positions of the first two rows sharing an id, and how many ids repeat; None if all unique."""
-    repeated = ids.duplicated(keep=False).to_numpy()
+    """Positions of the first two rows sharing an id, and how many ids repeat; None if all unique.
+
+    Missing ids (rows of a frame without the column) are not compared.
+    """
+    repeated = (ids.duplicated(keep=False) & ids.notna()).to_numpy()
     if not repeated.any():
         return None
     first = int(np.flatnonzero(repeated)[0])
@@ -498,7 +501,7 @@ def combine_logs(logs: Sequence[pd.DataFrame], *, row_labels: Sequence[str] | No
     Parameters
     ----------
     logs : list of DataFrame
-        Attempt logs (validated on the way).
+        Attempt logs; a frame without ``attempt_id`` (a simulated log) is not checked.
     row_labels : list of str, optional
         How errors name each row of the combined log; default ``log <k> row <n>``.
 
@@ -518,11 +521,13 @@ def combine_logs(logs: Sequence[pd.DataFrame], *, row_labels: Sequence[str] | No
     ...
     hce.errors.LogFormatError: attempt_id 'a1' appears twice (log 1 row 1 and log 2 row 1); ...
     """
-    frames = [validate_log(frame, source=f"log {k + 1}") for k, frame in enumerate(logs)]
+    frames = list(logs)
+    if not frames:
+        raise LogFormatError("no log given")
     combined = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if row_labels is None:
         row_labels = [f"log {k + 1} row {i + 1}" for k, frame in enumerate(frames) for i in range(len(frame))]
-    pair = _first_repeat(combined["attempt_id"])
+    pair = _first_repeat(combined["attempt_id"]) if "attempt_id" in combined.columns else None
     if pair is not None:
         first, second, n_repeated = pair
         raise LogFormatError(

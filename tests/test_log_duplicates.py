@@ -189,3 +189,13 @@ def test_experiment2_refuses_a_repeated_attempt():
     log = exp2_log()
     with pytest.raises(DataError, match="experiment2: attempt_id"):
         hs.experiment2(pd.concat([log, log.iloc[[5]]], ignore_index=True))
+
+
+def test_study_report_takes_frames_without_attempt_ids():
+    """Simulated logs have no attempt_id: nothing to compare, and the report still reads them."""
+    from hce.report.study import study_report
+
+    log = simulated_log(n_items=8, n_attempts=3)
+    assert "attempt_id" not in log.columns
+    assert study_report([log, simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
+                                            n_items=8, n_attempts=3)]).tables()  # fmt: skip
