@@ -199,3 +199,13 @@ def test_study_report_takes_frames_without_attempt_ids():
     assert "attempt_id" not in log.columns
     assert study_report([log, simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
                                             n_items=8, n_attempts=3)]).tables()  # fmt: skip
+
+
+def test_a_log_changed_in_place_after_a_check_is_checked_again():
+    # The door remembers a unique attempt_id column (a report hands one log to dozens of
+    # statistics); an id written into that column afterwards must still be caught.
+    log = exp2_log()
+    hs.item_spread(log)
+    log.loc[7, "attempt_id"] = log.loc[3, "attempt_id"]
+    with pytest.raises(DataError, match=r"appears in rows 3 and 7"):
+        hs.item_spread(log)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -141,6 +142,12 @@ ATTEMPT_ID = "attempt_id"
 LONG_CRITERION = "criterion"
 
 
+#: Immutable ``attempt_id`` storage found unique, by identity (hashing a million ids takes
+#: a second, and a report hands one log to dozens of statistics). Weak: storage that goes
+#: away leaves, so a reused ``id()`` never stands for it.
+_UNIQUE_IDS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 def refuse_repeated_attempts(data: pd.DataFrame, arguments: Mapping, name: str) -> None:
     """An attempt log holding one ``attempt_id`` twice counts that attempt twice: refuse it.
 
@@ -151,9 +158,16 @@ def refuse_repeated_attempts(data: pd.DataFrame, arguments: Mapping, name: str) 
     if ATTEMPT_ID not in data.columns or data.empty:
         return
     within = [c for c in dict.fromkeys([LONG_CRITERION, *columns_of(arguments.get("criterion"))]) if c in data.columns]
+    # Arrow-backed text (pandas' default) is immutable: a column set anew gets new storage,
+    # so the storage's identity says this very column passed already. Others: no memo.
+    ids = getattr(data[ATTEMPT_ID].array, "_pa_array", None)
+    if not within and ids is not None and _UNIQUE_IDS.get(id(ids)) is ids:
+        return
     keys = data[[ATTEMPT_ID, *within]]
     repeated = keys.duplicated(keep=False).to_numpy()
     if not repeated.any():
+        if not within and ids is not None:
+            _UNIQUE_IDS[id(ids)] = ids
         return
     first = int(np.flatnonzero(repeated)[0])
     same = (keys == keys.iloc[first]).all(axis=1).to_numpy()
