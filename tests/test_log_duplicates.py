@@ -181,7 +181,7 @@ def test_item_spread_refuses_a_log_concatenated_with_itself():
         hs.item_spread(pd.concat([log, log]))
     long = hce.to_long(log, [])
     assert len(hs.item_spread(long, score="score", criterion="criterion")) == len(hs.item_spread(log))
-    with pytest.raises(DataError, match="criterion 'total'"):
+    with pytest.raises(DataError, match="appears in rows 0 and 0 \\(positions 0 and 180\\)"):
         hs.item_spread(pd.concat([long, long]), score="score", criterion="criterion")
 
 
@@ -206,6 +206,16 @@ def test_a_log_changed_in_place_after_a_check_is_checked_again():
     # statistics); an id written into that column afterwards must still be caught.
     log = exp2_log()
     hs.item_spread(log)
-    log.loc[7, "attempt_id"] = log.loc[3, "attempt_id"]
-    with pytest.raises(DataError, match=r"appears in rows 3 and 7"):
+    log.loc[4, "attempt_id"] = log.loc[3, "attempt_id"]  # the same item and condition
+    with pytest.raises(DataError, match=r"appears in rows 3 and 4"):
         hs.item_spread(log)
+
+
+def test_a_table_of_ratings_of_attempts_is_not_a_log_with_repeats():
+    # Two raters per attempt: attempt_id repeats once per rater, which the call names.
+    ratings = pd.DataFrame({"attempt_id": np.repeat([f"a{i}" for i in range(12)], 2), "item_id": np.repeat(range(12), 2),
+                            "rater": ["r1", "r2"] * 12, "score": np.tile([1, 2, 3, 4, 5, 3], 4)})  # fmt: skip
+    assert len(hs.krippendorff_alpha(ratings, "item_id", "rater", "score", n_boot=0)) == 1
+    assert len(hs.krippendorff_alpha(ratings, "attempt_id", "rater", "score", n_boot=0)) == 1
+    with pytest.raises(DataError, match=r"appears in rows 4 and 4 \(positions 4 and 24\)"):
+        hs.krippendorff_alpha(pd.concat([ratings, ratings.iloc[[4]]]), "item_id", "rater", "score", n_boot=0)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hce._checks import _label, plain, require_columns
+from hce._checks import _label, require_columns
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -109,7 +109,7 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
                 raise DataError(f"{func.__name__}: {frame_spec.frame} must be a pandas DataFrame, "
                                 f"got {type(data).__name__}")  # fmt: skip
             if frame_spec.log:
-                refuse_repeated_attempts(data, arguments, func.__name__)
+                refuse_repeated_attempts(data, key_columns(frame_spec, arguments), func.__name__)
             # Flagged attempts are out before the check: a failed reply's garbage is no error.
             flagged = np.zeros(len(data), dtype=bool)
             if inject:
@@ -148,37 +148,40 @@ LONG_CRITERION = "criterion"
 _UNIQUE_IDS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-def refuse_repeated_attempts(data: pd.DataFrame, arguments: Mapping, name: str) -> None:
+def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str) -> None:
     """An attempt log holding one ``attempt_id`` twice counts that attempt twice: refuse it.
 
-    Checked only where the frame has an ``attempt_id`` column. In the long view (a
-    ``criterion`` column, or the column a ``criterion=`` keyword names) an attempt has one
-    row per criterion, so the id must be unique within each criterion.
+    Checked only where the frame has an ``attempt_id`` column that the call does not name
+    as a key itself (a table of ratings *of* attempts, ``targets="attempt_id"``). A long
+    table has an attempt in several rows, one per criterion, rater or other key the call
+    names in ``named`` (and one per ``criterion``, :func:`hce.log.to_long`'s column):
+    there the id must be unique within each combination of those columns.
     """
-    if ATTEMPT_ID not in data.columns or data.empty:
+    if ATTEMPT_ID not in data.columns or ATTEMPT_ID in named or data.empty:
         return
-    within = [c for c in dict.fromkeys([LONG_CRITERION, *columns_of(arguments.get("criterion"))]) if c in data.columns]
     # Arrow-backed text (pandas' default) is immutable: a column set anew gets new storage,
     # so the storage's identity says this very column passed already. Others: no memo.
     ids = getattr(data[ATTEMPT_ID].array, "_pa_array", None)
-    if not within and ids is not None and _UNIQUE_IDS.get(id(ids)) is ids:
+    if ids is not None and _UNIQUE_IDS.get(id(ids)) is ids:
         return
+    if not data[ATTEMPT_ID].duplicated().any():
+        if ids is not None:
+            _UNIQUE_IDS[id(ids)] = ids
+        return
+    within = [c for c in dict.fromkeys([*named, LONG_CRITERION]) if c in data.columns]
     keys = data[[ATTEMPT_ID, *within]]
     repeated = keys.duplicated(keep=False).to_numpy()
     if not repeated.any():
-        if not within and ids is not None:
-            _UNIQUE_IDS[id(ids)] = ids
         return
     first = int(np.flatnonzero(repeated)[0])
     same = (keys == keys.iloc[first]).all(axis=1).to_numpy()
     second = int(np.flatnonzero(repeated & same)[1])
-    per = "".join(f", {c} {plain(keys.iloc[first][c])!r}" for c in within)
     n_ids = int(keys[repeated].drop_duplicates().shape[0])
     raise DataError(
         f"{name}: attempt_id {data[ATTEMPT_ID].iloc[first]!r} appears in rows {_label(data.index[first])} and "
-        f"{_label(data.index[second])} (positions {first} and {second}){per}; {n_ids:,} attempt id(s) appear more than once, which would count those "
-        "attempts twice (a log concatenated with itself, or with an overlapping log?); drop the repeats, or combine "
-        "overlapping logs with hce.log.merge_logs (`hce log merge`)"
+        f"{_label(data.index[second])} (positions {first} and {second}); {n_ids:,} attempt id(s) appear more than once, "
+        "which would count those attempts twice (a log concatenated with itself, or with an overlapping log?); "
+        "drop the repeats, or combine overlapping logs with hce.log.merge_logs (`hce log merge`)"
     )
 
 
@@ -193,6 +196,14 @@ def columns_of(value: object) -> list[str]:
     return []
 
 
+def key_columns(spec: FrameSpec, arguments: Mapping) -> list[str]:
+    """The id and grouping columns a call names (a rater column in long layout among them)."""
+    keys = [c for k in spec.keys for c in columns_of(arguments.get(k))]
+    if spec.ratings_or_key is not None and isinstance(arguments.get(spec.ratings_or_key), str):
+        keys.append(arguments[spec.ratings_or_key])
+    return keys
+
+
 def check_frame(
     data: pd.DataFrame, spec: FrameSpec, arguments: dict, name: str
 ) -> tuple[pd.DataFrame, list[str]]:
@@ -201,16 +212,14 @@ def check_frame(
     Returns the frame to use and the columns read anew (numbers stored as text). The
     caller's frame is never modified: a coerced column is replaced in a shallow copy.
     """
-    keys = [c for k in spec.keys for c in columns_of(arguments.get(k))]
+    keys = key_columns(spec, arguments)
     texts = [c for k in spec.texts for c in columns_of(arguments.get(k))]
     numbers = [c for k in spec.numbers for c in columns_of(arguments.get(k))] + list(spec.fixed)
     labels = [columns_of(arguments.get(k)) for k in spec.labels]
     present = [c for k in spec.optional for c in columns_of(arguments.get(k)) if c in data.columns]
     if spec.ratings_or_key is not None:
         value = arguments.get(spec.ratings_or_key)
-        if isinstance(value, str):
-            keys.append(value)
-        elif value is not None:
+        if not isinstance(value, str) and value is not None:
             labels = [columns_of(value)]  # wide layout: the function checks the rest
     if spec.mapping is not None and isinstance(arguments.get(spec.mapping), Mapping):
         numbers += [c for group in arguments[spec.mapping].values() for c in columns_of(group)]
