@@ -5,8 +5,8 @@ below that; an estimate with its interval in one cell, ``0.41 [0.20, 0.60]``, un
 header naming the level (``Effect size (95% CI)``); an interval with no upper limit as
 ``[0.12, ∞)``; counts as integers with thousands separators; column headers in words
 (``Items``, ``P value``). Numbers get the decimals they need: two by default, more when two
-would show a number as a round one it is not (0.99937 is ``0.9994``, not ``1.00``), fewer
-than two significant digits, or an interval narrower than its last shown digit. A
+would show a number under 1 as a whole one (0.99937 is ``0.999``, not ``1.00``) or with
+fewer than two significant digits, or an interval narrower than its last shown digit. A
 :class:`Table` keeps its raw DataFrame (written to CSV exactly, snake_case headers) and
 formats only when rendered to Markdown, HTML or LaTeX.
 """
@@ -117,9 +117,9 @@ def decimals_needed(values: Sequence[float], digits: int = 2, *, width: float | 
     """Decimals that show every finite value (and an interval ``width``) faithfully.
 
     At least ``digits``; more where a nonzero value would show fewer than two significant
-    digits, or one under 1 in size would show as a whole number, and where ``width`` (an interval's) would show
-    fewer than two significant digits. None when that takes more than :data:`MAX_DECIMALS`
-    (scientific notation instead).
+    digits, or one under 1 in size as a whole number, and where ``width`` (an interval's)
+    would show fewer than two significant digits. None when that takes more than
+    :data:`MAX_DECIMALS` (scientific notation instead).
     """
     needed = digits
     for value in values:
