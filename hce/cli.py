@@ -431,6 +431,30 @@ def study_status(study: Path = typer.Argument(..., help="The study YAML.")) -> N
     console.print(shown)
 
 
+@log_app.command("merge")
+def log_merge(
+    logs: list[Path] = typer.Argument(..., help="Logs that overlap on purpose (.jsonl, .csv, .parquet)."),
+    out: Path = typer.Option(..., "-o", "--out", help="The merged log to write; the format follows the suffix."),
+) -> None:
+    """Combine overlapping logs into one with one row per attempt id.
+
+    Where an attempt has several rows, a successful one (error_flag false) wins over a
+    flagged one; between rows of the same kind the first wins, in the order the logs are
+    given. The rows left out are counted; nothing else changes.
+    """
+    with reported():
+        if out.resolve() in {log.resolve() for log in logs}:
+            raise hce.LogFormatError(f"{out}: the merged log would replace one of its inputs; write it elsewhere")
+        merged, dropped = hce.log.merge_logs(logs)
+        hce.write_log(merged, out)
+    failed = int(dropped["error_flag"].sum())
+    console.print(
+        f"wrote {out}: {len(merged):,} attempts; left out {len(dropped):,} repeated row(s) "
+        f"({failed:,} flagged, {len(dropped) - failed:,} successful ones after the first)",
+        highlight=False,
+    )
+
+
 @app.command()
 def report(
     logs: list[Path] = typer.Argument(..., help="One or more attempt logs (.jsonl, .csv, .parquet)."),
@@ -444,9 +468,9 @@ def report(
     from hce.report.study import bayes_section, study_report
 
     with reported():
-        frames = [hce.read_log(path) for path in logs]
+        log = hce.read_log(logs)  # an attempt in two files is refused here, before any statistic
         extra = [bayes_section] if bayes else []
-        folder = study_report(frames, title=title, strata=strata, metadata=metadata, extra_sections=extra).write(out)
+        folder = study_report(log, title=title, strata=strata, metadata=metadata, extra_sections=extra).write(out)
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
 
 

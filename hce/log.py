@@ -75,6 +75,9 @@ SCHEMA: tuple[Column, ...] = (
     Column("error_message", "str", "Why error_flag is set"),
 )
 COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}
+# Where a retry keeps the rows of failed calls it sends again (hce.collect.failed): the
+# same attempts as the new rows in the log, so the two files are never read together.
+RETRIED_SUFFIX = ".retried.jsonl"
 ID_COLUMNS = ("attempt_id", "experiment_id", "item_id", "condition_id", "prompt_id", "model", "attempt")
 
 # "bool!" is a plain (non-missing) bool; everything else is nullable.
@@ -152,13 +155,16 @@ def make_attempt_id(experiment_id: str, item_id: str, condition_id: str, attempt
 # --- validation --------------------------------------------------------------------------
 
 
-def validate_log(data: pd.DataFrame, *, source: str = "log", row_labels: Sequence[Any] | None = None) -> pd.DataFrame:
+def validate_log(
+    data: pd.DataFrame, *, source: str = "log", row_labels: Sequence[Any] | None = None, unique: bool = True
+) -> pd.DataFrame:
     """Check a frame against the schema and return it with schema dtypes.
 
     Schema columns are converted to their dtypes only when every value is representable;
     otherwise a :class:`~hce.errors.LogFormatError` names the first offending row and
     column. ``error_flag`` may be absent (taken as all False); other required columns
-    must be present. Unknown columns are kept untouched. ``attempt_id`` must be unique.
+    must be present. Unknown columns are kept untouched. ``attempt_id`` must be unique
+    (unless ``unique=False``, for :func:`merge_logs`, which picks one row per attempt).
 
     Parameters
     ----------
@@ -168,6 +174,8 @@ def validate_log(data: pd.DataFrame, *, source: str = "log", row_labels: Sequenc
         How errors name the data (a file path, say).
     row_labels : sequence, optional
         How errors name each row (e.g. ``"line 7"``); default ``"row <index>"``.
+    unique : bool, default True
+        Refuse an ``attempt_id`` in two rows.
 
     Examples
     --------
@@ -206,14 +214,40 @@ def validate_log(data: pd.DataFrame, *, source: str = "log", row_labels: Sequenc
         raise LogFormatError(f"{source}: {where(int(np.flatnonzero(ids.isna())[0]))}, column 'attempt_id': missing")
     if out["item_id"].isna().any():
         raise LogFormatError(f"{source}: {where(int(np.flatnonzero(out['item_id'].isna())[0]))}, column 'item_id': missing")
-    dup = ids.duplicated(keep=False).to_numpy()
-    if dup.any():
-        first, second = np.flatnonzero(dup & (ids == ids[dup].iloc[0]).to_numpy())[:2]
+    pair = _first_repeat(ids) if unique else None
+    if pair is not None:
+        first, second, n_repeated = pair
         raise LogFormatError(
-            f"{source}: attempt_id {ids.iloc[first]!r} appears twice ({where(first)} and {where(second)}); "
-            "each attempt must be logged once"
+            f"{source}: attempt_id {ids.iloc[first]!r} appears twice ({where(first)} and {where(second)}"
+            f"{_more(n_repeated)}); each attempt must be logged once{_sidecar_hint(source)}"
         )
     return out
+
+
+def _first_repeat(ids: pd.Series) -> tuple[int, int, int] | None:
+    """Positions of the first two rows sharing an id, and how many ids repeat; None if all unique.
+
+    Missing ids (rows of a frame without the column) are not compared.
+    """
+    repeated = (ids.duplicated(keep=False) & ids.notna()).to_numpy()
+    if not repeated.any():
+        return None
+    first = int(np.flatnonzero(repeated)[0])
+    second = int(np.flatnonzero(repeated & (ids == ids.iloc[first]).to_numpy())[1])
+    return first, second, int(ids[repeated].nunique())
+
+
+def _more(n_repeated: int) -> str:
+    return f"; {n_repeated:,} attempt ids appear more than once" if n_repeated > 1 else ""
+
+
+def _sidecar_hint(source: str) -> str:
+    if not str(source).endswith(RETRIED_SUFFIX):
+        return ""
+    return (
+        f". {source} is not an attempt log but the rows of failed calls a retry set aside (an attempt retried "
+        f"several times is there once per failed try); read {str(source)[: -len(RETRIED_SUFFIX)]} instead"
+    )
 
 
 def _bad(source: str, where: str, column: Column, value: Any) -> LogFormatError:
@@ -364,13 +398,22 @@ def _format_of(path: Path, fmt: Format | None) -> Format:
     return mapping[suffix]
 
 
-def read_log(path: str | os.PathLike, *, format: Format | None = None, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Read an attempt log (JSONL, CSV or Parquet) into a validated DataFrame.
+def read_log(
+    path: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    format: Format | None = None,
+    columns: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Read an attempt log (JSONL, CSV or Parquet), or several as one, into a validated DataFrame.
 
     Parameters
     ----------
-    path : path
-        The log file; the format comes from the suffix unless ``format`` is given.
+    path : path or list of paths
+        The log file(s); the format comes from each suffix unless ``format`` is given.
+        Several files are read as one log, in the order given; an attempt (``attempt_id``)
+        in two of them is an error naming both files and lines, as is a log passed with
+        the ``<log>.retried.jsonl`` a retry set its failed calls aside in. Combine logs
+        that overlap on purpose with :func:`merge_logs` (``hce log merge``).
     format : {"jsonl", "csv", "parquet"}, optional
     columns : list of str, optional
         Read only these columns (Parquet reads nothing else from disk; a fast way to
@@ -400,7 +443,22 @@ def read_log(path: str | os.PathLike, *, format: Format | None = None, columns: 
       item_id  total  error_flag
     0      T1   14.0       False
     """
-    path = Path(path)
+    if isinstance(path, (str, os.PathLike)):
+        return _read_one(Path(path), format, columns)[0]
+    paths = [Path(p) for p in path]
+    if not paths:
+        raise LogFormatError("no log file given")
+    read = [_read_one(p, format, columns) for p in paths]
+    labels = [[f"{p} {label}" for label in (rows or (f"row {i + 1}" for i in range(len(frame))))]
+              for p, (frame, rows) in zip(paths, read)]  # fmt: skip
+    _refuse_sidecar(paths, [frame for frame, _ in read])
+    return combine_logs([frame for frame, _ in read], row_labels=[label for rows in labels for label in rows])
+
+
+def _read_one(
+    path: Path, format: Format | None, columns: Sequence[str] | None, *, unique: bool = True
+) -> tuple[pd.DataFrame, list[str] | None]:
+    """One validated log file and how errors name its rows (None: ``row <n>`` from 1)."""
     if not path.is_file():
         raise LogFormatError(f"{path}: no such log file")
     fmt = _format_of(path, format)
@@ -414,7 +472,127 @@ def read_log(path: str | os.PathLike, *, format: Format | None = None, columns: 
         frame, labels = _read_parquet(path, wanted)
     if wanted is not None and fmt != "parquet":
         frame = frame[[c for c in wanted if c in frame.columns]]
-    return validate_log(frame, source=str(path), row_labels=labels)
+    return validate_log(frame, source=str(path), row_labels=labels, unique=unique), labels
+
+
+def _refuse_sidecar(paths: Sequence[Path], frames: Sequence[pd.DataFrame]) -> None:
+    """A log read with the failed calls a retry set aside from it: the same attempts twice."""
+    by_name = {p.resolve(): i for i, p in enumerate(paths)}
+    for i, sidecar in enumerate(paths):
+        if not sidecar.name.endswith(RETRIED_SUFFIX):
+            continue
+        j = by_name.get(sidecar.with_name(sidecar.name[: -len(RETRIED_SUFFIX)]).resolve())
+        if j is None:
+            continue
+        shared = int(frames[i]["attempt_id"].isin(frames[j]["attempt_id"]).sum())
+        if shared:
+            log = paths[j]
+            raise LogFormatError(
+                f"{sidecar} holds the failed calls a retry took out of {log} and sent again: {shared:,} of its rows "
+                f"are attempts {log} logs anew, so reading both counts them twice. Pass {log} alone; to keep "
+                f"the failed rows of attempts that were not sent again, `hce log merge {log} {sidecar} -o MERGED.jsonl` "
+                "keeps one row per attempt (the successful one)"
+            )
+
+
+def combine_logs(logs: Sequence[pd.DataFrame], *, row_labels: Sequence[str] | None = None) -> pd.DataFrame:
+    """Several attempt logs as one, refusing an attempt that appears more than once.
+
+    Parameters
+    ----------
+    logs : list of DataFrame
+        Attempt logs; a frame without ``attempt_id`` (a simulated log) is not checked.
+    row_labels : list of str, optional
+        How errors name each row of the combined log; default ``log <k> row <n>``.
+
+    Raises
+    ------
+    LogFormatError
+        An ``attempt_id`` in two rows, naming both (counting an attempt twice shrinks
+        every spread and inflates every count); :func:`merge_logs` combines overlapping
+        logs on purpose.
+
+    Examples
+    --------
+    >>> import pandas as pd, hce.log
+    >>> a = pd.DataFrame({"attempt_id": ["a1"], "item_id": ["T1"], "attempt": [1]})
+    >>> hce.log.combine_logs([a, a])
+    Traceback (most recent call last):
+    ...
+    hce.errors.LogFormatError: attempt_id 'a1' appears twice (log 1 row 1 and log 2 row 1); ...
+    """
+    frames = list(logs)
+    if not frames:
+        raise LogFormatError("no log given")
+    combined = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if row_labels is None:
+        row_labels = [f"log {k + 1} row {i + 1}" for k, frame in enumerate(frames) for i in range(len(frame))]
+    pair = _first_repeat(combined["attempt_id"]) if "attempt_id" in combined.columns else None
+    if pair is not None:
+        first, second, n_repeated = pair
+        raise LogFormatError(
+            f"attempt_id {combined['attempt_id'].iloc[first]!r} appears twice ({row_labels[first]} and "
+            f"{row_labels[second]}{_more(n_repeated)}); each attempt must be counted once: pass each log once, "
+            "or combine overlapping logs with `hce log merge A B -o C` (hce.log.merge_logs), which keeps one "
+            "row per attempt"
+        )
+    return combined
+
+
+def merge_logs(logs: Sequence[pd.DataFrame | str | os.PathLike]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Combine logs that overlap on purpose: one row per ``attempt_id``.
+
+    The rule, for each attempt id found in more than one row (in one log or across logs):
+    a row with ``error_flag`` false (a usable reply) wins over a flagged one; between rows
+    of the same kind the first wins, in the order the logs are given and then their rows.
+    So a log merged with the ``.retried.jsonl`` of its failed calls keeps the answers of
+    the calls sent again, and the failed rows only of attempts never answered.
+
+    Parameters
+    ----------
+    logs : list of DataFrame or paths
+        Attempt logs, or files read with :func:`read_log` (repeated ids allowed here).
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        The merged log, its rows in the order given, and the rows left out, with columns
+        ``log`` (1-based position of the log each came from) and ``row`` (1-based row
+        within it) added.
+
+    Examples
+    --------
+    >>> import pandas as pd, hce.log
+    >>> first = pd.DataFrame({"attempt_id": ["a1", "a2"], "item_id": "T1", "attempt": [1, 2],
+    ...                       "error_flag": [True, False]})
+    >>> again = pd.DataFrame({"attempt_id": ["a1"], "item_id": "T1", "attempt": [1], "error_flag": [False]})
+    >>> merged, dropped = hce.log.merge_logs([first, again])
+    >>> merged[["attempt_id", "error_flag"]]
+      attempt_id  error_flag
+    0         a2       False
+    1         a1       False
+    >>> dropped[["attempt_id", "error_flag", "log", "row"]]
+      attempt_id  error_flag  log  row
+    0         a1        True    1    1
+    """
+    frames = [
+        _read_one(Path(log), None, None, unique=False)[0] if isinstance(log, (str, os.PathLike))
+        else validate_log(log, source=f"log {k + 1}", unique=False)
+        for k, log in enumerate(logs)
+    ]  # fmt: skip
+    if not frames:
+        raise LogFormatError("no log to merge")
+    combined = pd.concat(frames, ignore_index=True)
+    origin = pd.DataFrame({
+        "log": np.repeat(np.arange(1, len(frames) + 1), [len(f) for f in frames]),
+        "row": np.concatenate([np.arange(1, len(f) + 1) for f in frames]),
+    })  # fmt: skip
+    # A stable sort on the flag puts usable rows first and keeps the order given among equals.
+    order = np.argsort(combined["error_flag"].to_numpy(dtype=bool), kind="stable")
+    keep = np.zeros(len(combined), dtype=bool)
+    keep[order[~combined["attempt_id"].iloc[order].duplicated().to_numpy()]] = True
+    dropped = pd.concat([combined[~keep], origin[~keep]], axis=1).reset_index(drop=True)
+    return combined[keep].reset_index(drop=True), dropped
 
 
 class _NonFinite:

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from hce.log import RETRIED_SUFFIX
+
 BATCH_FAILED = "batch request failed"  # how error rows from a batch's error file begin
 # How error_message begins when no reply came back (hce.collect.client writes the first three).
 CALL_FAILED = ("HTTP ", "timeout: ", "connection error: ", BATCH_FAILED)
@@ -49,7 +51,7 @@ def call_failed(row: Mapping[str, Any]) -> bool:
 def retried_path(log: str | os.PathLike) -> Path:
     """Where the rows taken out of a log are kept: ``<log>.retried.jsonl`` next to it."""
     log = Path(log)
-    return log.with_name(log.name + ".retried.jsonl")
+    return log.with_name(log.name + RETRIED_SUFFIX)
 
 
 def _failed_record(line: bytes) -> dict[str, Any] | None:

@@ -139,6 +139,6 @@ body{font-family:Georgia,'Times New Roman',serif;max-width:60rem;margin:2rem aut
 h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #999;margin-top:2rem}
 table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}caption{text-align:left;font-weight:bold;padding:.3rem 0}
 th,td{padding:.25rem .6rem;border-top:1px solid #bbb;text-align:right}th{border-bottom:1px solid #333}
-td.t,th.t{text-align:left}p.note{font-size:.8rem;font-style:italic;margin:.2rem 0}
+td.t,th.t{text-align:left}td.n{white-space:nowrap}p.note{font-size:.8rem;font-style:italic;margin:.2rem 0}
 figure{margin:1rem 0}img{max-width:100%}figcaption{font-size:.9rem;font-style:italic}
 """.strip()

@@ -19,6 +19,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 import hce.stats as hs
+from hce.log import combine_logs
 from hce.stats import calibration
 from hce.errors import HceError, HceWarning
 from hce.report import figures
@@ -474,7 +475,8 @@ def study_report(
     Parameters
     ----------
     logs : DataFrame or list of DataFrames
-        Attempt logs (:func:`hce.read_log`); several are concatenated.
+        Attempt logs (:func:`hce.read_log`); several are concatenated, refusing an
+        ``attempt_id`` in two of them (:func:`hce.log.merge_logs` combines them on purpose).
     title : str
         A report from the simulated judge says so in its title, whatever is passed.
     strata, metadata : list of str
@@ -487,7 +489,7 @@ def study_report(
     Report
         ``.write(folder)`` writes Markdown, HTML, CSV, LaTeX, PNG and SVG.
     """
-    log = pd.concat(list(logs), ignore_index=True) if isinstance(logs, Sequence) else logs
+    log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
     results = analyse(log, strata=strata, metadata=metadata)
     if results.simulated:
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"

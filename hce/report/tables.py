@@ -1,15 +1,21 @@
 """Journal-style numbers and tables: full precision kept, rounding only for display.
 
 Conventions (APA 7 / JAMA): p-values without a leading zero, three decimals, ``p < .001``
-below that; intervals as ``[a, b]`` with the level in the column name (``95% CI``);
-counts as integers with thousands separators. A :class:`Table` keeps its raw DataFrame
-(written to CSV exactly) and formats only when rendered to Markdown, HTML or LaTeX.
+below that; an estimate with its interval in one cell, ``0.41 [0.20, 0.60]``, under a
+header naming the level (``Effect size (95% CI)``); an interval with no upper limit as
+``[0.12, ∞)``; counts as integers with thousands separators; column headers in words
+(``Items``, ``P value``). Numbers get the decimals they need: two by default, more when two
+would show a number under 1 as a whole one (0.99937 is ``0.999``, not ``1.00``) or with
+fewer than two significant digits, or an interval narrower than its last shown digit. A
+:class:`Table` keeps its raw DataFrame (written to CSV exactly, snake_case headers) and
+formats only when rendered to Markdown, HTML or LaTeX.
 """
 
 from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,6 +24,47 @@ import pandas as pd
 
 P_COLUMNS = ("p_value", "p_adjusted", "p")
 INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "count")
+#: The estimate an interval (``ci_low``, ``ci_high``) belongs to, first found wins.
+POINT_COLUMNS = ("effect_size", "estimate")
+#: Most decimals shown; a smaller number is shown in scientific notation.
+MAX_DECIMALS = 6
+#: A finite number this large is shown in scientific notation (an interval limit of 1e88
+#: from a degenerate chi-square is no figure to print in full).
+LARGE = 1e9
+
+#: Headers in words where the rule in :func:`header` does not find them.
+HEADERS = {
+    "n": "N", "p": "P value", "p_value": "P value", "p_adjusted": "Adjusted P value",
+    "std_error": "Standard error", "df": "df", "df1": "df1", "df2": "df2", "ddof": "ddof",
+    "n_below": "Items below", "n_undefined": "Items with undefined SD",
+    "n_items_sd_undefined": "Items with undefined SD", "sd_total": "SD of total",
+}  # fmt: skip
+#: Words written as abbreviations or in capitals inside headers.
+_WORDS = {"sd": "SD", "iqr": "IQR", "ci": "CI", "mae": "MAE", "kl": "KL", "icc": "ICC", "q1": "Q1", "q3": "Q3",
+          "id": "ID", "g": "G", "phi": "Phi", "x": "X", "y": "Y", "llm": "LLM"}  # fmt: skip
+
+
+def header(column: object) -> str:
+    """A column name as a reader's header: ``n_items`` -> ``Items``, ``p_value`` -> ``P value``.
+
+    A leading ``n_`` (a count) and a trailing ``_id`` are dropped, underscores become spaces
+    and abbreviations are capitalised; names in :data:`HEADERS` are looked up.
+
+    Examples
+    --------
+    >>> [header(c) for c in ("n_items", "n_attempts", "p_value", "effect_size", "condition_id", "sd", "95% CI")]
+    ['Items', 'Attempts', 'P value', 'Effect size', 'Condition', 'SD', '95% CI']
+    """
+    name = str(column)
+    if name in HEADERS:
+        return HEADERS[name]
+    words = name.split("_")
+    if len(words) > 1 and words[0] == "n":
+        words = words[1:]
+    if len(words) > 1 and words[-1] == "id":
+        words = words[:-1]
+    text = " ".join(_WORDS.get(w, w) for w in words if w)
+    return text[:1].upper() + text[1:]
 
 
 def format_p(p: float) -> str:
@@ -38,12 +85,18 @@ def format_p(p: float) -> str:
 
 
 def format_number(x: object, digits: int = 2) -> str:
-    """Numbers rounded for display: integers as integers, floats to ``digits`` decimals.
+    """A number rounded for display: integers as integers, floats to the decimals they need.
+
+    Floats get ``digits`` decimals, or more (up to :data:`MAX_DECIMALS`) where ``digits``
+    would leave fewer than two significant digits or round a number under 1 in size to a
+    whole one; numbers beyond that, and finite ones of :data:`LARGE` or more, in scientific notation.
 
     Examples
     --------
-    >>> [format_number(v) for v in (3, 1234567, 0.12345, -2.0, float("nan"), "text")]
-    ['3', '1,234,567', '0.12', '-2.00', '—', 'text']
+    >>> [format_number(v) for v in (3, 1234567, 0.12345, -2.0, 0.99937, 0.00123, float("nan"), "text")]
+    ['3', '1,234,567', '0.12', '-2.00', '0.999', '0.0012', '—', 'text']
+    >>> [format_number(v) for v in (float("inf"), 2.5e88, 3e-9)]
+    ['∞', '2.5e+88', '3.0e-09']
     """
     if x is None or x is pd.NA:
         return "—"
@@ -56,17 +109,65 @@ def format_number(x: object, digits: int = 2) -> str:
             return "—"
         if math.isinf(x):
             return "∞" if x > 0 else "−∞"
-        return f"{x:,.{digits}f}"
+        return _fixed(float(x), decimals_needed([float(x)], digits))
     return str(x)
 
 
-def format_ci(low: float, high: float, digits: int = 2) -> str:
-    """``[low, high]``.
+def decimals_needed(values: Sequence[float], digits: int = 2, *, width: float | None = None) -> int | None:
+    """Decimals that show every finite value (and an interval ``width``) faithfully.
 
+    At least ``digits``; more where a nonzero value would show fewer than two significant
+    digits, or one under 1 in size as a whole number, and where ``width`` (an interval's)
+    would show fewer than two significant digits. None when that takes more than
+    :data:`MAX_DECIMALS` (scientific notation instead).
+    """
+    needed = digits
+    for value in values:
+        if not math.isfinite(value) or value == 0:
+            continue
+        needed = max(needed, 1 - math.floor(math.log10(abs(value))))
+        # a correlation or share of 0.9996 is not 1.00 (a score of 19.9996 may well be 20.00)
+        while abs(value) < 1 and needed < MAX_DECIMALS and round(value, needed) == round(value):
+            needed += 1
+    if width is not None and math.isfinite(width) and width > 0:
+        needed = max(needed, 1 - math.floor(math.log10(width)))
+    return needed if needed <= MAX_DECIMALS else None
+
+
+def _fixed(x: float, decimals: int | None) -> str:
+    if math.isnan(x):
+        return "—"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if decimals is None or abs(x) >= LARGE:
+        return f"{x:.1e}"
+    return f"{x:,.{decimals}f}"
+
+
+def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | None = None) -> str:
+    """``[low, high]``, or ``estimate [low, high]``, all with the decimals the interval needs.
+
+    A limit at infinity (no bound on that side) is shown open: ``[0.12, ∞)``.
+
+    Examples
+    --------
     >>> format_ci(0.1234, 0.5)
     '[0.12, 0.50]'
+    >>> format_ci(0.99901, 0.99962, estimate=0.99937)
+    '0.99937 [0.99901, 0.99962]'
+    >>> format_ci(0.0, float("inf"), estimate=0.02)
+    '0.020 [0.000, ∞)'
     """
-    return f"[{format_number(low, digits)}, {format_number(high, digits)}]"
+    numbers = [v for v in (estimate, low, high) if v is not None and not pd.isna(v)]
+    decimals = decimals_needed([float(v) for v in numbers], digits, width=float(high) - float(low)
+                               if not (pd.isna(low) or pd.isna(high)) else None)  # fmt: skip
+    shown = [_fixed(float(v), decimals) if not pd.isna(v) else "—" for v in (low, high)]
+    opening = "(" if not pd.isna(low) and math.isinf(low) else "["
+    closing = ")" if not pd.isna(high) and math.isinf(high) else "]"
+    interval = f"{opening}{shown[0]}, {shown[1]}{closing}"
+    if estimate is None:
+        return interval
+    return f"{_fixed(float(estimate), decimals) if not pd.isna(estimate) else '—'} {interval}"
 
 
 def _looks_integer(column: str, values: pd.Series) -> bool:
@@ -108,43 +209,56 @@ class Table:
     inline: bool = True
 
     def display_frame(self) -> pd.DataFrame:
-        """Strings as printed: p-values journal-style, ``ci_low``/``ci_high`` merged into one CI column."""
+        """Strings as printed, under headers in words (:func:`header`).
+
+        P-values journal-style; ``ci_low``/``ci_high`` merged with the estimate they belong
+        to (:data:`POINT_COLUMNS`) into one ``Estimate (95% CI)`` column, or into a ``95% CI``
+        column when the table has no such estimate.
+        """
+        return pd.DataFrame({name: cells for name, cells, _ in self._columns()})
+
+    def _columns(self) -> list[tuple[str, list[str], bool]]:
+        """Each displayed column: header, cells, and whether it holds text (left-aligned)."""
         raw = self.data.reset_index(drop=True)
-        shown: dict[str, list[str]] = {}
+        out = []
         level = f"{self.confidence * 100:g}% CI"
+        has_ci = "ci_low" in raw.columns and "ci_high" in raw.columns
+        point = next((c for c in POINT_COLUMNS if c in raw.columns), None) if has_ci else None
         for column in raw.columns:
             values = raw[column]
-            if column == "ci_high" and "ci_low" in raw.columns:
+            if has_ci and column in ("ci_low", "ci_high") and (point is not None or column == "ci_high"):
                 continue
-            if column == "ci_low" and "ci_high" in raw.columns:
-                shown[level] = [format_ci(a, b, self.digits) for a, b in zip(raw["ci_low"], raw["ci_high"])]
+            if has_ci and column == point:
+                cells = [format_ci(a, b, self.digits, estimate=e) for e, a, b in zip(values, raw["ci_low"], raw["ci_high"])]
+                out.append((f"{header(column)} ({level})", cells, False))
+            elif has_ci and column == "ci_low":
+                out.append((level, [format_ci(a, b, self.digits) for a, b in zip(values, raw["ci_high"])], False))
             elif column in P_COLUMNS:
-                shown[column] = [format_p(v) for v in values]
+                out.append((header(column), [format_p(v) for v in values], False))
             elif _looks_integer(column, values):
-                shown[column] = [format_number(None if pd.isna(v) else int(v)) for v in values]
+                out.append((header(column), [format_number(None if pd.isna(v) else int(v)) for v in values], False))
             else:
-                shown[column] = [format_number(v, self.digits) for v in values]
-        return pd.DataFrame(shown)
+                out.append((header(column), [format_number(v, self.digits) for v in values], _is_text(values)))
+        return out
 
     def to_markdown(self) -> str:
         frame = self.display_frame()
-        header = "| " + " | ".join(_escape_md(c) for c in frame.columns) + " |"
+        header_line = "| " + " | ".join(_escape_md(c) for c in frame.columns) + " |"
         rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
         body = ["| " + " | ".join(_escape_md(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-        lines = [f"**{self.caption}**", "", header, rule, *body]
+        lines = [f"**{self.caption}**", "", header_line, rule, *body]
         lines += [""] + [f"*{note}*" for note in self.notes] if self.notes else []
         return "\n".join(lines)
 
     def to_html(self) -> str:
-        frame = self.display_frame()
-        # Text columns read left-aligned, numbers (and the merged CI column) right-aligned.
-        text = [c in self.data.columns and _is_text(self.data[c]) for c in frame.columns]
-        head = "".join(f'<th class="t">{html.escape(str(c))}</th>' if t else f"<th>{html.escape(str(c))}</th>"
-                       for c, t in zip(frame.columns, text))
+        columns = self._columns()
+        # Text columns read left-aligned, numbers right-aligned; a number or an interval never
+        # breaks across lines (class "n": white-space nowrap, and no-break spaces inside it).
+        kinds = ['class="t"' if text else 'class="n"' for _, _, text in columns]
+        head = "".join(f"<th {k}>{html.escape(name)}</th>" for (name, _, _), k in zip(columns, kinds))
         rows = "".join(
-            "<tr>" + "".join(f'<td class="t">{html.escape(str(v))}</td>' if t else f"<td>{html.escape(str(v))}</td>"
-                             for v, t in zip(row, text)) + "</tr>"
-            for row in frame.itertuples(index=False)
+            "<tr>" + "".join(f"<td {k}>{_html_cell(cells[i], k)}</td>" for (_, cells, _), k in zip(columns, kinds)) + "</tr>"
+            for i in range(len(self.data))
         )
         notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in self.notes)
         return f'<table><caption>{html.escape(self.caption)}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{notes}'
@@ -170,6 +284,17 @@ class Table:
 
     def to_csv(self) -> str:
         return self.data.to_csv(index=False, float_format="%.17g", lineterminator="\n")
+
+
+_INTERVAL = re.compile(r"\[[^\[\]()]*[\])]")
+
+
+def _html_cell(value: object, kind: str) -> str:
+    """A cell's HTML: numbers whole, and in text an interval ``[a, b]`` kept on one line."""
+    text = html.escape(str(value))
+    if kind != 'class="t"':
+        return text.replace(" ", "&nbsp;")
+    return _INTERVAL.sub(lambda m: m.group(0).replace(" ", "&nbsp;"), text)
 
 
 def _is_text(values: pd.Series) -> bool:

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+
 def as_generator(random_state) -> np.random.Generator:
     """One generator from a seed, a SeedSequence or a Generator (returned as is).
 
@@ -183,7 +184,17 @@ def _grouped_normal_sums(groups, pattern, values, n_cells, n_boot, rng) -> np.nd
 
 
 def _distinct_rows(unit_stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows and their multiplicities; small non-negative integer rows via one int key."""
+    """Distinct rows and their multiplicities."""
+    first, multiplicity = distinct_rows(unit_stats)
+    return unit_stats[first], multiplicity
+
+
+def distinct_rows(unit_stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index of the first of each set of identical rows, and how many rows each stands for.
+
+    Small non-negative integer rows (counts) are told apart by one integer key, others by
+    sorting the rows.
+    """
     rounded = np.rint(unit_stats)
     if unit_stats.size and (rounded == unit_stats).all() and unit_stats.min() >= 0:
         radix = rounded.max(axis=0).astype(np.int64) + 1
@@ -191,8 +202,41 @@ def _distinct_rows(unit_stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             weights = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]])
             keys = rounded.astype(np.int64) @ weights
             _, first, multiplicity = np.unique(keys, return_index=True, return_counts=True)
-            return unit_stats[first], multiplicity
-    return np.unique(unit_stats, axis=0, return_counts=True)
+            return first, multiplicity
+    _, first, multiplicity = np.unique(unit_stats, axis=0, return_index=True, return_counts=True)
+    return first, multiplicity
+
+
+def multinomial_counts(multiplicity: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of Multinomial(n, multiplicity / n), n = multiplicity.sum(), as an int array.
+
+    Row b counts how often each distinct unit is drawn when n units are resampled with
+    replacement, unit k standing for ``multiplicity[k]`` identical ones. Exact, and cheaper
+    than ``rng.multinomial`` (one binomial draw per category, in sequence) when there are
+    many categories: independent Poisson(multiplicity) counts, given their total t, are
+    Multinomial(t, multiplicity / n); t < n is then topped up with n - t single draws and
+    t > n cut down by taking away t - n of the t drawn units chosen without replacement,
+    both of which leave Multinomial(n, multiplicity / n). The correction touches about
+    sqrt(n) units a replicate.
+
+    Examples
+    --------
+    >>> counts = multinomial_counts(np.array([3, 1, 6]), 4, np.random.default_rng(0))
+    >>> counts.shape, counts.sum(axis=1).tolist()
+    ((4, 3), [10, 10, 10, 10])
+    """
+    multiplicity = np.asarray(multiplicity, dtype=np.int64)
+    n, width = int(multiplicity.sum()), len(multiplicity)
+    counts = rng.poisson(multiplicity.astype(float), size=(size, width))
+    cumulative = np.cumsum(multiplicity)
+    for row, total in zip(counts, counts.sum(axis=1)):
+        if total < n:
+            extra = np.searchsorted(cumulative, rng.integers(0, n, n - total), side="right")
+            row += np.bincount(extra, minlength=width)
+        elif total > n:
+            taken = np.searchsorted(np.cumsum(row), rng.choice(total, total - n, replace=False), side="right")
+            row -= np.bincount(taken, minlength=width)
+    return counts
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -107,6 +108,8 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
             if not isinstance(data, pd.DataFrame):
                 raise DataError(f"{func.__name__}: {frame_spec.frame} must be a pandas DataFrame, "
                                 f"got {type(data).__name__}")  # fmt: skip
+            if frame_spec.log:
+                refuse_repeated_attempts(data, key_columns(frame_spec, arguments), func.__name__)
             # Flagged attempts are out before the check: a failed reply's garbage is no error.
             flagged = np.zeros(len(data), dtype=bool)
             if inject:
@@ -134,6 +137,54 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
     return decorate
 
 
+ATTEMPT_ID = "attempt_id"
+#: The long view's criterion column (``hce.log.to_long``): one attempt per criterion there.
+LONG_CRITERION = "criterion"
+
+
+#: Immutable ``attempt_id`` storage found unique, by identity (hashing a million ids takes
+#: a second, and a report hands one log to dozens of statistics). Weak: storage that goes
+#: away leaves, so a reused ``id()`` never stands for it.
+_UNIQUE_IDS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str) -> None:
+    """An attempt log holding one ``attempt_id`` twice counts that attempt twice: refuse it.
+
+    Checked only where the frame has an ``attempt_id`` column that the call does not name
+    as a key itself (a table of ratings *of* attempts, ``targets="attempt_id"``). A long
+    table has an attempt in several rows, one per criterion, rater or other key the call
+    names in ``named`` (and one per ``criterion``, :func:`hce.log.to_long`'s column):
+    there the id must be unique within each combination of those columns.
+    """
+    if ATTEMPT_ID not in data.columns or ATTEMPT_ID in named or data.empty:
+        return
+    # Arrow-backed text (pandas' default) is immutable: a column set anew gets new storage,
+    # so the storage's identity says this very column passed already. Others: no memo.
+    ids = getattr(data[ATTEMPT_ID].array, "_pa_array", None)
+    if ids is not None and _UNIQUE_IDS.get(id(ids)) is ids:
+        return
+    if not data[ATTEMPT_ID].duplicated().any():
+        if ids is not None:
+            _UNIQUE_IDS[id(ids)] = ids
+        return
+    within = [c for c in dict.fromkeys([*named, LONG_CRITERION]) if c in data.columns]
+    keys = data[[ATTEMPT_ID, *within]]
+    repeated = keys.duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return
+    first = int(np.flatnonzero(repeated)[0])
+    same = (keys == keys.iloc[first]).all(axis=1).to_numpy()
+    second = int(np.flatnonzero(repeated & same)[1])
+    n_ids = int(keys[repeated].drop_duplicates().shape[0])
+    raise DataError(
+        f"{name}: attempt_id {data[ATTEMPT_ID].iloc[first]!r} appears in rows {_label(data.index[first])} and "
+        f"{_label(data.index[second])} (positions {first} and {second}); {n_ids:,} attempt id(s) appear more than once, "
+        "which would count those attempts twice (a log concatenated with itself, or with an overlapping log?); "
+        "drop the repeats, or combine overlapping logs with hce.log.merge_logs (`hce log merge`)"
+    )
+
+
 def columns_of(value: object) -> list[str]:
     """A column keyword's value as a list: ``None`` -> [], ``"a"`` -> ["a"]."""
     if value is None:
@@ -145,6 +196,14 @@ def columns_of(value: object) -> list[str]:
     return []
 
 
+def key_columns(spec: FrameSpec, arguments: Mapping) -> list[str]:
+    """The id and grouping columns a call names (a rater column in long layout among them)."""
+    keys = [c for k in spec.keys for c in columns_of(arguments.get(k))]
+    if spec.ratings_or_key is not None and isinstance(arguments.get(spec.ratings_or_key), str):
+        keys.append(arguments[spec.ratings_or_key])
+    return keys
+
+
 def check_frame(
     data: pd.DataFrame, spec: FrameSpec, arguments: dict, name: str
 ) -> tuple[pd.DataFrame, list[str]]:
@@ -153,16 +212,14 @@ def check_frame(
     Returns the frame to use and the columns read anew (numbers stored as text). The
     caller's frame is never modified: a coerced column is replaced in a shallow copy.
     """
-    keys = [c for k in spec.keys for c in columns_of(arguments.get(k))]
+    keys = key_columns(spec, arguments)
     texts = [c for k in spec.texts for c in columns_of(arguments.get(k))]
     numbers = [c for k in spec.numbers for c in columns_of(arguments.get(k))] + list(spec.fixed)
     labels = [columns_of(arguments.get(k)) for k in spec.labels]
     present = [c for k in spec.optional for c in columns_of(arguments.get(k)) if c in data.columns]
     if spec.ratings_or_key is not None:
         value = arguments.get(spec.ratings_or_key)
-        if isinstance(value, str):
-            keys.append(value)
-        elif value is not None:
+        if not isinstance(value, str) and value is not None:
             labels = [columns_of(value)]  # wide layout: the function checks the rest
     if spec.mapping is not None and isinstance(arguments.get(spec.mapping), Mapping):
         numbers += [c for group in arguments[spec.mapping].values() for c in columns_of(group)]

@@ -14,7 +14,17 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PROBE = (
     "<script>window.addEventListener('load',()=>{document.body.setAttribute('data-images',"
     "[...document.images].map(i=>i.naturalWidth).join(','));"
-    "document.body.setAttribute('data-tables',document.querySelectorAll('table').length)})</script>"
+    "document.body.setAttribute('data-tables',document.querySelectorAll('table').length);"
+    # issue 22: on how many lines each interval "[a, b]" in a cell is laid out (its text range's line boxes)
+    "const lines=[];document.querySelectorAll('td').forEach(c=>{const t=c.firstChild;"
+    "if(!t||t.nodeType!==3)return;const s=t.data;let i=s.indexOf('[');"
+    "while(i>=0){const j=s.slice(i).search(/[\\])]/);if(j<0)break;const r=document.createRange();"
+    "r.setStart(t,i);r.setEnd(t,i+j+1);lines.push(new Set([...r.getClientRects()].map(b=>Math.round(b.top))).size);"
+    "i=s.indexOf('[',i+j+1)}});"
+    "document.body.setAttribute('data-ci-cells',lines.length);"
+    "document.body.setAttribute('data-ci-lines',Math.max(0,...lines));"
+    "document.body.setAttribute('data-headers',[...document.querySelectorAll('th')].map(h=>h.textContent).join('|'))})"
+    "</script>"
 )
 
 
@@ -32,9 +42,15 @@ def test_report_opens_in_chromium_with_every_table_and_figure(tmp_path):
     probe.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom"]
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+             "--window-size=480,900"]  # a phone-width page: where a breakable interval would wrap
     dom = subprocess.run([CHROMIUM, *flags, probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
     widths = re.search(r'data-images="([^"]*)"', dom).group(1).split(",")
     tables = int(re.search(r'data-tables="(\d+)"', dom).group(1))
     assert len(widths) == len(report.figures()) and all(int(w) > 100 for w in widths)
     assert tables == sum(t.inline for t in report.tables())
+    # issue 22, item 5: no interval breaks across lines, and headers are words, not snake_case
+    assert int(re.search(r'data-ci-cells="(\d+)"', dom).group(1)) > 0
+    assert re.search(r'data-ci-lines="(\d+)"', dom).group(1) == "1"
+    headers = re.search(r'data-headers="([^"]*)"', dom).group(1).split("|")
+    assert "P value" in headers and "Items" in headers and not [h for h in headers if "_" in h], headers

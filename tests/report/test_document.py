@@ -1,4 +1,5 @@
 import hashlib
+import re
 
 import numpy as np
 import pandas as pd
@@ -18,10 +19,10 @@ def test_table_keeps_raw_values_and_formats_for_display():
                         "estimate": [0.41234], "ci_low": [0.2], "ci_high": [0.6], "n": [50.0]})
     table = Table(raw, caption="H1a", name="h1a", notes=["two-sided"])
     shown = table.display_frame()
-    assert shown.columns.tolist() == ["method", "statistic", "p_value", "estimate", "95% CI", "n"]
-    assert shown.iloc[0].tolist() == ["Mann-Whitney U", "1,234.50", "< .001", "0.41", "[0.20, 0.60]", "50"]
+    assert shown.columns.tolist() == ["Method", "Statistic", "P value", "Estimate (95% CI)", "N"]
+    assert shown.iloc[0].tolist() == ["Mann-Whitney U", "1,234.50", "< .001", "0.41 [0.20, 0.60]", "50"]
     assert table.to_csv().splitlines()[1] == "Mann-Whitney U,1234.5,0.00012,0.41233999999999998,0.20000000000000001,0.59999999999999998,50"
-    assert "| Mann-Whitney U | 1,234.50 | < .001 |" in table.to_markdown()
+    assert "| Mann-Whitney U | 1,234.50 | < .001 | 0.41 [0.20, 0.60] | 50 |" in table.to_markdown()
     assert r"$<$ .001" in table.to_latex() and r"\label{tab:h1a}" in table.to_latex()
     assert "<caption>H1a</caption>" in table.to_html()
 
@@ -57,3 +58,59 @@ def test_report_writes_every_format_deterministically(tmp_path):
     page = (first / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 3 and "<h1>Demo (simulated judge)</h1>" in page
     assert "![Figure 1](figures/fig1.png)" in (first / "report.md").read_text()
+
+
+# Issue 22, item 5: tables that speak to readers.
+def test_headers_are_words_in_markdown_html_and_latex_and_snake_case_in_csv():
+    raw = pd.DataFrame({"comparison": ["H2"], "n_items": [40], "n_attempts": [480], "p_value": [0.02],
+                        "effect_size": [0.31], "ci_low": [0.1], "ci_high": [0.5], "condition_id": ["P2.1"]})
+    table = Table(raw, caption="Key results", name="key")
+    words = ["Comparison", "Items", "Attempts", "P value", "Effect size (95% CI)", "Condition"]
+    assert table.display_frame().columns.tolist() == words
+    assert "| Comparison | Items | Attempts | P value | Effect size (95% CI) | Condition |" in table.to_markdown()
+    page = table.to_html()
+    assert all(f">{w}</th>" in page for w in words) and "_" not in "".join(re.findall(r"<th[^>]*>([^<]*)</th>", page))
+    latex = table.to_latex()
+    assert r"Comparison & Items & Attempts & P value & Effect size (95\% CI) & Condition \\" in latex
+    assert table.to_csv().splitlines()[0] == "comparison,n_items,n_attempts,p_value,effect_size,ci_low,ci_high,condition_id"
+
+
+def test_an_interval_does_not_break_across_lines_in_html():
+    # Before: "[-1.00," and "-1.00]" sat on two lines of the HTML report.
+    table = Table(pd.DataFrame({"estimate": [-1.0], "ci_low": [-1.0], "ci_high": [-0.5]}), caption="c", name="c")
+    cell = re.search(r"<td[^>]*>([^<]*)</td>", table.to_html())
+    assert cell.group(1) == "-1.00&nbsp;[-1.00,&nbsp;-0.50]" and 'class="n"' in cell.group(0)
+    assert "td.n{white-space:nowrap}" in Report("r").to_html()
+    # an interval inside text (the scorecard's "55.0% [34.2%, 74.2%] of 20") stays whole too
+    text = Table(pd.DataFrame({"value": ["55.0% [34.2%, 74.2%] of 20"]}), caption="c", name="c").to_html()
+    assert "55.0% [34.2%,&nbsp;74.2%] of 20" in text
+
+
+def test_numbers_get_the_digits_they_need():
+    # an ICC of 0.99937 was "1.00 [1.00, 1.00]"
+    icc = Table(pd.DataFrame({"estimator": ["ICC(A,1)"], "estimate": [0.99937], "ci_low": [0.99901],
+                              "ci_high": [0.99962]}), caption="ICC", name="icc")  # fmt: skip
+    assert icc.display_frame().iloc[0, 1] == "0.99937 [0.99901, 0.99962]"
+    small = Table(pd.DataFrame({"share": [0.0004, 0.25], "mean": [12.34567, 3e-9]}), caption="s", name="s")
+    assert small.display_frame().to_numpy().tolist() == [["0.00040", "12.35"], ["0.25", "3.0e-09"]]
+
+
+def test_an_unbounded_interval_is_shown_as_such():
+    # A 2-level facet's variance: an upper limit at infinity, or a finite 1e88 from a
+    # degenerate chi-square, was printed as an 88-digit number.
+    raw = pd.DataFrame({"component": ["prompt_id", "prompt_id"], "estimate": [0.02, 0.02],
+                        "ci_low": [0.0, 0.0], "ci_high": [np.inf, 2.5e88]})  # fmt: skip
+    cells = Table(raw, caption="v", name="v").display_frame()["Estimate (95% CI)"].tolist()
+    assert cells == ["0.020 [0.000, ∞)", "0.020 [0.000, 2.5e+88]"]
+    assert r"$\infty$)" in Table(raw, caption="v", name="v").to_latex()
+
+
+def test_the_study_report_prints_no_snake_case_header():
+    from hce.report.study import study_report
+    from hce.stats._simulate import simulated_log
+
+    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
+                        noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=12, n_attempts=4)  # fmt: skip
+    report = study_report(log)
+    shown = {cell.strip() for table in report.tables() if table.inline for cell in table.display_frame().columns}
+    assert shown and not [h for h in shown if "_" in h], shown

@@ -522,3 +522,17 @@ def test_flagged_attempts_are_left_out_of_every_statistic(name):
     for path, a in got_arrays.items():
         if path.rpartition(".")[2] not in COUNTS_OF_FLAGGED:
             np.testing.assert_array_equal(a, expected_arrays[path], err_msg=f"{name}: {path}")
+
+
+# --------------------------------------------------------------------------- repeated attempts
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.log))
+def test_a_repeated_attempt_id_is_refused_by_every_statistic_that_reads_a_log(name):
+    """Issue 22, item 2: ``pd.concat([log, log])`` counted every attempt twice (smaller SDs, more power)."""
+    case = CASES[name]
+    clean = case.build(np.random.default_rng(0))
+    clean = clean.assign(attempt_id=[f"att{i}" for i in range(len(clean))])
+    kind, _, _ = outcome(lambda: case.call(clean))
+    assert kind == "result", f"{name}: unique attempt ids must not be refused"
+    repeated = pd.concat([clean, clean.iloc[[len(clean) // 2]]])
+    with pytest.raises(HceError, match=rf": attempt_id 'att{len(clean) // 2}' appears in rows"):
+        case.call(repeated)

@@ -1,7 +1,15 @@
-"""Krippendorff's alpha from per-unit value counts, with a vectorised unit bootstrap."""
+"""Krippendorff's alpha from per-unit value counts, with a vectorised unit bootstrap.
+
+The bootstrap resamples units through their sufficient statistics: alpha depends on a unit
+only through its value counts (interval level: its count, sum and sum of squares), so
+units with the same counts are one row with a multiplicity, and a replicate is a vector of
+multinomial counts over those distinct rows (:func:`~hce.stats._resample.multinomial_counts`).
+500,000 units of 20 ratings on a 1-5 scale are a few thousand distinct rows at most.
+"""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -10,16 +18,26 @@ import pandas as pd
 
 from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
-from hce.stats._resample import as_generator, percentile_interval, resample_counts
-from hce.stats.reliability._common import COUNT_COLUMNS, counts, long_ratings, sorted_codes
+from hce.stats._resample import (
+    as_generator,
+    distinct_rows,
+    multinomial_counts,
+    percentile_interval,
+)
 from hce.stats._validate import reads_frame
+from hce.stats.reliability._common import (
+    COUNT_COLUMNS,
+    counts,
+    long_ratings,
+    sorted_codes,
+)
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 #: Most cells (units x distinct values) the count matrix may hold before we refuse.
 MAX_CELLS = 50_000_000
-#: Cells of a resample-weight block (resamples x units) held in memory at once.
+#: Cells of a resample-weight block (resamples x distinct units) held in memory at once.
 BLOCK_CELLS = 4_000_000
 
 COLUMNS = [
@@ -32,8 +50,11 @@ class _Alpha:
     """Alpha as a function of unit weights: ``alphas(w)`` for a (resamples x units) matrix.
 
     Weight 1 on every unit gives the estimate; multinomial counts give bootstrap
-    replicates. Each level keeps only per-unit summaries, never units x values x values.
+    replicates. Each level keeps only per-unit summaries, never units x values x values;
+    ``key`` holds the summaries that determine everything else about a unit.
     """
+
+    _PER_UNIT = ("m", "inv", "d", "c", "f")
 
     def __init__(self, unit: np.ndarray, value: np.ndarray, level: Level | Distance):
         self.m = np.bincount(unit).astype(float)
@@ -45,7 +66,7 @@ class _Alpha:
             s1 = np.bincount(unit, weights=x)
             s2 = np.bincount(unit, weights=x * x)
             self.d = self.inv * (2 * self.m * s2 - 2 * s1**2)
-            self.f = np.column_stack([self.m, s1, s2])
+            self.f = self.key = np.column_stack([self.m, s1, s2])
             return
         code, distinct = sorted_codes(value)
         n_units, n_values = len(self.m), len(distinct)
@@ -55,7 +76,7 @@ class _Alpha:
                 f"{level!r}; round the ratings or use level='interval'"
             )
         c = np.bincount(unit * n_values + code, minlength=n_units * n_values)
-        self.c = c.reshape(n_units, n_values).astype(float)
+        self.c = self.key = c.reshape(n_units, n_values).astype(float)
         if level == "nominal":
             self.d = self.inv * (self.m**2 - (self.c**2).sum(axis=1))
         elif level == "ordinal":
@@ -75,6 +96,17 @@ class _Alpha:
                     )
             self.delta = delta
             self.d = self.inv * ((self.c @ delta) * self.c).sum(axis=1)
+
+    def distinct(self) -> tuple[_Alpha, np.ndarray]:
+        """The same alpha over distinct units, and how many units each one stands for."""
+        first, multiplicity = distinct_rows(self.key)
+        out = copy.copy(self)
+        for name in self._PER_UNIT:
+            value = getattr(self, name, None)
+            if value is not None:
+                setattr(out, name, value[first])
+        out.key = out.f if self.level == "interval" else out.c
+        return out, multiplicity
 
     def alphas(self, w: np.ndarray) -> np.ndarray:
         """Alpha for each row of unit weights ``w``."""
@@ -124,12 +156,17 @@ def alpha_core(
     """
     model = _Alpha(unit, value, level)
     estimate = float(model.alphas(np.ones((1, len(model.m))))[0])
-    n_units = len(model.m)
-    # Units resampled as whole clusters: each unit's weight is how often it is drawn.
-    blocks = resample_counts(n_units, n_boot, as_generator(random_state),
-                             multiplicity=np.ones(n_units), block_cells=BLOCK_CELLS)
-    reps = [model.alphas(w.astype(float)) for _, _, w in blocks]
-    return estimate, np.concatenate(reps) if reps else np.empty(0)
+    if not n_boot:
+        return estimate, np.empty(0)
+    # Resampling units with replacement = multinomial counts over the distinct units.
+    distinct, multiplicity = model.distinct()
+    rng = as_generator(random_state)
+    block = max(1, BLOCK_CELLS // len(multiplicity))
+    reps = [
+        distinct.alphas(multinomial_counts(multiplicity, min(block, n_boot - start), rng).astype(float))
+        for start in range(0, n_boot, block)
+    ]
+    return estimate, np.concatenate(reps)
 
 
 @reads_frame(keys=("targets", "raters"), labels=("ratings",))
@@ -193,7 +230,9 @@ def krippendorff_alpha(
     Bootstrap: units are resampled with replacement (multinomial weights) and alpha is
     recomputed in full for each resample, observed and expected disagreement alike (for
     the ordinal level the metric is rebuilt from each resample's margins); the interval is
-    the percentile interval. This is not the Hayes & Krippendorff (2007) KALPHA algorithm,
+    the percentile interval. Units with the same value counts are drawn as one category
+    with its multiplicity, the same resampling at a cost set by the number of distinct
+    units (500,000 units x 20 ratings on 1-5 with 1,000 replicates: seconds). This is not the Hayes & Krippendorff (2007) KALPHA algorithm,
     which resamples pairs of values with the expected disagreement held fixed; we resample
     units because units are the independent draws in a reliability study. ``p_below`` is
     the bootstrap estimate of the probability q that alpha falls below a required minimum,

@@ -125,3 +125,68 @@ def test_errors():
         krippendorff_alpha(long.assign(rating=1.0), "target", "rater", "rating")
     with pytest.raises(DataError, match="no unit has two or more ratings"):
         krippendorff_alpha(long[long.rater == "r0"], "target", "rater", "rating")
+
+
+# Issue 22, item 4: the bootstrap draws multinomial counts over distinct units (units with
+# the same value counts), not one weight per unit; the resampling scheme is unchanged.
+def test_multinomial_counts_are_exactly_multinomial():
+    from scipy import stats
+
+    from hce.stats._resample import multinomial_counts
+
+    multiplicity = np.array([1, 3, 2, 5])  # n = 11: every composition's probability is known
+    counts = multinomial_counts(multiplicity, 20_000, np.random.default_rng(5))
+    assert (counts.sum(axis=1) == 11).all() and (counts >= 0).all()
+    keys, observed = np.unique(counts, axis=0, return_counts=True)
+    expected_p = stats.multinomial(11, multiplicity / 11).pmf(keys)
+    # pool compositions expected fewer than 5 times into one cell, as chi-square asks
+    rare = expected_p * len(counts) < 5
+    f_obs = np.append(observed[~rare], observed[rare].sum() + 0.0)
+    f_exp = np.append(expected_p[~rare], 1 - expected_p[~rare].sum()) * len(counts)
+    # p > 1e-4 under the true null fails once in 10,000 seeds; a wrong scheme (e.g. plain
+    # Poisson counts, whose total varies) fails the total check above outright
+    assert stats.chisquare(f_obs, f_exp).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_distinct_unit_replicates_equal_the_per_unit_replicates(level):
+    # ordinal 1-5 with missing values: many units share their value counts
+    y = np.clip(_random_ratings(n_units=300, n_raters=6, seed=4, missing=0.2), 1, 5)
+    y = y[:, (~np.isnan(y)).sum(axis=0) >= 2]
+    long = _long(y).dropna()
+    unit = pd.factorize(long.target, sort=True)[0]
+    model = _Alpha(unit, long.rating.to_numpy(), level)
+    distinct, multiplicity = model.distinct()
+    assert len(multiplicity) < len(model.m) / 2 and multiplicity.sum() == len(model.m)
+    counts = np.random.default_rng(6).multinomial(len(model.m), multiplicity / len(model.m), size=5)
+    # the same draw on the per-unit model: each distinct unit's count on one of its units
+    first = {tuple(row): i for i, row in reversed(list(enumerate(model.key)))}
+    on_units = np.zeros((5, len(model.m)))
+    on_units[:, [first[tuple(row)] for row in distinct.key]] = counts
+    np.testing.assert_allclose(distinct.alphas(counts.astype(float)), model.alphas(on_units), rtol=1e-10)
+    np.testing.assert_allclose(distinct.alphas(multiplicity[None].astype(float))[0],
+                               model.alphas(np.ones((1, len(model.m))))[0], rtol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("level", ["ordinal", "interval"])
+def test_bootstrap_distribution_matches_per_unit_row_resampling(level):
+    """The new CI equals the old one (multinomial weights on every unit) within Monte Carlo error."""
+    from hce.stats.reliability.krippendorff import alpha_core
+
+    y = np.clip(_random_ratings(n_units=400, n_raters=6, seed=8, missing=0.15), 1, 5)
+    y = y[:, (~np.isnan(y)).sum(axis=0) >= 2]
+    long = _long(y).dropna()
+    unit = pd.factorize(long.target, sort=True)[0]
+    n_units, n_boot = unit.max() + 1, 4000
+    old = _Alpha(unit, long.rating.to_numpy(), level).alphas(
+        np.random.default_rng(9).multinomial(n_units, np.full(n_units, 1 / n_units), size=n_boot).astype(float)
+    )
+    _, new = alpha_core(unit, long.rating.to_numpy(), level, n_boot=n_boot, random_state=10)
+    sigma = old.std(ddof=1)
+    # Two independent estimates of a 2.5% (97.5%) quantile from B replicates of a roughly
+    # normal statistic differ with SD sqrt(2 p (1 - p) / B) / phi(1.96) sigma = 0.060 sigma
+    # at B = 4000; allow 5 SD. Their SDs differ with SD sigma / sqrt(B) = 0.016 sigma: 5 SD.
+    for p in (0.025, 0.975):
+        assert abs(np.quantile(new, p) - np.quantile(old, p)) < 5 * 0.060 * sigma
+    assert abs(new.std(ddof=1) - sigma) < 5 * 0.016 * sigma
+    assert abs(new.mean() - old.mean()) < 5 * np.sqrt(2 / n_boot) * sigma
