@@ -14,7 +14,7 @@ import warnings
 
 import pandas as pd
 
-from hce.report.study import study_report
+from hce.study.report import study_report
 from hce.stats._simulate import simulated_log
 
 

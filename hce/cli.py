@@ -366,7 +366,7 @@ def study_init(
 @study_app.command("plan")
 def study_plan(study: Path = typer.Argument(..., help="The study YAML.")) -> None:
     """Calls, tokens and cost of every experiment; nothing is sent."""
-    from hce.collect import study as st
+    import hce.study as st
 
     with reported():
         parsed = st.load_study(study)
@@ -395,7 +395,7 @@ def study_run(
     ),
 ) -> None:
     """Run the experiments in order, each feeding the next; rerun to resume."""
-    from hce.collect import study as st
+    import hce.study as st
 
     try:
         with reported():
@@ -420,7 +420,7 @@ def study_run(
 @study_app.command("status")
 def study_status(study: Path = typer.Argument(..., help="The study YAML.")) -> None:
     """Attempts logged per experiment, errors, and the decisions made so far."""
-    from hce.collect import study as st
+    import hce.study as st
 
     with reported():
         table = st.status(st.load_study(study))
@@ -441,7 +441,7 @@ def report(
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
 ) -> None:
     """Write the study report (tables, figures, scorecard) from attempt logs; no API calls."""
-    from hce.report.study import bayes_section, study_report
+    from hce.study.report import bayes_section, study_report
 
     with reported():
         frames = [hce.read_log(path) for path in logs]
@@ -455,7 +455,7 @@ def demo(
     out: Path = typer.Option(Path("reports/demo"), "--out", help="Report folder; the study's logs go to OUT/study."),
 ) -> None:
     """Run the whole study offline on the demo corpus with the simulated judge, then write its report."""
-    from hce.demo import run_demo
+    from hce.study.demo import run_demo
 
     console.print("hce demo: simulated judge on loopback, demo corpus, reduced Experiments 1-5 (no API key, no cost)",
                   highlight=False)
@@ -467,3 +467,7 @@ def demo(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":  # python -m hce.cli
+    main()

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import yaml
 
-from hce.collect.study import load_study, run_study
 from hce.log import read_log
-from hce.report.study import study_report
+from hce.study.config import load_study
+from hce.study.report import study_report
+from hce.study.run import run_study
 
 JUDGED_LOGS = ("exp1.jsonl", "exp2.jsonl", "exp3.jsonl", "exp5.jsonl")
 

@@ -1,7 +1,7 @@
 """The study report: one section per experiment found in an attempt log (seed 000 section 9).
 
 :func:`study_report` runs the PRD's analysis plan for each experiment present in a log
-(:mod:`hce.stats.experiments`), lays the results out as the paper outline asks (Table 1
+(:mod:`hce.study.analyses`), lays the results out as the paper outline asks (Table 1
 descriptives, Table 2 key results, Figures 1-3) and adds the success-metrics scorecard.
 Nothing here computes a statistic of its own: every number comes from :mod:`hce.stats`,
 so a report and a script calling the statistics directly agree to the last digit.
@@ -13,24 +13,26 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-import matplotlib.pyplot as plt
-
 import hce.stats as hs
-from hce.stats import calibration
+from hce.collect.sim import SIM_FINGERPRINT
 from hce.errors import HceError, HceWarning
 from hce.report import figures
 from hce.report.document import Figure, Report
 from hce.report.tables import Table, format_p
+from hce.rubric import Rubric, load_rubric
 from hce.stats.result import AnalysisResult
+from hce.study.analyses import experiment1, experiment2, experiment3, experiment5
+from hce.study.confidence import logprob_confidence, score_range
 
 EXPERIMENTS = {
-    "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", hs.experiment1),
-    "EXP2_PromptOptimization": ("Experiment 2: prompt strategy optimisation", hs.experiment2),
-    "EXP3_ModelComparison": ("Experiment 3: LLM architecture comparison", hs.experiment3),
-    "EXP5_FinalToolValidation": ("Experiment 5: optimised tool validation", hs.experiment5),
+    "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", experiment1),
+    "EXP2_PromptOptimization": ("Experiment 2: prompt strategy optimisation", experiment2),
+    "EXP3_ModelComparison": ("Experiment 3: LLM architecture comparison", experiment3),
+    "EXP5_FinalToolValidation": ("Experiment 5: optimised tool validation", experiment5),
 }
 # Captions for the helpers' tables; others get their name. Long per-item tables go to CSV only.
 CAPTIONS = {
@@ -99,7 +101,7 @@ def analyse(log: pd.DataFrame, *, strata: Sequence[str] = (), metadata: Sequence
 def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFrame:
     """The log with Exp 5's ``confidence`` filled from logprobs where the judge stated none.
 
-    The study runner computes the same confidence (:func:`hce.collect.study.logprob_confidence`)
+    The study runner computes the same confidence (:func:`hce.study.confidence.logprob_confidence`)
     but keeps it beside the log, so a report built from the log alone computes it again.
     """
     rows = log["experiment_id"] == experiment_id
@@ -107,8 +109,6 @@ def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFra
     readable = {"logprobs", "prompt_id", "error_flag"} <= set(log.columns)  # the reply format comes from prompt_id
     if stated or not readable or not log.loc[rows, "logprobs"].notna().any():
         return log
-    from hce.collect.study import logprob_confidence
-
     log = log.copy()
     if "confidence" not in log:
         log["confidence"] = np.nan
@@ -118,8 +118,6 @@ def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFra
 
 def is_simulated(log: pd.DataFrame) -> bool:
     """True when any attempt was answered by hce's simulated judge (its system fingerprint says so)."""
-    from hce.collect.sim import SIM_FINGERPRINT
-
     if "system_fingerprint" not in log:
         return False
     return bool(log["system_fingerprint"].astype("str").str.startswith(SIM_FINGERPRINT).any())
@@ -366,26 +364,26 @@ def _variance_section(report: Report, results: StudyResults, confidence: float) 
         section.add(*(f"Note ({prefix}): {w.message}" for w in caught))
 
 
-def calibration_data(part: pd.DataFrame, criteria: Sequence[str]) -> pd.DataFrame:
+def calibration_data(part: pd.DataFrame, criteria: Sequence[str], *, rubric: Rubric | None = None) -> pd.DataFrame:
     """Per attempt and criterion: the logprob of the chosen category score and whether it is the item's mode.
 
     The final score block ends the reply, so the k-th of its n category scores is the
-    (k - n)-th score token from the end (:func:`hce.stats.calibration.logprob_confidence`).
+    (k - n)-th score token from the end (:func:`hce.stats.logprob_confidence`); the possible
+    scores are the rubric's (default v5: 1-4).
     """
     n = len(criteria)
-    found = calibration.logprob_confidence(part, scores=range(1, 5), occurrence=range(-n, 0))
+    low, high = score_range(rubric or load_rubric("v5"))
+    found = hs.logprob_confidence(part, scores=range(low, high + 1), occurrence=range(-n, 0))
     frames = []
     for k, criterion in enumerate(criteria):
         conf = found[found["occurrence"] == k - n]
-        outcome = calibration.agrees_with_mode(part, score=criterion).to_numpy(dtype=float)
+        outcome = hs.agrees_with_mode(part, score=criterion).to_numpy(dtype=float)
         frames.append(conf.assign(criterion=criterion, outcome=outcome)[["item_id", "attempt", "criterion", "prob", "outcome"]])
     data = pd.concat(frames, ignore_index=True)
     return data[data["prob"].notna() & data["outcome"].notna()]
 
 
 def _calibration_section(report: Report, results: StudyResults, confidence: float) -> None:
-    from hce.rubric import load_rubric
-
     log = results.log
     if "logprobs" not in log:
         return
@@ -399,11 +397,11 @@ def _calibration_section(report: Report, results: StudyResults, confidence: floa
         if len(data) < 20:
             continue
         prefix = experiment_id.split("_")[0].lower()
-        metrics = calibration.calibration_metrics(data, prob="prob", outcome="outcome", item="item_id",
+        metrics = hs.calibration_metrics(data, prob="prob", outcome="outcome", item="item_id",
                                                   confidence=confidence, random_state=0)
-        table = calibration.reliability_table(data, prob="prob", outcome="outcome", confidence=confidence)
+        table = hs.reliability_table(data, prob="prob", outcome="outcome", confidence=confidence)
         fig, ax = plt.subplots(figsize=(4.5, 4.5))
-        calibration.reliability_diagram(table, ax=ax)
+        hs.reliability_diagram(table, ax=ax)
         if section is None:
             section = report.section("Confidence and calibration (token probabilities)")
             section.add("Confidence is the judge's token probability of the category score it gave; the outcome is "

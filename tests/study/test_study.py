@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 import hce
 from hce.cli import app
-from hce.collect import study as st
+import hce.study as st
+from hce.study.designs import condition
 from hce.collect.client import CallResult
 from hce.errors import CollectError
 from hce.rubric import load_rubric
@@ -288,13 +289,13 @@ def test_model_settings_apply_to_an_alias_and_o_series_temperature_is_refused():
     # "o4-mini" gets temperature null like "o4-mini-2025-04-16"; a study that still sends
     # o4-mini a temperature fails before any call, naming the condition.
     study = st.load_study(None)
-    alias = st._condition(study, "P2.1", "o4-mini")
+    alias = condition(study, "P2.1", "o4-mini")
     assert alias.temperature is None and alias.logprobs is False
     study.config["model_settings"] = {"o4-mini": {"temperature": None}}
-    assert st._condition(study, "P2.1", "o4-mini-2025-04-16").temperature is None
+    assert condition(study, "P2.1", "o4-mini-2025-04-16").temperature is None
     study.config["model_settings"] = {}
     with pytest.raises(CollectError, match=r"P2.1\|o4-mini\|t0.1.*reasoning model"):
-        st._condition(study, "P2.1", "o4-mini")
+        condition(study, "P2.1", "o4-mini")
 
 
 def test_study_reads_only_the_variable_its_endpoint_names(tmp_path, monkeypatch):

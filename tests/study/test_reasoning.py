@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hce.collect.reasoning import (
+from hce.study.reasoning import (
     coding_messages,
     coding_template,
     intercoder_agreement,

@@ -1,0 +1,128 @@
+"""Experiment 4's run step: the reasoning of Exp 3 segmented, coded (by people, optionally an LLM) and tested."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pandas as pd
+
+from hce.collect.pricing import cost_usd
+from hce.log import LogWriter, logged_attempt_ids, make_attempt_id, read_log
+from hce.study import reasoning
+from hce.study.analyses import experiment4
+from hce.study.config import Study, StudyStop, scheme_source
+from hce.study.designs import corpus_items, exp_design
+from hce.study.handoffs import resolved
+from hce.study.steps import StudyRun, current_log, save_analysis
+
+
+def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
+    exp = study.exp("exp4")
+    folder = study.output / "exp4"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not study.log_path("exp3").is_file():
+        raise StudyStop("Exp 4 codes the reasoning logged by Exp 3, which has not run (enable experiments.exp3)")
+    items = corpus_items(corpus, sets[study.exp("exp3")["set"]], study.rubric)
+    log = current_log(study, result, "exp3", exp_design(study, "exp3", items, prompt=resolved(study, "exp3", "prompt")))
+    scheme = reasoning.load_coding_scheme(scheme_source(study, exp["coding_scheme"]))
+    selection = reasoning.select_diverse(log, corpus, n=exp["n_transcripts"])
+    selection.to_csv(folder / "selection.csv", index=False)
+    segments = reasoning.reasoning_segments(log, items=selection["item_id"], attempt=exp["attempt"], rubric=study.rubric)
+    segments.to_csv(folder / "segments.csv", index=False)
+    reasoning.coding_template(segments, scheme).to_csv(folder / "coding_template.csv", index=False)
+    found = float(segments["segment_found"].mean()) if len(segments) else 0.0
+    if found < 1:
+        result.messages.append(f"Exp 4: {1 - found:.0%} of category segments not found in the replies "
+                               "(is the winning prompt chain-of-thought?)")  # fmt: skip
+    codes = []
+    if exp["llm_coding"]["enabled"]:
+        llm = _llm_codes(study, segments, corpus, scheme, connection)
+        llm.to_csv(folder / "llm_codes.csv", index=False)
+        codes.append(llm)
+        flagged = read_log(study.log_path("exp4_llm"))["error_flag"]
+        if flagged.any():
+            result.messages.append(f"Exp 4: {int(flagged.sum())} of {len(flagged)} LLM coding replies flagged "
+                                   f"(see error_message in {study.log_path('exp4_llm')}); their codes are missing")  # fmt: skip
+    if exp["human_codes"]:
+        codes.append(reasoning.read_codes(study.base / exp["human_codes"], scheme))
+    if not codes:
+        result.messages.append(f"Exp 4: coding sheet written to {folder / 'coding_template.csv'}; fill it in and set "
+                               "experiments.exp4.human_codes (or enable llm_coding), then run again")  # fmt: skip
+        return
+    allcodes = pd.concat(codes, ignore_index=True)
+    coders = sorted(allcodes["coder"].unique())
+    human = sorted(c for c in coders if not c.startswith("llm:"))
+    if len(human) >= 2:
+        kappa = reasoning.intercoder_agreement(allcodes, scheme, coders=human[:2], target=exp["kappa_target"])
+        kappa.to_csv(folder / "kappa.csv", index=False)
+    llm_coders = [c for c in coders if c.startswith("llm:")]
+    if llm_coders and human:
+        # How far the LLM's coding agrees with a researcher's (7.4.6: "AI applies final coding scheme if possible").
+        versus = reasoning.intercoder_agreement(allcodes, scheme, coders=[human[0], llm_coders[0]], target=exp["kappa_target"])
+        versus.to_csv(folder / "kappa_llm_vs_human.csv", index=False)
+    final = exp["final_coder"] or (llm_coders[0] if llm_coders else human[0])
+    chosen = allcodes[allcodes["coder"] == final].dropna(subset=scheme.ids, how="all")
+    if chosen["model"].nunique() < 2:
+        result.messages.append(f"Exp 4: coder {final!r} has codes for fewer than two models; no frequency tests")
+    else:
+        analysis = experiment4(chosen.dropna(subset=scheme.ids), group="model", dimensions=scheme.ids)
+        analysis.notes.append(f"codes of coder {final!r}")
+        save_analysis(analysis, study.output / "analysis" / "exp4")
+        result.analyses["exp4"] = analysis
+
+
+def _llm_codes(study: Study, segments: pd.DataFrame, corpus: pd.DataFrame, scheme: reasoning.CodingScheme, connection) -> pd.DataFrame:
+    """Code every reply's segments with an LLM through the collection client; logged and resumable."""
+    return asyncio.run(_llm_codes_async(study, segments, corpus, scheme, connection))
+
+
+async def _llm_codes_async(study, segments, corpus, scheme, connection) -> pd.DataFrame:
+    from hce.collect.client import JudgeClient
+
+    coding = study.exp("exp4")["llm_coding"]
+    endpoint = study.endpoint
+    log_path = study.log_path("exp4_llm")
+    texts = corpus.set_index("transcript_id")["text"]
+    cond_id = f"CODE|{coding['model']}|t{float(coding['temperature']):g}"
+    done = logged_attempt_ids(log_path) if log_path.is_file() else set()
+    client = JudgeClient(base_url=connection["base_url"], api_key=connection["api_key"],
+                         timeout=endpoint.timeout, max_retries=endpoint.max_retries)  # fmt: skip
+    try:
+        with LogWriter(log_path) as writer:
+            for (item, model, reply_id), cell in segments.groupby(["item_id", "model", "attempt_id"], sort=True):
+                attempt_id = make_attempt_id(study.exp("exp4")["id"], f"{item}|{model}", cond_id, 1)
+                if attempt_id in done:
+                    continue
+                found = dict(zip(cell["criterion"], cell["segment"].where(cell["segment_found"], None)))
+                messages = reasoning.coding_messages(found, texts[item], scheme, rubric=study.rubric)
+                reply = await client.complete(messages, model=coding["model"], temperature=float(coding["temperature"]),
+                                              max_tokens=int(coding["max_tokens"]))  # fmt: skip
+                criteria = [c for c, s in found.items() if s]
+                parsed, problems = reasoning.parse_codes(reply.response_text, scheme, criteria)
+                writer.append({
+                    "attempt_id": attempt_id, "experiment_id": study.exp("exp4")["id"], "item_id": item,
+                    "condition_id": cond_id, "prompt_id": "CODE", "model": coding["model"],
+                    "model_version": reply.model_version, "attempt": 1, "temperature": float(coding["temperature"]),
+                    "max_tokens": int(coding["max_tokens"]), "request": messages, "response_text": reply.response_text,
+                    "finish_reason": reply.finish_reason, "input_tokens": reply.input_tokens,
+                    "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
+                    "cost_usd": cost_usd(coding["model"], reply.input_tokens, reply.output_tokens, reply.cached_tokens, warn=False)
+                    if reply.input_tokens is not None else None,
+                    "latency_s": reply.latency_s, "retries": reply.retries,
+                    "error_flag": (not reply.ok) or bool(problems),
+                    "error_message": reply.error_message or ("; ".join(problems) if problems else None),
+                    "coded_model": model, "coded_attempt_id": reply_id, "codes": json.dumps(parsed),
+                })  # fmt: skip
+    finally:
+        await client.aclose()
+    log = read_log(log_path)
+    rows = []
+    for rec in log.to_dict(orient="records"):
+        parsed = json.loads(rec["codes"]) if isinstance(rec.get("codes"), str) else {}
+        for criterion, dims in parsed.items():
+            rows.append({"item_id": rec["item_id"], "model": rec["coded_model"], "attempt_id": rec["coded_attempt_id"],
+                         "criterion": criterion, "coder": f"llm:{rec['model']}", **dims})  # fmt: skip
+    return pd.DataFrame(rows, columns=[*reasoning.SEGMENT_KEY, "coder", *scheme.ids])
+
+
