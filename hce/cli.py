@@ -433,20 +433,30 @@ def study_status(study: Path = typer.Argument(..., help="The study YAML.")) -> N
 
 @app.command()
 def report(
-    logs: list[Path] = typer.Argument(..., help="One or more attempt logs (.jsonl, .csv, .parquet)."),
+    logs: list[Path] = typer.Argument(..., help="A study's output folder, or one or more attempt logs (.jsonl, .csv, .parquet)."),
     out: Path = typer.Option(Path("reports/study"), "--out", help="Folder for report.md, report.html, tables/, figures/."),
     title: str = typer.Option("LLM judge study report", help="Report title."),
     strata: list[str] = typer.Option([], "--strata", help="Demographic column(s) for the fairness analysis (Success Metric 6)."),
     metadata: list[str] = typer.Option([], "--metadata", help="Transcript metadata column(s) for Experiment 5."),
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
 ) -> None:
-    """Write the study report (tables, figures, scorecard) from attempt logs; no API calls."""
-    from hce.study.report import bayes_section, study_report
+    """Write the study report (tables, figures, scorecard) from attempt logs; no API calls.
+
+    Given a study's output folder, each experiment is analysed with the settings the study saved
+    and the report shows the decisions it handed on; given bare logs, the defaults (and says so).
+    """
+    from hce.study.report import bayes_section, study_folder_report, study_report
 
     with reported():
-        frames = [hce.read_log(path) for path in logs]
         extra = [bayes_section] if bayes else []
-        folder = study_report(frames, title=title, strata=strata, metadata=metadata, extra_sections=extra).write(out)
+        options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra}
+        if any(path.is_dir() for path in logs):
+            if len(logs) > 1:
+                raise HceError("give one study folder, or attempt log files (not both)")
+            built = study_folder_report(logs[0], **options)
+        else:
+            built = study_report([hce.read_log(path) for path in logs], **options)
+        folder = built.write(out)
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
 
 

@@ -10,13 +10,7 @@ Exp 4's reasoning coding (:mod:`~hce.study.reasoning`), the run and its hand-off
 :mod:`hce.report`) do not know the study exists.
 """
 
-from hce.study.analyses import (
-    experiment1,
-    experiment2,
-    experiment3,
-    experiment4,
-    experiment5,
-)
+from hce.study.analyses import experiment1, experiment2, experiment3, experiment4, experiment5
 from hce.study.confidence import logprob_confidence
 from hce.study.config import Study, StudyStop, default_config, load_study
 from hce.study.demo import run_demo

@@ -14,7 +14,7 @@ from hce.study.analyses import experiment4
 from hce.study.config import Study, StudyStop, scheme_source
 from hce.study.designs import corpus_items, exp_design
 from hce.study.handoffs import resolved
-from hce.study.steps import StudyRun, current_log, save_analysis
+from hce.study.steps import StudyRun, analyse, current_log
 
 
 def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
@@ -66,10 +66,8 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
     if chosen["model"].nunique() < 2:
         result.messages.append(f"Exp 4: coder {final!r} has codes for fewer than two models; no frequency tests")
     else:
-        analysis = experiment4(chosen.dropna(subset=scheme.ids), group="model", dimensions=scheme.ids)
-        analysis.notes.append(f"codes of coder {final!r}")
-        save_analysis(analysis, study.output / "analysis" / "exp4")
-        result.analyses["exp4"] = analysis
+        analyse(study, result, "exp4", experiment4, chosen.dropna(subset=scheme.ids), notes=[f"codes of coder {final!r}"],
+                group="model", dimensions=list(scheme.ids))  # fmt: skip
 
 
 def _llm_codes(study: Study, segments: pd.DataFrame, corpus: pd.DataFrame, scheme: reasoning.CodingScheme, connection) -> pd.DataFrame:

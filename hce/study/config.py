@@ -19,14 +19,7 @@ import yaml
 
 from hce.collect.design import Endpoint, endpoint_from
 from hce.collect.prompts import REPLY_FORMAT
-from hce.collect.schema import (
-    EndpointSpec,
-    RunSpec,
-    SchemaError,
-    SettingsSpec,
-    did_you_mean,
-    validate,
-)
+from hce.collect.schema import EndpointSpec, RunSpec, SchemaError, SettingsSpec, did_you_mean, validate
 from hce.errors import CollectError, HceError
 from hce.rubric import Rubric, load_rubric
 
@@ -35,6 +28,8 @@ EXPERIMENTS = ("exp1", "exp2", "exp3", "exp4", "exp5")
 _FREE = {("model_settings",), ("simulation", "profiles"), ("simulation", "default"), ("corpus", "strip")}
 _LOGS = {"exp1_generation": "exp1_generation.jsonl", "exp1": "exp1.jsonl", "exp2": "exp2.jsonl",
          "exp3": "exp3.jsonl", "exp4_llm": "exp4_llm_coding.jsonl", "exp5": "exp5.jsonl"}  # fmt: skip
+#: The logs of the judging experiments, which the study report reads.
+JUDGED_LOGS = tuple(_LOGS[key] for key in ("exp1", "exp2", "exp3", "exp5"))
 
 
 class StudyStop(HceError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,13 @@ from hce.study.config import Study, StudyStop
 
 
 def read_decisions(study: Study) -> dict[str, Any]:
-    path = study.output / "decisions.json"
+    """The decisions the study has made so far (``decisions.json`` of its output folder)."""
+    return decisions_in(study.output)
+
+
+def decisions_in(folder: Path) -> dict[str, Any]:
+    """``decisions.json`` of a study output folder: kind (prompt, model) -> choice, source, evidence."""
+    path = Path(folder) / "decisions.json"
     if not path.is_file():
         return {}
     return json.loads(path.read_text(encoding="utf-8"))

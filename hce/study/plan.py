@@ -15,12 +15,7 @@ from hce.collect.runner import CHARS_PER_TOKEN, estimate
 from hce.errors import CollectError
 from hce.study import reasoning
 from hce.study.config import Study, scheme_source
-from hce.study.designs import (
-    corpus_items,
-    exp_design,
-    generation_design,
-    synthetic_targets,
-)
+from hce.study.designs import corpus_items, exp_design, generation_design, synthetic_targets
 from hce.study.handoffs import read_decisions
 from hce.study.partition import partition
 

@@ -9,9 +9,11 @@ so a report and a script calling the statistics directly agree to the last digit
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,14 +21,18 @@ import pandas as pd
 
 import hce.stats as hs
 from hce.collect.sim import SIM_FINGERPRINT
-from hce.errors import HceError, HceWarning
+from hce.errors import DataError, HceError, HceWarning
+from hce.log import read_log
 from hce.report import figures
 from hce.report.document import Figure, Report
 from hce.report.tables import Table, format_p
 from hce.rubric import Rubric, load_rubric
 from hce.stats.result import AnalysisResult
 from hce.study.analyses import experiment1, experiment2, experiment3, experiment5
+from hce.study.config import JUDGED_LOGS
 from hce.study.confidence import logprob_confidence, score_range
+from hce.study.handoffs import decisions_in
+from hce.study.settings import SETTINGS_FILE, describe, effective_settings, read_settings
 
 EXPERIMENTS = {
     "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", experiment1),
@@ -69,25 +75,47 @@ PER_ITEM_TABLES = {"sd", "mae", "mean_scores", "distribution", "sd_histogram"}
 
 @dataclass
 class StudyResults:
-    """What the report is built from: the log and each experiment's analysis."""
+    """What the report is built from: the log, each experiment's analysis and the settings that made it.
+
+    ``settings`` holds each analysis's effective keyword arguments; ``saved`` names the
+    experiments whose settings a study saved (the rest ran on the defaults of
+    :mod:`hce.study.analyses`); ``decisions`` is the study's ``decisions.json`` (empty for bare logs).
+    """
 
     log: pd.DataFrame
     experiments: dict[str, AnalysisResult]
     simulated: bool
     failures: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, dict] = field(default_factory=dict)
+    saved: set[str] = field(default_factory=set)
+    decisions: dict[str, dict] = field(default_factory=dict)
 
 
-def analyse(log: pd.DataFrame, *, strata: Sequence[str] = (), metadata: Sequence[str] = ()) -> StudyResults:
-    """Run each experiment's analysis plan on the rows of the log that belong to it."""
+def analyse(
+    log: pd.DataFrame,
+    *,
+    strata: Sequence[str] = (),
+    metadata: Sequence[str] = (),
+    settings: Mapping[str, Mapping] | None = None,
+) -> StudyResults:
+    """Run each experiment's analysis plan on the rows of the log that belong to it.
+
+    ``settings`` (``analysis_settings.json`` of a study, :func:`hce.study.settings.read_settings`)
+    gives each experiment the keyword arguments the study analysed it with, so the report
+    shows what the study decided; an experiment without saved settings runs on the defaults.
+    ``strata`` and ``metadata``, when given, apply to Exp 5 over any saved ones.
+    """
     present = set(log["experiment_id"].dropna().unique()) if "experiment_id" in log else set()
-    results, failures = {}, {}
+    saved = {k: dict(v["settings"]) for k, v in (settings or {}).items()}
+    results, failures, used = {}, {}, {}
     for experiment_id, (_, helper) in EXPERIMENTS.items():
         if experiment_id not in present:
             continue
-        data, kwargs = log, {}
+        data, kwargs = log, dict(saved.get(experiment_id, {}))
         if experiment_id.startswith("EXP5"):
-            kwargs = {"strata": list(strata), "metadata": list(metadata)}
+            kwargs.update({k: list(v) for k, v in (("strata", strata), ("metadata", metadata)) if v or k not in kwargs})
             data = with_logprob_confidence(log, experiment_id)
+        used[experiment_id] = effective_settings(helper, **kwargs)
         try:
             with warnings.catch_warnings():
                 # Items without two valid attempts are reported in the tables and notes.
@@ -95,7 +123,8 @@ def analyse(log: pd.DataFrame, *, strata: Sequence[str] = (), metadata: Sequence
                 results[experiment_id] = helper(data, **kwargs)
         except HceError as exc:  # e.g. a single condition: the plan's test cannot run
             failures[experiment_id] = str(exc)
-    return StudyResults(log=log, experiments=results, simulated=is_simulated(log), failures=failures)
+    return StudyResults(log=log, experiments=results, simulated=is_simulated(log), failures=failures,
+                        settings=used, saved=set(saved) & set(used))  # fmt: skip
 
 
 def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFrame:
@@ -127,12 +156,35 @@ def _table(result: AnalysisResult, name: str, prefix: str, confidence: float) ->
     return Table(result[name], caption=CAPTIONS.get(name, name.replace("_", " ")), name=f"{prefix}_{name}", confidence=confidence)
 
 
-def _experiment_section(report: Report, experiment_id: str, result: AnalysisResult, log: pd.DataFrame, confidence: float) -> None:
+def _settings_line(experiment_id: str, results: StudyResults) -> str:
+    """Which settings made this section's numbers: the study's saved ones, or the defaults (bare logs)."""
+    words = describe(results.settings[experiment_id])
+    if experiment_id in results.saved:
+        return f"Analysis settings, as the study analysed this experiment ({SETTINGS_FILE}): {words}."
+    helper = EXPERIMENTS[experiment_id][1].__name__
+    return (f"Analysis settings: the defaults of hce.study.{helper} (no settings saved by a study for this log; "
+            f"run `hce report` on the study folder to use the study's own): {words}.")
+
+
+def _handed_on(experiment_id: str, decisions: Mapping[str, Mapping]) -> str | None:
+    kind = {"EXP2": "prompt", "EXP3": "model"}.get(experiment_id.split("_")[0])
+    decision = decisions.get(kind) if kind else None
+    if not decision:
+        return None
+    return f"Handed on by the study (decisions.json): {kind} {decision['choice']} (source: {decision['source']})."
+
+
+def _experiment_section(report: Report, experiment_id: str, result: AnalysisResult, results: StudyResults, confidence: float) -> None:
+    log = results.log
     title, _ = EXPERIMENTS[experiment_id]
     section = report.section(title)
     prefix = experiment_id.split("_")[0].lower()
     rows = log[log["experiment_id"] == experiment_id]
     section.add(f"{len(rows):,} attempts on {rows['item_id'].nunique():,} items.")
+    section.add(_settings_line(experiment_id, results))
+    handed = _handed_on(experiment_id, results.decisions)
+    if handed:
+        section.add(handed)
     for note in result.notes:
         section.add(f"Note: {note}")
     long_tables = []
@@ -466,6 +518,8 @@ def study_report(
     metadata: Sequence[str] = (),
     extra_sections: Sequence[SectionBuilder] = (),
     confidence: float = 0.95,
+    settings: Mapping[str, Mapping] | None = None,
+    decisions: Mapping[str, Mapping] | None = None,
 ) -> Report:
     """Build the study report from one or more attempt logs (no API calls).
 
@@ -479,6 +533,11 @@ def study_report(
         Demographic strata (Success Metric 6) and transcript metadata columns for Exp 5.
     extra_sections : list of callables
         Builders ``f(report, results, confidence)`` adding optional sections (e.g. Bayesian).
+    settings, decisions : mapping, optional
+        A study's ``analysis_settings.json`` and ``decisions.json``: each experiment is
+        analysed with the study's own settings and the section says what the study handed
+        on. Without them the defaults are used and each section says so
+        (:func:`study_folder_report` reads both from a study folder).
 
     Returns
     -------
@@ -486,7 +545,8 @@ def study_report(
         ``.write(folder)`` writes Markdown, HTML, CSV, LaTeX, PNG and SVG.
     """
     log = pd.concat(list(logs), ignore_index=True) if isinstance(logs, Sequence) else logs
-    results = analyse(log, strata=strata, metadata=metadata)
+    results = analyse(log, strata=strata, metadata=metadata, settings=settings)
+    results.decisions = dict(decisions or {})
     if results.simulated:
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
     report = Report(title)
@@ -497,7 +557,7 @@ def study_report(
         overview.add(Table(key, "Table 2: Key statistical results for prompt and model comparisons", "table2_key_results", confidence))
     overview.add(Table(scorecard(results), "Success metrics scorecard (PRD section 1)", "scorecard", confidence))
     for experiment_id, result in results.experiments.items():
-        _experiment_section(report, experiment_id, result, log, confidence)
+        _experiment_section(report, experiment_id, result, results, confidence)
     for experiment_id, message in results.failures.items():
         report.section(EXPERIMENTS[experiment_id][0]).add(f"The analysis plan could not be run on this log: {message}")
     if not results.experiments and not results.failures:
@@ -508,3 +568,20 @@ def study_report(
         _bayes_skipped(report, results, confidence)
     return report
 
+
+
+def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
+    """The study report of a study's output folder, analysed exactly as the study analysed it.
+
+    The folder's judged logs (``exp1.jsonl``, ``exp2.jsonl``, ``exp3.jsonl``, ``exp5.jsonl``)
+    are reported with the settings the run saved (``analysis_settings.json``: winner rule,
+    adjustment, alpha, seeds) and the decisions it handed on (``decisions.json``), so the
+    report names the same winners. Other keyword arguments go to :func:`study_report`.
+    """
+    folder = Path(folder)
+    paths = [folder / name for name in JUDGED_LOGS if (folder / name).is_file()]
+    if not paths:
+        raise DataError(f"{folder}: no attempt log of a judged experiment ({', '.join(JUDGED_LOGS)}); "
+                        "is it a study's output folder?")  # fmt: skip
+    logs = [read_log(path) for path in paths]
+    return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder), **kwargs)

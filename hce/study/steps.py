@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,23 +12,14 @@ import pandas as pd
 from hce.collect.design import Design
 from hce.collect.runner import run
 from hce.log import read_log
+from hce.stats.result import AnalysisResult
 from hce.study import synthetic
 from hce.study.analyses import experiment1, experiment2, experiment3, experiment5
 from hce.study.confidence import logprob_confidence
 from hce.study.config import Study, StudyStop
-from hce.study.designs import (
-    corpus_items,
-    exp_design,
-    generation_design,
-    synthetic_targets,
-)
-from hce.study.handoffs import (
-    choose_winner,
-    read_decisions,
-    resolved,
-    winner_kwargs,
-    write_decision,
-)
+from hce.study.designs import corpus_items, exp_design, generation_design, synthetic_targets
+from hce.study.handoffs import choose_winner, read_decisions, resolved, winner_kwargs, write_decision
+from hce.study.settings import save_settings
 from hce.study.transcripts import write_transcripts
 
 
@@ -65,11 +56,20 @@ def current_log(study: Study, result: StudyRun, key: str, design: Design) -> pd.
     return current
 
 
-def save_analysis(result: Any, folder: Path) -> None:
+def analyse(study: Study, result: StudyRun, key: str, function: Callable[..., AnalysisResult], data: pd.DataFrame,
+            *, notes: Sequence[str] = (), **kwargs: Any) -> AnalysisResult:
+    """Run an experiment's analysis, save its tables and the settings that made it (for the report)."""
+    analysis = function(data, **kwargs)
+    analysis.notes.extend(notes)
+    log = study.log_path(key).name if key in ("exp1", "exp2", "exp3", "exp5") else None
+    save_settings(study.output, study.exp(key)["id"], function, log, **kwargs)
+    folder = study.output / "analysis" / key
     folder.mkdir(parents=True, exist_ok=True)
-    for name, table in result.tables.items():
+    for name, table in analysis.tables.items():
         table.to_csv(folder / f"{name}.csv", index=False)
-    (folder / "summary.md").write_text(result.summary() + "\n", encoding="utf-8")
+    (folder / "summary.md").write_text(analysis.summary() + "\n", encoding="utf-8")
+    result.analyses[key] = analysis
+    return analysis
 
 
 def exp1(study: Study, result: StudyRun, corpus, sets, connection) -> None:
@@ -100,19 +100,15 @@ def exp1(study: Study, result: StudyRun, corpus, sets, connection) -> None:
         result.messages.append(f"Exp 1: {leaked} synthetic transcript(s) still mention the rubric or score (leak_flag)")
     items = corpus_items(synth[["transcript_id", "text", "target_total", "stratum", "leak_flag", "n_words"]], rubric=study.rubric)
     log = judge(study, result, "exp1", exp_design(study, "exp1", items), connection)
-    analysis = experiment1(log, non_rubric=study.exp("exp1")["prompts"][0],
-                           rubric=study.exp("exp1")["prompts"][-1], experiment_id=study.exp("exp1")["id"])  # fmt: skip
-    save_analysis(analysis, study.output / "analysis" / "exp1")
-    result.analyses["exp1"] = analysis
+    analyse(study, result, "exp1", experiment1, log, non_rubric=study.exp("exp1")["prompts"][0],
+            rubric=study.exp("exp1")["prompts"][-1], experiment_id=study.exp("exp1")["id"])  # fmt: skip
 
 
 def exp2(study: Study, result: StudyRun, corpus, sets, connection) -> None:
     exp = study.exp("exp2")
     items = corpus_items(corpus, sets[exp["set"]], study.rubric)
     log = judge(study, result, "exp2", exp_design(study, "exp2", items), connection)
-    analysis = experiment2(log, experiment_id=exp["id"], **winner_kwargs(exp["winner"]))
-    save_analysis(analysis, study.output / "analysis" / "exp2")
-    result.analyses["exp2"] = analysis
+    analysis = analyse(study, result, "exp2", experiment2, log, experiment_id=exp["id"], **winner_kwargs(exp["winner"]))
     write_decision(study, "prompt", choose_winner(analysis, kind="prompt", column="prompt_id", rule=exp["winner"]))
 
 
@@ -123,9 +119,7 @@ def exp3(study: Study, result: StudyRun, corpus, sets, connection) -> None:
     prompt = resolved(study, "exp3", "prompt")
     items = corpus_items(corpus, sets[exp["set"]], study.rubric)
     log = judge(study, result, "exp3", exp_design(study, "exp3", items, prompt=prompt), connection)
-    analysis = experiment3(log, experiment_id=exp["id"], **winner_kwargs(exp["winner"]))
-    save_analysis(analysis, study.output / "analysis" / "exp3")
-    result.analyses["exp3"] = analysis
+    analysis = analyse(study, result, "exp3", experiment3, log, experiment_id=exp["id"], **winner_kwargs(exp["winner"]))
     decision = choose_winner(analysis, kind="model", column="model", rule=exp["winner"])
     decision["prompt"] = prompt
     write_decision(study, "model", decision)
@@ -145,7 +139,4 @@ def exp5(study: Study, result: StudyRun, corpus, sets, connection) -> None:
         notes.append("confidence: the judge's mean token probability of the category scores it wrote, from logprobs "
                      f"(exp5_confidence.csv; {int(log['confidence'].notna().sum())} of {len(log)} attempts)")  # fmt: skip
     meta = [c for c in ("n_words", "source") if c in log.columns and log[c].nunique() >= 2]
-    analysis = experiment5(log, experiment_id=exp["id"], metadata=meta)
-    analysis.notes.extend(notes)
-    save_analysis(analysis, study.output / "analysis" / "exp5")
-    result.analyses["exp5"] = analysis
+    analyse(study, result, "exp5", experiment5, log, notes=notes, experiment_id=exp["id"], metadata=meta)
