@@ -2,7 +2,7 @@
 
 from hce.collect.batch import BatchSummary, CancelSummary, cancel_batches, cancel_batches_async, run_batch, run_batch_async
 from hce.collect.client import CallResult, FatalCallError, JudgeClient
-from hce.collect.design import Design, Endpoint, load_design
+from hce.collect.design import CustomPrompt, Design, Endpoint, load_design
 from hce.collect.runner import RunSummary, estimate, run, run_async
 from hce.collect.schema import SchemaError
 from hce.collect.sim import Faults, Profile, SimJudge, SimServer
@@ -13,6 +13,7 @@ __all__ = [
     "BatchSummary",
     "CallResult",
     "CancelSummary",
+    "CustomPrompt",
     "Design",
     "Endpoint",
     "FatalCallError",

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
-from hce.collect.pricing import cost_usd
-from hce.log import LogWriter, logged_attempt_ids, make_attempt_id, read_log
+from hce.collect.design import Condition, CustomPrompt, Item
+from hce.log import read_log
 from hce.study import reasoning
 from hce.study.analyses import experiment4
 from hce.study.config import Study, StudyStop, scheme_source
-from hce.study.designs import corpus_items, exp_design
+from hce.study.designs import corpus_items, design_of, exp_design
 from hce.study.handoffs import resolved
-from hce.study.steps import StudyRun, analyse, current_log
+from hce.study.steps import StudyRun, analyse, current_log, run_design
 
 
 def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
@@ -37,7 +38,7 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
                                "(is the winning prompt chain-of-thought?)")  # fmt: skip
     codes = []
     if exp["llm_coding"]["enabled"]:
-        llm = _llm_codes(study, segments, corpus, scheme, connection)
+        llm = _llm_codes(study, result, segments, corpus, scheme, connection)
         llm.to_csv(folder / "llm_codes.csv", index=False)
         codes.append(llm)
         flagged = read_log(study.log_path("exp4_llm"))["error_flag"]
@@ -70,57 +71,40 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
                 group="model", dimensions=list(scheme.ids))  # fmt: skip
 
 
-def _llm_codes(study: Study, segments: pd.DataFrame, corpus: pd.DataFrame, scheme: reasoning.CodingScheme, connection) -> pd.DataFrame:
-    """Code every reply's segments with an LLM through the collection client; logged and resumable."""
-    return asyncio.run(_llm_codes_async(study, segments, corpus, scheme, connection))
+def _llm_codes(study: Study, result: StudyRun, segments: pd.DataFrame, corpus: pd.DataFrame,
+               scheme: reasoning.CodingScheme, connection: Mapping[str, Any]) -> pd.DataFrame:
+    """Code every reply's segments with an LLM, through the collection runner (logged, resumable, rate-limited).
 
-
-async def _llm_codes_async(study, segments, corpus, scheme, connection) -> pd.DataFrame:
-    from hce.collect.client import JudgeClient
-
+    One call per coded reply (transcript x model): the item ``<transcript>|<model>`` of a
+    design whose prompt is the coding request (:class:`~hce.collect.design.CustomPrompt`),
+    so the runner's concurrency, rate limits, retries, resume and attempt log apply.
+    """
     coding = study.exp("exp4")["llm_coding"]
-    endpoint = study.endpoint
-    log_path = study.log_path("exp4_llm")
     texts = corpus.set_index("transcript_id")["text"]
-    cond_id = f"CODE|{coding['model']}|t{float(coding['temperature']):g}"
-    done = logged_attempt_ids(log_path) if log_path.is_file() else set()
-    client = JudgeClient(base_url=connection["base_url"], api_key=connection["api_key"],
-                         timeout=endpoint.timeout, max_retries=endpoint.max_retries)  # fmt: skip
-    try:
-        with LogWriter(log_path) as writer:
-            for (item, model, reply_id), cell in segments.groupby(["item_id", "model", "attempt_id"], sort=True):
-                attempt_id = make_attempt_id(study.exp("exp4")["id"], f"{item}|{model}", cond_id, 1)
-                if attempt_id in done:
-                    continue
-                found = dict(zip(cell["criterion"], cell["segment"].where(cell["segment_found"], None)))
-                messages = reasoning.coding_messages(found, texts[item], scheme, rubric=study.rubric)
-                reply = await client.complete(messages, model=coding["model"], temperature=float(coding["temperature"]),
-                                              max_tokens=int(coding["max_tokens"]))  # fmt: skip
-                criteria = [c for c, s in found.items() if s]
-                parsed, problems = reasoning.parse_codes(reply.response_text, scheme, criteria)
-                writer.append({
-                    "attempt_id": attempt_id, "experiment_id": study.exp("exp4")["id"], "item_id": item,
-                    "condition_id": cond_id, "prompt_id": "CODE", "model": coding["model"],
-                    "model_version": reply.model_version, "attempt": 1, "temperature": float(coding["temperature"]),
-                    "max_tokens": int(coding["max_tokens"]), "request": messages, "response_text": reply.response_text,
-                    "finish_reason": reply.finish_reason, "input_tokens": reply.input_tokens,
-                    "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
-                    "cost_usd": cost_usd(coding["model"], reply.input_tokens, reply.output_tokens, reply.cached_tokens, warn=False)
-                    if reply.input_tokens is not None else None,
-                    "latency_s": reply.latency_s, "retries": reply.retries,
-                    "error_flag": (not reply.ok) or bool(problems),
-                    "error_message": reply.error_message or ("; ".join(problems) if problems else None),
-                    "coded_model": model, "coded_attempt_id": reply_id, "codes": json.dumps(parsed),
-                })  # fmt: skip
-    finally:
-        await client.aclose()
-    log = read_log(log_path)
+    messages, criteria, items = {}, {}, []
+    for (item, model, reply_id), cell in segments.groupby(["item_id", "model", "attempt_id"], sort=True):
+        found = dict(zip(cell["criterion"], cell["segment"].where(cell["segment_found"], None)))
+        key = f"{item}|{model}"
+        messages[key] = reasoning.coding_messages(found, texts[item], scheme, rubric=study.rubric)
+        criteria[key] = [c for c, text in found.items() if text]
+        items.append(Item(key, metadata={"coded_item": item, "coded_model": model, "coded_attempt_id": reply_id}))
+
+    def parse(item: Item, text: str | None) -> dict[str, Any]:
+        parsed, problems = reasoning.parse_codes(text, scheme, criteria[item.id])
+        return {"codes": json.dumps(parsed), "error_flag": bool(problems), "error_message": "; ".join(problems) or None}
+
+    # The coding request with no segment and no transcript stands for the template (settings_hash).
+    template = json.dumps(reasoning.coding_messages({}, "", scheme, rubric=study.rubric), sort_keys=True)
+    prompt = CustomPrompt(render=lambda item: messages[item.id], parse=parse, version=template)
+    cond = Condition(id=f"CODE|{coding['model']}|t{float(coding['temperature']):g}", prompt_id="CODE", model=coding["model"],
+                     temperature=float(coding["temperature"]), max_tokens=int(coding["max_tokens"]))  # fmt: skip
+    design = design_of(study, study.exp("exp4")["id"], tuple(items), [cond], 1, prompts={"CODE": prompt})
+    result.summaries["exp4_llm"] = run_design(design, study.log_path("exp4_llm"), connection)
+    log = current_log(study, result, "exp4_llm", design)
     rows = []
     for rec in log.to_dict(orient="records"):
         parsed = json.loads(rec["codes"]) if isinstance(rec.get("codes"), str) else {}
         for criterion, dims in parsed.items():
-            rows.append({"item_id": rec["item_id"], "model": rec["coded_model"], "attempt_id": rec["coded_attempt_id"],
+            rows.append({"item_id": rec["coded_item"], "model": rec["coded_model"], "attempt_id": rec["coded_attempt_id"],
                          "criterion": criterion, "coder": f"llm:{rec['model']}", **dims})  # fmt: skip
     return pd.DataFrame(rows, columns=[*reasoning.SEGMENT_KEY, "coder", *scheme.ids])
-
-

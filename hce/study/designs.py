@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from hce.collect.design import Condition, Design, Item, check_temperature
+from hce.collect.design import Condition, CustomPrompt, Design, Item, check_temperature
 from hce.collect.pricing import ALIASES
 from hce.collect.transcripts import is_missing
 from hce.errors import CollectError, DataError
@@ -106,12 +107,14 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _design(study: Study, experiment_id: str, items: tuple[Item, ...], conditions: list[Condition], attempts: int) -> Design:
+def design_of(study: Study, experiment_id: str, items: tuple[Item, ...], conditions: list[Condition], attempts: int,
+              prompts: Mapping[str, CustomPrompt] | None = None) -> Design:
+    """A collection design of the study's items and conditions, with its endpoint and run limits."""
     run = study.config["run"]
     return Design(
         experiment_id=experiment_id, items=items, conditions=tuple(conditions), attempts=int(attempts),
         rubric=study.rubric, endpoints={"default": study.endpoint}, concurrency=int(run["concurrency"]),
-        requests_per_minute=run["requests_per_minute"], tokens_per_minute=run["tokens_per_minute"],
+        requests_per_minute=run["requests_per_minute"], tokens_per_minute=run["tokens_per_minute"], prompts=dict(prompts or {}),
     )  # fmt: skip
 
 
@@ -125,7 +128,7 @@ def generation_design(study: Study, targets: pd.DataFrame, attempts: int = 1) ->
     items = tuple(Item(t.transcript_id, None, metadata={"target_total": int(t.target_total), "stratum": t.stratum})
                   for t in targets.itertuples(index=False))  # fmt: skip
     cond = condition(study, "SYNTH", spec["model"], temperature=spec["temperature"], max_tokens=spec["max_tokens"])
-    return _design(study, "EXP1_SyntheticGeneration", items, [cond], attempts)
+    return design_of(study, "EXP1_SyntheticGeneration", items, [cond], attempts)
 
 
 def exp_design(study: Study, key: str, items: tuple[Item, ...], *, prompt: str | None = None, model: str | None = None) -> Design:
@@ -142,5 +145,5 @@ def exp_design(study: Study, key: str, items: tuple[Item, ...], *, prompt: str |
         conds = [condition(study, prompt, model, **extra)]
     else:
         raise CollectError(f"experiment {key!r} has no judging design")
-    return _design(study, exp["id"], items, conds, exp["attempts"])
+    return design_of(study, exp["id"], items, conds, exp["attempts"])
 
