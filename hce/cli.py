@@ -330,7 +330,7 @@ def sim_server(
 
 
 _STUDY_TEMPLATE = """# A study of seed 000's Experiments 1-5. Only what differs from the packaged defaults
-# (hce/data/study_default.yaml, the protocol's numbers) needs to be here.
+# (hce/study/data/study_default.yaml, the protocol's numbers) needs to be here.
 name: my-study
 output: study_output
 corpus:
@@ -354,7 +354,9 @@ def study_init(
     if demo:
         corpus = resources.files("hce.data").joinpath("demo_corpus.jsonl").read_text(encoding="utf-8")
         (folder / "demo_corpus.jsonl").write_text(corpus, encoding="utf-8")
-        extra = resources.files("hce.data").joinpath("study_demo.yaml").read_text(encoding="utf-8")
+        from hce.study.config import packaged
+
+        extra = packaged("study_demo.yaml")
         text = _STUDY_TEMPLATE.format(corpus="demo_corpus.jsonl", extra=extra)
     else:
         text = _STUDY_TEMPLATE.format(corpus="transcripts/", extra="")

@@ -1,6 +1,6 @@
 """The study file: packaged defaults, the researcher's overrides merged over them, and their checks.
 
-A study file (YAML) is merged over the packaged defaults (``hce/data/study_default.yaml``,
+A study file (YAML) is merged over the packaged defaults (``hce/study/data/study_default.yaml``,
 the protocol's numbers), so a researcher writes only what differs: usually the corpus
 paths. :func:`load_study` reads and checks it; :class:`Study` answers where things are.
 """
@@ -69,10 +69,14 @@ class Study:
         return self.output / _LOGS[key]
 
 
+def packaged(name: str) -> str:
+    """The text of a packaged study file (``hce/study/data/``): ``study_default.yaml``, ``study_demo.yaml``."""
+    return resources.files("hce.study").joinpath("data", name).read_text(encoding="utf-8")
+
+
 def default_config() -> dict[str, Any]:
     """The packaged defaults (the protocol's numbers) as a fresh mapping."""
-    text = resources.files("hce.data").joinpath("study_default.yaml").read_text(encoding="utf-8")
-    return copy.deepcopy(yaml.safe_load(text))
+    return copy.deepcopy(yaml.safe_load(packaged("study_default.yaml")))
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any], where: tuple[str, ...], source: str) -> dict[str, Any]:
@@ -125,7 +129,7 @@ def load_study(source: str | os.PathLike | Mapping[str, Any] | None = None) -> S
         except yaml.YAMLError as exc:
             raise CollectError(f"{name}: not valid YAML: {exc}") from None
         if not isinstance(doc, dict):
-            raise CollectError(f"{name}: a study file is a mapping (see hce/data/study_default.yaml)")
+            raise CollectError(f"{name}: a study file is a mapping (see hce/study/data/study_default.yaml)")
     _no_secret(doc, name)
     config = _merge(default_config(), doc, (), name)
     study = Study(config=config, base=base, source=name)

@@ -484,7 +484,7 @@ def comparable(result: object) -> dict[str, np.ndarray]:
 
 def owns_error_keyword(name: str) -> bool:
     """Had ``error=`` before issue 18 and counts flagged attempts in its tables (``n_errors``)."""
-    function = getattr(hs, name)
+    function = getattr(hst if name.startswith("experiment") else hs, name)
     return "error" in inspect.signature(getattr(function, "__wrapped__", function)).parameters
 
 
