@@ -216,7 +216,6 @@ def _check(study: Study) -> None:
                            "(or pin experiments.exp3.winner.pin)")  # fmt: skip
 
 
-
 def scheme_source(study: Study, source: str) -> str | Path:
     """A coding scheme named in the study: a file beside the study file, else a packaged name."""
     path = study.base / str(source)

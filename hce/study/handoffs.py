@@ -100,7 +100,6 @@ def choose_winner(result: Any, *, kind: str, column: str, rule: Mapping[str, Any
                     f"then run again (collected attempts are kept)")  # fmt: skip
 
 
-
 def winner_kwargs(rule: Mapping[str, Any]) -> dict[str, Any]:
     """The winner rule's test settings as keyword arguments of :func:`~hce.study.analyses.experiment2`/``3``."""
     return {"posthoc_method": rule["posthoc"], "p_adjust_method": rule["p_adjust"], "require": rule["require"], "alpha": rule["alpha"]}
@@ -118,5 +117,3 @@ def resolved(study: Study, key: str, kind: str) -> str:
     if decision is None:
         raise StudyStop(f"{study.exp(key)['id']} needs the winning {kind}, but {study.exp(source)['id']} has not chosen one")
     return decision["choice"]
-
-

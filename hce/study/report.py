@@ -569,7 +569,6 @@ def study_report(
     return report
 
 
-
 def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     """The study report of a study's output folder, analysed exactly as the study analysed it.
 

@@ -143,12 +143,6 @@ def run_study(
     return result
 
 
-
-
-
-# --- status --------------------------------------------------------------------------------
-
-
 def status(study: Study) -> pd.DataFrame:
     """Where the study stands: per experiment, attempts logged, errors, and its decision.
 
