@@ -94,3 +94,19 @@ def test_cli_report_on_the_study_folder(holm_study, tmp_path):
     assert "p_adjust_method = holm" in (tmp_path / "r" / "report.md").read_text()
     result = CliRunner().invoke(app, ["report", str(out), str(out / "exp2.jsonl"), "--out", str(tmp_path / "r2")])
     assert result.exit_code != 0 and "one study folder" in result.output
+
+
+def test_settings_file_errors_name_the_file(tmp_path):
+    from hce.errors import DataError
+    from hce.study.analyses import experiment2
+    from hce.study.settings import effective_settings, read_settings
+
+    assert read_settings(tmp_path) == {}  # bare logs: no settings, the defaults apply
+    (tmp_path / "analysis_settings.json").write_text("{not json")
+    with pytest.raises(DataError, match=r"analysis_settings.json: not valid JSON"):
+        read_settings(tmp_path)
+    (tmp_path / "analysis_settings.json").write_text('{"EXP2_PromptOptimization": {"settings": 3}}')
+    with pytest.raises(DataError, match="expected experiment id"):
+        read_settings(tmp_path)
+    with pytest.raises(DataError, match=r"experiment2 has no setting\(s\) \['adjust'\]"):
+        effective_settings(experiment2, adjust="holm")
