@@ -14,8 +14,8 @@ import warnings
 
 import pandas as pd
 
-from hce.report.study import study_report
 from hce.stats._simulate import simulated_log
+from hce.study.report import study_report
 
 
 def make_logs() -> list[pd.DataFrame]:

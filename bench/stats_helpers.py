@@ -20,9 +20,9 @@ import scikit_posthocs as sp
 from scipy import stats
 
 from hce.errors import HceWarning
-from hce.stats import experiment1, experiment2, experiment3, experiment4, experiment5
 from hce.stats._simulate import simulated_log
-from hce.stats.experiments import EXP4_CODES, RUBRIC_V5_CATEGORIES
+from hce.study import experiment1, experiment2, experiment3, experiment4, experiment5
+from hce.study.analyses import EXP4_CODES, RUBRIC_V5_CATEGORIES
 
 
 def best_of(fn, repeats: int = 3) -> float:

@@ -330,7 +330,7 @@ def sim_server(
 
 
 _STUDY_TEMPLATE = """# A study of seed 000's Experiments 1-5. Only what differs from the packaged defaults
-# (hce/data/study_default.yaml, the protocol's numbers) needs to be here.
+# (hce/study/data/study_default.yaml, the protocol's numbers) needs to be here.
 name: my-study
 output: study_output
 corpus:
@@ -354,7 +354,9 @@ def study_init(
     if demo:
         corpus = resources.files("hce.data").joinpath("demo_corpus.jsonl").read_text(encoding="utf-8")
         (folder / "demo_corpus.jsonl").write_text(corpus, encoding="utf-8")
-        extra = resources.files("hce.data").joinpath("study_demo.yaml").read_text(encoding="utf-8")
+        from hce.study.config import packaged
+
+        extra = packaged("study_demo.yaml")
         text = _STUDY_TEMPLATE.format(corpus="demo_corpus.jsonl", extra=extra)
     else:
         text = _STUDY_TEMPLATE.format(corpus="transcripts/", extra="")
@@ -366,7 +368,7 @@ def study_init(
 @study_app.command("plan")
 def study_plan(study: Path = typer.Argument(..., help="The study YAML.")) -> None:
     """Calls, tokens and cost of every experiment; nothing is sent."""
-    from hce.collect import study as st
+    import hce.study as st
 
     with reported():
         parsed = st.load_study(study)
@@ -395,7 +397,7 @@ def study_run(
     ),
 ) -> None:
     """Run the experiments in order, each feeding the next; rerun to resume."""
-    from hce.collect import study as st
+    import hce.study as st
 
     try:
         with reported():
@@ -420,7 +422,7 @@ def study_run(
 @study_app.command("status")
 def study_status(study: Path = typer.Argument(..., help="The study YAML.")) -> None:
     """Attempts logged per experiment, errors, and the decisions made so far."""
-    from hce.collect import study as st
+    import hce.study as st
 
     with reported():
         table = st.status(st.load_study(study))
@@ -457,20 +459,30 @@ def log_merge(
 
 @app.command()
 def report(
-    logs: list[Path] = typer.Argument(..., help="One or more attempt logs (.jsonl, .csv, .parquet)."),
+    logs: list[Path] = typer.Argument(..., help="A study's output folder, or one or more attempt logs (.jsonl, .csv, .parquet)."),
     out: Path = typer.Option(Path("reports/study"), "--out", help="Folder for report.md, report.html, tables/, figures/."),
     title: str = typer.Option("LLM judge study report", help="Report title."),
     strata: list[str] = typer.Option([], "--strata", help="Demographic column(s) for the fairness analysis (Success Metric 6)."),
     metadata: list[str] = typer.Option([], "--metadata", help="Transcript metadata column(s) for Experiment 5."),
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
 ) -> None:
-    """Write the study report (tables, figures, scorecard) from attempt logs; no API calls."""
-    from hce.report.study import bayes_section, study_report
+    """Write the study report (tables, figures, scorecard) from attempt logs; no API calls.
+
+    Given a study's output folder, each experiment is analysed with the settings the study saved
+    and the report shows the decisions it handed on; given bare logs, the defaults (and says so).
+    """
+    from hce.study.report import bayes_section, study_folder_report, study_report
 
     with reported():
-        log = hce.read_log(logs)  # an attempt in two files is refused here, before any statistic
         extra = [bayes_section] if bayes else []
-        folder = study_report(log, title=title, strata=strata, metadata=metadata, extra_sections=extra).write(out)
+        options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra}
+        if any(path.is_dir() for path in logs):
+            if len(logs) > 1:
+                raise HceError("give one study folder, or attempt log files (not both)")
+            built = study_folder_report(logs[0], **options)
+        else:
+            built = study_report(hce.read_log(logs), **options)  # an attempt in two files is refused here
+        folder = built.write(out)
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
 
 
@@ -479,7 +491,7 @@ def demo(
     out: Path = typer.Option(Path("reports/demo"), "--out", help="Report folder; the study's logs go to OUT/study."),
 ) -> None:
     """Run the whole study offline on the demo corpus with the simulated judge, then write its report."""
-    from hce.demo import run_demo
+    from hce.study.demo import run_demo
 
     console.print("hce demo: simulated judge on loopback, demo corpus, reduced Experiments 1-5 (no API key, no cost)",
                   highlight=False)
@@ -491,3 +503,7 @@ def demo(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":  # python -m hce.cli
+    main()

@@ -167,7 +167,7 @@ def test_cli_log_merge(tmp_path):
 
 
 def test_study_report_refuses_a_log_given_twice():
-    from hce.report.study import study_report
+    from hce.study import study_report
 
     log = exp2_log()
     with pytest.raises(LogFormatError, match="appears twice"):
@@ -186,14 +186,16 @@ def test_item_spread_refuses_a_log_concatenated_with_itself():
 
 
 def test_experiment2_refuses_a_repeated_attempt():
+    from hce.study import experiment2
+
     log = exp2_log()
     with pytest.raises(DataError, match="experiment2: attempt_id"):
-        hs.experiment2(pd.concat([log, log.iloc[[5]]], ignore_index=True))
+        experiment2(pd.concat([log, log.iloc[[5]]], ignore_index=True))
 
 
 def test_study_report_takes_frames_without_attempt_ids():
     """Simulated logs have no attempt_id: nothing to compare, and the report still reads them."""
-    from hce.report.study import study_report
+    from hce.study import study_report
 
     log = simulated_log(n_items=8, n_attempts=3)
     assert "attempt_id" not in log.columns

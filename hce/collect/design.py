@@ -38,6 +38,11 @@ Boolean judges (``prompt: BOOL``) name a ``behavior`` (packaged or a YAML path) 
 items carry a ``case`` (``ground_truth``, ``narrative``, ``candidate``); synthetic
 transcript generation (``prompt: SYNTH``) reads each item's ``metadata.target_total``.
 Item metadata become extra log columns (``target_total`` next to the scores).
+
+A design built in Python may also send prompts of its own (:class:`CustomPrompt`, named by
+its conditions' ``prompt_id`` in ``Design.prompts``): the caller renders each item's
+messages and parses each reply; the runner does the rest (concurrency, rate limits,
+retries, resume, the attempt log) as for any other call.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ import json
 import os
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +146,30 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class CustomPrompt:
+    """A prompt its caller renders and parses, sent by the runner like any other.
+
+    Parameters
+    ----------
+    render : callable
+        ``render(item) -> messages``: the chat messages of one item.
+    parse : callable
+        ``parse(item, reply_text) -> dict`` of log columns, with ``error_flag`` and
+        ``error_message``; ``reply_text`` is None when the call failed (the runner then
+        logs the call's own error message).
+    version : str
+        Names the template and its settings; hashed into each row's ``settings_hash``, so a
+        changed template under the same condition id is caught on resume.
+
+    Expected output tokens (rate limits, budget, estimates) are the condition's ``max_tokens``.
+    """
+
+    render: Callable[[Item], list[dict[str, str]]]
+    parse: Callable[[Item, str | None], dict[str, Any]]
+    version: str
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One planned call: item x condition x attempt number, with its deterministic id."""
 
@@ -164,6 +193,8 @@ class Design:
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     max_cost_usd: float | None = None
+    # Prompts the caller renders and parses itself, by the prompt_id its conditions name.
+    prompts: Mapping[str, CustomPrompt] = field(default_factory=dict, compare=False)
     # settings_hash per condition id, filled on first use (hce.collect.fingerprint); not part of the design.
     fingerprints: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 

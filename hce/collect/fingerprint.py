@@ -38,7 +38,9 @@ _PROBE = {"ground_truth": "\x00", "narrative": "\x00", "candidate": "\x00"}  # s
 
 def settings_of(cond: Condition, design: Design) -> dict[str, Any]:
     """The settings that make a condition, as plain values (the prompt as a digest of its template)."""
-    if cond.prompt_id == "BOOL":
+    if cond.prompt_id in design.prompts:
+        probe = design.prompts[cond.prompt_id].version
+    elif cond.prompt_id == "BOOL":
         probe = render("BOOL", behavior=cond.behavior, case=_PROBE)
     elif cond.prompt_id == "SYNTH":
         probe = render("SYNTH", rubric=design.rubric, target_total=0)

@@ -178,13 +178,54 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
     return row
 
 
+# A fenced block anywhere in the reply (```json ... ``` or ``` ... ```): the first one is read.
+_FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", flags=re.S)
+
+
+def json_object(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The JSON object a reply holds, or why there is none: the one reader of JSON replies.
+
+    The object is the whole reply or, when the reply holds a code fence, the first fenced
+    block, whatever prose surrounds it (models often write "Here are the codes:" before the
+    fence). Without a fence the reply must be exactly one JSON object: trailing prose is
+    an error, not ignored.
+
+    Returns
+    -------
+    (object, problem)
+        The parsed object and None, or None and what is wrong (``"empty reply"``, ``"reply is
+        not a single JSON object (<reason> at position <n>)"``, ``"reply is JSON list, not an
+        object"``).
+
+    Examples
+    --------
+    >>> json_object('Here is my verdict:\\n```json\\n{"pass": true}\\n```\\nThanks.')
+    ({'pass': True}, None)
+    >>> json_object('{"pass": true} thanks!')
+    (None, 'reply is not a single JSON object (Extra data at position 15)')
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None, "empty reply"
+    body = text.strip()
+    fenced = _FENCED.search(body)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return None, f"reply is not a single JSON object ({exc.msg} at position {exc.pos})"
+    if not isinstance(obj, dict):
+        return None, f"reply is JSON {type(obj).__name__}, not an object"
+    return obj, None
+
+
 def parse_verdict(text: str | None) -> dict[str, Any]:
     """Read a boolean judge's JSON verdict (seed 001 section 2) into log columns.
 
     ``pass`` (boolean) and ``reason`` (string) are required; ``score`` (number),
     ``confidence`` (high/medium/low, logged as ``confidence_level``) and ``uncertain``
-    (boolean) are optional. A code fence
-    around the JSON is tolerated; anything else is flagged. ``uncertain: true`` together
+    (boolean) are optional. The JSON is read by :func:`json_object` (the whole reply, or
+    its first fenced block with any prose around it); anything else is flagged. ``uncertain: true`` together
     with ``pass: true`` contradicts the spec (uncertain implies fail) and is flagged.
 
     Examples
@@ -199,18 +240,9 @@ def parse_verdict(text: str | None) -> dict[str, Any]:
     row: dict[str, Any] = dict(
         verdict=None, reasoning=None, confidence_level=None, uncertain=None, verdict_score=None, error_flag=False, error_message=None
     )
-    if not isinstance(text, str) or not text.strip():
-        return _error(row, "empty reply")
-    body = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.S)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        obj = json.loads(body)
-    except json.JSONDecodeError as exc:
-        return _error(row, f"reply is not a single JSON object ({exc.msg} at position {exc.pos})")
-    if not isinstance(obj, dict):
-        return _error(row, f"reply is JSON {type(obj).__name__}, not an object")
+    obj, problem = json_object(text)
+    if obj is None:
+        return _error(row, problem)
     if not isinstance(obj.get("pass"), bool):
         return _error(row, f"'pass' must be true or false, got {obj.get('pass')!r}")
     row["verdict"] = obj["pass"]

@@ -119,6 +119,8 @@ class RunSummary:
 
 
 def _messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str]]:
+    if cond.prompt_id in design.prompts:
+        return design.prompts[cond.prompt_id].render(item)
     if cond.prompt_id == "BOOL":
         return render("BOOL", behavior=cond.behavior, case=item.case)
     if cond.prompt_id == "SYNTH":
@@ -127,6 +129,8 @@ def _messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str
 
 
 def _expected_output(cond: Condition) -> int:
+    if cond.prompt_id not in REPLY_FORMAT:  # a CustomPrompt: no typical length known, so the cap
+        return cond.max_tokens or TYPICAL_OUTPUT_TOKENS["cot"]
     typical = TYPICAL_OUTPUT_TOKENS[REPLY_FORMAT[cond.prompt_id]]
     return min(typical, cond.max_tokens) if cond.max_tokens else typical
 
@@ -320,6 +324,7 @@ def attempt_row(
     call is priced at the batch discount).
     """
     cond, item = attempt.condition, attempt.item
+    custom = design.prompts.get(cond.prompt_id)
     row: dict[str, Any] = {
         "attempt_id": attempt.attempt_id,
         "experiment_id": design.experiment_id,
@@ -338,7 +343,7 @@ def attempt_row(
         "settings_hash": settings_hash(cond, design),
         "request": messages,
         # Characters taken out of the transcript before it was sent; None for prompts without one.
-        "cleaned_chars": None if cond.prompt_id in ("BOOL", "SYNTH") else item.cleaned_chars + clean_text(item.text).count,
+        "cleaned_chars": None if custom or cond.prompt_id in ("BOOL", "SYNTH") else item.cleaned_chars + clean_text(item.text).count,
         "response_text": result.response_text,
         "finish_reason": result.finish_reason,
         "logprobs": result.logprobs,
@@ -360,7 +365,11 @@ def attempt_row(
     if cond.behavior is not None:
         row["behavior_id"] = cond.behavior.behavior_id
     row.update(item.metadata)
-    if not result.ok:
+    if custom is not None:
+        parsed = dict(custom.parse(item, result.response_text if result.ok else None))
+        if not result.ok:
+            parsed.update(error_flag=True, error_message=result.error_message)
+    elif not result.ok:
         parsed = parse_reply(cond.prompt_id, None, rubric=design.rubric)
         parsed["error_message"] = result.error_message
     elif cond.prompt_id == "SYNTH":
@@ -368,7 +377,7 @@ def attempt_row(
     else:
         parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric)
     if result.ok and result.finish_reason == "length" and not parsed.get("error_flag"):
-        flag(parsed, "the reply was cut off at max_tokens (finish_reason=length)", criteria=design.rubric.criteria)
+        flag(parsed, "the reply was cut off at max_tokens (finish_reason=length)", criteria=() if custom else design.rubric.criteria)
     row.update(parsed)
     order = [c.name for c in SCHEMA]
     return {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}
@@ -492,7 +501,7 @@ def logged_cost(log: str | os.PathLike) -> float:
 
 def _check_texts(design: Design) -> None:
     """Refuse, before any call, a transcript that is empty once cleaned (only control or zero-width characters)."""
-    if {c.prompt_id for c in design.conditions} <= {"BOOL", "SYNTH"}:
+    if {c.prompt_id for c in design.conditions} <= {"BOOL", "SYNTH", *design.prompts}:
         return
     for item in design.items:
         if not clean_text(item.text or "").text.strip():

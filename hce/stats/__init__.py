@@ -40,7 +40,6 @@ from hce.stats.editf1 import (
     theme_inclusion_agreement,
 )
 from hce.stats.effects import cohens_d, correlation, kl_divergence, mae_vs_target
-from hce.stats.experiments import experiment1, experiment2, experiment3, experiment4, experiment5
 from hce.stats.fairness import fairness
 from hce.stats.ppi import ppi_mean, rogan_gladen
 from hce.stats.result import AnalysisResult
@@ -109,8 +108,7 @@ __all__ = [
     "cohens_d", "confidence_spread", "confidence_table", "contingency_test", "correlation",
     "correlation_matrix", "count_sentences", "cronbach_alpha", "dif_ordinal", "discrepancy",
     "discriminant_validity", "edit_counts", "edit_counts_from_matches", "edit_counts_table",
-    "edit_f1", "efa", "eigenvalues", "expected_calibration_error", "experiment1", "experiment2",
-    "experiment3", "experiment4", "experiment5", "fairness", "fleiss_kappa", "friedman",
+    "edit_f1", "efa", "eigenvalues", "expected_calibration_error", "fairness", "fleiss_kappa", "friedman",
     "golden_agreement", "gwet_ac", "icc", "icc_groups", "instrument_report",
     "inter_annotator_predictability", "item_spread", "item_statistics", "kl_divergence", "kmo",
     "krippendorff_alpha", "kruskal_wallis", "lmer", "logprob_confidence", "mae_vs_target",
@@ -125,8 +123,10 @@ __all__ = [
     "wilcoxon_paired",
 ]  # fmt: skip
 
-# Names that moved out of hce.stats; the old path warns and still works.
+# Names that moved out of hce.stats. The report layer's names warn and still work; the PRD
+# study's per-experiment analyses are the study layer's (hce.study), which statistics do not know.
 _MOVED = {"reliability_diagram": "hce.report.figures"}
+_MOVED_TO_STUDY = {"experiment1", "experiment2", "experiment3", "experiment4", "experiment5", "experiments"}
 
 
 def _moved(name: str, old_module: str):
@@ -141,4 +141,6 @@ def _moved(name: str, old_module: str):
 def __getattr__(name: str):
     if name in _MOVED:
         return _moved(name, __name__)
+    if name in _MOVED_TO_STUDY:
+        raise AttributeError(f"hce.stats.{name} moved to hce.study.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

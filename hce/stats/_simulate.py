@@ -7,8 +7,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from hce.rubric import load_rubric
 from hce.stats._resample import as_generator
-from hce.stats.experiments import RUBRIC_V5_CATEGORIES
 
 
 def simulated_log(
@@ -30,7 +30,8 @@ def simulated_log(
     """
     rng = as_generator(random_state)
     noise = dict(noise or {"C1": 0.3})
-    k = len(RUBRIC_V5_CATEGORIES)
+    categories = load_rubric("v5").criteria  # the attempt log's category columns
+    k = len(categories)
     latent = rng.uniform(1, 4, size=(n_items, k))
     n_cond = len(noise)
     item = np.repeat(np.arange(n_items), n_cond * n_attempts)
@@ -39,7 +40,7 @@ def simulated_log(
     scores = np.clip(np.rint(latent[item] + rng.normal(size=(item.size, k)) * sd[:, None]), 1, 4)
     errored = rng.random(item.size) < error_rate
     scores[errored] = np.nan
-    log = pd.DataFrame(scores, columns=list(RUBRIC_V5_CATEGORIES))
+    log = pd.DataFrame(scores, columns=list(categories))
     log.insert(0, "experiment_id", experiment_id)
     log.insert(1, "item_id", [f"T{i:04d}" for i in item])
     log.insert(2, condition, np.array(list(noise))[cond])

@@ -9,8 +9,9 @@ import hce
 from hce.collect.design import Design, load_design
 from hce.collect.runner import run
 from hce.collect.sim import SimJudge
-from hce.collect.study import _items
-from hce.collect.transcripts import clean_text, load_transcripts
+from hce.collect.transcripts import clean_text
+from hce.study.designs import corpus_items
+from hce.study.transcripts import load_transcripts
 from hce.errors import CollectError
 
 # A transcript as it arrives from a terminal capture, a Windows export and a web form: BOM,
@@ -82,7 +83,7 @@ def test_hce_study_cleans_the_same_way_and_logs_the_count(serve, tmp_path):
     server = serve(judge)
     condition = load_design({"defaults": {"model": MODEL}, "conditions": [{"prompt": "P1.2"}],
                              "items": [{"id": "x", "text": "x"}]}).conditions[0]
-    study_design = Design(experiment_id="STUDY", items=_items(corpus), conditions=(condition,))
+    study_design = Design(experiment_id="STUDY", items=corpus_items(corpus), conditions=(condition,))
     log = tmp_path / "study.jsonl"
     run(study_design, log, client=fast_client(server))
     assert f"\n{MEANT}\n" in judge.received[0]["messages"][0]["content"]

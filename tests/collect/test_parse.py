@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hce
-from hce.collect.parse import flag, parse_reply, parse_synthetic, parse_verdict
+from hce.collect.parse import flag, json_object, parse_reply, parse_synthetic, parse_verdict
 
 BLOCK = """Clarity of Language: 3
 Lexical Diversity: 2
@@ -147,6 +147,27 @@ def test_verdict_json():
     assert (row["verdict"], row["reasoning"], row["verdict_score"], row["confidence_level"], row["uncertain"]) == (False, "NTG missing.", 0.0, "high", False)
     assert not row["error_flag"]
     assert parse_reply("BOOL", '{"pass": true, "reason": "ok"}')["verdict"] is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"pass": true, "reason": "ok"}',  # the whole reply
+        '```json\n{"pass": true, "reason": "ok"}\n```',  # a fence around it
+        '```\n{"pass": true, "reason": "ok"}\n```',  # a fence without a language
+        'My verdict:\n```json\n{"pass": true, "reason": "ok"}\n```\nHope this helps.',  # prose around the fence
+    ],
+)
+def test_one_json_reader_for_every_json_reply(text):
+    # Issue 20: parse_verdict (fullmatch) and reasoning.parse_codes (search) had diverged; a
+    # fenced block inside prose is read by both now, the first fenced block when there are several.
+    assert json_object(text) == ({"pass": True, "reason": "ok"}, None)
+    assert parse_verdict(text)["verdict"] is True and not parse_verdict(text)["error_flag"]
+
+
+def test_json_reader_reads_the_first_fenced_block_and_nothing_unfenced():
+    assert json_object('```json\n{"a": 1}\n```\nor\n```json\n{"a": 2}\n```') == ({"a": 1}, None)
+    assert json_object('Verdict: {"pass": true}') == (None, "reply is not a single JSON object (Expecting value at position 0)")
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from hce.report.study import study_report
+from hce.study.report import study_report
 from hce.stats._simulate import simulated_log
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -103,14 +103,3 @@ def test_an_unbounded_interval_is_shown_as_such():
     cells = Table(raw, caption="v", name="v").display_frame()["Estimate (95% CI)"].tolist()
     assert cells == ["0.020 [0.000, ∞)", "0.020 [0.000, 2.5e+88]"]
     assert r"$\infty$)" in Table(raw, caption="v", name="v").to_latex()
-
-
-def test_the_study_report_prints_no_snake_case_header():
-    from hce.report.study import study_report
-    from hce.stats._simulate import simulated_log
-
-    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
-                        noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=12, n_attempts=4)  # fmt: skip
-    report = study_report(log)
-    shown = {cell.strip() for table in report.tables() if table.inline for cell in table.display_frame().columns}
-    assert shown and not [h for h in shown if "_" in h], shown

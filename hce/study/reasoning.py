@@ -18,7 +18,6 @@ The steps the protocol lists, as functions:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ import pandas as pd
 import yaml
 
 from hce._checks import require_columns
+from hce.collect.parse import json_object
 from hce.errors import DataError
 from hce.rubric import Rubric, load_rubric
 
@@ -442,18 +442,9 @@ def parse_codes(text: str | None, scheme: CodingScheme, criteria: Sequence[str])
         ``codes[criterion][dimension]`` is a valid code or None; ``problems`` says what was wrong.
     """
     codes: dict[str, dict[str, str | None]] = {c: dict.fromkeys(scheme.ids) for c in criteria}
-    if not isinstance(text, str) or not text.strip():
-        return codes, ["empty reply"]
-    body = text.strip()
-    fenced = re.search(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.S)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        obj = json.loads(body)
-    except json.JSONDecodeError as exc:
-        return codes, [f"reply is not a JSON object ({exc.msg})"]
-    if not isinstance(obj, dict):
-        return codes, [f"reply is JSON {type(obj).__name__}, not an object"]
+    obj, problem = json_object(text)  # the whole reply, or its first fenced block
+    if obj is None:
+        return codes, [problem]
     problems = []
     for criterion in criteria:
         given = obj.get(criterion)

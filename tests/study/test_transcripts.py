@@ -5,14 +5,8 @@ import pytest
 import yaml
 
 from hce.collect.design import load_design
-from hce.collect.transcripts import (
-    EncodingWarning,
-    StripRules,
-    load_transcripts,
-    normalize_text,
-    read_text_file,
-    write_transcripts,
-)
+from hce.collect.transcripts import EncodingWarning, normalize_text, read_text_file
+from hce.study.transcripts import StripRules, load_transcripts, write_transcripts
 from hce.errors import DataError
 
 

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from hce.collect.partition import partition, partition_key, partition_table, read_manifest, write_manifest
+from hce.study.partition import partition, partition_key, partition_table, read_manifest, write_manifest
 from hce.errors import DataError
 
 IDS = [f"T{i:03d}" for i in range(1, 678)]  # the protocol's 677 transcripts (405 DoVA + 272 Nature)

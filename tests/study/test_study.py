@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 import hce
 from hce.cli import app
-from hce.collect import study as st
+import hce.study as st
+from hce.study.designs import condition
 from hce.collect.client import CallResult
 from hce.errors import CollectError
 from hce.rubric import load_rubric
@@ -221,11 +222,17 @@ class _CodingClient:
     async def aclose(self):
         pass
 
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+
 
 def test_llm_coding_through_the_client(demo_run, tmp_path, monkeypatch):
     path, _ = demo_run
     shutil.copytree(path.parent / "out", tmp_path / "out")
-    monkeypatch.setattr("hce.collect.client.JudgeClient", _CodingClient)
+    monkeypatch.setattr("hce.collect.runner.JudgeClient", _CodingClient)  # Exp 4's coding goes through runner.run
     config = _demo_config(tmp_path / "out")
     config["experiments"]["exp4"]["llm_coding"] = {"enabled": True, "model": "gpt-4.1"}
     result = st.run_study(st.load_study(config), simulate=True, until="exp4")
@@ -288,13 +295,13 @@ def test_model_settings_apply_to_an_alias_and_o_series_temperature_is_refused():
     # "o4-mini" gets temperature null like "o4-mini-2025-04-16"; a study that still sends
     # o4-mini a temperature fails before any call, naming the condition.
     study = st.load_study(None)
-    alias = st._condition(study, "P2.1", "o4-mini")
+    alias = condition(study, "P2.1", "o4-mini")
     assert alias.temperature is None and alias.logprobs is False
     study.config["model_settings"] = {"o4-mini": {"temperature": None}}
-    assert st._condition(study, "P2.1", "o4-mini-2025-04-16").temperature is None
+    assert condition(study, "P2.1", "o4-mini-2025-04-16").temperature is None
     study.config["model_settings"] = {}
     with pytest.raises(CollectError, match=r"P2.1\|o4-mini\|t0.1.*reasoning model"):
-        st._condition(study, "P2.1", "o4-mini")
+        condition(study, "P2.1", "o4-mini")
 
 
 def test_study_reads_only_the_variable_its_endpoint_names(tmp_path, monkeypatch):

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from hce.collect.parse import parse_synthetic
-from hce.collect.synthetic import draw_targets, synthetic_corpus
+from hce.study.synthetic import draw_targets, synthetic_corpus
 from hce.errors import DataError
 
 

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 import hce
-from hce.demo import run_demo
-from hce.report.study import calibration_data
+from hce.study.demo import run_demo
+from hce.study.report import calibration_data
 from hce.stats import calibration
 
 

@@ -5,8 +5,9 @@ import pandas as pd
 import pytest
 
 import hce.stats as hs
+from hce.study import experiment2
 from hce.errors import HceWarning
-from hce.report.study import NOT_MEASURABLE, StudyResults, scorecard, study_report
+from hce.study.report import NOT_MEASURABLE, StudyResults, scorecard, study_report
 from hce.stats._simulate import simulated_log
 from hce.stats.result import AnalysisResult
 
@@ -21,7 +22,7 @@ def test_report_tables_equal_direct_statistics(exp2_log, tmp_path):
     out = study_report(exp2_log).write(tmp_path / "r")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HceWarning)
-        direct = hs.experiment2(exp2_log)
+        direct = experiment2(exp2_log)
     for name in ("friedman", "posthoc", "winner", "sd"):
         written = pd.read_csv(out / "tables" / f"exp2_{name}.csv")
         expected = direct[name].reset_index(drop=True)
@@ -91,7 +92,7 @@ def test_an_experiment_that_cannot_be_analysed_is_reported_not_fatal():
 
 
 def test_reliability_section_matches_reliability_functions():
-    from hce.report.study import reliability_table
+    from hce.study.report import reliability_table
 
     log = simulated_log(n_items=25, n_attempts=6)
     table = reliability_table(log)
@@ -106,7 +107,7 @@ def test_reliability_section_matches_reliability_functions():
 
 def test_exp5_without_confidence_column():
     log = simulated_log(n_items=12, n_attempts=4).drop(columns=["confidence"])
-    from hce.report.study import analyse
+    from hce.study.report import analyse
 
     card = scorecard(analyse(log)).set_index("metric")
     assert card.loc["SM5", "verdict"] == NOT_MEASURABLE
@@ -130,7 +131,7 @@ def test_bayesian_section_is_announced_as_skipped_by_default(exp2_log):
 
 @pytest.mark.slow
 def test_bayesian_section_with_mcmc():
-    from hce.report.study import bayes_section
+    from hce.study.report import bayes_section
 
     log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
                         noise={"P2.1": 0.8, "P2.2": 0.3}, n_items=15, n_attempts=5)
@@ -140,7 +141,7 @@ def test_bayesian_section_with_mcmc():
 
 
 def test_sm5_met_by_logprob_confidence_without_confidence_column():
-    from hce.report.study import analyse
+    from hce.study.report import analyse
 
     log = simulated_log(n_items=12, n_attempts=4).drop(columns=["confidence"])
     log["logprobs"] = '[{"token": "3", "logprob": -0.1, "top_logprobs": []}]'
@@ -157,7 +158,7 @@ def test_exp5_confidence_from_logprobs_when_the_log_has_none():
     import json
     import math
 
-    from hce.report.study import analyse
+    from hce.study.report import analyse
 
     log = simulated_log(n_items=12, n_attempts=4).drop(columns=["confidence"])
     log = log[log["total"].notna()].reset_index(drop=True)
@@ -174,3 +175,14 @@ def test_exp5_confidence_from_logprobs_when_the_log_has_none():
     by_hand = valid.groupby("item_id").agg(c=("c", "mean"), sd=("total", "std")).round({"sd": 12})
     expected = hs.correlation(by_hand, x="c", y="sd", method="spearman")["estimate"].iloc[0]
     assert result.tables["uncertainty"]["estimate"].iloc[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_study_report_prints_no_snake_case_header():
+    from hce.study import study_report
+    from hce.stats._simulate import simulated_log
+
+    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
+                        noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=12, n_attempts=4)  # fmt: skip
+    report = study_report(log)
+    shown = {cell.strip() for table in report.tables() if table.inline for cell in table.display_frame().columns}
+    assert shown and not [h for h in shown if "_" in h], shown

@@ -4,7 +4,7 @@ import pytest
 from seeds import fast_and_other_seeds
 
 from hce.errors import DataError, HceWarning
-from hce.stats import experiments as ex
+from hce.study import analyses as ex
 from hce.stats._simulate import simulated_log
 from hce.stats.effects import mae_vs_target
 from hce.stats.spread import item_spread

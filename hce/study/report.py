@@ -1,7 +1,7 @@
 """The study report: one section per experiment found in an attempt log (seed 000 section 9).
 
 :func:`study_report` runs the PRD's analysis plan for each experiment present in a log
-(:mod:`hce.stats.experiments`), lays the results out as the paper outline asks (Table 1
+(:mod:`hce.study.analyses`), lays the results out as the paper outline asks (Table 1
 descriptives, Table 2 key results, Figures 1-3) and adds the success-metrics scorecard.
 Nothing here computes a statistic of its own: every number comes from :mod:`hce.stats`,
 so a report and a script calling the statistics directly agree to the last digit.
@@ -9,29 +9,36 @@ so a report and a script calling the statistics directly agree to the last digit
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-import matplotlib.pyplot as plt
-
 import hce.stats as hs
-from hce.log import combine_logs
-from hce.stats import calibration
-from hce.errors import HceError, HceWarning
+from hce.collect.sim import SIM_FINGERPRINT
+from hce.errors import DataError, HceError, HceWarning
+from hce.log import combine_logs, read_log
 from hce.report import figures
 from hce.report.document import Figure, Report
 from hce.report.tables import Table, format_p
+from hce.rubric import Rubric, load_rubric
 from hce.stats.result import AnalysisResult
+from hce.study.analyses import experiment1, experiment2, experiment3, experiment5
+from hce.study.config import JUDGED_LOGS
+from hce.study.confidence import logprob_confidence, score_range
+from hce.study.handoffs import decisions_in
+from hce.study.settings import SETTINGS_FILE, describe, effective_settings, read_settings
 
 EXPERIMENTS = {
-    "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", hs.experiment1),
-    "EXP2_PromptOptimization": ("Experiment 2: prompt strategy optimisation", hs.experiment2),
-    "EXP3_ModelComparison": ("Experiment 3: LLM architecture comparison", hs.experiment3),
-    "EXP5_FinalToolValidation": ("Experiment 5: optimised tool validation", hs.experiment5),
+    "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", experiment1),
+    "EXP2_PromptOptimization": ("Experiment 2: prompt strategy optimisation", experiment2),
+    "EXP3_ModelComparison": ("Experiment 3: LLM architecture comparison", experiment3),
+    "EXP5_FinalToolValidation": ("Experiment 5: optimised tool validation", experiment5),
 }
 # Captions for the helpers' tables; others get their name. Long per-item tables go to CSV only.
 CAPTIONS = {
@@ -68,25 +75,47 @@ PER_ITEM_TABLES = {"sd", "mae", "mean_scores", "distribution", "sd_histogram"}
 
 @dataclass
 class StudyResults:
-    """What the report is built from: the log and each experiment's analysis."""
+    """What the report is built from: the log, each experiment's analysis and the settings that made it.
+
+    ``settings`` holds each analysis's effective keyword arguments; ``saved`` names the
+    experiments whose settings a study saved (the rest ran on the defaults of
+    :mod:`hce.study.analyses`); ``decisions`` is the study's ``decisions.json`` (empty for bare logs).
+    """
 
     log: pd.DataFrame
     experiments: dict[str, AnalysisResult]
     simulated: bool
     failures: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, dict] = field(default_factory=dict)
+    saved: set[str] = field(default_factory=set)
+    decisions: dict[str, dict] = field(default_factory=dict)
 
 
-def analyse(log: pd.DataFrame, *, strata: Sequence[str] = (), metadata: Sequence[str] = ()) -> StudyResults:
-    """Run each experiment's analysis plan on the rows of the log that belong to it."""
+def analyse(
+    log: pd.DataFrame,
+    *,
+    strata: Sequence[str] = (),
+    metadata: Sequence[str] = (),
+    settings: Mapping[str, Mapping] | None = None,
+) -> StudyResults:
+    """Run each experiment's analysis plan on the rows of the log that belong to it.
+
+    ``settings`` (``analysis_settings.json`` of a study, :func:`hce.study.settings.read_settings`)
+    gives each experiment the keyword arguments the study analysed it with, so the report
+    shows what the study decided; an experiment without saved settings runs on the defaults.
+    ``strata`` and ``metadata``, when given, apply to Exp 5 over any saved ones.
+    """
     present = set(log["experiment_id"].dropna().unique()) if "experiment_id" in log else set()
-    results, failures = {}, {}
+    saved = {k: dict(v["settings"]) for k, v in (settings or {}).items()}
+    results, failures, used = {}, {}, {}
     for experiment_id, (_, helper) in EXPERIMENTS.items():
         if experiment_id not in present:
             continue
-        data, kwargs = log, {}
+        data, kwargs = log, dict(saved.get(experiment_id, {}))
         if experiment_id.startswith("EXP5"):
-            kwargs = {"strata": list(strata), "metadata": list(metadata)}
+            kwargs.update({k: list(v) for k, v in (("strata", strata), ("metadata", metadata)) if v or k not in kwargs})
             data = with_logprob_confidence(log, experiment_id)
+        used[experiment_id] = effective_settings(helper, **kwargs)
         try:
             with warnings.catch_warnings():
                 # Items without two valid attempts are reported in the tables and notes.
@@ -94,13 +123,14 @@ def analyse(log: pd.DataFrame, *, strata: Sequence[str] = (), metadata: Sequence
                 results[experiment_id] = helper(data, **kwargs)
         except HceError as exc:  # e.g. a single condition: the plan's test cannot run
             failures[experiment_id] = str(exc)
-    return StudyResults(log=log, experiments=results, simulated=is_simulated(log), failures=failures)
+    return StudyResults(log=log, experiments=results, simulated=is_simulated(log), failures=failures,
+                        settings=used, saved=set(saved) & set(used))  # fmt: skip
 
 
 def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFrame:
     """The log with Exp 5's ``confidence`` filled from logprobs where the judge stated none.
 
-    The study runner computes the same confidence (:func:`hce.collect.study.logprob_confidence`)
+    The study runner computes the same confidence (:func:`hce.study.confidence.logprob_confidence`)
     but keeps it beside the log, so a report built from the log alone computes it again.
     """
     rows = log["experiment_id"] == experiment_id
@@ -108,8 +138,6 @@ def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFra
     readable = {"logprobs", "prompt_id", "error_flag"} <= set(log.columns)  # the reply format comes from prompt_id
     if stated or not readable or not log.loc[rows, "logprobs"].notna().any():
         return log
-    from hce.collect.study import logprob_confidence
-
     log = log.copy()
     if "confidence" not in log:
         log["confidence"] = np.nan
@@ -119,8 +147,6 @@ def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFra
 
 def is_simulated(log: pd.DataFrame) -> bool:
     """True when any attempt was answered by hce's simulated judge (its system fingerprint says so)."""
-    from hce.collect.sim import SIM_FINGERPRINT
-
     if "system_fingerprint" not in log:
         return False
     return bool(log["system_fingerprint"].astype("str").str.startswith(SIM_FINGERPRINT).any())
@@ -130,12 +156,35 @@ def _table(result: AnalysisResult, name: str, prefix: str, confidence: float) ->
     return Table(result[name], caption=CAPTIONS.get(name, name.replace("_", " ")), name=f"{prefix}_{name}", confidence=confidence)
 
 
-def _experiment_section(report: Report, experiment_id: str, result: AnalysisResult, log: pd.DataFrame, confidence: float) -> None:
+def _settings_line(experiment_id: str, results: StudyResults) -> str:
+    """Which settings made this section's numbers: the study's saved ones, or the defaults (bare logs)."""
+    words = describe(results.settings[experiment_id])
+    if experiment_id in results.saved:
+        return f"Analysis settings, as the study analysed this experiment ({SETTINGS_FILE}): {words}."
+    helper = EXPERIMENTS[experiment_id][1].__name__
+    return (f"Analysis settings: the defaults of hce.study.{helper} (no settings saved by a study for this log; "
+            f"run `hce report` on the study folder to use the study's own): {words}.")
+
+
+def _handed_on(experiment_id: str, decisions: Mapping[str, Mapping]) -> str | None:
+    kind = {"EXP2": "prompt", "EXP3": "model"}.get(experiment_id.split("_")[0])
+    decision = decisions.get(kind) if kind else None
+    if not decision:
+        return None
+    return f"Handed on by the study (decisions.json): {kind} {decision['choice']} (source: {decision['source']})."
+
+
+def _experiment_section(report: Report, experiment_id: str, result: AnalysisResult, results: StudyResults, confidence: float) -> None:
+    log = results.log
     title, _ = EXPERIMENTS[experiment_id]
     section = report.section(title)
     prefix = experiment_id.split("_")[0].lower()
     rows = log[log["experiment_id"] == experiment_id]
     section.add(f"{len(rows):,} attempts on {rows['item_id'].nunique():,} items.")
+    section.add(_settings_line(experiment_id, results))
+    handed = _handed_on(experiment_id, results.decisions)
+    if handed:
+        section.add(handed)
     for note in result.notes:
         section.add(f"Note: {note}")
     long_tables = []
@@ -367,26 +416,26 @@ def _variance_section(report: Report, results: StudyResults, confidence: float) 
         section.add(*(f"Note ({prefix}): {w.message}" for w in caught))
 
 
-def calibration_data(part: pd.DataFrame, criteria: Sequence[str]) -> pd.DataFrame:
+def calibration_data(part: pd.DataFrame, criteria: Sequence[str], *, rubric: Rubric | None = None) -> pd.DataFrame:
     """Per attempt and criterion: the logprob of the chosen category score and whether it is the item's mode.
 
     The final score block ends the reply, so the k-th of its n category scores is the
-    (k - n)-th score token from the end (:func:`hce.stats.calibration.logprob_confidence`).
+    (k - n)-th score token from the end (:func:`hce.stats.logprob_confidence`); the possible
+    scores are the rubric's (default v5: 1-4).
     """
     n = len(criteria)
-    found = calibration.logprob_confidence(part, scores=range(1, 5), occurrence=range(-n, 0))
+    low, high = score_range(rubric or load_rubric("v5"))
+    found = hs.logprob_confidence(part, scores=range(low, high + 1), occurrence=range(-n, 0))
     frames = []
     for k, criterion in enumerate(criteria):
         conf = found[found["occurrence"] == k - n]
-        outcome = calibration.agrees_with_mode(part, score=criterion).to_numpy(dtype=float)
+        outcome = hs.agrees_with_mode(part, score=criterion).to_numpy(dtype=float)
         frames.append(conf.assign(criterion=criterion, outcome=outcome)[["item_id", "attempt", "criterion", "prob", "outcome"]])
     data = pd.concat(frames, ignore_index=True)
     return data[data["prob"].notna() & data["outcome"].notna()]
 
 
 def _calibration_section(report: Report, results: StudyResults, confidence: float) -> None:
-    from hce.rubric import load_rubric
-
     log = results.log
     if "logprobs" not in log:
         return
@@ -400,9 +449,9 @@ def _calibration_section(report: Report, results: StudyResults, confidence: floa
         if len(data) < 20:
             continue
         prefix = experiment_id.split("_")[0].lower()
-        metrics = calibration.calibration_metrics(data, prob="prob", outcome="outcome", item="item_id",
+        metrics = hs.calibration_metrics(data, prob="prob", outcome="outcome", item="item_id",
                                                   confidence=confidence, random_state=0)
-        table = calibration.reliability_table(data, prob="prob", outcome="outcome", confidence=confidence)
+        table = hs.reliability_table(data, prob="prob", outcome="outcome", confidence=confidence)
         fig, ax = plt.subplots(figsize=(4.5, 4.5))
         figures.reliability_diagram(table, ax=ax)
         if section is None:
@@ -469,6 +518,8 @@ def study_report(
     metadata: Sequence[str] = (),
     extra_sections: Sequence[SectionBuilder] = (),
     confidence: float = 0.95,
+    settings: Mapping[str, Mapping] | None = None,
+    decisions: Mapping[str, Mapping] | None = None,
 ) -> Report:
     """Build the study report from one or more attempt logs (no API calls).
 
@@ -483,6 +534,11 @@ def study_report(
         Demographic strata (Success Metric 6) and transcript metadata columns for Exp 5.
     extra_sections : list of callables
         Builders ``f(report, results, confidence)`` adding optional sections (e.g. Bayesian).
+    settings, decisions : mapping, optional
+        A study's ``analysis_settings.json`` and ``decisions.json``: each experiment is
+        analysed with the study's own settings and the section says what the study handed
+        on. Without them the defaults are used and each section says so
+        (:func:`study_folder_report` reads both from a study folder).
 
     Returns
     -------
@@ -490,7 +546,8 @@ def study_report(
         ``.write(folder)`` writes Markdown, HTML, CSV, LaTeX, PNG and SVG.
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
-    results = analyse(log, strata=strata, metadata=metadata)
+    results = analyse(log, strata=strata, metadata=metadata, settings=settings)
+    results.decisions = dict(decisions or {})
     if results.simulated:
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
     report = Report(title)
@@ -501,7 +558,7 @@ def study_report(
         overview.add(Table(key, "Table 2: Key statistical results for prompt and model comparisons", "table2_key_results", confidence))
     overview.add(Table(scorecard(results), "Success metrics scorecard (PRD section 1)", "scorecard", confidence))
     for experiment_id, result in results.experiments.items():
-        _experiment_section(report, experiment_id, result, log, confidence)
+        _experiment_section(report, experiment_id, result, results, confidence)
     for experiment_id, message in results.failures.items():
         report.section(EXPERIMENTS[experiment_id][0]).add(f"The analysis plan could not be run on this log: {message}")
     if not results.experiments and not results.failures:
@@ -512,3 +569,19 @@ def study_report(
         _bayes_skipped(report, results, confidence)
     return report
 
+
+def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
+    """The study report of a study's output folder, analysed exactly as the study analysed it.
+
+    The folder's judged logs (``exp1.jsonl``, ``exp2.jsonl``, ``exp3.jsonl``, ``exp5.jsonl``)
+    are reported with the settings the run saved (``analysis_settings.json``: winner rule,
+    adjustment, alpha, seeds) and the decisions it handed on (``decisions.json``), so the
+    report names the same winners. Other keyword arguments go to :func:`study_report`.
+    """
+    folder = Path(folder)
+    paths = [folder / name for name in JUDGED_LOGS if (folder / name).is_file()]
+    if not paths:
+        raise DataError(f"{folder}: no attempt log of a judged experiment ({', '.join(JUDGED_LOGS)}); "
+                        "is it a study's output folder?")  # fmt: skip
+    logs = [read_log(path) for path in paths]
+    return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder), **kwargs)

@@ -1,9 +1,9 @@
 """``hce demo``: the whole study offline, from the packaged demo corpus to the report.
 
 The simulated judge (:mod:`hce.collect.sim`) is started on a free loopback port, the
-reduced demo study (``hce/data/study_demo.yaml``) runs through the real collection layer
+reduced demo study (``hce/study/data/study_demo.yaml``) runs through the real collection layer
 (the ``openai`` client over HTTP, retries, parsing, the attempt log), and the study report
-is written from the logs. No API key, no cost; every output says it is simulated.
+is written from the logs with the study's saved analysis settings and decisions. No API key, no cost; every output says it is simulated.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from hce.collect.study import load_study, run_study
-from hce.log import read_log
-from hce.report.study import study_report
-
-JUDGED_LOGS = ("exp1.jsonl", "exp2.jsonl", "exp3.jsonl", "exp5.jsonl")
+from hce.study.config import load_study, packaged
+from hce.study.report import study_folder_report
+from hce.study.run import run_study
 
 
 def run_demo(out: str | Path = "reports/demo", *, workdir: str | Path | None = None, progress: bool = False) -> Path:
@@ -42,9 +40,9 @@ def run_demo(out: str | Path = "reports/demo", *, workdir: str | Path | None = N
     workdir.mkdir(parents=True, exist_ok=True)
     corpus = workdir / "demo_corpus.jsonl"
     corpus.write_text(resources.files("hce.data").joinpath("demo_corpus.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
-    config = yaml.safe_load(resources.files("hce.data").joinpath("study_demo.yaml").read_text(encoding="utf-8"))
+    config = yaml.safe_load(packaged("study_demo.yaml"))
     config.update(name="hce-demo", output=str(workdir / "study_output"), corpus={"paths": [str(corpus)]})
     run = run_study(load_study(config), simulate=True, progress=progress)
-    logs = [read_log(run.output / name) for name in JUDGED_LOGS if (run.output / name).is_file()]
-    return study_report(logs, title="hce demo study report").write(out)
+    # The report shows what the study decided: its saved analysis settings and hand-offs.
+    return study_folder_report(run.output, title="hce demo study report").write(out)
 
