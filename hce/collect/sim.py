@@ -98,10 +98,16 @@ class Profile:
     With the default noise 1.2, at the PRD's temperature 0.1 the total of a score block
     varies from attempt to attempt with an SD of about 0.5, a bare holistic total (P1.1)
     with about 1.6.
+
+    ``request_sd``: the SD of a shift drawn once per request and added to ``bias`` for all
+    its choices (default 0: none). It stands for what the choices of one request share on
+    the server (its batch, its numerics), so the ``n`` choices of one request agree more
+    than separate requests do: the case :func:`hce.stats.request_variance` tests for.
     """
 
     bias: float = 0.0
     noise: float = 1.2
+    request_sd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -460,11 +466,13 @@ class SimJudge:
         model = str(body["model"])
         fmt = detect_format(prompt)
         _, item = _item_text(prompt, fmt)
+        profile = self.profiles.get(model, self.default)
+        shift = rng.gauss(0.0, profile.request_sd) if profile.request_sd > 0 else 0.0  # shared by the choices
         choices = []
         for index in range(n):  # each choice its own draws from the request's stream (n = 1: as before n existed)
             bad = malformed if index == 0 else _unit(self.seed, "malformed", canonical, occurrence, index) < f.rate_malformed
             draw = _Draw(rng, temperature)
-            marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng)
+            marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift)
             tokens, draws = _tokens(marked)
             cap = body.get("max_completion_tokens") or body.get("max_tokens")
             if cap is not None and len(tokens) > int(cap):
@@ -484,9 +492,12 @@ class SimJudge:
     # The judgement -------------------------------------------------------------------------
 
     def _reply(
-        self, fmt: str, prompt: str, item: str, model: str, draw: _Draw, malformed: bool, rng: random.Random
+        self, fmt: str, prompt: str, item: str, model: str, draw: _Draw, malformed: bool, rng: random.Random,
+        shift: float = 0.0,
     ) -> tuple[str, str]:
         profile = self.profiles.get(model, self.default)
+        if shift:
+            profile = Profile(bias=profile.bias + shift, noise=profile.noise)
         if fmt == "verdict":
             text = self._verdict(item, prompt, profile, draw)
         elif fmt == "synthetic":
