@@ -124,7 +124,7 @@ def _change(cond: Condition, design: Design, rows: pd.DataFrame) -> Change | Non
             return Change(cond.id, name, changed[0], "empty" if now[name] is None else now[name], len(rows))
     if "settings_hash" in rows:
         if set(rows["settings_hash"].dropna().astype(str)) - {settings_hash(cond, design)}:
-            return Change(cond.id, "prompt template, rubric, logprobs or endpoint kind", "other", "these", len(rows))
+            return Change(cond.id, "prompt template, rubric, logprobs, samples_per_request or endpoint kind", "other", "these", len(rows))
     return None
 
 
