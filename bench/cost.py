@@ -20,7 +20,7 @@ about 2,450 tokens at 4 characters a token; the prompt adds instructions and Rub
 (~1,480 tokens) before the transcript.
 
 Reply lengths: the simulator's score block (P2.1) is 51 of its tokens and its step-by-step
-reply (P2.3) about 460 (it counts every word, space and punctuation mark, ~2 a word). What a
+reply (P2.3) about 450 (it counts every word, space and punctuation mark, ~2 a word). What a
 real model writes: a P2.1 score block is 6 short lines, about 40-45 tokens with OpenAI's
 tokenizers (hce's estimate: 45); a P2.3 reply has a reasoning paragraph per category, and
 hce's estimate is 450 tokens (the PRD allows 1,000, seed 000 section 5). No reply of a real

@@ -82,11 +82,11 @@ LOOPBACK = "127.0.0.1"
 PRD_MODELS = ("gpt-4o-2024-08-06", "o4-mini-2025-04-16", "o3-2025-04-16", "gpt-4.1-mini-2025-04-14")
 SIM_FINGERPRINT = "fp_hce_sim_"  # logged with every attempt: reports can tell simulated runs apart
 FORMAT_NOISE = {"total": 2.0, "scores": 1.0, "cot": 0.85}
-# A step-by-step reply (P2.3) quotes 12 words of the patient's first line: about 460 of this simulator's
+# A step-by-step reply (P2.3) quotes 14 words of the patient's first line: about 450 of this simulator's
 # tokens when that line is that long (its usage counts each word, space and punctuation mark: ~2 a word, where
 # a real tokenizer counts ~1.3), near the 450 hce's estimates assume (hce.collect.runner.TYPICAL_OUTPUT_TOKENS);
 # a score block (P2.1) is 51.
-COT_QUOTE_WORDS = 12
+COT_QUOTE_WORDS = 14
 MAX_CHOICES = 128  # the most choices (``n``) one chat completion may ask for (OpenAI's API reference)
 
 

@@ -177,3 +177,28 @@ def test_prompt_cache_key_is_sent(serve, tmp_path):
     judge._chat = lambda body: (seen.append(body.get("prompt_cache_key")), original(body))[1]
     run(spec, tmp_path / "key.jsonl", client=fast_client(server))
     assert seen and set(seen) == {"exp5-p21"}
+
+
+def test_batch_stopped_while_waiting_failures_cancel_and_resubmit_keep_rows_unique(serve, tmp_path):
+    from hce.collect.batch import cancel_batches
+    from hce.collect.sim_batch import BatchSettings
+
+    judge = CountingJudge(seed=8, batch=BatchSettings(polls=3, failure_rate=0.3))
+    server = serve(judge)
+    spec = k_design(k=4, attempts=8)
+    log = tmp_path / "batch.jsonl"
+    options = dict(client=fast_client(server), poll_interval=0.01)
+    first = run_batch(spec, log, wait=False, **options)  # submitted; the run stops while the batch is open
+    assert first.waiting == 1 and not log.exists()
+    run_batch(spec, log, **{**options, "client": fast_client(server)})  # a later run collects it, sends nothing new
+    frame = check_complete(log, spec)
+    failed = frame["error_message"].str.startswith("batch request failed", na=False)
+    assert failed.any() and frame.loc[failed].groupby("request_id").size().eq(4).all()  # whole requests fail
+    # The provider recovers; the failed requests go again, as requests, and are cancelled half-way once.
+    judge.batches.settings = BatchSettings(polls=2, cancel_share=0.5)
+    run_batch(spec, log, wait=False, resubmit_failed=True, **{**options, "client": fast_client(server)})
+    cancel_batches(spec, log, **{**options, "client": fast_client(server)})
+    run_batch(spec, log, **{**options, "client": fast_client(server)})  # sends what the cancel left unsent
+    final = check_complete(log, spec)
+    assert not final["error_message"].str.startswith("batch request failed", na=False).any()
+    assert final["attempt_id"].is_unique and len(final) == 48
