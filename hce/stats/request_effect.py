@@ -25,10 +25,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce.errors import DataError
+from hce._warnings import warn
+from hce.errors import DataError, HceWarning
+from hce.stats._validate import reads_frame
 from hce.stats.mixed import SingularFitWarning, lmer
 
 
+@reads_frame(keys=("item",), numbers=("score",))
 def request_variance(
     data: pd.DataFrame, score: str = "total", *, item: str = "item_id", request: str = "request_id"
 ) -> pd.DataFrame:
@@ -37,8 +40,8 @@ def request_variance(
     Parameters
     ----------
     data : DataFrame
-        An attempt log (or any long table): one row per attempt. Rows with a missing score
-        are left out (say so first: ``data.dropna(subset=[score])``).
+        An attempt log (or any long table): one row per attempt. Flagged attempts
+        (``error_flag``) and rows with a missing score are left out, with a warning.
     score : str
         The score column (default ``total``).
     item, request : str
@@ -81,13 +84,14 @@ def request_variance(
     >>> bool(out["p_value"].iloc[0] < 1e-6), bool(0.6 < out["request_icc"].iloc[0] < 0.95)
     (True, True)
     """
-    if score not in data.columns or item not in data.columns:
-        raise DataError(f"request_variance: no column {score!r} or {item!r} in the data")
-    frame = pd.DataFrame({"score": pd.to_numeric(data[score], errors="coerce"), "item": data[item].astype(str)})
+    frame = pd.DataFrame({"score": data[score].astype(float), "item": data[item].astype(str)})
     own = pd.Series([f"\x00{i}" for i in range(len(data))], index=data.index)
     frame["request"] = data[request].astype("object").where(data[request].notna(), own).astype(str) \
         if request in data.columns else own  # fmt: skip
-    frame = frame.dropna(subset=["score"])
+    missing = int(frame["score"].isna().sum())
+    if missing:
+        warn(f"request_variance: left out {missing} of {len(frame)} attempts with no {score!r}", HceWarning)
+        frame = frame.dropna(subset=["score"])
     sizes = frame.groupby(["item", "request"]).size()
     shared = int((sizes > 1).sum())
     per_item = sizes.groupby(level="item").size()
