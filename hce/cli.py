@@ -154,6 +154,9 @@ def collect(
     design: Path = typer.Argument(..., help="The design YAML (items x conditions x attempts)."),
     log: Path = typer.Option(..., "--log", help="The JSONL attempt log; rerunning resumes it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print calls, tokens and cost; send nothing."),
+    pilot: Path = typer.Option(
+        None, "--pilot", help="With --dry-run: a pilot's attempt log; its mean reply lengths replace the typical ones."
+    ),
     concurrency: int = typer.Option(
         None, "--concurrency", min=1, help="Calls in flight at once (default: the design's, else 8)."
     ),
@@ -226,6 +229,8 @@ def collect(
                           max_tokens, f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}", cost)
         print_whole(shown)
         console.print(summarise_estimate(table), highlight=False)
+        with reported():
+            _print_projection(parsed, hce.read_log(pilot) if pilot is not None else None)
         if uncollected:
             console.print(f"note: {len(uncollected)} batches in {state_path(log)} are not collected yet; the calls above "
                           "count their requests, and the next --batch run collects them first and sends only what is "
@@ -257,6 +262,54 @@ def collect(
         console.print(f"[red]error:[/red] every call failed (no reply from the endpoint): see error_message in {log}; "
                       "fix the endpoint, then run again with --retry-failed", highlight=False)
         raise typer.Exit(code=2)
+
+
+def _print_projection(parsed, pilot) -> None:
+    """The projected cost of the whole design under each way of sending it, with the assumptions."""
+    from hce.collect.projection import ASSUMPTIONS, project
+
+    shown = Table("condition", "strategy", "k", "calls", "input tokens", "cached", "output tokens", "cost (USD)",
+                  "per 1,000 attempts", "x cheaper")  # fmt: skip
+    table = project(parsed, pilot=pilot)
+    for row in table.itertuples(index=False):
+        priced = row.cost_usd == row.cost_usd
+        shown.add_row(row.condition_id, row.strategy, str(row.k), f"{row.calls:,}", f"{row.input_tokens:,}",
+                      f"{row.cached_tokens:,}", f"{row.output_tokens:,}", _money(row.cost_usd),
+                      _money(row.cost_per_1000_attempts), f"{row.saving:.1f}" if priced else "")  # fmt: skip
+    console.print("projected cost of every planned attempt, by strategy:", highlight=False)
+    print_whole(shown)
+    console.print(f"assumptions: {ASSUMPTIONS}", highlight=False)
+    if pilot is not None:
+        lengths = table.drop_duplicates("condition_id").set_index("condition_id")
+        said = ", ".join(f"{c} {r.reply_tokens:.0f} ({r.reply_source})" for c, r in lengths.iterrows())
+        console.print(f"reply tokens per attempt: {said}", highlight=False)
+
+
+@app.command()
+def cost(
+    logs: list[Path] = typer.Argument(..., help="One or more attempt logs (JSONL, CSV or Parquet)."),
+    by: str = typer.Option("condition_id", "--by", help="The column to group by."),
+) -> None:
+    """Cost and tokens per condition and per 1,000 attempts, cached and batch shares, latency."""
+    import pandas as pd
+
+    from hce.report.cost import cost_summary
+
+    with reported():
+        table = cost_summary(pd.concat([hce.read_log(path) for path in logs], ignore_index=True), by=by)
+    shown = Table(by, "attempts", "requests", "cost (USD)", "per 1,000 attempts", "input tokens", "cached",
+                  "output tokens", "batch", "latency (s, median)")  # fmt: skip
+    for row in table.to_dict("records"):
+        cached = "" if row["cached_share"] != row["cached_share"] else f" ({row['cached_share']:.0%})"
+        latency = "" if row["latency_median_s"] != row["latency_median_s"] else f"{row['latency_median_s']:.2f}"
+        shown.add_row(str(row[by]), f"{row['attempts']:,}", f"{row['requests']:,}", _money(row["cost_usd"]),
+                      _money(row["cost_per_1000_attempts"]), f"{row['input_tokens']:,}", f"{row['cached_tokens']:,}{cached}",
+                      f"{row['output_tokens']:,}", f"{row['batch_share']:.0%}", latency)  # fmt: skip
+    print_whole(shown)
+
+
+def _money(value: float) -> str:
+    return "unpriced" if value != value else f"{value:,.4f}"
 
 
 @app.command("sim-server")

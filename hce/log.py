@@ -48,6 +48,7 @@ SCHEMA: tuple[Column, ...] = (
     Column("model", "str", "Model requested"),
     Column("model_version", "str", "Model version as returned by the API"),
     Column("attempt", "int", "Attempt number within item x condition, from 1", True),
+    Column("request_id", "str", "The request that answered this attempt, shared by the attempts of one request with n > 1 (samples_per_request); empty for one attempt a request"),
     Column("timestamp", "datetime", "UTC time the call finished (ISO 8601)"),
     Column("temperature", "float", "Sampling temperature"),
     Column("max_tokens", "int", "Maximum output tokens"),
@@ -794,6 +795,13 @@ class LogWriter:
     def append(self, record: Mapping[str, Any]) -> None:
         """Write one attempt (a mapping of column -> value) and flush it to the OS."""
         self._file.write(_jsonl_line(record))
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+
+    def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Write several attempts in one write and one flush (the rows of one request land together)."""
+        self._file.write("".join(_jsonl_line(record) for record in records))
         self._file.flush()
         if self.fsync:
             os.fsync(self._file.fileno())

@@ -57,7 +57,6 @@ from hce.collect.lock import one_writer
 from hce.collect.runner import (
     RunSummary,
     Tally,
-    attempt_row,
     call_settings,
     check_batch,
     check_batch_budget,
@@ -65,7 +64,9 @@ from hce.collect.runner import (
     in_new_loop,
     pending,
     prompt_cache,
+    request_rows,
 )
+from hce.collect.sampling import Request, group_requests
 from hce.errors import CollectError
 from hce.log import LogWriter, logged_attempt_ids
 
@@ -261,12 +262,18 @@ async def run_batch_async(
             todo = pending(design, log)[1]  # a cancelled batch's requests that never ran are among them
             limit = design.max_cost_usd if max_cost_usd is None else max_cost_usd
             check_batch_budget(design, log, todo, limit, session.prompt_for)
-            requests = []
-            for attempt in todo:
+            requests, members = [], {}
+            for request in group_requests(todo):
+                attempt = request.attempts[0]
                 messages = session.prompt_for(attempt.item.id, attempt.condition.id)
-                body = chat_body(messages, **call_settings(attempt.condition))
-                line = {"custom_id": attempt.attempt_id, "method": "POST", "url": ENDPOINT, "body": body}
+                body = chat_body(messages, **call_settings(attempt.condition), n=request.n)
+                custom_id = attempt.attempt_id
+                if attempt.condition.samples_per_request > 1:  # a request answers several attempts: remember which
+                    custom_id = request.request_id
+                    members[custom_id] = [a.attempt_id for a in request.attempts]
+                line = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
                 requests.append((attempt.condition.model, (json.dumps(line) + "\n").encode("utf-8")))
+            state.remember(members)  # before any upload, so a later run can log what a batch answers
             files = split_files(requests, max_requests=max_requests, max_bytes=max_bytes)
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
             for number, data in enumerate(files, start=1):
@@ -502,20 +509,25 @@ class _Session:
                 if not line.strip():
                     continue
                 entry = json.loads(line)
-                attempt = self.attempts.get(entry.get("custom_id"))
-                if attempt is None:
+                custom_id = entry.get("custom_id")
+                ids = self.state.requests.get(custom_id, [custom_id])
+                if not all(i in self.attempts for i in ids):
                     unknown += 1
                     continue
-                if attempt.attempt_id in logged or never_ran(entry):
+                if all(i in logged for i in ids) or never_ran(entry):
                     continue  # ingested before a crash; or cancelled before it ran, so still pending
                 result = batch_result(entry)
                 if result.error_message is not None:
                     result.error_message = self.client.scrub(result.error_message)
+                request = Request(custom_id, tuple(self.attempts[i] for i in ids))
+                attempt = request.attempts[0]
                 messages = self.prompt_for(attempt.item.id, attempt.condition.id)
-                row = attempt_row(attempt, self.design, messages, result, batch=True)
-                self.writer.append(row)
-                logged.add(attempt.attempt_id)
-                self.tally.add(row, result, attempt.condition)
+                rows = [(row, part) for row, part in request_rows(request, self.design, messages, result, batch=True)
+                        if row["attempt_id"] not in logged]  # fmt: skip
+                self.writer.append_many([row for row, _ in rows])
+                for index, (row, part) in enumerate(rows):
+                    logged.add(row["attempt_id"])
+                    self.tally.add(row, part, attempt.condition, call=index == 0)
         if unknown:
             warnings.warn(
                 f"batch {batch.id}: {unknown} results name attempts this design does not plan (was the design changed?); "
@@ -530,10 +542,12 @@ class _State:
     def __init__(self, path: Path):
         self.path = path
         self.batches: list[dict[str, Any]] = []
+        self.requests: dict[str, list[str]] = {}  # custom_id -> attempt ids, for requests with n > 1
         if path.exists():
             try:
-                self.batches = json.loads(path.read_text(encoding="utf-8"))["batches"]
-            except (ValueError, KeyError, TypeError) as exc:
+                saved = json.loads(path.read_text(encoding="utf-8"))
+                self.batches, self.requests = saved["batches"], saved.get("requests", {})
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise CollectError(f"{path}: not a batch state file ({exc}); move it away to start afresh") from None
 
     def uploaded(self, file_id: str, name: str, *, requests: int, size: int) -> dict[str, Any]:
@@ -576,9 +590,18 @@ class _State:
     def ids(self) -> tuple[str, ...]:
         return tuple(b["batch_id"] for b in self.entries(open_only=False))
 
+    def remember(self, members: Mapping[str, list[str]]) -> None:
+        """Record which attempts each request with n > 1 answers (its ``custom_id`` names the request)."""
+        if members:
+            self.requests.update(members)
+            self.save()
+
     def save(self) -> None:
         temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps({"batches": self.batches}, indent=1) + "\n", encoding="utf-8")
+        saved: dict[str, Any] = {"batches": self.batches}
+        if self.requests:
+            saved["requests"] = self.requests
+        temporary.write_text(json.dumps(saved, indent=1) + "\n", encoding="utf-8")
         os.replace(temporary, self.path)
 
 

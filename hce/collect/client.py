@@ -70,6 +70,8 @@ class CallResult:
     error_message: str | None = None
     status: int | None = None
     tries: list[str] = field(default_factory=list)  # why each failed try failed, in order
+    # Every choice of the reply in index order, (text, finish_reason, logprobs); the first is also above.
+    choices: list[tuple[str | None, str | None, list[dict[str, Any]] | None]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -86,8 +88,13 @@ def chat_body(
     seed: int | None = None,
     logprobs: bool = False,
     top_logprobs: int | None = None,
+    n: int = 1,
+    prompt_cache_key: str | None = None,
 ) -> dict[str, Any]:
     """The JSON body of one chat completion, as sent online and written into a batch file.
+
+    ``n`` above 1 asks for that many choices (sent only then, so a one-sample body is as
+    before); ``prompt_cache_key`` is sent when given.
 
     Examples
     --------
@@ -104,6 +111,10 @@ def chat_body(
         body["logprobs"] = True
         if top_logprobs is not None:
             body["top_logprobs"] = int(top_logprobs)
+    if n != 1:
+        body["n"] = int(n)
+    if prompt_cache_key is not None:
+        body["prompt_cache_key"] = prompt_cache_key
     return body
 
 
@@ -441,22 +452,13 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 def fill(result: CallResult, response: Any) -> None:
     """Copy a chat completion (the SDK's object) into ``result``: text, usage, logprobs, or why it is unusable."""
-    choice = response.choices[0] if response.choices else None
+    ordered = sorted(response.choices or [], key=lambda c: c.index or 0)
+    choice = ordered[0] if ordered else None
     result.model_version = response.model
     result.system_fingerprint = getattr(response, "system_fingerprint", None)
+    result.choices = [_choice(c) for c in ordered]
     if choice is not None:
-        result.response_text = choice.message.content if choice.message is not None else None
-        result.finish_reason = choice.finish_reason
-        content = choice.logprobs.content if choice.logprobs is not None else None
-        if content is not None:
-            result.logprobs = [
-                {
-                    "token": t.token,
-                    "logprob": t.logprob,
-                    "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in (t.top_logprobs or [])],
-                }
-                for t in content
-            ]
+        result.response_text, result.finish_reason, result.logprobs = result.choices[0]
     usage = response.usage
     if usage is not None:
         result.input_tokens = usage.prompt_tokens
@@ -465,3 +467,20 @@ def fill(result: CallResult, response: Any) -> None:
         result.cached_tokens = (details.cached_tokens or 0) if details is not None else 0
     if choice is None or result.response_text is None:
         result.error_message = f"the reply has no message content (finish_reason={result.finish_reason!r})"
+
+
+def _choice(choice: Any) -> tuple[str | None, str | None, list[dict[str, Any]] | None]:
+    """One choice of a chat completion as (text, finish_reason, logprobs as plain lists)."""
+    text = choice.message.content if choice.message is not None else None
+    content = choice.logprobs.content if choice.logprobs is not None else None
+    logprobs = None
+    if content is not None:
+        logprobs = [
+            {
+                "token": t.token,
+                "logprob": t.logprob,
+                "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in (t.top_logprobs or [])],
+            }
+            for t in content
+        ]
+    return text, choice.finish_reason, logprobs

@@ -23,6 +23,7 @@ A design file (every key but ``conditions`` and ``items`` optional)::
       - prompt: P2.1              # id defaults to "P2.1|<model>|t<temperature>"
       - {id: few_shot, prompt: P2.2}
       - {prompt: P2.3, logprobs: true, top_logprobs: 5}
+      - {id: pooled, prompt: P2.1, samples_per_request: 5, prompt_cache_key: exp2-p21}
 
 Several providers in one design: ``endpoints:`` names them (each with the keys of
 ``endpoint:`` plus ``kind``, ``concurrency``, ``requests_per_minute``,
@@ -43,6 +44,11 @@ A design built in Python may also send prompts of its own (:class:`CustomPrompt`
 its conditions' ``prompt_id`` in ``Design.prompts``): the caller renders each item's
 messages and parses each reply; the runner does the rest (concurrency, rate limits,
 retries, resume, the attempt log) as for any other call.
+
+``samples_per_request: k`` answers k attempts of an item with one request asking for
+``n = k`` choices (prompt billed once; :mod:`hce.collect.sampling`, and the README on what
+it changes statistically); ``prompt_cache_key`` is sent with each request so that requests
+sharing it share OpenAI's prompt cache.
 """
 
 from __future__ import annotations
@@ -143,6 +149,8 @@ class Condition:
     behavior: BehaviorSpec | None = None
     price_model: str | None = None
     endpoint: str = "default"
+    samples_per_request: int = 1  # attempts answered by one request (its n): hce.collect.sampling
+    prompt_cache_key: str | None = None  # sent as prompt_cache_key: requests sharing it share OpenAI's prompt cache
 
 
 @dataclass(frozen=True)
@@ -340,7 +348,10 @@ def _condition(
         said = f"endpoint {endpoint!r} is not defined;{did_you_mean(str(endpoint), endpoints)}" if endpoint else "no endpoint"
         raise CollectError(f"{where} ({cond_id}): {said} (choose one of {sorted(endpoints)}, here or under defaults)")
     kind = endpoints[endpoint].kind
-    problems = unsupported(kind, temperature=temperature, logprobs=bool(settings.get("logprobs")), seed=settings.get("seed"))
+    samples = int(settings.get("samples_per_request") or 1)
+    problems = unsupported(
+        kind, temperature=temperature, logprobs=bool(settings.get("logprobs")), seed=settings.get("seed"), n=samples
+    )
     if problems:
         raise CollectError(f"{where} ({cond_id}) goes to endpoint {endpoint!r} ({kind}): " + "; ".join(problems))
     return Condition(
@@ -356,6 +367,8 @@ def _condition(
         behavior=behavior,
         price_model=settings.get("price_model"),
         endpoint=endpoint,
+        samples_per_request=samples,
+        prompt_cache_key=settings.get("prompt_cache_key"),
     )
 
 

@@ -51,6 +51,9 @@ def settings_of(cond: Condition, design: Design) -> dict[str, Any]:
         "model": cond.model, "prompt_id": cond.prompt_id, "prompt": prompt, "endpoint": cond.endpoint,
         "kind": design.endpoint_of(cond).kind, "temperature": cond.temperature, "max_tokens": cond.max_tokens,
         "top_p": cond.top_p, "seed": cond.seed, "logprobs": cond.logprobs, "top_logprobs": cond.top_logprobs,
+        # Choices of one request share it (README: n-sampling), so k > 1 is another way of sampling;
+        # k = 1 adds nothing, so the fingerprints of logs made before the setting existed hold.
+        **({"samples_per_request": cond.samples_per_request} if cond.samples_per_request != 1 else {}),
     }  # fmt: skip
 
 
@@ -123,7 +126,7 @@ def _change(cond: Condition, design: Design, rows: pd.DataFrame) -> Change | Non
             return Change(cond.id, name, changed[0], "empty" if now[name] is None else now[name], len(rows))
     if "settings_hash" in rows:
         if set(rows["settings_hash"].dropna().astype(str)) - {settings_hash(cond, design)}:
-            return Change(cond.id, "prompt template, rubric, logprobs or endpoint kind", "other", "these", len(rows))
+            return Change(cond.id, "prompt template, rubric, logprobs, samples_per_request or endpoint kind", "other", "these", len(rows))
     return None
 
 

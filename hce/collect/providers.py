@@ -8,7 +8,8 @@ corpus on 2026-11-24:
   compatibility" page (docs.anthropic.com/en/api/openai-sdk, "Request fields"):
   ``temperature`` "between 0 and 1 (inclusive); values greater than 1 are capped at 1";
   ``n`` "must be exactly 1"; ``logprobs``, ``top_logprobs`` and ``seed`` "ignored". A
-  condition asking for any of these would silently get something else, so it is refused.
+  condition asking for any of these would silently get something else, so it is refused
+  (``samples_per_request`` above 1 is a request with ``n`` above 1).
   The layer has no OpenAI Batch API (Anthropic's batches are its own Messages API).
 - **gemini** (``https://generativelanguage.googleapis.com/v1beta/openai/``), Google's
   "OpenAI compatibility" page (ai.google.dev/gemini-api/docs/openai) and its
@@ -23,6 +24,9 @@ corpus on 2026-11-24:
   against; the reasoning-model temperature rule is in :mod:`hce.collect.design`.
 - **local** (loopback) and **other** hosts: nothing is assumed; the server's answer
   decides (a refused setting stops the run, :mod:`hce.collect.runner`).
+
+Several samples per request (``n``) exist only in Chat Completions, the API hce calls;
+OpenAI's Responses API has no ``n``. No OpenAI chat model is known here to refuse it.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class Provider:
     logprobs: bool = True  # False: the field is ignored, so asking for it is refused
     seed: bool = True
     batch: bool = True
+    n: bool = True  # False: a request may ask for one choice only (n = 1)
     source: str = ""
 
 
@@ -49,7 +54,8 @@ PROVIDERS: dict[str, Provider] = {
     "openai": Provider(source="platform.openai.com/docs/api-reference/chat"),
     "azure": Provider(source="learn.microsoft.com/azure/ai-foundry/openai (v1 API)"),
     "anthropic": Provider(
-        temperature_max=1.0, logprobs=False, seed=False, batch=False, source="docs.anthropic.com/en/api/openai-sdk"
+        temperature_max=1.0, logprobs=False, seed=False, batch=False, n=False,
+        source="docs.anthropic.com/en/api/openai-sdk",
     ),
     "gemini": Provider(batch=False, source="ai.google.dev/gemini-api/docs/openai"),
     "local": Provider(source="the server's own documentation"),
@@ -79,7 +85,7 @@ def infer_kind(base_url: str | None) -> str:
     return "other"
 
 
-def unsupported(kind: str, *, temperature: float | None, logprobs: bool, seed: int | None) -> list[str]:
+def unsupported(kind: str, *, temperature: float | None, logprobs: bool, seed: int | None, n: int = 1) -> list[str]:
     """Why a condition's settings do not fit an endpoint of ``kind`` (empty when they do).
 
     Examples
@@ -98,4 +104,9 @@ def unsupported(kind: str, *, temperature: float | None, logprobs: bool, seed: i
         problems.append(f"logprobs are ignored by {kind} ({rules.source}): set logprobs: false")
     if seed is not None and not rules.seed:
         problems.append(f"seed is ignored by {kind} ({rules.source}): remove it, or runs are not seeded as logged")
+    if n > 1 and not rules.n:
+        problems.append(
+            f"samples_per_request {n} asks for n={n} choices a request, and {kind} takes n=1 only ({rules.source}): "
+            "set samples_per_request: 1"
+        )
     return problems

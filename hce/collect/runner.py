@@ -69,6 +69,7 @@ from hce.collect.pricing import (
     unpriced_message,
 )
 from hce.collect.prompts import REPLY_FORMAT, render
+from hce.collect.sampling import Request, group_requests, split_result
 from hce.collect.transcripts import clean_text
 from hce.errors import CollectError
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
@@ -162,7 +163,8 @@ def estimate(
     -------
     DataFrame
         One row per condition: ``condition_id``, ``prompt_id``, ``endpoint`` (its name),
-        ``host``, ``model``, ``temperature``, ``max_tokens``, ``calls``, ``input_tokens``,
+        ``host``, ``model``, ``temperature``, ``max_tokens``, ``calls`` (requests: one per
+        ``samples_per_request`` attempts, the prompt counted once), ``input_tokens``,
         ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
 
     Examples
@@ -186,16 +188,16 @@ def estimate(
                        output_tokens=0)
             for c in design.conditions}  # fmt: skip
     sizes: dict[tuple[str, str], int] = {}
-    for attempt in design.plan():
-        if attempt.attempt_id in done and attempt.condition.id not in fresh:
-            continue
+    todo = [a for a in design.plan() if a.attempt_id not in done or a.condition.id in fresh]
+    for request in group_requests(todo):  # a call per request: n attempts when samples_per_request > 1
+        attempt = request.attempts[0]
         cond, row = attempt.condition, rows[attempt.condition.id]
         key = (attempt.item.id, cond.id)
         if key not in sizes:
             sizes[key] = _input_tokens(_messages(attempt.item, cond, design))
         row["calls"] += 1
         row["input_tokens"] += sizes[key]
-        row["output_tokens"] += _expected_output(cond)
+        row["output_tokens"] += _expected_output(cond) * request.n
     table = pd.DataFrame(list(rows.values()))
     costs = []
     for cond in design.conditions:
@@ -244,6 +246,7 @@ def call_settings(cond: Condition) -> dict[str, Any]:
         seed=cond.seed,
         logprobs=cond.logprobs,
         top_logprobs=cond.top_logprobs,
+        prompt_cache_key=cond.prompt_cache_key,
     )
 
 
@@ -282,12 +285,13 @@ class Tally:
         self.counts = {"done": 0, "errors": 0, "failed": 0, "retries": 0, "cost": 0.0}
         self._unpriced: set[str] = set()
 
-    def add(self, row: Mapping[str, Any], result: CallResult, cond: Condition) -> None:
+    def add(self, row: Mapping[str, Any], result: CallResult, cond: Condition, *, call: bool = True) -> None:
+        """Count one logged row; ``call=False`` for the second and later rows of one request (its retries count once)."""
         counts = self.counts
         counts["done"] += 1
         counts["errors"] += bool(row["error_flag"])
         counts["failed"] += call_failed(row)
-        counts["retries"] += result.retries
+        counts["retries"] += result.retries if call else 0
         if row["cost_usd"] is not None:
             counts["cost"] += row["cost_usd"]
         elif result.input_tokens is not None and cond.model not in self._unpriced:
@@ -314,14 +318,33 @@ class Tally:
         )
 
 
+def request_rows(
+    request: Request, design: Design, messages: list[dict[str, str]], result: CallResult, *, batch: bool = False
+) -> list[tuple[dict[str, Any], CallResult]]:
+    """The log rows of one request's attempts, each with its share of the call (:mod:`hce.collect.sampling`)."""
+    shared = request.request_id if request.attempts[0].condition.samples_per_request > 1 else None
+    parts = split_result(result, request.n)
+    return [
+        (attempt_row(attempt, design, messages, part, batch=batch, request_id=shared), part)
+        for attempt, part in zip(request.attempts, parts, strict=True)
+    ]
+
+
 def attempt_row(
-    attempt: Attempt, design: Design, messages: list[dict[str, str]], result: CallResult, *, batch: bool = False
+    attempt: Attempt,
+    design: Design,
+    messages: list[dict[str, str]],
+    result: CallResult,
+    *,
+    batch: bool = False,
+    request_id: str | None = None,
 ) -> dict[str, Any]:
     """The log row of one attempt: its settings, the call's record and the parsed reply.
 
     Online and batch calls go through this same function, so their logs differ only in the
     timing fields (``timestamp``, ``latency_s``, ``retries``) and in ``cost_usd`` (a batch
-    call is priced at the batch discount).
+    call is priced at the batch discount). ``request_id`` is logged for the attempts of a
+    request with n > 1 (:mod:`hce.collect.sampling`).
     """
     cond, item = attempt.condition, attempt.item
     custom = design.prompts.get(cond.prompt_id)
@@ -361,6 +384,8 @@ def attempt_row(
         row["cost_usd"] = cost_usd(
             priced, result.input_tokens, result.output_tokens, result.cached_tokens, batch=batch, warn=False
         )
+    if request_id is not None:  # one attempt a request has no column of it: logs made before n-sampling are unchanged
+        row["request_id"] = request_id
     row["system_fingerprint"] = result.system_fingerprint  # the backend configuration; fp_hce_sim_* when simulated
     if cond.behavior is not None:
         row["behavior_id"] = cond.behavior.behavior_id
@@ -520,9 +545,11 @@ def _check_budget(design: Design, limit: Any) -> None:
         )
 
 
-def _call_estimate(cond: Condition, messages: list[dict[str, str]], *, batch: bool = False) -> float | None:
-    """The estimated cost of one call (as :func:`estimate` prices it); None for an unpriced model."""
-    return cost_usd(cond.price_model or cond.model, _input_tokens(messages), _expected_output(cond), batch=batch, warn=False)
+def _call_estimate(cond: Condition, messages: list[dict[str, str]], *, batch: bool = False, n: int = 1) -> float | None:
+    """The estimated cost of one call asking for ``n`` choices (as :func:`estimate` prices it); None for an unpriced model."""
+    return cost_usd(
+        cond.price_model or cond.model, _input_tokens(messages), _expected_output(cond) * n, batch=batch, warn=False
+    )
 
 
 def check_batch_budget(
@@ -539,7 +566,11 @@ def check_batch_budget(
     if limit is None:
         return
     _check_budget(design, limit)
-    cost = sum(_call_estimate(a.condition, messages_for(a.item.id, a.condition.id), batch=True) for a in attempts)
+    cost = sum(
+        _call_estimate(r.attempts[0].condition, messages_for(r.attempts[0].item.id, r.attempts[0].condition.id),
+                       batch=True, n=r.n)
+        for r in group_requests(attempts)
+    )  # fmt: skip
     spent = logged_cost(log)
     if spent + cost > limit:
         raise CollectError(
@@ -660,9 +691,9 @@ async def run_async(
         budget = _Budget(max_cost_usd, logged_cost(log) if max_cost_usd is not None else 0.0)
         stops = (fail_fast, budget)
         # One queue per endpoint, so a slow or rate-limited provider does not hold up the others.
-        queues: dict[str, asyncio.Queue[Attempt]] = {name: asyncio.Queue() for name in clients}
-        for attempt in todo:
-            queues[attempt.condition.endpoint].put_nowait(attempt)
+        queues: dict[str, asyncio.Queue[Request]] = {name: asyncio.Queue() for name in clients}
+        for request in group_requests(todo):  # one attempt a request unless samples_per_request > 1
+            queues[request.attempts[0].condition.endpoint].put_nowait(request)
         limits = (_RateLimit(rpm) if rpm else None, _RateLimit(tpm) if tpm else None)
         own = {name: _limits(design.endpoints[name]) for name in clients}
         slots = asyncio.Semaphore(concurrency)
@@ -671,24 +702,26 @@ async def run_async(
             bar = _Progress(len(todo), retried) if sys.stderr.isatty() else _ProgressLines(len(todo), progress_every)
         prompt_for = prompt_cache(design, 4 * concurrency)
 
-        async def worker(queue: asyncio.Queue[Attempt]) -> None:
+        async def worker(queue: asyncio.Queue[Request]) -> None:
             while not queue.empty() and not any(stop.reason for stop in stops):
-                attempt = queue.get_nowait()
+                request = queue.get_nowait()
+                attempt, n = request.attempts[0], request.n
                 cond = attempt.condition
                 messages = prompt_for(attempt.item.id, cond.id)
-                tokens = _input_tokens(messages) + _expected_output(cond)
+                tokens = _input_tokens(messages) + _expected_output(cond) * n
                 for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
                     if limit is not None:
                         await limit.take(amount)
-                cost = _call_estimate(cond, messages) if budget.limit is not None else 0.0
+                cost = _call_estimate(cond, messages, n=n) if budget.limit is not None else 0.0
                 if any(stop.reason for stop in stops) or not budget.launch(cost):
                     return  # not sent, so not logged: the next run sends it
                 async with slots:
-                    result = await clients[cond.endpoint].complete(messages, **call_settings(cond))
-                row = attempt_row(attempt, design, messages, result)
-                writer.append(row)
-                budget.settle(cost, row["cost_usd"])
-                tally.add(row, result, cond)
+                    result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n)
+                rows = request_rows(request, design, messages, result)
+                writer.append_many([row for row, _ in rows])  # one write: a request's rows land together
+                budget.settle(cost, sum(row["cost_usd"] or 0.0 for row, _ in rows))
+                for index, (row, part) in enumerate(rows):
+                    tally.add(row, part, cond, call=index == 0)
                 fail_fast.add(attempt, result)
                 if bar is not None:
                     bar.update(tally.counts)

@@ -104,6 +104,8 @@ class SettingsSpec(Strict):
     behavior: str | None = None
     price_model: str | None = None
     endpoint: Name | None = None
+    samples_per_request: int | None = Field(None, ge=1, le=128)  # OpenAI's n: 1-128
+    prompt_cache_key: str | None = None
 
 
 class ConditionSpec(SettingsSpec):

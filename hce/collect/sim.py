@@ -37,9 +37,12 @@ and how many identical requests came before, so without faults the multiset of r
 the same at any concurrency; a request carrying ``seed`` gets the same reply every time.
 
 *The call.* ``system_fingerprint`` is ``fp_hce_sim_<seed>`` (the runner logs it, so a
-report can tell a simulated run). ``usage`` counts about 4 characters a prompt token; the
-part of the prompt before the item counts as cached (in 128-token blocks from 1,024, as
-OpenAI caches) once seen. ``model`` comes back as the dated snapshot for an undated alias.
+report can tell a simulated run). ``usage`` counts about 4 characters a prompt token;
+``cached_tokens`` is the longest prefix an earlier request of the model and
+``prompt_cache_key`` computed, from 1,024 tokens in 128-token steps, as OpenAI caches
+(:mod:`hce.collect.sim_cache`). ``n`` asks for several choices, each drawn independently
+from the same request: the prompt is billed once, ``completion_tokens`` adds up the
+choices. ``model`` comes back as the dated snapshot for an undated alias.
 
 *Faults*, on request (:class:`Faults`): 429 with ``Retry-After``, 500, slow replies and
 malformed reply texts, each with its own probability; every reply waits ``latency``. A
@@ -68,6 +71,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hce.collect.pricing import ALIASES
+from hce.collect.sim_cache import PrefixCache
 from hce.errors import HceError
 from hce.rubric import _snake, load_rubric
 
@@ -78,6 +82,12 @@ LOOPBACK = "127.0.0.1"
 PRD_MODELS = ("gpt-4o-2024-08-06", "o4-mini-2025-04-16", "o3-2025-04-16", "gpt-4.1-mini-2025-04-14")
 SIM_FINGERPRINT = "fp_hce_sim_"  # logged with every attempt: reports can tell simulated runs apart
 FORMAT_NOISE = {"total": 2.0, "scores": 1.0, "cot": 0.85}
+# A step-by-step reply (P2.3) quotes 14 words of the patient's first line: about 450 of this simulator's
+# tokens when that line is that long (its usage counts each word, space and punctuation mark: ~2 a word, where
+# a real tokenizer counts ~1.3), near the 450 hce's estimates assume (hce.collect.runner.TYPICAL_OUTPUT_TOKENS);
+# a score block (P2.1) is 51.
+COT_QUOTE_WORDS = 14
+MAX_CHOICES = 128  # the most choices (``n``) one chat completion may ask for (OpenAI's API reference)
 
 
 @dataclass(frozen=True)
@@ -88,10 +98,16 @@ class Profile:
     With the default noise 1.2, at the PRD's temperature 0.1 the total of a score block
     varies from attempt to attempt with an SD of about 0.5, a bare holistic total (P1.1)
     with about 1.6.
+
+    ``request_sd``: the SD of a shift drawn once per request and added to ``bias`` for all
+    its choices (default 0: none). It stands for what the choices of one request share on
+    the server (its batch, its numerics), so the ``n`` choices of one request agree more
+    than separate requests do: the case :func:`hce.stats.request_variance` tests for.
     """
 
     bias: float = 0.0
     noise: float = 1.2
+    request_sd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -383,7 +399,7 @@ class SimJudge:
         self.truth = {text_key(text): dict(value) for text, value in (truth or {}).items()}
         self.stats: Counter[str] = Counter()
         self._seen: Counter[str] = Counter()
-        self._prefixes: set[str] = set()
+        self.prefix_cache = PrefixCache()
         self._lock = threading.Lock()
         self.batches = SimBatches(self._chat, seed=seed, settings=batch)
 
@@ -415,6 +431,11 @@ class SimJudge:
             self._count("404")
             return _error(404, f"The model `{body['model']}` does not exist or you do not have access to it.",
                           "invalid_request_error", "model_not_found")  # fmt: skip
+        n = body.get("n", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CHOICES:
+            self._count("400")
+            return _error(400, f"Invalid value for 'n': expected an integer from 1 to {MAX_CHOICES}, got {n!r}.",
+                          "invalid_request_error")  # fmt: skip
         f = self.faults
         if f.reject is not None and f.reject_model in (None, body["model"]):
             self._count("400")
@@ -443,19 +464,26 @@ class SimJudge:
         temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
         prompt = "\n\n".join(str(m.get("content") or "") for m in body["messages"] if isinstance(m, dict))
         model = str(body["model"])
-        draw = _Draw(rng, temperature)
         fmt = detect_format(prompt)
-        prefix, item = _item_text(prompt, fmt)
-        marked, finish = self._reply(fmt, prompt, item, model, draw, malformed, rng)
-        tokens, draws = _tokens(marked)
-        cap = body.get("max_completion_tokens") or body.get("max_tokens")
-        if cap is not None and len(tokens) > int(cap):
-            tokens, draws, finish = tokens[: int(cap)], draws[: int(cap)], "length"
+        _, item = _item_text(prompt, fmt)
+        profile = self.profiles.get(model, self.default)
+        shift = rng.gauss(0.0, profile.request_sd) if profile.request_sd > 0 else 0.0  # shared by the choices
+        choices = []
+        for index in range(n):  # each choice its own draws from the request's stream (n = 1: as before n existed)
+            bad = malformed if index == 0 else _unit(self.seed, "malformed", canonical, occurrence, index) < f.rate_malformed
+            draw = _Draw(rng, temperature)
+            marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift)
+            tokens, draws = _tokens(marked)
+            cap = body.get("max_completion_tokens") or body.get("max_tokens")
+            if cap is not None and len(tokens) > int(cap):
+                tokens, draws, finish = tokens[: int(cap)], draws[: int(cap)], "length"
+            choices.append((tokens, finish, draws, draw.dists))
         self._count("ok")
         if malformed and rng.random() < 0.25:  # a quarter of malformed replies break the HTTP body itself
             return SimReply(200, {}, delay=delay, raw=b'{"id": "chatcmpl-broken", "choices": [{"message": ')
-        logprobs = _logprobs(tokens, draws, draw.dists, int(body.get("top_logprobs") or 0)) if body.get("logprobs") else None
-        return SimReply(200, self._completion(model, prompt, prefix, tokens, finish, logprobs), delay=delay)
+        top = int(body.get("top_logprobs") or 0)
+        choices = [(t, fin, _logprobs(t, d, dists, top) if body.get("logprobs") else None) for t, fin, d, dists in choices]
+        return SimReply(200, self._completion(model, prompt, body.get("prompt_cache_key"), choices), delay=delay)
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -464,9 +492,12 @@ class SimJudge:
     # The judgement -------------------------------------------------------------------------
 
     def _reply(
-        self, fmt: str, prompt: str, item: str, model: str, draw: _Draw, malformed: bool, rng: random.Random
+        self, fmt: str, prompt: str, item: str, model: str, draw: _Draw, malformed: bool, rng: random.Random,
+        shift: float = 0.0,
     ) -> tuple[str, str]:
         profile = self.profiles.get(model, self.default)
+        if shift:
+            profile = Profile(bias=profile.bias + shift, noise=profile.noise)
         if fmt == "verdict":
             text = self._verdict(item, prompt, profile, draw)
         elif fmt == "synthetic":
@@ -509,10 +540,11 @@ class SimJudge:
             return block
         steps = []
         quote = next((ln.strip() for ln in item.splitlines() if ln.strip().lower().startswith("patient")), item[:80])
+        quote = " ".join(quote.split()[:COT_QUOTE_WORDS])  # a fixed-size quote: the reply's length hardly varies by item
         for number, (name, s) in enumerate(scores.items(), start=1):
             steps.append(
                 f"{number}. {name}\nReasoning: The patient's answers match level {s} of this category; "
-                f'for example: "{quote[:100]}".\nScore: {s}'
+                f'for example: "{quote}".\nScore: {s}'
             )
         return "Step-by-step Analysis and Scoring:\n" + "\n\n".join(steps) + "\n\nFinal Scores Output:\n" + block
 
@@ -562,36 +594,32 @@ class SimJudge:
     # The HTTP body ---------------------------------------------------------------------------
 
     def _completion(
-        self, model: str, prompt: str, prefix: str, tokens: list[str], finish: str, logprobs: list[dict] | None
+        self, model: str, prompt: str, cache_key: str | None, choices: list[tuple[list[str], str, list[dict] | None]]
     ) -> dict[str, Any]:
+        """The chat.completion body: one choice per ``(tokens, finish_reason, logprobs)``; the prompt is
+        billed once and each choice's tokens are added up (OpenAI's ``n``), cache hits per :mod:`hce.collect.sim_cache`."""
         prompt_tokens = _count_tokens(prompt)
-        prefix_tokens = _count_tokens(prefix) if prefix else 0
-        cached = 0
-        if prefix_tokens >= 1024:
-            key = hashlib.sha256((model + prefix).encode("utf-8")).hexdigest()
-            with self._lock:
-                if key in self._prefixes:
-                    cached = prefix_tokens // 128 * 128
-                self._prefixes.add(key)
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": {"role": "assistant", "content": "".join(tokens), "refusal": None},
-            "finish_reason": finish,
-            "logprobs": None,
-        }
-        if logprobs is not None:
-            choice["logprobs"] = {"content": logprobs}
+        cached = self.prefix_cache.hit(model, cache_key, prompt)
+        completion_tokens = sum(len(tokens) for tokens, _, _ in choices)
+        out = []
+        for index, (tokens, finish, logprobs) in enumerate(choices):
+            out.append({
+                "index": index,
+                "message": {"role": "assistant", "content": "".join(tokens), "refusal": None},
+                "finish_reason": finish,
+                "logprobs": None if logprobs is None else {"content": logprobs},
+            })  # fmt: skip
         return {
-            "id": f"chatcmpl-sim{int(_unit(prompt, *tokens) * 1e12):012d}",
+            "id": f"chatcmpl-sim{int(_unit(prompt, *choices[0][0]) * 1e12):012d}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": ALIASES.get(model, model),
             "system_fingerprint": f"{SIM_FINGERPRINT}{self.seed}",
-            "choices": [choice],
+            "choices": out,
             "usage": {
                 "prompt_tokens": prompt_tokens,
-                "completion_tokens": len(tokens),
-                "total_tokens": prompt_tokens + len(tokens),
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
                 "prompt_tokens_details": {"cached_tokens": cached},
                 "completion_tokens_details": {"reasoning_tokens": 0},
             },

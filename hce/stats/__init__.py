@@ -96,11 +96,13 @@ from hce.stats.mixed import (
     spread_model,
     variance_components,
 )
+from hce.stats.request_effect import request_variance
 from hce.stats.bayes import BayesResult, MCMCDiagnosticsWarning, bayes_binary, bayes_ordinal
 from hce.stats.validity import discriminant_validity, rater_expertise, substantive_validity
 
 # The public API, discovered by the dirty-input test (tests/stats/test_dirty_input.py).
 __all__ = [
+    "request_variance",
     "AnalysisResult", "BayesResult", "LmerResult", "MCMCDiagnosticsWarning", "VarianceComponents",
     "adaptive_filter_agreement", "agrees_with_mode", "annotator_pairs", "attempts_needed",
     "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",

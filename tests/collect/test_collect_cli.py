@@ -166,7 +166,8 @@ def test_dry_run_shows_endpoint_model_settings_and_never_cuts_names(tmp_path, se
     path.write_text(yaml.safe_dump(spec))
     result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "log.jsonl"), "--dry-run"])
     assert result.exit_code == 0, result.output
-    rows = [line for line in result.output.splitlines() if "zeroshot" in line or "o3-at-default" in line]
+    estimate = result.output.split("projected cost")[0]  # the estimate's table, before the projection's
+    rows = [line for line in estimate.splitlines() if "zeroshot" in line or "o3-at-default" in line]
     first, second = rows
     for shown in ("zeroshot-with-a-rather-long-descriptive-condition-name", "gpt-4o-mini-2024-07-18",
                   f"default {server.url.removesuffix('/v1')}", " 0.7 ", " 321 ", " 12 "):

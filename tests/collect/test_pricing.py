@@ -53,3 +53,31 @@ def test_batch_calls_cost_half():
     # gpt-4o-2024-08-06 as in test_cost_by_hand: 0.00822 online, 0.00411 through a batch.
     assert cost_usd("gpt-4o-2024-08-06", 3000, 200, 1024, batch=True) == pytest.approx(0.00411, rel=1e-12)
     assert BATCH_DISCOUNT == 0.5
+
+
+def test_cache_write_rate_by_hand():
+    # A model that bills cache writes (GPT-5.6 on: 1.25x the input rate, coder/mux#3705).
+    # 3,000 prompt tokens: 1,024 cached, 1,152 written, 824 plain; 100 output.
+    # (824 * 4 + 1024 * 0.4 + 1152 * 5 + 100 * 20) / 1e6 = (3296 + 409.6 + 5760 + 2000) / 1e6 = 0.0114656
+    table = {"m": Price(4.0, 0.4, 20.0, "2026-07-09", cache_write=5.0)}
+    assert cost_usd("m", 3000, 100, 1024, cache_write_tokens=1152, prices=table) == pytest.approx(0.0114656, rel=1e-12)
+    # The batch half applies to every token class.
+    assert cost_usd("m", 3000, 100, 1024, cache_write_tokens=1152, prices=table, batch=True) == pytest.approx(
+        0.0057328, rel=1e-12
+    )
+    # Without a write rate (every model in hce's table), written tokens are plain input.
+    assert cost_usd("gpt-4o-2024-08-06", 3000, 200, 1024, cache_write_tokens=500) == cost_usd(
+        "gpt-4o-2024-08-06", 3000, 200, 1024
+    )
+
+
+def test_price_table_lists_every_rate_with_date_and_source():
+    from hce.collect.pricing import price_table
+
+    table = price_table()
+    assert set(table["model"]) == set(PRICES)
+    row = table.set_index("model").loc["gpt-4.1-mini-2025-04-14"]
+    # OpenAI pricing page (read 2025-08-20): $0.40 in, $0.10 cached, $1.60 out; batch half of each.
+    assert (row["input"], row["cached_input"], row["output"]) == (0.40, 0.10, 1.60)
+    assert (row["batch_input"], row["batch_cached_input"], row["batch_output"]) == (0.20, 0.05, 0.80)
+    assert table["source"].str.startswith("https://").all() and table["as_of"].str.match(r"\d{4}-\d{2}-\d{2}$").all()

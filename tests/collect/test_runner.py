@@ -2,17 +2,13 @@ import asyncio
 import itertools
 import json
 import logging
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 import warnings
 
 import pytest
 import yaml
-from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client
+from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client, kill_mid_run
 
 import hce
 from hce.collect.client import FatalCallError
@@ -125,15 +121,7 @@ def test_kill_9_mid_run_then_resume_gives_each_attempt_once(serve, tmp_path):
     path = tmp_path / "design.yaml"
     path.write_text(yaml.safe_dump(spec))
     log = tmp_path / "killed.jsonl"
-    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
-    command = [sys.executable, "-c", "from hce.cli import main; main()", "collect", str(path), "--log", str(log)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not log.exists() or log.read_bytes().count(b"\n") < 20):
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    done_before = log.read_bytes().count(b"\n")
+    done_before = kill_mid_run(path, log, at_least=20)
     assert 20 <= done_before < 72, "the run was not stopped mid-way"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncatedLogWarning)  # only if the kill tore a line
@@ -386,7 +374,9 @@ def test_a_401_or_404_stops_the_run_within_the_calls_in_flight(serve, tmp_path, 
         ({"model": "gpt-4o-2024-08-06"}, "model", MODEL, "gpt-4o-2024-08-06"),
         ({"max_tokens": 500}, "max_tokens", "1000", "500"),
         ({"seed": 3}, "seed", "empty", "3"),
-        ({"logprobs": True}, "prompt template, rubric, logprobs or endpoint kind", "other", "these"),
+        ({"logprobs": True}, "prompt template, rubric, logprobs, samples_per_request or endpoint kind", "other", "these"),
+        ({"samples_per_request": 5}, "prompt template, rubric, logprobs, samples_per_request or endpoint kind", "other",
+         "these"),
         ({"prompt": "P2.3"}, "prompt_id", "P1.2", "P2.3"),
     ],
 )

@@ -33,3 +33,22 @@ def design(prompts=("P1.2", "P2.3"), attempts=3, items=TRANSCRIPTS, **extra) -> 
     spec.update(extra)
     return spec
 
+
+
+def kill_mid_run(design_path, log, *, at_least: int, env: dict | None = None) -> int:
+    """Run ``hce collect`` in a subprocess, SIGKILL it once ``log`` has ``at_least`` lines; the lines then logged."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
+    command = [sys.executable, "-c", "from hce.cli import main; main()", "collect", str(design_path), "--log", str(log)]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not log.exists() or log.read_bytes().count(b"\n") < at_least):
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return log.read_bytes().count(b"\n")

@@ -278,6 +278,8 @@ CASES: dict[str, Case] = {
     "theme_f1": Case(themes, lambda d: hs.theme_f1(d, n_boot=0), ("pair_id", "side", "theme")),
     "theme_inclusion_agreement": Case(theme_marks, lambda d: hs.theme_inclusion_agreement(d), ("message_id", "annotator", "theme")),
     "uncertain_routing": Case(attempt_log, lambda d: hs.uncertain_routing(d), ("uncertain", "verdict")),
+    "request_variance": Case(lambda r: attempt_log(r).assign(request_id=lambda d: d["item_id"].astype(str) + d["condition_id"]),
+                             lambda d: hs.request_variance(d), ("item_id", "request_id", "total")),
     "variance_components": Case(attempt_log, lambda d: hs.variance_components(d, "total", ["item_id", "condition_id"]), LOG_SCORE),
     "verbal_confidence": Case(attempt_log, lambda d: hs.verbal_confidence(d), ("confidence_level",), rowwise=True),
     "vote_confidence": Case(attempt_log, lambda d: hs.vote_confidence(d), ("item_id", "total")),
@@ -409,7 +411,7 @@ ROWS = st.lists(st.integers(0, 10_000), min_size=1, max_size=4).map(tuple)
 SEEDS = st.sampled_from([0, 1, 2])  # few clean frames, so their baseline answers are cached
 
 #: Several seconds a call on a loaded 2-core machine: one example each in the fast test.
-HEAVY = {"dif_ordinal", "variance_components", "instrument_report", "experiment1", "experiment2",
+HEAVY = {"dif_ordinal", "variance_components", "request_variance", "instrument_report", "experiment1", "experiment2",
          "experiment3", "experiment4", "experiment5", "parallel_analysis", "cfa", "omega_hierarchical",
          "spread_model", "fairness", "share_below", "adaptive_filter_agreement"}  # fmt: skip
 
