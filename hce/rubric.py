@@ -1,7 +1,9 @@
 """Rubrics as data: Likert rubrics (categories x levels) and boolean behaviour specs, from YAML.
 
 A Likert rubric has any number of categories, each with its own scored levels (PDSQI-9
-mixes 5-point and binary items); the total is the sum of the category scores. A boolean
+mixes 5-point and binary items); the total is the sum of the category scores, and
+``total_meaningful`` says whether that sum is a score worth analysing (by default only
+when every category shares one scale). A boolean
 behaviour spec (seed 001, section 3) describes one yes/no judge. Both load from YAML and
 are validated field by field: an error names the file, the field and what was expected.
 """
@@ -74,6 +76,25 @@ class Rubric:
     version: str | None = None
     description: str | None = None
     source: str | None = None
+    total_meaningful: bool | None = None
+
+    @property
+    def total_is_meaningful(self) -> bool:
+        """Whether the sum of the category scores is a score to analyse.
+
+        As the rubric states it (``total_meaningful:``); unstated, only when every category
+        is scored on one scale: a 0-1 item added to 1-5 items (PDSQI-9) gives a sum whose
+        differences mean different things depending on which item moved.
+
+        Examples
+        --------
+        >>> import hce
+        >>> hce.load_rubric("v5").total_is_meaningful
+        True
+        """
+        if self.total_meaningful is not None:
+            return self.total_meaningful
+        return len({c.scores for c in self.categories}) == 1
 
     @property
     def criteria(self) -> list[str]:
@@ -263,6 +284,8 @@ def load_rubric(source: str | Path = "v5") -> Rubric:
         ``label``, ``descriptor`` and optional ``example``. A category's scores must be
         consecutive (1, 2, 3, 4, 5; not 1, 2, 4, 5 or only 1 and 5) unless the rubric sets
         ``allow_gaps: true``; then judge scores in a gap are flagged by the reply parser.
+        ``total_meaningful: true|false`` says whether the sum of the category scores is
+        analysed as a score (default: only when every category has the same scale).
 
     Returns
     -------
@@ -329,12 +352,14 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
     if duplicated:
         top.fail("categories", "distinct category ids", duplicated)
     version = top.mapping.get("version")
+    total_meaningful = top.boolean("total_meaningful") if "total_meaningful" in top.mapping else None
     return Rubric(
         name=top.text("name"),
         categories=tuple(categories),
         version=None if version is None else str(version),
         description=top.text("description", required=False),
         source=top.text("source", required=False),
+        total_meaningful=total_meaningful,
     )
 
 
