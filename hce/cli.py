@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -439,15 +440,36 @@ def report(
     strata: list[str] = typer.Option([], "--strata", help="Demographic column(s) for the fairness analysis (Success Metric 6)."),
     metadata: list[str] = typer.Option([], "--metadata", help="Transcript metadata column(s) for Experiment 5."),
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
+    rubric: str | None = typer.Option(None, "--rubric", help="Rubric the log was judged with (packaged name or YAML); generic report."),
+    generic: bool = typer.Option(False, "--generic", help="The generic report even for a log of the PRD's Experiments 1-5."),
 ) -> None:
-    """Write the study report (tables, figures, scorecard) from attempt logs; no API calls."""
-    from hce.report.study import bayes_section, study_report
+    """Write the report of attempt logs (no API calls).
 
+    A log whose experiment ids are all the PRD's (EXP1_... to EXP5_...) gets the study report
+    (experiments, scorecard); any other log, or --generic, the generic report: per condition_id
+    and per rubric criterion, spread, tests, variance decomposition, reliability, calibration.
+    """
     with reported():
         frames = [hce.read_log(path) for path in logs]
-        extra = [bayes_section] if bayes else []
-        folder = study_report(frames, title=title, strata=strata, metadata=metadata, extra_sections=extra).write(out)
+        if generic or rubric is not None or not _prd_study(frames):
+            from hce.report import report as generic_report
+
+            title = "LLM judge report" if title == "LLM judge study report" else title
+            generic_report(frames, rubric, out=out, title=title)
+            folder = out
+        else:
+            from hce.report.study import bayes_section, study_report
+
+            extra = [bayes_section] if bayes else []
+            folder = study_report(frames, title=title, strata=strata, metadata=metadata, extra_sections=extra).write(out)
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
+
+
+def _prd_study(frames: list) -> bool:
+    """Whether every row belongs to one of the PRD's experiments (ids EXP1_... to EXP5_...)."""
+    if not all("experiment_id" in f and f["experiment_id"].notna().all() for f in frames):
+        return False
+    return all(re.match(r"^EXP[1-5]_", str(i)) for f in frames for i in f["experiment_id"].unique())
 
 
 @app.command()
