@@ -68,7 +68,7 @@ from hce.collect.pricing import (
     price_of,
     unpriced_message,
 )
-from hce.collect.prompts import REPLY_FORMAT, render
+from hce.collect.prompts import render
 from hce.collect.transcripts import clean_text
 from hce.errors import CollectError
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
@@ -123,11 +123,12 @@ def _messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str
         return render("BOOL", behavior=cond.behavior, case=item.case)
     if cond.prompt_id == "SYNTH":
         return render("SYNTH", rubric=design.rubric, target_total=int(item.metadata["target_total"]))
-    return render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text)
+    return render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text, template=cond.template,
+                  examples=cond.examples)
 
 
 def _expected_output(cond: Condition) -> int:
-    typical = TYPICAL_OUTPUT_TOKENS[REPLY_FORMAT[cond.prompt_id]]
+    typical = TYPICAL_OUTPUT_TOKENS[cond.reply_format]
     return min(typical, cond.max_tokens) if cond.max_tokens else typical
 
 
@@ -361,12 +362,12 @@ def attempt_row(
         row["behavior_id"] = cond.behavior.behavior_id
     row.update(item.metadata)
     if not result.ok:
-        parsed = parse_reply(cond.prompt_id, None, rubric=design.rubric)
+        parsed = parse_reply(cond.prompt_id, None, rubric=design.rubric, fmt=cond.reply_format)
         parsed["error_message"] = result.error_message
     elif cond.prompt_id == "SYNTH":
         parsed = parse_synthetic(result.response_text, target_total=item.metadata.get("target_total"), rubric=design.rubric)
     else:
-        parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric)
+        parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric, fmt=cond.reply_format)
     if result.ok and result.finish_reason == "length" and not parsed.get("error_flag"):
         flag(parsed, "the reply was cut off at max_tokens (finish_reason=length)", criteria=design.rubric.criteria)
     row.update(parsed)

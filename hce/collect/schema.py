@@ -104,6 +104,8 @@ class SettingsSpec(Strict):
     behavior: str | None = None
     price_model: str | None = None
     endpoint: Name | None = None
+    # A user's few-shot examples (YAML/JSONL, relative to the design) for a template that places them.
+    examples: str | None = None
 
 
 class ConditionSpec(SettingsSpec):
