@@ -42,14 +42,14 @@ NAMES = {"voice_summ": "Stigmatizing language in the summary", "voice_note": "St
 MODELS = ("gpt-4.1-mini-2025-04-14", "gpt-4o-2024-08-06")
 N_ITEMS, ATTEMPTS = 18, 5
 
-ZERO_SHOT = """---
-id: pdsqi_zero_shot
+PROMPT = """---
+id: <<id>>
 reply: scores
 ---
 You are a physician reviewing an AI-written clinical summary against the source clinical notes.
 Use the instrument "{{RubricName}}":
 {{RubricText}}
-
+<<examples>>
 Score each criterion on its own scale:
 {{ScaleLines}}
 Output the scores in the following exact format:
@@ -60,26 +60,9 @@ Transcript:
 
 Scores:
 """
-FEW_SHOT = """---
-id: pdsqi_few_shot
-reply: scores
----
-You are a physician reviewing an AI-written clinical summary against the source clinical notes.
-Use the instrument "{{RubricName}}":
-{{RubricText}}
-
-Here are scored examples:
-{{FewShotExamples}}
-Score each criterion on its own scale:
-{{ScaleLines}}
-Output the scores in the following exact format:
-{{ScoreFormat}}
-
-Transcript:
-{{TranscriptText}}
-
-Scores:
-"""
+# Two prompts of our own: the same instructions with and without few-shot examples.
+ZERO_SHOT = PROMPT.replace("<<id>>", "pdsqi_zero_shot").replace("<<examples>>", "")
+FEW_SHOT = PROMPT.replace("<<id>>", "pdsqi_few_shot").replace("<<examples>>", "\nHere are scored examples:\n{{FewShotExamples}}")
 # Written for this example (not from any corpus): a faithful summary and a poor one, scored by its authors.
 EXAMPLES = [
     {"id": "faithful", "rationale": "Every assertion traces to the notes, cited and in order; plain, brief; no stigma.",
