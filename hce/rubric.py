@@ -363,6 +363,36 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
     )
 
 
+def rubric_yaml(rubric: Rubric) -> str:
+    """The rubric as YAML that :func:`load_rubric` reads back to an equal rubric.
+
+    Examples
+    --------
+    >>> import hce, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "v5.yaml"
+    >>> _ = path.write_text(rubric_yaml(hce.load_rubric("v5")))
+    >>> hce.load_rubric(path) == hce.load_rubric("v5")
+    True
+    """
+    doc: dict[str, Any] = {"name": rubric.name}
+    doc.update({k: v for k, v in (("version", rubric.version), ("description", rubric.description), ("source", rubric.source),
+                                  ("total_meaningful", rubric.total_meaningful)) if v is not None})  # fmt: skip
+    if any(c.scores != tuple(range(c.min_score, c.max_score + 1)) for c in rubric.categories):
+        doc["allow_gaps"] = True
+    doc["categories"] = [
+        {"id": c.id, "name": c.name, "levels": [{k: v for k, v in (("score", lv.score), ("label", lv.label),
+                                                                  ("descriptor", lv.descriptor), ("example", lv.example))
+                                                 if v is not None} for lv in c.levels]}  # fmt: skip
+        for c in rubric.categories
+    ]
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def log_rubric_path(log: str | Path) -> Path:
+    """Where the rubric a log was judged with is kept, beside it: ``<log>.rubric.yaml``."""
+    return Path(f"{log}.rubric.yaml")
+
+
 def packaged_behaviors() -> list[str]:
     """Names of the behaviour specs shipped with hce."""
     folder = resources.files("hce.data").joinpath("behaviors")

@@ -71,6 +71,7 @@ from hce.collect.pricing import (
 from hce.collect.prompts import render
 from hce.collect.transcripts import clean_text
 from hce.errors import CollectError
+from hce.rubric import load_rubric, log_rubric_path, rubric_yaml
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
 
 # Typical reply lengths in tokens, for estimates only (capped by max_tokens).
@@ -264,12 +265,27 @@ def pending(design: Design, log: str | os.PathLike) -> tuple[list[Attempt], list
     """(every planned attempt, those not yet in ``log``), in plan order.
 
     Raises :class:`CollectError` when the log holds rows of a condition made with other
-    settings (:func:`~hce.collect.fingerprint.check_resume`).
+    settings (:func:`~hce.collect.fingerprint.check_resume`) or another rubric. A rubric
+    other than v5 is kept beside the log (``<log>.rubric.yaml``) for the report to read.
     """
     check_resume(design, log)
+    keep_rubric(design, log)
     planned = design.plan()
     logged = logged_attempt_ids(log)
     return planned, [a for a in planned if a.attempt_id not in logged]
+
+
+def keep_rubric(design: Design, log: str | os.PathLike) -> None:
+    """Write the design's rubric beside the log, or stop if the log was judged with another one."""
+    if design.rubric == load_rubric("v5"):
+        return  # the PRD's rubric: the report knows it from the log's columns
+    path, text = log_rubric_path(log), rubric_yaml(design.rubric)
+    if path.exists() and load_rubric(path) != design.rubric:
+        raise CollectError(f"{log} was judged with the rubric in {path} ({load_rubric(path).name!r}), not with this "
+                           f"design's rubric {design.rubric.name!r}; write to a new log (or remove both files)")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
 
 
 class Tally:

@@ -31,7 +31,7 @@ from hce.log import COLUMNS, read_log
 from hce.report import figures
 from hce.report.document import Figure, Report, Section
 from hce.report.tables import Table
-from hce.rubric import Rubric, load_rubric
+from hce.rubric import Rubric, load_rubric, log_rubric_path
 from hce.stats._resample import as_generator
 
 CONDITION = "condition_id"
@@ -81,9 +81,10 @@ def report(
         Attempt logs (:func:`hce.read_log` reads paths); several are concatenated.
     rubric : Rubric, packaged name or YAML path, optional
         The rubric the log was judged with: its criteria get a section each, and ``total``
-        one only when ``rubric.total_is_meaningful``. Without one, the criteria are
-        Rubric v5.0's when the log has all five columns, else the numeric columns outside
-        the log schema (named in the report), and ``total`` is analysed when present.
+        one only when ``rubric.total_is_meaningful``. Default: the rubric ``hce collect``
+        kept beside the log file (``<log>.rubric.yaml``); else Rubric v5.0 when the log
+        has its five columns; else the numeric columns outside the log schema (named in
+        the report), with ``total`` analysed when present.
     out : path, optional
         Folder to write ``report.md``, ``report.html``, ``tables/`` and ``figures/`` to.
     title : str
@@ -113,6 +114,8 @@ def report(
     ['Attempts and errors by condition', 'Criterion: accuracy']
     """
     frame = _read(log)
+    if rubric is None:
+        rubric = _rubric_beside(log)
     criteria, notes = _criteria(frame, None if rubric is None else (rubric if isinstance(rubric, Rubric) else load_rubric(rubric)))
     if CONDITION not in frame or frame[CONDITION].isna().any():
         raise DataError(f"the log needs a {CONDITION!r} value on every row: conditions are never guessed from "
@@ -147,6 +150,16 @@ def _read(log: Any) -> pd.DataFrame:
     if "error_flag" not in frame:
         frame = frame.assign(error_flag=False)
     return frame
+
+
+def _rubric_beside(log: Any) -> Rubric | None:
+    """The rubric ``hce collect`` kept beside the log file(s), if any (one for all of them)."""
+    parts = list(log) if isinstance(log, Sequence) and not isinstance(log, str) else [log]
+    kept = [load_rubric(log_rubric_path(p)) for p in parts if isinstance(p, (str, os.PathLike)) and log_rubric_path(p).is_file()]
+    if len({r.name for r in kept}) > 1 or (kept and any(r != kept[0] for r in kept)):
+        raise DataError(f"the logs were judged with different rubrics ({', '.join(sorted({r.name for r in kept}))}); "
+                        "report them one at a time or pass rubric=")  # fmt: skip
+    return kept[0] if kept else None
 
 
 def _criteria(log: pd.DataFrame, rubric: Rubric | None) -> tuple[list[Criterion], list[str]]:

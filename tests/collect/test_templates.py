@@ -74,6 +74,15 @@ def test_own_template_and_examples_run_against_the_simulator(serve, tmp_path):
     sent = json.loads(frame["request"].iloc[0])[0]["content"]
     assert "Example Transcript Snippet: Patient: I take 5 mg daily." in sent and "Summary quality Scores:" in sent
     assert "Accurate: 1 to 5\nStigmatizing language: 0 to 1" in sent and "{{" not in sent
+    # The rubric is kept beside the log for the report; the same log with another rubric is refused.
+    assert hce.load_rubric(tmp_path / "log.jsonl.rubric.yaml") == d.rubric
+    # (A changed rubric under the same condition id is already refused by the settings check: use a new id.)
+    spec = yaml.safe_load(path.read_text())
+    spec["conditions"][0]["id"] = "own_again"
+    path.write_text(yaml.safe_dump(spec))
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(dict(RUBRIC, name="Another instrument")))
+    with pytest.raises(CollectError, match=r"log.jsonl was judged with the rubric in .*'Summary quality'.* write to a new log"):
+        run(path, log, client=fast_client(server))
 
 
 def test_str_format_templates_and_snake_case_names(tmp_path):

@@ -105,3 +105,14 @@ def test_a_section_that_cannot_be_computed_is_listed_not_fatal(tmp_path):
     assert any("variance decomposition" in s for s in skipped["section"])
     assert (tmp_path / "report.html").is_file() and (tmp_path / "tables" / "not_reported.csv").is_file()
     assert "## Not reported" in (tmp_path / "report.md").read_text()
+
+
+def test_the_rubric_kept_beside_the_log_is_read(tmp_path):
+    import hce
+    from hce.rubric import log_rubric_path, rubric_yaml
+
+    path = tmp_path / "log.jsonl"
+    hce.write_log(_log(n_items=6, attempts=3), path)
+    log_rubric_path(path).write_text(rubric_yaml(MIXED))
+    titles = [s.title for s in report(path).sections]
+    assert "Criterion: Stigma" in titles and not any("Total" in t for t in titles)
