@@ -380,12 +380,14 @@ def rubric_yaml(rubric: Rubric) -> str:
     if any(c.scores != tuple(range(c.min_score, c.max_score + 1)) for c in rubric.categories):
         doc["allow_gaps"] = True
     doc["categories"] = [
-        {"id": c.id, "name": c.name, "levels": [{k: v for k, v in (("score", lv.score), ("label", lv.label),
-                                                                  ("descriptor", lv.descriptor), ("example", lv.example))
-                                                 if v is not None} for lv in c.levels]}  # fmt: skip
-        for c in rubric.categories
+        {"id": c.id, "name": c.name, "levels": [_level_fields(level) for level in c.levels]} for c in rubric.categories
     ]
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def _level_fields(level: Level) -> dict[str, Any]:
+    fields = {"score": level.score, "label": level.label, "descriptor": level.descriptor, "example": level.example}
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def log_rubric_path(log: str | Path) -> Path:

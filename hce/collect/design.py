@@ -67,7 +67,9 @@ from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
 from hce.collect.providers import PROVIDERS, infer_kind, unsupported
 from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
-from hce.collect.templates import PromptTemplate, canonical, check_examples, check_template, load_examples, load_template, packaged_template
+from hce.collect.templates import (
+    PromptTemplate, canonical, check_examples, check_template, load_examples, load_template, packaged_template,
+)
 from hce.collect.transcripts import read_text_file
 from hce.errors import CollectError, HceError
 from hce.log import COLUMNS, make_attempt_id

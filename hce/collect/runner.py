@@ -71,8 +71,8 @@ from hce.collect.pricing import (
 from hce.collect.prompts import render
 from hce.collect.transcripts import clean_text
 from hce.errors import CollectError
-from hce.rubric import load_rubric, log_rubric_path, rubric_yaml
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
+from hce.rubric import load_rubric, log_rubric_path, rubric_yaml
 
 # Typical reply lengths in tokens, for estimates only (capped by max_tokens).
 TYPICAL_OUTPUT_TOKENS = {"total": 2, "scores": 45, "cot": 450, "verdict": 45, "synthetic": 700}

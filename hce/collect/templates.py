@@ -222,14 +222,14 @@ def check_template(template: PromptTemplate, examples: Sequence[Mapping[str, Any
     >>> check_template(bad, None)
     Traceback (most recent call last):
     ...
-    hce.collect.templates.TemplateError: mine.txt: unknown placeholder 'Transcript' (did you mean 'TranscriptText'?); the known placeholders are ItemText, FewShotExamples, NCategories, RubricName, RubricText, ScaleLines, ScoreFormat, ScoreMax, ScoreMin, TTS, TotalMax, TotalMin, TranscriptText (or their snake_case names)
+    hce.collect.templates.TemplateError: mine.txt: unknown placeholder 'Transcript' (did you mean 'TranscriptText'?); the known placeholders are FewShotExamples, ItemText, NCategories, RubricName, RubricText, ScaleLines, ScoreFormat, ScoreMax, ScoreMin, TTS, TotalMax, TotalMin, TranscriptText (or their snake_case names)
     """
     used = template.placeholders
     for name in used:
         if canonical(name) is None:
             close = difflib.get_close_matches(name, [*PLACEHOLDERS, *_ALIASES], n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            known = ", ".join(sorted(PLACEHOLDERS, key=lambda n: (n not in _ITEM[1:], n)))
+            known = ", ".join(sorted(PLACEHOLDERS))
             raise TemplateError(f"{template.source}: unknown placeholder {name!r}{hint}; the known placeholders are {known} "
                                 "(or their snake_case names)")  # fmt: skip
     names = {canonical(n) for n in used}
@@ -237,7 +237,6 @@ def check_template(template: PromptTemplate, examples: Sequence[Mapping[str, Any
         raise TemplateError(f"{template.source}: the template never places the item: add {{{{TranscriptText}}}} (or {{item_text}})")
     if "TTS" in names and template.reply != "synthetic":
         raise TemplateError(f"{template.source}: {{{{TTS}}}} (target total) only serves the SYNTH prompt")
-    if "FewShotExamples" in names:
-        if not examples:
-            raise TemplateError(f"{template.source}: the template places few-shot examples ({{{{FewShotExamples}}}}) but the "
-                                "condition names none: add examples: FILE (YAML or JSONL: text and scores per criterion)")  # fmt: skip
+    if "FewShotExamples" in names and not examples:
+        raise TemplateError(f"{template.source}: the template places few-shot examples ({{{{FewShotExamples}}}}) but the "
+                            "condition names none: add examples: FILE (YAML or JSONL: text and scores per criterion)")

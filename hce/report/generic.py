@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -235,9 +235,10 @@ def condition_table(log: pd.DataFrame) -> pd.DataFrame:
     1            b         P        1           1         0
     """
     rows = []
+    attributes = [c for c in ATTRIBUTES if c in log and log[c].notna().any()]  # a setting never sent is not shown
     for condition, part in log.groupby(CONDITION, sort=True):
         row: dict[str, Any] = {CONDITION: condition}
-        for column in ATTRIBUTES:
+        for column in attributes:
             if column in part:
                 values = part[column].dropna().unique()
                 row[column] = ", ".join(sorted(str(v) for v in values)) if len(values) != 1 else values[0]
