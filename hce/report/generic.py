@@ -469,19 +469,25 @@ def _calibration_section(document: Report, context: _Context) -> None:
 def calibration_data(log: pd.DataFrame, criteria: Sequence[Criterion]) -> pd.DataFrame:
     """Per attempt and criterion: the token probability of the score given and whether it is the modal score.
 
-    The score block closes the reply, one line per criterion in rubric order (then the
-    total, whose value is not on the criteria's scale unless it is small); the k-th of n
-    criteria is the (k - n)-th score-like token from the end. Rows whose token does not
-    equal the logged score are dropped (a reply laid out otherwise).
+    The score block closes the reply, one line per criterion in rubric order, then the
+    total. The k-th of n criteria is the (k - n)-th score-like token from the end, or the
+    (k - n - 1)-th when the total is itself a score-like token (a total of 3 on 0-5 scales).
+    Rows whose token does not equal the logged score are dropped (a reply laid out otherwise).
     """
     valid = log[~log["error_flag"].astype(bool) & log["logprobs"].notna()]
     valid = valid.dropna(subset=[c.column for c in criteria]).reset_index(drop=True)
     scale = sorted({s for c in criteria for s in c.scores})
     n = len(criteria)
+    # logprob_confidence keeps the log's (here positional) index, repeated per occurrence.
     found = hs.logprob_confidence(valid, scores=scale, occurrence=range(-n, 0))
+    total_is_score = valid["total"].isin(scale).to_numpy() if "total" in valid else np.zeros(len(valid), dtype=bool)
+    if total_is_score.any():
+        before = hs.logprob_confidence(valid, scores=scale, occurrence=range(-n - 1, -1))
+        before = before.assign(occurrence=before["occurrence"] + 1)
+        found = pd.concat([found[~total_is_score[found.index]], before[total_is_score[before.index]]])
     frames = []
     for k, criterion in enumerate(criteria):
-        conf = found[found["occurrence"] == k - n].reset_index(drop=True)
+        conf = found[found["occurrence"] == k - n].reindex(valid.index)
         outcome = pd.concat([hs.agrees_with_mode(part, item=ITEM, score=criterion.column)
                              for _, part in valid.groupby(CONDITION, sort=False)]).sort_index()  # fmt: skip
         frame = pd.DataFrame({ITEM: valid[ITEM], CONDITION: valid[CONDITION], "criterion": criterion.column,
@@ -489,4 +495,3 @@ def calibration_data(log: pd.DataFrame, criteria: Sequence[Criterion]) -> pd.Dat
                               "outcome": outcome.astype("float")})  # fmt: skip
         frames.append(frame[frame["prob"].notna() & (frame["chosen"] == frame["score"]) & frame["outcome"].notna()])
     return pd.concat(frames, ignore_index=True)[[ITEM, CONDITION, "criterion", "prob", "outcome"]]
-

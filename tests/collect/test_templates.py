@@ -11,6 +11,7 @@ from hce.collect import SimJudge, load_design, run
 from hce.collect.prompts import render
 from hce.collect.templates import PromptTemplate, load_template
 from hce.errors import CollectError
+from hce.report import report
 
 RUBRIC = {
     "name": "Summary quality",
@@ -49,8 +50,8 @@ def _files(tmp_path, template=TEMPLATE, examples=EXAMPLES, conditions=None):
     (tmp_path / "mine.txt").write_text(template)
     (tmp_path / "examples.jsonl").write_text("".join(json.dumps(e) + "\n" for e in examples))
     spec = {
-        "experiment_id": "OWN", "rubric": "rubric.yaml", "attempts": 2,
-        "defaults": {"model": MODEL, "temperature": 0.7},
+        "experiment_id": "OWN", "rubric": "rubric.yaml", "attempts": 4,
+        "defaults": {"model": MODEL, "temperature": 0.7, "logprobs": True, "top_logprobs": 5},
         "conditions": conditions or [{"id": "own", "prompt": "mine.txt", "examples": "examples.jsonl"}],
         "items": [{"id": k, "text": v} for k, v in TRANSCRIPTS.items()],
     }  # fmt: skip
@@ -68,14 +69,21 @@ def test_own_template_and_examples_run_against_the_simulator(serve, tmp_path):
     log = tmp_path / "log.jsonl"
     run(path, log, client=fast_client(server))
     frame = hce.read_log(log)
-    assert len(frame) == 6 and not frame["error_flag"].any()
+    assert len(frame) == 12 and not frame["error_flag"].any()
     assert (frame["prompt_id"] == "summary_fewshot").all() and (frame["condition_id"] == "own").all()
     assert frame["accurate"].between(1, 5).all() and frame["stigma"].isin([0, 1]).all()
     sent = json.loads(frame["request"].iloc[0])[0]["content"]
     assert "Example Transcript Snippet: Patient: I take 5 mg daily." in sent and "Summary quality Scores:" in sent
     assert "Accurate: 1 to 5\nStigmatizing language: 0 to 1" in sent and "{{" not in sent
-    # The rubric is kept beside the log for the report; the same log with another rubric is refused.
+    # The rubric is kept beside the log, and the report reads it: a section per criterion, no total
+    # (1-5 beside 0-1), and the calibration of the logprobs of each criterion's score.
     assert hce.load_rubric(tmp_path / "log.jsonl.rubric.yaml") == d.rubric
+    document = report(log)
+    titles = [s.title for s in document.sections]
+    assert titles == ["Attempts and errors by condition", "Criterion: Accurate", "Criterion: Stigmatizing language (stigma)",
+                      "Calibration (token probabilities)", "Not reported"]
+    calibration = next(t.data for t in document.tables() if t.name == "calibration")
+    assert calibration.loc[calibration["metric"] == "ece", "n"].item() == 24  # 12 attempts x 2 criteria, all matched
     # (A changed rubric under the same condition id is already refused by the settings check: use a new id.)
     spec = yaml.safe_load(path.read_text())
     spec["conditions"][0]["id"] = "own_again"
