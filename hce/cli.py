@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -518,25 +519,42 @@ def report(
     strata: list[str] = typer.Option([], "--strata", help="Demographic column(s) for the fairness analysis (Success Metric 6)."),
     metadata: list[str] = typer.Option([], "--metadata", help="Transcript metadata column(s) for Experiment 5."),
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
+    rubric: str | None = typer.Option(None, "--rubric", help="Rubric the log was judged with (packaged name or YAML); generic report."),
+    generic: bool = typer.Option(False, "--generic", help="The generic report even for a log of the PRD's Experiments 1-5."),
 ) -> None:
-    """Write the study report (tables, figures, scorecard) from attempt logs; no API calls.
+    """Write the report of attempt logs, or of a study's output folder (no API calls).
 
-    Given a study's output folder, each experiment is analysed with the settings the study saved
-    and the report shows the decisions it handed on; given bare logs, the defaults (and says so).
+    A log whose experiment ids are all the PRD's (EXP1_... to EXP5_...) gets the study report
+    (experiments, scorecard); any other log, or --generic, the generic report: per condition_id
+    and per rubric criterion, spread, tests, variance decomposition, reliability, calibration.
     """
-    from hce.study.report import bayes_section, study_folder_report, study_report
-
     with reported():
-        extra = [bayes_section] if bayes else []
-        options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra}
-        if any(path.is_dir() for path in logs):
-            if len(logs) > 1:
-                raise HceError("give one study folder, or attempt log files (not both)")
-            built = study_folder_report(logs[0], **options)
+        study_folder = any(path.is_dir() for path in logs)
+        if study_folder and len(logs) > 1:
+            raise HceError("give one study folder, or attempt log files (not both)")
+        log = None if study_folder else hce.read_log(logs)  # an attempt in two files is refused here
+        if study_folder or not (generic or rubric is not None or not _prd_study(log)):
+            from hce.study.report import bayes_section, study_folder_report, study_report
+
+            extra = [bayes_section] if bayes else []
+            options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra}
+            built = study_folder_report(logs[0], **options) if study_folder else study_report(log, **options)
+            folder = built.write(out)
         else:
-            built = study_report(hce.read_log(logs), **options)  # an attempt in two files is refused here
-        folder = built.write(out)
+            from hce.report import report as generic_report
+            from hce.rubric import kept_rubric
+
+            title = "LLM judge report" if title == "LLM judge study report" else title
+            generic_report(log, rubric if rubric is not None else kept_rubric(logs), out=out, title=title)
+            folder = out
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
+
+
+def _prd_study(log) -> bool:
+    """Whether every row belongs to one of the PRD's experiments (ids EXP1_... to EXP5_...)."""
+    if "experiment_id" not in log or log["experiment_id"].isna().any():
+        return False
+    return all(re.match(r"^EXP[1-5]_", str(i)) for i in log["experiment_id"].unique())
 
 
 @app.command()

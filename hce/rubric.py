@@ -1,13 +1,16 @@
 """Rubrics as data: Likert rubrics (categories x levels) and boolean behaviour specs, from YAML.
 
 A Likert rubric has any number of categories, each with its own scored levels (PDSQI-9
-mixes 5-point and binary items); the total is the sum of the category scores. A boolean
+mixes 5-point and binary items); the total is the sum of the category scores, and
+``total_meaningful`` says whether that sum is a score worth analysing (by default only
+when every category shares one scale). A boolean
 behaviour spec (seed 001, section 3) describes one yes/no judge. Both load from YAML and
 are validated field by field: an error names the file, the field and what was expected.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -74,6 +77,25 @@ class Rubric:
     version: str | None = None
     description: str | None = None
     source: str | None = None
+    total_meaningful: bool | None = None
+
+    @property
+    def total_is_meaningful(self) -> bool:
+        """Whether the sum of the category scores is a score to analyse.
+
+        As the rubric states it (``total_meaningful:``); unstated, only when every category
+        is scored on one scale: a 0-1 item added to 1-5 items (PDSQI-9) gives a sum whose
+        differences mean different things depending on which item moved.
+
+        Examples
+        --------
+        >>> import hce
+        >>> hce.load_rubric("v5").total_is_meaningful
+        True
+        """
+        if self.total_meaningful is not None:
+            return self.total_meaningful
+        return len({c.scores for c in self.categories}) == 1
 
     @property
     def criteria(self) -> list[str]:
@@ -263,6 +285,8 @@ def load_rubric(source: str | Path = "v5") -> Rubric:
         ``label``, ``descriptor`` and optional ``example``. A category's scores must be
         consecutive (1, 2, 3, 4, 5; not 1, 2, 4, 5 or only 1 and 5) unless the rubric sets
         ``allow_gaps: true``; then judge scores in a gap are flagged by the reply parser.
+        ``total_meaningful: true|false`` says whether the sum of the category scores is
+        analysed as a score (default: only when every category has the same scale).
 
     Returns
     -------
@@ -329,13 +353,62 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
     if duplicated:
         top.fail("categories", "distinct category ids", duplicated)
     version = top.mapping.get("version")
+    total_meaningful = top.boolean("total_meaningful") if "total_meaningful" in top.mapping else None
     return Rubric(
         name=top.text("name"),
         categories=tuple(categories),
         version=None if version is None else str(version),
         description=top.text("description", required=False),
         source=top.text("source", required=False),
+        total_meaningful=total_meaningful,
     )
+
+
+def rubric_yaml(rubric: Rubric) -> str:
+    """The rubric as YAML that :func:`load_rubric` reads back to an equal rubric.
+
+    Examples
+    --------
+    >>> import hce, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "v5.yaml"
+    >>> _ = path.write_text(rubric_yaml(hce.load_rubric("v5")))
+    >>> hce.load_rubric(path) == hce.load_rubric("v5")
+    True
+    """
+    doc: dict[str, Any] = {"name": rubric.name}
+    doc.update({k: v for k, v in (("version", rubric.version), ("description", rubric.description), ("source", rubric.source),
+                                  ("total_meaningful", rubric.total_meaningful)) if v is not None})  # fmt: skip
+    if any(c.scores != tuple(range(c.min_score, c.max_score + 1)) for c in rubric.categories):
+        doc["allow_gaps"] = True
+    doc["categories"] = [
+        {"id": c.id, "name": c.name, "levels": [_level_fields(level) for level in c.levels]} for c in rubric.categories
+    ]
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def _level_fields(level: Level) -> dict[str, Any]:
+    fields = {"score": level.score, "label": level.label, "descriptor": level.descriptor, "example": level.example}
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def log_rubric_path(log: str | Path) -> Path:
+    """Where the rubric a log was judged with is kept, beside it: ``<log>.rubric.yaml``."""
+    return Path(f"{log}.rubric.yaml")
+
+
+def kept_rubric(logs) -> Rubric | None:
+    """The rubric ``hce collect`` kept beside the log file(s), if any (one for all of them).
+
+    ``logs`` is a path or a list of paths and frames (frames keep no rubric). Logs judged
+    with different rubrics are refused: their criteria are not the same.
+    """
+    parts = list(logs) if isinstance(logs, (list, tuple)) else [logs]
+    paths = [p for p in parts if isinstance(p, (str, os.PathLike))]
+    kept = [load_rubric(log_rubric_path(p)) for p in paths if log_rubric_path(p).is_file()]
+    if kept and any(r != kept[0] for r in kept):
+        raise RubricError(f"the logs were judged with different rubrics ({', '.join(sorted({r.name for r in kept}))}); "
+                          "report them one at a time or name the rubric")  # fmt: skip
+    return kept[0] if kept else None
 
 
 def packaged_behaviors() -> list[str]:

@@ -73,15 +73,31 @@ def test_rubric_commands():
     assert result.exit_code == 0 and "3 pass conditions" in result.output
 
 
-def test_report_command(tmp_path):
+def _three_prompt_log(tmp_path, experiment_id, n_items, n_attempts):
     from hce.stats._simulate import simulated_log
 
-    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id", n_items=12, n_attempts=5,
+    log = simulated_log(experiment_id=experiment_id, condition="prompt_id", n_items=n_items, n_attempts=n_attempts,
                         noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3})
     log = log.assign(attempt_id=[f"a{i}" for i in range(len(log))], condition_id=log["prompt_id"])
     path = tmp_path / "log.parquet"
     hce.write_log(log, path)
+    return path
+
+
+def test_report_command(tmp_path):
+    path = _three_prompt_log(tmp_path, "EXP2_PromptOptimization", 12, 5)
     result = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "rep" / "report.html").is_file()
     assert (tmp_path / "rep" / "tables" / "exp2_friedman.csv").is_file()
+
+
+def test_report_of_any_other_log_is_the_generic_report(tmp_path):
+    # Issue #21: a log whose experiment_id is not one of the PRD's gets spread, tests, variance
+    # decomposition and reliability per condition_id, not the study's Table 1 alone.
+    path = _three_prompt_log(tmp_path, "PDSQI_pilot", 10, 4)
+    result = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    tables = {p.stem for p in (tmp_path / "rep" / "tables").glob("*.csv")}
+    assert {"conditions", "total_spread", "total_sd_test", "total_variance_components", "total_reliability"} <= tables
+    assert "exp2_friedman" not in tables

@@ -312,3 +312,45 @@ def test_missing_data_exits_with_a_message(tmp_path):
                            "--data", str(tmp_path)], cwd=REPO, check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "lacks kqa, healthbench_meta_subset" in done.stderr
+
+
+PDSQI9 = DATA / "pdsqi9_rubric" / "pdsqi9_rubric_set.txt"
+PRIMOCK = DATA / "primock57" / "consultations.csv"
+
+
+@pytest.mark.slow
+def test_pdsqi9_example_reports_every_criterion_per_condition(tmp_path):
+    # Issue #21: PDSQI-9 (epic-open-source/evaluation-instruments, Apache-2.0) as an hce rubric, two own
+    # prompts, 18 primock57 consultations (CC BY 4.0) x 3 conditions x 5 attempts on the simulated judge.
+    out = run_example("pdsqi9", tmp_path / "pdsqi9", PDSQI9, PRIMOCK)
+    import yaml
+
+    rubric = yaml.safe_load((out / "pdsqi9.yaml").read_text())
+    criteria = [c["id"] for c in rubric["categories"]]
+    # The instrument's eleven tagged blocks, each a criterion; "synthesized" keeps grades 1-5 (NA is no score).
+    assert criteria == ["citation", "accurate", "thorough", "useful", "organized", "comprehensible", "succinct",
+                        "abstraction", "synthesized", "voice_summ", "voice_note"]
+    assert rubric["total_meaningful"] is False
+    sections = [line[3:] for line in (out / "report" / "report.md").read_text().splitlines() if line.startswith("## ")]
+    shown = [f"Criterion: {c['name']}" + ("" if c["name"].lower() == c["id"] else f" ({c['id']})") for c in rubric["categories"]]
+    assert [s for s in sections if s.startswith("Criterion: ")] == shown
+    assert "Criterion: Total" not in sections
+    produced = {p.stem for p in (out / "report" / "tables").glob("*.csv")}
+    for c in criteria:
+        assert {f"{c}_spread", f"{c}_sd_test", f"{c}_variance_components", f"{c}_reliability"} <= produced
+    # Independent check: Friedman over the three condition_ids (two share the few-shot prompt) with scipy.
+    log = pd.read_json(out / "pdsqi.jsonl", lines=True)
+    assert log["condition_id"].nunique() == 3 and log["prompt_id"].nunique() == 2
+    valid = log[~log["error_flag"].astype(bool)]
+    sd = valid.groupby(["item_id", "condition_id"])["accurate"].std(ddof=1).round(12).unstack().dropna()
+    expected = stats.friedmanchisquare(*(sd[c].to_numpy() for c in sd.columns))
+    got = tables(out / "report", "accurate_sd_test").iloc[0]
+    assert got["k"] == 3 and got["n"] == len(sd)
+    np.testing.assert_allclose(got["statistic"], expected.statistic, rtol=1e-12)
+
+
+def test_pdsqi9_example_without_data_says_it_skipped(tmp_path):
+    done = subprocess.run([sys.executable, str(EXAMPLES / "pdsqi9.py"), str(tmp_path / "out"), "--data", str(tmp_path)],
+                          cwd=REPO, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "skipped:" in done.stderr and "pdsqi9_rubric" in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -24,6 +24,13 @@ A design file (every key but ``conditions`` and ``items`` optional)::
       - {id: few_shot, prompt: P2.2}
       - {prompt: P2.3, logprobs: true, top_logprobs: 5}
       - {id: pooled, prompt: P2.1, samples_per_request: 5, prompt_cache_key: exp2-p21}
+      - {id: mine, prompt: prompts/mine.txt, examples: prompts/mine_examples.yaml}
+
+``prompt:`` is a packaged prompt (P1.1 ... P2.3, SYNTH, BOOL) or a template file of one's own
+(:mod:`hce.collect.templates`: placeholders such as ``{{RubricText}}``, ``{{ScoreFormat}}``,
+``{{TranscriptText}}``); ``examples:`` a YAML/JSONL file of few-shot examples (item text and a
+score per rubric criterion) for a template with ``{{FewShotExamples}}``. Both are checked
+against the rubric when the design is loaded, before any call.
 
 Several providers in one design: ``endpoints:`` names them (each with the keys of
 ``endpoint:`` plus ``kind``, ``concurrency``, ``requests_per_minute``,
@@ -68,9 +75,12 @@ import pandas as pd
 import yaml
 
 from hce.collect.client import OPENAI_URL
-from hce.collect.prompts import REPLY_FORMAT
+from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
 from hce.collect.providers import PROVIDERS, infer_kind, unsupported
 from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
+from hce.collect.templates import (
+    PromptTemplate, canonical, check_examples, check_template, load_examples, load_template, packaged_template,
+)
 from hce.collect.transcripts import read_text_file
 from hce.errors import CollectError, HceError
 from hce.log import COLUMNS, make_attempt_id
@@ -151,6 +161,13 @@ class Condition:
     endpoint: str = "default"
     samples_per_request: int = 1  # attempts answered by one request (its n): hce.collect.sampling
     prompt_cache_key: str | None = None  # sent as prompt_cache_key: requests sharing it share OpenAI's prompt cache
+    template: PromptTemplate | None = None  # a user's template (prompt_id is its id); None: the packaged one
+    examples: tuple[Mapping[str, Any], ...] | None = None  # few-shot examples; None: the packaged ones
+
+    @property
+    def reply_format(self) -> str:
+        """How the prompt asks the judge to answer (``scores``, ``cot``, ``total``, ...)."""
+        return self.template.reply if self.template is not None else REPLY_FORMAT[self.prompt_id]
 
 
 @dataclass(frozen=True)
@@ -258,7 +275,7 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
         raise CollectError(f"{name}: field 'rubric': {exc}") from None
     endpoints = _endpoints(spec, name)
     defaults = {**DEFAULTS, **spec.defaults.model_dump(exclude_unset=True)}
-    conditions = tuple(_condition(c, defaults, i, name, base, endpoints) for i, c in enumerate(spec.conditions))
+    conditions = tuple(_condition(c, defaults, i, name, base, endpoints, rubric) for i, c in enumerate(spec.conditions))
     ids = [c.id for c in conditions]
     if len(set(ids)) != len(ids):
         raise CollectError(f"{name}: condition ids must be distinct, got {ids}")
@@ -321,13 +338,22 @@ def check_temperature(where: str, temperature: float | None, *models: str | None
 
 
 def _condition(
-    spec: ConditionSpec, defaults: Mapping[str, Any], index: int, name: str, base: Path, endpoints: Mapping[str, Endpoint]
+    spec: ConditionSpec, defaults: Mapping[str, Any], index: int, name: str, base: Path, endpoints: Mapping[str, Endpoint],
+    rubric: Rubric,
 ) -> Condition:
     where = f"{name}: conditions[{index}]"
     settings = {**defaults, **spec.model_dump(exclude_unset=True)}
     prompt = settings.get("prompt")
+    template = None
     if prompt not in REPLY_FORMAT:
-        raise CollectError(f"{where}: prompt={prompt!r} is not valid; choose one of {list(REPLY_FORMAT)}")
+        if not prompt or not (base / str(prompt)).is_file():
+            raise CollectError(f"{where}: prompt={prompt!r} is not valid; choose one of {list(REPLY_FORMAT)} or a template "
+                               f"file of your own (none at {base / str(prompt or '')})")  # fmt: skip
+        try:
+            template = load_template(base / str(prompt))
+        except HceError as exc:
+            raise CollectError(f"{where}: {exc}") from None
+        prompt = template.id
     if not settings.get("model"):
         raise CollectError(f"{where}: no model (set it here or under defaults)")
     behavior = None
@@ -342,6 +368,7 @@ def _condition(
     temperature = settings.get("temperature")
     default_id = f"{prompt}|{settings['model']}" + (f"|t{temperature:g}" if temperature is not None else "")
     cond_id = settings.get("id") or default_id
+    examples = _examples(template, settings.get("examples"), prompt, rubric, base, f"{where} ({cond_id})")
     check_temperature(f"{where} ({cond_id})", temperature, settings["model"], settings.get("price_model"))
     endpoint = settings.get("endpoint") or (next(iter(endpoints)) if len(endpoints) == 1 else None)
     if endpoint not in endpoints:
@@ -369,7 +396,37 @@ def _condition(
         endpoint=endpoint,
         samples_per_request=samples,
         prompt_cache_key=settings.get("prompt_cache_key"),
+        template=template,
+        examples=examples,
     )
+
+
+def _examples(
+    template: PromptTemplate | None, source: str | None, prompt: str, rubric: Rubric, base: Path, where: str
+) -> tuple[Mapping[str, Any], ...] | None:
+    """The condition's few-shot examples, checked with its template against the rubric before any call."""
+    if prompt == "BOOL":
+        return None
+    used = template or packaged_template(prompt)
+    places = "FewShotExamples" in {canonical(n) for n in used.placeholders}
+    if source is not None and not places:
+        raise CollectError(f"{where}: examples: {source} is given but prompt {prompt!r} never places them (its template "
+                           "has no {{FewShotExamples}}); remove examples: or use a template that places them")  # fmt: skip
+    try:
+        examples = load_examples(base / source) if source is not None else None
+        if examples is not None:
+            check_examples(examples, rubric, str(base / source))
+        elif places and template is None:  # the packaged P2.2 and its packaged examples
+            try:
+                check_examples(fewshot_examples(), rubric, "the packaged few-shot examples (hce/data/fewshot_v5.yaml)")
+            except HceError as exc:
+                raise CollectError(f"{exc}. They are scored on Rubric v5.0; for rubric {rubric.name!r} add examples: FILE "
+                                   "(YAML or JSONL: text and a score per criterion) to this condition or to defaults") from None
+            return None
+        check_template(used, examples)
+    except HceError as exc:
+        raise CollectError(f"{where}: {exc}") from None
+    return examples
 
 
 def _items(spec: Any, name: str, base: Path) -> list[Item]:

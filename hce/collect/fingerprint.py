@@ -45,7 +45,7 @@ def settings_of(cond: Condition, design: Design) -> dict[str, Any]:
     elif cond.prompt_id == "SYNTH":
         probe = render("SYNTH", rubric=design.rubric, target_total=0)
     else:
-        probe = render(cond.prompt_id, rubric=design.rubric, transcript="\x00")
+        probe = render(cond.prompt_id, rubric=design.rubric, transcript="\x00", template=cond.template, examples=cond.examples)
     prompt = hashlib.sha256(json.dumps(probe, sort_keys=True).encode("utf-8")).hexdigest()[:16]
     return {
         "model": cond.model, "prompt_id": cond.prompt_id, "prompt": prompt, "endpoint": cond.endpoint,

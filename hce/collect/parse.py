@@ -72,7 +72,7 @@ def flag(row: dict[str, Any], message: str, *, criteria: list[str] | tuple[str, 
     return row
 
 
-def parse_reply(prompt_id: str, text: str | None, *, rubric: Rubric | None = None) -> dict[str, Any]:
+def parse_reply(prompt_id: str, text: str | None, *, rubric: Rubric | None = None, fmt: str | None = None) -> dict[str, Any]:
     """Read one judge reply into log columns, according to the prompt's reply format.
 
     Parameters
@@ -83,6 +83,9 @@ def parse_reply(prompt_id: str, text: str | None, *, rubric: Rubric | None = Non
         The reply text (None when the call failed).
     rubric : Rubric, optional
         Default Rubric v5.0: its categories name the score lines and their ranges.
+    fmt : str, optional
+        The reply format (``scores``, ``cot``, ``total``, ``verdict``) of a user's template
+        (``Condition.reply_format``); default the packaged prompt's.
 
     Returns
     -------
@@ -107,7 +110,7 @@ def parse_reply(prompt_id: str, text: str | None, *, rubric: Rubric | None = Non
     'no score line for Clarity of Language'
     """
     rubric = rubric or load_rubric("v5")
-    fmt = REPLY_FORMAT.get(prompt_id)
+    fmt = fmt or REPLY_FORMAT.get(prompt_id)
     row = _blank(rubric)
     if fmt is None:
         _error(row, f"unknown prompt_id {prompt_id!r}; known: {list(REPLY_FORMAT)}")

@@ -2,7 +2,8 @@
 
 The templates live in ``hce/data/prompts`` word for word from seed 000 section 6 (P1.1,
 P1.2, P2.1, P2.2, P2.3, the synthetic-transcript prompt) and seed 001 section 4 (the
-boolean judge). Rendered with Rubric v5.0 they give the protocol's exact text; with a
+boolean judge), in the format of a user's own template (:mod:`hce.collect.templates`:
+a header naming the reply format, then the text with ``{{...}}`` placeholders). Rendered with Rubric v5.0 they give the protocol's exact text; with a
 custom rubric, its name, category count, score ranges and score lines are used instead,
 and when its categories are scored on different ranges (a 1-5 item beside a 0-1 item) the
 prompt states each category's own scale.
@@ -11,33 +12,33 @@ prompt states each category's own scale.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import yaml
 
+from hce.collect.templates import PromptTemplate, canonical, check_examples, packaged_template
 from hce.errors import HceError
 from hce.rubric import BehaviorSpec, Rubric, load_rubric
 
 Messages = list[dict[str, str]]
 
-#: How each prompt asks the judge to answer; the parser and the simulated judge follow it.
+#: How each packaged prompt asks the judge to answer (its template's ``reply:``): ``total`` (P1.1, a
+#: bare holistic total), ``scores`` (one line per category, then Total Score), ``cot`` (P2.3,
+#: reasoning then the score block), ``synthetic`` (Outline: ... Transcript: ...), ``verdict``
+#: (BOOL, one JSON object, seed 001 section 2). The parser and the simulated judge follow it.
 REPLY_FORMAT: dict[str, str] = {
-    "P1.1": "total",  # a bare holistic total, 5-20
-    "P1.2": "scores",  # one line per category, then Total Score
-    "P2.1": "scores",
-    "P2.2": "scores",
-    "P2.3": "cot",  # reasoning per category, then the final score block
-    "SYNTH": "synthetic",  # Outline: ... Transcript: ...
-    "BOOL": "verdict",  # one JSON object (seed 001 section 2)
+    **{name: packaged_template(name).reply for name in ("P1.1", "P1.2", "P2.1", "P2.2", "P2.3", "SYNTH")},
+    "BOOL": "verdict",
 }
 PROMPT_IDS = tuple(REPLY_FORMAT)
 
 
 @cache
-def _template(name: str) -> str:
+def _system_message(name: str) -> str:
     return resources.files("hce.data").joinpath(f"prompts/{name}.txt").read_text(encoding="utf-8").rstrip("\n")
 
 
@@ -47,16 +48,6 @@ def score_format(rubric: Rubric) -> str:
     low, high = rubric.total_range
     lines.append(f"Total Score: [sum_of_scores_{low}_{high}]")
     return "\n".join(lines)
-
-
-def _fill(template: str, values: Mapping[str, Any]) -> str:
-    text = template
-    for key, value in values.items():
-        text = text.replace("{{" + key + "}}", str(value))
-    if "{{" in text:
-        start = text.index("{{")
-        raise HceError(f"prompt template still has the placeholder {text[start:text.index('}}', start) + 2]}")
-    return text
 
 
 # How the templates ask for a category's score; a rubric whose categories differ in range gets each one's own.
@@ -95,6 +86,7 @@ def _rubric_values(rubric: Rubric) -> dict[str, Any]:
         "TotalMin": low,
         "TotalMax": high,
         "ScoreFormat": score_format(rubric),
+        "ScaleLines": "\n".join(f"{c.name}: {c.min_score} to {c.max_score}" for c in rubric.categories),
     }
 
 
@@ -105,18 +97,23 @@ def fewshot_examples() -> list[dict[str, Any]]:
     return yaml.safe_load(text)["examples"]
 
 
-def render_fewshot(rubric: Rubric, examples: list[dict[str, Any]] | None = None) -> str:
-    """Examples in the protocol's format (snippet, Rubric 5.0 scores, rationale), ``---``-separated."""
+def render_fewshot(rubric: Rubric, examples: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """Examples in the protocol's format (snippet, scores, rationale), ``---``-separated.
+
+    The scores are headed "Rubric 5.0 Scores:" for Rubric v5.0 (the protocol's words), else
+    with the rubric's name; an example without a rationale has no Rationale line.
+    """
+    check_examples(examples if examples is not None else fewshot_examples(), rubric,
+                   "few-shot examples" if examples is not None else "packaged few-shot examples (scored on Rubric v5.0)")
+    heading = "Rubric 5.0 Scores:" if rubric == load_rubric("v5") else f"{rubric.name} Scores:"
     blocks = []
     for example in examples if examples is not None else fewshot_examples():
         scores = example["scores"]
-        missing = [c for c in rubric.criteria if c not in scores]
-        if missing:
-            raise HceError(f"few-shot example {example.get('id')!r} has no score for {missing}")
-        lines = [f"Example Transcript Snippet: {example['snippet']}", "Rubric 5.0 Scores:"]
+        lines = [f"Example Transcript Snippet: {example['snippet']}", heading]
         lines += [f"{c.name}: {scores[c.id]}" for c in rubric.categories]
         lines.append(f"Total Score: {sum(scores[c] for c in rubric.criteria)}")
-        lines.append(f"Rationale: {example['rationale']}")
+        if example.get("rationale"):
+            lines.append(f"Rationale: {example['rationale']}")
         blocks.append("\n".join(lines) + "\n---")
     return "\n".join(blocks)
 
@@ -129,7 +126,8 @@ def render(
     behavior: BehaviorSpec | None = None,
     case: Mapping[str, Any] | None = None,
     target_total: int | None = None,
-    examples: list[dict[str, Any]] | None = None,
+    examples: Sequence[Mapping[str, Any]] | None = None,
+    template: PromptTemplate | None = None,
 ) -> Messages:
     """Chat messages for one judge call.
 
@@ -146,7 +144,11 @@ def render(
     target_total : int
         For ``"SYNTH"``: the target total score (TTS).
     examples : list of dict, optional
-        For ``"P2.2"``: few-shot examples (default: the three packaged ones).
+        Few-shot examples (``id``, ``snippet``, ``scores``, ``rationale``) for a template
+        that places them (P2.2; default: the three packaged ones, scored on Rubric v5.0).
+    template : PromptTemplate, optional
+        A user's template (:func:`hce.collect.templates.load_template`) used in place of
+        ``prompt_id``'s packaged one; ``prompt_id`` is then its id.
 
     Returns
     -------
@@ -160,28 +162,29 @@ def render(
     >>> messages[0]["role"], messages[0]["content"].splitlines()[-1]
     ('user', 'Total Score (5-20):')
     """
-    if prompt_id not in REPLY_FORMAT:
+    if template is None and prompt_id not in REPLY_FORMAT:
         raise HceError(f"prompt_id={prompt_id!r} is not valid; choose one of {list(PROMPT_IDS)}")
     if prompt_id == "BOOL":
         if behavior is None or case is None:
             raise HceError("prompt 'BOOL' needs behavior= (a BehaviorSpec) and case= (ground_truth, narrative, candidate)")
         return [
-            {"role": "system", "content": _template("BOOL_system")},
+            {"role": "system", "content": _system_message("BOOL_system")},
             {"role": "user", "content": render_behavior_message(behavior, case)},
         ]
     rubric = rubric or load_rubric("v5")
+    template = template or packaged_template(prompt_id)
     values = _rubric_values(rubric)
-    if prompt_id == "SYNTH":
+    if template.reply == "synthetic":
         if target_total is None:
             raise HceError("prompt 'SYNTH' needs target_total= (the target total score)")
         values["TTS"] = int(target_total)
     else:
         if not isinstance(transcript, str) or not transcript.strip():
             raise HceError(f"prompt {prompt_id!r} needs transcript= (non-empty text)")
-        values["TranscriptText"] = transcript
-    if prompt_id == "P2.2":
+        values["TranscriptText"] = values["ItemText"] = transcript
+    if "FewShotExamples" in {canonical(name) for name in template.placeholders}:
         values["FewShotExamples"] = render_fewshot(rubric, examples)
-    return [{"role": "user", "content": _fill(_own_scales(_template(prompt_id), rubric), values)}]
+    return [{"role": "user", "content": replace(template, text=_own_scales(template.text, rubric)).fill(values)}]
 
 
 def _as_text(value: Any) -> str:

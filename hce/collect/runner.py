@@ -73,6 +73,7 @@ from hce.collect.sampling import Request, group_requests, split_result
 from hce.collect.transcripts import clean_text
 from hce.errors import CollectError
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
+from hce.rubric import load_rubric, log_rubric_path, rubric_yaml
 
 # Typical reply lengths in tokens, for estimates only (capped by max_tokens).
 TYPICAL_OUTPUT_TOKENS = {"total": 2, "scores": 45, "cot": 450, "verdict": 45, "synthetic": 700}
@@ -126,13 +127,14 @@ def _messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str
         return render("BOOL", behavior=cond.behavior, case=item.case)
     if cond.prompt_id == "SYNTH":
         return render("SYNTH", rubric=design.rubric, target_total=int(item.metadata["target_total"]))
-    return render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text)
+    return render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text, template=cond.template,
+                  examples=cond.examples)
 
 
 def _expected_output(cond: Condition) -> int:
-    if cond.prompt_id not in REPLY_FORMAT:  # a CustomPrompt: no typical length known, so the cap
+    if cond.template is None and cond.prompt_id not in REPLY_FORMAT:  # a CustomPrompt: no typical length known, so the cap
         return cond.max_tokens or TYPICAL_OUTPUT_TOKENS["cot"]
-    typical = TYPICAL_OUTPUT_TOKENS[REPLY_FORMAT[cond.prompt_id]]
+    typical = TYPICAL_OUTPUT_TOKENS[cond.reply_format]
     return min(typical, cond.max_tokens) if cond.max_tokens else typical
 
 
@@ -270,12 +272,27 @@ def pending(design: Design, log: str | os.PathLike) -> tuple[list[Attempt], list
     """(every planned attempt, those not yet in ``log``), in plan order.
 
     Raises :class:`CollectError` when the log holds rows of a condition made with other
-    settings (:func:`~hce.collect.fingerprint.check_resume`).
+    settings (:func:`~hce.collect.fingerprint.check_resume`) or another rubric. A rubric
+    other than v5 is kept beside the log (``<log>.rubric.yaml``) for the report to read.
     """
     check_resume(design, log)
+    keep_rubric(design, log)
     planned = design.plan()
     logged = logged_attempt_ids(log)
     return planned, [a for a in planned if a.attempt_id not in logged]
+
+
+def keep_rubric(design: Design, log: str | os.PathLike) -> None:
+    """Write the design's rubric beside the log, or stop if the log was judged with another one."""
+    if design.rubric == load_rubric("v5"):
+        return  # the PRD's rubric: the report knows it from the log's columns
+    path, text = log_rubric_path(log), rubric_yaml(design.rubric)
+    if path.exists() and load_rubric(path) != design.rubric:
+        raise CollectError(f"{log} was judged with the rubric in {path} ({load_rubric(path).name!r}), not with this "
+                           f"design's rubric {design.rubric.name!r}; write to a new log (or remove both files)")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
 
 
 class Tally:
@@ -395,12 +412,12 @@ def attempt_row(
         if not result.ok:
             parsed.update(error_flag=True, error_message=result.error_message)
     elif not result.ok:
-        parsed = parse_reply(cond.prompt_id, None, rubric=design.rubric)
+        parsed = parse_reply(cond.prompt_id, None, rubric=design.rubric, fmt=cond.reply_format)
         parsed["error_message"] = result.error_message
     elif cond.prompt_id == "SYNTH":
         parsed = parse_synthetic(result.response_text, target_total=item.metadata.get("target_total"), rubric=design.rubric)
     else:
-        parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric)
+        parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric, fmt=cond.reply_format)
     if result.ok and result.finish_reason == "length" and not parsed.get("error_flag"):
         flag(parsed, "the reply was cut off at max_tokens (finish_reason=length)", criteria=() if custom else design.rubric.criteria)
     row.update(parsed)

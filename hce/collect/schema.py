@@ -106,6 +106,8 @@ class SettingsSpec(Strict):
     endpoint: Name | None = None
     samples_per_request: int | None = Field(None, ge=1, le=128)  # OpenAI's n: 1-128
     prompt_cache_key: str | None = None
+    # A user's few-shot examples (YAML/JSONL, relative to the design) for a template that places them.
+    examples: str | None = None
 
 
 class ConditionSpec(SettingsSpec):

@@ -1,1 +1,5 @@
-"""Publication tables and figures from attempt logs."""
+"""Publication tables and figures from attempt logs; :func:`report` writes the report of any log."""
+
+from hce.report.generic import report
+
+__all__ = ["report"]

@@ -1,0 +1,490 @@
+"""A report for any attempt log: sections chosen from what the log holds, not from its name.
+
+:func:`report` reads one or more attempt logs (any ``experiment_id``) and writes, for every
+rubric criterion (and ``total`` only when the rubric says the sum is a meaningful score):
+the spread of repeated scores per item and condition, tests between conditions with effect
+sizes, a variance decomposition with G and Phi, and the reliability of repeated attempts
+per condition; plus attempts and errors per condition and, when the log has token
+logprobs, the calibration of the judge's confidence. A condition is always the log's
+``condition_id``; prompt, model and temperature are shown as its attributes and never used
+to pool conditions. A section that cannot be computed on the log is listed under "Not
+reported" with the reason, and the rest of the report is still written.
+
+Every number comes from :mod:`hce.stats`; nothing here computes a statistic of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import hce.stats as hs
+from hce.errors import DataError, HceError
+from hce.log import COLUMNS, combine_logs, read_log
+from hce.report import figures
+from hce.report.document import Figure, Report, Section
+from hce.report.tables import Table
+from hce.rubric import Rubric, kept_rubric, load_rubric
+from hce.stats._resample import as_generator
+
+CONDITION = "condition_id"
+ITEM = "item_id"
+#: Condition attributes shown beside ``condition_id`` (never grouped on).
+ATTRIBUTES = ("experiment_id", "prompt_id", "model", "temperature", "top_p", "max_tokens")
+SIM_FINGERPRINT = "fp_hce_sim_"  # hce.collect.sim's system_fingerprint prefix
+# A statistic that cannot be computed on this log says so with one of these; anything else is a bug.
+_EXPECTED = (HceError, ValueError, ArithmeticError, np.linalg.LinAlgError)
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A score column to analyse: its log column, display name and scale (None: unknown)."""
+
+    column: str
+    name: str
+    scores: tuple[int, ...] | None = None
+
+
+@dataclass
+class _Context:
+    log: pd.DataFrame
+    criteria: list[Criterion]
+    confidence: float
+    rng: np.random.Generator
+    not_reported: list[dict[str, str]] = field(default_factory=list)
+
+    def skip(self, section: str, reason: str) -> None:
+        self.not_reported.append({"section": section, "reason": reason})
+
+
+def report(
+    log: pd.DataFrame | str | os.PathLike | Sequence[pd.DataFrame | str | os.PathLike],
+    rubric: Rubric | str | os.PathLike | None = None,
+    *,
+    out: str | os.PathLike | None = None,
+    title: str = "LLM judge report",
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> Report:
+    """The report of an attempt log, whatever its experiment: per condition and per criterion.
+
+    Parameters
+    ----------
+    log : DataFrame, path, or a list of them
+        Attempt logs (:func:`hce.read_log` reads paths); several are concatenated.
+    rubric : Rubric, packaged name or YAML path, optional
+        The rubric the log was judged with: its criteria get a section each, and ``total``
+        one only when ``rubric.total_is_meaningful``. Default: the rubric ``hce collect``
+        kept beside the log file (``<log>.rubric.yaml``); else Rubric v5.0 when the log
+        has its five columns; else the numeric columns outside the log schema (named in
+        the report), with ``total`` analysed when present.
+    out : path, optional
+        Folder to write ``report.md``, ``report.html``, ``tables/`` and ``figures/`` to.
+    title : str
+        A report of the simulated judge says so in its title, whatever is passed.
+    confidence : float
+        Level of every interval.
+    random_state : int, Generator or None
+        Seed of the bootstrap and simulation intervals (one generator for the whole report).
+
+    Returns
+    -------
+    Report
+        Sections: "Attempts and errors by condition", one "Criterion: ..." per criterion
+        (spread, tests between conditions, variance decomposition, reliability),
+        "Calibration" when the log has logprobs, and "Not reported" listing what could not
+        be computed and why.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(1)
+    >>> log = pd.DataFrame([{"attempt_id": f"{i}-{c}-{a}", "item_id": f"T{i}", "condition_id": c,
+    ...                      "attempt": a, "accuracy": int(rng.integers(1, 6)), "error_flag": False}
+    ...                     for i in range(6) for c in ("A", "B") for a in (1, 2, 3)])
+    >>> doc = report(log)
+    >>> [s.title for s in doc.sections][:2]
+    ['Attempts and errors by condition', 'Criterion: accuracy']
+    """
+    frame = _read(log)
+    if rubric is None:
+        rubric = kept_rubric(log)
+    criteria, notes = _criteria(frame, None if rubric is None else (rubric if isinstance(rubric, Rubric) else load_rubric(rubric)))
+    if CONDITION not in frame or frame[CONDITION].isna().any():
+        raise DataError(f"the log needs a {CONDITION!r} value on every row: conditions are never guessed from "
+                        "prompt_id or model (two conditions may share a prompt)")  # fmt: skip
+    if _simulated(frame):
+        title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
+    context = _Context(frame, criteria, confidence, as_generator(random_state))
+    document = Report(title)
+    overview = _attempts_section(document, context)
+    overview.add(*notes)
+    for criterion in criteria:
+        _criterion_section(document, context, criterion)
+    _calibration_section(document, context)
+    if context.not_reported:
+        document.section("Not reported").add(
+            Table(pd.DataFrame(context.not_reported), "Sections that could not be computed on this log, and why",
+                  "not_reported", confidence))  # fmt: skip
+    if out is not None:
+        document.write(out)
+    return document
+
+
+# --- what the log holds --------------------------------------------------------------------
+
+
+def _read(log: Any) -> pd.DataFrame:
+    parts = list(log) if isinstance(log, Sequence) and not isinstance(log, str) else [log]
+    if not parts:
+        raise DataError("no attempt log given")
+    if all(isinstance(p, (str, os.PathLike)) for p in parts):
+        frame = read_log(parts)  # an attempt in two files is refused here, naming files and lines
+    else:
+        frame = combine_logs([read_log(p) if isinstance(p, (str, os.PathLike)) else p for p in parts])
+    frame = frame.reset_index(drop=True)
+    if "error_flag" not in frame:
+        frame = frame.assign(error_flag=False)
+    return frame
+
+
+def _criteria(log: pd.DataFrame, rubric: Rubric | None) -> tuple[list[Criterion], list[str]]:
+    """The criteria to analyse and notes saying where they came from."""
+    notes = []
+    if rubric is None and all(c in log for c in load_rubric("v5").criteria):
+        rubric = load_rubric("v5")
+        notes.append("No rubric was named; the log has the five Rubric v5.0 criterion columns, so it is read as v5.")
+    if rubric is not None:
+        missing = [c.id for c in rubric.categories if c.id not in log]
+        if missing:
+            raise DataError(f"the log has no column for criteria {missing} of rubric {rubric.name!r}; "
+                            "name the rubric it was judged with")  # fmt: skip
+        found = [Criterion(c.id, c.name, c.scores) for c in rubric.categories]
+        if rubric.total_is_meaningful and "total" in log:
+            found.append(Criterion("total", "Total", rubric.total_levels))
+        elif "total" in log:
+            notes.append(f"The total is not analysed: rubric {rubric.name!r} does not treat the sum of its criteria "
+                         "as a score (its criteria have different scales, or it sets total_meaningful: false).")  # fmt: skip
+        return found, [f"Criteria from rubric {rubric.name!r}: {', '.join(c.id for c in rubric.categories)}.", *notes]
+    numeric = [c for c in log.columns if c not in COLUMNS and pd.api.types.is_numeric_dtype(log[c])
+               and not pd.api.types.is_bool_dtype(log[c])]  # fmt: skip
+    found = [Criterion(c, c) for c in numeric] + ([Criterion("total", "Total")] if "total" in log else [])
+    if not found:
+        raise DataError("the log has no score column: no rubric criterion, no numeric column outside the schema, no total")
+    if numeric:
+        notes.append(f"No rubric was named: the numeric columns outside the log schema are taken as criteria ({', '.join(numeric)}); "
+                     "pass rubric= to name them.")  # fmt: skip
+    return found, notes
+
+
+def _simulated(log: pd.DataFrame) -> bool:
+    column = log.get("system_fingerprint")
+    return column is not None and bool(column.dropna().astype(str).str.startswith(SIM_FINGERPRINT).any())
+
+
+@contextmanager
+def _noting(section: Section) -> Iterator[None]:
+    """Warnings raised by the statistics become notes of the section, not lost on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        section.add(f"Note: {message}")
+
+
+def _attempt(context: _Context, section: Section, what: str, build: Callable[[], None]) -> None:
+    """Run one part of a section; if the log does not allow it, record why under "Not reported"."""
+    try:
+        with _noting(section):
+            build()
+    except _EXPECTED as exc:
+        context.skip(f"{section.title}: {what}", f"{type(exc).__name__}: {exc}")
+
+
+def _stem(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text.lower()).strip("_")
+
+
+# --- attempts and errors -------------------------------------------------------------------
+
+
+def condition_table(log: pd.DataFrame) -> pd.DataFrame:
+    """One row per ``condition_id``: its attributes, items, attempts and errors.
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"condition_id": ["a", "a", "b"], "prompt_id": "P", "item_id": ["1", "2", "1"],
+    ...                     "attempt": 1, "error_flag": [False, True, False]})
+    >>> condition_table(log)[["condition_id", "prompt_id", "n_items", "n_attempts", "n_errors"]]
+      condition_id prompt_id  n_items  n_attempts  n_errors
+    0            a         P        2           2         1
+    1            b         P        1           1         0
+    """
+    rows = []
+    attributes = [c for c in ATTRIBUTES if c in log and log[c].notna().any()]  # a setting never sent is not shown
+    for condition, part in log.groupby(CONDITION, sort=True):
+        row: dict[str, Any] = {CONDITION: condition}
+        for column in attributes:
+            if column in part:
+                values = part[column].dropna().unique()
+                row[column] = ", ".join(sorted(str(v) for v in values)) if len(values) != 1 else values[0]
+        errors = part["error_flag"].astype(bool)
+        per_item = part.groupby(ITEM).size()
+        row.update({"n_items": part[ITEM].nunique(), "n_attempts": len(part),
+                    "attempts_per_item": float(per_item.median()), "n_errors": int(errors.sum()),
+                    "error_rate": float(errors.mean())})  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _attempts_section(document: Report, context: _Context) -> Section:
+    log = context.log
+    section = document.section("Attempts and errors by condition")
+    section.add("A condition is one condition_id of the log; prompt, model and temperature are its attributes "
+                "(two conditions may share a prompt and differ in model or temperature: they are never pooled).",
+                Table(condition_table(log), "Attempts, items and errors per condition", "conditions", context.confidence))  # fmt: skip
+    errors = log[log["error_flag"].astype(bool)]
+    if len(errors) and "error_message" in errors:
+        counts = (errors.assign(error_message=errors["error_message"].fillna("(no message)"))
+                  .groupby([CONDITION, "error_message"], sort=True).size().rename("n").reset_index())  # fmt: skip
+        section.add(Table(counts, "Error messages per condition", "errors", context.confidence))
+    return section
+
+
+# --- one criterion -------------------------------------------------------------------------
+
+
+def _criterion_section(document: Report, context: _Context, criterion: Criterion) -> None:
+    section = document.section(f"Criterion: {criterion.name}" + (f" ({criterion.column})" if criterion.name.lower() != criterion.column.lower() else ""))
+    stem = _stem(criterion.column)
+    if criterion.scores:
+        section.add(f"Scale: {', '.join(map(str, criterion.scores))}." if len(criterion.scores) <= 12
+                    else f"Scale: {criterion.scores[0]} to {criterion.scores[-1]}.")  # fmt: skip
+    log = context.log
+    if log[criterion.column].notna().sum() == 0:
+        context.skip(section.title, f"no attempt has a score in column {criterion.column!r}")
+        return
+    spread: dict[str, pd.DataFrame] = {}
+
+    def spread_part() -> None:
+        table = hs.item_spread(log, item=ITEM, condition=CONDITION, score=criterion.column, error="error_flag")
+        spread["table"] = table
+        section.add(Table(_spread_summary(table), f"{criterion.name}: spread of repeated scores per item, by condition",
+                          f"{stem}_spread", context.confidence,
+                          notes=["SD: sample SD of an item's repeated scores within a condition; summarised over items "
+                                 "(median and quartiles). The per-item table is in tables/" + f"{stem}_item_spread.csv."]),
+                    Table(table, f"{criterion.name}: per-item spread", f"{stem}_item_spread", context.confidence, inline=False))  # fmt: skip
+        if table["sd"].notna().any():
+            section.add(Figure(figures.sd_by_condition(table, condition=CONDITION, title=criterion.name),
+                               f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"))  # fmt: skip
+
+    _attempt(context, section, "spread", spread_part)
+    if "table" in spread:
+        for value, label in (("sd", "SD of repeated scores"), ("mean", "mean score")):
+            _attempt(context, section, f"tests of the {label}",
+                     lambda value=value, label=label: _tests(section, context, spread["table"], value, label, stem, criterion.name))
+    _attempt(context, section, "variance decomposition", lambda: _variance(section, context, criterion, stem))
+    _attempt(context, section, "reliability", lambda: _reliability(section, context, criterion, stem))
+
+
+def _spread_summary(table: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for condition, part in table.groupby(CONDITION, sort=True):
+        sd = part["sd"].dropna()
+        rows.append({CONDITION: condition, "n_items": int(part["n"].gt(0).sum()), "mean_score": float(part["mean"].mean()),
+                     "median_sd": float(sd.median()) if len(sd) else np.nan,
+                     "q1_sd": float(sd.quantile(0.25)) if len(sd) else np.nan,
+                     "q3_sd": float(sd.quantile(0.75)) if len(sd) else np.nan,
+                     "max_sd": float(sd.max()) if len(sd) else np.nan,
+                     "share_sd_zero": float((sd == 0).mean()) if len(sd) else np.nan})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def comparison_plan(spread: pd.DataFrame, value: str) -> tuple[str, list[str]]:
+    """Which test compares ``value`` between conditions: by the number of conditions and pairing.
+
+    Items are paired when every condition judged the same items; then Friedman (3 or more
+    conditions) or Wilcoxon's signed-rank test (2); otherwise Kruskal-Wallis or
+    Mann-Whitney's U. Returns the test's name and the conditions compared.
+
+    Examples
+    --------
+    >>> sd = pd.DataFrame({"item_id": ["1", "2", "1", "2", "1"], "condition_id": list("aabbc"),
+    ...                    "sd": [0.5, 0.1, 0.7, 0.0, 1.0]})
+    >>> comparison_plan(sd, "sd")
+    ('kruskal', ['a', 'b', 'c'])
+    """
+    usable = spread[spread[value].notna()]
+    levels = sorted(usable[CONDITION].unique(), key=str)
+    if len(levels) < 2:
+        return "none", levels
+    judged = spread.groupby(CONDITION)[ITEM].agg(frozenset)
+    paired = judged.nunique() == 1
+    if len(levels) == 2:
+        return ("wilcoxon" if paired else "mann_whitney"), levels
+    return ("friedman" if paired else "kruskal"), levels
+
+
+def _tests(section: Section, context: _Context, spread: pd.DataFrame, value: str, label: str, stem: str, name: str) -> None:
+    plan, levels = comparison_plan(spread, value)
+    if plan == "none":
+        context.skip(f"{section.title}: tests of the {label}", f"fewer than two conditions with a {label} ({levels})")
+        return
+    data = spread[spread[value].notna()]
+    common = {"confidence": context.confidence}
+    if plan == "friedman":
+        omnibus = hs.friedman(data, block=ITEM, group=CONDITION, value=value, random_state=context.rng, **common)
+        pairs = hs.posthoc(data, block=ITEM, group=CONDITION, value=value, method="nemenyi", p_adjust_method="holm", **common)
+    elif plan == "kruskal":
+        omnibus = hs.kruskal_wallis(data, group=CONDITION, value=value, random_state=context.rng, **common)
+        pairs = pd.concat([hs.mann_whitney(data, group=CONDITION, value=value, a=a, b=b, **common)
+                           for i, a in enumerate(levels) for b in levels[i + 1:]], ignore_index=True)  # fmt: skip
+        pairs.insert(pairs.columns.get_loc("p_value") + 1, "p_adjusted", hs.p_adjust(pairs["p_value"].to_numpy(), "holm"))
+    elif plan == "wilcoxon":
+        omnibus, pairs = hs.wilcoxon_paired(data, pair=ITEM, group=CONDITION, value=value, a=levels[0], b=levels[1], **common), None
+    else:
+        omnibus, pairs = hs.mann_whitney(data, group=CONDITION, value=value, a=levels[0], b=levels[1], **common), None
+    what = {"friedman": "Friedman test (items as blocks), Kendall's W", "kruskal": "Kruskal-Wallis test (items differ between conditions), epsilon-squared",
+            "wilcoxon": "Wilcoxon signed-rank test (paired by item), rank-biserial r",
+            "mann_whitney": "Mann-Whitney U test (items differ between conditions), rank-biserial r"}[plan]  # fmt: skip
+    kind = "sd" if value == "sd" else "mean"
+    section.add(Table(omnibus, f"{name}: {label} per item compared between conditions — {what}", f"{stem}_{kind}_test", context.confidence))
+    if pairs is not None:
+        method = "Nemenyi" if plan == "friedman" else "Mann-Whitney U"
+        section.add(Table(pairs, f"{name}: {label}, pairwise comparisons ({method}, Holm-adjusted)", f"{stem}_{kind}_pairs", context.confidence))
+
+
+def _valid(log: pd.DataFrame, column: str) -> pd.DataFrame:
+    return log[~log["error_flag"].astype(bool) & log[column].notna()]
+
+
+def _variance(section: Section, context: _Context, criterion: Criterion, stem: str) -> None:
+    valid = _valid(context.log, criterion.column)
+    facets = [ITEM, CONDITION] if valid[CONDITION].nunique() > 1 else [ITEM]
+    cells = valid.groupby(facets).size()
+    attempts = int(cells.median()) if len(cells) else 0
+    if valid[ITEM].nunique() < 2 or attempts < 2:
+        context.skip(f"{section.title}: variance decomposition",
+                     f"needs 2 or more items with 2 or more valid attempts per cell (items {valid[ITEM].nunique()}, median attempts {attempts})")  # fmt: skip
+        return
+    vc = hs.variance_components(valid, score=criterion.column, facets=facets, n_attempts=attempts,
+                                confidence=context.confidence, random_state=context.rng)  # fmt: skip
+    section.add(
+        "Variance of the score split into item, condition, item x condition and residual (attempt-to-attempt noise); "
+        f"G (relative) and Phi (absolute) for the mean of {attempts} attempts per item and condition.",
+        Table(vc.components, f"{criterion.name}: variance components", f"{stem}_variance_components", context.confidence),
+        Table(vc.coefficients, f"{criterion.name}: G and Phi coefficients", f"{stem}_g_coefficients", context.confidence),
+    )
+
+
+def reliability_by_condition(
+    log: pd.DataFrame, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = 0
+) -> tuple[pd.DataFrame, list[dict[str, str]]]:
+    """Agreement of repeated attempts, per ``condition_id``: ICC(1), ICC(1,k), Krippendorff's alpha.
+
+    Attempts are exchangeable replications of one configuration, so the one-way ICCs apply
+    (:func:`hce.stats.icc`), with Krippendorff's interval alpha and its unit-bootstrap
+    interval beside them. Errored attempts are left out.
+
+    Returns
+    -------
+    (DataFrame, list of dict)
+        The estimates, and the conditions left out with the reason.
+    """
+    rng = as_generator(random_state)
+    valid = _valid(log, score)
+    rows, skipped = [], []
+    for condition, part in valid.groupby(CONDITION, sort=True):
+        if part[ITEM].nunique() < 2 or part.groupby(ITEM).size().max() < 2:
+            skipped.append({CONDITION: str(condition), "reason": "fewer than 2 items or no item with 2 valid attempts"})
+            continue
+        iccs = hs.icc(part, targets=ITEM, raters="attempt", ratings=score, confidence=confidence)
+        for _, row in iccs[iccs["estimator"].isin(["ICC1", "ICC1k"])].iterrows():
+            rows.append({CONDITION: condition, "estimator": row["mcgraw_wong"], "estimate": row["estimate"],
+                         "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_targets": row["n_targets"],
+                         "n_ratings": row["n_ratings"], "method": row["method"]})  # fmt: skip
+        alpha = hs.krippendorff_alpha(part, targets=ITEM, raters="attempt", ratings=score, level="interval",
+                                      confidence=confidence, random_state=rng).iloc[0]  # fmt: skip
+        rows.append({CONDITION: condition, "estimator": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"],
+                     "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_targets": alpha["n_targets"],
+                     "n_ratings": alpha["n_ratings"], "method": alpha["ci_method"]})  # fmt: skip
+    return pd.DataFrame(rows), skipped
+
+
+def _reliability(section: Section, context: _Context, criterion: Criterion, stem: str) -> None:
+    table, skipped = reliability_by_condition(context.log, criterion.column, confidence=context.confidence, random_state=context.rng)
+    for entry in skipped:
+        context.skip(f"{section.title}: reliability of {entry[CONDITION]}", entry["reason"])
+    if len(table):
+        section.add(Table(table, f"{criterion.name}: agreement of repeated attempts per condition (each attempt a rater)",
+                          f"{stem}_reliability", context.confidence))  # fmt: skip
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+
+def _calibration_section(document: Report, context: _Context) -> None:
+    log = context.log
+    if "logprobs" not in log or log["logprobs"].isna().all():
+        context.skip("Calibration", "the log has no token logprobs (collect with logprobs: true, top_logprobs: 5)")
+        return
+    criteria = [c for c in context.criteria if c.column != "total" and c.scores]
+    if not criteria:
+        context.skip("Calibration", "no criterion with a known scale (name the rubric)")
+        return
+    section = document.section("Calibration (token probabilities)")
+    section.add("Confidence is the judge's token probability of the score it gave (the criterion's line in the score "
+                "block that ends the reply); the outcome is whether that score is the item's most frequent one across "
+                "the condition's attempts. Attempts whose token does not match the logged score are left out.")  # fmt: skip
+
+    def build() -> None:
+        data = calibration_data(log, criteria)
+        if len(data) < 20:
+            raise DataError(f"only {len(data)} attempt x criterion scores could be matched to their token probability (needs 20)")
+        metrics = pd.concat([hs.calibration_metrics(part, prob="prob", outcome="outcome", item=ITEM, confidence=context.confidence,
+                                                    random_state=context.rng).assign(**{CONDITION: condition})
+                             for condition, part in data.groupby(CONDITION, sort=True)], ignore_index=True)  # fmt: skip
+        metrics = metrics[[CONDITION, *[c for c in metrics.columns if c != CONDITION]]]
+        bins = hs.reliability_table(data, prob="prob", outcome="outcome", confidence=context.confidence)
+        section.add(Table(metrics, "Calibration of score confidence per condition", "calibration", context.confidence),
+                    Table(bins, "Reliability table (all conditions)", "calibration_bins", context.confidence))  # fmt: skip
+
+    _attempt(context, section, "calibration", build)
+
+
+def calibration_data(log: pd.DataFrame, criteria: Sequence[Criterion]) -> pd.DataFrame:
+    """Per attempt and criterion: the token probability of the score given and whether it is the modal score.
+
+    The score block closes the reply, one line per criterion in rubric order, then the
+    total. The k-th of n criteria is the (k - n)-th score-like token from the end, or the
+    (k - n - 1)-th when the total is itself a score-like token (a total of 3 on 0-5 scales).
+    Rows whose token does not equal the logged score are dropped (a reply laid out otherwise).
+    """
+    valid = log[~log["error_flag"].astype(bool) & log["logprobs"].notna()]
+    valid = valid.dropna(subset=[c.column for c in criteria]).reset_index(drop=True)
+    scale = sorted({s for c in criteria for s in c.scores})
+    n = len(criteria)
+    # logprob_confidence keeps the log's (here positional) index, repeated per occurrence.
+    found = hs.logprob_confidence(valid, scores=scale, occurrence=range(-n, 0))
+    total_is_score = valid["total"].isin(scale).to_numpy() if "total" in valid else np.zeros(len(valid), dtype=bool)
+    if total_is_score.any():
+        before = hs.logprob_confidence(valid, scores=scale, occurrence=range(-n - 1, -1))
+        before = before.assign(occurrence=before["occurrence"] + 1)
+        found = pd.concat([found[~total_is_score[found.index]], before[total_is_score[before.index]]])
+    frames = []
+    for k, criterion in enumerate(criteria):
+        conf = found[found["occurrence"] == k - n].reindex(valid.index)
+        outcome = pd.concat([hs.agrees_with_mode(part, item=ITEM, score=criterion.column)
+                             for _, part in valid.groupby(CONDITION, sort=False)]).sort_index()  # fmt: skip
+        frame = pd.DataFrame({ITEM: valid[ITEM], CONDITION: valid[CONDITION], "criterion": criterion.column,
+                              "prob": conf["prob"], "chosen": conf["chosen_score"], "score": valid[criterion.column],
+                              "outcome": outcome.astype("float")})  # fmt: skip
+        frames.append(frame[frame["prob"].notna() & (frame["chosen"] == frame["score"]) & frame["outcome"].notna()])
+    return pd.concat(frames, ignore_index=True)[[ITEM, CONDITION, "criterion", "prob", "outcome"]]

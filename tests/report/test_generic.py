@@ -1,0 +1,118 @@
+"""The report of any attempt log (hce.report.report): sections from what the log holds."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+from hce.report import report
+from hce.report.generic import comparison_plan
+from hce.rubric import Category, Level, Rubric
+
+
+def _levels(*scores):
+    return tuple(Level(s, str(s), f"level {s}") for s in scores)
+
+
+MIXED = Rubric("Mixed", (Category("accurate", "Accurate", _levels(1, 2, 3, 4, 5)),
+                         Category("stigma", "Stigma", _levels(0, 1))))
+
+
+def _log(seed=0, n_items=12, attempts=5, conditions=None):
+    """Three conditions; 'a' and 'b' share prompt P2.1 (different models and temperatures)."""
+    rng = np.random.default_rng(seed)
+    conditions = conditions or {"a": ("P2.1", "m1", 0.1, 0.3), "b": ("P2.1", "m2", 1.0, 1.2), "c": ("P2.3", "m1", 0.1, 0.7)}
+    rows = []
+    for i in range(n_items):
+        level = rng.integers(1, 6)
+        for cond, (prompt, model, temperature, noise) in conditions.items():
+            for a in range(1, attempts + 1):
+                accurate = int(np.clip(np.rint(level + rng.normal(0, noise)), 1, 5))
+                stigma = int(rng.random() < 0.2)
+                rows.append({"attempt_id": f"{i}-{cond}-{a}", "experiment_id": "PDSQI_pilot", "item_id": f"T{i:02d}",
+                             "condition_id": cond, "prompt_id": prompt, "model": model, "temperature": temperature,
+                             "attempt": a, "accurate": accurate, "stigma": stigma, "total": accurate + stigma,
+                             "error_flag": False})
+    return pd.DataFrame(rows)
+
+
+def _table(document, name):
+    found = [t for t in document.tables() if t.name == name]
+    assert found, f"no table {name!r}; tables: {[t.name for t in document.tables()]}"
+    return found[0].data
+
+
+def test_friedman_is_over_condition_id_never_pooled_by_prompt():
+    # Issue #21: with conditions a and b sharing prompt_id P2.1, the report must compare the three
+    # condition_ids (k = 3), as scipy's Friedman test on the item x condition SD matrix does.
+    log = _log()
+    document = report(log, MIXED)
+    test = _table(document, "accurate_sd_test").iloc[0]
+    sd = log.groupby(["item_id", "condition_id"])["accurate"].std(ddof=1).round(12).unstack()
+    expected = scipy.stats.friedmanchisquare(*(sd[c].to_numpy() for c in ["a", "b", "c"]))
+    assert test["k"] == 3
+    assert test["statistic"] == pytest.approx(expected.statistic, rel=1e-12)
+    assert test["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
+    assert len(_table(document, "accurate_sd_pairs")) == 3  # a-b, a-c, b-c
+    spread = _table(document, "accurate_spread")
+    assert spread["condition_id"].tolist() == ["a", "b", "c"]
+    conditions = _table(document, "conditions")
+    assert conditions[["condition_id", "prompt_id", "model"]].values.tolist() == [["a", "P2.1", "m1"], ["b", "P2.1", "m2"], ["c", "P2.3", "m1"]]
+
+
+def test_every_criterion_gets_its_section_and_a_mixed_total_none():
+    document = report(_log(), MIXED)
+    titles = [s.title for s in document.sections]
+    assert "Criterion: Accurate" in titles and "Criterion: Stigma" in titles
+    assert not any("Total" in t for t in titles)  # 1-5 plus 0-1: the sum is not a score
+    for stem in ("accurate", "stigma"):
+        for name in ("spread", "sd_test", "mean_test", "variance_components", "g_coefficients", "reliability"):
+            _table(document, f"{stem}_{name}")
+        components = _table(document, f"{stem}_variance_components")["component"].tolist()
+        assert len(components) == 4  # item, condition, item x condition, residual
+    reliability = _table(document, "accurate_reliability")
+    assert sorted(reliability["condition_id"].unique()) == ["a", "b", "c"]
+    # No logprobs in this log: calibration is listed as not reported, with its reason.
+    skipped = _table(document, "not_reported")
+    assert "logprobs" in skipped.loc[skipped["section"] == "Calibration", "reason"].iloc[0]
+
+
+def test_total_is_analysed_when_the_rubric_says_so():
+    rubric = Rubric("Same scale", MIXED.categories, total_meaningful=True)
+    titles = [s.title for s in report(_log(), rubric).sections]
+    assert "Criterion: Total" in titles
+
+
+def test_tests_follow_the_design():
+    two = {"a": ("P", "m1", 0.1, 0.3), "b": ("P", "m2", 0.1, 1.0)}
+    document = report(_log(conditions=two), MIXED)
+    assert "Wilcoxon" in _table(document, "accurate_sd_test")["method"].iloc[0]
+    # Items differ between conditions: Kruskal-Wallis, then Holm-adjusted Mann-Whitney pairs.
+    log = _log()
+    log = log[~((log["condition_id"] == "c") & (log["item_id"] == "T00"))]
+    spread = pd.DataFrame({"item_id": log["item_id"], "condition_id": log["condition_id"], "sd": 1.0}).drop_duplicates()
+    assert comparison_plan(spread, "sd")[0] == "kruskal"
+    document = report(log, MIXED)
+    assert "Kruskal" in _table(document, "accurate_sd_test")["method"].iloc[0]
+    assert "p_adjusted" in _table(document, "accurate_sd_pairs")
+
+
+def test_a_section_that_cannot_be_computed_is_listed_not_fatal(tmp_path):
+    log = _log(attempts=1)  # one attempt per item: no spread to test, no reliability
+    document = report(log, MIXED, out=tmp_path)
+    skipped = _table(document, "not_reported")
+    assert any("reliability" in s for s in skipped["section"])
+    assert any("variance decomposition" in s for s in skipped["section"])
+    assert (tmp_path / "report.html").is_file() and (tmp_path / "tables" / "not_reported.csv").is_file()
+    assert "## Not reported" in (tmp_path / "report.md").read_text()
+
+
+def test_the_rubric_kept_beside_the_log_is_read(tmp_path):
+    import hce
+    from hce.rubric import log_rubric_path, rubric_yaml
+
+    path = tmp_path / "log.jsonl"
+    hce.write_log(_log(n_items=6, attempts=3), path)
+    log_rubric_path(path).write_text(rubric_yaml(MIXED))
+    titles = [s.title for s in report(path).sections]
+    assert "Criterion: Stigma" in titles and not any("Total" in t for t in titles)
