@@ -597,7 +597,8 @@ class SimJudge:
         self.latency = float(latency)
         self.models = tuple(models) if models else None
         self.truth = {text_key(text): dict(value) for text, value in (truth or {}).items()}
-        self.families = {**dict(families or {}), **FAMILIES}  # the judge's own patterns first
+        own = dict(families or {})
+        self.families = {**own, **{k: v for k, v in FAMILIES.items() if k not in own}}  # the judge's own first
         self.drift = dict(drift or {})
         self._served: Counter[str] = Counter()  # completions per model, for drift
         self.stats: Counter[str] = Counter()
