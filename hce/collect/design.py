@@ -263,13 +263,19 @@ def _no_secret(doc: Any, name: str, where: str = "") -> None:
             _no_secret(value, name, f"{where}[{i}].")
 
 
-def check_temperature(where: str, temperature: float | None, *models: str | None) -> None:
-    """Refuse a temperature an OpenAI reasoning model would answer with HTTP 400 on every call."""
+def check_temperature(where: str, temperature: float | None, *models: str | None, logprobs: bool = False) -> None:
+    """Refuse a temperature (or ``logprobs``) an OpenAI reasoning model would answer with HTTP 400 on every call."""
     reasoning = [m for m in models if m and REASONING_MODEL.match(str(m))]
     if reasoning and temperature is not None and float(temperature) != 1:
         raise CollectError(
             f"{where}: model {reasoning[0]!r} is an OpenAI reasoning model (o-series, gpt-5), which accepts only "
             f"the default temperature (1), not {float(temperature):g}; set temperature: null (not sent) for it"
+        )
+    if reasoning and logprobs:
+        raise CollectError(
+            f"{where}: model {reasoning[0]!r} is an OpenAI reasoning model (o-series, gpt-5), which answers "
+            "logprobs with HTTP 400 ('logprobs' is not supported with this model); set logprobs: false for it "
+            "(its confidence can come from repeated attempts: hce.stats.vote_confidence)"
         )
 
 
@@ -295,7 +301,8 @@ def _condition(
     temperature = settings.get("temperature")
     default_id = f"{prompt}|{settings['model']}" + (f"|t{temperature:g}" if temperature is not None else "")
     cond_id = settings.get("id") or default_id
-    check_temperature(f"{where} ({cond_id})", temperature, settings["model"], settings.get("price_model"))
+    check_temperature(f"{where} ({cond_id})", temperature, settings["model"], settings.get("price_model"),
+                      logprobs=bool(settings.get("logprobs")))  # fmt: skip
     endpoint = settings.get("endpoint") or (next(iter(endpoints)) if len(endpoints) == 1 else None)
     if endpoint not in endpoints:
         said = f"endpoint {endpoint!r} is not defined;{did_you_mean(str(endpoint), endpoints)}" if endpoint else "no endpoint"
