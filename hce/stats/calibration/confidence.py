@@ -194,7 +194,7 @@ def _sampling(
     if bad.any():
         at = int(np.argmax(bad))
         where = f"column {temperature!r} row {data.index[at]!r} holds" if isinstance(temperature, str) else "temperature is"
-        raise DataError(f"{where} {values[at]!r}; a sampling temperature is a finite number >= 0")
+        raise DataError(f"{where} {float(values[at])!r}; a sampling temperature is a finite number >= 0")
     return values, assumed
 
 
