@@ -19,7 +19,16 @@ from seeds import fast_and_other_seeds
 
 import hce
 from hce.collect.prompts import render
-from hce.collect.sim import FORMAT_NOISE, Family, Profile, SimJudge, latent_scores, reported, score_distribution, tempered
+from hce.collect.sim import (
+    FORMAT_NOISE,
+    Family,
+    Profile,
+    SimJudge,
+    latent_scores,
+    reported,
+    score_distribution,
+    tempered,
+)
 from hce.stats.calibration import (
     agrees_with_repeat,
     brier_score,

@@ -10,6 +10,7 @@ import hce
 from hce.collect.design import load_design
 from hce.collect.prompts import render
 from hce.collect.providers import REASONING_MODEL
+from hce.collect.runner import run
 from hce.collect.sim import FAMILIES, Drift, Family, SimJudge, refusal
 from hce.errors import CollectError, HceError
 
@@ -91,3 +92,14 @@ def test_a_design_asking_a_reasoning_model_for_logprobs_is_refused_at_load():
         load_design(spec)
     ok = design(conditions=[{"prompt": "P2.1", "model": "gpt-4o", "temperature": 0.1, "logprobs": True}])
     assert load_design(ok).conditions[0].logprobs
+
+
+def test_the_runner_logs_a_refused_setting_as_an_error_row_with_the_apis_message(serve, tmp_path):
+    # A deployment name hce cannot recognise as a reasoning model: the refusal comes from the server.
+    judge = SimJudge(seed=0, families={"my-reasoner": Family(reasoning=True)})
+    spec = design(prompts=("P2.1",), attempts=2, defaults={"model": "my-reasoner", "temperature": None, "logprobs": True})
+    summary = run(spec, tmp_path / "log.jsonl", client=fast_client(serve(judge)))
+    logged = hce.read_log(tmp_path / "log.jsonl")
+    assert summary.errors == len(logged) == 6 and logged["error_flag"].all()
+    assert (logged["error_message"] == "HTTP 400: Error code: 400 - Unsupported parameter: "
+            "'logprobs' is not supported with this model. (after 1 try)").all()  # fmt: skip
