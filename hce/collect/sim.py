@@ -405,10 +405,10 @@ def refusal(family: Family, body: Mapping[str, Any]) -> SimReply | None:
             "Only the default (1) value is supported.",
             "unsupported_value",
         )
-    asked = [name for name in ("logprobs", "n", "seed") if body.get(name) not in (None, False)]
-    refused = {"logprobs": family.reasoning, "n": not family.n and body.get("n") != 1, "seed": not family.seed}
+    asked = {"logprobs": bool(body.get("logprobs")), "n": body.get("n") not in (None, 1), "seed": body.get("seed") is not None}
+    refused = {"logprobs": family.reasoning, "n": not family.n, "seed": not family.seed}
     for name in asked:
-        if refused[name]:
+        if asked[name] and refused[name]:
             return _unsupported(name, f"Unsupported parameter: '{name}' is not supported with this model.",
                                 "unsupported_parameter")  # fmt: skip
     return None

@@ -51,7 +51,7 @@ def test_chat_models_take_temperature_and_logprobs_and_report_no_reasoning_token
 
 def test_n_and_seed_support_per_family():
     judge = SimJudge(seed=0, families={"strict-.*": Family(n=False, seed=False)})
-    for param, value in (("n", 2), ("seed", 7)):
+    for param, value in (("n", 2), ("seed", 7), ("seed", 0)):
         reply = chat(judge, "strict-model", **{param: value})
         assert reply.status == 400 and reply.body["error"]["param"] == param
         assert reply.body["error"]["message"] == f"Unsupported parameter: '{param}' is not supported with this model."
