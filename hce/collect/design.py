@@ -64,7 +64,6 @@ import difflib
 import io
 import json
 import os
-import re
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -76,7 +75,7 @@ import yaml
 
 from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
-from hce.collect.providers import PROVIDERS, infer_kind, unsupported
+from hce.collect.providers import PROVIDERS, REASONING_MODEL, infer_kind, unsupported
 from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
 from hce.collect.templates import (
     PromptTemplate, canonical, check_examples, check_template, load_examples, load_template, packaged_template,
@@ -86,13 +85,6 @@ from hce.errors import CollectError, HceError
 from hce.log import COLUMNS, make_attempt_id
 from hce.rubric import BehaviorSpec, Rubric, load_behavior, load_rubric
 
-# OpenAI's reasoning models refuse any temperature but the default: HTTP 400 "Unsupported
-# value: 'temperature' does not support 0.1 with this model. Only the default (1) value is
-# supported." The o-series (o1, o3, o3-mini, o4-mini, their dated snapshots): the API's reply
-# quoted in openai/openai-python#2104 and leafo/lua-openai#12. gpt-5, gpt-5-mini, gpt-5-nano:
-# the same reply in tmc/langchaingo#1355, chatboxai/chatbox#2564, BoltAI/BoltAI#373. Later
-# gpt-5.x models take a temperature when reasoning is off, so they are not listed.
-_REASONING = re.compile(r"^(openai/)?(o[134](-mini|-pro|-preview)?|gpt-5(-mini|-nano)?)(-\d{4}-\d{2}-\d{2})?$")
 DEFAULTS: dict[str, Any] = {"temperature": 0.1, "max_tokens": 1000}  # seed 000 section 5
 
 
@@ -327,13 +319,19 @@ def _no_secret(doc: Any, name: str, where: str = "") -> None:
             _no_secret(value, name, f"{where}[{i}].")
 
 
-def check_temperature(where: str, temperature: float | None, *models: str | None) -> None:
-    """Refuse a temperature an OpenAI reasoning model would answer with HTTP 400 on every call."""
-    reasoning = [m for m in models if m and _REASONING.match(str(m))]
+def check_temperature(where: str, temperature: float | None, *models: str | None, logprobs: bool = False) -> None:
+    """Refuse a temperature (or ``logprobs``) an OpenAI reasoning model would answer with HTTP 400 on every call."""
+    reasoning = [m for m in models if m and REASONING_MODEL.match(str(m))]
     if reasoning and temperature is not None and float(temperature) != 1:
         raise CollectError(
             f"{where}: model {reasoning[0]!r} is an OpenAI reasoning model (o-series, gpt-5), which accepts only "
             f"the default temperature (1), not {float(temperature):g}; set temperature: null (not sent) for it"
+        )
+    if reasoning and logprobs:
+        raise CollectError(
+            f"{where}: model {reasoning[0]!r} is an OpenAI reasoning model (o-series, gpt-5), which answers "
+            "logprobs with HTTP 400 ('logprobs' is not supported with this model); set logprobs: false for it "
+            "(its confidence can come from repeated attempts: hce.stats.vote_confidence)"
         )
 
 
@@ -369,7 +367,8 @@ def _condition(
     default_id = f"{prompt}|{settings['model']}" + (f"|t{temperature:g}" if temperature is not None else "")
     cond_id = settings.get("id") or default_id
     examples = _examples(template, settings.get("examples"), prompt, rubric, base, f"{where} ({cond_id})")
-    check_temperature(f"{where} ({cond_id})", temperature, settings["model"], settings.get("price_model"))
+    check_temperature(f"{where} ({cond_id})", temperature, settings["model"], settings.get("price_model"),
+                      logprobs=bool(settings.get("logprobs")))  # fmt: skip
     endpoint = settings.get("endpoint") or (next(iter(endpoints)) if len(endpoints) == 1 else None)
     if endpoint not in endpoints:
         said = f"endpoint {endpoint!r} is not defined;{did_you_mean(str(endpoint), endpoints)}" if endpoint else "no endpoint"

@@ -31,9 +31,20 @@ OpenAI's Responses API has no ``n``. No OpenAI chat model is known here to refus
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import Literal
+
+# OpenAI's reasoning models refuse any temperature but the default: HTTP 400 "Unsupported
+# value: 'temperature' does not support 0.1 with this model. Only the default (1) value is
+# supported." The o-series (o1, o3, o3-mini, o4-mini, their dated snapshots): the API's reply
+# quoted in openai/openai-python#2104 and leafo/lua-openai#12. gpt-5, gpt-5-mini, gpt-5-nano:
+# the same reply in tmc/langchaingo#1355, chatboxai/chatbox#2564, BoltAI/BoltAI#373. Later
+# gpt-5.x models take a temperature when reasoning is off, so they are not listed. They refuse
+# ``logprobs`` too: "Unsupported parameter: 'logprobs' is not supported with this model."
+# (UKGovernmentBEIS/inspect_ai#2739: "logprobs are not supported for reasoning models").
+REASONING_MODEL = re.compile(r"^(openai/)?(o[134](-mini|-pro|-preview)?|gpt-5(-mini|-nano)?)(-\d{4}-\d{2}-\d{2})?$")
 
 Kind = Literal["openai", "azure", "anthropic", "gemini", "local", "other"]
 

@@ -28,13 +28,53 @@ a noise ``s_c``. The score for category ``k`` is drawn from
 score block and ``0.85 s_c`` for step-by-step prompts. A bare holistic total (P1.1) is
 one draw over the total's range with mean ``(sum L_k + middle) / 2 + n b_c`` (shrunk
 halfway to the scale's middle, as an unguided judge would) and ``s = 2 sqrt(n) s_c``.
-That is the judge's distribution at temperature 1, reported in ``logprobs``; at
-temperature ``T`` it samples from ``P^(1/T)`` renormalised (greedy at ``T = 0``), which is
-what temperature does to a softmax. A verdict passes with probability
+That is the judge's distribution at temperature 1 (:func:`score_distribution`); at
+temperature ``T`` it samples from ``P^(1/T)`` renormalised (greedy at ``T = 0``,
+:func:`tempered`), which is what temperature does to a softmax. A verdict passes with probability
 ``sigmoid(8 (q - 0.5 + b_c) / s_c)`` (``q`` is 0.85 or 0.15 when ``truth=`` gives
 ``pass``), tempered the same way. Draws come from a hash of the server seed, the request
 and how many identical requests came before, so without faults the multiset of replies is
 the same at any concurrency; a request carrying ``seed`` gets the same reply every time.
+
+*Calibration truth.* Every drawn token (a score, a verdict) reports in ``logprobs`` the
+distribution :func:`reported` gives: ``r^f`` renormalised, where ``f`` is the profile's
+``overconfidence`` (default 1) and ``r`` depends on the model's :class:`Family`:
+
+- ``logprobs_are="raw"`` (default, as OpenAI): ``r = P``, the distribution at temperature 1,
+  whatever the request's temperature;
+- ``"sampled"``: ``r = P^(1/T)`` renormalised, the very distribution the token was drawn from
+  (one-hot at ``T = 0``);
+- ``"raw_at_zero"``: sampled at ``T > 0``, raw at ``T = 0``.
+
+With ``f = 1`` the sampling distribution recovered from the logprobs (as reported when
+sampled, ``r^(1/T)`` renormalised when raw) is the true probability that an independent
+repeat of the same request gives the same token: it is calibrated, by construction, for
+agreement with a repeat (:func:`hce.stats.calibration.agrees_with_repeat`), not for agreement
+with the item's mode nor with the latent level. With ``f != 1`` that recovered probability is
+``P^(f/T)`` renormalised while repeats follow ``P^(1/T)``: its calibration gap is known exactly.
+
+Why ``raw`` is the default: returned logprobs that change with the sampling parameters are
+"incompatible with OpenAI API" (vllm-project/vllm#9453, whose commenters map vLLM's values
+back to "OpenAI probability (top_p=1, temperature=1)"); Ollama's logprobs are raw too
+(ollama/ollama#16196 "Logprobs are not temperature-scaled"); OpenRouter's providers show
+raw and raw-except-at-0 behaviour (standardcompletions/rfcs#11 "Logprobs affected by
+temperature", which names the three behaviours). OpenAI's own reference does not say;
+the evidence is third-party observation, so the default is a choice, made explicit here.
+
+*Provider behaviours* (:data:`FAMILIES`, per model-name pattern; ``families=`` adds or
+overrides). OpenAI's reasoning models (o1, o3, o3-mini, o4-mini, gpt-5, gpt-5-mini,
+gpt-5-nano and their snapshots; the pattern of :data:`hce.collect.providers.REASONING_MODEL`)
+answer a temperature other than 1 with HTTP 400 ``unsupported_value`` "Unsupported value:
+'temperature' does not support 0.1 with this model. Only the default (1) value is
+supported." (openai/openai-python#2104) and ``logprobs`` with 400 ``unsupported_parameter``
+"Unsupported parameter: 'logprobs' is not supported with this model." (the shape of
+BerriAI/litellm#38842; UKGovernmentBEIS/inspect_ai#2739: "logprobs are not supported for
+reasoning models"); their usage counts hidden ``completion_tokens_details.reasoning_tokens``
+(about 192 a reply here, uniform +-50%), included in ``completion_tokens``. A family with
+``n=False`` or ``seed=False`` answers those parameters with the same ``unsupported_parameter``
+400 (Anthropic's layer demands ``n`` = 1 and ignores ``seed``: :mod:`hce.collect.providers`,
+where hce refuses such designs at load). A :class:`Drift` per model changes the returned
+``model`` and ``system_fingerprint`` after a set number of completions.
 
 *The call.* ``system_fingerprint`` is ``fp_hce_sim_<seed>`` (the runner logs it, so a
 report can tell a simulated run). ``usage`` counts about 4 characters a prompt token;
@@ -68,10 +108,11 @@ import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hce.collect.pricing import ALIASES
 from hce.collect.sim_cache import PrefixCache
+from hce.collect.providers import REASONING_MODEL
 from hce.errors import HceError
 from hce.rubric import _snake, load_rubric
 
@@ -88,6 +129,7 @@ FORMAT_NOISE = {"total": 2.0, "scores": 1.0, "cot": 0.85}
 # a score block (P2.1) is 51.
 COT_QUOTE_WORDS = 14
 MAX_CHOICES = 128  # the most choices (``n``) one chat completion may ask for (OpenAI's API reference)
+_TINY = 1e-300
 
 
 @dataclass(frozen=True)
@@ -103,11 +145,20 @@ class Profile:
     its choices (default 0: none). It stands for what the choices of one request share on
     the server (its batch, its numerics), so the ``n`` choices of one request agree more
     than separate requests do: the case :func:`hce.stats.request_variance` tests for.
+
+    ``overconfidence`` (``f``, default 1: calibrated) miscalibrates the
+    reported logprobs on purpose: they are of ``r^f`` renormalised, where ``r`` is what the
+    model family's logprobs report (:class:`Family`); ``f > 1`` is over-confident.
     """
 
     bias: float = 0.0
     noise: float = 1.2
     request_sd: float = 0.0
+    overconfidence: float = 1.0  # f: logprobs report r^f renormalised (module notes, "Calibration truth")
+
+    def __post_init__(self) -> None:
+        if not (self.overconfidence > 0 and math.isfinite(self.overconfidence)):
+            raise HceError(f"overconfidence must be a positive number, got {self.overconfidence!r}")
 
 
 @dataclass(frozen=True)
@@ -281,6 +332,106 @@ def _categories(prompt: str) -> list[tuple[str, int, int]]:
     return list(seen.values())
 
 
+# --- provider behaviour -------------------------------------------------------------------
+
+LogprobsAre = Literal["raw", "sampled", "raw_at_zero"]
+LOGPROBS_ARE: tuple[str, ...] = ("raw", "sampled", "raw_at_zero")
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the endpoint does for one family of models (module notes, "Provider behaviours").
+
+    ``logprobs_are``: what returned logprobs are the log of: ``"raw"`` the judge's
+    distribution at temperature 1 whatever the request's temperature; ``"sampled"`` the
+    distribution the reply was sampled from (tempered; greedy at 0); ``"raw_at_zero"``
+    sampled, except raw at temperature 0. ``reasoning``: an OpenAI reasoning model: a
+    temperature other than 1 and ``logprobs`` are answered with the API's 400, and usage
+    counts ``reasoning_tokens`` hidden tokens per reply (in ``completion_tokens``, as
+    OpenAI bills them). ``n`` / ``seed``: whether the parameter is accepted (a 400
+    ``unsupported_parameter`` when not).
+
+    Examples
+    --------
+    >>> Family(logprobs_are="sampled").logprobs_are
+    'sampled'
+    """
+
+    logprobs_are: LogprobsAre = "raw"
+    reasoning: bool = False
+    n: bool = True
+    seed: bool = True
+    reasoning_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.logprobs_are not in LOGPROBS_ARE:
+            raise HceError(f"logprobs_are must be one of {LOGPROBS_ARE}, got {self.logprobs_are!r}")
+        if self.reasoning_tokens < 0:
+            raise HceError(f"reasoning_tokens must be >= 0, got {self.reasoning_tokens!r}")
+
+
+#: Model-name pattern (``re.fullmatch``) -> its family; the first match applies. A judge's
+#: ``families=`` are looked at before these.
+FAMILIES: dict[str, Family] = {
+    REASONING_MODEL.pattern: Family(reasoning=True, reasoning_tokens=192),
+    r".*": Family(),  # OpenAI's chat models, and any other name: OpenAI's behaviour
+}
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A model version that changes mid-run: after ``after`` completions of the model, replies
+    name ``model`` (``model_version`` in the log) and carry ``fingerprint`` as
+    ``system_fingerprint`` (default: the simulator's with ``_drift`` appended).
+
+    Examples
+    --------
+    >>> Drift(after=10, model="gpt-4o-2024-11-20").after
+    10
+    """
+
+    after: int
+    model: str
+    fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.after < 0:
+            raise HceError(f"Drift.after must be >= 0, got {self.after!r}")
+
+
+def _unsupported(param: str, message: str, code: str) -> SimReply:
+    reply = _error(400, message, "invalid_request_error", code)
+    reply.body["error"]["param"] = param
+    return reply
+
+
+def refusal(family: Family, body: Mapping[str, Any]) -> SimReply | None:
+    """The 400 the family's endpoint answers ``body`` with, or None when it takes the request.
+
+    Examples
+    --------
+    >>> refusal(Family(reasoning=True), {"temperature": 0.1}).body["error"]["message"]
+    "Unsupported value: 'temperature' does not support 0.1 with this model. Only the default (1) value is supported."
+    >>> refusal(Family(), {"temperature": 0.1, "logprobs": True}) is None
+    True
+    """
+    temperature = body.get("temperature")
+    if family.reasoning and temperature is not None and float(temperature) != 1:
+        return _unsupported(
+            "temperature",
+            f"Unsupported value: 'temperature' does not support {float(temperature):g} with this model. "
+            "Only the default (1) value is supported.",
+            "unsupported_value",
+        )
+    asked = {"logprobs": bool(body.get("logprobs")), "n": body.get("n") not in (None, 1), "seed": body.get("seed") is not None}
+    refused = {"logprobs": family.reasoning, "n": not family.n, "seed": not family.seed}
+    for name in asked:
+        if asked[name] and refused[name]:
+            return _unsupported(name, f"Unsupported parameter: '{name}' is not supported with this model.",
+                                "unsupported_parameter")  # fmt: skip
+    return None
+
+
 # --- the judge ----------------------------------------------------------------------------
 
 
@@ -311,35 +462,94 @@ def _count_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
-class _Draw:
-    """Categorical draws at a temperature, remembering each draw's distribution for logprobs."""
+def score_distribution(mean: float, spread: float, low: int, high: int) -> dict[int, float]:
+    """The judge's score distribution at temperature 1: ``P(x) ∝ exp(-(x - mean)^2 / (2 spread^2))``.
 
-    def __init__(self, rng: random.Random, temperature: float):
+    The truth of every score draw (module notes); tests draw from it directly, without HTTP.
+
+    Examples
+    --------
+    >>> {x: round(p, 3) for x, p in score_distribution(3, 0.8, 1, 4).items()}
+    {1: 0.022, 2: 0.234, 3: 0.51, 4: 0.234}
+    """
+    spread = max(spread, 1e-3)
+    weights = {x: math.exp(-((x - mean) ** 2) / (2 * spread**2)) + 1e-12 for x in range(low, high + 1)}
+    total = sum(weights.values())
+    return {x: w / total for x, w in weights.items()}
+
+
+def tempered(p: Mapping[Any, float], temperature: float, power: float = 1.0) -> dict[Any, float]:
+    """``p^(power / T)`` renormalised: the distribution sampled at temperature ``T`` (``power`` 1).
+
+    At ``T = 0`` (below 1e-6) all mass goes to the most probable key (the first of ties):
+    greedy decoding. Computed on the log scale, so small temperatures do not underflow.
+
+    Examples
+    --------
+    >>> {k: round(v, 4) for k, v in tempered({"a": 0.6, "b": 0.4}, 0.5).items()}
+    {'a': 0.6923, 'b': 0.3077}
+    >>> tempered({"a": 0.6, "b": 0.4}, 0)
+    {'a': 1.0, 'b': 0.0}
+    """
+    if temperature <= 1e-6:
+        top = max(p, key=p.get)
+        return {k: float(k == top) for k in p}
+    logs = {k: power * math.log(v) / temperature for k, v in p.items() if v > 0}
+    peak = max(logs.values())
+    weights = {k: math.exp(logs[k] - peak) if k in logs else 0.0 for k in p}
+    total = sum(weights.values())
+    return {k: w / total for k, w in weights.items()}
+
+
+def reported(p: Mapping[Any, float], temperature: float, logprobs_are: str = "raw", overconfidence: float = 1.0) -> dict[Any, float]:
+    """The distribution a reply's logprobs are the log of, for judge distribution ``p`` (at T = 1).
+
+    ``r`` = ``p`` (``"raw"``; ``"raw_at_zero"`` at ``T = 0``) or ``p`` tempered at ``T``
+    (``"sampled"``; ``"raw_at_zero"`` at ``T > 0``); then ``r^f`` renormalised with ``f =
+    overconfidence``. Keys of probability 0 (greedy ``"sampled"``) are absent from the logprobs.
+
+    Examples
+    --------
+    >>> {k: round(v, 4) for k, v in reported({"a": 0.6, "b": 0.4}, 0.5, "sampled").items()}
+    {'a': 0.6923, 'b': 0.3077}
+    >>> reported({"a": 0.6, "b": 0.4}, 0.5, "raw", overconfidence=2) == tempered({"a": 0.6, "b": 0.4}, 0.5)
+    True
+    """
+    if logprobs_are not in LOGPROBS_ARE:
+        raise HceError(f"logprobs_are must be one of {LOGPROBS_ARE}, got {logprobs_are!r}")
+    raw = logprobs_are == "raw" or (logprobs_are == "raw_at_zero" and temperature <= 1e-6)
+    r = dict(p) if raw else tempered(p, temperature)
+    return r if overconfidence == 1 else tempered(r, 1.0, overconfidence)
+
+
+class _Draw:
+    """Categorical draws at a temperature, remembering for each the distribution its logprobs report."""
+
+    def __init__(self, rng: random.Random, temperature: float, logprobs_are: str = "raw", overconfidence: float = 1.0):
         self.rng = rng
         self.temperature = temperature
-        self.dists: list[tuple[str, dict[str, float]]] = []  # (chosen token, P at T=1)
+        self.logprobs_are = logprobs_are
+        self.overconfidence = overconfidence
+        self.dists: list[tuple[str, dict[str, float]]] = []  # (chosen token, the reported distribution)
 
     def pick(self, weights: dict[str, float]) -> str:
         total = sum(weights.values())
         p = {k: w / total for k, w in weights.items()}
+        sampled = tempered(p, self.temperature)
         if self.temperature <= 1e-6:
-            chosen = max(p, key=p.get)
+            chosen = max(sampled, key=sampled.get)
         else:
-            tempered = {k: v ** (1 / self.temperature) for k, v in p.items()}
-            norm = sum(tempered.values())
-            u, acc, chosen = self.rng.random() * norm, 0.0, next(iter(p))
-            for k, v in tempered.items():
+            u, acc, chosen = self.rng.random(), 0.0, next(iter(p))
+            for k, v in sampled.items():
                 acc += v
                 chosen = k
                 if u < acc:
                     break
-        self.dists.append((chosen, p))
+        self.dists.append((chosen, reported(p, self.temperature, self.logprobs_are, self.overconfidence)))
         return chosen
 
     def score(self, mean: float, spread: float, low: int, high: int) -> int:
-        spread = max(spread, 1e-3)
-        weights = {str(x): math.exp(-((x - mean) ** 2) / (2 * spread**2)) + 1e-12 for x in range(low, high + 1)}
-        return int(self.pick(weights))
+        return int(self.pick({str(x): v for x, v in score_distribution(mean, spread, low, high).items()}))
 
 
 class SimJudge:
@@ -364,6 +574,12 @@ class SimJudge:
     models : list of str, optional
         The only models served: any other gets OpenAI's 404 ``model_not_found`` (to
         rehearse a misspelt model); ``GET /models`` lists just these. Default: any model.
+    families : mapping of model-name pattern -> Family, optional
+        Provider behaviour per model family (``re.fullmatch`` on the requested name), looked
+        at before :data:`FAMILIES`: e.g. ``{".*": Family(logprobs_are="sampled")}`` makes
+        every model's logprobs those of its sampling distribution.
+    drift : mapping of model name -> Drift, optional
+        Version strings that change after some completions of a model (to rehearse drift).
 
     Examples
     --------
@@ -387,6 +603,8 @@ class SimJudge:
         truth: Mapping[str, Mapping[str, Any]] | None = None,
         batch: BatchSettings | None = None,
         models: Sequence[str] | None = None,
+        families: Mapping[str, Family] | None = None,
+        drift: Mapping[str, Drift] | None = None,
     ):
         from hce.collect.sim_batch import SimBatches  # that module builds on this one's replies
 
@@ -397,6 +615,10 @@ class SimJudge:
         self.latency = float(latency)
         self.models = tuple(models) if models else None
         self.truth = {text_key(text): dict(value) for text, value in (truth or {}).items()}
+        own = dict(families or {})
+        self.families = {**own, **{k: v for k, v in FAMILIES.items() if k not in own}}  # the judge's own first
+        self.drift = dict(drift or {})
+        self._served: Counter[str] = Counter()  # completions per model, for drift
         self.stats: Counter[str] = Counter()
         self._seen: Counter[str] = Counter()
         self.prefix_cache = PrefixCache()
@@ -440,6 +662,11 @@ class SimJudge:
         if f.reject is not None and f.reject_model in (None, body["model"]):
             self._count("400")
             return _error(400, f.reject, "invalid_request_error")
+        family = self.family(str(body["model"]))
+        refused = refusal(family, body)
+        if refused is not None:
+            self._count("400")
+            return refused
         fault = _unit(self.seed, "fault", canonical, occurrence)
         if fault < f.rate_429:
             self._count("429")
@@ -471,7 +698,7 @@ class SimJudge:
         choices = []
         for index in range(n):  # each choice its own draws from the request's stream (n = 1: as before n existed)
             bad = malformed if index == 0 else _unit(self.seed, "malformed", canonical, occurrence, index) < f.rate_malformed
-            draw = _Draw(rng, temperature)
+            draw = _Draw(rng, temperature, family.logprobs_are, profile.overconfidence)
             marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift)
             tokens, draws = _tokens(marked)
             cap = body.get("max_completion_tokens") or body.get("max_tokens")
@@ -483,7 +710,31 @@ class SimJudge:
             return SimReply(200, {}, delay=delay, raw=b'{"id": "chatcmpl-broken", "choices": [{"message": ')
         top = int(body.get("top_logprobs") or 0)
         choices = [(t, fin, _logprobs(t, d, dists, top) if body.get("logprobs") else None) for t, fin, d, dists in choices]
-        return SimReply(200, self._completion(model, prompt, body.get("prompt_cache_key"), choices), delay=delay)
+        completion = self._completion(model, prompt, body.get("prompt_cache_key"), choices)
+        self._as_served(completion, model, family, _unit(self.seed, "reasoning", canonical, occurrence))
+        return SimReply(200, completion, delay=delay)
+
+    def family(self, model: str) -> Family:
+        """The :class:`Family` whose pattern the model name matches first."""
+        return next(fam for pattern, fam in self.families.items() if re.fullmatch(pattern, model))
+
+    def _as_served(self, completion: dict[str, Any], model: str, family: Family, u: float) -> None:
+        """Hidden reasoning tokens in usage, and the drifted version strings once due."""
+        if family.reasoning_tokens:
+            hidden = round(family.reasoning_tokens * (0.5 + u))  # about reasoning_tokens a reply, uniform +-50%
+            usage = completion["usage"]
+            usage["completion_tokens"] += hidden
+            usage["total_tokens"] += hidden
+            usage["completion_tokens_details"]["reasoning_tokens"] = hidden
+        drift = self.drift.get(model)
+        if drift is None:
+            return
+        with self._lock:
+            served = self._served[model]
+            self._served[model] += 1
+        if served >= drift.after:
+            completion["model"] = drift.model
+            completion["system_fingerprint"] = drift.fingerprint or f"{SIM_FINGERPRINT}{self.seed}_drift"
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -652,11 +903,11 @@ def _logprobs(
     for token, index in zip(tokens, draws):
         if index is not None:
             chosen, dist = dists[index]
-            ranked = sorted(dist.items(), key=lambda kv: -kv[1])[:top]
+            ranked = sorted(((k, v) for k, v in dist.items() if v > 0), key=lambda kv: -kv[1])[:top]
             out.append(
                 {
                     "token": token,
-                    "logprob": math.log(dist[chosen]),
+                    "logprob": math.log(max(dist[chosen], _TINY)),  # 0 only where the reported power underflowed
                     "bytes": list(token.encode()),
                     "top_logprobs": [{"token": k, "logprob": math.log(v), "bytes": list(k.encode())} for k, v in ranked],
                 }

@@ -16,6 +16,7 @@ from hce.stats.boolean import (
 )
 from hce.stats.calibration import (
     agrees_with_mode,
+    agrees_with_repeat,
     brier_score,
     calibration_metrics,
     confidence_spread,
@@ -104,7 +105,7 @@ from hce.stats.validity import discriminant_validity, rater_expertise, substanti
 __all__ = [
     "request_variance",
     "AnalysisResult", "BayesResult", "LmerResult", "MCMCDiagnosticsWarning", "VarianceComponents",
-    "adaptive_filter_agreement", "agrees_with_mode", "annotator_pairs", "attempts_needed",
+    "adaptive_filter_agreement", "agrees_with_mode", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
     "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",
     "brier_score", "build_design", "calibration_metrics", "cfa", "code_frequencies", "cohen_kappa",
     "cohens_d", "confidence_spread", "confidence_table", "contingency_test", "correlation",

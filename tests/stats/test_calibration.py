@@ -184,6 +184,36 @@ def test_logprob_confidence_hand_worked():
     assert row["item_id"] == 7 and not row["error_flag"]
 
 
+def test_logprob_confidence_at_the_temperature_used_hand_worked():
+    # Raw r = (.2, .8) over scores 1, 2. At T = 0.5 the sampling distribution is r^2
+    # renormalised: (.04, .64) / .68; at T = 0 greedy: (0, 1); sampled logprobs are left as they are.
+    lp = np.log
+    reply = [_entry("1", lp(0.2), [("2", lp(0.8)), ("1", lp(0.2))])]
+    log = pd.DataFrame({"logprobs": [reply] * 4, "temperature": [0.5, 0.0, None, 2.0]})
+    out = logprob_confidence(log, scores=[1, 2], temperature="temperature", logprobs_are="raw")
+    assert out["prob"].tolist() == pytest.approx([0.04 / 0.68, 0.0, 0.2, np.sqrt(0.2) / (np.sqrt(0.2) + np.sqrt(0.8))])
+    assert out["raw_prob"].tolist() == pytest.approx([0.2] * 4)  # a missing temperature is the default, 1
+    assert out["prob_2"].tolist()[:2] == pytest.approx([0.64 / 0.68, 1.0])
+    assert out.attrs["logprobs_are"] == "raw" and (out["logprobs_are"] == "raw").all()
+    sampled = logprob_confidence(log, scores=[1, 2], temperature="temperature", logprobs_are="sampled")
+    assert sampled["prob"].tolist() == pytest.approx([0.2] * 4)
+    at_zero = logprob_confidence(log, scores=[1, 2], temperature="temperature", logprobs_are="raw_at_zero")
+    assert at_zero["prob"].tolist() == pytest.approx([0.2, 0.0, 0.2, 0.2])
+    plain = logprob_confidence(log, scores=[1, 2])  # no temperature: read as they are, and said so
+    assert plain["prob"].tolist() == pytest.approx([0.2] * 4) and plain["logprobs_are"].isna().all()
+    assert logprob_confidence(log, scores=[1, 2], temperature=0.5)["logprobs_are"].iloc[0] == "raw"  # OpenAI's
+    table = confidence_table(log.assign(item_id=[1, 1, 2, 2]), scores=[1, 2], temperature="temperature",
+                             logprobs_are="raw", level="item")  # fmt: skip
+    assert table["raw_prob"].tolist() == pytest.approx([0.2, 0.2]) and (table["logprobs_are"] == "raw").all()
+    for bad, message in (({"temperature": -0.1}, "temperature is -0.1"),
+                         ({"temperature": "temperature", "data": log.assign(temperature=-1.0)}, "row 0 holds -1.0"),
+                         ({"logprobs_are": "raw"}, "needs temperature="),
+                         ({"temperature": 0.5, "logprobs_are": "scaled"}, "logprobs_are"),
+                         ({"temperature": [0.5]}, "must be a column name or a number")):  # fmt: skip
+        with pytest.raises(DataError, match=message):
+            logprob_confidence(bad.pop("data", log), scores=[1, 2], **bad)
+
+
 def test_logprob_confidence_occurrence_objects_and_missing():
     lp = np.log
     two = {"content": [_entry("2", lp(0.5), [("2", lp(0.5)), ("1", lp(0.5))]),

@@ -95,7 +95,7 @@ def _demo_config(out):
         "corpus": {"paths": [DEMO]},
         "partition": {"n_a": 10, "n_b": 8},  # Set C: 6
         "defaults": {"temperature": 1.0},  # the simulated judge's spread shows at temperature 1
-        "model_settings": {},
+        "model_settings": {"o4-mini": {"logprobs": False}},  # a reasoning model answers logprobs with a 400
         "experiments": {
             "exp1": {"synthetic": {"n": 6, "model": "gpt-4.1"}, "attempts": 4},
             # The simulated judge's CoT advantage is small (noise x 0.85): a 10-transcript Set A

@@ -8,12 +8,16 @@ tables). The reliability diagram is a figure: :func:`hce.report.figures.reliabil
 
 from hce.stats.calibration.confidence import (
     ID_COLUMNS,
+    LOGPROBS_ARE,
     VERBAL_DEFAULT,
+    LogprobsAre,
     ScoreScale,
     agrees_with_mode,
+    agrees_with_repeat,
     confidence_spread,
     confidence_table,
     logprob_confidence,
+    sampling_distribution,
     verbal_confidence,
     vote_confidence,
     vote_table,
@@ -28,9 +32,10 @@ from hce.stats.calibration.metrics import (
 )
 
 __all__ = [
-    "ID_COLUMNS", "STRATEGIES", "VERBAL_DEFAULT", "ScoreScale", "Strategy", "agrees_with_mode", "brier_score",
-    "calibration_metrics", "confidence_spread", "confidence_table", "expected_calibration_error",
-    "logprob_confidence", "reliability_table", "verbal_confidence", "vote_confidence", "vote_table",
+    "ID_COLUMNS", "LOGPROBS_ARE", "STRATEGIES", "VERBAL_DEFAULT", "LogprobsAre", "ScoreScale", "Strategy",
+    "agrees_with_mode", "agrees_with_repeat", "brier_score", "calibration_metrics", "confidence_spread",
+    "confidence_table", "expected_calibration_error", "logprob_confidence", "reliability_table",
+    "sampling_distribution", "verbal_confidence", "vote_confidence", "vote_table",
 ]  # fmt: skip
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError
 from hce.rubric import Rubric
+from hce.stats._resample import as_generator
 from hce.stats._validate import reads_frame, warn_undefined_sd
 from hce.stats.calibration._logprobs import (
     ScoreTokens,
@@ -30,6 +31,10 @@ from hce.stats.effects import CorrelationMethod, correlation
 
 ID_COLUMNS = ("item_id", "condition_id", "prompt_id", "model", "attempt")
 VERBAL_DEFAULT = {"high": 0.9, "medium": 0.7, "low": 0.5}
+
+#: What a provider's returned logprobs are the log of (see :func:`logprob_confidence`).
+LogprobsAre = Literal["raw", "sampled", "raw_at_zero"]
+LOGPROBS_ARE = ("raw", "sampled", "raw_at_zero")
 
 #: What ``scores=`` takes: a rubric (its categories' scores), score values, or token -> value.
 ScoreScale = Rubric | Iterable[float] | Mapping[str, float]
@@ -44,6 +49,8 @@ def logprob_confidence(
     logprobs: str = "logprobs",
     occurrence: int | Sequence[int] = -1,
     id_columns: Sequence[str] = ID_COLUMNS,
+    temperature: str | float | None = None,
+    logprobs_are: LogprobsAre | None = None,
 ) -> pd.DataFrame:
     """Score probabilities from token logprobs, one row per attempt (and occurrence).
 
@@ -69,25 +76,53 @@ def logprob_confidence(
         returns them stacked with an ``occurrence`` column.
     id_columns : sequence of str
         Identifier columns copied to the output when present.
+    temperature : str or float, optional
+        The temperature each reply was sampled at: a column name (the log's
+        ``temperature``; a missing value is a temperature not sent, the API default 1) or
+        one number. Default None: no temperature is known and the logprobs are read as
+        they are (``prob`` equals ``raw_prob``), which is right only when they are already
+        the sampling distribution.
+    logprobs_are : {"raw", "sampled", "raw_at_zero"}, optional
+        What the provider's logprobs are the log of (needs ``temperature``): ``"raw"`` the
+        model's distribution at temperature 1 whatever the temperature (the default when
+        ``temperature`` is given; OpenAI, Ollama: see the README and
+        :mod:`hce.collect.sim`); ``"sampled"`` the distribution the reply was sampled from
+        (no adjustment is made); ``"raw_at_zero"`` sampled, except raw at temperature 0.
 
     Returns
     -------
     DataFrame
         Same index as ``data`` (repeated per occurrence when several are asked for).
-        Identifier columns; ``prob_<s>`` for each score ``s``: its
-        probability renormalised over the score tokens found in ``top_logprobs``;
-        ``chosen_score``: the sampled score; ``prob``: probability of the chosen score;
-        ``expected_score``: sum of s * prob_s; ``entropy``: Shannon entropy in nats;
-        ``coverage``: probability mass of score tokens before renormalising (low values
-        mean ``top_logprobs`` was too short); ``source``: ``"logprobs"``; ``error_flag``:
-        True where no score token was found (other columns NaN).
+        Identifier columns; ``prob_<s>`` for each score ``s``: its probability under the
+        sampling distribution (see Notes); ``chosen_score``: the sampled score; ``prob``:
+        the sampling probability of the chosen score, i.e. the chance that an independent
+        repeat writes the same score (:func:`agrees_with_repeat` is the outcome it is
+        calibrated for); ``raw_prob``: the chosen score's probability as the logprobs give
+        it, renormalised over the scale, unadjusted; ``expected_score``: sum of s * prob_s;
+        ``entropy``: Shannon entropy in nats; ``coverage``: probability mass of score
+        tokens before renormalising (low values mean ``top_logprobs`` was too short);
+        ``temperature`` and ``logprobs_are``: what was assumed (``<NA>`` without
+        ``temperature``; also in ``attrs["logprobs_are"]``); ``source``: ``"logprobs"``;
+        ``error_flag``: True where no score token was found (other columns NaN).
+
+    Raises
+    ------
+    DataError
+        A temperature that is negative or not a number (the row is named), an unknown
+        ``logprobs_are``, or ``logprobs_are`` without ``temperature``.
 
     Notes
     -----
     With ``q_s = sum over tokens t mapping to s of exp(logprob_t)``, ``coverage = sum q_s``
-    and ``prob_s = q_s / coverage``; ``entropy = -sum prob_s log prob_s``. JSON text is
-    parsed by Arrow's reader and every step after it is vectorised: a million attempts
-    take a few seconds (``python bench/calibration.py``).
+    and ``r_s = q_s / coverage`` (``raw_prob`` is ``r`` of the chosen score). The
+    sampling distribution at temperature ``T`` is ``prob_s = r_s^(1/T) / sum_u r_u^(1/T)``
+    when the logprobs are raw (at ``T = 0``: 1 for the most probable score, the smallest
+    of ties, and 0 for the others: greedy decoding), and ``prob_s = r_s`` when they are
+    sampled (``raw_at_zero``: as raw at ``T = 0``, as sampled above). Both renormalise over
+    the score tokens found, so a short ``top_logprobs`` (low ``coverage``) leaves the
+    temperature's effect on the missing scores out. ``entropy = -sum prob_s log prob_s``.
+    JSON text is parsed by Arrow's reader and every step after it is vectorised: a million
+    attempts take a few seconds (``python bench/calibration.py``).
 
     References
     ----------
@@ -110,17 +145,90 @@ def logprob_confidence(
     >>> out = logprob_confidence(pd.DataFrame({"logprobs": [[entry]]}), scores=hce.load_rubric("v5"))
     >>> list(out.filter(like="prob_"))
     ['prob_1', 'prob_2', 'prob_3', 'prob_4']
+
+    Sampled at temperature 0.5 from an endpoint whose logprobs are raw (OpenAI's), the
+    chosen score's chance of being written again is 0.9^2 / (0.9^2 + 0.1^2):
+
+    >>> out = logprob_confidence(pd.DataFrame({"logprobs": [[entry]]}), scores=range(1, 5),
+    ...                          temperature=0.5, logprobs_are="raw")
+    >>> round(float(out.loc[0, "prob"]), 3), round(float(out.loc[0, "raw_prob"]), 3), out.loc[0, "logprobs_are"]
+    (0.988, 0.9, 'raw')
     """
     require_columns(data, [logprobs])
+    temperatures, assumed = _sampling(data, temperature, logprobs_are)
     occurrences = [occurrence] if isinstance(occurrence, (int, np.integer)) else [int(k) for k in occurrence]
     levels, found = score_tokens(read_logprobs(data[logprobs].to_numpy()), score_map(_scale(scores)))
     ids = data[[c for c in id_columns if c in data.columns]]
-    frames = [_logprob_frame(ids, levels, found, k) for k in occurrences]
+    frames = [_logprob_frame(ids, levels, found, k, temperatures, assumed) for k in occurrences]
     if isinstance(occurrence, (int, np.integer)):
-        return frames[0]
-    for frame, k in zip(frames, occurrences, strict=True):
-        frame.insert(len(ids.columns), "occurrence", k)
-    return pd.concat(frames)
+        out = frames[0]
+    else:
+        for frame, k in zip(frames, occurrences, strict=True):
+            frame.insert(len(ids.columns), "occurrence", k)
+        out = pd.concat(frames)
+    out.attrs["logprobs_are"] = assumed
+    return out
+
+
+def _sampling(
+    data: pd.DataFrame, temperature: str | float | None, logprobs_are: str | None
+) -> tuple[np.ndarray | None, str | None]:
+    """Each row's sampling temperature (None: not known) and the assumed logprob behaviour."""
+    if temperature is None:
+        if logprobs_are is not None:
+            raise DataError(f"logprobs_are={logprobs_are!r} needs temperature= (a column name or a number): "
+                            "without the temperature the logprobs cannot be adjusted")  # fmt: skip
+        return None, None
+    assumed = "raw" if logprobs_are is None else logprobs_are
+    check_choice("logprobs_are", assumed, list(LOGPROBS_ARE))
+    if isinstance(temperature, str):
+        require_columns(data, [temperature])
+        values = numeric_column(data, temperature)
+        # The log records a temperature not sent as missing: the API's default, 1.
+        values = np.where(np.isnan(values), 1.0, values)
+    elif isinstance(temperature, (int, float, np.integer, np.floating)) and not isinstance(temperature, bool):
+        values = np.full(len(data), float(temperature))
+    else:
+        raise DataError(f"temperature={temperature!r} must be a column name or a number")
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        at = int(np.argmax(bad))
+        where = f"column {temperature!r} row {data.index[at]!r} holds" if isinstance(temperature, str) else "temperature is"
+        raise DataError(f"{where} {float(values[at])!r}; a sampling temperature is a finite number >= 0")
+    return values, assumed
+
+
+def sampling_distribution(raw: np.ndarray, temperature: np.ndarray, logprobs_are: str) -> np.ndarray:
+    """Rows of score probabilities as sampled at ``temperature``, from rows as the logprobs give them.
+
+    ``raw`` (n x scores) is renormalised over the scale; see :func:`logprob_confidence`,
+    Notes. NaN rows stay NaN.
+
+    Examples
+    --------
+    >>> sampling_distribution(np.array([[0.1, 0.9], [0.5, 0.5]]), np.array([0.5, 0.0]), "raw").round(4).tolist()
+    [[0.0122, 0.9878], [1.0, 0.0]]
+    """
+    raw = np.asarray(raw, dtype=float)
+    temperature = np.broadcast_to(np.asarray(temperature, dtype=float), raw.shape[:1])
+    adjust = np.ones(len(raw), dtype=bool) if logprobs_are == "raw" else temperature == 0
+    if logprobs_are == "sampled" or not adjust.any():
+        return raw.copy()
+    out = raw.copy()
+    greedy = adjust & (temperature == 0)
+    if greedy.any():
+        rows = np.flatnonzero(greedy & ~np.isnan(raw).any(axis=1))
+        top = np.argmax(raw[rows], axis=1)  # the first of ties: the smallest score
+        out[greedy] = np.where(np.isnan(raw[greedy]), np.nan, 0.0)
+        out[rows, top] = 1.0
+    power = np.flatnonzero(adjust & (temperature > 0))
+    if power.size:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.log(raw[power]) / temperature[power, None]  # log scale: small T does not underflow
+            peak = np.max(np.where(np.isnan(logs), -np.inf, logs), axis=1, keepdims=True)
+            weights = np.exp(logs - peak)
+            out[power] = weights / weights.sum(axis=1, keepdims=True)
+    return out
 
 
 def _scale(scores: ScoreScale) -> Sequence[float] | Mapping[str, float]:
@@ -137,7 +245,14 @@ def _scale(scores: ScoreScale) -> Sequence[float] | Mapping[str, float]:
     return values
 
 
-def _logprob_frame(ids: pd.DataFrame, levels: np.ndarray, found: ScoreTokens, occurrence: int) -> pd.DataFrame:
+def _logprob_frame(
+    ids: pd.DataFrame,
+    levels: np.ndarray,
+    found: ScoreTokens,
+    occurrence: int,
+    temperatures: np.ndarray | None,
+    assumed: str | None,
+) -> pd.DataFrame:
     n = len(ids)
     pick = found.select(occurrence)
     hit = pick >= 0
@@ -149,17 +264,23 @@ def _logprob_frame(ids: pd.DataFrame, levels: np.ndarray, found: ScoreTokens, oc
     chosen_index = np.full(n, -1)
     chosen_index[hit] = found.level[pick[hit]]
     with np.errstate(invalid="ignore", divide="ignore"):
-        probs = mass / coverage[:, None]
+        raw = mass / coverage[:, None]
+    probs = raw if temperatures is None else sampling_distribution(raw, temperatures, assumed)
+    with np.errstate(invalid="ignore", divide="ignore"):
         logs = np.where(probs > 0, np.log(np.where(probs > 0, probs, 1.0)), 0.0)
     entropy = np.where(hit, -(probs * logs).sum(axis=1), np.nan)
     out = ids.copy()
     for j, level in enumerate(levels):
         out[f"prob_{_label(level)}"] = probs[:, j]
-    out["chosen_score"] = np.where(hit, levels[np.maximum(chosen_index, 0)], np.nan)
-    out["prob"] = np.where(hit, probs[np.arange(n), np.maximum(chosen_index, 0)], np.nan)
+    chosen = np.maximum(chosen_index, 0)
+    out["chosen_score"] = np.where(hit, levels[chosen], np.nan)
+    out["prob"] = np.where(hit, probs[np.arange(n), chosen], np.nan)
+    out["raw_prob"] = np.where(hit, raw[np.arange(n), chosen], np.nan)
     out["expected_score"] = probs @ levels
     out["entropy"] = entropy
     out["coverage"] = coverage
+    out["temperature"] = np.nan if temperatures is None else temperatures
+    out["logprobs_are"] = pd.Series(assumed, index=out.index, dtype="string")
     out["source"] = "logprobs"
     out["error_flag"] = ~hit
     return out
@@ -371,6 +492,8 @@ def confidence_table(
     level: Literal["attempt", "item"] = "attempt",
     by: Sequence[str] = (),
     levels: Sequence[float] | None = None,
+    temperature: str | float | None = None,
+    logprobs_are: LogprobsAre | None = None,
 ) -> pd.DataFrame:
     """One tidy table of confidences from whichever source the log holds.
 
@@ -396,12 +519,19 @@ def confidence_table(
     levels : sequence of float, optional
         The scale's possible scores, for votes (see :func:`vote_confidence`): a score
         outside it raises :class:`DataError`. Default None: no check.
+    temperature, logprobs_are : optional
+        For logprobs: the sampling temperature (column name or number) and what the
+        provider's logprobs are, as in :func:`logprob_confidence`; ``prob`` is then the
+        probability at the temperature used.
 
     Returns
     -------
     DataFrame
         Identifier columns; ``prediction``: the score the confidence refers to;
-        ``prob``; ``source``; and at item level ``n`` (attempts).
+        ``prob``; ``source``; and at item level ``n`` (attempts). From logprobs also
+        ``raw_prob`` (the chosen score's probability as the logprobs give it) and
+        ``logprobs_are`` (the behaviour assumed, ``<NA>`` without ``temperature``),
+        averaged (``raw_prob``) and kept at item level.
 
     Examples
     --------
@@ -433,7 +563,8 @@ def confidence_table(
         if scores is None:
             raise DataError("confidence from logprobs needs scores= (the rubric or the score values); "
                             "the log's logprobs cannot say which tokens are scores")
-        table = logprob_confidence(data, logprobs=logprobs, scores=scores)
+        table = logprob_confidence(data, logprobs=logprobs, scores=scores, temperature=temperature,
+                                   logprobs_are=logprobs_are)  # fmt: skip
         table["prediction"] = table["chosen_score"]
     else:
         if source == "verbal":
@@ -448,16 +579,20 @@ def confidence_table(
             require_columns(data, [key])
             table[key] = data[key]
     cols = [c for c in table.columns if c in (*ID_COLUMNS, *keys)]
-    table = table[[*cols, "prediction", "prob", "source"]]
+    extra = ["raw_prob", "logprobs_are"] if source == "logprobs" else []
+    table = table[[*cols, "prediction", "prob", *extra, "source"]]
     if level == "attempt":
         return table
-    out = table.groupby(keys, sort=True, dropna=False, observed=True).agg(n=("prob", "size"), prob=("prob", "mean"))
+    sums = {"n": ("prob", "size"), "prob": ("prob", "mean")}
+    if extra:
+        sums |= {"raw_prob": ("raw_prob", "mean"), "logprobs_are": ("logprobs_are", "first")}
+    out = table.groupby(keys, sort=True, dropna=False, observed=True).agg(**sums)
     # Modal prediction per item, the smallest of tied modes.
     tally = table.groupby([*keys, "prediction"], observed=True).size().rename("k").reset_index()
     tally = tally.sort_values([*keys, "k", "prediction"], ascending=[*([True] * len(keys)), False, True])
     modes = tally.drop_duplicates(keys)[[*keys, "prediction"]]
     out = out.reset_index().merge(modes, on=keys, how="left")
-    return out[[*keys, "n", "prediction", "prob"]].assign(source=source)
+    return out[[*keys, "n", "prediction", "prob", *extra]].assign(source=source)
 
 
 @reads_frame(keys=("item",), labels=("score",))
@@ -480,6 +615,82 @@ def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = 
     result = pd.Series(values == modal.to_numpy(), index=data.index, dtype="boolean")
     result[np.isnan(values)] = pd.NA
     return result.rename("agrees_with_mode")
+
+
+@reads_frame(keys=("item", "condition"), labels=("score",))
+def agrees_with_repeat(
+    data: pd.DataFrame,
+    *,
+    item: str = "item_id",
+    condition: str | Sequence[str] | None = "condition_id",
+    score: str = "total",
+    random_state: int | np.random.Generator | None = None,
+) -> pd.Series:
+    """Boolean Series: does each attempt's score equal that of another attempt of the same item and condition?
+
+    The outcome a sampling probability is calibrated for by construction: if an attempt
+    wrote score ``s`` with probability ``p_s`` at the temperature used, an independent
+    repeat writes ``s`` again with probability ``p_s``, so ``prob`` of
+    :func:`logprob_confidence` (given the temperature) has ECE near 0 against this outcome.
+    Agreement with the item's mode (:func:`agrees_with_mode`) is a different event: at
+    temperatures near 1 a calibrated probability need not match it.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Attempt log, one row per attempt; missing scores are left out of the pairing.
+    item : str
+        Item identifier column.
+    condition : str, sequence of str, or None
+        Condition column(s) (prompt, model, temperature, ... as one id); None: the item alone.
+    score : str
+        Score column (a criterion, ``total``, or a 0/1 verdict).
+    random_state : int, Generator or None
+        Seeds the pairing.
+
+    Returns
+    -------
+    Series of boolean
+        Same index as ``data``, named ``agrees_with_repeat``; ``<NA>`` where the score is
+        missing or the item x condition has no other scored attempt.
+
+    Notes
+    -----
+    The pairing: within each item x condition, the scored attempts are put in a random
+    order and each is compared with the next, the last with the first (a cycle). Every
+    attempt is thus compared once and serves once as another's repeat, and its partner is
+    a different attempt, independent of it when the attempts are independent draws. With
+    two attempts the two comparisons are the same pair.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> log = pd.DataFrame({"item_id": [1, 1, 2, 2, 3], "condition_id": "a", "total": [3, 3, 2, 4, 5]})
+    >>> agrees_with_repeat(log, random_state=0).tolist()
+    [True, True, False, False, <NA>]
+    """
+    conditions = [] if condition is None else [condition] if isinstance(condition, str) else list(condition)
+    keys = [item, *conditions]
+    require_columns(data, [*keys, score])
+    values = numeric_column(data, score)
+    kept = np.flatnonzero(~np.isnan(values))
+    result = pd.Series(pd.NA, index=data.index, dtype="boolean", name="agrees_with_repeat")
+    if kept.size == 0:
+        return result
+    codes, _ = _group_codes(data.iloc[kept], keys)
+    rng = as_generator(random_state)
+    order = np.lexsort((rng.random(kept.size), codes))  # by group, randomly within it
+    sorted_codes = codes[order]
+    start = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    size = np.diff(np.r_[start, kept.size])
+    first = np.repeat(start, size)
+    length = np.repeat(size, size)
+    position = np.arange(kept.size) - first
+    partner = order[first + (position + 1) % length]
+    agree = values[kept[order]] == values[kept[partner]]
+    paired = length > 1
+    result.iloc[kept[order[paired]]] = agree[paired]
+    return result
 
 
 
