@@ -1109,15 +1109,16 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
             low[j], high[j] = profile_interval(strata, j, confidence)
             method[j] = f"REML = ANOVA (closed form); {_SMALL_DF.format(df=df[j])}"
         source = "component covariance from the mean squares"
+        method = _state_no_upper(method, high)
         return _Inference(np.sqrt(np.diag(cov)), low, high, df, method, cov, source)
     if strata is not None:
         cov = reml_covariance(lambda t: strata_deviance(strata, t), strata.theta, strata.theta > 0)
         low, high = np.array([profile_interval(strata, j, confidence) for j in range(k)]).T
-        method = "REML (boundary); profile-likelihood interval"
+        method = _state_no_upper(["REML (boundary); profile-likelihood interval"] * k, high)
         if cov is None:
-            return _Inference(nan, low, high, nan, [method] * k, no_cov, _NOT_MAX)
+            return _Inference(nan, low, high, nan, method, no_cov, _NOT_MAX)
         se = np.where(strata.theta > 0, np.sqrt(np.diag(cov)), np.nan)
-        return _Inference(se, low, high, nan, [method] * k, cov, _OBSERVED)
+        return _Inference(se, low, high, nan, method, cov, _OBSERVED)
     est = fit.varcorr()["vcov"].to_numpy()
     free = np.sqrt(est / est[-1]) >= _SINGULAR_TOL
     cov = reml_covariance(fit._pls.deviance, est, free)
@@ -1142,7 +1143,12 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
     for j in np.flatnonzero(free[:-1] & satterthwaite_fails(df, low, high)[:-1]):
         low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence)
         method[j] = f"{engine}; {_SMALL_DF.format(df=df[j])}"
-    return _Inference(se, low, high, df, method, cov, _OBSERVED)
+    return _Inference(se, low, high, df, _state_no_upper(method, high), cov, _OBSERVED)
+
+
+def _state_no_upper(method: list[str], high: np.ndarray) -> list[str]:
+    """Say so where a profile interval has no upper limit (``inf``, :func:`profile_search`)."""
+    return [m + _NO_UPPER if np.isposinf(h) else m for m, h in zip(method, high)]
 
 
 _N_DRAWS = 20_000
@@ -1156,6 +1162,10 @@ _NOT_MAX = "the observed REML information is not positive definite (not at a max
 # times the estimate at df 0.03; near df 0 the lower one above the estimate, the upper one
 # past the largest float), while the profile likelihood bounds the variance (lme4's answer).
 _SMALL_DF = "Satterthwaite df = {df:.2g} < 1, too few for a chi-square interval: profile-likelihood interval"
+_NO_UPPER = (
+    "; no upper limit (inf): the profile deviance stays within the chi-square cutoff however "
+    "large the variance, the data cannot tell it from infinity"
+)
 
 
 # ---- models of spread -------------------------------------------------------------------------
