@@ -375,6 +375,6 @@ def test_unbalanced_data_uses_pls_equal_to_mixedlm(reml):
 def test_docstring_examples():
     import doctest
 
-    import hce.stats.mixed
+    import hce.stats.mixed.lmer_fit
 
-    assert doctest.testmod(hce.stats.mixed).failed == 0
+    assert doctest.testmod(hce.stats.mixed.lmer_fit).failed == 0

@@ -18,7 +18,7 @@ from hce.errors import DataError, FormulaError
 from hce.stats.bayes import sampling
 from hce.stats.bayes.models import ModelArrays, build_model, resolve_priors
 from hce.stats.bayes.result import BayesResult, NoiseDesign
-from hce.stats.formula import Design, build_design, parse_formula
+from hce.stats.mixed.formula import Design, build_design, parse_formula
 from hce.stats._validate import reads_frame
 
 Link = Literal["logit", "probit"]

@@ -1,5 +1,5 @@
 # Profile-likelihood intervals from R lme4 for hce.stats.variance_components
-# (tests/stats/test_component_intervals.py::test_profile_interval_of_a_near_flat_facet_matches_lme4).
+# (tests/stats/test_component_intervals.py::test_profile_search_matches_lme4_on_the_ml_deviance).
 #
 # Regenerate from the repository root (needs R with lme4 and jsonlite; Debian:
 # apt-get install r-base-core r-cran-lme4 r-cran-jsonlite):

@@ -36,7 +36,7 @@ from itertools import combinations
 import numpy as np
 from scipy import optimize, stats
 
-from hce.stats.component_intervals import profile_search
+from hce.stats.mixed.component_intervals import profile_search
 
 Subset = frozenset[int]
 
@@ -232,7 +232,7 @@ def profile_interval(fit: StrataFit, j: int, confidence: float) -> tuple[float, 
     The bounds are where the REML deviance, minimised over the other variances, exceeds
     its minimum by the ``confidence`` quantile of chi-square(1); a variance whose profile
     stays below that at zero has lower bound 0, one whose profile flattens out below it has
-    upper bound inf (:func:`~hce.stats.component_intervals.profile_search`).
+    upper bound inf (:func:`~hce.stats.mixed.component_intervals.profile_search`).
     """
     a = fit.design[fit.informative]
     cutoff = strata_deviance(fit, fit.theta) + stats.chi2.ppf(confidence, 1)

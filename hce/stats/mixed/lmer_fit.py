@@ -1,17 +1,17 @@
 """Linear mixed models with lme4 syntax: ``lmer``, variance decomposition, models of spread.
 
-``lmer`` reads an lme4 formula (:mod:`hce.stats.formula`) and fits it by REML or ML. Two
+``lmer`` reads an lme4 formula (:mod:`hce.stats.mixed.formula`) and fits it by REML or ML. Two
 engines give the same estimates:
 
 * balanced crossed designs with categorical fixed effects and random intercepts (the usual
   judge study: items x prompts x models x attempts) are solved from the ANOVA
-  decomposition (:mod:`hce.stats.balanced`): in closed form from the mean squares when the
+  decomposition (:mod:`hce.stats.mixed.balanced`): in closed form from the mean squares when the
   estimates are non-negative, else by maximising the same exact REML (or ML) likelihood
   over non-negative variances;
 * everything else (unbalanced data, numeric covariates, random slopes, any number of
   crossed or nested levels) is fitted by lme4's penalised least squares on the profiled
-  deviance with a sparse factorisation (:mod:`hce.stats.pls`), searched from moment
-  estimates so that no variance is left at a spurious 0 (:mod:`hce.stats.theta_search`).
+  deviance with a sparse factorisation (:mod:`hce.stats.mixed.pls`), searched from moment
+  estimates so that no variance is left at a spurious 0 (:mod:`hce.stats.mixed.theta_search`).
 
 References
 ----------
@@ -37,14 +37,14 @@ from hce._checks import check_choice, check_confidence, numeric_column, require_
 from hce._warnings import warn
 from hce.errors import DataError, FormulaError
 from hce.stats._validate import reads_frame
-from hce.stats.balanced import (
+from hce.stats.mixed.balanced import (
     StrataFit,
     balanced_reml,
     fixed_effects_parts,
     profile_interval,
     strata_deviance,
 )
-from hce.stats.component_intervals import (
+from hce.stats.mixed.component_intervals import (
     pivot_draws,
     profile_limits,
     ratio_interval,
@@ -52,8 +52,8 @@ from hce.stats.component_intervals import (
     satterthwaite_fails,
     satterthwaite_interval,
 )
-from hce.stats.formula import Design, MixedFormula, build_design, parse_formula
-from hce.stats.pls import PlsProblem, RandomBlock, pls_fit
+from hce.stats.mixed.formula import Design, MixedFormula, build_design, parse_formula
+from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
 
 Method = Literal["auto", "anova", "pls"]
 _SINGULAR_TOL = 1e-4  # lme4's isSingular(): a relative standard deviation below 1e-4
@@ -473,7 +473,7 @@ def lmer(
     ----------
     formula : str
         lme4 formula, e.g. ``"total ~ prompt + model + (1 | item_id) + (1 | item_id:prompt)"``;
-        supported terms are listed in :mod:`hce.stats.formula`; random intercepts and
+        supported terms are listed in :mod:`hce.stats.mixed.formula`; random intercepts and
         slopes, crossed or nested, any number of levels.
     data : pandas.DataFrame
         Long format, one row per observation. Rows missing a formula value are dropped with
@@ -502,7 +502,7 @@ def lmer(
     The balanced-design path applies when every combination of the factors in the model
     occurs equally often, the fixed part has only categorical factors in a hierarchical
     formula, and every random term is an intercept. Its estimates maximise the exact REML
-    (or ML) likelihood (see :mod:`hce.stats.balanced`): with non-negative ANOVA estimates
+    (or ML) likelihood (see :mod:`hce.stats.mixed.balanced`): with non-negative ANOVA estimates
     these are the ANOVA estimates, in closed form; otherwise a small bounded optimisation
     over the variances alone finds the boundary maximum. Fixed-effect tests use Satterthwaite
     degrees of freedom there (exact F/t reference distributions in balanced designs); from
@@ -886,7 +886,7 @@ class VarianceComponents:
         Intervals: percentiles of G and Phi over 20,000 joint draws of the components,
         each drawn from its Satterthwaite pivot ``v df / chi2_df`` (so its quantiles are its
         own interval's bounds), tied by a Gaussian copula with the correlation of
-        :attr:`covariance` (see :mod:`hce.stats.component_intervals`); components at 0 stay
+        :attr:`covariance` (see :mod:`hce.stats.mixed.component_intervals`); components at 0 stay
         at 0, and those with Satterthwaite df below 1 are clamped into their profile-likelihood
         interval. NaN with the reason in ``method`` when G or Phi is fixed at 0 or 1 or no
         covariance exists.
