@@ -26,7 +26,7 @@ from hce.stats import lmer, variance_components
 from hce.stats._numdiff import central_differences
 from hce.stats.mixed.component_intervals import pivot_draws, profile_limits, profile_search
 from hce.stats.mixed import SingularFitWarning
-from hce.stats.mixed.lmer_fit import _component_inference
+from hce.stats.mixed.g_study import _component_inference
 
 TRUTH = {"item": 1.0, "cond": 0.5, "item:cond": 0.25, "residual": 0.64}
 
