@@ -24,8 +24,12 @@ from statsmodels.regression.mixed_linear_model import MixedLM
 
 from hce.stats import lmer, variance_components
 from hce.stats._numdiff import central_differences
-from hce.stats.mixed.component_intervals import pivot_draws, profile_limits, profile_search
 from hce.stats.mixed import SingularFitWarning
+from hce.stats.mixed.component_intervals import (
+    pivot_draws,
+    profile_limits,
+    profile_search,
+)
 from hce.stats.mixed.g_study import _component_inference
 
 TRUTH = {"item": 1.0, "cond": 0.5, "item:cond": 0.25, "residual": 0.64}
