@@ -302,7 +302,8 @@ TINY_LEVEL = pd.DataFrame({
 })  # fmt: skip
 # lme4 1.1.31 (R 4.2.2): lmer(y ~ 1 + (1 | item) + (1 | cond) + (1 | item:cond), REML = TRUE),
 # confint(fit, method = "profile") squared: item:cond variance 0.022033 in [0, 2.7233982].
-# lme4 interpolates its profile with splines, hence 1% (hce's root is exact to 1e-6).
+# lme4 profiles the ML deviance even for a REML fit (lme4 issues #325, #838); hce's search on
+# hce's ML deviance gives 2.72322 (6.5e-5 off), hce's REML interval 2.7175 (0.2%), hence 1%.
 LME4_TINY_LEVEL_ITEM_COND = (0.022033, 0.0, 2.7233982)
 
 
@@ -337,8 +338,9 @@ def test_balanced_component_with_df_below_one_gets_the_profile_interval():
     # (ANOVA) condition variance 0.0169 has Satterthwaite df 0.026, whose interval runs to
     # 6.9e120 and drags Phi's lower limit to 1.9e-51. The profile interval replaces it. lme4's
     # confint(profile) gives 2.48 as the upper bound here, but the dense REML deviance below is
-    # only 2.27 above its minimum there (lme4 interpolates a coarse profile of a 2-level
-    # factor), so the check is against the dense deviance, not lme4.
+    # only 2.27 above its minimum there: lme4 profiles the ML deviance (hce's search on hce's
+    # ML deviance gives 2.479), far narrower than the REML one for a 2-level factor, so the
+    # check is against the dense REML deviance, not lme4.
     data = unbalanced_log(seed=3, n_items=10, n_cond=2, reps=2, keep=1.1)
     data["y"] += np.where(data["cond"] == "c1", 0.45, 0.0) - data.groupby("cond")["y"].transform("mean")
     g = variance_components(data, "y", ["item", "cond"])
