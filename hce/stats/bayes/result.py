@@ -18,7 +18,7 @@ from hce.errors import DataError
 from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.bayes import _core, sampling
 from hce.stats.bayes.models import ModelArrays
-from hce.stats.formula import Design
+from hce.stats.mixed.formula import Design
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _CHUNK = 250  # posterior draws per block when a (draws x rows x categories) array is built
