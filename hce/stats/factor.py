@@ -25,11 +25,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from factor_analyzer import FactorAnalyzer, Rotator
-from factor_analyzer.confirmatory_factor_analyzer import (
-    ConfirmatoryFactorAnalyzer,
-    ModelSpecification,
-)
 from scipy import optimize, special, stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
@@ -440,6 +435,9 @@ def _quiet_dependency_notices():
 
 def _extract(r: np.ndarray, n_factors: int, method: str) -> np.ndarray:
     """Unrotated loadings by minres or ML (factor_analyzer; psych's bounds and SMC start)."""
+    # factor_analyzer (and scikit-learn behind it) is imported when used, not with hce.stats
+    from factor_analyzer import FactorAnalyzer
+
     fa = FactorAnalyzer(n_factors=n_factors, rotation=None, method=method,
                         is_corr_matrix=True, bounds=(0.005, 1))
     with _quiet_dependency_notices():
@@ -451,6 +449,8 @@ def _rotate(loadings: np.ndarray, rotation: str) -> tuple[np.ndarray, np.ndarray
     """Rotate as psych::fa does; return pattern loadings and factor correlations (or None)."""
     if rotation == "none" or loadings.shape[1] == 1:
         return loadings, None
+    from factor_analyzer import Rotator
+
     # psych flips unrotated factors to positive column sums before rotating
     signs = np.where(loadings.sum(0) < 0, -1.0, 1.0)
     loadings = loadings * signs
@@ -1217,6 +1217,11 @@ def cfa(
         x = x[complete]
     n, p = x.shape
     pattern = np.array([[1.0 if item in model[f] else 0.0 for f in factors] for item in names])
+    from factor_analyzer.confirmatory_factor_analyzer import (
+        ConfirmatoryFactorAnalyzer,
+        ModelSpecification,
+    )
+
     spec = ModelSpecification(loadings=pattern, n_variables=p, n_factors=len(factors),
                               factor_names=factors, variable_names=names)
     fitted = ConfirmatoryFactorAnalyzer(spec, disp=False, n_obs=n)
