@@ -26,6 +26,8 @@ CASES = {
     "import hce": BAYES_AND_PLOTS | MODEL_FITTERS | CLIENTS | {"scipy.stats"},
     "import hce.stats": BAYES_AND_PLOTS | MODEL_FITTERS | CLIENTS,
     "import hce.cli": BAYES_AND_PLOTS | MODEL_FITTERS | CLIENTS | {"scipy.stats", "hce.stats", "hce.collect"},
+    # the Bayesian entry points and result type are importable without the Bayesian stack
+    "from hce.stats import BayesResult, MCMCDiagnosticsWarning, bayes_binary, bayes_ordinal": BAYES_AND_PLOTS,
 }
 
 
@@ -66,7 +68,7 @@ def _matches(module: str, banned: set[str]) -> bool:
 @pytest.mark.parametrize("statement", sorted(CASES))
 def test_heavy_modules_are_not_imported(statement):
     modules = imported_by(statement)
-    assert any(name == statement.split()[-1] for name, _ in modules), "importtime output not parsed"
+    assert any(name == "hce" for name, _ in modules), "importtime output not parsed"
     found = {}  # per banned package, its outermost module that loaded and who loaded it
     for name, importer in sorted(modules, key=lambda m: m[0].count(".")):
         if _matches(name, CASES[statement]):
