@@ -93,3 +93,13 @@ def test_every_public_stats_name_has_a_home_and_resolves():
     for name in hs.__all__:
         assert getattr(hs, name) is getattr(importlib.import_module(hs._HOME[name]), name)
     assert set(hs.__all__) <= set(dir(hs))
+
+
+def test_no_public_stats_name_is_also_a_module_name():
+    # Importing hce.stats.<name> sets the package attribute <name> to the module, which would
+    # hide a lazily loaded function of the same name (hs.fairness was once the module).
+    import pkgutil
+
+    import hce.stats as hs
+
+    assert not {m.name for m in pkgutil.iter_modules(hs.__path__)} & set(hs.__all__)

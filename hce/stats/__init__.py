@@ -28,7 +28,7 @@ _EXPORTS = {
         "bartlett_sphericity", "cfa", "correlation_matrix", "efa", "eigenvalues", "kmo",
         "parallel_analysis", "polychoric",
     ),
-    "hce.stats.fairness": ("fairness",),
+    "hce.stats.subgroup_fairness": ("fairness",),
     "hce.stats.instrument": ("instrument_report", "item_statistics"),
     "hce.stats.mixed": (
         "LmerResult", "VarianceComponents", "build_design", "lmer", "parse_formula", "spread_model",
