@@ -32,6 +32,7 @@ class StudyRun:
     decisions: dict[str, Any] = field(default_factory=dict)
     analyses: dict[str, Any] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
+    simulated: bool = False  # judged by the simulated judge (Exp 4 then simulates its researchers too)
 
 
 def run_design(design: Design, log: Path, connection: Mapping[str, Any]) -> Any:
