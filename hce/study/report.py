@@ -28,7 +28,7 @@ from hce.report.document import Figure, Report
 from hce.report.tables import Table, format_p
 from hce.rubric import Rubric, load_rubric
 from hce.stats.result import AnalysisResult
-from hce.study.analyses import experiment1, experiment2, experiment3, experiment5
+from hce.study.analyses import experiment1, experiment2, experiment3, experiment4, experiment5
 from hce.study.config import JUDGED_LOGS
 from hce.study.confidence import logprob_confidence, score_range
 from hce.study.handoffs import decisions_in
@@ -89,6 +89,7 @@ class StudyResults:
     settings: dict[str, dict] = field(default_factory=dict)
     saved: set[str] = field(default_factory=set)
     decisions: dict[str, dict] = field(default_factory=dict)
+    reasoning: ReasoningCodes | None = None  # Experiment 4 (codes and kappas from a study folder)
 
 
 def analyse(
@@ -307,8 +308,7 @@ def scorecard(results: StudyResults, *, alpha: float = 0.05) -> pd.DataFrame:
             "met" if bool(g2["meets"]) else "not met")
     else:
         add("SM3", "Pearson r of mean G2 total with target (Exp 1)", "—", ">= 0.7", NOT_MEASURABLE)
-    add("SM4", "reasoning of >= 15 real transcripts reviewed (Exp 4)", "—", ">= 15 transcripts",
-        NOT_MEASURABLE + " (needs the coded reasoning table)")
+    rows.append(_sm4(results))
     exp5 = exp.get("EXP5_FinalToolValidation")
     log = results.log
     exp5_logprobs = bool("logprobs" in log and "experiment_id" in log
@@ -416,6 +416,119 @@ def _variance_section(report: Report, results: StudyResults, confidence: float) 
         section.add(*(f"Note ({prefix}): {w.message}" for w in caught))
 
 
+# --------------------------------------------------------------------------- Experiment 4
+EXP4_ID = "EXP4_ReasoningAnalysis"
+EXP4_TITLE = "Experiment 4: qualitative reasoning analysis"
+
+
+@dataclass
+class ReasoningCodes:
+    """Experiment 4 as a study folder holds it: the final coder's codes and the coders' kappas.
+
+    ``codes`` (``exp4/codes.csv``, one row per coded segment) feed the frequency tests;
+    ``kappa`` (two researchers), ``rounds`` (the refinement loop, 7.4.5) and ``llm_vs_human``
+    are the reliability tables the run wrote (empty when that step did not happen);
+    ``settings`` are the keyword arguments the study analysed the codes with.
+    """
+
+    codes: pd.DataFrame
+    kappa: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    llm_vs_human: pd.DataFrame = field(default_factory=pd.DataFrame)
+    settings: dict = field(default_factory=dict)
+    result: AnalysisResult | None = None
+    failure: str | None = None
+
+    @property
+    def coded(self) -> dict[str, int]:
+        """Transcripts, models, replies and segments coded."""
+        c = self.codes
+        return {"transcripts": c["item_id"].nunique(), "models": c["model"].nunique(),
+                "replies": len(c.drop_duplicates(["item_id", "model"])), "segments": len(c)}  # fmt: skip
+
+
+def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
+    """Read Experiment 4 from a study's output folder and run its frequency tests (None: not coded).
+
+    The tests are :func:`hce.study.analyses.experiment4` with the settings the study saved
+    (``analysis_settings.json``), so the report's numbers are the run's.
+    """
+    folder = Path(folder)
+    path = folder / "exp4" / "codes.csv"
+    if not path.is_file():
+        return None
+    codes = pd.read_csv(path, dtype=str, keep_default_na=False).replace("", np.nan)
+
+    def table(name: str) -> pd.DataFrame:
+        file = folder / "exp4" / name
+        return pd.read_csv(file) if file.is_file() else pd.DataFrame()
+
+    settings = dict(read_settings(folder).get(EXP4_ID, {}).get("settings", {}))
+    data = ReasoningCodes(codes, table("kappa.csv"), table("kappa_rounds.csv"), table("kappa_llm_vs_human.csv"), settings)
+    try:
+        data.result = experiment4(codes.dropna(subset=settings.get("dimensions") or None), **settings)
+    except HceError as exc:  # e.g. codes of a single model: nothing to compare
+        data.failure = str(exc)
+    return data
+
+
+def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
+    """Table 3: the share of segments per code (rows) and model (columns), from the long frequency table."""
+    wide = frequencies.pivot_table(index=["code", "level"], columns="group", values="share", sort=False)
+    wide = wide.reset_index().rename(columns={"code": "dimension", "level": "code"})
+    wide.columns.name = None
+    return wide
+
+
+def reasoning_section(report: Report, results: StudyResults, confidence: float) -> None:
+    """Experiment 4's section: Table 3, the chi-squared/Fisher tests and the coders' kappa."""
+    data = results.reasoning
+    if data is None:
+        return
+    section = report.section(EXP4_TITLE)
+    n = data.coded
+    section.add(f"{n['segments']:,} reasoning segments coded: {n['transcripts']} transcripts x {n['models']} models "
+                f"({n['replies']} replies), one segment per rubric category (7.4.6).")  # fmt: skip
+    if data.settings:
+        section.add(f"Analysis settings, as the study analysed this experiment ({SETTINGS_FILE}): {describe(data.settings)}.")
+    if data.result is None:
+        section.add(f"The frequency tests could not be run: {data.failure}")
+    else:
+        frequencies, tests = data.result["frequencies"], data.result["tests"]
+        section.add(Table(code_table(frequencies), "Table 3: Frequencies of reasoning codes per model (share of coded "
+                          "segments; counts and Wilson CIs in tables/exp4_frequencies.csv)", "table3_reasoning_codes", confidence),
+                    Table(tests, "Code distributions compared across models (chi-squared or Fisher's exact test, 7.4.7)",
+                          "exp4_tests", confidence))  # fmt: skip
+        section.blocks.append(Table(frequencies, "Reasoning code frequencies (long)", "exp4_frequencies", confidence, inline=False))
+        for note in data.result.notes:
+            section.add(f"Note: {note}")
+    kappa_columns = ["dimension", "coder_a", "coder_b", "estimate", "ci_low", "ci_high", "n", "percent_agreement", "meets_target"]
+    if len(data.rounds):
+        last = data.rounds[data.rounds["round"] == data.rounds["round"].max()]
+        verdict = "every dimension reached" if last["meets_target"].all() else "NOT every dimension reached"
+        section.add(Table(data.rounds[["round", "agreement", "expected_kappa", *kappa_columns]],
+                          f"Inter-coder reliability: refinement rounds until Cohen's kappa >= {last['target'].iloc[0]:g} "
+                          f"({verdict} it in round {int(last['round'].iloc[0])})", "exp4_kappa_rounds", confidence))  # fmt: skip
+        section.add("The researchers are simulated (hce.study.sim_coders): coder_1 reads the codes the simulated "
+                        "judge planted; coder_2 agrees with coder_1 at the round's agreement, whose expected kappa is shown.")
+    elif len(data.kappa):
+        section.add(Table(data.kappa[kappa_columns], "Inter-coder reliability of the two researchers (Cohen's kappa)",
+                          "exp4_kappa", confidence))  # fmt: skip
+    if len(data.llm_vs_human):
+        section.add(Table(data.llm_vs_human[kappa_columns], "Agreement of the LLM's coding with a researcher's (Cohen's kappa)",
+                          "exp4_kappa_llm_vs_human", confidence))  # fmt: skip
+
+
+def _sm4(results: StudyResults) -> dict[str, str]:
+    """Success Metric 4: the reasoning of >= 15 real transcripts reviewed (Exp 4)."""
+    row = {"metric": "SM4", "criterion": "reasoning of >= 15 real transcripts reviewed (Exp 4)", "threshold": ">= 15 transcripts"}
+    if results.reasoning is None:
+        return row | {"value": "—", "verdict": NOT_MEASURABLE + " (needs the coded reasoning table)"}
+    n = results.reasoning.coded
+    value = f"{n['transcripts']} transcripts x {n['models']} models coded ({n['segments']} segments)"
+    return row | {"value": value, "verdict": "met" if n["transcripts"] >= 15 else "not met"}
+
+
 def calibration_data(part: pd.DataFrame, criteria: Sequence[str], *, rubric: Rubric | None = None) -> pd.DataFrame:
     """Per attempt and criterion: the logprob of the chosen category score and whether it is the item's mode.
 
@@ -520,6 +633,7 @@ def study_report(
     confidence: float = 0.95,
     settings: Mapping[str, Mapping] | None = None,
     decisions: Mapping[str, Mapping] | None = None,
+    reasoning: ReasoningCodes | None = None,
 ) -> Report:
     """Build the study report from one or more attempt logs (no API calls).
 
@@ -539,6 +653,9 @@ def study_report(
         analysed with the study's own settings and the section says what the study handed
         on. Without them the defaults are used and each section says so
         (:func:`study_folder_report` reads both from a study folder).
+    reasoning : ReasoningCodes, optional
+        Experiment 4's codes and kappas (:func:`reasoning_codes` of a study folder): its
+        section (Table 3) and Success Metric 4.
 
     Returns
     -------
@@ -548,6 +665,7 @@ def study_report(
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
     results = analyse(log, strata=strata, metadata=metadata, settings=settings)
     results.decisions = dict(decisions or {})
+    results.reasoning = reasoning
     if results.simulated:
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
     report = Report(title)
@@ -558,7 +676,11 @@ def study_report(
         overview.add(Table(key, "Table 2: Key statistical results for prompt and model comparisons", "table2_key_results", confidence))
     overview.add(Table(scorecard(results), "Success metrics scorecard (PRD section 1)", "scorecard", confidence))
     for experiment_id, result in results.experiments.items():
+        if experiment_id == "EXP5_FinalToolValidation":
+            reasoning_section(report, results, confidence)  # the sections follow the experiments' order
         _experiment_section(report, experiment_id, result, results, confidence)
+    if "EXP5_FinalToolValidation" not in results.experiments:
+        reasoning_section(report, results, confidence)
     for experiment_id, message in results.failures.items():
         report.section(EXPERIMENTS[experiment_id][0]).add(f"The analysis plan could not be run on this log: {message}")
     if not results.experiments and not results.failures:
@@ -576,7 +698,7 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     The folder's judged logs (``exp1.jsonl``, ``exp2.jsonl``, ``exp3.jsonl``, ``exp5.jsonl``)
     are reported with the settings the run saved (``analysis_settings.json``: winner rule,
     adjustment, alpha, seeds) and the decisions it handed on (``decisions.json``), so the
-    report names the same winners. Other keyword arguments go to :func:`study_report`.
+    report names the same winners; Experiment 4 comes from ``exp4/`` (:func:`reasoning_codes`). Other keyword arguments go to :func:`study_report`.
     """
     folder = Path(folder)
     paths = [folder / name for name in JUDGED_LOGS if (folder / name).is_file()]
@@ -584,4 +706,5 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
         raise DataError(f"{folder}: no attempt log of a judged experiment ({', '.join(JUDGED_LOGS)}); "
                         "is it a study's output folder?")  # fmt: skip
     logs = [read_log(path) for path in paths]
-    return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder), **kwargs)
+    return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder),
+                        reasoning=reasoning_codes(folder), **kwargs)
