@@ -52,7 +52,7 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
                                    f"(see error_message in {study.log_path('exp4_llm')}); their codes are missing")  # fmt: skip
     if exp["human_codes"]:
         codes.append(reasoning.read_codes(study.base / exp["human_codes"], scheme))
-    elif result.simulated:
+    elif result.simulated and study.config["simulation"]["coders"]["enabled"]:
         codes.append(_simulated_human_codes(study, result, segments, selection, scheme))
     if not codes:
         result.messages.append(f"Exp 4: coding sheet written to {folder / 'coding_template.csv'}; fill it in and set "
