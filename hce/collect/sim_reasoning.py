@@ -34,6 +34,8 @@ import random
 import re
 from collections.abc import Mapping
 
+from hce.collect.pricing import ALIASES
+
 #: The PRD scheme's dimensions and codes, in its order (``hce/data/coding_scheme_prd.yaml``).
 DIMENSIONS: dict[str, tuple[str, ...]] = {
     "evidence_type": ("direct_quote", "paraphrase", "general_gist", "no_clear_evidence"),
@@ -90,14 +92,15 @@ PHRASES: dict[str, dict[str, str]] = {
 
 
 def style(model: str) -> Style:
-    """The reasoning style (truth) of a model: :data:`REASONING_STYLES` or :data:`DEFAULT_STYLE`.
+    """The reasoning style (truth) of a model (an undated alias is its snapshot): :data:`REASONING_STYLES`
+    or :data:`DEFAULT_STYLE`.
 
     Examples
     --------
-    >>> style("gpt-4o-2024-08-06")["evidence_type"]["direct_quote"]
+    >>> style("gpt-4o")["evidence_type"]["direct_quote"]
     0.55
     """
-    return REASONING_STYLES.get(model, DEFAULT_STYLE)
+    return REASONING_STYLES.get(ALIASES.get(model, model), DEFAULT_STYLE)
 
 
 def draw_codes(model: str, rng: random.Random) -> dict[str, str]:
