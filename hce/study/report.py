@@ -478,9 +478,8 @@ def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
 def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
     """Table 3: the share of segments per code (rows) and model (columns), from the long frequency table."""
     wide = frequencies.pivot_table(index=["code", "level"], columns="group", values="share", sort=False)
-    wide = wide.reset_index().rename(columns={"code": "dimension", "level": "code"})
-    wide.columns.name = None
-    return wide
+    wide.columns = [f"share: {model}" for model in wide.columns]  # a model name stays as written in the header
+    return wide.reset_index().rename(columns={"code": "dimension", "level": "code"})
 
 
 def reasoning_section(report: Report, results: StudyResults, confidence: float) -> None:
