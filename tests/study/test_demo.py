@@ -6,6 +6,7 @@ import pytest
 
 import hce
 from hce.study.demo import run_demo
+from hce.study.confidence import logprob_confidence
 from hce.study.report import calibration_data, calibration_tables
 from hce.stats import calibration
 
@@ -69,3 +70,15 @@ def test_demo_reports_experiment_4(demo):
     # The demo corpus's Set B holds 8 transcripts: SM4 is measured (not met: the PRD asks for 15).
     assert score.loc["SM4", "value"] == "8 transcripts x 4 models coded (160 segments)"
     assert score.loc["SM4", "verdict"] == "not met"
+
+
+def test_demo_exp5_confidence_is_at_the_temperature_used(demo):
+    # Issue 23: at temperature 0.1 the raw logprobs' mean probability of the written scores was 0.48 while
+    # the score was the item's mode every time. Exp 5's confidence is now that of the sampling distribution.
+    out = demo / "study" / "study_output"
+    written = pd.read_csv(out / "exp5_confidence.csv")["confidence"]
+    assert written.mean() > 0.95  # seen 0.993
+    exp5 = hce.read_log(out / "exp5.jsonl")
+    np.testing.assert_allclose(logprob_confidence(exp5).to_numpy(), written.to_numpy(), rtol=1e-12)
+    unadjusted = logprob_confidence(exp5, logprobs_are="sampled")  # read as if already tempered: no adjustment
+    assert unadjusted.mean() < 0.7  # seen ~0.5: the temperature-1 distribution
