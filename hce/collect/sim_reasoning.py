@@ -48,9 +48,10 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
 Style = dict[str, dict[str, float]]
 
 
-def _style(evidence, alignment, specificity, depth, sw) -> Style:  # noqa: ANN001 - tuples of floats
+def _style(*probabilities: tuple[float, ...]) -> Style:
+    """A style from the probabilities of each dimension's codes, in :data:`DIMENSIONS` order."""
     return {dim: dict(zip(codes, probs)) for (dim, codes), probs in
-            zip(DIMENSIONS.items(), (evidence, alignment, specificity, depth, sw))}  # fmt: skip
+            zip(DIMENSIONS.items(), probabilities, strict=True)}  # fmt: skip
 
 
 #: The style of a model not in :data:`REASONING_STYLES`.

@@ -18,7 +18,6 @@ from hce.study.handoffs import resolved
 from hce.study.sim_coders import refinement_rounds, true_codes
 from hce.study.steps import StudyRun, analyse, current_log, run_design
 
-
 #: The final coder's codes, one row per coded segment: what the frequency tests and the report read.
 CODES_FILE = "codes.csv"
 

@@ -15,7 +15,6 @@ from hce.collect.sim import SIM_FINGERPRINT, SimJudge
 from hce.rubric import Rubric, load_rubric
 from hce.stats import logprob_confidence as token_confidence
 
-
 #: What a real log's logprobs are assumed to be the log of when the study does not say
 #: (``experiments.exp5.logprobs_are``): raw, OpenAI's behaviour (:mod:`hce.collect.sim`, "Calibration truth").
 DEFAULT_LOGPROBS_ARE = "raw"

@@ -20,8 +20,8 @@ import yaml
 from hce.collect.design import Endpoint, check_temperature, endpoint_from
 from hce.collect.pricing import ALIASES
 from hce.collect.prompts import REPLY_FORMAT
-from hce.collect.sim import LOGPROBS_ARE
 from hce.collect.schema import EndpointSpec, RunSpec, SchemaError, SettingsSpec, did_you_mean, validate
+from hce.collect.sim import LOGPROBS_ARE
 from hce.errors import CollectError, HceError
 from hce.rubric import Rubric, load_rubric
 

@@ -30,8 +30,8 @@ from hce.report.tables import Table, format_p
 from hce.rubric import Rubric, load_rubric
 from hce.stats.result import AnalysisResult
 from hce.study.analyses import experiment1, experiment2, experiment3, experiment4, experiment5
-from hce.study.config import JUDGED_LOGS
 from hce.study.confidence import DEFAULT_LOGPROBS_ARE, logprob_confidence, logprobs_behaviour, score_range
+from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
 from hce.study.settings import SETTINGS_FILE, describe, effective_settings, read_settings
 
