@@ -33,6 +33,7 @@ from hce.study.analyses import experiment1, experiment2, experiment3, experiment
 from hce.study.confidence import DEFAULT_LOGPROBS_ARE, logprob_confidence, logprobs_behaviour, score_range
 from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
+from hce.study.reasoning import SEGMENT_KEY
 from hce.study.settings import SETTINGS_FILE, describe, effective_settings, read_settings
 
 EXPERIMENTS = {
@@ -467,9 +468,11 @@ def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
         return pd.read_csv(file) if file.is_file() else pd.DataFrame()
 
     settings = dict(read_settings(folder).get(EXP4_ID, {}).get("settings", {}))
+    # Without saved settings, the coding dimensions are the CSV's columns beyond the segment and coder.
+    settings.setdefault("dimensions", [c for c in codes.columns if c not in (*SEGMENT_KEY, "coder")])
     data = ReasoningCodes(codes, table("kappa.csv"), table("kappa_rounds.csv"), table("kappa_llm_vs_human.csv"), settings)
     try:
-        data.result = experiment4(codes.dropna(subset=settings.get("dimensions") or None), **settings)
+        data.result = experiment4(codes.dropna(subset=settings["dimensions"]), **settings)
     except HceError as exc:  # e.g. codes of a single model: nothing to compare
         data.failure = str(exc)
     return data

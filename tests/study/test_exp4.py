@@ -107,3 +107,33 @@ def test_a_reasoning_model_asked_for_logprobs_is_refused_at_load():
     with pytest.raises(CollectError, match=r"experiments.exp5.logprobs_are must be one of"):
         st.load_study({"experiments": {"exp5": {"logprobs_are": "scaled"}}})
     st.load_study(config | {"model_settings": {"o3-2025-04-16": {"temperature": None, "logprobs": False}}})
+
+
+def test_reasoning_codes_read_from_a_study_folder(tmp_path):
+    # A folder with human codes only (no refinement rounds): the section shows the two researchers' kappa;
+    # codes of a single model cannot be compared, and the section says so instead of failing.
+    from hce.report.document import Report
+    from hce.study.report import reasoning_codes, reasoning_section
+
+    assert reasoning_codes(tmp_path) is None
+    (tmp_path / "exp4").mkdir()
+    codes = _codes(3).assign(coder="coder_1", evidence_type=["direct_quote", "paraphrase"] * 6)
+    codes.to_csv(tmp_path / "exp4" / "codes.csv", index=False)
+    pd.DataFrame({"dimension": ["evidence_type"], "coder_a": ["coder_1"], "coder_b": ["coder_2"], "estimate": [0.8],
+                  "ci_low": [0.6], "ci_high": [1.0], "n": [12], "percent_agreement": [0.9], "meets_target": [True]}
+                 ).to_csv(tmp_path / "exp4" / "kappa.csv", index=False)  # fmt: skip
+    data = reasoning_codes(tmp_path)
+    assert data.failure is None and data.coded == {"transcripts": 3, "models": 2, "replies": 6, "segments": 12}
+    freq = data.result["frequencies"]
+    assert set(freq["group"]) == {"a", "b"} and freq["share"].between(0, 1).all()
+    results = StudyResults(log=pd.DataFrame({"experiment_id": []}), experiments={}, simulated=False, reasoning=data)
+    report = Report("t")
+    reasoning_section(report, results, 0.95)
+    text = report.to_markdown()
+    assert "Table 3: Frequencies of reasoning codes" in text and "Inter-coder reliability of the two researchers" in text
+    codes[codes["model"] == "a"].to_csv(tmp_path / "exp4" / "codes.csv", index=False)
+    single = reasoning_codes(tmp_path)
+    assert single.result is None and single.failure
+    report = Report("t")
+    reasoning_section(report, StudyResults(log=pd.DataFrame(), experiments={}, simulated=False, reasoning=single), 0.95)
+    assert "The frequency tests could not be run" in report.to_markdown()
