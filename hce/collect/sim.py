@@ -76,6 +76,17 @@ reasoning models"); their usage counts hidden ``completion_tokens_details.reason
 where hce refuses such designs at load). A :class:`Drift` per model changes the returned
 ``model`` and ``system_fingerprint`` after a set number of completions.
 
+*Reasoning styles (Experiment 4's truth).* Each category step of a step-by-step reply
+carries one code per dimension of the PRD's reasoning coding scheme, drawn from the
+model's style: per model, a distribution over each dimension's codes (``gpt-4o`` quotes the
+patient directly in 55% of segments, ``o4-mini`` paraphrases in 50%, ``o3`` ties 80% to the
+rubric's descriptor and reasons in depth in 60%, ``gpt-4.1-mini`` gives the general gist in
+50% and generic statements in 60%; the tables and phrases are
+:data:`hce.collect.sim_reasoning.REASONING_STYLES`). A prompt asking to code reasoning
+segments (hce's coding prompt, :func:`hce.study.reasoning.coding_messages`) is answered
+with the codes each shown segment carries, read back exactly
+(:func:`hce.collect.sim_reasoning.coding_reply`).
+
 *The call.* ``system_fingerprint`` is ``fp_hce_sim_<seed>`` (the runner logs it, so a
 report can tell a simulated run). ``usage`` counts about 4 characters a prompt token;
 ``cached_tokens`` is the longest prefix an earlier request of the model and
@@ -111,6 +122,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hce.collect.pricing import ALIASES
+from hce.collect import sim_reasoning
 from hce.collect.providers import REASONING_MODEL
 from hce.collect.sim_batch import BatchSettings, SimBatches
 from hce.collect.sim_cache import PrefixCache
@@ -275,7 +287,9 @@ _TARGET = re.compile(r"Target Total Score for this transcript:\s*(\d+)")
 
 
 def detect_format(prompt: str) -> str:
-    """The reply format a prompt asks for: verdict, synthetic, cot, scores, total or unknown."""
+    """The reply format a prompt asks for: coding, verdict, synthetic, cot, scores, total or unknown."""
+    if sim_reasoning.is_coding_prompt(prompt):  # it shows a transcript, and may quote a verdict prompt
+        return "coding"
     if ("pass" in prompt and re.search(r"\bpass\b\s*:\s*boolean", prompt)) or '"pass"' in prompt:
         return "verdict"
     if "Outline:" in prompt and _TARGET.search(prompt):
@@ -733,7 +747,9 @@ class SimJudge:
         elif fmt == "synthetic":
             text = self._synthetic(prompt, rng)
         elif fmt in ("scores", "cot"):
-            text = self._scores(item, prompt, profile, draw, fmt)
+            text = self._scores(item, prompt, profile, draw, fmt, model)
+        elif fmt == "coding":
+            text = sim_reasoning.coding_reply(prompt)
         elif fmt == "total":
             text = self._total(item, prompt, profile, draw)
         else:
@@ -759,7 +775,7 @@ class SimJudge:
                     levels[name] = level
         return levels
 
-    def _scores(self, item: str, prompt: str, profile: Profile, draw: _Draw, fmt: str) -> str:
+    def _scores(self, item: str, prompt: str, profile: Profile, draw: _Draw, fmt: str, model: str = "") -> str:
         categories = _categories(prompt)
         levels = self._levels(item, categories)
         spread = profile.noise * FORMAT_NOISE[fmt]
@@ -772,10 +788,10 @@ class SimJudge:
         quote = next((ln.strip() for ln in item.splitlines() if ln.strip().lower().startswith("patient")), item[:80])
         quote = " ".join(quote.split()[:COT_QUOTE_WORDS])  # a fixed-size quote: the reply's length hardly varies by item
         for number, (name, s) in enumerate(scores.items(), start=1):
-            steps.append(
-                f"{number}. {name}\nReasoning: The patient's answers match level {s} of this category; "
-                f'for example: "{quote}".\nScore: {s}'
-            )
+            # The segment's codes come from the model's reasoning style (the truth of Experiment 4).
+            codes = sim_reasoning.draw_codes(model, draw.rng)
+            reasoning = sim_reasoning.segment_text(codes, category=name, level=s, quote=quote)
+            steps.append(f"{number}. {name}\nReasoning: {reasoning}\nScore: {s}")
         return "Step-by-step Analysis and Scoring:\n" + "\n\n".join(steps) + "\n\nFinal Scores Output:\n" + block
 
     def _total(self, item: str, prompt: str, profile: Profile, draw: _Draw) -> str:

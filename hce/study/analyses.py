@@ -475,7 +475,7 @@ def experiment4(
                  p_adjust(tests["p_value"].to_numpy(), p_adjust_method))  # fmt: skip
     return AnalysisResult(
         title="EXP4_ReasoningAnalysis",
-        tables={"frequencies": code_frequencies(codes, group=group, codes=dims), "tests": tests},
+        tables={"frequencies": code_frequencies(codes, group=group, codes=dims, confidence=confidence), "tests": tests},
         notes=[f"{p_adjust_method} correction across {len(dims)} coding dimension(s)",
                "inter-coder reliability (Cohen's kappa) is computed by hce.stats reliability"],
     )  # fmt: skip
