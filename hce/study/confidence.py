@@ -22,7 +22,7 @@ DEFAULT_LOGPROBS_ARE = "raw"
 
 def logprobs_behaviour(log: pd.DataFrame, setting: str | None = None) -> str:
     """What the log's logprobs are the log of: the study's setting; else, for a log of the simulated
-    judge, its default family behaviour for the log's models (:data:`hce.collect.sim.FAMILIES`);
+    judge, its default family behaviour for the log's models (:data:`hce.collect.sim_families.FAMILIES`);
     else :data:`DEFAULT_LOGPROBS_ARE`.
 
     Examples

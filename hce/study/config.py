@@ -21,7 +21,7 @@ from hce.collect.design import Endpoint, check_temperature, endpoint_from
 from hce.collect.pricing import ALIASES
 from hce.collect.prompts import REPLY_FORMAT
 from hce.collect.schema import EndpointSpec, RunSpec, SchemaError, SettingsSpec, did_you_mean, validate
-from hce.collect.sim import LOGPROBS_ARE
+from hce.collect.sim_families import LOGPROBS_ARE
 from hce.errors import CollectError, HceError
 from hce.rubric import Rubric, load_rubric
 
