@@ -103,3 +103,11 @@ def test_no_public_stats_name_is_also_a_module_name():
     import hce.stats as hs
 
     assert not {m.name for m in pkgutil.iter_modules(hs.__path__)} & set(hs.__all__)
+
+
+def test_the_top_level_names_and_modules_load_on_first_use():
+    # A fresh interpreter: `import hce` alone must still reach hce.log, hce.read_log, hce.stats.
+    code = ("import hce, sys; assert 'pandas' not in sys.modules; "
+            "assert hce.log.schema_table() is not None and hce.read_log is hce.log.read_log; "
+            "assert hce.stats.icc is not None and hce.load_rubric('v5').criteria")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True)
