@@ -2,7 +2,7 @@
 
 :mod:`~hce.stats.calibration.confidence` reads confidences from an attempt log (token
 logprobs, repeated votes, verbal levels); :mod:`~hce.stats.calibration.metrics` scores them
-against outcomes (ECE, MCE, Brier score and its decomposition, log loss, reliability
+against outcomes (:mod:`~hce.stats.calibration.outcomes`: agreement with the mode or a repeat; ECE, MCE, Brier score and its decomposition, log loss, reliability
 tables). The reliability diagram is a figure: :func:`hce.report.figures.reliability_diagram`.
 """
 
@@ -12,8 +12,6 @@ from hce.stats.calibration.confidence import (
     VERBAL_DEFAULT,
     LogprobsAre,
     ScoreScale,
-    agrees_with_mode,
-    agrees_with_repeat,
     confidence_spread,
     confidence_table,
     logprob_confidence,
@@ -22,6 +20,7 @@ from hce.stats.calibration.confidence import (
     vote_confidence,
     vote_table,
 )
+from hce.stats.calibration.outcomes import agrees_with_mode, agrees_with_repeat
 from hce.stats.calibration.metrics import (
     STRATEGIES,
     Strategy,
