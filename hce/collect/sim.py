@@ -107,17 +107,16 @@ import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from hce.collect.pricing import ALIASES
-from hce.collect.sim_cache import PrefixCache
 from hce.collect.providers import REASONING_MODEL
+from hce.collect.sim_batch import BatchSettings, SimBatches
+from hce.collect.sim_cache import PrefixCache
+from hce.collect.sim_reply import SimReply, error_reply, unit
 from hce.errors import HceError
 from hce.rubric import _snake, load_rubric
-
-if TYPE_CHECKING:
-    from hce.collect.sim_batch import BatchSettings
 
 LOOPBACK = "127.0.0.1"
 PRD_MODELS = ("gpt-4o-2024-08-06", "o4-mini-2025-04-16", "o3-2025-04-16", "gpt-4.1-mini-2025-04-14")
@@ -203,30 +202,12 @@ class Faults:
                 raise HceError(f"redirect must be a loopback origin such as http://127.0.0.1:8001, got {self.redirect!r}")
 
 
-@dataclass
-class SimReply:
-    """One HTTP answer: status, extra headers, JSON body and how long to wait before sending."""
-
-    status: int
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    raw: bytes | None = None  # sent instead of the JSON body (a broken reply, a file's content)
-    content_type: str = "application/json"
-
-
 # --- truth ---------------------------------------------------------------------------------
 
 
 def text_key(text: str) -> str:
     """The key an item's truth is stored under: a hash of its whitespace-normalised text."""
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
-
-
-def _unit(*parts: object) -> float:
-    """A deterministic number in [0, 1) from its parts."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def latent_scores(text: str, categories: list[str], low: int = 1, high: int = 4) -> dict[str, int]:
@@ -238,7 +219,7 @@ def latent_scores(text: str, categories: list[str], low: int = 1, high: int = 4)
     {'clarity': 3, 'engagement': 2}
     """
     key = text_key(text)
-    return {c: low + int(_unit(key, c) * (high - low + 1)) for c in categories}
+    return {c: low + int(unit(key, c) * (high - low + 1)) for c in categories}
 
 
 def split_total(total: int, categories: list[str], low: int, high: int, *, key: object = 0) -> dict[str, int]:
@@ -247,7 +228,7 @@ def split_total(total: int, categories: list[str], low: int, high: int, *, key: 
     if not n * low <= total <= n * high:
         raise HceError(f"target total {total} is outside {n * low}-{n * high}")
     levels = [low] * n
-    order = sorted(range(n), key=lambda i: _unit(key, total, i))
+    order = sorted(range(n), key=lambda i: unit(key, total, i))
     remaining = total - n * low
     while remaining:
         for i in order:
@@ -400,7 +381,7 @@ class Drift:
 
 
 def _unsupported(param: str, message: str, code: str) -> SimReply:
-    reply = _error(400, message, "invalid_request_error", code)
+    reply = error_reply(400, message, "invalid_request_error", code)
     reply.body["error"]["param"] = param
     return reply
 
@@ -606,8 +587,6 @@ class SimJudge:
         families: Mapping[str, Family] | None = None,
         drift: Mapping[str, Drift] | None = None,
     ):
-        from hce.collect.sim_batch import SimBatches  # that module builds on this one's replies
-
         self.seed = seed
         self.profiles = dict(profiles or {})
         self.default = default
@@ -639,11 +618,11 @@ class SimJudge:
             return SimReply(200, {"object": "list", "data": [_model(n) for n in names]})
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             return self._chat(body)
-        return _error(404, f"no route {method} {path} on the simulated judge", "invalid_request_error")
+        return error_reply(404, f"no route {method} {path} on the simulated judge", "invalid_request_error")
 
     def _chat(self, body: Any) -> SimReply:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"] or not body.get("model"):
-            return _error(400, "the body must be a JSON object with 'model' and non-empty 'messages'", "invalid_request_error")
+            return error_reply(400, "the body must be a JSON object with 'model' and non-empty 'messages'", "invalid_request_error")
         canonical = json.dumps(body, sort_keys=True)
         with self._lock:
             occurrence = self._seen[canonical]
@@ -651,32 +630,32 @@ class SimJudge:
             self.stats["requests"] += 1
         if self.models is not None and body["model"] not in self.models:
             self._count("404")
-            return _error(404, f"The model `{body['model']}` does not exist or you do not have access to it.",
+            return error_reply(404, f"The model `{body['model']}` does not exist or you do not have access to it.",
                           "invalid_request_error", "model_not_found")  # fmt: skip
         n = body.get("n", 1)
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CHOICES:
             self._count("400")
-            return _error(400, f"Invalid value for 'n': expected an integer from 1 to {MAX_CHOICES}, got {n!r}.",
+            return error_reply(400, f"Invalid value for 'n': expected an integer from 1 to {MAX_CHOICES}, got {n!r}.",
                           "invalid_request_error")  # fmt: skip
         f = self.faults
         if f.reject is not None and f.reject_model in (None, body["model"]):
             self._count("400")
-            return _error(400, f.reject, "invalid_request_error")
+            return error_reply(400, f.reject, "invalid_request_error")
         family = self.family(str(body["model"]))
         refused = refusal(family, body)
         if refused is not None:
             self._count("400")
             return refused
-        fault = _unit(self.seed, "fault", canonical, occurrence)
+        fault = unit(self.seed, "fault", canonical, occurrence)
         if fault < f.rate_429:
             self._count("429")
-            reply = _error(429, "Rate limit reached (simulated)", "requests", "rate_limit_exceeded")
+            reply = error_reply(429, "Rate limit reached (simulated)", "requests", "rate_limit_exceeded")
             reply.headers["Retry-After"] = f"{f.retry_after:g}"
             return reply
         fault -= f.rate_429
         if fault < f.rate_500:
             self._count("500")
-            return _error(500, "The server had an error while processing your request (simulated)", "server_error")
+            return error_reply(500, "The server had an error while processing your request (simulated)", "server_error")
         fault -= f.rate_500
         delay = self.latency
         if fault < f.rate_slow:
@@ -687,7 +666,7 @@ class SimJudge:
         if malformed:
             self._count("malformed")
         draw_key = (self.seed, canonical) if body.get("seed") is not None else (self.seed, canonical, occurrence)
-        rng = random.Random(int(_unit(*draw_key) * 2**53))
+        rng = random.Random(int(unit(*draw_key) * 2**53))
         temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
         prompt = "\n\n".join(str(m.get("content") or "") for m in body["messages"] if isinstance(m, dict))
         model = str(body["model"])
@@ -697,7 +676,7 @@ class SimJudge:
         shift = rng.gauss(0.0, profile.request_sd) if profile.request_sd > 0 else 0.0  # shared by the choices
         choices = []
         for index in range(n):  # each choice its own draws from the request's stream (n = 1: as before n existed)
-            bad = malformed if index == 0 else _unit(self.seed, "malformed", canonical, occurrence, index) < f.rate_malformed
+            bad = malformed if index == 0 else unit(self.seed, "malformed", canonical, occurrence, index) < f.rate_malformed
             draw = _Draw(rng, temperature, family.logprobs_are, profile.overconfidence)
             marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift)
             tokens, draws = _tokens(marked)
@@ -711,7 +690,7 @@ class SimJudge:
         top = int(body.get("top_logprobs") or 0)
         choices = [(t, fin, _logprobs(t, d, dists, top) if body.get("logprobs") else None) for t, fin, d, dists in choices]
         completion = self._completion(model, prompt, body.get("prompt_cache_key"), choices)
-        self._as_served(completion, model, family, _unit(self.seed, "reasoning", canonical, occurrence))
+        self._as_served(completion, model, family, unit(self.seed, "reasoning", canonical, occurrence))
         return SimReply(200, completion, delay=delay)
 
     def family(self, model: str) -> Family:
@@ -812,7 +791,7 @@ class SimJudge:
 
     def _verdict(self, item: str, prompt: str, profile: Profile, draw: _Draw) -> str:
         known = self.truth.get(text_key(item), {})
-        q = _unit("verdict", text_key(item))
+        q = unit("verdict", text_key(item))
         if "pass" in known:
             q = 0.85 if known["pass"] else 0.15
         p_pass = 1 / (1 + math.exp(-8 * (q - 0.5 + profile.bias) / max(profile.noise, 1e-3)))
@@ -861,7 +840,7 @@ class SimJudge:
                 "logprobs": None if logprobs is None else {"content": logprobs},
             })  # fmt: skip
         return {
-            "id": f"chatcmpl-sim{int(_unit(prompt, *choices[0][0]) * 1e12):012d}",
+            "id": f"chatcmpl-sim{int(unit(prompt, *choices[0][0]) * 1e12):012d}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": ALIASES.get(model, model),
@@ -879,10 +858,6 @@ class SimJudge:
 
 def _model(name: str) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": 0, "owned_by": "hce-sim"}
-
-
-def _error(status: int, message: str, kind: str, code: str | None = None) -> SimReply:
-    return SimReply(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
 
 
 def _malform(text: str, fmt: str, rng: random.Random) -> tuple[str, str]:
@@ -1063,10 +1038,10 @@ class SimServer:
                     else:
                         body = json.loads(raw) if raw else None
                 except ValueError:
-                    reply = _error(400, "the request body is not valid JSON or multipart", "invalid_request_error")
+                    reply = error_reply(400, "the request body is not valid JSON or multipart", "invalid_request_error")
                 else:
                     if self.api_key is not None and presented != self.api_key:
-                        reply = _error(401, f"Incorrect API key provided: {presented}", "invalid_request_error")
+                        reply = error_reply(401, f"Incorrect API key provided: {presented}", "invalid_request_error")
                     else:
                         reply = self.judge.respond(method, target, body)
                 if reply.delay:

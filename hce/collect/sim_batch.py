@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from hce.collect.sim import SimReply, _error, _unit
+from hce.collect.sim_reply import SimReply, error_reply, unit
 from hce.errors import HceError
 
 ENDPOINT = "/v1/chat/completions"
@@ -105,7 +105,7 @@ class SimBatches:
         parts = path.rstrip("/").removeprefix("/v1").strip("/").split("/")
         if parts[0] in ("files", "batches") and self.settings.busy > 0:
             self.settings.busy -= 1
-            reply = _error(503, "The engine is currently overloaded, please try again later (simulated)", "server_error")
+            reply = error_reply(503, "The engine is currently overloaded, please try again later (simulated)", "server_error")
             reply.headers["Retry-After"] = "0"
             return reply
         if parts[0] == "files":
@@ -117,7 +117,7 @@ class SimBatches:
                     return SimReply(200, meta)
                 if parts[2] == "content":
                     return SimReply(200, {}, raw=data, content_type="application/octet-stream")
-            return _error(404, f"No such File object: {'/'.join(parts[1:])}", "invalid_request_error")
+            return error_reply(404, f"No such File object: {'/'.join(parts[1:])}", "invalid_request_error")
         if parts[0] == "batches":
             if method == "POST" and len(parts) == 1:
                 return self._create(body)
@@ -127,7 +127,7 @@ class SimBatches:
                 return SimReply(200, self._advance(self.batches[parts[1]]))
             if method == "POST" and len(parts) == 3 and parts[2] == "cancel" and parts[1] in self.batches:
                 return self._cancel(self.batches[parts[1]])
-            return _error(404, f"No batch found with id '{'/'.join(parts[1:])}'", "invalid_request_error")
+            return error_reply(404, f"No batch found with id '{'/'.join(parts[1:])}'", "invalid_request_error")
         return None
 
     # --- files -----------------------------------------------------------------------------
@@ -141,7 +141,7 @@ class SimBatches:
 
     def _upload(self, body: Any) -> SimReply:
         if not isinstance(body, dict) or not isinstance(body.get("file"), tuple) or "purpose" not in body:
-            return _error(400, "a file upload is multipart/form-data with 'file' and 'purpose'", "invalid_request_error")
+            return error_reply(400, "a file upload is multipart/form-data with 'file' and 'purpose'", "invalid_request_error")
         name, data = body["file"]
         return SimReply(200, self.files[self._store(name, data, body["purpose"])][0])
 
@@ -150,12 +150,12 @@ class SimBatches:
     def _create(self, body: Any) -> SimReply:
         if not isinstance(body, dict) or body.get("input_file_id") not in self.files:
             named = body.get("input_file_id") if isinstance(body, dict) else None
-            return _error(400, f"input_file_id {named!r} is not an uploaded file", "invalid_request_error")
+            return error_reply(400, f"input_file_id {named!r} is not an uploaded file", "invalid_request_error")
         if body.get("endpoint") != ENDPOINT or body.get("completion_window") != "24h":
-            return _error(400, f"the simulated judge batches only endpoint {ENDPOINT} with completion_window 24h",
+            return error_reply(400, f"the simulated judge batches only endpoint {ENDPOINT} with completion_window 24h",
                           "invalid_request_error")
         if self.files[body["input_file_id"]][0]["purpose"] != "batch":
-            return _error(400, "the input file was not uploaded with purpose 'batch'", "invalid_request_error")
+            return error_reply(400, "the input file was not uploaded with purpose 'batch'", "invalid_request_error")
         self.created += 1
         now = int(time.time())
         batch_id = f"batch_sim{self.created:06d}"
@@ -208,7 +208,7 @@ class SimBatches:
     def _cancel(self, batch: _Batch) -> SimReply:
         record = batch.record
         if record["status"] in ENDED:
-            return _error(409, f"Cannot cancel a batch with status '{record['status']}'.", "invalid_request_error")
+            return error_reply(409, f"Cannot cancel a batch with status '{record['status']}'.", "invalid_request_error")
         if record["status"] != "cancelling":
             record.update(status="cancelling", cancelling_at=int(time.time()))
         return SimReply(200, dict(record))
@@ -275,10 +275,10 @@ class SimBatches:
         custom_id = request["custom_id"]
         key = f"{batch.record['id']}/{custom_id}"
         if reply.status == 200 and reply.raw is not None:
-            reply = _error(500, "The model's reply could not be encoded (simulated)", "server_error")
-        elif reply.status == 200 and _unit(self.seed, "batch-failure", key) < self.settings.failure_rate:
-            reply = _error(500, "The server had an error while processing your request (simulated batch failure)", "server_error")
-        response = {"status_code": reply.status, "request_id": f"req_{int(_unit('request', key) * 1e15):015d}",
+            reply = error_reply(500, "The model's reply could not be encoded (simulated)", "server_error")
+        elif reply.status == 200 and unit(self.seed, "batch-failure", key) < self.settings.failure_rate:
+            reply = error_reply(500, "The server had an error while processing your request (simulated batch failure)", "server_error")
+        response = {"status_code": reply.status, "request_id": f"req_{int(unit('request', key) * 1e15):015d}",
                     "body": reply.body}
         (batch.output if reply.status == 200 else batch.errors).append(_result_line(batch, custom_id, response, None))
 
@@ -286,7 +286,7 @@ class SimBatches:
 def _result_line(batch: _Batch, custom_id: str, response: dict[str, Any] | None, error: dict[str, Any] | None) -> str:
     """One line of an output or error file, as OpenAI writes them."""
     key = f"{batch.record['id']}/{custom_id}"
-    return json.dumps({"id": f"batch_req_{int(_unit(key) * 1e15):015d}", "custom_id": custom_id,
+    return json.dumps({"id": f"batch_req_{int(unit(key) * 1e15):015d}", "custom_id": custom_id,
                        "response": response, "error": error})
 
 

@@ -89,11 +89,12 @@ from hce.stats.reliability import (
     percent_agreement,
     strict_agreement,
 )
-from hce.stats.formula import build_design, parse_formula
 from hce.stats.mixed import (
     LmerResult,
     VarianceComponents,
+    build_design,
     lmer,
+    parse_formula,
     spread_model,
     variance_components,
 )

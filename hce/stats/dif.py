@@ -18,7 +18,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.miscmodels.ordinal_model import OrderedModel
 from statsmodels.stats.multitest import multipletests
 
 from hce._checks import numeric_column, require_columns
@@ -33,6 +32,9 @@ _NEGLIGIBLE, _LARGE = 0.035, 0.070
 
 def _fit_loglik(y: np.ndarray, exog: np.ndarray) -> tuple[float, np.ndarray]:
     """Log-likelihood and slopes of a proportional-odds logit model (statsmodels)."""
+    # statsmodels' model layer (with formulaic) is imported here, not with hce.stats
+    from statsmodels.miscmodels.ordinal_model import OrderedModel
+
     model = OrderedModel(y, exog, distr="logit")
     res = model.fit(method="bfgs", disp=False, maxiter=2000)
     return float(res.llf), np.asarray(res.params[: exog.shape[1]])

@@ -189,6 +189,7 @@ CASES: dict[str, Case] = {
     "adaptive_filter_agreement": Case(relevance, lambda d: hs.adaptive_filter_agreement(d, n_boot=0),
                                       ("query_id", "element", "rater", "relevant")),
     "agrees_with_mode": Case(attempt_log, lambda d: hs.agrees_with_mode(d), ("item_id", "total"), rowwise=True),
+    "agrees_with_repeat": Case(attempt_log, lambda d: hs.agrees_with_repeat(d, random_state=0), ("item_id", "condition_id", "total"), rowwise=True),
     "annotator_pairs": Case(messages, lambda d: hs.annotator_pairs(d), ("message_id", "annotator", "response")),
     "bartlett_sphericity": Case(item_matrix, lambda d: hs.bartlett_sphericity(d, [f"i{j}" for j in range(6)]),
                                 ("i0", "i1"), log=False),

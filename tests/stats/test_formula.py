@@ -1,4 +1,4 @@
-"""lme4 formula parsing and design matrices (hce.stats.formula).
+"""lme4 formula parsing and design matrices (hce.stats.mixed.formula).
 
 Expected expansions follow lme4's documented syntax (Bates et al. 2015, J Stat Softw 67(1),
 Table 2): ``(1|g/h)`` is ``(1|g) + (1|g:h)``, ``(x|g)`` is ``(1 + x|g)``.
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from hce.errors import DataError, FormulaError
-from hce.stats.formula import RandomTerm, build_design, parse_formula
+from hce.stats.mixed.formula import RandomTerm, build_design, parse_formula
 
 
 @pytest.mark.parametrize(
@@ -117,9 +117,9 @@ def test_build_design_errors_name_the_problem():
 def test_docstring_examples():
     import doctest
 
-    import hce.stats.formula
+    import hce.stats.mixed.formula
 
-    assert doctest.testmod(hce.stats.formula).failed == 0
+    assert doctest.testmod(hce.stats.mixed.formula).failed == 0
 
 
 @pytest.mark.parametrize(

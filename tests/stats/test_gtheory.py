@@ -15,7 +15,7 @@ from scipy import optimize, stats
 
 from hce.errors import DataError
 from hce.stats import spread_model, variance_components
-from hce.stats.balanced import _maximise
+from hce.stats.mixed.balanced import _maximise
 from hce.stats.mixed import SingularFitWarning
 
 SF = pd.DataFrame(

@@ -375,6 +375,7 @@ def test_unbalanced_data_uses_pls_equal_to_mixedlm(reml):
 def test_docstring_examples():
     import doctest
 
-    import hce.stats.mixed
+    from hce.stats.mixed import g_study, lmer_fit, lmer_result, spread_models
 
-    assert doctest.testmod(hce.stats.mixed).failed == 0
+    for module in (lmer_fit, lmer_result, g_study, spread_models):
+        assert doctest.testmod(module).failed == 0

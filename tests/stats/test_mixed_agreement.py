@@ -55,10 +55,7 @@ def quietly(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-# derandomized so CI is repeatable: a random draw found a near-flat facet (7 items x 3 raters,
-# 25% missing, item SD 0) where variance_components' profile interval search crashes in the
-# deviance; that open bug is recorded in the session note, not hidden by a looser assertion
-@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_items=st.integers(6, 14),

@@ -24,7 +24,7 @@ import pytest
 
 from hce.errors import DataError
 from hce.stats import icc, lmer, spread_model, variance_components
-from hce.stats.formula import check_identifiable
+from hce.stats.mixed.formula import check_identifiable
 
 
 def one_per_item(n: int = 40, seed: int = 0) -> pd.DataFrame:

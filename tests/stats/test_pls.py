@@ -1,4 +1,4 @@
-"""The penalised least squares engine (hce.stats.pls) and its optimiser (hce.stats.theta_search).
+"""The penalised least squares engine (hce.stats.mixed.pls) and its optimiser (hce.stats.mixed.theta_search).
 
 References:
 - statsmodels' test data ``lme03.csv`` / ``lme05.csv`` (installed with statsmodels under
@@ -22,8 +22,9 @@ import pytest
 import statsmodels
 from scipy import optimize
 
-from hce.stats import lmer, sparse_chol, variance_components
-from hce.stats.pls import PlsProblem, RandomBlock, pls_fit
+from hce.stats import lmer, variance_components
+from hce.stats.mixed import sparse_chol
+from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
 
 RESULTS = Path(statsmodels.__file__).parent / "regression" / "tests" / "results"
 
@@ -262,7 +263,7 @@ def test_nested_terms_are_eliminated_in_turn():
 
 
 def test_search_keeps_a_true_zero_and_leaves_a_false_one():
-    from hce.stats.theta_search import minimise_theta
+    from hce.stats.mixed.theta_search import minimise_theta
 
     # even in theta, minimum at 0: the boundary is accepted (the deviance rises inside)
     at_zero = minimise_theta(lambda t: (t[0] ** 2 + 1) ** 2, np.array([0.5]), np.array([0.0]), np.array([True]))
@@ -273,7 +274,7 @@ def test_search_keeps_a_true_zero_and_leaves_a_false_one():
 
 
 def test_a_flat_optimum_is_not_called_converged_and_the_message_says_what_to_try():
-    from hce.stats.theta_search import minimise_theta
+    from hce.stats.mixed.theta_search import minimise_theta
 
     # a ring of minima: the Hessian is singular along it (an unidentifiable direction)
     ring = minimise_theta(

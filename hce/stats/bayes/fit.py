@@ -19,7 +19,7 @@ from hce.stats._resample import as_generator
 from hce.stats.bayes import sampling
 from hce.stats.bayes.models import ModelArrays, build_model, resolve_priors
 from hce.stats.bayes.result import BayesResult, NoiseDesign
-from hce.stats.formula import Design, build_design, parse_formula
+from hce.stats.mixed.formula import Design, build_design, parse_formula
 from hce.stats._validate import reads_frame
 
 Link = Literal["logit", "probit"]

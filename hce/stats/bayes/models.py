@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pymc as pm
-import pytensor.tensor as pt
 
 from hce.errors import DataError
+
+if TYPE_CHECKING:  # PyMC and PyTensor load only when a model is built (import hce.stats stays fast)
+    import pymc as pm
 
 #: Prior scales (and ``lkj``, the LKJ shape of correlations) by family; keys a user may
 #: override through ``priors=``.
@@ -95,6 +97,9 @@ def build_model(family: str, link: str, arrays: ModelArrays, priors: dict[str, f
     Few levels with many rows each (6 behaviours x 240 verdicts) would suit the centred
     form better: there the non-centred one leaves a few divergent transitions.
     """
+    import pymc as pm
+    import pytensor.tensor as pt
+
     with pm.Model() as model:
         data = {name: pm.Data(name, value) for name, value in arrays.data().items()}
         eta = 0.0
@@ -141,6 +146,9 @@ def _correlated_effects(k: int, p: int, n_levels: int, data: dict, priors: dict[
     Cholesky factor of the effects' covariance with an LKJ prior on the correlations and the
     random-intercept SD prior on each SD; each row of ``z`` sums to zero over the levels, so
     each effect's mean is carried by the fixed part (checked when the model is built)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
     if p == 1:  # (0 + x | g): one SD, nothing to correlate
         sd = pm.HalfStudentT(f"sd_{k}", nu=3, sigma=priors["sd"])
         u = (sd * pm.ZeroSumNormal(f"z_{k}", sigma=1.0, shape=n_levels))[None, :]

@@ -7,18 +7,20 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
+from typing import TYPE_CHECKING
 
-import arviz as az
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 from hce._checks import check_confidence, require_columns
 from hce.errors import DataError
 from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.bayes import _core, sampling
 from hce.stats.bayes.models import ModelArrays
-from hce.stats.formula import Design
+from hce.stats.mixed.formula import Design
+
+if TYPE_CHECKING:  # ArviZ (and its xarray) load only in the methods that call them
+    import arviz as az
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _CHUNK = 250  # posterior draws per block when a (draws x rows x categories) array is built
@@ -250,6 +252,8 @@ class BayesResult:
             ``ess_tail``, ``ok`` (R-hat <= 1.01 and bulk ESS >= 400). The random effects
             themselves are checked too: see :meth:`diagnostics` and :attr:`flags`.
         """
+        import arviz as az
+
         check_confidence(confidence)
         rows = []
         for name, draws in self._parameters().items():
@@ -358,6 +362,8 @@ class BayesResult:
 
     # ---- LOO -------------------------------------------------------------------------
     def _with_log_likelihood(self) -> az.InferenceData:
+        import xarray as xr
+
         if "log_likelihood" not in self.idata.groups():
             rows, y = np.arange(self.n), self.arrays.y
             blocks = []
@@ -384,6 +390,8 @@ class BayesResult:
             One row: ``elpd_loo``, ``se``, ``p_loo`` (effective number of parameters),
             ``n``, ``n_bad_k`` (observations with Pareto k > 0.7, where LOO is unreliable).
         """
+        import arviz as az
+
         res = az.loo(self._with_log_likelihood(), pointwise=True)
         return pd.DataFrame(
             [{"elpd_loo": float(res["elpd_loo"]), "se": float(res["se"]), "p_loo": float(res["p_loo"]),
@@ -408,6 +416,8 @@ class BayesResult:
         names = [m.title for m in models]
         if len(set(names)) < len(names):
             names = [f"{k + 1}: {t}" for k, t in enumerate(names)]
+        import arviz as az
+
         table = az.compare({name: m._with_log_likelihood() for name, m in zip(names, models)}, ic="loo")
         table = table.reset_index(names="model")
         return table[["model", "rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo", "weight", "warning"]]

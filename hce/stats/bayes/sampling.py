@@ -20,14 +20,17 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import arviz as az
 import numpy as np
 import pandas as pd
-import pymc as pm
 
 from hce._checks import check_choice
 from hce.errors import HceError
+
+if TYPE_CHECKING:  # ArviZ and PyMC load only when a model is sampled or checked
+    import arviz as az
+    import pymc as pm
 
 SAMPLERS = ("auto", "nutpie", "pymc")
 RHAT_MAX = 1.01  # Vehtari et al. (2021)
@@ -104,6 +107,8 @@ def run(
             # it gave 2-5x the minimum bulk ESS at about the same cost per draw
             low_rank_modified_mass_matrix=True,
         )
+    import pymc as pm
+
     # PyMC reports progress and R-hat through logging; hce checks convergence itself
     pymc_logger = logging.getLogger("pymc")
     level = pymc_logger.level
@@ -136,6 +141,8 @@ def diagnose(idata: az.InferenceData, var_names: list[str], labels: dict[str, st
         One message per failed check, naming the variables and the remedy; empty when the
         fit passes (R-hat <= 1.01, bulk ESS >= 400 everywhere, no divergent transition).
     """
+    import arviz as az
+
     rhat = az.rhat(idata, var_names=var_names)
     bulk = az.ess(idata, var_names=var_names, method="bulk")
     tail = az.ess(idata, var_names=var_names, method="tail")

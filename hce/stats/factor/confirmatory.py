@@ -12,10 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from factor_analyzer.confirmatory_factor_analyzer import (
-    ConfirmatoryFactorAnalyzer,
-    ModelSpecification,
-)
 from scipy import optimize, stats
 
 from hce._checks import check_confidence
@@ -139,6 +135,11 @@ def cfa(
         x = x[complete]
     n, p = x.shape
     pattern = np.array([[1.0 if item in model[f] else 0.0 for f in factors] for item in names])
+    from factor_analyzer.confirmatory_factor_analyzer import (  # with scikit-learn: loaded when used
+        ConfirmatoryFactorAnalyzer,
+        ModelSpecification,
+    )
+
     spec = ModelSpecification(loadings=pattern, n_variables=p, n_factors=len(factors),
                               factor_names=factors, variable_names=names)
     fitted = ConfirmatoryFactorAnalyzer(spec, disp=False, n_obs=n)

@@ -18,7 +18,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from factor_analyzer import FactorAnalyzer, Rotator
 from scipy import optimize, stats
 
 from hce._checks import check_choice, check_confidence
@@ -67,6 +66,9 @@ def quiet_dependency_notices():
 
 def extract(r: np.ndarray, n_factors: int, method: str) -> np.ndarray:
     """Unrotated loadings by minres or ML (factor_analyzer; psych's bounds and SMC start)."""
+    # factor_analyzer (and scikit-learn behind it) is imported when used, not with hce.stats
+    from factor_analyzer import FactorAnalyzer
+
     fa = FactorAnalyzer(n_factors=n_factors, rotation=None, method=method,
                         is_corr_matrix=True, bounds=(0.005, 1))
     with quiet_dependency_notices():
@@ -78,6 +80,8 @@ def rotate(loadings: np.ndarray, rotation: str) -> tuple[np.ndarray, np.ndarray 
     """Rotate as psych::fa does; return pattern loadings and factor correlations (or None)."""
     if rotation == "none" or loadings.shape[1] == 1:
         return loadings, None
+    from factor_analyzer import Rotator
+
     # psych flips unrotated factors to positive column sums before rotating
     signs = np.where(loadings.sum(0) < 0, -1.0, 1.0)
     loadings = loadings * signs

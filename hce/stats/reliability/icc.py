@@ -13,7 +13,7 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, require_columns
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
-from hce.stats.formula import check_identifiable
+from hce.stats.mixed.formula import check_identifiable
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 from hce.stats._validate import reads_frame
 
@@ -291,7 +291,7 @@ def icc(
     DataError
         Fewer than 2 targets or raters; under REML, ratings that cannot identify the crossed
         model, such as one rating per target (lme4's checks, see
-        :func:`hce.stats.formula.check_identifiable`).
+        :func:`hce.stats.mixed.formula.check_identifiable`).
 
     Notes
     -----

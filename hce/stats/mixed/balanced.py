@@ -36,6 +36,8 @@ from itertools import combinations
 import numpy as np
 from scipy import optimize, stats
 
+from hce.stats.mixed.component_intervals import profile_search
+
 Subset = frozenset[int]
 
 
@@ -229,7 +231,8 @@ def profile_interval(fit: StrataFit, j: int, confidence: float) -> tuple[float, 
 
     The bounds are where the REML deviance, minimised over the other variances, exceeds
     its minimum by the ``confidence`` quantile of chi-square(1); a variance whose profile
-    stays below that at zero has lower bound 0.
+    stays below that at zero has lower bound 0, one whose profile flattens out below it has
+    upper bound inf (:func:`~hce.stats.mixed.component_intervals.profile_search`).
     """
     a = fit.design[fit.informative]
     cutoff = strata_deviance(fit, fit.theta) + stats.chi2.ppf(confidence, 1)
@@ -241,17 +244,10 @@ def profile_interval(fit: StrataFit, j: int, confidence: float) -> tuple[float, 
         return strata_deviance(fit, theta) - cutoff
 
     est = float(fit.theta[j])
-    tol = {"xtol": 1e-9 * float(np.max(fit.ms)), "rtol": 1e-6}  # ample for an interval
     floor = 0.0 if j < len(fit.theta) - 1 else est * 1e-8
-    low = (
-        floor if est <= floor or excess(floor) <= 0 else optimize.brentq(excess, floor, est, **tol)
-    )
     # the component's own scale: the largest mean square over its coefficient
-    high = max(2 * est, float(np.max(fit.ms)) / float(np.max(fit.design[:, j])))
-    while excess(high) <= 0:
-        high *= 4
-    high = optimize.brentq(excess, est, high, **tol)
-    return low, high
+    scale = float(np.max(fit.ms)) / float(np.max(fit.design[:, j]))
+    return profile_search(excess, est, scale, floor)
 
 
 def fixed_effects_parts(

@@ -15,12 +15,12 @@ the profiled deviances are
 
 with ``r^2`` the penalised residual sum of squares. Everything is computed from the
 sparse cross products ``Z'Z``, ``Z'X``, ``X'X``; ``A = L L'`` is factored by block
-elimination in an order found once (:mod:`hce.stats.sparse_chol`), so the cost of an
+elimination in an order found once (:mod:`hce.stats.mixed.sparse_chol`), so the cost of an
 evaluation does not grow with the number of rows, and nested terms cost nothing beyond
-their levels. ``theta`` is searched by :func:`hce.stats.theta_search.minimise_theta`
+their levels. ``theta`` is searched by :func:`hce.stats.mixed.theta_search.minimise_theta`
 from moment estimates. :meth:`PlsProblem.deviance` gives the same deviance, not profiled,
 as a function of the variances themselves, for their observed information
-(:mod:`hce.stats.component_intervals`).
+(:mod:`hce.stats.mixed.component_intervals`).
 
 References
 ----------
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from hce.stats.sparse_chol import BlockElimination
-from hce.stats.theta_search import minimise_theta
+from hce.stats.mixed.sparse_chol import BlockElimination
+from hce.stats.mixed.theta_search import minimise_theta
 
 
 @dataclass(frozen=True)

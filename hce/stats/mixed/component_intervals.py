@@ -15,7 +15,9 @@ NumPy core for :func:`hce.stats.variance_components`, whatever engine fitted the
   (``Var MS_k = 2 MS_k^2 / df_k``), so this is the ANOVA Satterthwaite interval.
 * **Components at 0** have no standard error; their interval is ``[0, upper]`` with
   ``upper`` where the deviance, minimised over the other variances, exceeds its minimum by
-  ``chi2_1(confidence)`` (:func:`profile_limits`, lme4's ``confint(profile)``).
+  ``chi2_1(confidence)`` (:func:`profile_limits`): lme4's ``confint(profile)`` on the REML
+  deviance (lme4 itself profiles the ML deviance even for a REML fit, lme4 issues #325 and
+  #838). A limit the profile never reaches is 0 below, ``inf`` above (:func:`profile_search`).
 * **Components with Satterthwaite df below 1** (a facet level seen once or twice, a
   component far smaller than its standard error) get the profile-likelihood interval too:
   there the scaled chi-square is no approximation to the sampling distribution (near df 0
@@ -48,6 +50,11 @@ from scipy import optimize, special, stats
 from hce.stats._numdiff import central_differences
 
 _STEP = 1e-2  # relative step of the numerical Hessian (see the module notes)
+# past this many times its scale a variance's profile is in its asymptote (profile_search)
+_FLAT_SPAN = 1e6
+# the residual variance moves at most e^20 = 5e8-fold from its estimate in a profile: wider
+# than any data allow, narrow enough that the deviance stays computable
+_LOG_SPAN = 20.0
 
 
 def reml_covariance(
@@ -171,47 +178,91 @@ def ratio_interval(
     return float(low), float(high), None
 
 
+def profile_search(
+    excess: Callable[[float], float], est: float, scale: float, floor: float = 0.0
+) -> tuple[float, float]:
+    """Where a profile's ``excess`` over its cutoff crosses 0 below and above ``est``.
+
+    ``excess(value)`` is the deviance minimised over the other variances with this one at
+    ``value``, less the cutoff: negative at the estimate. The lower limit is ``floor`` when
+    the profile there is still within the cutoff (0 for a component estimated at 0). The
+    upper search widens by 4 from the component's ``scale``; past ``_FLAT_SPAN`` times it the
+    deviance grows like ``c log v`` with ``c`` a whole number (the rank the component
+    adds to the fixed effects and the other components), so a slope below 1/2 per log unit
+    means ``c = 0``: the likelihood cannot tell this variance from infinity (a facet whose
+    levels the fixed effects absorb) and the upper limit is ``inf``, not a search forever.
+    """
+    tol = {"xtol": 1e-9 * scale, "rtol": 1e-6}  # ample for an interval
+    high = max(2 * est, scale)
+    while (above := excess(high)) <= 0:
+        if high > _FLAT_SPAN * scale and (excess(4 * high) - above) / np.log(4) < 0.5:
+            high = np.inf
+            break
+        high *= 4
+    else:
+        high = optimize.brentq(excess, est, high, **tol)
+    low = floor if est <= floor or excess(floor) <= 0 else optimize.brentq(excess, floor, est, **tol)
+    return float(low), float(high)
+
+
 def profile_limits(
     deviance: Callable[[np.ndarray], float], estimates: np.ndarray, j: int, confidence: float
 ) -> tuple[float, float]:
     """Profile-likelihood interval of variance ``j`` (any but the residual, the last).
 
     The bounds are where ``deviance``, minimised over the other variances, exceeds its
-    minimum by the ``confidence`` quantile of chi-square(1), as lme4's ``confint(profile)``;
-    a variance whose profile stays below that at 0 (always so for one estimated at 0) has
-    lower bound 0. The others are searched on the SD scale over all reals (the deviance
-    is even in each SD, so no bound at 0 traps the search) and the residual on the log SD
-    scale; each search starts where the previous one ended.
+    minimum by the ``confidence`` quantile of chi-square(1), as lme4's ``confint(profile)``
+    (which profiles the ML deviance; ``deviance`` may be either). :func:`profile_search`
+    finds them: the lower limit is 0 when the profile at 0 stays below the cutoff, the
+    upper one ``inf`` when the profile flattens out below it.
+
+    The inner minimisation runs on the data's scale: the other components' variances over
+    the residual estimate, bounded below by 0 (on the SD scale 0 is a stationary point, so
+    a search started there stays there), and the log of the residual variance over its
+    estimate, bounded to ``+-_LOG_SPAN``; a point where the deviance cannot be computed
+    counts as infinitely bad. L-BFGS-B does the work, each search starting where the
+    previous one ended; where it does not report convergence, Nelder-Mead finishes from its
+    best point (6 of 899 searches over 80 random designs of
+    ``tests/stats/test_mixed_agreement.py``). Near the optimum a deviance of a few tens to
+    1e5 has rounding noise that swamps finite-difference gradients: unbounded, on the SD
+    scale, L-BFGS-B fed that noise as curvature stepped the residual SD to exp(-956) (a
+    near-flat 7-item x 3-rater facet). Nelder-Mead alone needs no gradient but took three
+    times as long on a 26,000-row G study.
     """
     estimates = np.asarray(estimates, dtype=float)
     others = np.flatnonzero(np.arange(len(estimates)) != j)
     cutoff = deviance(estimates) + stats.chi2.ppf(confidence, 1)
-    # start zero variances off 0, a stationary point of the SD scale
-    sd = np.sqrt(np.maximum(estimates[others], 1e-2 * estimates[-1]))
-    state = {"x": np.r_[sd[:-1], np.log(sd[-1])]}
+    scale = estimates[-1]  # the residual variance: the scale of every component
+    state = {"x": np.r_[estimates[others[:-1]] / scale, 0.0]}
+    n_free = len(others) - 1
+    bounds = optimize.Bounds(
+        np.r_[np.zeros(n_free), -_LOG_SPAN], np.r_[np.full(n_free, np.inf), _LOG_SPAN]
+    )
+    tol = {"xatol": 1e-7, "fatol": 1e-10 * max(1.0, abs(cutoff))}
 
-    def variances(x: np.ndarray, value: float) -> np.ndarray:
-        out = np.empty_like(estimates)
-        out[others] = np.r_[x[:-1] ** 2, np.exp(2 * x[-1])]
-        out[j] = value
-        return out
+    def objective(x: np.ndarray, value: float) -> float:
+        full = np.empty_like(estimates)
+        full[others] = np.r_[x[:-1], np.exp(x[-1])] * scale
+        full[j] = value
+        try:
+            dev = deviance(full)
+        except np.linalg.LinAlgError:  # not positive definite in floating point
+            return np.inf
+        return dev if np.isfinite(dev) else np.inf
 
     def excess(value: float) -> float:
-        best = optimize.minimize(
-            lambda x: deviance(variances(x, value)),
-            state["x"],
-            method="L-BFGS-B",
-            jac="3-point",
-            options={"ftol": 1e-12, "gtol": 1e-7, "maxiter": 2000},
-        )
+        with np.errstate(invalid="ignore", over="ignore"):  # differences next to an inf
+            best = optimize.minimize(
+                objective, state["x"], args=(value,), method="L-BFGS-B", jac="3-point",
+                bounds=bounds, options={"ftol": 1e-12, "gtol": 1e-7, "maxiter": 2000},
+            )  # fmt: skip
+        if not (best.success and np.isfinite(best.fun)):
+            start = best.x if np.isfinite(best.fun) else state["x"]
+            best = optimize.minimize(
+                objective, start, args=(value,), method="Nelder-Mead", bounds=bounds,
+                options={**tol, "maxfev": 4000, "adaptive": True},
+            )  # fmt: skip
         state["x"] = best.x
         return best.fun - cutoff
 
-    est = max(float(estimates[j]), 0.0)
-    tol = {"xtol": 1e-9 * estimates[-1], "rtol": 1e-6}
-    high = max(2 * est, estimates[-1])  # the residual variance: the scale of every component
-    while excess(high) <= 0:
-        high *= 4
-    high = optimize.brentq(excess, est, high, **tol)
-    low = 0.0 if est == 0 or excess(0.0) <= 0 else optimize.brentq(excess, 0.0, est, **tol)
-    return float(low), float(high)
+    return profile_search(excess, max(float(estimates[j]), 0.0), scale)

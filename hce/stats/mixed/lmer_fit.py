@@ -1,0 +1,397 @@
+"""``lmer``: linear mixed models with lme4 syntax, fitted by one of two engines.
+
+``lmer`` reads an lme4 formula (:mod:`hce.stats.mixed.formula`) and fits it by REML or ML. Two
+engines give the same estimates:
+
+* balanced crossed designs with categorical fixed effects and random intercepts (the usual
+  judge study: items x prompts x models x attempts) are solved from the ANOVA
+  decomposition (:mod:`hce.stats.mixed.balanced`): in closed form from the mean squares when the
+  estimates are non-negative, else by maximising the same exact REML (or ML) likelihood
+  over non-negative variances;
+* everything else (unbalanced data, numeric covariates, random slopes, any number of
+  crossed or nested levels) is fitted by lme4's penalised least squares on the profiled
+  deviance with a sparse factorisation (:mod:`hce.stats.mixed.pls`), searched from moment
+  estimates so that no variance is left at a spurious 0 (:mod:`hce.stats.mixed.theta_search`).
+
+References
+----------
+Bates, D., Maechler, M., Bolker, B., & Walker, S. (2015). Fitting linear mixed-effects
+models using lme4. Journal of Statistical Software, 67(1), 1-48.
+
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from hce._checks import check_choice
+from hce._warnings import warn
+from hce.errors import DataError
+from hce.stats._validate import reads_frame
+from hce.stats.mixed.balanced import balanced_reml, fixed_effects_parts
+from hce.stats.mixed.formula import Design, build_design, parse_formula
+from hce.stats.mixed.lmer_result import (
+    _SINGULAR_TOL,
+    ConvergenceWarning,
+    LmerResult,
+    Method,
+    SingularFitWarning,
+    _factor_column,
+)
+from hce.stats.mixed.pls import RandomBlock, pls_fit
+
+
+@reads_frame(formula="formula")
+def lmer(
+    formula: str,
+    data: pd.DataFrame,
+    REML: bool = True,  # noqa: N803 - lme4's argument name
+    *,
+    method: Method = "auto",
+) -> LmerResult:
+    """Fit a linear mixed model written in lme4 syntax.
+
+    Parameters
+    ----------
+    formula : str
+        lme4 formula, e.g. ``"total ~ prompt + model + (1 | item_id) + (1 | item_id:prompt)"``;
+        supported terms are listed in :mod:`hce.stats.mixed.formula`; random intercepts and
+        slopes, crossed or nested, any number of levels.
+    data : pandas.DataFrame
+        Long format, one row per observation. Rows missing a formula value are dropped with
+        a warning.
+    REML : bool, default True
+        Restricted maximum likelihood (lme4's default); False for maximum likelihood.
+    method : {"auto", "anova", "pls"}, default "auto"
+        ``"anova"``: the balanced-design computation (raises :class:`DataError` when the
+        design does not qualify); ``"pls"``: lme4's penalised least squares (any design);
+        ``"auto"``: the first that applies.
+
+    Returns
+    -------
+    LmerResult
+        ``.summary()``, ``.fixef()``, ``.varcorr()``, ``.ranef()``, ``.icc()``,
+        ``.anova(other)``, ``.contrasts(factor)``; attributes ``converged``, ``singular``,
+        ``messages``.
+
+    Warns
+    -----
+    ConvergenceWarning, SingularFitWarning
+        Also recorded in ``messages`` and printed by ``summary()``.
+
+    Notes
+    -----
+    The balanced-design path applies when every combination of the factors in the model
+    occurs equally often, the fixed part has only categorical factors in a hierarchical
+    formula, and every random term is an intercept. Its estimates maximise the exact REML
+    (or ML) likelihood (see :mod:`hce.stats.mixed.balanced`): with non-negative ANOVA estimates
+    these are the ANOVA estimates, in closed form; otherwise a small bounded optimisation
+    over the variances alone finds the boundary maximum. Fixed-effect tests use Satterthwaite
+    degrees of freedom there (exact F/t reference distributions in balanced designs); from
+    penalised least squares they are Wald z tests.
+
+    Convergence is judged as lme4 judges it: at the optimum the Hessian of the profiled
+    deviance (by finite differences) is positive definite on the parameters not at a
+    bound and the scaled gradient ``max|H^-1 g|`` is below 0.002; otherwise
+    ``converged`` is False and the warning says what failed and what to try.
+
+    References
+    ----------
+    Bates et al. (2015), J Stat Softw 67(1). Satterthwaite, F. E. (1946). Biometrics
+    Bulletin, 2(6), 110-114.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> yields = [1545, 1440, 1440, 1520, 1580, 1540, 1555, 1490, 1560, 1495,
+    ...           1595, 1550, 1605, 1510, 1560, 1445, 1440, 1595, 1465, 1545,
+    ...           1595, 1630, 1515, 1635, 1625, 1520, 1455, 1450, 1480, 1445]
+    >>> dyestuff = pd.DataFrame({"batch": [b for b in "ABCDEF" for _ in range(5)], "yield_": yields})
+    >>> m = lmer("yield_ ~ 1 + (1 | batch)", dyestuff)
+    >>> m.varcorr()[["group", "vcov"]].round(2)    # lme4: Batch 1764.0, Residual 2451.3
+          group     vcov
+    0     batch  1764.05
+    1  Residual  2451.25
+
+    """
+    check_choice("method", method, ["auto", "anova", "pls"])
+    parsed = parse_formula(formula)
+    design = build_design(parsed, data)
+    if method in ("auto", "anova"):
+        fit = _fit_balanced(design, REML)
+        if fit is not None:
+            return fit
+        if method == "anova":
+            raise DataError(
+                "method='anova' needs a balanced crossed design with categorical fixed "
+                "effects and random intercepts only; use method='auto'"
+            )
+    return _fit_pls(design, REML)
+
+
+def _fit_pls(design: Design, reml: bool) -> LmerResult:
+    # one engine block per formula term, named as lme4's VarCorr names it (g, then g.1 for a
+    # second term on g): terms may share a grouping factor, each with its own covariance
+    names = design.formula.term_names
+    groupings = [design.groupings[name] for name in names]
+    blocks = [RandomBlock(g.codes, g.Z) for g in groupings]
+    fit = pls_fit(design.y, design.X, blocks, reml=reml)
+    ranef, rows, start = [], [], 0
+    for group, g, block, cov in zip(names, groupings, blocks, fit.covariances):
+        size = len(g.levels) * block.q
+        b = fit.b[start : start + size].reshape(len(g.levels), block.q)
+        start += size
+        for k, name in enumerate(g.z_names):
+            ranef.append(
+                pd.DataFrame({"group": group, "level": g.levels, "term": name, "estimate": b[:, k]})
+            )
+            rows.append((group, name, None, cov[k, k], np.sqrt(cov[k, k])))
+        for i, j in combinations(range(block.q), 2):
+            denom = np.sqrt(cov[i, i] * cov[j, j])
+            corr = cov[i, j] / denom if denom > 0 else np.nan
+            rows.append((group, g.z_names[i], g.z_names[j], cov[i, j], corr))
+    rows.append(("Residual", None, None, fit.sigma2, np.sqrt(fit.sigma2)))
+    varcorr = pd.DataFrame(rows, columns=["group", "var1", "var2", "vcov", "sdcor"])
+    ranef = pd.concat(ranef, ignore_index=True)
+    ranef["level"] = ranef["level"].astype(object)
+    criterion = "REML" if reml else "ML"
+    messages = (
+        []
+        if fit.converged
+        else [f"the profiled {criterion} deviance did not converge: {fit.message}"]
+    )
+    return _finish(
+        design,
+        reml,
+        "penalised least squares (lme4's profiled deviance, sparse)",
+        fit.sigma2,
+        fit.loglik,
+        messages,
+        design.y - design.X @ fit.beta - _zb(design, ranef),
+        fit.beta,
+        fit.cov_beta,
+        varcorr,
+        ranef,
+        None,
+        pls=fit.problem if all(block.q == 1 for block in blocks) else None,
+    )
+
+
+def _fit_balanced(design: Design, reml: bool) -> LmerResult | None:
+    layout = _balanced_layout(design)
+    if layout is None:
+        return None
+    factors, shape, order, fixed, random = layout
+    n_rep = len(order) // int(np.prod(shape))
+    y = design.y[order].reshape(*shape, n_rep)
+    fit = balanced_reml(y, fixed, random, reml=reml)
+    if fit is None:
+        return None
+    x_cells = design.X[order].reshape(*shape, n_rep, -1)[..., 0, :]
+    xtx, parts = fixed_effects_parts(fit, x_cells, fixed, len(shape))
+    if not np.allclose(xtx, design.X.T @ design.X, rtol=1e-8, atol=1e-8 * np.abs(xtx).max()):
+        return None  # the coding does not split into effect spaces: use the general fitter
+    beta = np.linalg.solve(xtx, design.X.T @ design.y)
+    info = sum(part / lam for part, lam in zip(parts, fit.lam))
+    cov_beta = np.linalg.inv(info)
+    xtx_inv = np.linalg.inv(xtx)
+    stratum_df = np.where(fit.resid_df > 0, fit.resid_df, np.nan)
+    var_parts = [
+        (xtx_inv @ part @ xtx_inv, lam, d)
+        for part, lam, d in zip(parts, fit.lam, stratum_df)
+        if np.any(part)
+    ]
+    n, p = design.X.shape
+    _, logdet = np.linalg.slogdet(info)
+    if reml:
+        loglik = -0.5 * ((n - p) * np.log(2 * np.pi) + fit.deviance_core + logdet)
+    else:
+        loglik = -0.5 * (n * np.log(2 * np.pi) + fit.deviance_core)
+    terms = [t for t in design.formula.random]
+    blups, fitted = [], x_cells @ beta
+    for j, (term, r) in enumerate(zip(terms, random)):
+        b = (
+            sum(
+                (
+                    fit.effects[s] / fit.lam[fit.key_of[s]]
+                    for s in fit.key_of
+                    if s <= r and s not in fixed
+                ),
+                np.zeros([1] * len(shape)),
+            )
+            * fit.theta[j]
+            * (design.y.size / np.prod([shape[a] for a in r]))
+        )
+        fitted = fitted + b
+        axes = sorted(r)  # b's own axes, in factor order; report them in the term's order
+        b_term = b.reshape([shape[a] for a in axes]).transpose(
+            [axes.index(factors.index(g)) for g in term.groups]
+        )
+        labels = _cell_labels(design.data, list(term.groups))
+        blups.append(
+            pd.DataFrame(
+                {
+                    "group": term.group,
+                    "level": labels,
+                    "term": "(Intercept)",
+                    "estimate": b_term.ravel(),
+                }
+            )
+        )
+    resid_sorted = (y - fitted[..., None]).reshape(-1)
+    residuals = np.empty_like(resid_sorted)
+    residuals[order] = resid_sorted
+    criterion = "REML" if reml else "ML"
+    if fit.closed_form:
+        engine = "closed form from ANOVA mean squares" + ("" if reml else " (ML)")
+    else:
+        where = "boundary" if fit.boundary else "numerical"
+        engine = f"balanced-design {criterion} likelihood, {where}"
+    messages = (
+        [] if fit.converged else [f"optimiser for the boundary {criterion} fit did not converge"]
+    )
+    return _finish(
+        design,
+        reml,
+        engine,
+        fit.theta[-1],
+        loglik,
+        messages,
+        residuals,
+        beta,
+        cov_beta,
+        _varcorr_intercepts(terms, fit.theta[:-1], fit.theta[-1]),
+        pd.concat(blups, ignore_index=True),
+        var_parts,
+        strata=fit,
+    )
+
+
+def _balanced_layout(design: Design):
+    """Factors, cell shape, row order and factor-index sets, or None if not balanced crossed."""
+    if not all(t.intercept_only for t in design.formula.random):
+        return None
+    fixed_cols = []
+    for term in design.design_info.terms:
+        cols = []
+        for f in term.factors:
+            column = _factor_column(f.code, design.data)
+            if column is None or design.design_info.factor_infos[f].type != "categorical":
+                return None
+            cols.append(column)
+        fixed_cols.append(frozenset(cols))
+    factors = list(
+        dict.fromkeys([c for s in fixed_cols for c in s] + list(design.formula.grouping_factors))
+    )
+    fixed_names = set(fixed_cols)
+    if any(
+        frozenset(sub) not in fixed_names
+        for s in fixed_cols
+        for k in range(len(s))
+        for sub in combinations(s, k)
+    ):
+        return None  # not hierarchical: effect spaces do not match the columns
+    codes, shape = [], []
+    for f in factors:
+        c, levels = pd.factorize(design.data[f], sort=True)
+        codes.append(c)
+        shape.append(len(levels))
+    n = len(design.y)
+    if not factors or np.prod(shape, dtype=float) > n:
+        return None
+    cell = np.ravel_multi_index(codes, shape)
+    counts = np.bincount(cell, minlength=int(np.prod(shape)))
+    if counts.min() == 0 or counts.min() != counts.max():
+        return None
+    index = {f: i for i, f in enumerate(factors)}
+    fixed = [frozenset(index[c] for c in s) for s in fixed_cols]
+    random = [frozenset(index[g] for g in t.groups) for t in design.formula.random]
+    return factors, tuple(shape), np.argsort(cell, kind="stable"), fixed, random
+
+
+def _cell_labels(data: pd.DataFrame, columns: list[str]) -> list:
+    """Sorted level labels of one factor, or ``"a:b"`` labels of a crossing, in C order."""
+    levels = [pd.factorize(data[c], sort=True)[1] for c in columns]
+    if len(columns) == 1:
+        return list(levels[0])
+    grid = pd.MultiIndex.from_product(levels)
+    return [":".join(str(v) for v in combo) for combo in grid]
+
+
+def _varcorr_intercepts(terms, variances, sigma2) -> pd.DataFrame:
+    rows = [(t.group, "(Intercept)", None, v, np.sqrt(v)) for t, v in zip(terms, variances)]
+    rows.append(("Residual", None, None, sigma2, np.sqrt(sigma2)))
+    return pd.DataFrame(rows, columns=["group", "var1", "var2", "vcov", "sdcor"])
+
+
+def _finish(
+    design,
+    reml,
+    engine,
+    sigma2,
+    loglik,
+    messages,
+    residuals,
+    beta,
+    cov_beta,
+    varcorr,
+    ranef,
+    var_parts,
+    strata=None,
+    pls=None,
+):
+    """Assemble the result; flag a boundary fit and emit every message as a warning."""
+    singular = _is_singular(varcorr, sigma2)
+    if singular:
+        messages = [
+            *messages,
+            "boundary (singular) fit: a random-effect variance is (near) zero or a correlation is +-1",
+        ]
+    for m in messages:
+        category = SingularFitWarning if m.startswith("boundary") else ConvergenceWarning
+        warn(m, category)
+    return LmerResult(
+        formula=design.formula,
+        reml=reml,
+        engine=engine,
+        n=len(design.y),
+        ngroups={g: len(gr.levels) for g, gr in design.groupings.items()},
+        sigma2=float(sigma2),
+        loglik=float(loglik),
+        converged=not any(not m.startswith("boundary") for m in messages),
+        singular=singular,
+        messages=messages,
+        residuals=residuals,
+        design=design,
+        _beta=beta,
+        _cov_beta=cov_beta,
+        _varcorr=varcorr,
+        _ranef=ranef,
+        _var_parts=var_parts,
+        _strata=strata,
+        _pls=pls,
+    )
+
+
+def _is_singular(varcorr: pd.DataFrame, sigma2: float) -> bool:
+    var_rows = varcorr[varcorr["var2"].isna() & (varcorr["group"] != "Residual")]
+    corr_rows = varcorr[varcorr["var2"].notna()]
+    return bool(
+        np.any(np.sqrt(np.maximum(var_rows["vcov"], 0) / sigma2) < _SINGULAR_TOL)
+        or np.any(np.abs(corr_rows["sdcor"]) > 1 - 1e-6)
+    )
+
+
+def _zb(design: Design, ranef: pd.DataFrame) -> np.ndarray:
+    """Random-effect contribution Z b for each row."""
+    total = np.zeros(len(design.y))
+    for group, grouping in design.groupings.items():
+        sub = ranef[ranef["group"] == group]
+        for k, name in enumerate(grouping.z_names):
+            vals = sub[sub["term"] == name].set_index("level")["estimate"]
+            b = vals.reindex(list(grouping.levels)).fillna(0.0).to_numpy()
+            total += grouping.Z[:, k] * b[grouping.codes]
+    return total

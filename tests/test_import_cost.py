@@ -1,0 +1,83 @@
+"""``import hce.stats`` and the CLI stay light: heavy optional machinery loads only when used.
+
+PyMC, PyTensor and ArviZ (with xarray, numba and matplotlib behind them) took ~5 of the ~6 s
+of ``import hce.stats`` (issue #20); factor_analyzer (with scikit-learn) and statsmodels'
+model layer (with formulaic) another ~0.15 s. Each is imported inside the functions that
+fit with it. This test asserts the set of modules a fresh interpreter imports, not a time
+(timings live in ``bench/startup.py``), so it cannot flake on a busy machine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# top-level packages that must not load with the statement; the Bayesian stack and plotting
+# for everything, and also the collection layer's HTTP clients for the CLI
+BAYES_AND_PLOTS = {"pymc", "pytensor", "arviz", "xarray", "numba", "matplotlib", "seaborn"}
+MODEL_FITTERS = {"factor_analyzer", "sklearn", "formulaic", "statsmodels.miscmodels"}
+CLIENTS = {"openai", "httpx", "jinja2"}
+CASES = {
+    "import hce": BAYES_AND_PLOTS | MODEL_FITTERS | CLIENTS | {"scipy.stats"},
+    "import hce.stats": BAYES_AND_PLOTS | MODEL_FITTERS | CLIENTS,
+    "import hce.cli": BAYES_AND_PLOTS | MODEL_FITTERS | CLIENTS | {"scipy.stats", "hce.stats", "hce.collect"},
+    # the Bayesian entry points and result type are importable without the Bayesian stack
+    "from hce.stats import BayesResult, MCMCDiagnosticsWarning, bayes_binary, bayes_ordinal": BAYES_AND_PLOTS,
+}
+
+
+def imported_by(statement: str) -> list[tuple[str, str]]:
+    """``(module, importer)`` for every module ``python -X importtime -c statement`` imports,
+    where importer is the nearest ``hce`` module above it in the import tree ("" if none).
+
+    ``-X importtime`` prints each import after its children, indented by depth, so a
+    module's ancestors are the following lines of smaller depth.
+    """
+    # run from the repository root so the interpreter imports this tree's hce (sys.path[0] is '')
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", statement],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )
+    rows = []
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and not line.rstrip().endswith("imported package"):
+            name = line.split("|")[-1]
+            rows.append((len(name) - len(name.lstrip()), name.strip()))
+    out = []
+    for i, (depth, name) in enumerate(rows):
+        importer, level = "", depth
+        for up_depth, up_name in rows[i + 1:]:
+            if up_depth < level:
+                level = up_depth
+                if up_name.split(".")[0] == "hce":
+                    importer = up_name
+                    break
+        out.append((name, importer))
+    return out
+
+
+def _matches(module: str, banned: set[str]) -> bool:
+    return any(module == b or module.startswith(b + ".") for b in banned)
+
+
+@pytest.mark.parametrize("statement", sorted(CASES))
+def test_heavy_modules_are_not_imported(statement):
+    modules = imported_by(statement)
+    assert any(name == "hce" for name, _ in modules), "importtime output not parsed"
+    found = {}  # per banned package, its outermost module that loaded and who loaded it
+    for name, importer in sorted(modules, key=lambda m: m[0].count(".")):
+        if _matches(name, CASES[statement]):
+            found.setdefault(name.split(".")[0], f"{name} (under {importer or 'a non-hce module'})")
+    assert not found, f"{statement} imports: " + "; ".join(found.values())
+
+
+def test_the_check_sees_a_heavy_import():
+    """The parser finds a banned package and names the hce module that pulls it in."""
+    modules = dict(imported_by("import hce.log; import xarray"))
+    assert modules["pandas"] == "hce.log"
+    assert _matches("xarray", BAYES_AND_PLOTS) and modules["xarray"] == ""
