@@ -90,6 +90,8 @@ def test_report_command(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "rep" / "report.html").is_file()
     assert (tmp_path / "rep" / "tables" / "exp2_friedman.csv").is_file()
+    # the study report is the report of any log per experiment plus the study's own sections
+    assert (tmp_path / "rep" / "tables" / "exp2_total_sd_test.csv").is_file()
 
 
 def test_report_of_any_other_log_is_the_generic_report(tmp_path):

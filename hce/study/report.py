@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -32,11 +33,22 @@ from hce.report.tables import Table, format_p
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
 from hce.stats.result import AnalysisResult
-from hce.study.analyses import conditions_per_level, experiment1, experiment2, experiment3, experiment5
-from hce.study.config import JUDGED_LOGS
+from hce.study.analyses import (
+    conditions_per_level,
+    experiment1,
+    experiment2,
+    experiment3,
+    experiment5,
+)
 from hce.study.confidence import logprob_confidence
+from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
-from hce.study.settings import SETTINGS_FILE, describe, effective_settings, read_settings
+from hce.study.settings import (
+    SETTINGS_FILE,
+    describe,
+    effective_settings,
+    read_settings,
+)
 
 EXPERIMENTS = {
     "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", experiment1),
@@ -408,7 +420,14 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
             f"Not reported (the report of any log, per condition_id and criterion, cannot be made on these rows): {exc}")
         return
     for section in part.sections:
-        report.sections.append(Section(f"{label}: {section.title}", [_renamed(b, prefix) for b in section.blocks]))
+        blocks = [_renamed(b, prefix) for b in section.blocks]
+        bins = [b for b in blocks if isinstance(b, Table) and b.name == f"{prefix}_calibration_bins"]
+        if bins:  # the paper's Figure 5, drawn from the reliability table the section holds
+            fig, ax = plt.subplots(figsize=(4.5, 4.5))
+            figures.reliability_diagram(bins[0].data, ax=ax)
+            blocks.append(Figure(fig, f"{prefix}_reliability_diagram",
+                                 f"Figure 5: Reliability diagram of category-score confidence ({prefix})"))
+        report.sections.append(Section(f"{label}: {section.title}", blocks))
 
 
 # --- hand-offs and cost ---------------------------------------------------------------------

@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 
 import hce.stats as hs
-from hce.study import experiment2
 from hce.errors import HceWarning
-from hce.study.report import NOT_MEASURABLE, StudyResults, scorecard, study_report
 from hce.stats._simulate import simulated_log
 from hce.stats.result import AnalysisResult
+from hce.study import experiment2
+from hce.study.report import NOT_MEASURABLE, StudyResults, scorecard, study_report
 
 
 def with_conditions(log, model="gpt-4.1-2025-04-14"):
@@ -23,8 +23,22 @@ def exp2_log():
                                          noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=30, n_attempts=8))
 
 
-def test_report_tables_equal_direct_statistics(exp2_log, tmp_path):
-    out = study_report(exp2_log).write(tmp_path / "r")
+@pytest.fixture(scope="module")
+def exp2_report(exp2_log):
+    # Built once: with errored attempts the design is unbalanced and every criterion's variance
+    # components are fitted by penalised least squares, with profile intervals (seconds each).
+    return study_report(exp2_log)
+
+
+@pytest.fixture(scope="module")
+def balanced_log():
+    """No errored attempts: variance components in closed form, a report in a second or two."""
+    return with_conditions(simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id", error_rate=0,
+                                         noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=12, n_attempts=4))
+
+
+def test_report_tables_equal_direct_statistics(exp2_log, exp2_report, tmp_path):
+    out = exp2_report.write(tmp_path / "r")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HceWarning)
         direct = experiment2(exp2_log)
@@ -43,18 +57,18 @@ def test_report_tables_equal_direct_statistics(exp2_log, tmp_path):
     assert "tables/exp2_sd.csv" in markdown  # the long per-item table is a file, not printed
 
 
-def test_report_is_deterministic(exp2_log, tmp_path):
-    a = study_report(exp2_log).write(tmp_path / "a")
-    b = study_report(exp2_log).write(tmp_path / "b")
+def test_report_is_deterministic(balanced_log, tmp_path):
+    a = study_report(balanced_log).write(tmp_path / "a")
+    b = study_report(balanced_log).write(tmp_path / "b")
     for path in sorted((a / "tables").iterdir()):
         assert path.read_bytes() == (b / "tables" / path.name).read_bytes(), path.name
     assert (a / "report.md").read_bytes() == (b / "report.md").read_bytes()
 
 
-def test_simulated_judge_says_so_in_title(exp2_log):
-    log = exp2_log.assign(system_fingerprint="fp_hce_sim_0")
+def test_simulated_judge_says_so_in_title(balanced_log, exp2_report):
+    log = balanced_log.assign(system_fingerprint="fp_hce_sim_0")
     assert "SIMULATED JUDGE" in study_report(log).title
-    assert "SIMULATED" not in study_report(exp2_log).title
+    assert "SIMULATED" not in exp2_report.title
 
 
 def fake(tables):
@@ -125,9 +139,8 @@ def test_exp5_without_confidence_column():
     assert card.loc["SM5", "verdict"] == NOT_MEASURABLE
 
 
-def test_variance_decomposition_is_per_condition_and_criterion(exp2_log):
-    report = study_report(exp2_log)
-    tables = {t.name: t.data for t in report.tables()}
+def test_variance_decomposition_is_per_condition_and_criterion(exp2_log, exp2_report):
+    tables = {t.name: t.data for t in exp2_report.tables()}
     valid = exp2_log[~exp2_log["error_flag"]]
     for criterion in ("total", "clarity_of_language"):
         with warnings.catch_warnings():
@@ -138,8 +151,8 @@ def test_variance_decomposition_is_per_condition_and_criterion(exp2_log):
         np.testing.assert_array_equal(tables[f"exp2_{criterion}_g_coefficients"]["estimate"], direct.coefficients["estimate"])
 
 
-def test_bayesian_section_is_announced_as_skipped_by_default(exp2_log):
-    assert "Skipped: MCMC takes minutes. Run `hce report ... --bayes`" in study_report(exp2_log).to_markdown()
+def test_bayesian_section_is_announced_as_skipped_by_default(exp2_report):
+    assert "Skipped: MCMC takes minutes. Run `hce report ... --bayes`" in exp2_report.to_markdown()
 
 
 @pytest.mark.slow
@@ -190,12 +203,10 @@ def test_exp5_confidence_from_logprobs_when_the_log_has_none():
     assert result.tables["uncertainty"]["estimate"].iloc[0] == pytest.approx(expected, rel=1e-12)
 
 
-def test_the_study_report_prints_no_snake_case_header():
+def test_the_study_report_prints_no_snake_case_header(balanced_log):
     from hce.study import study_report
-    from hce.stats._simulate import simulated_log
 
-    log = with_conditions(simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
-                                        noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=12, n_attempts=4))  # fmt: skip
+    log = balanced_log
     report = study_report(log)
     shown = {cell.strip() for table in report.tables() if table.inline for cell in table.display_frame().columns}
     assert shown and not [h for h in shown if "_" in h], shown
@@ -261,8 +272,8 @@ def test_one_configuration_and_two_named_prompts_refuse_to_pool():
     assert "The analysis plan could not be run on this log: EXP1_BaselineRubricUtility: prompt_id 'P1.1' covers 2" in markdown
 
 
-def test_handoffs_and_cost_sections(exp2_log):
-    log = exp2_log.assign(input_tokens=1200, cached_tokens=1024, output_tokens=40)
+def test_handoffs_and_cost_sections(balanced_log, exp2_report):
+    log = balanced_log.assign(input_tokens=1200, cached_tokens=1024, output_tokens=40)
     report = study_report(log, decisions={"prompt": {"choice": "P2.3", "source": "rule", "rule": "lowest median SD"}})
     tables = {t.name: t.data for t in report.tables()}
     handoffs = tables["handoffs"]
@@ -271,8 +282,8 @@ def test_handoffs_and_cost_sections(exp2_log):
     assert cost.loc["EXP2_PromptOptimization", "cost_usd"] == pytest.approx(log["cost_usd"].sum(), rel=1e-12)
     assert cost.loc["(all)", "cached_share"] == pytest.approx(1024 / 1200)
     per_condition = tables["exp2_cost"].set_index("condition_id")
-    assert per_condition.loc["P2.1|gpt-4.1-2025-04-14|t0.1", "attempts"] == 30 * 8
+    assert per_condition.loc["P2.1|gpt-4.1-2025-04-14|t0.1", "attempts"] == 12 * 4
     # Without token counts the cost is not reported, and the reason is given.
-    markdown = study_report(exp2_log).to_markdown()
+    markdown = exp2_report.to_markdown()
     assert "Not reported: the logs record no cost or token counts" not in markdown  # cost_usd alone is logged
     assert "cost_summary: the log has no column(s)" in markdown
