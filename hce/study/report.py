@@ -445,7 +445,7 @@ def handoff_table(log: pd.DataFrame, decisions: Mapping[str, Mapping]) -> pd.Dat
     >>> log = pd.DataFrame({"experiment_id": ["EXP3_ModelComparison"] * 2, "prompt_id": ["P2.3", "P2.3"],
     ...                     "model": ["m1", "m2"]})
     >>> handoff_table(log, {"prompt": {"choice": "P2.3", "source": "rule", "rule": "lowest SD"}})[["decision", "choice", "used_by"]]
-      decision choice                used_by
+      decision choice               used_by
     0   prompt   P2.3  EXP3_ModelComparison
     """
     rows = []
