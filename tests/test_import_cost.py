@@ -9,6 +9,7 @@ fit with it. This test asserts the set of modules a fresh interpreter imports, n
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,24 @@ def test_the_check_sees_a_heavy_import():
     modules = dict(imported_by("import hce.log; import xarray"))
     assert modules["pandas"] == "hce.log"
     assert _matches("xarray", BAYES_AND_PLOTS) and modules["xarray"] == ""
+
+
+def test_every_public_stats_name_has_a_home_and_resolves():
+    # hce.stats loads its modules on first use (PEP 562): the table of homes and __all__ must
+    # name the same functions, and each must be found where the table says.
+    import hce.stats as hs
+
+    assert set(hs.__all__) == set(hs._HOME)
+    for name in hs.__all__:
+        assert getattr(hs, name) is getattr(importlib.import_module(hs._HOME[name]), name)
+    assert set(hs.__all__) <= set(dir(hs))
+
+
+def test_no_public_stats_name_is_also_a_module_name():
+    # Importing hce.stats.<name> sets the package attribute <name> to the module, which would
+    # hide a lazily loaded function of the same name (hs.fairness was once the module).
+    import pkgutil
+
+    import hce.stats as hs
+
+    assert not {m.name for m in pkgutil.iter_modules(hs.__path__)} & set(hs.__all__)

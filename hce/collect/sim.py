@@ -76,6 +76,17 @@ reasoning models"); their usage counts hidden ``completion_tokens_details.reason
 where hce refuses such designs at load). A :class:`Drift` per model changes the returned
 ``model`` and ``system_fingerprint`` after a set number of completions.
 
+*Reasoning styles (Experiment 4's truth).* Each category step of a step-by-step reply
+carries one code per dimension of the PRD's reasoning coding scheme, drawn from the
+model's style: per model, a distribution over each dimension's codes (``gpt-4o`` quotes the
+patient directly in 55% of segments, ``o4-mini`` paraphrases in 50%, ``o3`` ties 80% to the
+rubric's descriptor and reasons in depth in 60%, ``gpt-4.1-mini`` gives the general gist in
+50% and generic statements in 60%; the tables and phrases are
+:data:`hce.collect.sim_reasoning.REASONING_STYLES`). A prompt asking to code reasoning
+segments (hce's coding prompt, :func:`hce.study.reasoning.coding_messages`) is answered
+with the codes each shown segment carries, read back exactly
+(:func:`hce.collect.sim_reasoning.coding_reply`).
+
 *The call.* ``system_fingerprint`` is ``fp_hce_sim_<seed>`` (the runner logs it, so a
 report can tell a simulated run). ``usage`` counts about 4 characters a prompt token;
 ``cached_tokens`` is the longest prefix an earlier request of the model and
@@ -108,12 +119,14 @@ import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from hce.collect.pricing import ALIASES
-from hce.collect.providers import REASONING_MODEL
+from hce.collect import sim_reasoning
 from hce.collect.sim_batch import BatchSettings, SimBatches
 from hce.collect.sim_cache import PrefixCache
+from hce.collect.sim_draws import Draw
+from hce.collect.sim_families import FAMILIES, Drift, Family, refusal
 from hce.collect.sim_reply import SimReply, error_reply, unit
 from hce.errors import HceError
 from hce.rubric import _snake, load_rubric
@@ -275,7 +288,9 @@ _TARGET = re.compile(r"Target Total Score for this transcript:\s*(\d+)")
 
 
 def detect_format(prompt: str) -> str:
-    """The reply format a prompt asks for: verdict, synthetic, cot, scores, total or unknown."""
+    """The reply format a prompt asks for: coding, verdict, synthetic, cot, scores, total or unknown."""
+    if sim_reasoning.is_coding_prompt(prompt):  # it shows a transcript, and may quote a verdict prompt
+        return "coding"
     if ("pass" in prompt and re.search(r"\bpass\b\s*:\s*boolean", prompt)) or '"pass"' in prompt:
         return "verdict"
     if "Outline:" in prompt and _TARGET.search(prompt):
@@ -313,106 +328,6 @@ def _categories(prompt: str) -> list[tuple[str, int, int]]:
     return list(seen.values())
 
 
-# --- provider behaviour -------------------------------------------------------------------
-
-LogprobsAre = Literal["raw", "sampled", "raw_at_zero"]
-LOGPROBS_ARE: tuple[str, ...] = ("raw", "sampled", "raw_at_zero")
-
-
-@dataclass(frozen=True)
-class Family:
-    """What the endpoint does for one family of models (module notes, "Provider behaviours").
-
-    ``logprobs_are``: what returned logprobs are the log of: ``"raw"`` the judge's
-    distribution at temperature 1 whatever the request's temperature; ``"sampled"`` the
-    distribution the reply was sampled from (tempered; greedy at 0); ``"raw_at_zero"``
-    sampled, except raw at temperature 0. ``reasoning``: an OpenAI reasoning model: a
-    temperature other than 1 and ``logprobs`` are answered with the API's 400, and usage
-    counts ``reasoning_tokens`` hidden tokens per reply (in ``completion_tokens``, as
-    OpenAI bills them). ``n`` / ``seed``: whether the parameter is accepted (a 400
-    ``unsupported_parameter`` when not).
-
-    Examples
-    --------
-    >>> Family(logprobs_are="sampled").logprobs_are
-    'sampled'
-    """
-
-    logprobs_are: LogprobsAre = "raw"
-    reasoning: bool = False
-    n: bool = True
-    seed: bool = True
-    reasoning_tokens: int = 0
-
-    def __post_init__(self) -> None:
-        if self.logprobs_are not in LOGPROBS_ARE:
-            raise HceError(f"logprobs_are must be one of {LOGPROBS_ARE}, got {self.logprobs_are!r}")
-        if self.reasoning_tokens < 0:
-            raise HceError(f"reasoning_tokens must be >= 0, got {self.reasoning_tokens!r}")
-
-
-#: Model-name pattern (``re.fullmatch``) -> its family; the first match applies. A judge's
-#: ``families=`` are looked at before these.
-FAMILIES: dict[str, Family] = {
-    REASONING_MODEL.pattern: Family(reasoning=True, reasoning_tokens=192),
-    r".*": Family(),  # OpenAI's chat models, and any other name: OpenAI's behaviour
-}
-
-
-@dataclass(frozen=True)
-class Drift:
-    """A model version that changes mid-run: after ``after`` completions of the model, replies
-    name ``model`` (``model_version`` in the log) and carry ``fingerprint`` as
-    ``system_fingerprint`` (default: the simulator's with ``_drift`` appended).
-
-    Examples
-    --------
-    >>> Drift(after=10, model="gpt-4o-2024-11-20").after
-    10
-    """
-
-    after: int
-    model: str
-    fingerprint: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.after < 0:
-            raise HceError(f"Drift.after must be >= 0, got {self.after!r}")
-
-
-def _unsupported(param: str, message: str, code: str) -> SimReply:
-    reply = error_reply(400, message, "invalid_request_error", code)
-    reply.body["error"]["param"] = param
-    return reply
-
-
-def refusal(family: Family, body: Mapping[str, Any]) -> SimReply | None:
-    """The 400 the family's endpoint answers ``body`` with, or None when it takes the request.
-
-    Examples
-    --------
-    >>> refusal(Family(reasoning=True), {"temperature": 0.1}).body["error"]["message"]
-    "Unsupported value: 'temperature' does not support 0.1 with this model. Only the default (1) value is supported."
-    >>> refusal(Family(), {"temperature": 0.1, "logprobs": True}) is None
-    True
-    """
-    temperature = body.get("temperature")
-    if family.reasoning and temperature is not None and float(temperature) != 1:
-        return _unsupported(
-            "temperature",
-            f"Unsupported value: 'temperature' does not support {float(temperature):g} with this model. "
-            "Only the default (1) value is supported.",
-            "unsupported_value",
-        )
-    asked = {"logprobs": bool(body.get("logprobs")), "n": body.get("n") not in (None, 1), "seed": body.get("seed") is not None}
-    refused = {"logprobs": family.reasoning, "n": not family.n, "seed": not family.seed}
-    for name in asked:
-        if asked[name] and refused[name]:
-            return _unsupported(name, f"Unsupported parameter: '{name}' is not supported with this model.",
-                                "unsupported_parameter")  # fmt: skip
-    return None
-
-
 # --- the judge ----------------------------------------------------------------------------
 
 
@@ -441,96 +356,6 @@ def _tokens(text: str) -> tuple[list[str], list[int | None]]:
 
 def _count_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
-
-
-def score_distribution(mean: float, spread: float, low: int, high: int) -> dict[int, float]:
-    """The judge's score distribution at temperature 1: ``P(x) ∝ exp(-(x - mean)^2 / (2 spread^2))``.
-
-    The truth of every score draw (module notes); tests draw from it directly, without HTTP.
-
-    Examples
-    --------
-    >>> {x: round(p, 3) for x, p in score_distribution(3, 0.8, 1, 4).items()}
-    {1: 0.022, 2: 0.234, 3: 0.51, 4: 0.234}
-    """
-    spread = max(spread, 1e-3)
-    weights = {x: math.exp(-((x - mean) ** 2) / (2 * spread**2)) + 1e-12 for x in range(low, high + 1)}
-    total = sum(weights.values())
-    return {x: w / total for x, w in weights.items()}
-
-
-def tempered(p: Mapping[Any, float], temperature: float, power: float = 1.0) -> dict[Any, float]:
-    """``p^(power / T)`` renormalised: the distribution sampled at temperature ``T`` (``power`` 1).
-
-    At ``T = 0`` (below 1e-6) all mass goes to the most probable key (the first of ties):
-    greedy decoding. Computed on the log scale, so small temperatures do not underflow.
-
-    Examples
-    --------
-    >>> {k: round(v, 4) for k, v in tempered({"a": 0.6, "b": 0.4}, 0.5).items()}
-    {'a': 0.6923, 'b': 0.3077}
-    >>> tempered({"a": 0.6, "b": 0.4}, 0)
-    {'a': 1.0, 'b': 0.0}
-    """
-    if temperature <= 1e-6:
-        top = max(p, key=p.get)
-        return {k: float(k == top) for k in p}
-    logs = {k: power * math.log(v) / temperature for k, v in p.items() if v > 0}
-    peak = max(logs.values())
-    weights = {k: math.exp(logs[k] - peak) if k in logs else 0.0 for k in p}
-    total = sum(weights.values())
-    return {k: w / total for k, w in weights.items()}
-
-
-def reported(p: Mapping[Any, float], temperature: float, logprobs_are: str = "raw", overconfidence: float = 1.0) -> dict[Any, float]:
-    """The distribution a reply's logprobs are the log of, for judge distribution ``p`` (at T = 1).
-
-    ``r`` = ``p`` (``"raw"``; ``"raw_at_zero"`` at ``T = 0``) or ``p`` tempered at ``T``
-    (``"sampled"``; ``"raw_at_zero"`` at ``T > 0``); then ``r^f`` renormalised with ``f =
-    overconfidence``. Keys of probability 0 (greedy ``"sampled"``) are absent from the logprobs.
-
-    Examples
-    --------
-    >>> {k: round(v, 4) for k, v in reported({"a": 0.6, "b": 0.4}, 0.5, "sampled").items()}
-    {'a': 0.6923, 'b': 0.3077}
-    >>> reported({"a": 0.6, "b": 0.4}, 0.5, "raw", overconfidence=2) == tempered({"a": 0.6, "b": 0.4}, 0.5)
-    True
-    """
-    if logprobs_are not in LOGPROBS_ARE:
-        raise HceError(f"logprobs_are must be one of {LOGPROBS_ARE}, got {logprobs_are!r}")
-    raw = logprobs_are == "raw" or (logprobs_are == "raw_at_zero" and temperature <= 1e-6)
-    r = dict(p) if raw else tempered(p, temperature)
-    return r if overconfidence == 1 else tempered(r, 1.0, overconfidence)
-
-
-class _Draw:
-    """Categorical draws at a temperature, remembering for each the distribution its logprobs report."""
-
-    def __init__(self, rng: random.Random, temperature: float, logprobs_are: str = "raw", overconfidence: float = 1.0):
-        self.rng = rng
-        self.temperature = temperature
-        self.logprobs_are = logprobs_are
-        self.overconfidence = overconfidence
-        self.dists: list[tuple[str, dict[str, float]]] = []  # (chosen token, the reported distribution)
-
-    def pick(self, weights: dict[str, float]) -> str:
-        total = sum(weights.values())
-        p = {k: w / total for k, w in weights.items()}
-        sampled = tempered(p, self.temperature)
-        if self.temperature <= 1e-6:
-            chosen = max(sampled, key=sampled.get)
-        else:
-            u, acc, chosen = self.rng.random(), 0.0, next(iter(p))
-            for k, v in sampled.items():
-                acc += v
-                chosen = k
-                if u < acc:
-                    break
-        self.dists.append((chosen, reported(p, self.temperature, self.logprobs_are, self.overconfidence)))
-        return chosen
-
-    def score(self, mean: float, spread: float, low: int, high: int) -> int:
-        return int(self.pick({str(x): v for x, v in score_distribution(mean, spread, low, high).items()}))
 
 
 class SimJudge:
@@ -677,7 +502,7 @@ class SimJudge:
         choices = []
         for index in range(n):  # each choice its own draws from the request's stream (n = 1: as before n existed)
             bad = malformed if index == 0 else unit(self.seed, "malformed", canonical, occurrence, index) < f.rate_malformed
-            draw = _Draw(rng, temperature, family.logprobs_are, profile.overconfidence)
+            draw = Draw(rng, temperature, family.logprobs_are, profile.overconfidence)
             marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift)
             tokens, draws = _tokens(marked)
             cap = body.get("max_completion_tokens") or body.get("max_tokens")
@@ -722,7 +547,7 @@ class SimJudge:
     # The judgement -------------------------------------------------------------------------
 
     def _reply(
-        self, fmt: str, prompt: str, item: str, model: str, draw: _Draw, malformed: bool, rng: random.Random,
+        self, fmt: str, prompt: str, item: str, model: str, draw: Draw, malformed: bool, rng: random.Random,
         shift: float = 0.0,
     ) -> tuple[str, str]:
         profile = self.profiles.get(model, self.default)
@@ -733,7 +558,9 @@ class SimJudge:
         elif fmt == "synthetic":
             text = self._synthetic(prompt, rng)
         elif fmt in ("scores", "cot"):
-            text = self._scores(item, prompt, profile, draw, fmt)
+            text = self._scores(item, prompt, profile, draw, fmt, model)
+        elif fmt == "coding":
+            text = sim_reasoning.coding_reply(prompt)
         elif fmt == "total":
             text = self._total(item, prompt, profile, draw)
         else:
@@ -759,7 +586,7 @@ class SimJudge:
                     levels[name] = level
         return levels
 
-    def _scores(self, item: str, prompt: str, profile: Profile, draw: _Draw, fmt: str) -> str:
+    def _scores(self, item: str, prompt: str, profile: Profile, draw: Draw, fmt: str, model: str = "") -> str:
         categories = _categories(prompt)
         levels = self._levels(item, categories)
         spread = profile.noise * FORMAT_NOISE[fmt]
@@ -772,13 +599,13 @@ class SimJudge:
         quote = next((ln.strip() for ln in item.splitlines() if ln.strip().lower().startswith("patient")), item[:80])
         quote = " ".join(quote.split()[:COT_QUOTE_WORDS])  # a fixed-size quote: the reply's length hardly varies by item
         for number, (name, s) in enumerate(scores.items(), start=1):
-            steps.append(
-                f"{number}. {name}\nReasoning: The patient's answers match level {s} of this category; "
-                f'for example: "{quote}".\nScore: {s}'
-            )
+            # The segment's codes come from the model's reasoning style (the truth of Experiment 4).
+            codes = sim_reasoning.draw_codes(model, draw.rng)
+            reasoning = sim_reasoning.segment_text(codes, category=name, level=s, quote=quote)
+            steps.append(f"{number}. {name}\nReasoning: {reasoning}\nScore: {s}")
         return "Step-by-step Analysis and Scoring:\n" + "\n\n".join(steps) + "\n\nFinal Scores Output:\n" + block
 
-    def _total(self, item: str, prompt: str, profile: Profile, draw: _Draw) -> str:
+    def _total(self, item: str, prompt: str, profile: Profile, draw: Draw) -> str:
         m = _TOTAL_RANGE.search(prompt)
         low, high = (int(m.group(3) or m.group(1)), int(m.group(4) or m.group(2))) if m else (5, 20)
         # The prompt names no categories: on the 5-20 scale the item's truth is its Rubric v5.0
@@ -789,7 +616,7 @@ class SimJudge:
         mean = 0.5 * latent + 0.5 * (low + high) / 2 + n * profile.bias
         return _mark(draw.score(mean, profile.noise * math.sqrt(n) * FORMAT_NOISE["total"], low, high))
 
-    def _verdict(self, item: str, prompt: str, profile: Profile, draw: _Draw) -> str:
+    def _verdict(self, item: str, prompt: str, profile: Profile, draw: Draw) -> str:
         known = self.truth.get(text_key(item), {})
         q = unit("verdict", text_key(item))
         if "pass" in known:

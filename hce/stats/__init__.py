@@ -3,104 +3,59 @@
 import importlib
 import warnings
 
-from hce.stats.boolean import (
-    adaptive_filter_agreement,
-    binarize_likert,
-    discrepancy,
-    golden_agreement,
-    majority_vote,
-    mean_score_ensemble,
-    normalize_likert,
-    pass_rates,
-    uncertain_routing,
-)
-from hce.stats.calibration import (
-    agrees_with_mode,
-    agrees_with_repeat,
-    brier_score,
-    calibration_metrics,
-    confidence_spread,
-    confidence_table,
-    expected_calibration_error,
-    logprob_confidence,
-    reliability_table,
-    verbal_confidence,
-    vote_confidence,
-)
-from hce.stats.editf1 import (
-    annotator_pairs,
-    count_sentences,
-    edit_counts,
-    edit_counts_from_matches,
-    edit_counts_table,
-    edit_f1,
-    inter_annotator_predictability,
-    sentence_table,
-    split_sentences,
-    theme_f1,
-    theme_inclusion_agreement,
-)
-from hce.stats.effects import cohens_d, correlation, kl_divergence, mae_vs_target
-from hce.stats.fairness import fairness
-from hce.stats.ppi import ppi_mean, rogan_gladen
-from hce.stats.result import AnalysisResult
-from hce.stats.spread import item_spread, share_below, spread_summary, success_metric_2, vote_stability
-from hce.stats.tests import (
-    code_frequencies,
-    contingency_test,
-    friedman,
-    kruskal_wallis,
-    mann_whitney,
-    p_adjust,
-    posthoc,
-    rm_anova,
-    wilcoxon_paired,
-)
-from hce.stats.dif import dif_ordinal
-from hce.stats.factor import (
-    bartlett_sphericity,
-    cfa,
-    correlation_matrix,
-    efa,
-    eigenvalues,
-    kmo,
-    parallel_analysis,
-    polychoric,
-)
-from hce.stats.instrument import instrument_report, item_statistics
-from hce.stats.power import (
-    attempts_needed,
-    bonett_icc_items,
-    reliability_items,
-    sd_difference_power,
-    sd_difference_power_analytic,
-)
-from hce.stats.reliability import (
-    cohen_kappa,
-    cronbach_alpha,
-    fleiss_kappa,
-    gwet_ac,
-    icc,
-    icc_groups,
-    krippendorff_alpha,
-    mcdonald_omega,
-    omega_hierarchical,
-    ordinal_alpha,
-    percent_agreement,
-    strict_agreement,
-)
-from hce.stats.mixed import (
-    LmerResult,
-    VarianceComponents,
-    build_design,
-    lmer,
-    parse_formula,
-    spread_model,
-    variance_components,
-)
-from hce.stats.request_effect import request_variance
-from hce.stats.bayes import BayesResult, MCMCDiagnosticsWarning, bayes_binary, bayes_ordinal
-from hce.stats.validity import discriminant_validity, rater_expertise, substantive_validity
+# Every public name and the module that defines it. A module is imported at the first use of
+# one of its names (PEP 562), so `import hce.stats` costs what `import hce` does and a script
+# pays for SciPy, statsmodels or PyMC only when it calls what needs them.
+_EXPORTS = {
+    "hce.stats.bayes": ("BayesResult", "MCMCDiagnosticsWarning", "bayes_binary", "bayes_ordinal"),
+    "hce.stats.boolean": (
+        "adaptive_filter_agreement", "binarize_likert", "discrepancy", "golden_agreement", "majority_vote",
+        "mean_score_ensemble", "normalize_likert", "pass_rates", "uncertain_routing",
+    ),
+    "hce.stats.calibration": (
+        "agrees_with_mode", "agrees_with_repeat", "brier_score", "calibration_metrics", "confidence_spread",
+        "confidence_table", "expected_calibration_error", "logprob_confidence", "reliability_table",
+        "verbal_confidence", "vote_confidence",
+    ),
+    "hce.stats.dif": ("dif_ordinal",),
+    "hce.stats.editf1": (
+        "annotator_pairs", "count_sentences", "edit_counts", "edit_counts_from_matches",
+        "edit_counts_table", "edit_f1", "inter_annotator_predictability", "sentence_table",
+        "split_sentences", "theme_f1", "theme_inclusion_agreement",
+    ),
+    "hce.stats.effects": ("cohens_d", "correlation", "kl_divergence", "mae_vs_target"),
+    "hce.stats.factor": (
+        "bartlett_sphericity", "cfa", "correlation_matrix", "efa", "eigenvalues", "kmo",
+        "parallel_analysis", "polychoric",
+    ),
+    "hce.stats.subgroup_fairness": ("fairness",),
+    "hce.stats.instrument": ("instrument_report", "item_statistics"),
+    "hce.stats.mixed": (
+        "LmerResult", "VarianceComponents", "build_design", "lmer", "parse_formula", "spread_model",
+        "variance_components",
+    ),
+    "hce.stats.power": (
+        "attempts_needed", "bonett_icc_items", "reliability_items", "sd_difference_power",
+        "sd_difference_power_analytic",
+    ),
+    "hce.stats.ppi": ("ppi_mean", "rogan_gladen"),
+    "hce.stats.reliability": (
+        "cohen_kappa", "cronbach_alpha", "fleiss_kappa", "gwet_ac", "icc", "icc_groups",
+        "krippendorff_alpha", "mcdonald_omega", "omega_hierarchical", "ordinal_alpha", "percent_agreement",
+        "strict_agreement",
+    ),
+    "hce.stats.request_effect": ("request_variance",),
+    "hce.stats.result": ("AnalysisResult",),
+    "hce.stats.spread": (
+        "item_spread", "share_below", "spread_summary", "success_metric_2", "vote_stability",
+    ),
+    "hce.stats.tests": (
+        "code_frequencies", "contingency_test", "friedman", "kruskal_wallis", "mann_whitney", "p_adjust",
+        "posthoc", "rm_anova", "wilcoxon_paired",
+    ),
+    "hce.stats.validity": ("discriminant_validity", "rater_expertise", "substantive_validity"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
 # The public API, discovered by the dirty-input test (tests/stats/test_dirty_input.py).
 __all__ = [
@@ -143,8 +98,16 @@ def _moved(name: str, old_module: str):
 
 
 def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     if name in _MOVED:
         return _moved(name, __name__)
     if name in _MOVED_TO_STUDY:
         raise AttributeError(f"hce.stats.{name} moved to hce.study.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -23,7 +23,7 @@ from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError, HceWarning
-from hce.stats._intervals import fisher_z_ci, noncentrality_ci
+from hce.stats._intervals import fisher_z_ci, noncentrality_ci, proportion_ci
 from hce.stats._resample import (
     as_generator,
     bootstrap_sums,
@@ -908,7 +908,7 @@ def contingency_test(
 
 @reads_frame(keys=("group", "codes"))
 def code_frequencies(
-    data: pd.DataFrame, *, group: str = "model", codes: str | Sequence[str] = "code"
+    data: pd.DataFrame, *, group: str = "model", codes: str | Sequence[str] = "code", confidence: float = 0.95
 ) -> pd.DataFrame:
     """Counts and within-group shares of each code level by group (Experiment 4, step 1).
 
@@ -916,15 +916,27 @@ def code_frequencies(
     -------
     DataFrame
         One row per coding dimension x group x level: ``code``, ``group`` (the group's
-        label), ``level``, ``count``, ``share`` (of the group's coded segments).
+        label), ``level``, ``count``, ``share`` (of the group's coded segments), ``n`` (the
+        group's coded segments) and the Wilson interval of the share (``ci_low``,
+        ``ci_high``; R ``prop.test(correct = FALSE)``), which treats segments as independent.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> codes = pd.DataFrame({"model": ["a", "a", "a", "b"], "code": ["q", "q", "p", "p"]})
+    >>> code_frequencies(codes).round(3).to_dict("records")[0]
+    {'code': 'code', 'group': 'a', 'level': 'p', 'count': 1, 'share': 0.333, 'n': 3, 'ci_low': 0.061, 'ci_high': 0.792}
     """
+    check_confidence(confidence)
     code_columns = [codes] if isinstance(codes, str) else list(codes)
     require_columns(data, [group, *code_columns])
     tables = []
     for code in code_columns:
         counts = pd.crosstab(data[group], data[code]).stack().rename("count").reset_index()
         counts.columns = ["group", "level", "count"]
-        counts["share"] = counts["count"] / counts.groupby("group")["count"].transform("sum")
+        counts["n"] = counts.groupby("group")["count"].transform("sum")
+        counts.insert(3, "share", counts["count"] / counts["n"])
+        counts["ci_low"], counts["ci_high"] = proportion_ci(counts["count"].to_numpy(), counts["n"].to_numpy(), confidence, "wilson")
         counts.insert(0, "code", code)
         tables.append(counts)
     return pd.concat(tables, ignore_index=True)

@@ -16,7 +16,7 @@ import pandas as pd
 from hce._checks import require_columns
 from hce.errors import DataError
 from hce.stats.effects import cohens_d, correlation, kl_divergence, mae_vs_target
-from hce.stats.fairness import fairness
+from hce.stats.subgroup_fairness import fairness
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import as_list, item_spread, share_below, spread_summary, success_metric_2
 from hce.stats.tests import (
@@ -518,7 +518,7 @@ def experiment4(
                  p_adjust(tests["p_value"].to_numpy(), p_adjust_method))  # fmt: skip
     return AnalysisResult(
         title="EXP4_ReasoningAnalysis",
-        tables={"frequencies": code_frequencies(codes, group=group, codes=dims), "tests": tests},
+        tables={"frequencies": code_frequencies(codes, group=group, codes=dims, confidence=confidence), "tests": tests},
         notes=[f"{p_adjust_method} correction across {len(dims)} coding dimension(s)",
                "inter-coder reliability (Cohen's kappa) is computed by hce.stats reliability"],
     )  # fmt: skip

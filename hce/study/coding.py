@@ -15,7 +15,11 @@ from hce.study.analyses import experiment4
 from hce.study.config import Study, StudyStop, scheme_source
 from hce.study.designs import corpus_items, design_of, exp_design
 from hce.study.handoffs import resolved
+from hce.study.sim_coders import refinement_rounds, true_codes
 from hce.study.steps import StudyRun, analyse, current_log, run_design
+
+#: The final coder's codes, one row per coded segment: what the frequency tests and the report read.
+CODES_FILE = "codes.csv"
 
 
 def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
@@ -47,6 +51,8 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
                                    f"(see error_message in {study.log_path('exp4_llm')}); their codes are missing")  # fmt: skip
     if exp["human_codes"]:
         codes.append(reasoning.read_codes(study.base / exp["human_codes"], scheme))
+    elif result.simulated and study.config["simulation"]["coders"]["enabled"]:
+        codes.append(_simulated_human_codes(study, result, segments, selection, scheme))
     if not codes:
         result.messages.append(f"Exp 4: coding sheet written to {folder / 'coding_template.csv'}; fill it in and set "
                                "experiments.exp4.human_codes (or enable llm_coding), then run again")  # fmt: skip
@@ -64,11 +70,33 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
         versus.to_csv(folder / "kappa_llm_vs_human.csv", index=False)
     final = exp["final_coder"] or (llm_coders[0] if llm_coders else human[0])
     chosen = allcodes[allcodes["coder"] == final].dropna(subset=scheme.ids, how="all")
+    chosen.to_csv(folder / CODES_FILE, index=False)  # the coded segments the frequency tests (and the report) use
     if chosen["model"].nunique() < 2:
         result.messages.append(f"Exp 4: coder {final!r} has codes for fewer than two models; no frequency tests")
     else:
         analyse(study, result, "exp4", experiment4, chosen.dropna(subset=scheme.ids), notes=[f"codes of coder {final!r}"],
                 group="model", dimensions=list(scheme.ids))  # fmt: skip
+
+
+def _simulated_human_codes(study: Study, result: StudyRun, segments: pd.DataFrame, selection: pd.DataFrame,
+                           scheme: reasoning.CodingScheme) -> pd.DataFrame:
+    """A rehearsal's researchers (simulation.coders): coder_1 codes every segment, coder_2 the ICR transcripts."""
+    folder = study.output / "exp4"
+    spec = study.config["simulation"]["coders"]
+    icr = selection.loc[selection["role"] == "icr", "item_id"]
+    double, rounds = refinement_rounds(segments[segments["item_id"].isin(icr)], scheme, agreement=spec["agreement"],
+                                       target=study.exp("exp4")["kappa_target"], random_state=spec["seed"])  # fmt: skip
+    rounds.to_csv(folder / "kappa_rounds.csv", index=False)
+    codes = pd.concat([true_codes(segments, scheme), double[double["coder"] == "coder_2"]], ignore_index=True)
+    codes.to_csv(folder / "human_codes_simulated.csv", index=False)
+    last = rounds[rounds["round"] == rounds["round"].max()]
+    result.messages.append(
+        f"Exp 4: simulated researchers (coder_1 reads each segment's true codes; coder_2 agrees with it at "
+        f"{', '.join(f'{a:g}' for a in rounds['agreement'].unique())} in successive rounds, on {icr.size} ICR "
+        f"transcripts): kappa {'reached' if last['meets_target'].all() else 'did NOT reach'} the target in round "
+        f"{int(last['round'].iloc[0])} (exp4/kappa_rounds.csv)"
+    )
+    return codes
 
 
 def _llm_codes(study: Study, result: StudyRun, segments: pd.DataFrame, corpus: pd.DataFrame,

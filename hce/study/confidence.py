@@ -11,8 +11,35 @@ import numpy as np
 import pandas as pd
 
 from hce.collect.prompts import REPLY_FORMAT
+from hce.collect.sim import SIM_FINGERPRINT, SimJudge
 from hce.rubric import Rubric, load_rubric
 from hce.stats import logprob_confidence as token_confidence
+
+#: What a real log's logprobs are assumed to be the log of when the study does not say
+#: (``experiments.exp5.logprobs_are``): raw, OpenAI's behaviour (:mod:`hce.collect.sim`, "Calibration truth").
+DEFAULT_LOGPROBS_ARE = "raw"
+
+
+def logprobs_behaviour(log: pd.DataFrame, setting: str | None = None) -> str:
+    """What the log's logprobs are the log of: the study's setting; else, for a log of the simulated
+    judge, its default family behaviour for the log's models (:data:`hce.collect.sim_families.FAMILIES`);
+    else :data:`DEFAULT_LOGPROBS_ARE`.
+
+    Examples
+    --------
+    >>> logprobs_behaviour(pd.DataFrame({"model": ["gpt-4o"]}), "sampled")
+    'sampled'
+    >>> logprobs_behaviour(pd.DataFrame({"model": ["gpt-4o"], "system_fingerprint": ["fp_hce_sim_0"]}))
+    'raw'
+    """
+    if setting is not None:
+        return setting
+    simulated = "system_fingerprint" in log and log["system_fingerprint"].astype(str).str.startswith(SIM_FINGERPRINT).any()
+    if simulated and "model" in log:
+        behaviours = {SimJudge().family(m).logprobs_are for m in log["model"].dropna().astype(str).unique()}
+        if len(behaviours) == 1:
+            return behaviours.pop()
+    return DEFAULT_LOGPROBS_ARE
 
 
 def score_range(rubric: Rubric) -> tuple[int, int]:
@@ -20,8 +47,8 @@ def score_range(rubric: Rubric) -> tuple[int, int]:
     return min(c.min_score for c in rubric.categories), max(c.max_score for c in rubric.categories)
 
 
-def logprob_confidence(log: pd.DataFrame, *, rubric: Rubric | None = None) -> pd.Series:
-    """Per attempt, the judge's mean token probability of the category scores it wrote.
+def logprob_confidence(log: pd.DataFrame, *, rubric: Rubric | None = None, logprobs_are: str | None = None) -> pd.Series:
+    """Per attempt, the judge's mean probability of the category scores it wrote, at the temperature used.
 
     Exp 5's uncertainty method (7.5.7 step 5, "output token probabilities"): the token
     carrying each score and its ``top_logprobs`` give a distribution over the possible
@@ -30,7 +57,9 @@ def logprob_confidence(log: pd.DataFrame, *, rubric: Rubric | None = None) -> pd
     passed over: it is the sum of the categories and carries no uncertainty of its own).
     The attempt's confidence is the mean of the chosen scores' probabilities; for a bare
     total (P1.1) it is that total's probability. Missing when the attempt errored or its
-    logprobs hold no score.
+    logprobs hold no score. Each probability is that of the distribution the score was
+    sampled from at the attempt's ``temperature`` (the chance a repeat writes it again),
+    given what the logprobs are (``logprobs_are``, default :func:`logprobs_behaviour`).
     """
     rubric = rubric or load_rubric("v5")
     low, high = score_range(rubric)
@@ -39,14 +68,15 @@ def logprob_confidence(log: pd.DataFrame, *, rubric: Rubric | None = None) -> pd
     last = -1 if rubric.total_range[0] <= high else 0
     confidence = pd.Series(np.nan, index=log.index, name="confidence", dtype=float)
     usable = log[~log["error_flag"].astype(bool) & log["logprobs"].notna()]
+    sampling = {"temperature": "temperature", "logprobs_are": logprobs_behaviour(log, logprobs_are)} if "temperature" in log else {}
     for prompt_id, part in usable.groupby("prompt_id", sort=False):
         fmt = REPLY_FORMAT.get(prompt_id)
         if fmt in ("scores", "cot"):
-            found = token_confidence(part, scores=range(low, high + 1), occurrence=range(last - n, last), id_columns=())
+            found = token_confidence(part, scores=range(low, high + 1), occurrence=range(last - n, last), id_columns=(), **sampling)
             confidence[part.index] = found["prob"].groupby(level=0).mean()
         elif fmt == "total":
             totals = range(rubric.total_range[0], rubric.total_range[1] + 1)
-            confidence[part.index] = token_confidence(part, scores=totals, id_columns=())["prob"]
+            confidence[part.index] = token_confidence(part, scores=totals, id_columns=(), **sampling)["prob"]
     return confidence
 
 

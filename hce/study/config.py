@@ -17,9 +17,11 @@ from typing import Any
 
 import yaml
 
-from hce.collect.design import Endpoint, endpoint_from
+from hce.collect.design import Endpoint, check_temperature, endpoint_from
+from hce.collect.pricing import ALIASES
 from hce.collect.prompts import REPLY_FORMAT
 from hce.collect.schema import EndpointSpec, RunSpec, SchemaError, SettingsSpec, did_you_mean, validate
+from hce.collect.sim_families import LOGPROBS_ARE
 from hce.errors import CollectError, HceError
 from hce.rubric import Rubric, load_rubric
 
@@ -58,6 +60,17 @@ class Study:
     def endpoint(self) -> Endpoint:
         """The study's endpoint (checked by :func:`load_study`)."""
         return endpoint_from("default", EndpointSpec.model_validate(self.config["endpoint"]))
+
+    def settings(self, model: str, **overrides: Any) -> dict[str, Any]:
+        """The sampling settings of a call to ``model``: defaults, then ``overrides``, then its model_settings."""
+        settings = dict(self.config["defaults"])
+        settings.update(overrides)
+        # model_settings may name the dated snapshot or its alias ("o4-mini"): either applies.
+        dated = ALIASES.get(model, model)
+        for name, extra in (self.config["model_settings"] or {}).items():
+            if ALIASES.get(name, name) == dated:
+                settings.update(extra or {})
+        return settings
 
     def exp(self, key: str) -> dict[str, Any]:
         return self.config["experiments"][key]
@@ -194,6 +207,9 @@ def _check(study: Study) -> None:
         prompt = study.exp(key)["prompt"]
         if prompt != "winner" and prompt not in judging:
             raise CollectError(f"{name}: experiments.{key}.prompt must be 'winner' or one of {judging}, got {prompt!r}")
+    if study.exp("exp5")["logprobs_are"] not in (None, *LOGPROBS_ARE):
+        raise CollectError(f"{name}: experiments.exp5.logprobs_are must be one of {list(LOGPROBS_ARE)} or null, "
+                           f"got {study.exp('exp5')['logprobs_are']!r}")  # fmt: skip
     models = study.exp("exp3")["models"]
     if not isinstance(models, list) or len(models) < 2 or len(set(models)) != len(models):
         raise CollectError(f"{name}: experiments.exp3.models must list at least two distinct models, got {models!r}")
@@ -214,6 +230,40 @@ def _check(study: Study) -> None:
             and study.exp("exp3")["winner"]["pin"] is None:  # fmt: skip
         raise CollectError(f"{name}: Exp 3 is disabled, so experiments.exp5.model must name a model "
                            "(or pin experiments.exp3.winner.pin)")  # fmt: skip
+    _check_calls(study)
+
+
+def _check_calls(study: Study) -> None:
+    """Refuse, at load, a call every request of which the API would answer with HTTP 400.
+
+    Each enabled experiment's calls (Exp 5's ``model: winner`` may be any Exp 3 model) are
+    resolved as the run resolves them (:meth:`Study.settings`) and checked by
+    :func:`hce.collect.design.check_temperature`: a reasoning model asked for a temperature
+    other than 1, or for logprobs (Exp 5's), is named with the setting to change.
+    """
+    exp = study.config["experiments"]
+    calls: list[tuple[str, str, dict[str, Any]]] = []
+    if study.enabled("exp1"):
+        synthetic = exp["exp1"]["synthetic"]
+        calls += [("experiments.exp1.synthetic", synthetic["model"], {"temperature": synthetic["temperature"]}),
+                  ("experiments.exp1", exp["exp1"]["model"], {"temperature": exp["exp1"]["temperature"]})]  # fmt: skip
+    if study.enabled("exp2"):
+        calls.append(("experiments.exp2", exp["exp2"]["model"], {}))
+    if study.enabled("exp3"):
+        calls += [("experiments.exp3", m, {}) for m in exp["exp3"]["models"]]
+    if study.enabled("exp4") and exp["exp4"]["llm_coding"]["enabled"]:
+        calls.append(("experiments.exp4.llm_coding", exp["exp4"]["llm_coding"]["model"],
+                      {"temperature": exp["exp4"]["llm_coding"]["temperature"]}))  # fmt: skip
+    if study.enabled("exp5"):
+        winner = exp["exp5"]["model"] == "winner"
+        models = (exp["exp3"]["winner"]["pin"],) if winner and exp["exp3"]["winner"]["pin"] else \
+            exp["exp3"]["models"] if winner else [exp["exp5"]["model"]]  # fmt: skip
+        where = "experiments.exp5" + (" (model: winner, any of experiments.exp3.models)" if winner else "")
+        calls += [(where, m, {"logprobs": exp["exp5"]["logprobs"]}) for m in models]
+    for where, model, overrides in calls:
+        settings = study.settings(str(model), **overrides)
+        check_temperature(f"{study.source}: {where}", settings.get("temperature"), str(model),
+                          logprobs=bool(settings.get("logprobs", False)))  # fmt: skip
 
 
 def scheme_source(study: Study, source: str) -> str | Path:

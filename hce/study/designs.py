@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from hce.collect.design import Condition, CustomPrompt, Design, Item, check_temperature
-from hce.collect.pricing import ALIASES
 from hce.collect.transcripts import is_missing
 from hce.errors import CollectError, DataError
 from hce.log import COLUMNS
@@ -63,23 +62,12 @@ def study_sets(study: Study, corpus: pd.DataFrame) -> dict[str, list[str]]:
 # --- designs -------------------------------------------------------------------------------
 
 
-def _settings(study: Study, model: str, **overrides: Any) -> dict[str, Any]:
-    settings = dict(study.config["defaults"])
-    settings.update({k: v for k, v in overrides.items()})
-    # model_settings may name the dated snapshot or its alias ("o4-mini"): either applies.
-    dated = ALIASES.get(model, model)
-    for name, extra in (study.config["model_settings"] or {}).items():
-        if ALIASES.get(name, name) == dated:
-            settings.update(extra or {})
-    return settings
-
-
 def condition(study: Study, prompt: str, model: str, **overrides: Any) -> Condition:
-    s = _settings(study, model, **overrides)
+    s = study.settings(model, **overrides)
     temperature = s.get("temperature")
     cond_id = f"{prompt}|{model}" + (f"|t{float(temperature):g}" if temperature is not None else "")
-    check_temperature(f"{study.source} ({cond_id})", temperature, model)
     logprobs = bool(s.get("logprobs", False))
+    check_temperature(f"{study.source} ({cond_id})", temperature, model, logprobs=logprobs)
     return Condition(
         id=cond_id, prompt_id=prompt, model=model,
         temperature=None if temperature is None else float(temperature),

@@ -21,7 +21,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import yaml
 
+import hce.stats as hs
 from hce.collect.sim import SIM_FINGERPRINT
 from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
@@ -38,11 +40,18 @@ from hce.study.analyses import (
     experiment1,
     experiment2,
     experiment3,
+    experiment4,
     experiment5,
 )
-from hce.study.confidence import logprob_confidence
+from hce.study.confidence import (
+    DEFAULT_LOGPROBS_ARE,
+    logprob_confidence,
+    logprobs_behaviour,
+    score_range,
+)
 from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
+from hce.study.reasoning import SEGMENT_KEY
 from hce.study.settings import (
     SETTINGS_FILE,
     describe,
@@ -108,6 +117,8 @@ class StudyResults:
     settings: dict[str, dict] = field(default_factory=dict)
     saved: set[str] = field(default_factory=set)
     decisions: dict[str, dict] = field(default_factory=dict)
+    reasoning: ReasoningCodes | None = None  # Experiment 4 (codes and kappas from a study folder)
+    logprobs_are: str | None = None  # what the logprobs are (a study's setting; None: see logprobs_behaviour)
 
 
 def analyse(
@@ -116,6 +127,7 @@ def analyse(
     strata: Sequence[str] = (),
     metadata: Sequence[str] = (),
     settings: Mapping[str, Mapping] | None = None,
+    logprobs_are: str | None = None,
 ) -> StudyResults:
     """Run each experiment's analysis plan on the rows of the log that belong to it.
 
@@ -144,7 +156,7 @@ def analyse(
                     f"{factor}).")  # fmt: skip
         if experiment_id.startswith("EXP5"):
             kwargs.update({k: list(v) for k, v in (("strata", strata), ("metadata", metadata)) if v or k not in kwargs})
-            data = with_logprob_confidence(log, experiment_id)
+            data = with_logprob_confidence(log, experiment_id, logprobs_are=logprobs_are)
         used[experiment_id] = effective_settings(helper, **kwargs)
         try:
             with warnings.catch_warnings():
@@ -160,7 +172,7 @@ def analyse(
                         settings=used, saved=set(saved) & set(used))  # fmt: skip
 
 
-def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFrame:
+def with_logprob_confidence(log: pd.DataFrame, experiment_id: str, *, logprobs_are: str | None = None) -> pd.DataFrame:
     """The log with Exp 5's ``confidence`` filled from logprobs where the judge stated none.
 
     The study runner computes the same confidence (:func:`hce.study.confidence.logprob_confidence`)
@@ -174,7 +186,7 @@ def with_logprob_confidence(log: pd.DataFrame, experiment_id: str) -> pd.DataFra
     log = log.copy()
     if "confidence" not in log:
         log["confidence"] = np.nan
-    log.loc[rows, "confidence"] = logprob_confidence(log[rows])
+    log.loc[rows, "confidence"] = logprob_confidence(log[rows], logprobs_are=logprobs_are)
     return log
 
 
@@ -340,8 +352,7 @@ def scorecard(results: StudyResults, *, alpha: float = 0.05) -> pd.DataFrame:
             "met" if bool(g2["meets"]) else "not met")
     else:
         add("SM3", "Pearson r of mean G2 total with target (Exp 1)", "—", ">= 0.7", NOT_MEASURABLE)
-    add("SM4", "reasoning of >= 15 real transcripts reviewed (Exp 4)", "—", ">= 15 transcripts",
-        NOT_MEASURABLE + " (needs the coded reasoning table)")
+    rows.append(_sm4(results))
     exp5 = exp.get("EXP5_FinalToolValidation")
     log = results.log
     exp5_logprobs = bool("logprobs" in log and "experiment_id" in log
@@ -420,13 +431,9 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
             f"Not reported (the report of any log, per condition_id and criterion, cannot be made on these rows): {exc}")
         return
     for section in part.sections:
+        if section.title.startswith("Calibration"):
+            continue  # the study's own calibration section (temperature-adjusted, against a repeat) replaces it
         blocks = [_renamed(b, prefix) for b in section.blocks]
-        bins = [b for b in blocks if isinstance(b, Table) and b.name == f"{prefix}_calibration_bins"]
-        if bins:  # the paper's Figure 5, drawn from the reliability table the section holds
-            fig, ax = plt.subplots(figsize=(4.5, 4.5))
-            figures.reliability_diagram(bins[0].data, ax=ax)
-            blocks.append(Figure(fig, f"{prefix}_reliability_diagram",
-                                 f"Figure 5: Reliability diagram of category-score confidence ({prefix})"))
         report.sections.append(Section(f"{label}: {section.title}", blocks))
 
 
@@ -495,6 +502,222 @@ def _cost_section(report: Report, results: StudyResults, confidence: float) -> N
                 Table(table, "Cost and tokens per experiment and per 1,000 attempts", "cost_by_experiment", confidence))  # fmt: skip
 
 
+# --------------------------------------------------------------------------- Experiment 4
+EXP4_ID = "EXP4_ReasoningAnalysis"
+EXP4_TITLE = "Experiment 4: qualitative reasoning analysis"
+
+
+@dataclass
+class ReasoningCodes:
+    """Experiment 4 as a study folder holds it: the final coder's codes and the coders' kappas.
+
+    ``codes`` (``exp4/codes.csv``, one row per coded segment) feed the frequency tests;
+    ``kappa`` (two researchers), ``rounds`` (the refinement loop, 7.4.5) and ``llm_vs_human``
+    are the reliability tables the run wrote (empty when that step did not happen);
+    ``settings`` are the keyword arguments the study analysed the codes with.
+    """
+
+    codes: pd.DataFrame
+    kappa: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    llm_vs_human: pd.DataFrame = field(default_factory=pd.DataFrame)
+    settings: dict = field(default_factory=dict)
+    result: AnalysisResult | None = None
+    failure: str | None = None
+
+    @property
+    def coded(self) -> dict[str, int]:
+        """Transcripts, models, replies and segments coded."""
+        c = self.codes
+        return {"transcripts": c["item_id"].nunique(), "models": c["model"].nunique(),
+                "replies": len(c.drop_duplicates(["item_id", "model"])), "segments": len(c)}  # fmt: skip
+
+
+def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
+    """Read Experiment 4 from a study's output folder and run its frequency tests (None: not coded).
+
+    The tests are :func:`hce.study.analyses.experiment4` with the settings the study saved
+    (``analysis_settings.json``), so the report's numbers are the run's.
+    """
+    folder = Path(folder)
+    path = folder / "exp4" / "codes.csv"
+    if not path.is_file():
+        return None
+    codes = pd.read_csv(path, dtype=str, keep_default_na=False).replace("", np.nan)
+
+    def table(name: str) -> pd.DataFrame:
+        file = folder / "exp4" / name
+        return pd.read_csv(file) if file.is_file() else pd.DataFrame()
+
+    settings = dict(read_settings(folder).get(EXP4_ID, {}).get("settings", {}))
+    # Without saved settings, the coding dimensions are the CSV's columns beyond the segment and coder.
+    settings.setdefault("dimensions", [c for c in codes.columns if c not in (*SEGMENT_KEY, "coder")])
+    data = ReasoningCodes(codes, table("kappa.csv"), table("kappa_rounds.csv"), table("kappa_llm_vs_human.csv"), settings)
+    try:
+        data.result = experiment4(codes.dropna(subset=settings["dimensions"]), **settings)
+    except HceError as exc:  # e.g. codes of a single model: nothing to compare
+        data.failure = str(exc)
+    return data
+
+
+def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
+    """Table 3: the share of segments per code (rows) and model (columns), from the long frequency table."""
+    wide = frequencies.pivot_table(index=["code", "level"], columns="group", values="share", sort=False)
+    wide.columns = [f"share: {model}" for model in wide.columns]  # a model name stays as written in the header
+    return wide.reset_index().rename(columns={"code": "dimension", "level": "code"})
+
+
+def reasoning_section(report: Report, results: StudyResults, confidence: float) -> None:
+    """Experiment 4's section: Table 3, the chi-squared/Fisher tests and the coders' kappa."""
+    data = results.reasoning
+    if data is None:
+        return
+    section = report.section(EXP4_TITLE)
+    n = data.coded
+    section.add(f"{n['segments']:,} reasoning segments coded: {n['transcripts']} transcripts x {n['models']} models "
+                f"({n['replies']} replies), one segment per rubric category (7.4.6).")  # fmt: skip
+    if data.settings:
+        section.add(f"Analysis settings, as the study analysed this experiment ({SETTINGS_FILE}): {describe(data.settings)}.")
+    if data.result is None:
+        section.add(f"The frequency tests could not be run: {data.failure}")
+    else:
+        frequencies, tests = data.result["frequencies"], data.result["tests"]
+        section.add(Table(code_table(frequencies), "Table 3: Frequencies of reasoning codes per model (share of coded "
+                          "segments; counts and Wilson CIs in tables/exp4_frequencies.csv)", "table3_reasoning_codes", confidence),
+                    Table(tests, "Code distributions compared across models (chi-squared or Fisher's exact test, 7.4.7)",
+                          "exp4_tests", confidence))  # fmt: skip
+        section.blocks.append(Table(frequencies, "Reasoning code frequencies (long)", "exp4_frequencies", confidence, inline=False))
+        for note in data.result.notes:
+            section.add(f"Note: {note}")
+    kappa_columns = ["dimension", "coder_a", "coder_b", "estimate", "ci_low", "ci_high", "n", "percent_agreement", "meets_target"]
+    if len(data.rounds):
+        last = data.rounds[data.rounds["round"] == data.rounds["round"].max()]
+        verdict = "every dimension reached" if last["meets_target"].all() else "NOT every dimension reached"
+        section.add(Table(data.rounds[["round", "agreement", "expected_kappa", *kappa_columns]],
+                          f"Inter-coder reliability: refinement rounds until Cohen's kappa >= {last['target'].iloc[0]:g} "
+                          f"({verdict} it in round {int(last['round'].iloc[0])})", "exp4_kappa_rounds", confidence))  # fmt: skip
+        section.add("The researchers are simulated (hce.study.sim_coders): coder_1 reads the codes the simulated "
+                        "judge planted; coder_2 agrees with coder_1 at the round's agreement, whose expected kappa is shown.")
+    elif len(data.kappa):
+        section.add(Table(data.kappa[kappa_columns], "Inter-coder reliability of the two researchers (Cohen's kappa)",
+                          "exp4_kappa", confidence))  # fmt: skip
+    if len(data.llm_vs_human):
+        section.add(Table(data.llm_vs_human[kappa_columns], "Agreement of the LLM's coding with a researcher's (Cohen's kappa)",
+                          "exp4_kappa_llm_vs_human", confidence))  # fmt: skip
+
+
+def _sm4(results: StudyResults) -> dict[str, str]:
+    """Success Metric 4: the reasoning of >= 15 real transcripts reviewed (Exp 4)."""
+    row = {"metric": "SM4", "criterion": "reasoning of >= 15 real transcripts reviewed (Exp 4)", "threshold": ">= 15 transcripts"}
+    if results.reasoning is None:
+        return row | {"value": "—", "verdict": NOT_MEASURABLE + " (needs the coded reasoning table)"}
+    n = results.reasoning.coded
+    value = f"{n['transcripts']} transcripts x {n['models']} models coded ({n['segments']} segments)"
+    return row | {"value": value, "verdict": "met" if n["transcripts"] >= 15 else "not met"}
+
+
+#: The confidences and outcomes the calibration section shows, in its order.
+CALIBRATION_VIEWS = (("adjusted", "prob", "agrees_with_repeat"), ("raw", "raw_prob", "agrees_with_repeat"),
+                     ("adjusted", "prob", "agrees_with_mode"), ("raw", "raw_prob", "agrees_with_mode"))  # fmt: skip
+
+
+def calibration_data(part: pd.DataFrame, criteria: Sequence[str], *, rubric: Rubric | None = None,
+                     logprobs_are: str = DEFAULT_LOGPROBS_ARE, random_state: int = 0) -> pd.DataFrame:
+    """Per attempt and criterion: the confidence of the chosen category score, raw and at the temperature used.
+
+    The final score block ends the reply, so the k-th of its n category scores is the
+    (k - n)-th score token from the end (:func:`hce.stats.logprob_confidence`); the possible
+    scores are the rubric's (default v5: 1-4). ``prob`` is the chosen score's probability
+    under the distribution sampled at the attempt's ``temperature`` (a missing temperature
+    is the API default 1), given what the logprobs are (``logprobs_are``); ``raw_prob`` the
+    logprobs' own, unadjusted. Outcomes: ``agrees_with_repeat`` (the score equals that of
+    another attempt of the item: what ``prob`` is calibrated for by construction,
+    :func:`hce.stats.agrees_with_repeat`) and ``agrees_with_mode`` (it is the item's most
+    frequent score).
+    """
+    n = len(criteria)
+    low, high = score_range(rubric or load_rubric("v5"))
+    temperature = "temperature" if "temperature" in part else None
+    found = hs.logprob_confidence(part, scores=range(low, high + 1), occurrence=range(-n, 0), temperature=temperature,
+                                  logprobs_are=logprobs_are if temperature else None)  # fmt: skip
+    condition = "condition_id" if "condition_id" in part else None
+    frames = []
+    for k, criterion in enumerate(criteria):
+        conf = found[found["occurrence"] == k - n]
+        repeat = hs.agrees_with_repeat(part, condition=condition, score=criterion, random_state=random_state)
+        frames.append(conf.assign(criterion=criterion, agrees_with_repeat=repeat.to_numpy(dtype=float),
+                                  agrees_with_mode=hs.agrees_with_mode(part, score=criterion).to_numpy(dtype=float))
+                      [["item_id", "attempt", "criterion", "temperature", "logprobs_are", "prob", "raw_prob",
+                        "agrees_with_repeat", "agrees_with_mode"]])  # fmt: skip
+    data = pd.concat(frames, ignore_index=True)
+    return data[data["prob"].notna() & data["agrees_with_repeat"].notna() & data["agrees_with_mode"].notna()]
+
+
+def calibration_tables(data: pd.DataFrame, *, confidence: float = 0.95, random_state: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Calibration metrics and reliability bins of each confidence (adjusted, raw) against each outcome.
+
+    Returns
+    -------
+    (metrics, bins)
+        :func:`hce.stats.calibration_metrics` and :func:`hce.stats.reliability_table`
+        rows with ``confidence`` (``adjusted`` / ``raw``) and ``outcome`` in front, in
+        :data:`CALIBRATION_VIEWS` order.
+    """
+    metrics, bins = [], []
+    for name, prob, outcome in CALIBRATION_VIEWS:
+        m = hs.calibration_metrics(data, prob=prob, outcome=outcome, item="item_id", confidence=confidence, random_state=random_state)
+        b = hs.reliability_table(data, prob=prob, outcome=outcome, confidence=confidence)
+        for frame, out in ((m, metrics), (b, bins)):
+            frame.insert(0, "outcome", outcome)
+            frame.insert(0, "confidence", name)
+            out.append(frame)
+    return pd.concat(metrics, ignore_index=True), pd.concat(bins, ignore_index=True)
+
+
+def _calibration_section(report: Report, results: StudyResults, confidence: float) -> None:
+    log = results.log
+    if "logprobs" not in log:
+        return
+    criteria = [c for c in load_rubric("v5").criteria if c in log]
+    section = None
+    for experiment_id in results.experiments:
+        part = log[(log["experiment_id"] == experiment_id) & ~log["error_flag"] & log["logprobs"].notna()].reset_index(drop=True)
+        if len(part) < 20 or not criteria:
+            continue
+        behaviour = logprobs_behaviour(part, results.logprobs_are)
+        data = calibration_data(part, criteria, logprobs_are=behaviour)
+        if len(data) < 20:
+            continue
+        prefix = experiment_id.split("_")[0].lower()
+        metrics, bins = calibration_tables(data, confidence=confidence)
+        fig, axes = plt.subplots(1, 2, figsize=(9, 4.5), sharey=True)
+        for ax, name in zip(axes, ("adjusted", "raw")):
+            view = bins[(bins["confidence"] == name) & (bins["outcome"] == "agrees_with_repeat")]
+            figures.reliability_diagram(view.drop(columns=["confidence", "outcome"]), ax=ax)
+            ax.set_title(f"{name} confidence" + (f" (temperature {_temperatures(data)})" if name == "adjusted" else ""))
+        if section is None:
+            section = report.section("Confidence and calibration (token probabilities)")
+            section.add("Confidence is the judge's token probability of the category score it gave, read two ways: "
+                        "'adjusted' is the probability under the distribution it sampled from at the temperature used "
+                        "(the chance an independent repeat writes the same score), 'raw' is the logprobs as returned. "
+                        "Outcomes: agreement with an independent repeat of the item (what the adjusted confidence is "
+                        "calibrated for by construction) and with the item's most frequent score (PRD Exp 5, item 5).")
+        section.add(f"{EXPERIMENTS[experiment_id][0]}: logprobs assumed {behaviour!r} (" + (
+            "the simulator's default for its models" if results.logprobs_are is None and results.simulated else
+            "the study's experiments.exp5.logprobs_are" if results.logprobs_are is not None else
+            "the default, OpenAI's behaviour: set experiments.exp5.logprobs_are for another provider") + ").")
+        section.add(Table(metrics, f"{EXPERIMENTS[experiment_id][0]}: calibration of category-score confidence, adjusted and raw",
+                          f"{prefix}_calibration", confidence),
+                    Table(bins, f"{EXPERIMENTS[experiment_id][0]}: reliability table", f"{prefix}_reliability_bins", confidence, inline=False),
+                    Figure(fig, f"{prefix}_reliability_diagram",
+                           f"Figure 5: Reliability diagram of category-score confidence against agreement with a repeat, "
+                           f"temperature-adjusted beside raw ({prefix})"))  # fmt: skip
+
+
+def _temperatures(data: pd.DataFrame) -> str:
+    return ", ".join(f"{t:g}" for t in sorted(data["temperature"].dropna().unique())) or "1"
+
+
 def bayes_section(report: Report, results: StudyResults, confidence: float, *, random_state: int = 0) -> None:
     """Bayesian uncertainty (slow, MCMC): judge noise by condition and attempts each item needs.
 
@@ -538,8 +761,6 @@ def _bayes_skipped(report: Report, results: StudyResults, confidence: float) -> 
 
 
 SectionBuilder = Callable[[Report, StudyResults, float], None]
-
-
 def study_report(
     logs: pd.DataFrame | Sequence[pd.DataFrame],
     *,
@@ -550,6 +771,8 @@ def study_report(
     confidence: float = 0.95,
     settings: Mapping[str, Mapping] | None = None,
     decisions: Mapping[str, Mapping] | None = None,
+    reasoning: ReasoningCodes | None = None,
+    logprobs_are: str | None = None,
     rubric: Rubric | str | os.PathLike | None = None,
     random_state: int | np.random.Generator | None = 0,
 ) -> Report:
@@ -557,8 +780,8 @@ def study_report(
 
     The report of any log (:func:`hce.report.report`) for each experiment's rows, plus the
     study's own sections: Table 1 and 2 and the success-metrics scorecard, each
-    experiment's analysis plan (:mod:`hce.study.analyses`), the hand-offs between
-    experiments and the cost of the study.
+    experiment's analysis plan (:mod:`hce.study.analyses`), Experiment 4's codes, the
+    calibration of the judge's confidence, the hand-offs between experiments and the cost.
 
     Parameters
     ----------
@@ -576,6 +799,12 @@ def study_report(
         analysed with the study's own settings and the section says what the study handed
         on. Without them the defaults are used and each section says so
         (:func:`study_folder_report` reads both from a study folder).
+    reasoning : ReasoningCodes, optional
+        Experiment 4's codes and kappas (:func:`reasoning_codes` of a study folder): its
+        section (Table 3) and Success Metric 4.
+    logprobs_are : {"raw", "sampled", "raw_at_zero"}, optional
+        What the logprobs are the log of, for the temperature-adjusted confidence
+        (:func:`logprobs_behaviour`: default the simulator's for a simulated log, else raw).
     rubric : Rubric, packaged name or YAML path, optional
         The rubric the logs were judged with, for the per-criterion sections (default: as
         :func:`hce.report.report` finds it, Rubric v5.0 for logs with its five columns).
@@ -588,8 +817,10 @@ def study_report(
         ``.write(folder)`` writes Markdown, HTML, CSV, LaTeX, PNG and SVG.
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
-    results = analyse(log, strata=strata, metadata=metadata, settings=settings)
+    results = analyse(log, strata=strata, metadata=metadata, settings=settings, logprobs_are=logprobs_are)
     results.decisions = dict(decisions or {})
+    results.reasoning = reasoning
+    results.logprobs_are = logprobs_are
     if results.simulated:
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
     report = Report(title)
@@ -604,6 +835,8 @@ def study_report(
     rubric = rubric if rubric is None or isinstance(rubric, Rubric) else load_rubric(rubric)
     rng = as_generator(random_state)
     for experiment_id in _experiment_order(log) or [None]:
+        if experiment_id == "EXP5_FinalToolValidation":
+            reasoning_section(report, results, confidence)  # the sections follow the experiments' order
         if experiment_id in results.experiments:
             _experiment_section(report, experiment_id, results.experiments[experiment_id], results, confidence)
         elif experiment_id in results.failures:
@@ -614,7 +847,9 @@ def study_report(
         else:
             rows = log[log["experiment_id"].isna()] if pd.isna(experiment_id) else log[log["experiment_id"] == experiment_id]
         generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng)
-    for builder in (_handoff_section, _cost_section, *extra_sections):
+    if "EXP5_FinalToolValidation" not in (_experiment_order(log) or []):
+        reasoning_section(report, results, confidence)
+    for builder in (_calibration_section, _handoff_section, _cost_section, *extra_sections):
         builder(report, results, confidence)
     if bayes_section not in extra_sections:
         _bayes_skipped(report, results, confidence)
@@ -627,7 +862,8 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     The folder's judged logs (``exp1.jsonl``, ``exp2.jsonl``, ``exp3.jsonl``, ``exp5.jsonl``)
     are reported with the settings the run saved (``analysis_settings.json``: winner rule,
     adjustment, alpha, seeds) and the decisions it handed on (``decisions.json``), so the
-    report names the same winners. Other keyword arguments go to :func:`study_report`.
+    report names the same winners; Experiment 4 comes from ``exp4/`` (:func:`reasoning_codes`) and what the
+    logprobs are from the study's ``experiments.exp5.logprobs_are`` (``study.resolved.yaml``). Other keyword arguments go to :func:`study_report`.
     """
     folder = Path(folder)
     paths = [folder / name for name in JUDGED_LOGS if (folder / name).is_file()]
@@ -635,5 +871,16 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
         raise DataError(f"{folder}: no attempt log of a judged experiment ({', '.join(JUDGED_LOGS)}); "
                         "is it a study's output folder?")  # fmt: skip
     logs = [read_log(path) for path in paths]
+    kwargs.setdefault("logprobs_are", _study_logprobs_are(folder))
     kwargs.setdefault("rubric", kept_rubric(paths))  # the rubric the study judged with, kept beside its logs
-    return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder), **kwargs)
+    return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder),
+                        reasoning=reasoning_codes(folder), **kwargs)
+
+
+def _study_logprobs_are(folder: Path) -> str | None:
+    """The study's ``experiments.exp5.logprobs_are`` as its run recorded it (``study.resolved.yaml``)."""
+    path = folder / "study.resolved.yaml"
+    if not path.is_file():
+        return None
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return ((config.get("experiments") or {}).get("exp5") or {}).get("logprobs_are")

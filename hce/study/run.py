@@ -113,7 +113,7 @@ def run_study(
     out = study.output
     out.mkdir(parents=True, exist_ok=True)
     (out / "study.resolved.yaml").write_text(yaml.safe_dump(study.config, sort_keys=False), encoding="utf-8")
-    result = StudyRun(output=out)
+    result = StudyRun(output=out, simulated=simulate)
     needs_corpus = any(study.enabled(k) for k in ("exp2", "exp3", "exp4", "exp5"))
     corpus = load_corpus(study) if needs_corpus else None
     if needs_corpus and corpus is None:

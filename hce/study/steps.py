@@ -15,7 +15,7 @@ from hce.log import read_log
 from hce.stats.result import AnalysisResult
 from hce.study import synthetic
 from hce.study.analyses import experiment1, experiment2, experiment3, experiment5
-from hce.study.confidence import logprob_confidence
+from hce.study.confidence import logprob_confidence, logprobs_behaviour
 from hce.study.config import Study, StudyStop
 from hce.study.designs import corpus_items, exp_design, generation_design, synthetic_targets
 from hce.study.handoffs import choose_winner, read_decisions, resolved, winner_kwargs, write_decision
@@ -32,6 +32,7 @@ class StudyRun:
     decisions: dict[str, Any] = field(default_factory=dict)
     analyses: dict[str, Any] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
+    simulated: bool = False  # judged by the simulated judge (Exp 4 then simulates its researchers too)
 
 
 def run_design(design: Design, log: Path, connection: Mapping[str, Any]) -> Any:
@@ -134,9 +135,10 @@ def exp5(study: Study, result: StudyRun, corpus, sets, connection) -> None:
     log = judge(study, result, "exp5", exp_design(study, "exp5", items, prompt=prompt, model=model), connection)
     notes = [f"configuration: prompt {prompt}, model {model}"]
     if ("confidence" not in log.columns or log["confidence"].isna().all()) and "logprobs" in log.columns:
-        log["confidence"] = logprob_confidence(log, rubric=study.rubric)
+        log["confidence"] = logprob_confidence(log, rubric=study.rubric, logprobs_are=exp["logprobs_are"])
         log[["attempt_id", "confidence"]].to_csv(study.output / "exp5_confidence.csv", index=False)
-        notes.append("confidence: the judge's mean token probability of the category scores it wrote, from logprobs "
+        notes.append("confidence: the judge's mean probability of the category scores it wrote at the temperature used, "
+                     f"from logprobs assumed {logprobs_behaviour(log, exp['logprobs_are'])!r} "
                      f"(exp5_confidence.csv; {int(log['confidence'].notna().sum())} of {len(log)} attempts)")  # fmt: skip
     meta = [c for c in ("n_words", "source") if c in log.columns and log[c].nunique() >= 2]
     analyse(study, result, "exp5", experiment5, log, notes=notes, experiment_id=exp["id"], metadata=meta)

@@ -11,7 +11,8 @@ from hce.collect.design import load_design
 from hce.collect.prompts import render
 from hce.collect.providers import REASONING_MODEL
 from hce.collect.runner import run
-from hce.collect.sim import FAMILIES, Drift, Family, SimJudge, refusal
+from hce.collect.sim import SimJudge
+from hce.collect.sim_families import FAMILIES, Drift, Family, refusal
 from hce.errors import CollectError, HceError
 
 RUBRIC = hce.load_rubric("v5")

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from hce.errors import DataError
-from hce.stats.fairness import fairness
+from hce.stats.subgroup_fairness import fairness
 from hce.stats.tests import mann_whitney_core, p_adjust
 
 

@@ -20,7 +20,7 @@ from scipy import optimize, stats
 
 from hce._checks import check_choice, check_confidence, plain
 from hce.errors import DataError
-from hce.stats._resample import as_generator, check_n_boot
+from hce.stats._resample import as_generator, check_n_boot, percentile_interval, resample_rows
 from hce.stats._validate import reads_frame
 from hce.stats.factor.bootstrap import row_intervals
 from hce.stats.factor.correlation import (
@@ -310,9 +310,8 @@ def mcdonald_omega(
     ci_method = "none (n_boot=0)"
     if n_boot:
         rng = as_generator(random_state)
-        reps = np.array([omega_of(y[rng.integers(0, len(y), len(y))]) for _ in range(n_boot)])
-        tail = (1 - confidence) / 2
-        ci_low, ci_high = np.nanquantile(reps, [tail, 1 - tail])
+        reps = np.array([omega_of(y[rows]) for rows in resample_rows(len(y), n_boot, rng)])
+        ci_low, ci_high = percentile_interval(reps, confidence)
         ci_method = f"percentile bootstrap over targets (B={n_boot})"
     row = dict(
         estimator="McDonald's omega", estimate=estimate, ci_low=float(ci_low),
