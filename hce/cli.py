@@ -538,7 +538,12 @@ def report(
 
             extra = [bayes_section] if bayes else []
             options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra}
-            built = study_folder_report(logs[0], **options) if study_folder else study_report(log, **options)
+            if study_folder:
+                built = study_folder_report(logs[0], **options)
+            else:  # the per-criterion sections use the rubric kept beside the logs, if any
+                from hce.rubric import kept_rubric
+
+                built = study_report(log, rubric=kept_rubric(logs), **options)
             folder = built.write(out)
         else:
             from hce.report import report as generic_report

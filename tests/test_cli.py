@@ -73,11 +73,11 @@ def test_rubric_commands():
     assert result.exit_code == 0 and "3 pass conditions" in result.output
 
 
-def _three_prompt_log(tmp_path, experiment_id, n_items, n_attempts):
+def _three_prompt_log(tmp_path, experiment_id, n_items, n_attempts, error_rate=0.02):
     from hce.stats._simulate import simulated_log
 
     log = simulated_log(experiment_id=experiment_id, condition="prompt_id", n_items=n_items, n_attempts=n_attempts,
-                        noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3})
+                        noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, error_rate=error_rate)
     log = log.assign(attempt_id=[f"a{i}" for i in range(len(log))], condition_id=log["prompt_id"])
     path = tmp_path / "log.parquet"
     hce.write_log(log, path)
@@ -85,11 +85,14 @@ def _three_prompt_log(tmp_path, experiment_id, n_items, n_attempts):
 
 
 def test_report_command(tmp_path):
-    path = _three_prompt_log(tmp_path, "EXP2_PromptOptimization", 12, 5)
+    # No errored attempts: a balanced design, whose variance components (six criteria) are in closed form
+    path = _three_prompt_log(tmp_path, "EXP2_PromptOptimization", 12, 5, error_rate=0)
     result = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "rep" / "report.html").is_file()
     assert (tmp_path / "rep" / "tables" / "exp2_friedman.csv").is_file()
+    # the study report is the report of any log per experiment plus the study's own sections
+    assert (tmp_path / "rep" / "tables" / "exp2_total_sd_test.csv").is_file()
 
 
 def test_report_of_any_other_log_is_the_generic_report(tmp_path):

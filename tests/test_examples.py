@@ -9,6 +9,7 @@ hce itself. Data: ../shared/data (see its README for sources and licences).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +33,12 @@ def run_example(name: str, out: Path, *needs: Path) -> Path:
     missing = [p for p in needs if not p.exists()]
     if missing:
         pytest.skip(f"shared data absent ({missing[0]}): the worked examples read ../shared/data")
+    # One BLAS thread, as conftest.py sets for the tests themselves: the example runs in its own
+    # process, where oversubscribed OpenBLAS pools made L-BFGS-B (profile intervals) up to ~7x slower
+    # on a shared 2-core machine.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), str(out)], cwd=REPO,
-                          check=False, capture_output=True, text=True, timeout=300)
+                          check=False, capture_output=True, text=True, timeout=300, env=env)
     if done.returncode != 0:
         pytest.fail(f"{name}.py failed:\n{done.stderr[-3000:]}")
     return out

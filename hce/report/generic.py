@@ -29,6 +29,7 @@ import hce.stats as hs
 from hce.errors import DataError, HceError
 from hce.log import COLUMNS, combine_logs, read_log
 from hce.report import figures
+from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
@@ -126,6 +127,7 @@ def report(
     document = Report(title)
     overview = _attempts_section(document, context)
     overview.add(*notes)
+    _cost_section(document, context)
     for criterion in criteria:
         _criterion_section(document, context, criterion)
     _calibration_section(document, context)
@@ -256,6 +258,31 @@ def _attempts_section(document: Report, context: _Context) -> Section:
                   .groupby([CONDITION, "error_message"], sort=True).size().rename("n").reset_index())  # fmt: skip
         section.add(Table(counts, "Error messages per condition", "errors", context.confidence))
     return section
+
+
+# --- cost --------------------------------------------------------------------------------
+
+
+_COST_NOTE = ("Cost per attempt and per 1,000 attempts are over priced attempts (an unpriced model has no cost); "
+              "cached share: cached / input tokens; batch share: attempts answered through the Batch API; "
+              "latency: online attempts only.")
+
+
+def _cost_section(document: Report, context: _Context) -> None:
+    """Cost and tokens per condition (:func:`hce.report.cost.cost_summary`), or why not under "Not reported"."""
+    logged = [c for c in ("cost_usd", "input_tokens", "output_tokens") if c in context.log and context.log[c].notna().any()]
+    if not logged:
+        context.skip("Cost and tokens by condition", "the log records no cost or token counts (cost_usd, input_tokens, output_tokens)")
+        return
+    try:
+        table = cost_summary(context.log, CONDITION)
+    except HceError as exc:
+        context.skip("Cost and tokens by condition", f"{type(exc).__name__}: {exc}")
+        return
+    document.section("Cost and tokens by condition").add(
+        Table(table, "Cost and tokens per condition and per 1,000 attempts, as logged at the collection's dated prices",
+              "cost", context.confidence,
+              notes=[_COST_NOTE]))  # fmt: skip
 
 
 # --- one criterion -------------------------------------------------------------------------

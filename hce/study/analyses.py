@@ -68,6 +68,47 @@ def _rows_of(log: pd.DataFrame, experiment: str | None, experiment_id: str | Non
     return rows
 
 
+def conditions_per_level(log: pd.DataFrame, factor: str | None) -> dict[str, list[str]]:
+    """The levels of ``factor`` that cover more than one ``condition_id`` of the log, with those conditions.
+
+    The PRD's analyses compare the levels of one factor: Exp 1 and 2 the prompt, Exp 3 the
+    model, Exp 5 none (``factor=None``: one configuration). The study's designs make each
+    level one condition (:func:`hce.study.designs.exp_design`: one model and temperature for
+    every Exp 2 prompt, one prompt for every Exp 3 model), so grouping by the factor equals
+    grouping by condition. A log judged otherwise (two conditions sharing a prompt, say two
+    models) has levels that would pool different conditions; they are returned here. A log
+    without ``condition_id``, or analysed by ``condition_id`` itself, has none.
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"prompt_id": ["P2.1", "P2.1", "P2.3"], "condition_id": ["a", "b", "c"]})
+    >>> conditions_per_level(log, "prompt_id")
+    {'P2.1': ['a', 'b']}
+    >>> conditions_per_level(log, None)
+    {'(every row)': ['a', 'b', 'c']}
+    """
+    if factor == "condition_id" or "condition_id" not in log.columns:
+        return {}
+    groups = [("(every row)", log)] if factor is None else log.groupby(factor, sort=True)
+    found = {str(level): sorted(map(str, part["condition_id"].dropna().unique())) for level, part in groups}
+    return {level: conditions for level, conditions in found.items() if len(conditions) > 1}
+
+
+def _refuse_pooling(data: pd.DataFrame, factor: str | None, experiment_id: str | None) -> None:
+    pooled = conditions_per_level(data, factor)
+    if not pooled:
+        return
+    level, conditions = next(iter(pooled.items()))
+    experiment_id = experiment_id or "the log"
+    if factor is None:
+        raise DataError(f"{experiment_id}: the rows hold {len(conditions)} conditions ({', '.join(conditions)}); this "
+                        "analysis is of one configuration and would pool them. Keep one condition_id's rows.")  # fmt: skip
+    raise DataError(f"{experiment_id}: {factor} {level!r} covers {len(conditions)} conditions ({', '.join(conditions)}), "
+                    f"which this analysis would pool into one group (the PRD's design has one condition per {factor}). "
+                    "Compare the conditions with condition='condition_id', or keep one condition per "
+                    f"{factor}.")  # fmt: skip
+
+
 def _attempt_counts(data, item, condition, error) -> pd.DataFrame:
     """Attempts, errored attempts and items with < 2 valid totals, per condition."""
     g = data.groupby(condition, sort=True)
@@ -148,6 +189,7 @@ def experiment1(
     """
     data = _rows_of(log, experiment, experiment_id)
     require_columns(data, [item, condition, score, target] + as_list(error), what="log")
+    _refuse_pooling(data, condition, experiment_id)
     data = data[data[condition].isin([non_rubric, rubric])]
     for name, level in (("non_rubric", non_rubric), ("rubric", rubric)):
         if not (data[condition] == level).any():
@@ -342,6 +384,7 @@ def _sd_experiment(log, title, *, item, condition, score, error, experiment, exp
         raise DataError(f"require={require!r} is not valid; choose one of ['all', 'any']")
     data = _rows_of(log, experiment, experiment_id)
     require_columns(data, [item, condition, score] + as_list(error), what="log")
+    _refuse_pooling(data, condition, experiment_id)
     tables, notes = _compare_sds(
         data, item=item, condition=condition, score=score, error=error,
         posthoc_method=posthoc_method, p_adjust_method=p_adjust_method, alpha=alpha,
@@ -537,6 +580,7 @@ def experiment5(
     data = _rows_of(log, experiment, experiment_id)
     criteria = [*as_list(categories), total]
     require_columns(data, [item, *criteria, *metadata, *strata] + as_list(error), what="log")
+    _refuse_pooling(data, None, experiment_id)
     spread = item_spread(data, item=item, condition=None, score=criteria, error=error)
     tables: dict[str, pd.DataFrame] = {}
     n_err = int(data[error].fillna(False).astype(bool).sum()) if error else 0

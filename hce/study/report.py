@@ -1,10 +1,13 @@
-"""The study report: one section per experiment found in an attempt log (seed 000 section 9).
+"""The study report: the report of any log, per experiment, plus the study's own sections (seed 000 section 9).
 
 :func:`study_report` runs the PRD's analysis plan for each experiment present in a log
 (:mod:`hce.study.analyses`), lays the results out as the paper outline asks (Table 1
-descriptives, Table 2 key results, Figures 1-3) and adds the success-metrics scorecard.
-Nothing here computes a statistic of its own: every number comes from :mod:`hce.stats`,
-so a report and a script calling the statistics directly agree to the last digit.
+descriptives, Table 2 key results, Figures 1-3), adds the success-metrics scorecard, the
+hand-offs between experiments and the cost, and gives each experiment's rows the sections
+of the report of any log (:func:`hce.report.report`: per ``condition_id`` and per
+criterion). Nothing here computes a statistic of its own: every number comes from
+:mod:`hce.stats`, so a report and a script calling the statistics directly agree to the
+last digit.
 """
 
 from __future__ import annotations
@@ -25,16 +28,36 @@ from hce.collect.sim import SIM_FINGERPRINT
 from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
 from hce.report import figures
-from hce.report.document import Figure, Report
+from hce.report import report as generic_report
+from hce.report.cost import cost_summary
+from hce.report.document import Figure, Report, Section
 from hce.report.tables import Table, format_p
-from hce.rubric import Rubric, load_rubric
+from hce.rubric import Rubric, kept_rubric, load_rubric
+from hce.stats._resample import as_generator
 from hce.stats.result import AnalysisResult
-from hce.study.analyses import experiment1, experiment2, experiment3, experiment4, experiment5
-from hce.study.confidence import DEFAULT_LOGPROBS_ARE, logprob_confidence, logprobs_behaviour, score_range
+from hce.study.analyses import (
+    conditions_per_level,
+    experiment1,
+    experiment2,
+    experiment3,
+    experiment4,
+    experiment5,
+)
+from hce.study.confidence import (
+    DEFAULT_LOGPROBS_ARE,
+    logprob_confidence,
+    logprobs_behaviour,
+    score_range,
+)
 from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
 from hce.study.reasoning import SEGMENT_KEY
-from hce.study.settings import SETTINGS_FILE, describe, effective_settings, read_settings
+from hce.study.settings import (
+    SETTINGS_FILE,
+    describe,
+    effective_settings,
+    read_settings,
+)
 
 EXPERIMENTS = {
     "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", experiment1),
@@ -70,6 +93,9 @@ CAPTIONS = {
     "fairness_pairwise": "Fairness: pairwise comparisons across strata",
     "fairness_verdict": "Success Metric 6: any detrimental difference across strata",
 }
+#: Experiments that compare the levels of one factor (prompt_id or model) and may compare
+#: conditions instead when a level covers several (Exp 1 compares two named prompts: refused).
+COMPARED = ("EXP2_PromptOptimization", "EXP3_ModelComparison")
 INLINE_ROWS = 30
 # One row per item (or per bin): always written to CSV, never printed in the body.
 PER_ITEM_TABLES = {"sd", "mae", "mean_scores", "distribution", "sd_histogram"}
@@ -112,11 +138,22 @@ def analyse(
     """
     present = set(log["experiment_id"].dropna().unique()) if "experiment_id" in log else set()
     saved = {k: dict(v["settings"]) for k, v in (settings or {}).items()}
-    results, failures, used = {}, {}, {}
+    results, failures, used, regrouped = {}, {}, {}, {}
     for experiment_id, (_, helper) in EXPERIMENTS.items():
         if experiment_id not in present:
             continue
         data, kwargs = log, dict(saved.get(experiment_id, {}))
+        if experiment_id in COMPARED:
+            factor = kwargs.get("condition", effective_settings(helper)["condition"])
+            pooled = conditions_per_level(log[log["experiment_id"] == experiment_id], factor)
+            if pooled:
+                kwargs["condition"] = "condition_id"
+                regrouped[experiment_id] = (
+                    f"Compared by condition_id, not by {factor}: in this log " + "; ".join(
+                        f"{factor} {level} covers conditions {', '.join(ids)}" for level, ids in pooled.items())
+                    + f". The PRD's design has one condition per {factor}; grouping by it here would pool different "
+                    "conditions, so each condition is compared instead (the winner is a condition, not a "
+                    f"{factor}).")  # fmt: skip
         if experiment_id.startswith("EXP5"):
             kwargs.update({k: list(v) for k, v in (("strata", strata), ("metadata", metadata)) if v or k not in kwargs})
             data = with_logprob_confidence(log, experiment_id, logprobs_are=logprobs_are)
@@ -128,6 +165,9 @@ def analyse(
                 results[experiment_id] = helper(data, **kwargs)
         except HceError as exc:  # e.g. a single condition: the plan's test cannot run
             failures[experiment_id] = str(exc)
+    for experiment_id, note in regrouped.items():
+        if experiment_id in results:
+            results[experiment_id].notes.insert(0, note)
     return StudyResults(log=log, experiments=results, simulated=is_simulated(log), failures=failures,
                         settings=used, saved=set(saved) & set(used))  # fmt: skip
 
@@ -341,83 +381,125 @@ def scorecard(results: StudyResults, *, alpha: float = 0.05) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _conditions(log: pd.DataFrame) -> list[str]:
-    """Columns that identify a condition: condition_id when logged, else prompt and model."""
-    if "condition_id" in log and log["condition_id"].notna().all():
-        return ["condition_id"]
-    return [c for c in ("prompt_id", "model") if c in log and log[c].notna().all()]
+# --- the generic report, one experiment at a time --------------------------------------------
 
 
-def reliability_table(log: pd.DataFrame, *, score: str = "total", confidence: float = 0.95, random_state: int = 0) -> pd.DataFrame:
-    """Agreement of repeated attempts with each other, per experiment and condition.
+def _experiment_label(experiment_id: object) -> tuple[str, str]:
+    """A section title prefix and a file-name prefix for one experiment's rows."""
+    if pd.isna(experiment_id):
+        return "Rows without experiment_id", "no_experiment"
+    if experiment_id in EXPERIMENTS:
+        return EXPERIMENTS[experiment_id][0].split(":")[0], str(experiment_id).split("_")[0].lower()
+    return str(experiment_id), "".join(ch if ch.isalnum() else "_" for ch in str(experiment_id).lower())
 
-    Attempts are exchangeable replications of one judge configuration, so the one-way
-    ICC(1) (single attempt) and ICC(1,k) (mean of k attempts) apply, with Krippendorff's
-    interval alpha (unit-bootstrap CI) beside them. Errored attempts are left out and
-    incomplete items kept (REML variance components).
+
+def _experiment_order(log: pd.DataFrame) -> list[object]:
+    """The log's experiment ids: the PRD's in plan order, then any other, then rows without one."""
+    if "experiment_id" not in log:
+        return []
+    present = list(log["experiment_id"].drop_duplicates())
+    planned = [e for e in EXPERIMENTS if e in present]
+    others = sorted((e for e in present if e not in EXPERIMENTS and not pd.isna(e)), key=str)
+    return planned + others + [e for e in present if pd.isna(e)][:1]
+
+
+def _renamed(block: str | Table | Figure, prefix: str) -> str | Table | Figure:
+    if isinstance(block, Table):
+        return replace(block, name=f"{prefix}_{block.name}")
+    if isinstance(block, Figure):
+        return Figure(block.figure, f"{prefix}_{block.name}", block.caption)
+    return block
+
+
+def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, *, rubric: Rubric | None,
+                     confidence: float, random_state: np.random.Generator) -> None:
+    """The sections of :func:`hce.report.report` on one experiment's rows, titled and named after it.
+
+    Every experiment is its own design (its items, its conditions), and the PRD's
+    experiments may share a condition (Exp 3 reuses Exp 2's winning prompt on Exp 2's
+    model), so each gets the report of any log on its rows alone: attempts and errors,
+    cost, and per criterion the spread, tests between conditions, variance decomposition
+    and reliability per ``condition_id``, calibration when the rows have logprobs, and what
+    could not be computed. Titles start with the experiment; tables and figures with its
+    prefix (``exp2_total_spread``).
     """
-    valid = log[~log["error_flag"] & log[score].notna()] if score in log else log.iloc[0:0]
-    experiments = valid.groupby("experiment_id", sort=True) if "experiment_id" in valid else [(None, valid)]
+    label, prefix = _experiment_label(experiment_id)
+    try:
+        part = generic_report(rows.reset_index(drop=True), rubric, confidence=confidence, random_state=random_state)
+    except HceError as exc:  # e.g. no condition_id: conditions are never guessed
+        report.section(f"{label}: by condition and criterion").add(
+            f"Not reported (the report of any log, per condition_id and criterion, cannot be made on these rows): {exc}")
+        return
+    for section in part.sections:
+        if section.title.startswith("Calibration"):
+            continue  # the study's own calibration section (temperature-adjusted, against a repeat) replaces it
+        blocks = [_renamed(b, prefix) for b in section.blocks]
+        report.sections.append(Section(f"{label}: {section.title}", blocks))
+
+
+# --- hand-offs and cost ---------------------------------------------------------------------
+
+#: What each decision is handed to, and the log column that shows it was used.
+HANDOFFS = {"prompt": ("prompt_id", ("EXP3_ModelComparison", "EXP5_FinalToolValidation")),
+            "model": ("model", ("EXP5_FinalToolValidation",))}  # fmt: skip
+
+
+def handoff_table(log: pd.DataFrame, decisions: Mapping[str, Mapping]) -> pd.DataFrame:
+    """One row per decision of the study (``decisions.json``) and what the later experiments' rows used.
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"experiment_id": ["EXP3_ModelComparison"] * 2, "prompt_id": ["P2.3", "P2.3"],
+    ...                     "model": ["m1", "m2"]})
+    >>> handoff_table(log, {"prompt": {"choice": "P2.3", "source": "rule", "rule": "lowest SD"}})[["decision", "choice", "used_by"]]
+      decision choice               used_by
+    0   prompt   P2.3  EXP3_ModelComparison
+    """
     rows = []
-    for experiment_id, rows_of_experiment in experiments:
-        keys = _conditions(rows_of_experiment)  # per experiment: Exp 2 varies the prompt, Exp 3 the model
-        groups = rows_of_experiment.groupby(keys, sort=True) if keys else [((), rows_of_experiment)]
-        for key, part in groups:
-            if part["item_id"].nunique() < 2 or part.groupby("item_id").size().max() < 2:
-                continue
-            labels = {"experiment_id": experiment_id, **dict(zip(keys, key if isinstance(key, tuple) else (key,)))}
-            rows += _reliability_rows(part, labels, score, confidence, random_state)
-    return pd.DataFrame(rows)
-
-
-def _reliability_rows(part: pd.DataFrame, labels: dict, score: str, confidence: float, random_state: int) -> list[dict]:
-    rows = []
-    iccs = hs.icc(part, targets="item_id", raters="attempt", ratings=score, confidence=confidence)
-    for _, row in iccs[iccs["estimator"].isin(["ICC1", "ICC1k"])].iterrows():
-        rows.append({**labels, "estimator": row["mcgraw_wong"], "estimate": row["estimate"], "ci_low": row["ci_low"],
-                     "ci_high": row["ci_high"], "n_targets": row["n_targets"], "n_ratings": row["n_ratings"], "method": row["method"]})
-    alpha = hs.krippendorff_alpha(part, targets="item_id", raters="attempt", ratings=score, level="interval",
-                                  confidence=confidence, random_state=random_state).iloc[0]
-    rows.append({**labels, "estimator": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"], "ci_low": alpha["ci_low"],
-                 "ci_high": alpha["ci_high"], "n_targets": alpha["n_targets"], "n_ratings": alpha["n_ratings"], "method": alpha["ci_method"]})
-    return rows
-
-
-def _reliability_section(report: Report, results: StudyResults, confidence: float) -> None:
-    table = reliability_table(results.log, confidence=confidence)
-    if len(table):
-        report.section("Reliability across repeated attempts").add(
-            "Each attempt is treated as a rater of the item; the judge is reliable when repeated attempts agree.",
-            Table(table, "Intraclass correlation and Krippendorff's alpha of repeated total scores", "reliability_attempts", confidence),
-        )
-
-
-def _varying_factor(part: pd.DataFrame) -> list[str]:
-    """The condition factor an experiment varies (prompt or model), if any."""
-    return [c for c in ("prompt_id", "model") if c in part and part[c].nunique() > 1][:1]
-
-
-def _variance_section(report: Report, results: StudyResults, confidence: float) -> None:
-    log = results.log
-    valid = log[~log["error_flag"] & log["total"].notna()] if "total" in log else log.iloc[0:0]
-    section = None
-    for experiment_id in results.experiments:
-        part = valid[valid["experiment_id"] == experiment_id]
-        facets = ["item_id", *_varying_factor(part)]
-        attempts = int(part.groupby(facets).size().median()) if len(part) else 0
-        if part["item_id"].nunique() < 2 or attempts < 2:
+    for kind, (column, receivers) in HANDOFFS.items():
+        decision = decisions.get(kind)
+        if not decision:
             continue
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            vc = hs.variance_components(part, score="total", facets=facets, n_attempts=attempts, confidence=confidence)
-        if section is None:
-            section = report.section("Variance decomposition (generalizability theory)")
-            section.add("Variance of the total score split into item, condition, their interaction and the residual "
-                        "(attempt-to-attempt noise); G and Phi for the mean of the attempts made per item.")
-        prefix = experiment_id.split("_")[0].lower()
-        section.add(Table(vc.components, f"{EXPERIMENTS[experiment_id][0]}: variance components", f"{prefix}_variance_components", confidence),
-                    Table(vc.coefficients, f"{EXPERIMENTS[experiment_id][0]}: G and Phi coefficients", f"{prefix}_g_coefficients", confidence))
-        section.add(*(f"Note ({prefix}): {w.message}" for w in caught))
+        used, other = [], []
+        for receiver in receivers:
+            rows_of = log[log["experiment_id"] == receiver] if "experiment_id" in log else log.iloc[0:0]
+            values = sorted(rows_of[column].dropna().astype(str).unique()) if column in rows_of else []
+            if values == [str(decision["choice"])]:
+                used.append(receiver)
+            elif values:
+                other.append(f"{receiver} ({', '.join(values)})")
+        rows.append({"decision": kind, "choice": decision["choice"], "source": decision.get("source"),
+                     "rule": decision.get("rule"), "used_by": ", ".join(used), "not_used_by": ", ".join(other)})  # fmt: skip
+    return pd.DataFrame(rows, columns=["decision", "choice", "source", "rule", "used_by", "not_used_by"])
+
+
+def _handoff_section(report: Report, results: StudyResults, confidence: float) -> None:
+    section = report.section("Hand-offs between experiments")
+    if not results.decisions:
+        section.add("No decisions recorded: these logs come without a study folder (its decisions.json says which "
+                    "prompt Experiment 2 handed to Experiment 3 and which model Experiment 3 handed to Experiment 5). "
+                    "Run `hce report` on the study folder to show them.")  # fmt: skip
+        return
+    section.add("Experiment 2 chooses the prompt and Experiment 3 the model for the experiments after them (PRD 7.2.8, "
+                "7.3.7); 'not used by' names a later experiment whose rows used another value.",
+                Table(handoff_table(results.log, results.decisions), "Decisions handed on and the experiments that used them",
+                      "handoffs", confidence))  # fmt: skip
+
+
+def _cost_section(report: Report, results: StudyResults, confidence: float) -> None:
+    section = report.section("Cost of the study")
+    log = results.log
+    if not any(c in log and log[c].notna().any() for c in ("cost_usd", "input_tokens", "output_tokens")):
+        section.add("Not reported: the logs record no cost or token counts (cost_usd, input_tokens, output_tokens).")
+        return
+    try:
+        table = cost_summary(log, "experiment_id")
+    except HceError as exc:  # e.g. a cost column without the token counts
+        section.add(f"Not reported: {exc}.")
+        return
+    section.add("What each experiment's attempts cost as logged (the collection's dated prices); per condition in each "
+                "experiment's cost section.",
+                Table(table, "Cost and tokens per experiment and per 1,000 attempts", "cost_by_experiment", confidence))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- Experiment 4
@@ -639,8 +721,8 @@ def _temperatures(data: pd.DataFrame) -> str:
 def bayes_section(report: Report, results: StudyResults, confidence: float, *, random_state: int = 0) -> None:
     """Bayesian uncertainty (slow, MCMC): judge noise by condition and attempts each item needs.
 
-    For each experiment that varies the prompt or the model, the location-scale ordinal model
-    ``total ~ condition + (1 | item_id)`` with ``noise = condition`` gives each condition's
+    For each experiment with several conditions, the location-scale ordinal model
+    ``total ~ condition_id + (1 | item_id)`` with ``noise = condition_id`` gives each condition's
     noise and P(one condition is more consistent than another); for Experiment 5, the model
     ``total ~ 1 + (1 | item_id)`` gives the attempts each item needs for a mean with SD <= 1.
     """
@@ -651,7 +733,7 @@ def bayes_section(report: Report, results: StudyResults, confidence: float, *, r
     valid = log[~log["error_flag"] & log["total"].notna()]
     for experiment_id in results.experiments:
         part = valid[valid["experiment_id"] == experiment_id].copy()
-        factor = _varying_factor(part)
+        factor = ["condition_id"] if "condition_id" in part and part["condition_id"].nunique() > 1 else []
         prefix = experiment_id.split("_")[0].lower()
         title = EXPERIMENTS[experiment_id][0]
         part["total"] = part["total"].round().astype(int)
@@ -679,9 +761,6 @@ def _bayes_skipped(report: Report, results: StudyResults, confidence: float) -> 
 
 
 SectionBuilder = Callable[[Report, StudyResults, float], None]
-DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (_variance_section, _reliability_section, _calibration_section)
-
-
 def study_report(
     logs: pd.DataFrame | Sequence[pd.DataFrame],
     *,
@@ -694,8 +773,15 @@ def study_report(
     decisions: Mapping[str, Mapping] | None = None,
     reasoning: ReasoningCodes | None = None,
     logprobs_are: str | None = None,
+    rubric: Rubric | str | os.PathLike | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> Report:
     """Build the study report from one or more attempt logs (no API calls).
+
+    The report of any log (:func:`hce.report.report`) for each experiment's rows, plus the
+    study's own sections: Table 1 and 2 and the success-metrics scorecard, each
+    experiment's analysis plan (:mod:`hce.study.analyses`), Experiment 4's codes, the
+    calibration of the judge's confidence, the hand-offs between experiments and the cost.
 
     Parameters
     ----------
@@ -719,6 +805,11 @@ def study_report(
     logprobs_are : {"raw", "sampled", "raw_at_zero"}, optional
         What the logprobs are the log of, for the temperature-adjusted confidence
         (:func:`logprobs_behaviour`: default the simulator's for a simulated log, else raw).
+    rubric : Rubric, packaged name or YAML path, optional
+        The rubric the logs were judged with, for the per-criterion sections (default: as
+        :func:`hce.report.report` finds it, Rubric v5.0 for logs with its five columns).
+    random_state : int, Generator or None
+        Seed of the bootstrap and simulation intervals of the per-criterion sections.
 
     Returns
     -------
@@ -739,17 +830,26 @@ def study_report(
     if len(key):
         overview.add(Table(key, "Table 2: Key statistical results for prompt and model comparisons", "table2_key_results", confidence))
     overview.add(Table(scorecard(results), "Success metrics scorecard (PRD section 1)", "scorecard", confidence))
-    for experiment_id, result in results.experiments.items():
+    if not results.experiments and not results.failures:
+        overview.add("No rows of Experiments 1, 2, 3 or 5 were found (column experiment_id); their analysis plans are not shown.")
+    rubric = rubric if rubric is None or isinstance(rubric, Rubric) else load_rubric(rubric)
+    rng = as_generator(random_state)
+    for experiment_id in _experiment_order(log) or [None]:
         if experiment_id == "EXP5_FinalToolValidation":
             reasoning_section(report, results, confidence)  # the sections follow the experiments' order
-        _experiment_section(report, experiment_id, result, results, confidence)
-    if "EXP5_FinalToolValidation" not in results.experiments:
+        if experiment_id in results.experiments:
+            _experiment_section(report, experiment_id, results.experiments[experiment_id], results, confidence)
+        elif experiment_id in results.failures:
+            report.section(EXPERIMENTS[experiment_id][0]).add(
+                f"The analysis plan could not be run on this log: {results.failures[experiment_id]}")
+        if experiment_id is None or "experiment_id" not in log:
+            rows = log
+        else:
+            rows = log[log["experiment_id"].isna()] if pd.isna(experiment_id) else log[log["experiment_id"] == experiment_id]
+        generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng)
+    if "EXP5_FinalToolValidation" not in (_experiment_order(log) or []):
         reasoning_section(report, results, confidence)
-    for experiment_id, message in results.failures.items():
-        report.section(EXPERIMENTS[experiment_id][0]).add(f"The analysis plan could not be run on this log: {message}")
-    if not results.experiments and not results.failures:
-        overview.add("No rows of Experiments 1, 2, 3 or 5 were found (column experiment_id); only Table 1 is shown.")
-    for builder in (*DEFAULT_SECTIONS, *extra_sections):
+    for builder in (_calibration_section, _handoff_section, _cost_section, *extra_sections):
         builder(report, results, confidence)
     if bayes_section not in extra_sections:
         _bayes_skipped(report, results, confidence)
@@ -772,6 +872,7 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
                         "is it a study's output folder?")  # fmt: skip
     logs = [read_log(path) for path in paths]
     kwargs.setdefault("logprobs_are", _study_logprobs_are(folder))
+    kwargs.setdefault("rubric", kept_rubric(paths))  # the rubric the study judged with, kept beside its logs
     return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder),
                         reasoning=reasoning_codes(folder), **kwargs)
 

@@ -116,3 +116,18 @@ def test_the_rubric_kept_beside_the_log_is_read(tmp_path):
     log_rubric_path(path).write_text(rubric_yaml(MIXED))
     titles = [s.title for s in report(path).sections]
     assert "Criterion: Stigma" in titles and not any("Total" in t for t in titles)
+
+
+def test_cost_section_per_condition_or_not_reported():
+    # Issue #24 item 4: the cost section is hce.report.cost.cost_summary's table per condition_id.
+    from hce.report.cost import cost_summary
+
+    log = _log(n_items=6, attempts=3)
+    log = log.assign(input_tokens=1500, cached_tokens=np.where(log["attempt"] > 1, 1280, 0), output_tokens=30,
+                     cost_usd=np.where(log["model"] == "m1", 0.002, np.nan), latency_s=0.8)
+    table = _table(report(log, MIXED), "cost")
+    pd.testing.assert_frame_equal(table, cost_summary(log, "condition_id"))
+    assert table.set_index("condition_id").loc["b", "priced"] == 0  # model m2 unpriced: no cost, not zero
+    assert table.set_index("condition_id").loc["(all)", "cached_share"] == pytest.approx(2 * 1280 / (3 * 1500))
+    skipped = _table(report(_log(n_items=6, attempts=3), MIXED), "not_reported").set_index("section")
+    assert "records no cost or token counts" in skipped.loc["Cost and tokens by condition", "reason"]

@@ -19,8 +19,9 @@ def test_demo_runs_the_study_and_writes_the_report(demo):
     markdown = (demo / "report.md").read_text(encoding="utf-8")
     assert markdown.startswith("# hce demo study report — SIMULATED JUDGE")
     for section in ("## Experiment 1", "## Experiment 2", "## Experiment 3", "## Experiment 5",
-                    "## Variance decomposition", "## Reliability across repeated attempts",
-                    "## Confidence and calibration", "Success metrics scorecard"):
+                    "## Experiment 2: Criterion: Total", "## Experiment 5: Attempts and errors by condition",
+                    "## Confidence and calibration", "## Hand-offs between experiments",
+                    "## Cost of the study", "Success metrics scorecard"):
         assert section in markdown
     assert (demo / "report.html").stat().st_size > 50_000  # figures embedded
     exp2 = hce.read_log(demo / "study" / "study_output" / "exp2.jsonl")

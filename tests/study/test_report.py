@@ -5,21 +5,40 @@ import pandas as pd
 import pytest
 
 import hce.stats as hs
-from hce.study import experiment2
 from hce.errors import HceWarning
-from hce.study.report import NOT_MEASURABLE, StudyResults, scorecard, study_report
 from hce.stats._simulate import simulated_log
 from hce.stats.result import AnalysisResult
+from hce.study import experiment2
+from hce.study.report import NOT_MEASURABLE, StudyResults, scorecard, study_report
+
+
+def with_conditions(log, model="gpt-4.1-2025-04-14"):
+    """The study's conditions: one per prompt, on one model (hce.study.designs.condition names them so)."""
+    return log.assign(model=model, condition_id=log["prompt_id"] + f"|{model}|t0.1")
 
 
 @pytest.fixture(scope="module")
 def exp2_log():
-    return simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
-                         noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=30, n_attempts=8)
+    return with_conditions(simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
+                                         noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=30, n_attempts=8))
 
 
-def test_report_tables_equal_direct_statistics(exp2_log, tmp_path):
-    out = study_report(exp2_log).write(tmp_path / "r")
+@pytest.fixture(scope="module")
+def exp2_report(exp2_log):
+    # Built once: with errored attempts the design is unbalanced and every criterion's variance
+    # components are fitted by penalised least squares, with profile intervals (seconds each).
+    return study_report(exp2_log)
+
+
+@pytest.fixture(scope="module")
+def balanced_log():
+    """No errored attempts: variance components in closed form, a report in a second or two."""
+    return with_conditions(simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id", error_rate=0,
+                                         noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=12, n_attempts=4))
+
+
+def test_report_tables_equal_direct_statistics(exp2_log, exp2_report, tmp_path):
+    out = exp2_report.write(tmp_path / "r")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HceWarning)
         direct = experiment2(exp2_log)
@@ -38,18 +57,18 @@ def test_report_tables_equal_direct_statistics(exp2_log, tmp_path):
     assert "tables/exp2_sd.csv" in markdown  # the long per-item table is a file, not printed
 
 
-def test_report_is_deterministic(exp2_log, tmp_path):
-    a = study_report(exp2_log).write(tmp_path / "a")
-    b = study_report(exp2_log).write(tmp_path / "b")
+def test_report_is_deterministic(balanced_log, tmp_path):
+    a = study_report(balanced_log).write(tmp_path / "a")
+    b = study_report(balanced_log).write(tmp_path / "b")
     for path in sorted((a / "tables").iterdir()):
         assert path.read_bytes() == (b / "tables" / path.name).read_bytes(), path.name
     assert (a / "report.md").read_bytes() == (b / "report.md").read_bytes()
 
 
-def test_simulated_judge_says_so_in_title(exp2_log):
-    log = exp2_log.assign(system_fingerprint="fp_hce_sim_0")
+def test_simulated_judge_says_so_in_title(balanced_log, exp2_report):
+    log = balanced_log.assign(system_fingerprint="fp_hce_sim_0")
     assert "SIMULATED JUDGE" in study_report(log).title
-    assert "SIMULATED" not in study_report(exp2_log).title
+    assert "SIMULATED" not in exp2_report.title
 
 
 def fake(tables):
@@ -91,18 +110,25 @@ def test_an_experiment_that_cannot_be_analysed_is_reported_not_fatal():
     assert "The analysis plan could not be run on this log: Friedman's test needs >= 2 complete blocks and >= 2 groups" in markdown
 
 
-def test_reliability_section_matches_reliability_functions():
-    from hce.study.report import reliability_table
+def test_reliability_is_the_generic_report_of_each_experiment():
+    # The study report's per-condition sections are hce.report.report's, on each experiment's rows.
+    from hce.report.generic import reliability_by_condition
 
     log = simulated_log(n_items=25, n_attempts=6)
-    table = reliability_table(log)
+    report = study_report(log)
+    tables = {t.name: t.data for t in report.tables()}
+    table = tables["exp5_total_reliability"]
     valid = log[~log["error_flag"]]
     direct = hs.icc(valid, targets="item_id", raters="attempt", ratings="total").set_index("estimator")
     assert table["estimate"].iloc[0] == direct.loc["ICC1", "estimate"]
     assert table["ci_high"].iloc[1] == direct.loc["ICC1k", "ci_high"]
-    alpha = hs.krippendorff_alpha(valid, targets="item_id", raters="attempt", ratings="total", random_state=0)
-    assert table["estimate"].iloc[2] == alpha["estimate"].iloc[0] and table["ci_low"].iloc[2] == alpha["ci_low"].iloc[0]
-    assert "Reliability across repeated attempts" in study_report(log).to_markdown()
+    expected, skipped = reliability_by_condition(log, "total", random_state=0)
+    assert not skipped and table["estimate"].tolist() == expected["estimate"].tolist()
+    titles = [s.title for s in report.sections]
+    for title in ("Experiment 5: Attempts and errors by condition", "Experiment 5: Criterion: Total",
+                  "Experiment 5: Criterion: Clarity of Language (clarity_of_language)"):
+        assert title in titles
+    assert not any(t.startswith("Reliability across repeated attempts") for t in titles)  # no copy of its own
 
 
 def test_exp5_without_confidence_column():
@@ -113,28 +139,28 @@ def test_exp5_without_confidence_column():
     assert card.loc["SM5", "verdict"] == NOT_MEASURABLE
 
 
-def test_variance_decomposition_matches_variance_components(exp2_log):
-    report = study_report(exp2_log)
-    tables = {t.name: t.data for t in report.tables()}
+def test_variance_decomposition_is_per_condition_and_criterion(exp2_log, exp2_report):
+    tables = {t.name: t.data for t in exp2_report.tables()}
     valid = exp2_log[~exp2_log["error_flag"]]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        direct = hs.variance_components(valid, score="total", facets=["item_id", "prompt_id"], n_attempts=8)
-    pd.testing.assert_frame_equal(tables["exp2_variance_components"], direct.components)
-    pd.testing.assert_frame_equal(tables["exp2_g_coefficients"], direct.coefficients)
+    for criterion in ("total", "clarity_of_language"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            direct = hs.variance_components(valid, score=criterion, facets=["item_id", "condition_id"], n_attempts=8)
+        pd.testing.assert_frame_equal(tables[f"exp2_{criterion}_variance_components"], direct.components)
+        # G and Phi intervals come from draws of the report's one generator; the estimates do not.
+        np.testing.assert_array_equal(tables[f"exp2_{criterion}_g_coefficients"]["estimate"], direct.coefficients["estimate"])
 
 
-
-def test_bayesian_section_is_announced_as_skipped_by_default(exp2_log):
-    assert "Skipped: MCMC takes minutes. Run `hce report ... --bayes`" in study_report(exp2_log).to_markdown()
+def test_bayesian_section_is_announced_as_skipped_by_default(exp2_report):
+    assert "Skipped: MCMC takes minutes. Run `hce report ... --bayes`" in exp2_report.to_markdown()
 
 
 @pytest.mark.slow
 def test_bayesian_section_with_mcmc():
     from hce.study.report import bayes_section
 
-    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
-                        noise={"P2.1": 0.8, "P2.2": 0.3}, n_items=15, n_attempts=5)
+    log = with_conditions(simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
+                                        noise={"P2.1": 0.8, "P2.2": 0.3}, n_items=15, n_attempts=5))
     markdown = study_report(log, extra_sections=[bayes_section]).to_markdown()
     assert "P(one condition is more consistent than another)" in markdown
     assert "Skipped" not in markdown
@@ -177,12 +203,87 @@ def test_exp5_confidence_from_logprobs_when_the_log_has_none():
     assert result.tables["uncertainty"]["estimate"].iloc[0] == pytest.approx(expected, rel=1e-12)
 
 
-def test_the_study_report_prints_no_snake_case_header():
+def test_the_study_report_prints_no_snake_case_header(balanced_log):
     from hce.study import study_report
-    from hce.stats._simulate import simulated_log
 
-    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
-                        noise={"P2.1": 0.5, "P2.2": 0.5, "P2.3": 0.3}, n_items=12, n_attempts=4)  # fmt: skip
+    log = balanced_log
     report = study_report(log)
     shown = {cell.strip() for table in report.tables() if table.inline for cell in table.display_frame().columns}
     assert shown and not [h for h in shown if "_" in h], shown
+
+
+def _shared_prompt_log():
+    """Issue #21's case: three conditions, two sharing prompt P2.1 (different models and temperatures)."""
+    rng = np.random.default_rng(21)
+    conditions = {"a": ("P2.1", "m1", 0.1, 0.3), "b": ("P2.1", "m2", 1.0, 1.2), "c": ("P2.3", "m1", 0.1, 0.7)}
+    rows = []
+    for i in range(15):
+        level = rng.uniform(5, 15)
+        for cond, (prompt, model, temperature, noise) in conditions.items():
+            for a in range(1, 7):
+                rows.append({"attempt_id": f"{i}-{cond}-{a}", "experiment_id": "EXP2_PromptOptimization",
+                             "item_id": f"T{i:02d}", "condition_id": cond, "prompt_id": prompt, "model": model,
+                             "temperature": temperature, "attempt": a,
+                             "total": float(np.clip(np.rint(level + rng.normal(0, 2 * noise)), 4, 20)), "error_flag": False})
+    return pd.DataFrame(rows)
+
+
+def test_exp2_with_two_conditions_sharing_a_prompt_compares_condition_ids():
+    # Issue #21: grouped by prompt_id, conditions a and b (P2.1 on two models and temperatures) were pooled
+    # into one group and Friedman reported k = 2. The study's own design has one condition per prompt
+    # (hce.study.designs.exp_design); a log that has not is compared by condition_id, as scipy does here.
+    import scipy.stats
+
+    from hce.errors import DataError
+
+    log = _shared_prompt_log()
+    with pytest.raises(DataError, match=r"prompt_id 'P2.1' covers 2 conditions \(a, b\).*condition='condition_id'"):
+        experiment2(log)
+    report = study_report(log)
+    tables = {t.name: t.data for t in report.tables()}
+    friedman = tables["exp2_friedman"].iloc[0]
+    sd = log.groupby(["item_id", "condition_id"])["total"].std(ddof=1).round(12).unstack()
+    expected = scipy.stats.friedmanchisquare(*(sd[c].to_numpy() for c in ["a", "b", "c"]))
+    assert friedman["k"] == 3 and friedman["n"] == 15
+    assert friedman["statistic"] == pytest.approx(expected.statistic, rel=1e-12)
+    assert friedman["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
+    assert tables["exp2_winner"]["condition_id"].tolist() == sorted("abc", key=lambda c: sd[c].median())
+    markdown = report.to_markdown()
+    assert "Compared by condition_id, not by prompt_id: in this log prompt_id P2.1 covers conditions a, b" in markdown
+    # The generic sections of the same rows agree: the same test over the three condition_ids.
+    generic = tables["exp2_total_sd_test"].iloc[0]
+    assert generic["k"] == 3 and generic["statistic"] == pytest.approx(expected.statistic, rel=1e-12)
+    assert tables["exp2_total_reliability"]["condition_id"].unique().tolist() == ["a", "b", "c"]
+
+
+def test_one_configuration_and_two_named_prompts_refuse_to_pool():
+    from hce.errors import DataError
+    from hce.study import experiment1, experiment5
+
+    log = simulated_log(n_items=6, n_attempts=3, noise={"C1": 0.3, "C2": 0.5})
+    with pytest.raises(DataError, match=r"EXP5_FinalToolValidation: the rows hold 2 conditions \(C1, C2\)"):
+        experiment5(log)
+    exp1 = simulated_log(experiment_id="EXP1_BaselineRubricUtility", condition="prompt_id",
+                         noise={"P1.1": 0.5, "P1.2": 0.3}, n_items=6, n_attempts=3)
+    exp1["condition_id"] = exp1["prompt_id"] + np.where(exp1["attempt"] % 2 == 0, "|m1", "|m2")
+    with pytest.raises(DataError, match="prompt_id 'P1.1' covers 2 conditions"):
+        experiment1(exp1)
+    markdown = study_report(exp1).to_markdown()  # the report says why, and still writes the rest
+    assert "The analysis plan could not be run on this log: EXP1_BaselineRubricUtility: prompt_id 'P1.1' covers 2" in markdown
+
+
+def test_handoffs_and_cost_sections(balanced_log, exp2_report):
+    log = balanced_log.assign(input_tokens=1200, cached_tokens=1024, output_tokens=40)
+    report = study_report(log, decisions={"prompt": {"choice": "P2.3", "source": "rule", "rule": "lowest median SD"}})
+    tables = {t.name: t.data for t in report.tables()}
+    handoffs = tables["handoffs"]
+    assert handoffs[["decision", "choice", "source"]].values.tolist() == [["prompt", "P2.3", "rule"]]
+    cost = tables["cost_by_experiment"].set_index("experiment_id")
+    assert cost.loc["EXP2_PromptOptimization", "cost_usd"] == pytest.approx(log["cost_usd"].sum(), rel=1e-12)
+    assert cost.loc["(all)", "cached_share"] == pytest.approx(1024 / 1200)
+    per_condition = tables["exp2_cost"].set_index("condition_id")
+    assert per_condition.loc["P2.1|gpt-4.1-2025-04-14|t0.1", "attempts"] == 12 * 4
+    # Without token counts the cost is not reported, and the reason is given.
+    markdown = exp2_report.to_markdown()
+    assert "Not reported: the logs record no cost or token counts" not in markdown  # cost_usd alone is logged
+    assert "cost_summary: the log has no column(s)" in markdown
