@@ -28,7 +28,7 @@ import pandas as pd
 
 import hce.stats as hs
 from hce.errors import DataError, HceError
-from hce.log import COLUMNS, combine_logs, read_log
+from hce.log import COLUMNS, combine_logs, read_log, text_among_numbers
 from hce.report import figures
 from hce.report.document import Figure, Report, Section
 from hce.report.tables import Table
@@ -40,6 +40,9 @@ ITEM = "item_id"
 #: Condition attributes shown beside ``condition_id`` (never grouped on).
 ATTRIBUTES = ("experiment_id", "prompt_id", "model", "temperature", "top_p", "max_tokens")
 SIM_FINGERPRINT = "fp_hce_sim_"  # hce.collect.sim's system_fingerprint prefix
+#: Status of a "Not reported" entry: the log holds the data but the statistic failed on it
+#: (``hce report`` exits 1), or the log holds nothing for it (no logprobs, one condition).
+NOT_COMPUTED, NOT_APPLICABLE = "not computed", "not applicable"
 # A statistic that cannot be computed on this log says so with one of these; anything else is a bug.
 _EXPECTED = (HceError, ValueError, ArithmeticError, np.linalg.LinAlgError)
 
@@ -62,8 +65,10 @@ class _Context:
     not_reported: list[dict[str, str]] = field(default_factory=list)
     progress: Callable[[str], None] = lambda _text: None
 
-    def skip(self, section: str, reason: str, fix: str = "") -> None:
-        self.not_reported.append({"section": section, "reason": reason, "fix": fix})
+    def skip(self, section: str, reason: str, fix: str = "", *, applicable: bool = True) -> None:
+        """Record a part not written: ``applicable=False`` when the log holds nothing for it."""
+        self.not_reported.append({"section": section, "status": NOT_COMPUTED if applicable else NOT_APPLICABLE,
+                                  "reason": reason, "fix": fix})  # fmt: skip
 
 
 def report(
@@ -149,7 +154,8 @@ def not_reported_section(document: Report, skipped: Sequence[dict[str, str]], co
     """List what could not be computed (``section``, ``reason``, ``fix``) under "Not reported".
 
     The entries are also kept in ``document.not_reported``, for ``hce report`` to print them
-    and exit 1. Nothing is added when every section was written.
+    and exit 1 when one has ``status`` "not computed" (an entry without a status counts as
+    that). Nothing is added when every section was written.
 
     Examples
     --------
@@ -160,8 +166,10 @@ def not_reported_section(document: Report, skipped: Sequence[dict[str, str]], co
     """
     if not skipped:
         return
-    document.not_reported.extend(dict(entry) for entry in skipped)
-    frame = pd.DataFrame(skipped).reindex(columns=["section", "reason", "fix"]).fillna("")
+    entries = [{"section": e["section"], "status": e.get("status", NOT_COMPUTED), "reason": e["reason"], "fix": e.get("fix", "")}
+               for e in skipped]  # fmt: skip
+    document.not_reported.extend(entries)
+    frame = pd.DataFrame(entries)
     document.section("Not reported").add(
         "These sections could be computed on a log like this one but not on this log; each row says why and what to do.",
         Table(frame, "Sections that could not be computed on this log, why, and the fix", "not_reported", confidence))  # fmt: skip
@@ -219,13 +227,9 @@ def _criteria(log: pd.DataFrame, rubric: Rubric | None) -> tuple[list[Criterion]
         return found, [f"Criteria from rubric {rubric.name!r}: {', '.join(c.id for c in rubric.categories)}.", *notes]
     numeric = [c for c in log.columns if c not in COLUMNS and pd.api.types.is_numeric_dtype(log[c])
                and not pd.api.types.is_bool_dtype(log[c])]  # fmt: skip
-    for column in [c for c in log.columns if c not in COLUMNS and c not in numeric and log[c].dtype == object]:
-        values = log[column].dropna()
-        numbers = pd.to_numeric(values, errors="coerce")
-        if len(values) and numbers.notna().mean() >= 0.5:  # mostly scores: a few texts are typos, not a label column
-            first = values[numbers.isna()].iloc[0]
-            notes.append(f"Column {column!r} is mostly numbers but also holds text (e.g. {first!r}), so it is not taken as a "
-                         "criterion: correct it, or pass rubric= to analyse it (the conditions holding text are then named).")  # fmt: skip
+    for column, row in text_among_numbers(log).items():  # a score column with a typo is named, never dropped silently
+        notes.append(f"Column {column!r} is mostly numbers but also holds text (e.g. {log[column].iloc[row]!r}), so it is not "
+                     "taken as a criterion: correct it, or pass rubric= to analyse it (the conditions holding text are then named).")  # fmt: skip
     found = [Criterion(c, c) for c in numeric] + ([Criterion("total", "Total")] if "total" in log else [])
     if not found:
         raise DataError("the log has no score column: no rubric criterion, no numeric column outside the schema, no total")
@@ -415,7 +419,7 @@ def _tests(section: Section, context: _Context, spread: pd.DataFrame, value: str
     plan, levels = comparison_plan(spread, value)
     if plan == "none":
         context.skip(f"{section.title}: tests of the {label}", f"fewer than two conditions with a {label} ({levels})",
-                     "compare conditions: log two or more condition_id values with repeated attempts")
+                     "compare conditions: log two or more condition_id values with repeated attempts", applicable=False)
         return
     data = spread[spread[value].notna()]
     common = {"confidence": context.confidence}
@@ -453,7 +457,7 @@ def _variance(section: Section, context: _Context, criterion: Criterion, stem: s
     if valid[ITEM].nunique() < 2 or attempts < 2:
         context.skip(f"{section.title}: variance decomposition",
                      f"needs 2 or more items with 2 or more valid attempts per cell (items {valid[ITEM].nunique()}, median attempts {attempts})",
-                     "collect 2 or more attempts per item and condition")  # fmt: skip
+                     "collect 2 or more attempts per item and condition", applicable=False)  # fmt: skip
         return
     vc = hs.variance_components(valid, score=criterion.column, facets=facets, n_attempts=attempts,
                                 confidence=context.confidence, random_state=context.rng)  # fmt: skip
@@ -484,7 +488,8 @@ def reliability_by_condition(
     rows, skipped = [], []
     for condition, part in valid.groupby(CONDITION, sort=True):
         if part[ITEM].nunique() < 2 or part.groupby(ITEM).size().max() < 2:
-            skipped.append({CONDITION: str(condition), "reason": "fewer than 2 items or no item with 2 valid attempts"})
+            skipped.append({CONDITION: str(condition), "reason": "fewer than 2 items or no item with 2 valid attempts",
+                            "applicable": False})  # fmt: skip
             continue
         try:  # one condition the statistics cannot handle (all scores equal, say) leaves the others reported
             rows += _agreement_rows(part, condition, score, confidence, rng)
@@ -513,7 +518,8 @@ def _reliability(section: Section, context: _Context, criterion: Criterion, stem
     for entry in skipped:
         section.add(f"Reliability of condition {entry[CONDITION]} is not reported: {entry['reason']}.")
         context.skip(f"{section.title}: reliability of {entry[CONDITION]}", entry["reason"],
-                     "none needed when the scores do not vary; otherwise collect more items or attempts")  # fmt: skip
+                     "none needed when the scores do not vary; otherwise collect more items or attempts",
+                     applicable=entry.get("applicable", True))  # fmt: skip
     if len(table):
         section.add(Table(table, f"{criterion.name}: agreement of repeated attempts per condition (each attempt a rater)",
                           f"{stem}_reliability", context.confidence))  # fmt: skip
@@ -525,11 +531,11 @@ def _reliability(section: Section, context: _Context, criterion: Criterion, stem
 def _calibration_section(document: Report, context: _Context) -> None:
     log = context.log
     if "logprobs" not in log or log["logprobs"].isna().all():
-        context.skip("Calibration", "the log has no token logprobs", "collect with logprobs: true, top_logprobs: 5")
+        context.skip("Calibration", "the log has no token logprobs", "collect with logprobs: true, top_logprobs: 5", applicable=False)
         return
     criteria = [c for c in context.criteria if c.column != "total" and c.scores]
     if not criteria:
-        context.skip("Calibration", "no criterion with a known scale", "name the rubric (--rubric)")
+        context.skip("Calibration", "no criterion with a known scale", "name the rubric (--rubric)", applicable=False)
         return
     section = document.section("Calibration (token probabilities)")
     section.add("Confidence is the judge's token probability of the score it gave (the criterion's line in the score "

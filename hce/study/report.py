@@ -25,6 +25,7 @@ from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
 from hce.report import figures
 from hce.report.document import Figure, Report
+from hce.report.generic import check_columns, not_reported_section
 from hce.report.tables import Table, format_p
 from hce.rubric import Rubric, load_rubric
 from hce.stats.result import AnalysisResult
@@ -362,7 +363,10 @@ def reliability_table(log: pd.DataFrame, *, score: str = "total", confidence: fl
             if part["item_id"].nunique() < 2 or part.groupby("item_id").size().max() < 2:
                 continue
             labels = {"experiment_id": experiment_id, **dict(zip(keys, key if isinstance(key, tuple) else (key,)))}
-            rows += _reliability_rows(part, labels, score, confidence, random_state)
+            try:  # one condition whose totals do not vary leaves the others reported
+                rows += _reliability_rows(part, labels, score, confidence, random_state)
+            except DataError as exc:
+                rows.append({**labels, "estimator": "not reported", "method": str(exc)})
     return pd.DataFrame(rows)
 
 
@@ -546,6 +550,8 @@ def study_report(
         ``.write(folder)`` writes Markdown, HTML, CSV, LaTeX, PNG and SVG.
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
+    check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section
+    check_columns(log, "--metadata", metadata)
     results = analyse(log, strata=strata, metadata=metadata, settings=settings)
     results.decisions = dict(decisions or {})
     if results.simulated:
@@ -567,6 +573,8 @@ def study_report(
         builder(report, results, confidence)
     if bayes_section not in extra_sections:
         _bayes_skipped(report, results, confidence)
+    not_reported_section(report, [{"section": EXPERIMENTS[e][0], "reason": message, "fix": "see the reason; the other experiments are reported"}
+                                  for e, message in results.failures.items()], confidence)  # fmt: skip
     return report
 
 

@@ -186,3 +186,34 @@ def test_the_study_report_prints_no_snake_case_header():
     report = study_report(log)
     shown = {cell.strip() for table in report.tables() if table.inline for cell in table.display_frame().columns}
     assert shown and not [h for h in shown if "_" in h], shown
+
+
+def test_a_strata_column_the_log_lacks_is_an_error_naming_the_columns():
+    # Issue #22: --strata sex on a log with gender dropped Experiment 5 silently (SM6 "no strata given").
+    from hce.errors import DataError
+
+    log = simulated_log(n_items=10, n_attempts=3).rename(columns={"sex": "gender"})
+    with pytest.raises(DataError, match=r"--strata sex: no such column; columns: .*gender"):
+        study_report(log, strata=["sex"])
+    with pytest.raises(DataError, match=r"--metadata words: no such column; columns: .*transcript_words"):
+        study_report(log, metadata=["words"])
+
+
+def test_an_experiment_that_cannot_be_analysed_is_listed_under_not_reported():
+    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id", n_items=10, n_attempts=4)
+    document = study_report(log)
+    assert [e["section"] for e in document.not_reported] == ["Experiment 2: prompt strategy optimisation"]
+    assert "Friedman's test needs" in document.not_reported[0]["reason"]
+    assert "## Not reported" in document.to_markdown()
+
+
+def test_one_condition_with_equal_totals_leaves_the_other_conditions_reliability():
+    # Issue #22: one condition whose totals are all identical made the whole report fail.
+    from hce.study.report import reliability_table
+
+    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id", n_items=10, n_attempts=3,
+                        noise={"P2.1": 0.5, "P2.2": 0.5})
+    log.loc[log["prompt_id"] == "P2.2", "total"] = 12.0
+    table = reliability_table(log)
+    assert set(table.loc[table["estimator"] != "not reported", "prompt_id"]) == {"P2.1"}
+    assert "equal 12, so the ICC is undefined" in table.loc[table["prompt_id"] == "P2.2", "method"].iloc[-1]
