@@ -187,7 +187,10 @@ def _check_replaceable(out: Path, keep: tuple[str, ...]) -> None:
     """Refuse a target hce did not write: a file, or a folder with content and no manifest."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise HceError(f"{out} exists and is not a folder; choose another report folder")
-    if out.is_dir() and not (out / MANIFEST).is_file() and any(p.name not in keep for p in out.iterdir()):
+    entries = {p.name for p in out.iterdir()} - set(keep) if out.is_dir() else set()
+    # A report folder of an hce from before the manifest holds exactly these.
+    earlier_report = entries == {"report.md", "report.html", "tables", "figures"}
+    if entries and not (out / MANIFEST).is_file() and not earlier_report:
         raise HceError(f"{out} exists, holds files and was not written by hce report (no {MANIFEST} in it); "
                        "it is left untouched: choose another report folder or empty it")  # fmt: skip
 

@@ -132,3 +132,12 @@ def test_a_folder_hce_did_not_write_is_never_replaced(tmp_path):
     assert [p.name for p in theirs.iterdir()] == ["thesis.tex"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
     small_report("t").write(tmp_path / "empty")  # an empty or new folder is fine
+
+
+def test_sd_figure_of_many_items_is_aggregated():
+    # Issue #22: 10,000 items a condition are a box plot, not a 10,000-point strip.
+    spread = pd.DataFrame({"condition_id": np.repeat(["a", "b"], 10_000), "sd": np.random.default_rng(0).gamma(2, 0.3, 20_000)})
+    figure = figures.sd_by_condition(spread, condition="condition_id")
+    assert figure.axes[0].collections == [] or all(len(c.get_offsets()) == 0 for c in figure.axes[0].collections)
+    few = figures.sd_by_condition(spread.iloc[::100], condition="condition_id")
+    assert sum(len(c.get_offsets()) for c in few.axes[0].collections) == 200
