@@ -135,6 +135,9 @@ class Report:
     ) -> Path:
         """Write ``report.md``, ``report.html``, ``tables/*.csv|tex`` and ``figures/*.png|svg``.
 
+        Every table goes to CSV; the tables shown in the report (not the per-item ones kept
+        out of it, ``Table(inline=False)``) also to LaTeX.
+
         The files go to a fresh temporary folder beside ``out`` that then replaces ``out``, so
         ``out`` holds this report's files only. An existing ``out`` is replaced only when it
         is empty or was written by hce (it holds :data:`MANIFEST`); otherwise
@@ -172,7 +175,8 @@ class Report:
         progress(f"writing {len(self.tables())} tables")
         for table in self.tables():
             (out / "tables" / f"{table.name}.csv").write_text(table.to_csv(), encoding="utf-8")
-            (out / "tables" / f"{table.name}.tex").write_text(table.to_latex() + "\n", encoding="utf-8")
+            if table.inline:  # a per-item table (10,000 rows) is data for a reader's own analysis: CSV only
+                (out / "tables" / f"{table.name}.tex").write_text(table.to_latex() + "\n", encoding="utf-8")
         progress(f"writing {len(self.figures())} figures")
         for figure in self.figures():
             (out / "figures" / f"{figure.name}.png").write_bytes(figure.png())
