@@ -217,3 +217,15 @@ def test_one_condition_with_equal_totals_leaves_the_other_conditions_reliability
     table = reliability_table(log)
     assert set(table.loc[table["estimator"] != "not reported", "prompt_id"]) == {"P2.1"}
     assert "equal 12, so the ICC is undefined" in table.loc[table["prompt_id"] == "P2.2", "method"].iloc[-1]
+
+
+def test_text_in_a_criterion_column_names_the_experiment_it_stops():
+    # Issue #22: a value "three" in a criterion column dropped Experiment 5 with exit code 0.
+    log = simulated_log(n_items=12, n_attempts=3).astype({"clarity_of_language": object})
+    log.loc[5, "clarity_of_language"] = "three"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)
+        document = study_report(log)
+    (entry,) = document.not_reported
+    assert entry["section"].startswith("Experiment 5") and entry["status"] == "not computed"
+    assert "row 5 holds 'three'" in entry["reason"]
