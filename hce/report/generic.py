@@ -256,6 +256,7 @@ def _noting(section: Section) -> Iterator[None]:
 
 def _attempt(context: _Context, section: Section, what: str, build: Callable[[], None]) -> None:
     """Run one part of a section; if the log does not allow it, record why under "Not reported"."""
+    context.progress(f"{section.title}: {what}")
     try:
         with _noting(section):
             build()
