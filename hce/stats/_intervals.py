@@ -96,9 +96,10 @@ def noncentral_t_ci(t: float, df: float, confidence: float) -> tuple[float, floa
             lo -= width
         while f(hi) > 0:
             hi += width
-        if not (np.isfinite(f(lo)) and np.isfinite(f(hi))):
+        try:  # brentq refuses a NaN anywhere on its path
+            return float(optimize.brentq(f, lo, hi, xtol=1e-12, rtol=1e-12))
+        except ValueError:
             return normal_bound(tail)
-        return float(optimize.brentq(f, lo, hi, xtol=1e-12, rtol=1e-12))
 
     def normal_bound(tail: float) -> float:
         # scipy's nct.cdf is NaN far out (t of 40+ on thousands of df, a paired d over 10,000
