@@ -11,14 +11,17 @@ The generic case is a non-PRD log of the same size: 10,000 items x 4 conditions 
 children) is its own. There is no peer library that writes these reports, so each line prints
 the time against the issue's target (30 s for 20k; 60 s and 4 GB for 1M).
 
-Measured 2026-11-24 on the shared 2-core machine (noisy: other jobs ran): study-20k 1.8 s,
-0.48 GB; study-1m 18.4 s, 1.25 GB; generic-1m 245 s, 1.20 GB: over its 60 s target because
-each of its 6 criteria fits the item x condition variance decomposition on all 1M rows
-(hce.stats.variance_components: about 22 s for the REML fit and 13 s for the profile
-interval of the 4-level condition variance, which sits near 0); without that section the
-generic report takes 40 s. The fix belongs to the mixed-model engine (fit the crossed design
-on cell means and within-cell sums of squares; profile on the theta scale with the engine's
-own gradient).
+Measured 2026-11-24 on the shared 2-core machine (noisy: other jobs ran): study-20k 10.3 s;
+study-1m 134 s, 1.56 GB peak RSS; generic-1m 245 s, 1.20 GB. Both 1M cases are over the 60 s
+target (memory is well under 4 GB) for one reason: the variance decomposition
+(hce.stats.variance_components) of each crossed item x condition design. Its REML fit takes
+about 22 s on 1M rows, and when a 2-4 level condition variance sits near 0 its
+profile-likelihood interval (component_intervals.profile_limits: an L-BFGS-B with
+finite-difference gradients inside a brentq, each step a sparse Cholesky of the items x
+conditions system) takes most of the rest: 27 of 39 s of the study report at 200k attempts.
+Without the variance section the generic 1M report takes 40 s. The fix belongs to the
+mixed-model engine (fit the crossed design on cell means and within-cell sums of squares;
+profile on the theta scale with the engine's own gradient and looser tolerances).
 """
 
 from __future__ import annotations
