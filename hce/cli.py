@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,6 +28,7 @@ study_app = typer.Typer(help="The Rubric v5.0 study (Experiments 1-5): plan, run
 app.add_typer(study_app, name="study")
 
 console = Console(soft_wrap=True)
+stderr = Console(stderr=True, soft_wrap=True)
 
 
 @contextmanager
@@ -64,8 +65,9 @@ def log_validate(
 ) -> None:
     """Check a log against the schema; report attempts, items, conditions and errors.
 
-    Exits 2 when the file breaks the schema, 1 when it holds no attempts or (without
-    ``--allow-torn``) ends in a torn line, 0 when it is valid.
+    Exits 2 when the file breaks the schema, 1 when it holds no attempts, (without
+    ``--allow-torn``) ends in a torn line, or has a score column holding text among its
+    numbers ("three" for 3), 0 when it is valid.
     """
     with reported(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -84,6 +86,12 @@ def log_validate(
     )
     if log.empty:
         console.print(f"[red]invalid:[/red] {path}: {counts}; an empty log has nothing to analyse", highlight=False)
+        raise typer.Exit(code=1)
+    typos = hce.log.text_among_numbers(log)
+    for column, row in typos.items():
+        console.print(f"[red]invalid:[/red] {path}: column {column!r} holds numbers and text: attempt_id "
+                      f"{log['attempt_id'].iloc[row]!r} has {log[column].iloc[row]!r}; a score must be a number", highlight=False)  # fmt: skip
+    if typos:
         raise typer.Exit(code=1)
     console.print(f"{path}: valid; {counts}", highlight=False)
 
@@ -527,8 +535,14 @@ def report(
     A log whose experiment ids are all the PRD's (EXP1_... to EXP5_...) gets the study report
     (experiments, scorecard); any other log, or --generic, the generic report: per condition_id
     and per rubric criterion, spread, tests, variance decomposition, reliability, calibration.
+    The folder is replaced as a whole (only a folder hce wrote, or an empty one). Exits 0 when
+    every section the log supports was written, 1 when some were not (listed under "Not
+    reported" in the report and on stderr, with the reason and the fix), 2 on a usage error
+    (a bad option value, an unreadable log) before any work.
     """
-    with reported():
+    from hce.report.generic import NOT_COMPUTED, check_columns
+
+    with reported(), _progress() as progress:
         study_folder = any(path.is_dir() for path in logs)
         if study_folder and len(logs) > 1:
             raise HceError("give one study folder, or attempt log files (not both)")
@@ -538,21 +552,46 @@ def report(
 
             extra = [bayes_section] if bayes else []
             options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra}
+            progress("analysing the experiments")
             if study_folder:
                 built = study_folder_report(logs[0], **options)
             else:  # the per-criterion sections use the rubric kept beside the logs, if any
                 from hce.rubric import kept_rubric
 
                 built = study_report(log, rubric=kept_rubric(logs), **options)
-            folder = built.write(out)
+            folder = built.write(out, progress=progress)
         else:
             from hce.report import report as generic_report
             from hce.rubric import kept_rubric
 
+            for option, names in (("--strata", strata), ("--metadata", metadata)):
+                check_columns(log, option, names)
+                if names:
+                    raise HceError(f"{option} applies to the study report's Experiment 5 (a log of the PRD's experiments); "
+                                   "the generic report has no fairness or metadata section: drop the option")  # fmt: skip
             title = "LLM judge report" if title == "LLM judge study report" else title
-            generic_report(log, rubric if rubric is not None else kept_rubric(logs), out=out, title=title)
+            built = generic_report(log, rubric if rubric is not None else kept_rubric(logs), out=out, title=title, progress=progress)
             folder = out
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
+    missing = [e for e in built.not_reported if e.get("status", NOT_COMPUTED) == NOT_COMPUTED]
+    for entry in built.not_reported:
+        fix = f" — fix: {entry['fix']}" if entry.get("fix") else ""
+        stderr.print(f"not reported ({entry.get('status', NOT_COMPUTED)}): {entry['section']}: {entry['reason']}{fix}",
+                     highlight=False, markup=False)  # fmt: skip
+    if missing:
+        stderr.print(f"{len(missing)} section(s) the log supports were not reported (see \"Not reported\" in the report)",
+                     highlight=False)  # fmt: skip
+        raise typer.Exit(code=1)
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str], None]]:
+    """A live line on stderr naming the part being computed, on a terminal only (quiet in pipes and logs)."""
+    if not stderr.is_terminal:
+        yield lambda _text: None
+        return
+    with stderr.status("report: reading the log") as status:
+        yield lambda text: status.update(f"report: {text}")
 
 
 def _prd_study(log) -> bool:

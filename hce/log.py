@@ -225,6 +225,28 @@ def validate_log(
     return out
 
 
+def text_among_numbers(log: pd.DataFrame) -> dict[str, int]:
+    """Columns outside the schema that hold mostly numbers but some text: each with its first text row.
+
+    Such a column is a score column with a typo (``"three"`` for 3): it reads fine, but no
+    statistic can use it, so :command:`hce log validate` flags it and the report names it.
+    A column of text labels (fewer than half its values numbers) is not flagged.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> text_among_numbers(pd.DataFrame({"accuracy": [1, 2, "three"], "note": ["a", "b", "4"]}))
+    {'accuracy': 2}
+    """
+    found = {}
+    for column in [c for c in log.columns if c not in COLUMNS and log[c].dtype == object]:
+        values = log[column].dropna()
+        numbers = pd.to_numeric(values, errors="coerce")
+        if len(values) and numbers.notna().mean() >= 0.5 and numbers.isna().any():
+            found[column] = int(log.index.get_loc(numbers.index[numbers.isna()][0]))
+    return found
+
+
 def _first_repeat(ids: pd.Series) -> tuple[int, int, int] | None:
     """Positions of the first two rows sharing an id, and how many ids repeat; None if all unique.
 

@@ -100,7 +100,45 @@ def test_report_of_any_other_log_is_the_generic_report(tmp_path):
     # decomposition and reliability per condition_id, not the study's Table 1 alone.
     path = _three_prompt_log(tmp_path, "PDSQI_pilot", 10, 4)
     result = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == (1 if "(not computed)" in result.output else 0), result.output  # issue #22's exit codes
     tables = {p.stem for p in (tmp_path / "rep" / "tables").glob("*.csv")}
     assert {"conditions", "total_spread", "total_sd_test", "total_variance_components", "total_reliability"} <= tables
     assert "exp2_friedman" not in tables
+
+
+def test_report_refuses_a_strata_column_the_log_lacks_before_any_work(tmp_path):
+    # Issue #22: --strata sex on a log with gender silently dropped Experiment 5 (exit 0).
+    from hce.stats._simulate import simulated_log
+
+    log = simulated_log(n_items=12, n_attempts=3).rename(columns={"sex": "gender"})
+    path = tmp_path / "exp5.jsonl"
+    hce.write_log(log.assign(attempt_id=[f"a{i}" for i in range(len(log))], condition_id="C1"), path)
+    result = runner.invoke(app, ["report", str(path), "--strata", "sex", "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 2
+    assert "--strata sex: no such column; columns: " in result.output and "gender" in result.output
+    assert not (tmp_path / "rep").exists()
+
+
+def test_report_exits_1_and_lists_what_was_not_reported(tmp_path):
+    # Issue #22: a condition whose totals are all equal made `hce report` exit 2 and write nothing.
+    path = _three_prompt_log(tmp_path, "PDSQI_pilot", 10, 4)
+    log = hce.read_log(path)
+    log.loc[log["condition_id"] == "P2.2", "clarity_of_language"] = 3.0
+    hce.write_log(log, path)
+    result = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 1, result.output
+    assert "not reported (not computed): Criterion: Clarity of Language (clarity_of_language): reliability of P2.2" in result.output
+    tables = {p.stem for p in (tmp_path / "rep" / "tables").glob("*.csv")}
+    assert {"clarity_of_language_reliability", "not_reported"} <= tables
+
+
+def test_log_validate_flags_text_in_a_score_column(tmp_path):
+    # Issue #22: a value "three" in a criterion column passed `hce log validate` and then dropped a section.
+    log = pd.DataFrame({"attempt_id": ["a", "b", "c"], "item_id": ["T1", "T1", "T2"], "attempt": [1, 2, 1],
+                        "condition_id": "C", "accuracy": [4, "three", 2], "note": ["x", "y", "z"]})
+    path = tmp_path / "log.jsonl"
+    hce.write_log(log, path)
+    result = runner.invoke(app, ["log", "validate", str(path)])
+    assert result.exit_code == 1
+    assert "column 'accuracy' holds numbers and text: attempt_id 'b' has 'three'" in result.output
+    assert "'note'" not in result.output

@@ -3,6 +3,10 @@
 One :class:`Report` renders to Markdown, one self-contained HTML file (figures embedded
 as base64 PNG), a CSV and a LaTeX file per table, and a PNG and an SVG per figure. Tables
 are written byte-identically for the same inputs; figures carry no timestamps.
+
+A report is written to a fresh folder beside the target and moved into place, so a folder
+holds exactly one report's files (nothing left from an earlier run). Such a folder carries a
+small manifest (:data:`MANIFEST`); a folder without one that holds anything is never replaced.
 """
 
 from __future__ import annotations
@@ -10,6 +14,10 @@ from __future__ import annotations
 import base64
 import html
 import io
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +27,11 @@ matplotlib.use("Agg")  # reports are written headless
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure as MplFigure  # noqa: E402
 
+from hce.errors import HceError  # noqa: E402
 from hce.report.tables import Table  # noqa: E402
+
+#: The file that marks a folder as written by :meth:`Report.write` (and so safe to replace).
+MANIFEST = ".hce-report"
 
 # Deterministic SVG output: fixed element ids, no creation date.
 matplotlib.rcParams["svg.hashsalt"] = "hce"
@@ -66,6 +78,8 @@ class Report:
 
     title: str
     sections: list[Section] = field(default_factory=list)
+    #: What the log could support but the report could not compute: ``section``, ``reason``, ``fix``.
+    not_reported: list[dict[str, str]] = field(default_factory=list)
 
     def section(self, title: str) -> Section:
         section = Section(title)
@@ -116,23 +130,95 @@ class Report:
         parts.append("</body></html>")
         return "\n".join(parts) + "\n"
 
-    def write(self, out: str | Path) -> Path:
-        """Write ``report.md``, ``report.html``, ``tables/*.csv|tex`` and ``figures/*.png|svg``."""
+    def write(
+        self, out: str | os.PathLike, *, keep: tuple[str, ...] = (), progress: Callable[[str], None] | None = None
+    ) -> Path:
+        """Write ``report.md``, ``report.html``, ``tables/*.csv|tex`` and ``figures/*.png|svg``.
+
+        Every table goes to CSV; the tables shown in the report (not the per-item ones kept
+        out of it, ``Table(inline=False)``) also to LaTeX.
+
+        The files go to a fresh temporary folder beside ``out`` that then replaces ``out``, so
+        ``out`` holds this report's files only. An existing ``out`` is replaced only when it
+        is empty or was written by hce (it holds :data:`MANIFEST`); otherwise
+        :class:`~hce.errors.HceError` and nothing is touched. Entries of ``out`` named in
+        ``keep`` (e.g. the demo's ``study`` logs) are not report files: they are moved into
+        the new folder, and alone they do not make ``out`` foreign. ``progress`` is called with
+        a short text before each kind of file.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> folder = pathlib.Path(tempfile.mkdtemp()) / "r"
+        >>> doc = Report("Demo"); _ = doc.section("Intro").add("Hello.")
+        >>> sorted(p.name for p in doc.write(folder).iterdir())
+        ['.hce-report', 'figures', 'report.html', 'report.md', 'tables']
+        """
         out = Path(out)
-        (out / "tables").mkdir(parents=True, exist_ok=True)
-        (out / "figures").mkdir(parents=True, exist_ok=True)
+        _check_replaceable(out, keep)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+        try:
+            self._write_files(fresh, progress or (lambda _text: None))
+            _swap(fresh, out, keep)
+        except BaseException:
+            shutil.rmtree(fresh, ignore_errors=True)
+            raise
+        finally:
+            for figure in self.figures():
+                plt.close(figure.figure)
+        return out
+
+    def _write_files(self, out: Path, progress: Callable[[str], None]) -> None:
+        (out / "tables").mkdir()
+        (out / "figures").mkdir()
+        progress(f"writing {len(self.tables())} tables")
         for table in self.tables():
             (out / "tables" / f"{table.name}.csv").write_text(table.to_csv(), encoding="utf-8")
-            (out / "tables" / f"{table.name}.tex").write_text(table.to_latex() + "\n", encoding="utf-8")
+            if table.inline:  # a per-item table (10,000 rows) is data for a reader's own analysis: CSV only
+                (out / "tables" / f"{table.name}.tex").write_text(table.to_latex() + "\n", encoding="utf-8")
+        progress(f"writing {len(self.figures())} figures")
         for figure in self.figures():
             (out / "figures" / f"{figure.name}.png").write_bytes(figure.png())
             (out / "figures" / f"{figure.name}.svg").write_bytes(figure.svg())
+        progress("writing report.md and report.html")
         (out / "report.md").write_text(self.to_markdown(), encoding="utf-8")
         (out / "report.html").write_text(self.to_html(), encoding="utf-8")
-        for figure in self.figures():
-            plt.close(figure.figure)
-        return out
+        (out / MANIFEST).write_text("written by hce report; the folder is replaced as a whole on the next run\n", encoding="utf-8")
 
+
+def _check_replaceable(out: Path, keep: tuple[str, ...]) -> None:
+    """Refuse a target hce did not write: a file, or a folder with content and no manifest."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise HceError(f"{out} exists and is not a folder; choose another report folder")
+    entries = {p.name for p in out.iterdir()} - set(keep) if out.is_dir() else set()
+    # A report folder of an hce from before the manifest holds exactly these.
+    earlier_report = entries == {"report.md", "report.html", "tables", "figures"}
+    if entries and not (out / MANIFEST).is_file() and not earlier_report:
+        raise HceError(f"{out} exists, holds files and was not written by hce report (no {MANIFEST} in it); "
+                       "it is left untouched: choose another report folder or empty it")  # fmt: skip
+
+
+def _swap(fresh: Path, out: Path, keep: tuple[str, ...]) -> None:
+    """Put ``fresh`` at ``out``; the old report (if any) is moved aside first, then deleted."""
+    for name in keep:
+        if (out / name).exists():
+            (out / name).rename(fresh / name)
+    if not out.exists():
+        fresh.rename(out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    old.rmdir()
+    out.rename(old)
+    try:
+        fresh.rename(out)
+    except BaseException:
+        old.rename(out)  # put the previous report back
+        for name in keep:
+            if (fresh / name).exists():
+                (fresh / name).rename(out / name)
+        raise
+    shutil.rmtree(old)
 
 _CSS = """
 body{font-family:Georgia,'Times New Roman',serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#111;line-height:1.45}

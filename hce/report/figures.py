@@ -16,6 +16,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from hce._checks import require_columns  # noqa: E402
 
 _LINES = ("-", "--", ":", "-.")
+#: Most items per condition drawn as points in :func:`sd_by_condition`.
+MAX_POINTS = 500
 
 
 def _axes(width: float = 6.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
@@ -25,7 +27,8 @@ def _axes(width: float = 6.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
 
 
 def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", title: str | None = None) -> Figure:
-    """Per-item SD of repeated scores for each condition: box plot with the items as points.
+    """Per-item SD of repeated scores for each condition: box plot with the items as points
+    (up to :data:`MAX_POINTS` items per condition; beyond that the box plot alone).
 
     Parameters
     ----------
@@ -43,8 +46,9 @@ def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", tit
     ax.boxplot(groups, positions=range(len(order)), widths=0.6, showfliers=False, patch_artist=True,
                boxprops={"facecolor": "0.85", "edgecolor": "0.2"}, medianprops={"color": "0.0"})
     # Seeded jitter (seaborn's stripplot draws from the global NumPy state): same log, same figure.
+    # Past MAX_POINTS items a condition's points are a blot and a slow file: the box alone then.
     rng = np.random.default_rng(0)
-    for position, values in enumerate(groups):
+    for position, values in enumerate(groups if max(map(len, groups), default=0) <= MAX_POINTS else []):
         ax.scatter(position + rng.uniform(-0.2, 0.2, values.size), values, s=6, color="0.15", alpha=0.6, zorder=3)
     ax.set_xticks(range(len(order)), order)
     ax.set_xlabel(condition.replace("_", " "))

@@ -15,6 +15,7 @@ Every number comes from :mod:`hce.stats`; nothing here computes a statistic of i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -27,7 +28,7 @@ import pandas as pd
 
 import hce.stats as hs
 from hce.errors import DataError, HceError
-from hce.log import COLUMNS, combine_logs, read_log
+from hce.log import COLUMNS, combine_logs, read_log, text_among_numbers
 from hce.report import figures
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
@@ -40,6 +41,9 @@ ITEM = "item_id"
 #: Condition attributes shown beside ``condition_id`` (never grouped on).
 ATTRIBUTES = ("experiment_id", "prompt_id", "model", "temperature", "top_p", "max_tokens")
 SIM_FINGERPRINT = "fp_hce_sim_"  # hce.collect.sim's system_fingerprint prefix
+#: Status of a "Not reported" entry: the log holds the data but the statistic failed on it
+#: (``hce report`` exits 1), or the log holds nothing for it (no logprobs, one condition).
+NOT_COMPUTED, NOT_APPLICABLE = "not computed", "not applicable"
 # A statistic that cannot be computed on this log says so with one of these; anything else is a bug.
 _EXPECTED = (HceError, ValueError, ArithmeticError, np.linalg.LinAlgError)
 
@@ -60,9 +64,12 @@ class _Context:
     confidence: float
     rng: np.random.Generator
     not_reported: list[dict[str, str]] = field(default_factory=list)
+    progress: Callable[[str], None] = lambda _text: None
 
-    def skip(self, section: str, reason: str) -> None:
-        self.not_reported.append({"section": section, "reason": reason})
+    def skip(self, section: str, reason: str, fix: str = "", *, applicable: bool = True) -> None:
+        """Record a part not written: ``applicable=False`` when the log holds nothing for it."""
+        self.not_reported.append({"section": section, "status": NOT_COMPUTED if applicable else NOT_APPLICABLE,
+                                  "reason": reason, "fix": fix})  # fmt: skip
 
 
 def report(
@@ -73,6 +80,7 @@ def report(
     title: str = "LLM judge report",
     confidence: float = 0.95,
     random_state: int | np.random.Generator | None = 0,
+    progress: Callable[[str], None] | None = None,
 ) -> Report:
     """The report of an attempt log, whatever its experiment: per condition and per criterion.
 
@@ -94,6 +102,8 @@ def report(
         Level of every interval.
     random_state : int, Generator or None
         Seed of the bootstrap and simulation intervals (one generator for the whole report).
+    progress : callable, optional
+        Called with the name of each part before it is computed (``hce report`` shows it).
 
     Returns
     -------
@@ -101,7 +111,10 @@ def report(
         Sections: "Attempts and errors by condition", one "Criterion: ..." per criterion
         (spread, tests between conditions, variance decomposition, reliability),
         "Calibration" when the log has logprobs, and "Not reported" listing what could not
-        be computed and why.
+        be computed, why, and what to do about it (also in ``Report.not_reported``). A
+        condition whose scores of a criterion are not all finite numbers (a text such as
+        "three", an infinity) is left out of that criterion's section, named there and under
+        "Not reported"; the other conditions are still reported.
 
     Examples
     --------
@@ -123,21 +136,60 @@ def report(
                         "prompt_id or model (two conditions may share a prompt)")  # fmt: skip
     if _simulated(frame):
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
-    context = _Context(frame, criteria, confidence, as_generator(random_state))
+    context = _Context(frame, criteria, confidence, as_generator(random_state), progress=progress or (lambda _text: None))
     document = Report(title)
+    context.progress("attempts and errors")
     overview = _attempts_section(document, context)
     overview.add(*notes)
     _cost_section(document, context)
     for criterion in criteria:
         _criterion_section(document, context, criterion)
+    context.progress("calibration")
     _calibration_section(document, context)
-    if context.not_reported:
-        document.section("Not reported").add(
-            Table(pd.DataFrame(context.not_reported), "Sections that could not be computed on this log, and why",
-                  "not_reported", confidence))  # fmt: skip
+    not_reported_section(document, context.not_reported, confidence)
     if out is not None:
-        document.write(out)
+        document.write(out, progress=context.progress)
     return document
+
+
+def not_reported_section(document: Report, skipped: Sequence[dict[str, str]], confidence: float = 0.95) -> None:
+    """List what could not be computed (``section``, ``reason``, ``fix``) under "Not reported".
+
+    The entries are also kept in ``document.not_reported``, for ``hce report`` to print them
+    and exit 1 when one has ``status`` "not computed" (an entry without a status counts as
+    that). Nothing is added when every section was written.
+
+    Examples
+    --------
+    >>> doc = Report("Demo")
+    >>> not_reported_section(doc, [{"section": "Experiment 5", "reason": "no column 'sex'", "fix": "--strata gender"}])
+    >>> [s.title for s in doc.sections], len(doc.not_reported)
+    (['Not reported'], 1)
+    """
+    if not skipped:
+        return
+    entries = [{"section": e["section"], "status": e.get("status", NOT_COMPUTED), "reason": e["reason"], "fix": e.get("fix", "")}
+               for e in skipped]  # fmt: skip
+    document.not_reported.extend(entries)
+    frame = pd.DataFrame(entries)
+    document.section("Not reported").add(
+        "These sections could be computed on a log like this one but not on this log; each row says why and what to do.",
+        Table(frame, "Sections that could not be computed on this log, why, and the fix", "not_reported", confidence))  # fmt: skip
+
+
+def check_columns(log: pd.DataFrame, option: str, names: Sequence[str]) -> None:
+    """Refuse column names a log does not have, naming the option and the columns it does have.
+
+    Examples
+    --------
+    >>> check_columns(pd.DataFrame({"attempt_id": ["a"], "gender": ["f"]}), "--strata", ["sex"])
+    Traceback (most recent call last):
+    hce.errors.DataError: --strata sex: no such column; columns: gender
+    """
+    missing = [n for n in names if n not in log]
+    if missing:
+        other = [c for c in log.columns if c not in COLUMNS] or list(log.columns)
+        raise DataError(f"{option} {', '.join(missing)}: no such column; columns: {', '.join(map(str, other))}")
 
 
 # --- what the log holds --------------------------------------------------------------------
@@ -177,6 +229,9 @@ def _criteria(log: pd.DataFrame, rubric: Rubric | None) -> tuple[list[Criterion]
         return found, [f"Criteria from rubric {rubric.name!r}: {', '.join(c.id for c in rubric.categories)}.", *notes]
     numeric = [c for c in log.columns if c not in COLUMNS and pd.api.types.is_numeric_dtype(log[c])
                and not pd.api.types.is_bool_dtype(log[c])]  # fmt: skip
+    for column, row in text_among_numbers(log).items():  # a score column with a typo is named, never dropped silently
+        notes.append(f"Column {column!r} is mostly numbers but also holds text (e.g. {log[column].iloc[row]!r}), so it is not "
+                     "taken as a criterion: correct it, or pass rubric= to analyse it (the conditions holding text are then named).")  # fmt: skip
     found = [Criterion(c, c) for c in numeric] + ([Criterion("total", "Total")] if "total" in log else [])
     if not found:
         raise DataError("the log has no score column: no rubric criterion, no numeric column outside the schema, no total")
@@ -203,11 +258,13 @@ def _noting(section: Section) -> Iterator[None]:
 
 def _attempt(context: _Context, section: Section, what: str, build: Callable[[], None]) -> None:
     """Run one part of a section; if the log does not allow it, record why under "Not reported"."""
+    context.progress(f"{section.title}: {what}")
     try:
         with _noting(section):
             build()
     except _EXPECTED as exc:
-        context.skip(f"{section.title}: {what}", f"{type(exc).__name__}: {exc}")
+        section.add(f"The {what} could not be computed: {exc}")
+        context.skip(f"{section.title}: {what}", f"{type(exc).__name__}: {exc}", "see the reason; the other parts are reported")
 
 
 def _stem(text: str) -> str:
@@ -274,6 +331,11 @@ def _cost_section(document: Report, context: _Context) -> None:
     if not logged:
         context.skip("Cost and tokens by condition", "the log records no cost or token counts (cost_usd, input_tokens, output_tokens)")
         return
+    missing = [c for c in ("cost_usd", "input_tokens", "cached_tokens", "output_tokens") if c not in context.log]
+    if missing:  # e.g. a log imported from a tool that keeps the cost but not the tokens
+        context.skip("Cost and tokens by condition", f"the log records {', '.join(logged)} but has no column(s) {', '.join(missing)}",
+                     "hce collect logs all four per attempt", applicable=False)  # fmt: skip
+        return
     try:
         table = cost_summary(context.log, CONDITION)
     except HceError as exc:
@@ -294,9 +356,16 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
     if criterion.scores:
         section.add(f"Scale: {', '.join(map(str, criterion.scores))}." if len(criterion.scores) <= 12
                     else f"Scale: {criterion.scores[0]} to {criterion.scores[-1]}.")  # fmt: skip
-    log = context.log
+    context.progress(section.title)
+    log, left_out = _finite_scores(context.log, criterion.column)
+    for condition, reason in left_out.items():
+        section.add(f"Condition {condition} is left out of this section: {reason}.")
+        context.skip(f"{section.title}: condition {condition}", reason,
+                     f"correct column {criterion.column!r} in the log (hce log validate lists such rows), then report again")  # fmt: skip
+    context = dataclasses.replace(context, log=log)
     if log[criterion.column].notna().sum() == 0:
-        context.skip(section.title, f"no attempt has a score in column {criterion.column!r}")
+        context.skip(section.title, f"no attempt has a score in column {criterion.column!r}",
+                     "check that the log was judged with this rubric (--rubric)")  # fmt: skip
         return
     spread: dict[str, pd.DataFrame] = {}
 
@@ -319,6 +388,26 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
                      lambda value=value, label=label: _tests(section, context, spread["table"], value, label, stem, criterion.name))
     _attempt(context, section, "variance decomposition", lambda: _variance(section, context, criterion, stem))
     _attempt(context, section, "reliability", lambda: _reliability(section, context, criterion, stem))
+
+
+def _finite_scores(log: pd.DataFrame, column: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The log without conditions whose ``column`` holds a value that is not a finite number.
+
+    Returns the rows of the other conditions (``column`` as float) and, per condition left
+    out, the reason naming the first bad value and how many there are.
+    """
+    raw = log[column]
+    numbers = pd.to_numeric(raw, errors="coerce").astype("float64")
+    bad = (raw.notna() & numbers.isna()) | np.isinf(numbers)
+    if not bad.any():
+        return (log if raw.dtype == "float64" else log.assign(**{column: numbers})), {}
+    reasons = {}
+    for condition, rows in log.loc[bad, CONDITION].groupby(log.loc[bad, CONDITION], sort=True).groups.items():
+        first = rows[0]
+        reasons[str(condition)] = (f"{len(rows)} attempt(s) have a score that is not a finite number in column {column!r}, "
+                                   f"first {raw.loc[first]!r} (attempt_id {log.loc[first].get('attempt_id', first)!r})")  # fmt: skip
+    kept = ~log[CONDITION].astype(str).isin(reasons)
+    return log.loc[kept].assign(**{column: numbers[kept]}), reasons
 
 
 def _spread_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -362,7 +451,8 @@ def comparison_plan(spread: pd.DataFrame, value: str) -> tuple[str, list[str]]:
 def _tests(section: Section, context: _Context, spread: pd.DataFrame, value: str, label: str, stem: str, name: str) -> None:
     plan, levels = comparison_plan(spread, value)
     if plan == "none":
-        context.skip(f"{section.title}: tests of the {label}", f"fewer than two conditions with a {label} ({levels})")
+        context.skip(f"{section.title}: tests of the {label}", f"fewer than two conditions with a {label} ({levels})",
+                     "compare conditions: log two or more condition_id values with repeated attempts", applicable=False)
         return
     data = spread[spread[value].notna()]
     common = {"confidence": context.confidence}
@@ -399,7 +489,8 @@ def _variance(section: Section, context: _Context, criterion: Criterion, stem: s
     attempts = int(cells.median()) if len(cells) else 0
     if valid[ITEM].nunique() < 2 or attempts < 2:
         context.skip(f"{section.title}: variance decomposition",
-                     f"needs 2 or more items with 2 or more valid attempts per cell (items {valid[ITEM].nunique()}, median attempts {attempts})")  # fmt: skip
+                     f"needs 2 or more items with 2 or more valid attempts per cell (items {valid[ITEM].nunique()}, median attempts {attempts})",
+                     "collect 2 or more attempts per item and condition", applicable=False)  # fmt: skip
         return
     vc = hs.variance_components(valid, score=criterion.column, facets=facets, n_attempts=attempts,
                                 confidence=context.confidence, random_state=context.rng)  # fmt: skip
@@ -430,25 +521,38 @@ def reliability_by_condition(
     rows, skipped = [], []
     for condition, part in valid.groupby(CONDITION, sort=True):
         if part[ITEM].nunique() < 2 or part.groupby(ITEM).size().max() < 2:
-            skipped.append({CONDITION: str(condition), "reason": "fewer than 2 items or no item with 2 valid attempts"})
+            skipped.append({CONDITION: str(condition), "reason": "fewer than 2 items or no item with 2 valid attempts",
+                            "applicable": False})  # fmt: skip
             continue
-        iccs = hs.icc(part, targets=ITEM, raters="attempt", ratings=score, confidence=confidence)
-        for _, row in iccs[iccs["estimator"].isin(["ICC1", "ICC1k"])].iterrows():
-            rows.append({CONDITION: condition, "estimator": row["mcgraw_wong"], "estimate": row["estimate"],
-                         "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_targets": row["n_targets"],
-                         "n_ratings": row["n_ratings"], "method": row["method"]})  # fmt: skip
-        alpha = hs.krippendorff_alpha(part, targets=ITEM, raters="attempt", ratings=score, level="interval",
-                                      confidence=confidence, random_state=rng).iloc[0]  # fmt: skip
-        rows.append({CONDITION: condition, "estimator": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"],
-                     "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_targets": alpha["n_targets"],
-                     "n_ratings": alpha["n_ratings"], "method": alpha["ci_method"]})  # fmt: skip
+        try:  # one condition the statistics cannot handle (all scores equal, say) leaves the others reported
+            rows += _agreement_rows(part, condition, score, confidence, rng)
+        except _EXPECTED as exc:
+            skipped.append({CONDITION: str(condition), "reason": f"{type(exc).__name__}: {exc}"})
     return pd.DataFrame(rows), skipped
+
+
+def _agreement_rows(part: pd.DataFrame, condition: Any, score: str, confidence: float, rng: np.random.Generator) -> list[dict]:
+    rows = []
+    iccs = hs.icc(part, targets=ITEM, raters="attempt", ratings=score, confidence=confidence)
+    for _, row in iccs[iccs["estimator"].isin(["ICC1", "ICC1k"])].iterrows():
+        rows.append({CONDITION: condition, "estimator": row["mcgraw_wong"], "estimate": row["estimate"],
+                     "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_targets": row["n_targets"],
+                     "n_ratings": row["n_ratings"], "method": row["method"]})  # fmt: skip
+    alpha = hs.krippendorff_alpha(part, targets=ITEM, raters="attempt", ratings=score, level="interval",
+                                  confidence=confidence, random_state=rng).iloc[0]  # fmt: skip
+    rows.append({CONDITION: condition, "estimator": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"],
+                 "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_targets": alpha["n_targets"],
+                 "n_ratings": alpha["n_ratings"], "method": alpha["ci_method"]})  # fmt: skip
+    return rows
 
 
 def _reliability(section: Section, context: _Context, criterion: Criterion, stem: str) -> None:
     table, skipped = reliability_by_condition(context.log, criterion.column, confidence=context.confidence, random_state=context.rng)
     for entry in skipped:
-        context.skip(f"{section.title}: reliability of {entry[CONDITION]}", entry["reason"])
+        section.add(f"Reliability of condition {entry[CONDITION]} is not reported: {entry['reason']}.")
+        context.skip(f"{section.title}: reliability of {entry[CONDITION]}", entry["reason"],
+                     "none needed when the scores do not vary; otherwise collect more items or attempts",
+                     applicable=entry.get("applicable", True))  # fmt: skip
     if len(table):
         section.add(Table(table, f"{criterion.name}: agreement of repeated attempts per condition (each attempt a rater)",
                           f"{stem}_reliability", context.confidence))  # fmt: skip
@@ -460,11 +564,11 @@ def _reliability(section: Section, context: _Context, criterion: Criterion, stem
 def _calibration_section(document: Report, context: _Context) -> None:
     log = context.log
     if "logprobs" not in log or log["logprobs"].isna().all():
-        context.skip("Calibration", "the log has no token logprobs (collect with logprobs: true, top_logprobs: 5)")
+        context.skip("Calibration", "the log has no token logprobs", "collect with logprobs: true, top_logprobs: 5", applicable=False)
         return
     criteria = [c for c in context.criteria if c.column != "total" and c.scores]
     if not criteria:
-        context.skip("Calibration", "no criterion with a known scale (name the rubric)")
+        context.skip("Calibration", "no criterion with a known scale", "name the rubric (--rubric)", applicable=False)
         return
     section = document.section("Calibration (token probabilities)")
     section.add("Confidence is the judge's token probability of the score it gave (the criterion's line in the score "

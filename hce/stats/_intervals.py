@@ -96,6 +96,15 @@ def noncentral_t_ci(t: float, df: float, confidence: float) -> tuple[float, floa
             lo -= width
         while f(hi) > 0:
             hi += width
-        return float(optimize.brentq(f, lo, hi, xtol=1e-12, rtol=1e-12))
+        try:  # brentq refuses a NaN anywhere on its path
+            return float(optimize.brentq(f, lo, hi, xtol=1e-12, rtol=1e-12))
+        except ValueError:
+            return normal_bound(tail)
+
+    def normal_bound(tail: float) -> float:
+        # scipy's nct.cdf is NaN far out (t of 40+ on thousands of df, a paired d over 10,000
+        # items); there t is normal with mean ncp and variance 1 + ncp^2 / (2 df) (Hedges &
+        # Olkin 1985, ch. 5, eq. 14), accurate to 1e-3 in ncp once df > 1,000.
+        return float(t + stats.norm.ppf(1 - tail) * np.sqrt(1 + t**2 / (2 * df)))
 
     return bound(1 - alpha / 2), bound(alpha / 2)

@@ -259,10 +259,16 @@ def _is_numberlike(series: pd.Series) -> bool:
         return False
     if pd.api.types.is_numeric_dtype(series):
         return True
-    if not _textlike(series):
+    if not _textlike(series) or _all_text(series):
         return False
     kinds = {_kind(v) for v in series.dropna()}
     return "number" in kinds
+
+
+def _all_text(series: pd.Series) -> bool:
+    """Every non-missing value is a str: pandas' C type inference, not a Python call per row
+    (the common id column, a million rows of it in a large log)."""
+    return pd.api.types.infer_dtype(series, skipna=True) == "string"
 
 
 def _kind(value: object) -> str:
@@ -384,7 +390,7 @@ def key_values(data: pd.DataFrame, column: str, name: str, *, blank_ok: bool = F
         )
     if _numeric_dtype(series):
         check_finite(series.to_numpy(dtype=float, na_value=np.nan), column, name, data.index)
-    if not _textlike(series):
+    if not _textlike(series) or _all_text(series):
         return None
     kinds = series.dropna().map(_kind)
     if (kinds == "number").any():

@@ -31,6 +31,7 @@ from hce.report import figures
 from hce.report import report as generic_report
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
+from hce.report.generic import check_columns, not_reported_section
 from hce.report.tables import Table, format_p
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
@@ -412,7 +413,7 @@ def _renamed(block: str | Table | Figure, prefix: str) -> str | Table | Figure:
 
 
 def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, *, rubric: Rubric | None,
-                     confidence: float, random_state: np.random.Generator) -> None:
+                     confidence: float, random_state: np.random.Generator) -> list[dict[str, str]]:
     """The sections of :func:`hce.report.report` on one experiment's rows, titled and named after it.
 
     Every experiment is its own design (its items, its conditions), and the PRD's
@@ -421,7 +422,8 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
     cost, and per criterion the spread, tests between conditions, variance decomposition
     and reliability per ``condition_id``, calibration when the rows have logprobs, and what
     could not be computed. Titles start with the experiment; tables and figures with its
-    prefix (``exp2_total_spread``).
+    prefix (``exp2_total_spread``). Returns what could not be computed (``not_reported``
+    entries, named after the experiment), for the study report's one "Not reported" list.
     """
     label, prefix = _experiment_label(experiment_id)
     try:
@@ -429,12 +431,14 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
     except HceError as exc:  # e.g. no condition_id: conditions are never guessed
         report.section(f"{label}: by condition and criterion").add(
             f"Not reported (the report of any log, per condition_id and criterion, cannot be made on these rows): {exc}")
-        return
+        return [{"section": f"{label}: by condition and criterion", "reason": str(exc),
+                 "fix": "give every row a condition_id"}]  # fmt: skip
     for section in part.sections:
-        if section.title.startswith("Calibration"):
-            continue  # the study's own calibration section (temperature-adjusted, against a repeat) replaces it
+        if section.title.startswith("Calibration") or section.title == "Not reported":
+            continue  # the study's own calibration section replaces it; one "Not reported" list at the end
         blocks = [_renamed(b, prefix) for b in section.blocks]
         report.sections.append(Section(f"{label}: {section.title}", blocks))
+    return [{**entry, "section": f"{label}: {entry['section']}"} for entry in part.not_reported]
 
 
 # --- hand-offs and cost ---------------------------------------------------------------------
@@ -817,6 +821,8 @@ def study_report(
         ``.write(folder)`` writes Markdown, HTML, CSV, LaTeX, PNG and SVG.
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
+    check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section
+    check_columns(log, "--metadata", metadata)
     results = analyse(log, strata=strata, metadata=metadata, settings=settings, logprobs_are=logprobs_are)
     results.decisions = dict(decisions or {})
     results.reasoning = reasoning
@@ -834,6 +840,8 @@ def study_report(
         overview.add("No rows of Experiments 1, 2, 3 or 5 were found (column experiment_id); their analysis plans are not shown.")
     rubric = rubric if rubric is None or isinstance(rubric, Rubric) else load_rubric(rubric)
     rng = as_generator(random_state)
+    skipped = [{"section": EXPERIMENTS[e][0], "reason": message, "fix": "see the reason; the other experiments are reported"}
+               for e, message in results.failures.items()]  # fmt: skip
     for experiment_id in _experiment_order(log) or [None]:
         if experiment_id == "EXP5_FinalToolValidation":
             reasoning_section(report, results, confidence)  # the sections follow the experiments' order
@@ -846,13 +854,14 @@ def study_report(
             rows = log
         else:
             rows = log[log["experiment_id"].isna()] if pd.isna(experiment_id) else log[log["experiment_id"] == experiment_id]
-        generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng)
+        skipped += generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng)
     if "EXP5_FinalToolValidation" not in (_experiment_order(log) or []):
         reasoning_section(report, results, confidence)
     for builder in (_calibration_section, _handoff_section, _cost_section, *extra_sections):
         builder(report, results, confidence)
     if bayes_section not in extra_sections:
         _bayes_skipped(report, results, confidence)
+    not_reported_section(report, skipped, confidence)
     return report
 
 

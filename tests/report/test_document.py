@@ -103,3 +103,41 @@ def test_an_unbounded_interval_is_shown_as_such():
     cells = Table(raw, caption="v", name="v").display_frame()["Estimate (95% CI)"].tolist()
     assert cells == ["0.020 [0.000, ∞)", "0.020 [0.000, 2.5e+88]"]
     assert r"$\infty$)" in Table(raw, caption="v", name="v").to_latex()
+
+
+def small_report(name):
+    report = Report("Demo")
+    report.section("Results").add(Table(pd.DataFrame({"n": [1]}), caption=name, name=name))
+    return report
+
+
+def test_a_rewritten_report_folder_holds_only_the_new_reports_files(tmp_path):
+    # Issue #22: stale tables/exp5_*.csv from an earlier run stayed beside the new report.
+    small_report("exp5_sd").write(tmp_path / "r")
+    folder = small_report("exp2_sd").write(tmp_path / "r")
+    assert not (folder / "tables" / "exp5_sd.csv").exists() and (folder / "tables" / "exp2_sd.csv").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # no temporary folder left beside it
+
+
+def test_a_folder_hce_did_not_write_is_never_replaced(tmp_path):
+    import pytest
+
+    from hce.errors import HceError
+
+    theirs = tmp_path / "mine"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("keep me")
+    with pytest.raises(HceError, match="not written by hce report"):
+        small_report("t").write(theirs)
+    assert [p.name for p in theirs.iterdir()] == ["thesis.tex"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+    small_report("t").write(tmp_path / "empty")  # an empty or new folder is fine
+
+
+def test_sd_figure_of_many_items_is_aggregated():
+    # Issue #22: 10,000 items a condition are a box plot, not a 10,000-point strip.
+    spread = pd.DataFrame({"condition_id": np.repeat(["a", "b"], 10_000), "sd": np.random.default_rng(0).gamma(2, 0.3, 20_000)})
+    figure = figures.sd_by_condition(spread, condition="condition_id")
+    assert figure.axes[0].collections == [] or all(len(c.get_offsets()) == 0 for c in figure.axes[0].collections)
+    few = figures.sd_by_condition(spread.iloc[::100], condition="condition_id")
+    assert sum(len(c.get_offsets()) for c in few.axes[0].collections) == 200

@@ -131,3 +131,32 @@ def test_cost_section_per_condition_or_not_reported():
     assert table.set_index("condition_id").loc["(all)", "cached_share"] == pytest.approx(2 * 1280 / (3 * 1500))
     skipped = _table(report(_log(n_items=6, attempts=3), MIXED), "not_reported").set_index("section")
     assert "records no cost or token counts" in skipped.loc["Cost and tokens by condition", "reason"]
+
+
+def test_one_condition_with_equal_scores_leaves_the_others_reported(tmp_path):
+    # Issue #22: one condition whose scores are all equal made the report exit 2 ("all pairable
+    # ratings are equal...") without naming it; now its reliability is named and the others kept.
+    log = _log(n_items=6, attempts=3)
+    log.loc[log["condition_id"] == "b", "accurate"] = 3
+    document = report(log, MIXED, out=tmp_path)
+    agreement = _table(document, "accurate_reliability")
+    assert set(agreement["condition_id"]) == {"a", "c"}
+    skipped = _table(document, "not_reported")
+    row = skipped[skipped["section"] == "Criterion: Accurate: reliability of b"]
+    assert len(row) == 1 and "equal" in row["reason"].iloc[0] and row["fix"].iloc[0]
+    assert "Criterion: Accurate: reliability of b" in [s["section"] for s in document.not_reported]
+    assert "Reliability of condition b is not reported" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.parametrize("bad", [np.inf, "three"])
+def test_a_condition_with_a_bad_score_is_named_and_the_others_reported(bad):
+    # Issue #22: an inf total or a text "three" in a criterion column dropped the section unnamed.
+    log = _log(n_items=6, attempts=3).astype({"accurate": object})
+    log.loc[(log["condition_id"] == "c").to_numpy().nonzero()[0][4], "accurate"] = bad
+    document = report(log, MIXED)
+    spread = _table(document, "accurate_spread")
+    assert set(spread["condition_id"]) == {"a", "b"}
+    entry = [s for s in document.not_reported if s["section"].endswith("condition c")]
+    assert len(entry) == 1 and repr(bad) in entry[0]["reason"] and "1 attempt(s)" in entry[0]["reason"]
+    assert "Wilcoxon" in _table(document, "accurate_sd_test")["method"].iloc[0]  # a vs b, paired
+    assert set(_table(document, "stigma_spread")["condition_id"]) == {"a", "b", "c"}  # other criteria keep c

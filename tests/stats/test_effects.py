@@ -200,3 +200,18 @@ def test_correlation_of_constant_input_is_nan_with_warning():
     with pytest.warns(HceWarning, match="'sd' is constant over the 6 rows"):
         row = correlation(data, x="sd", y="confidence", method="spearman").iloc[0]
     assert np.isnan(row["estimate"]) and np.isnan(row["p_value"]) and row["n"] == 6
+
+
+def test_noncentral_t_interval_past_scipys_range_is_the_normal_approximation():
+    # Issue #22 (report of 10,000 paired items): scipy's nct.cdf(30, 9999, 60) is NaN and the
+    # root search stopped the report. Hedges & Olkin (1985, ch. 5): t ~ N(ncp, 1 + ncp^2/(2 df));
+    # at t = 20 (exact nct still finite) the two agree to 1e-3, the tolerance used here.
+    from scipy import stats
+
+    from hce.stats._intervals import noncentral_t_ci
+
+    assert np.isnan(stats.nct.cdf(30, 9999, 60))
+    z = stats.norm.ppf(0.975)
+    for t in (20.0, 30.0, 33.2):  # 33.2: finite at the bracket ends, NaN inside it
+        half = z * np.sqrt(1 + t**2 / (2 * 9999))
+        assert noncentral_t_ci(t, 9999, 0.95) == pytest.approx((t - half, t + half), abs=1e-3)

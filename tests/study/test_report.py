@@ -287,3 +287,49 @@ def test_handoffs_and_cost_sections(balanced_log, exp2_report):
     markdown = exp2_report.to_markdown()
     assert "Not reported: the logs record no cost or token counts" not in markdown  # cost_usd alone is logged
     assert "cost_summary: the log has no column(s)" in markdown
+
+
+def test_a_strata_column_the_log_lacks_is_an_error_naming_the_columns():
+    # Issue #22: --strata sex on a log with gender dropped Experiment 5 silently (SM6 "no strata given").
+    from hce.errors import DataError
+
+    log = simulated_log(n_items=10, n_attempts=3).rename(columns={"sex": "gender"})
+    with pytest.raises(DataError, match=r"--strata sex: no such column; columns: .*gender"):
+        study_report(log, strata=["sex"])
+    with pytest.raises(DataError, match=r"--metadata words: no such column; columns: .*transcript_words"):
+        study_report(log, metadata=["words"])
+
+
+def test_an_experiment_that_cannot_be_analysed_is_listed_under_not_reported():
+    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id", n_items=10, n_attempts=4)
+    document = study_report(log.assign(condition_id=log["prompt_id"]))
+    assert [e["section"] for e in document.not_reported][:1] == ["Experiment 2: prompt strategy optimisation"]
+    assert "Friedman's test needs" in document.not_reported[0]["reason"]
+    assert "## Not reported" in document.to_markdown()
+
+
+def test_one_condition_with_equal_totals_leaves_the_other_conditions_reliability():
+    # Issue #22: one condition whose totals are all identical made the whole report fail.
+    log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id", n_items=10, n_attempts=3,
+                        noise={"P2.1": 0.5, "P2.2": 0.5})
+    log = log.assign(condition_id=log["prompt_id"])
+    log.loc[log["prompt_id"] == "P2.2", "total"] = 12.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)
+        document = study_report(log)
+    table = {t.name: t.data for t in document.tables()}["exp2_total_reliability"]
+    assert set(table["condition_id"]) == {"P2.1"}
+    named = [e for e in document.not_reported if "reliability of P2.2" in e["section"]]
+    assert len(named) == 1 and "equal" in named[0]["reason"]
+
+
+def test_text_in_a_criterion_column_names_the_experiment_it_stops():
+    # Issue #22: a value "three" in a criterion column dropped Experiment 5 with exit code 0.
+    log = simulated_log(n_items=12, n_attempts=3).astype({"clarity_of_language": object})
+    log.loc[5, "clarity_of_language"] = "three"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)
+        document = study_report(log)
+    entry, *criterion = [e for e in document.not_reported if e["status"] == "not computed"]
+    assert entry["section"].startswith("Experiment 5") and "row 5 holds 'three'" in entry["reason"]
+    assert criterion and all("clarity_of_language" in e["section"] for e in criterion)  # named where it stops

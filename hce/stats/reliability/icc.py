@@ -373,6 +373,8 @@ def icc(
             f"ICC needs at least 2 targets and 2 raters; got {r.n_targets} targets "
             f"({targets!r}) and {r.n_raters} raters ({raters!r})"
         )
+    if np.ptp(r.value) == 0:  # no variance to split: every ICC is 0/0, not a numpy warning
+        raise DataError(f"all {len(r.value)} ratings in {ratings!r} equal {r.value[0]:g}, so the ICC is undefined (0/0)")
     complete = len(r.value) == r.n_targets * r.n_raters
     if method == "auto":
         method = "anova" if complete else "reml"
