@@ -225,10 +225,11 @@ class PlsProblem:
         Scalar terms with few columns in all (:attr:`dense`) take ``A = Z'Z * s s' + I``
         (``s`` each column's relative SD) as a dense array and LAPACK's Cholesky; otherwise
         the sparse block elimination. Same formulas, so the deviances agree to rounding
-        (1e-12 relative, ``tests/stats/test_pls.py``). Per evaluation, dense against sparse:
-        0.12 against 1.3 ms at 83 columns (item x rater x item:rater), 0.8 against 1.7 ms at
-        254, even near 350-400; at 600-900 dense is 5-8 times slower, as its q^3 / 3 grows
-        and block elimination keeps nested terms cheap.
+        (within 3e-16 relative on random designs; ``tests/stats/test_pls.py`` allows 1e-10).
+        Per evaluation, dense against sparse: 0.12 against 1.3 ms at 83 columns (item x
+        rater x item:rater), 0.8 against 1.7 ms at 254, even near 350-400; at 600-900 dense
+        is 5-8 times slower, as its q^3 / 3 grows and block elimination keeps nested terms
+        cheap (one BLAS thread, a busy machine: rough).
         """
         theta = np.asarray(theta, dtype=float)
         if self.dense:
