@@ -8,7 +8,11 @@ libraries are warmed up and timed from the DataFrame to the fitted result (best 
 Prints one line per case, then the largest relative difference between their estimates
 (fixed effects, variance components, residual variance).
 
-Second case, when ../shared/data is present: the unbalanced G study of the Topical-Chat
+Second case: a report-sized G study (25 items x 3 prompts x 3 attempts, 10% dropped,
+103 random-effect columns), ``variance_components`` with the dense PLS path against the sparse
+one (profile-likelihood limits dominate its time).
+
+Third case, when ../shared/data is present: the unbalanced G study of the Topical-Chat
 log (gpt-3.5, 360 items x 7 prompt variants x 20 samples, unparseable and out-of-scale
 replies dropped: ~50,000 rows per attribute), item x prompt variant. ``variance_components``
 (REML fit, observed-information standard errors, Satterthwaite intervals, G/Phi draws) is
@@ -46,6 +50,7 @@ import pandas as pd
 from statsmodels.regression.mixed_linear_model import MixedLM
 
 from hce.stats import lmer, variance_components
+from hce.stats.mixed import pls
 
 TOPICAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 INSTEVAL = TOPICAL / "lme4_reference" / "InstEval.csv"
@@ -118,9 +123,30 @@ def main(repeats: int, repeats_large: int) -> None:
         )
         report_difference(ours, peer)
     print(f"hce engine: {ours.engine}")
+    small_g_study(repeats)
     topical_g_study(repeats)
     insteval(repeats_large)
     large_g_study(repeats_large)
+
+
+def small_g_study(repeats: int, random_state: int = 0) -> None:
+    """A report-sized G study (103 random-effect columns): dense PLS against sparse."""
+    rng = np.random.default_rng(random_state)
+    log = judge_log(n_items=25, prompts=3, models=1, attempts=3, random_state=random_state)
+    log = log[rng.random(len(log)) > 0.1]  # unbalanced: the REML engine, not ANOVA
+    facets = ["item_id", "prompt"]
+    t_dense, g = best_of(lambda: variance_components(log, "total", facets), repeats)
+    dense_up_to = pls._DENSE_UP_TO
+    pls._DENSE_UP_TO = 0  # every model through the sparse block elimination
+    try:
+        t_sparse, _ = best_of(lambda: variance_components(log, "total", facets), repeats)
+    finally:
+        pls._DENSE_UP_TO = dense_up_to
+    print(
+        f"variance_components {len(log)} rows (25 items x 3 prompts x 3, 10% dropped): "
+        f"hce dense {t_dense:.3f} s, hce sparse {t_sparse:.3f} s, ratio {t_sparse / t_dense:.1f}"
+    )
+    print(f"  methods: {sorted(set(g.components['method']))}")
 
 
 def topical_g_study(repeats: int) -> None:

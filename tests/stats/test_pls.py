@@ -23,7 +23,7 @@ import statsmodels
 from scipy import optimize
 
 from hce.stats import lmer, variance_components
-from hce.stats.mixed import sparse_chol
+from hce.stats.mixed import pls, sparse_chol
 from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
 
 RESULTS = Path(statsmodels.__file__).parent / "regression" / "tests" / "results"
@@ -250,6 +250,45 @@ def test_engine_deviance_equals_dense_criterion(kind, reml, superlu, monkeypatch
         crit, b = dense_profiled(y, x, terms, fit.theta, reml)
         np.testing.assert_allclose(-2 * fit.loglik, crit, rtol=1e-10)
         np.testing.assert_allclose(fit.b, b, rtol=1e-7, atol=1e-9)
+
+
+def scalar_terms(rng, n, kind):
+    """Engine terms of a random design whose terms each have one column."""
+    if kind != "nested":
+        return random_terms(rng, n, kind)
+    item = rng.integers(0, 15, n)
+    cell = np.unique(item * 3 + rng.integers(0, 3, n), return_inverse=True)[1]
+    return [RandomBlock(item, np.ones((n, 1))), RandomBlock(cell, np.ones((n, 1)))]
+
+
+@pytest.mark.parametrize("kind", ["crossed", "nested", "shared"])
+@pytest.mark.parametrize("reml", [True, False])
+@pytest.mark.parametrize("superlu", [False, True])
+def test_dense_and_sparse_paths_give_the_same_deviance(kind, reml, superlu, monkeypatch):
+    # the same formulas in another order of operations: equal to rounding (1e-10 relative)
+    if superlu:
+        monkeypatch.setattr(sparse_chol, "_SPARSE_REMAINDER", 0)
+        monkeypatch.setattr(sparse_chol, "_SPARSE_DENSITY", 2.0)
+    rng = np.random.default_rng([len(kind), int(reml), 7])
+    for _ in range(3):
+        n = int(rng.integers(60, 200))
+        terms = scalar_terms(rng, n, kind)
+        x = np.column_stack([np.ones(n), rng.normal(size=n)])
+        y = x @ [3.0, 0.5] + rng.normal(size=n) * 2
+        theta = rng.uniform(0.0, 2.0, len(terms))
+        variances = np.r_[rng.uniform(0.0, 3.0, len(terms)), rng.uniform(0.5, 2.0)]
+        results = {}
+        for up_to in (0, 10**6):
+            monkeypatch.setattr(pls, "_DENSE_UP_TO", up_to)
+            problem = PlsProblem(y, x, terms, reml=reml)
+            assert problem.dense == bool(up_to)
+            fit = pls_fit(y, x, terms, reml=reml)
+            results[up_to] = (
+                problem.profiled_deviance(theta), problem.deviance(variances), fit.loglik, fit.b
+            )  # fmt: skip
+        sparse_result, dense_result = results[0], results[10**6]
+        np.testing.assert_allclose(dense_result[:3], sparse_result[:3], rtol=1e-10)
+        np.testing.assert_allclose(dense_result[3], sparse_result[3], rtol=1e-7, atol=1e-9)
 
 
 def test_nested_terms_are_eliminated_in_turn():

@@ -48,6 +48,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from hce.stats._numdiff import central_differences
+from hce.stats.mixed.sparse_chol import one_blas_thread
 
 _STEP = 1e-2  # relative step of the numerical Hessian (see the module notes)
 # past this many times its scale a variance's profile is in its asymptote (profile_search)
@@ -223,7 +224,9 @@ def profile_limits(
     counts as infinitely bad. L-BFGS-B does the work, each search starting where the
     previous one ended; where it does not report convergence, Nelder-Mead finishes from its
     best point (6 of 899 searches over 80 random designs of
-    ``tests/stats/test_mixed_agreement.py``). Near the optimum a deviance of a few tens to
+    ``tests/stats/test_mixed_agreement.py``). Forward-difference gradients (``2-point``)
+    reach the same limits as central ones (to 5e-11 relative over 6 random item x rater
+    designs) with 45% fewer deviance evaluations. Near the optimum a deviance of a few tens to
     1e5 has rounding noise that swamps finite-difference gradients: unbounded, on the SD
     scale, L-BFGS-B fed that noise as curvature stepped the residual SD to exp(-956) (a
     near-flat 7-item x 3-rater facet). Nelder-Mead alone needs no gradient but took three
@@ -253,7 +256,7 @@ def profile_limits(
     def excess(value: float) -> float:
         with np.errstate(invalid="ignore", over="ignore"):  # differences next to an inf
             best = optimize.minimize(
-                objective, state["x"], args=(value,), method="L-BFGS-B", jac="3-point",
+                objective, state["x"], args=(value,), method="L-BFGS-B", jac="2-point",
                 bounds=bounds, options={"ftol": 1e-12, "gtol": 1e-7, "maxiter": 2000},
             )  # fmt: skip
         if not (best.success and np.isfinite(best.fun)):
@@ -265,4 +268,5 @@ def profile_limits(
         state["x"] = best.x
         return best.fun - cutoff
 
-    return profile_search(excess, max(float(estimates[j]), 0.0), scale)
+    with one_blas_thread():  # a thousand small factorisations (see one_blas_thread)
+        return profile_search(excess, max(float(estimates[j]), 0.0), scale)
