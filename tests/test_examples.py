@@ -323,7 +323,6 @@ PDSQI9 = DATA / "pdsqi9_rubric" / "pdsqi9_rubric_set.txt"
 PRIMOCK = DATA / "primock57" / "consultations.csv"
 
 
-@pytest.mark.slow
 def test_pdsqi9_example_reports_every_criterion_per_condition(tmp_path):
     # Issue #21: PDSQI-9 (epic-open-source/evaluation-instruments, Apache-2.0) as an hce rubric, two own
     # prompts, 18 primock57 consultations (CC BY 4.0) x 3 conditions x 5 attempts on the simulated judge.
