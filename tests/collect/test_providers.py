@@ -91,7 +91,9 @@ def test_three_endpoint_design_from_the_command_line_with_report(three, tmp_path
     result = cli.invoke(app, ["collect", str(path), "--log", str(log), "--base-url", servers["openai"].url])
     assert result.exit_code == 2 and "sends calls to 3 endpoints" in result.output
     result = cli.invoke(app, ["report", str(log), "--out", str(tmp_path / "report")])
-    assert result.exit_code == 0, result.output
+    # Exit 1 when a section could not be computed (with 9 ratings a condition may score one
+    # criterion identically, leaving its ICC undefined); the report is written either way.
+    assert result.exit_code == 0 or (result.exit_code == 1 and "were not reported" in result.output), result.output
     text = (tmp_path / "report" / "report.md").read_text()
     assert all(model in text for _, _, model in PROVIDERS.values())
 

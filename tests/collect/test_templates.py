@@ -80,8 +80,8 @@ def test_own_template_and_examples_run_against_the_simulator(serve, tmp_path):
     assert hce.load_rubric(tmp_path / "log.jsonl.rubric.yaml") == d.rubric
     document = report(log)
     titles = [s.title for s in document.sections]
-    assert titles == ["Attempts and errors by condition", "Criterion: Accurate", "Criterion: Stigmatizing language (stigma)",
-                      "Calibration (token probabilities)", "Not reported"]
+    assert titles == ["Attempts and errors by condition", "Cost and tokens by condition", "Criterion: Accurate",
+                      "Criterion: Stigmatizing language (stigma)", "Calibration (token probabilities)", "Not reported"]
     calibration = next(t.data for t in document.tables() if t.name == "calibration")
     assert calibration.loc[calibration["metric"] == "ece", "n"].item() == 24  # 12 attempts x 2 criteria, all matched
     # (A changed rubric under the same condition id is already refused by the settings check: use a new id.)

@@ -103,6 +103,9 @@ def kappa_core(table: np.ndarray, w: np.ndarray) -> dict[str, float]:
         n * (1 - pe) ** 2
     )
     var0 = ((np.outer(row, col) * (w - cross) ** 2).sum() - pe**2) / (n * (1 - pe) ** 2)
+    # Both variances are sums of squares minus a square; at perfect agreement (kappa = 1) the
+    # large-sample one is 0 in exact arithmetic and can come out as -1e-19 in floating point.
+    var, var0 = max(var, 0.0), max(var0, 0.0)
     return {"kappa": float(kappa), "se": float(np.sqrt(var)), "se0": float(np.sqrt(var0)),
             "pa": pa, "pe": pe}  # fmt: skip
 

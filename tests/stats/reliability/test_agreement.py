@@ -203,3 +203,14 @@ def test_weighted_agreement_on_text_labels_needs_their_order(shared_dir):
     numeric = long.assign(label=long["label"].map({c: i for i, c in enumerate(order)}))
     same = gwet_ac(numeric, "row_idx", "rater", "label", weights="linear")
     assert same.loc[0, "estimate"] == pytest.approx(ac2.loc[0, "estimate"], rel=1e-12)
+
+
+def test_perfect_agreement_has_kappa_one_and_standard_error_zero():
+    # CI caught it on another CPU: at kappa = 1 the large-sample variance (Fleiss, Cohen & Everitt
+    # 1969) is 0 in exact arithmetic and came out slightly negative, so sqrt warned. These counts
+    # (213, 139, 48 on the diagonal) are the Exp 4 table that did it.
+    codes = np.repeat(["a", "b", "c"], [213, 139, 48])
+    pairs = pd.DataFrame({"segment": np.tile(np.arange(codes.size), 2), "coder": np.repeat(["c1", "c2"], codes.size),
+                          "code": np.tile(codes, 2)})  # fmt: skip
+    row = cohen_kappa(pairs, "segment", "coder", "code").iloc[0]
+    assert row["estimate"] == pytest.approx(1.0) and row["se"] == 0.0
