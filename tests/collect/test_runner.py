@@ -179,7 +179,9 @@ def test_boolean_judge_and_synthetic_conditions(serve, tmp_path):
     }
     run(spec, tmp_path / "synth.jsonl", client=fast_client(server))
     frame = hce.read_log(tmp_path / "synth.jsonl")
-    assert frame["target_total"].tolist() == [6, 12, 18] and frame["transcript"].str.contains("Patient:").all()
+    # rows are logged as the calls complete, in any order under concurrency
+    assert dict(zip(frame["item_id"], frame["target_total"])) == {"S6": 6, "S12": 12, "S18": 18}
+    assert frame["transcript"].str.contains("Patient:").all()
     assert not frame["error_flag"].any()
 
 
