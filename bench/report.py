@@ -52,7 +52,9 @@ def study_logs(items: tuple[int, ...], attempts: tuple[int, ...]) -> list[pd.Dat
     """Every row names its prompt and model, as a collected log does (a blank id stops an experiment)."""
     logs = [simulated_log(experiment_id=e, condition=c, noise=noise, n_items=n, n_attempts=a, random_state=k + 1)
             for k, ((e, c, noise), n, a) in enumerate(zip(STUDY, items, attempts))]  # fmt: skip
-    return [log.assign(**{c: v for c, v in (("prompt_id", "P2.3"), ("model", "gpt-4o")) if c not in log}) for log in logs]
+    logs = [log.assign(**{c: v for c, v in (("prompt_id", "P2.3"), ("model", "gpt-4o")) if c not in log}) for log in logs]
+    # ... and its condition: one per prompt (Exp 1, 2) or model (Exp 3), as the study's designs make them
+    return [log if "condition_id" in log else log.assign(condition_id=log["prompt_id"] + "|" + log["model"]) for log in logs]
 
 
 def generic_log(n_items: int, n_conditions: int, n_attempts: int) -> pd.DataFrame:
