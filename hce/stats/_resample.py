@@ -114,9 +114,9 @@ def bootstrap_sums(
     """
     n_units = unit_stats.shape[0]
     if collapse and multiplicity is None:
-        distinct, counted = _distinct_rows(unit_stats)
-        if len(distinct) < n_units // 2:
-            unit_stats, multiplicity = distinct, counted
+        first, counted = distinct_rows(unit_stats)
+        if len(first) < n_units // 2:
+            unit_stats, multiplicity = unit_stats[first], counted
     out = np.empty((n_boot, unit_stats.shape[1]))
     for start, stop, counts in resample_counts(len(unit_stats), n_boot, rng, multiplicity=multiplicity):
         out[start:stop] = counts @ unit_stats
@@ -181,12 +181,6 @@ def _grouped_normal_sums(groups, pattern, values, n_cells, n_boot, rng) -> np.nd
     scatter = np.zeros((n_groups * k, n_cells))
     np.add.at(scatter, (np.arange(n_groups * k), pattern.ravel()), 1.0)
     return sums.reshape(n_boot, n_groups * k) @ scatter
-
-
-def _distinct_rows(unit_stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows and their multiplicities."""
-    first, multiplicity = distinct_rows(unit_stats)
-    return unit_stats[first], multiplicity
 
 
 def distinct_rows(unit_stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
