@@ -282,6 +282,8 @@ def test_dense_and_sparse_paths_give_the_same_deviance(kind, reml, superlu, monk
             monkeypatch.setattr(pls, "_DENSE_UP_TO", up_to)
             problem = PlsProblem(y, x, terms, reml=reml)
             assert problem.dense == bool(up_to)
+            # scalar terms on the sparse path take the fixed-pattern elimination (ScalarElimination)
+            assert (problem._scalar is not None) == (not up_to and not problem.system.sparse_remainder)
             fit = pls_fit(y, x, terms, reml=reml)
             results[up_to] = (
                 problem.profiled_deviance(theta), problem.deviance(variances), fit.loglik, fit.b

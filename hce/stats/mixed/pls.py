@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, sparse
 
-from hce.stats.mixed.sparse_chol import BlockElimination, one_blas_thread
+from hce.stats.mixed.sparse_chol import BlockElimination, ScalarElimination, one_blas_thread
 from hce.stats.mixed.theta_search import minimise_theta
 
 # up to this many random-effect columns a model of scalar terms factors A densely: below it
@@ -203,14 +203,24 @@ class PlsProblem:
             # Z'Z + I: every diagonal entry stored, also for a level without rows
             self._a_pattern = (self.ztz + self._eye).tocsr()
             rows = np.repeat(np.arange(self._a_pattern.shape[0]), np.diff(self._a_pattern.indptr))
-            self._a_rows, self._a_cols = rows, self._a_pattern.indices
+            self._a_cols = self._a_pattern.indices
             self._a_diag = rows == self._a_cols
             self._a_data = self._a_pattern.data - self._a_diag
             self._column_param = np.empty(self.offsets[-1], dtype=np.int64)
             self._column_param[self._lam_cols] = self._lam_param
+            # each entry of A scales by theta_s theta_t of its row's and column's terms: one
+            # gather from the n_theta^2 products instead of two from the columns
+            self._a_pair = self._column_param[rows] * self.n_theta + self._column_param[self._a_cols]
         self.dense = self._diagonal and self.offsets[-1] <= _DENSE_UP_TO
         if self.dense:
             self._ztz_dense = self.ztz.toarray()
+        # larger models of scalar terms: the same eliminations on a pattern fixed once, on
+        # A's lower triangle
+        self._scalar = None
+        if self._diagonal and not self.dense and not self.system.sparse_remainder:
+            lower = rows >= self._a_cols
+            self._a_data, self._a_diag, self._a_pair = (a[lower] for a in (self._a_data, self._a_diag, self._a_pair))
+            self._scalar = ScalarElimination(self.system, rows[lower], self._a_cols[lower])
 
     def lam(self, theta: np.ndarray) -> sparse.csr_matrix:
         """``Lambda`` at ``theta``, in the factorisation's column order."""
@@ -239,12 +249,15 @@ class PlsProblem:
             self._chol = linalg.cho_factor(a, lower=True, overwrite_a=True)
             logdet = 2.0 * float(np.sum(np.log(np.diag(self._chol[0]))))
             rhs_y, rhs_x = scale * self.zty, scale[:, None] * self.ztx
+        elif self._scalar is not None:
+            scale = theta[self._column_param]
+            logdet = self._scalar.factor(self._a_values(theta))
+            rhs_y, rhs_x = scale * self.zty, scale[:, None] * self.ztx
         else:
             lam = self.lam(theta)
             if self._diagonal:
-                scale = theta[self._column_param]
                 a = self._a_pattern
-                a.data = self._a_data * scale[self._a_rows] * scale[self._a_cols] + self._a_diag
+                a.data = self._a_values(theta)
             else:
                 a = lam.T @ self.ztz @ lam + self._eye
             logdet = self.system.factor(a)
@@ -257,10 +270,16 @@ class PlsProblem:
         r2 = self.yty - rhs_y @ a_y - beta @ rhs
         return _Solution(logdet, rhs_y, rhs_x, rxtrx, beta, float(r2))
 
+    def _a_values(self, theta: np.ndarray) -> np.ndarray:
+        """``A``'s stored entries at ``theta`` (scalar terms), in ``_a_pattern``'s order."""
+        return self._a_data * np.outer(theta, theta).ravel()[self._a_pair] + self._a_diag
+
     def solve_a(self, rhs: np.ndarray) -> np.ndarray:
         """``A^-1 rhs`` for the ``A`` of the last :meth:`solve` (factorisation order)."""
         if self.dense:
             return linalg.cho_solve(self._chol, rhs, check_finite=False)
+        if self._scalar is not None:
+            return self._scalar.solve(rhs)
         return self.system.solve(rhs)
 
     def profiled_deviance(self, theta: np.ndarray) -> float:
