@@ -16,6 +16,7 @@ from scipy import stats
 from hce.stats._resample import (
     as_generator,
     bootstrap_sums,
+    distinct_rows,
     percentile_interval,
     resample_counts,
     resample_rows,
@@ -72,11 +73,16 @@ def test_percentile_interval_is_numpys_linear_quantile_ignoring_nan():
     assert np.isnan(low[1]) and np.isnan(high[1])
 
 
-def test_friedman_interval_is_the_row_bootstrap_of_blocks():
-    # Kendall's W of each resample of blocks, by scipy, from the draws the row bootstrap makes.
+def test_friedman_interval_is_the_bootstrap_of_blocks():
+    # Kendall's W of each resample of blocks, by scipy. Blocks are resampled through their rank
+    # patterns (at most 3! = 6 here): Multinomial(12, pattern shares) counts, the distribution of
+    # 12 blocks drawn with replacement (bootstrap_sums(collapse=True)), from the same draws.
     matrix = as_generator(5).normal(size=(12, 3))  # continuous: no ties, scipy and hce agree exactly
     out = friedman_core(matrix, n_boot=300, random_state=8)
-    w = [stats.friedmanchisquare(*matrix[idx].T).statistic / (12 * 2) for idx in resample_rows(12, 300, as_generator(8))]
+    first, counted = distinct_rows(np.column_stack([stats.rankdata(matrix, axis=1), np.zeros(12)]))
+    assert len(first) < 6  # the collapsed path
+    counts = np.vstack([c for _, _, c in resample_counts(len(first), 300, as_generator(8), multiplicity=counted)])
+    w = [stats.friedmanchisquare(*matrix[np.repeat(first, c)].T).statistic / (12 * 2) for c in counts]
     low, high = np.quantile(w, [0.025, 0.975])
     assert out["ci_low"] == pytest.approx(low, rel=1e-12) and out["ci_high"] == pytest.approx(high, rel=1e-12)
 
