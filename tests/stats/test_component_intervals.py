@@ -473,3 +473,29 @@ def test_profile_search_reports_a_limit_the_profile_never_reaches():
     # lower limit found where the profile crosses below the estimate
     bowl = profile_search(lambda v: (v - 2.0) ** 2 - 1.0, est=2.0, scale=1.0)
     np.testing.assert_allclose(bowl, [1.0, 3.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_profile_started_from_the_held_deviance_finds_the_same_limits(seed, monkeypatch):
+    # profile_limits starts each limit's search at the crossing of the deviance with the other
+    # variances held (never below the profile, so inside it) and steps outwards: the limits
+    # equal those of the plain search (widen by 4, brentq) to its tolerance.
+    import hce.stats.mixed.component_intervals as ci
+
+    rng = np.random.default_rng(seed)
+    items, conds = 150, 3
+    item, cond = np.repeat(np.arange(items), conds * 3), np.tile(np.repeat(np.arange(conds), 3), items)
+    keep = rng.random(len(item)) > 0.1
+    data = pd.DataFrame({"item": item[keep], "cond": cond[keep]})
+    data["y"] = rng.normal(size=items)[data["item"]] + 0.3 * rng.normal(size=items * conds)[data["item"] * conds + data["cond"]]
+    data["y"] += rng.normal(size=len(data)) + 0.05 * rng.normal(size=conds)[data["cond"]]
+    with warnings.catch_warnings():  # a 3-level facet may sit at 0: its profile is the point
+        warnings.simplefilter("ignore", SingularFitWarning)
+        fit = lmer("y ~ 1 + (1 | item) + (1 | cond) + (1 | item:cond)", data)
+    est = fit.varcorr()["vcov"].to_numpy()
+    with ci.one_blas_thread():
+        fast = [ci.profile_limits(fit._pls.deviance, est, j, 0.95) for j in range(3)]
+        plain = ci.profile_search
+        monkeypatch.setattr(ci, "profile_search", lambda excess, est, scale, floor=0.0, bound=None: plain(excess, est, scale, floor))
+        slow = [ci.profile_limits(fit._pls.deviance, est, j, 0.95) for j in range(3)]
+    np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-9)
