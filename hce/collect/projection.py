@@ -14,7 +14,7 @@
 The assumptions, stated with every projection (:data:`ASSUMPTIONS`): prompt tokens are the
 rendered prompt's characters / 4 (the simulated judge counts the same way; a real tokenizer
 differs by some percent); output tokens are a typical reply length per prompt format
-(:data:`hce.collect.runner.TYPICAL_OUTPUT_TOKENS`, capped by ``max_tokens``) per attempt,
+grown with the rubric (:func:`hce.collect.runner._expected_output`, capped by ``max_tokens``) per attempt,
 whatever ``n``; cache hits as modelled (no eviction, no overflow to other machines: real
 hit rates can be lower); the batch half applies to cached input too
 (:mod:`hce.collect.pricing`); prices from the dated table.
@@ -23,6 +23,7 @@ hit rates can be lower); the batch half applies to cached input too
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -42,7 +43,8 @@ STRATEGIES = {
 }
 ASSUMPTIONS = (
     "prompt tokens = rendered characters / 4; output tokens = a typical reply per prompt format "
-    "(P1.1 2, score block 45, reasoning 450; capped by max_tokens) per attempt whatever n; "
+    "(P1.1 2; a score block of the rubric's criteria, each name's characters / 4 + 3, + 5 for the total: 53 for "
+    "Rubric v5.0; reasoning 80 a criterion before it: 453; capped by max_tokens) per attempt whatever n; "
     "n-sampling asks k per request (k = samples_per_request, or the design's attempts up to 128 when it is 1); "
     "cache hits as OpenAI documents them (>= 1,024 tokens, 128-token steps, after a first request with the prefix), "
     "with no eviction or overflow, so real hits can be fewer; batch = half price on every token class; "
@@ -93,7 +95,7 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
         attempts = [a for a in plan if a.condition.id == cond.id]
         size = k or (cond.samples_per_request if cond.samples_per_request > 1 else min(design.attempts, 128))
         priced = cond.price_model or cond.model
-        reply, source = _reply_tokens(cond, pilot)
+        reply, source = _reply_tokens(cond, design.rubric.criteria, pilot)
         for strategy, how in STRATEGIES.items():
             each = size if how["n"] else 1
             grouped = group_requests([_with_k(a, each) for a in attempts])
@@ -119,7 +121,7 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
     return table
 
 
-def _reply_tokens(cond: Condition, pilot: pd.DataFrame | None) -> tuple[float, str]:
+def _reply_tokens(cond: Condition, criteria: Sequence[str], pilot: pd.DataFrame | None) -> tuple[float, str]:
     """Output tokens an attempt of ``cond`` is assumed to take, and whence: the pilot's mean, else typical."""
     if pilot is not None and {"output_tokens", "condition_id", "prompt_id"} <= set(pilot.columns):
         answered = pilot[pd.to_numeric(pilot["output_tokens"], errors="coerce").notna()]
@@ -127,7 +129,7 @@ def _reply_tokens(cond: Condition, pilot: pd.DataFrame | None) -> tuple[float, s
             rows = answered.loc[answered[column] == value, "output_tokens"]
             if len(rows):
                 return float(rows.astype(float).mean()), "pilot"
-    return float(_expected_output(cond)), "typical"
+    return float(_expected_output(cond, criteria)), "typical"
 
 
 def _with_k(attempt: Attempt, k: int) -> Attempt:

@@ -75,9 +75,11 @@ from hce.errors import CollectError
 from hce.log import SCHEMA, LogWriter, logged_attempt_ids
 from hce.rubric import load_rubric, log_rubric_path, rubric_yaml
 
-# Typical reply lengths in tokens, for estimates only (capped by max_tokens).
-TYPICAL_OUTPUT_TOKENS = {"total": 2, "scores": 45, "cot": 450, "verdict": 45, "synthetic": 700}
+# Typical reply lengths in tokens, for estimates only (capped by max_tokens). A score block and a
+# step-by-step reply grow with the rubric (:func:`_expected_output`); these are their Rubric v5.0 sizes.
+TYPICAL_OUTPUT_TOKENS = {"total": 2, "scores": 53, "cot": 453, "verdict": 45, "synthetic": 700}
 CHARS_PER_TOKEN = 4  # a rough rule for English text; the estimate says it is rough
+REASONING_TOKENS = 80  # a step-by-step reply's paragraph per criterion, before its score block
 
 
 @dataclass(frozen=True)
@@ -131,10 +133,28 @@ def _messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str
                   examples=cond.examples)
 
 
-def _expected_output(cond: Condition) -> int:
+def _expected_output(cond: Condition, criteria: Sequence[str]) -> int:
+    """Output tokens one reply of ``cond`` is assumed to take, capped by ``max_tokens`` (estimates only).
+
+    A score block (``scores``) is a line per criterion of the design's rubric, ``name: score``,
+    and a total line: each line its name's characters / 4 (the prompt's token rule) plus 3 for
+    ": ", the score and the newline, and 5 for the total; a step-by-step reply (``cot``) writes
+    :data:`REASONING_TOKENS` of reasoning per criterion before that block. So the estimate
+    follows the rubric (53 and 453 for Rubric v5.0's five criteria; the simulated judge writes
+    51 and about 450 of its tokens). Other formats: :data:`TYPICAL_OUTPUT_TOKENS`.
+
+    >>> from hce.collect.design import Condition
+    >>> _expected_output(Condition("c", "P2.1", "m"), ["accuracy", "completeness"])  # (2 + 3) + (3 + 3) + 5
+    16
+    >>> _expected_output(Condition("c", "P2.3", "m"), ["accuracy", "completeness"])  # and 2 x 80 of reasoning
+    176
+    """
     if cond.template is None and cond.prompt_id not in REPLY_FORMAT:  # a CustomPrompt: no typical length known, so the cap
         return cond.max_tokens or TYPICAL_OUTPUT_TOKENS["cot"]
     typical = TYPICAL_OUTPUT_TOKENS[cond.reply_format]
+    if cond.reply_format in ("scores", "cot") and criteria:
+        typical = sum(math.ceil(len(name) / CHARS_PER_TOKEN) + 3 for name in criteria) + 5
+        typical += REASONING_TOKENS * len(criteria) if cond.reply_format == "cot" else 0
     return min(typical, cond.max_tokens) if cond.max_tokens else typical
 
 
@@ -199,7 +219,7 @@ def estimate(
             sizes[key] = _input_tokens(_messages(attempt.item, cond, design))
         row["calls"] += 1
         row["input_tokens"] += sizes[key]
-        row["output_tokens"] += _expected_output(cond) * request.n
+        row["output_tokens"] += _expected_output(cond, design.rubric.criteria) * request.n
     table = pd.DataFrame(list(rows.values()))
     costs = []
     for cond in design.conditions:
@@ -562,10 +582,12 @@ def _check_budget(design: Design, limit: Any) -> None:
         )
 
 
-def _call_estimate(cond: Condition, messages: list[dict[str, str]], *, batch: bool = False, n: int = 1) -> float | None:
+def _call_estimate(
+    cond: Condition, messages: list[dict[str, str]], criteria: Sequence[str], *, batch: bool = False, n: int = 1
+) -> float | None:
     """The estimated cost of one call asking for ``n`` choices (as :func:`estimate` prices it); None for an unpriced model."""
     return cost_usd(
-        cond.price_model or cond.model, _input_tokens(messages), _expected_output(cond) * n, batch=batch, warn=False
+        cond.price_model or cond.model, _input_tokens(messages), _expected_output(cond, criteria) * n, batch=batch, warn=False
     )
 
 
@@ -585,7 +607,7 @@ def check_batch_budget(
     _check_budget(design, limit)
     cost = sum(
         _call_estimate(r.attempts[0].condition, messages_for(r.attempts[0].item.id, r.attempts[0].condition.id),
-                       batch=True, n=r.n)
+                       design.rubric.criteria, batch=True, n=r.n)
         for r in group_requests(attempts)
     )  # fmt: skip
     spent = logged_cost(log)
@@ -725,11 +747,11 @@ async def run_async(
                 attempt, n = request.attempts[0], request.n
                 cond = attempt.condition
                 messages = prompt_for(attempt.item.id, cond.id)
-                tokens = _input_tokens(messages) + _expected_output(cond) * n
+                tokens = _input_tokens(messages) + _expected_output(cond, design.rubric.criteria) * n
                 for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
                     if limit is not None:
                         await limit.take(amount)
-                cost = _call_estimate(cond, messages, n=n) if budget.limit is not None else 0.0
+                cost = _call_estimate(cond, messages, design.rubric.criteria, n=n) if budget.limit is not None else 0.0
                 if any(stop.reason for stop in stops) or not budget.launch(cost):
                     return  # not sent, so not logged: the next run sends it
                 async with slots:

@@ -190,8 +190,8 @@ def test_dry_run_estimate_sends_nothing(serve, tmp_path):
     serve(judge)
     table = estimate(design(attempts=5))
     assert table["calls"].tolist() == [15, 15]
-    # P1.2 / P2.3 replies: 45 and 450 typical output tokens per call (runner.TYPICAL_OUTPUT_TOKENS)
-    assert table["output_tokens"].tolist() == [15 * 45, 15 * 450]
+    # P1.2 / P2.3 replies on Rubric v5.0: a score block of 53 tokens (5 criteria), and 5 x 80 of reasoning before it
+    assert table["output_tokens"].tolist() == [15 * 53, 15 * 453]
     assert (table["cost_usd"] > 0).all() and judge.stats["requests"] == 0
 
 
