@@ -64,6 +64,7 @@ SCHEMA: tuple[Column, ...] = (
     Column("input_tokens", "int", "Prompt tokens billed"),
     Column("output_tokens", "int", "Completion tokens billed"),
     Column("cached_tokens", "int", "Prompt tokens served from cache"),
+    Column("cache_write_tokens", "int", "Prompt tokens written to the provider's cache, where its usage reports them (prompt_tokens_details.cache_write_tokens; billed at the model's cache-write rate)"),
     Column("cost_usd", "float", "Cost from the dated price table (empty when the model is unpriced)"),
     Column("latency_s", "float", "Wall time of the successful try, seconds"),
     Column("retries", "int", "Tries beyond the first (transient errors retried)"),

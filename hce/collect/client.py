@@ -64,6 +64,7 @@ class CallResult:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
     logprobs: list[dict[str, Any]] | None = None
     latency_s: float | None = None
     retries: int = 0
@@ -465,6 +466,8 @@ def fill(result: CallResult, response: Any) -> None:
         result.output_tokens = usage.completion_tokens
         details = usage.prompt_tokens_details
         result.cached_tokens = (details.cached_tokens or 0) if details is not None else 0
+        # newer models bill prompt tokens written to the cache (openai>=2: prompt_tokens_details.cache_write_tokens)
+        result.cache_write_tokens = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
     if choice is None or result.response_text is None:
         result.error_message = f"the reply has no message content (finish_reason={result.finish_reason!r})"
 

@@ -410,6 +410,7 @@ def attempt_row(
         "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens,
         "cached_tokens": result.cached_tokens,
+        "cache_write_tokens": result.cache_write_tokens,
         "cost_usd": None,
         "latency_s": result.latency_s,
         "retries": result.retries,
@@ -419,7 +420,8 @@ def attempt_row(
     if result.input_tokens is not None:
         priced = cond.price_model or (result.model_version if price_of(result.model_version) else cond.model)
         row["cost_usd"] = cost_usd(
-            priced, result.input_tokens, result.output_tokens, result.cached_tokens, batch=batch, warn=False
+            priced, result.input_tokens, result.output_tokens, result.cached_tokens, batch=batch, warn=False,
+            cache_write_tokens=result.cache_write_tokens,
         )
     if request_id is not None:  # one attempt a request has no column of it: logs made before n-sampling are unchanged
         row["request_id"] = request_id

@@ -138,8 +138,10 @@ def split_result(result: CallResult, n: int) -> list[CallResult]:
     if not result.choices:  # no reply (a failed call, an unreadable body): every row shares the failure
         return [dataclasses.replace(result) for _ in range(n)]
     parts = []
+    written = _shares(int(result.cache_write_tokens or 0), [1.0] * n)  # as the cached tokens: in equal shares
     for index, (tokens_in, tokens_out, tokens_cached) in enumerate(split_usage(result, n)):
-        part = dataclasses.replace(result, input_tokens=tokens_in, output_tokens=tokens_out, cached_tokens=tokens_cached)
+        part = dataclasses.replace(result, input_tokens=tokens_in, output_tokens=tokens_out, cached_tokens=tokens_cached,
+                                   cache_write_tokens=written[index] if result.input_tokens is not None else None)
         if index < len(result.choices):
             part.response_text, part.finish_reason, part.logprobs = result.choices[index]
             part.error_message = None if part.response_text is not None else (

@@ -656,7 +656,7 @@ class SimJudge:
         """The chat.completion body: one choice per ``(tokens, finish_reason, logprobs)``; the prompt is
         billed once and each choice's tokens are added up (OpenAI's ``n``), cache hits per :mod:`hce.collect.sim_cache`."""
         prompt_tokens = _count_tokens(prompt)
-        cached = self.prefix_cache.hit(model, cache_key, prompt)
+        cached, written = self.prefix_cache.use(model, cache_key, prompt)
         completion_tokens = sum(len(tokens) for tokens, _, _ in choices)
         out = []
         for index, (tokens, finish, logprobs) in enumerate(choices):
@@ -677,7 +677,8 @@ class SimJudge:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": cached},
+                # cache writes as the newer API reports them; billed only where a model has a write rate
+                "prompt_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
                 "completion_tokens_details": {"reasoning_tokens": 0},
             },
         }

@@ -51,9 +51,21 @@ class PrefixCache:
 
     def hit(self, model: str, key: str | None, prompt: str) -> int:
         """Cached tokens of a request with this prompt; its prefixes are computed from now on."""
+        return self.use(model, key, prompt)[0]
+
+    def use(self, model: str, key: str | None, prompt: str) -> tuple[int, int]:
+        """``(cached, written)`` tokens of a request with this prompt: the longest prefix computed
+        before, and what it adds to the cache (its longest cacheable prefix less that; 0 when
+        that prefix was computed already).
+
+        >>> cache = PrefixCache()
+        >>> prompt = "r" * 4 * 1300
+        >>> cache.use("gpt-4o", None, prompt), cache.use("gpt-4o", None, prompt)
+        ((0, 1280), (1280, 0))
+        """
         tokens = -(-len(prompt) // CHARS_PER_TOKEN)
         if tokens < MIN_TOKENS:
-            return 0
+            return 0, 0
         digest = hashlib.sha256(f"{model}\x1f{key or ''}\x1f".encode())
         prefixes: list[tuple[int, bytes]] = []
         at = 0
@@ -65,4 +77,4 @@ class PrefixCache:
         with self._lock:
             cached = max((size for size, h in prefixes if h in self._computed), default=0)
             self._computed.update(h for _, h in prefixes)
-        return cached
+        return cached, prefixes[-1][0] - cached

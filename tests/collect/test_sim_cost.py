@@ -51,6 +51,32 @@ def test_simulator_reports_cached_tokens_for_repeated_attempts_and_items():
     static = len(render("P2.1", transcript="X")[0]["content"].split("Transcript:\n")[0] + "Transcript:\n") // 4
     assert cached[2] == 1024 + (static - 1024) // 128 * 128
     assert all(u["prompt_tokens"] == tokens(first) for u in usage[:2])
+    # cache writes (prompt_tokens_details.cache_write_tokens): the first request stores its longest
+    # cacheable prefix, the repeat nothing, the other item the steps past the shared part
+    longest = [1024 + (tokens(m) - 1024) // 128 * 128 for m in (first, first, second)]
+    written = [u["prompt_tokens_details"]["cache_write_tokens"] for u in usage]
+    assert written == [longest[0], 0, longest[2] - cached[2]]
+
+
+def test_cache_writes_are_logged_and_billed_at_a_write_rate(serve, tmp_path):
+    # hce.collect.client reads cache_write_tokens from the usage, the log keeps it, and a model with a
+    # write rate (none in the dated table yet: a user's prices=) pays it instead of the input rate.
+    from collect_helpers import fast_client
+
+    import hce
+    from hce.collect.pricing import Price, cost_usd
+    from hce.collect.runner import run
+
+    design = {"experiment_id": "W", "attempts": 2, "defaults": {"model": "gpt-4o-2024-08-06"},
+              "conditions": [{"prompt": "P2.1"}], "items": [{"id": "T1", "text": TEXT}]}  # fmt: skip
+    run(design, tmp_path / "w.jsonl", client=fast_client(serve(SimJudge(seed=0))))
+    log = hce.read_log(tmp_path / "w.jsonl").sort_values("cache_write_tokens")  # whichever request came first wrote
+    assert log["cache_write_tokens"].iloc[0] == 0 and log["cache_write_tokens"].iloc[1] > 1024
+    row = log.iloc[1]
+    price = {"m": Price(input=2.0, cached_input=1.0, output=8.0, as_of="2026-11-24", cache_write=2.5)}
+    paid = cost_usd("m", row.input_tokens, row.output_tokens, row.cached_tokens, cache_write_tokens=row.cache_write_tokens, prices=price)
+    plain = cost_usd("m", row.input_tokens, row.output_tokens, row.cached_tokens, prices=price)
+    assert paid - plain == pytest.approx(row.cache_write_tokens * 0.5 / 1e6, rel=1e-12)
 
 
 def test_n_choices_bill_the_prompt_once_and_each_completion():
