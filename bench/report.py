@@ -11,17 +11,16 @@ The generic case is a non-PRD log of the same size: 10,000 items x 4 conditions 
 children) is its own. There is no peer library that writes these reports, so each line prints
 the time against the issue's target (30 s for 20k; 60 s and 4 GB for 1M).
 
-Measured 2026-11-24 on the shared 2-core machine (noisy: other jobs ran): study-20k 10.3 s;
-study-1m 134 s, 1.56 GB peak RSS; generic-1m 245 s, 1.20 GB. Both 1M cases are over the 60 s
-target (memory is well under 4 GB) for one reason: the variance decomposition
-(hce.stats.variance_components) of each crossed item x condition design. Its REML fit takes
-about 22 s on 1M rows, and when a 2-4 level condition variance sits near 0 its
-profile-likelihood interval (component_intervals.profile_limits: an L-BFGS-B with
-finite-difference gradients inside a brentq, each step a sparse Cholesky of the items x
-conditions system) takes most of the rest: 27 of 39 s of the study report at 200k attempts.
-Without the variance section the generic 1M report takes 40 s. The fix belongs to the
-mixed-model engine (fit the crossed design on cell means and within-cell sums of squares;
-profile on the theta scale with the engine's own gradient and looser tolerances).
+Run: python bench/report.py --10m   (adds the 10,000,000-attempt Parquet log: 100,000 items x 4
+conditions x 25 attempts, made once into the temp folder, read by the report as `hce report` does)
+
+Measured 2026-11-24, 2-core machine, load ~1.2: study-20k 14.7 s / 0.39 GB; study-1m 48.7 s /
+1.12 GB; generic-1m 34.2 s / 1.05 GB (before this session's engine work: 97 s and 57 s). What made
+the difference, all in the variance decomposition (hce.stats.variance_components) that dominated:
+scalar-term models factor on a pattern fixed once (ScalarElimination, 2x per deviance at 10,000
+items x 4 conditions); profile-likelihood limits start from the crossing of the deviance with the
+other variances held, which never lies outside the profile's (half the inner minimisations);
+Friedman's block bootstrap over distinct rank patterns; CSVs by pyarrow's writer.
 """
 
 from __future__ import annotations
