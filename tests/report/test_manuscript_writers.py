@@ -4,6 +4,7 @@ import html
 import re
 import shutil
 import subprocess
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
@@ -155,6 +156,11 @@ def test_docx_has_headings_table_cells_picture_comments_and_highlights(doc, tmp_
     highlighted = [r.text for p in word.paragraphs for r in p.runs if r.font.highlight_color == WD_COLOR_INDEX.YELLOW]
     assert highlighted == ["[[AUTHOR: co-authors]]", "[[AUTHOR: why consistency matters]]"]
     assert word.element.body.xml.count('w:type="page"') == 1
+    # no dates inside (zip entries, comments): the same manuscript gives the same file
+    with zipfile.ZipFile(tmp_path / "manuscript.docx") as package:
+        assert {entry.date_time for entry in package.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+        assert b"w:date" not in package.read("word/comments.xml")
+    assert write_docx(doc, tmp_path / "again.docx").read_bytes() == (tmp_path / "manuscript.docx").read_bytes()
 
 
 def test_latex_escapes_special_characters_and_marks_numbers(doc, tmp_path):

@@ -3,7 +3,7 @@
 Headings in Word's heading styles, bullet lists in "List Bullet", tables as real Word tables
 (header row bold and repeated on each page, numbers right-aligned), figures embedded at text
 width with their captions, page breaks. Each number carries its source cell as a Word comment
-(python-docx >= 1.2), so it shows in the margin in Word and LibreOffice and is not printed;
+(python-docx >= 1.2), shown in the margin while editing and not printed;
 placeholders are highlighted yellow.
 
 Example
@@ -19,6 +19,8 @@ Example
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
 import docx
@@ -93,15 +95,26 @@ def write_docx(doc: model.Manuscript, path: str | Path) -> Path:
         else:
             raise HceError(f"not a manuscript block: {type(block).__name__}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    word.save(path)
+    _save(word, path)
     return path
+
+
+def _save(word: docx.document.Document, path: Path) -> None:
+    """Save with every zip entry dated 1980-01-01, so the same manuscript gives the same bytes."""
+    buffer = io.BytesIO()
+    word.save(buffer)
+    with zipfile.ZipFile(buffer) as source, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            target.writestr(zipfile.ZipInfo(entry.filename, date_time=(1980, 1, 1, 0, 0, 0)), source.read(entry),
+                            compress_type=zipfile.ZIP_DEFLATED)  # fmt: skip
 
 
 def _add_runs(word: docx.document.Document, paragraph, parts: list[model.Inline]) -> None:
     for part in parts:
         if isinstance(part, model.Number):
             run = paragraph.add_run(part.text)
-            word.add_comment(run, text=f"src: {part.source}", author=COMMENT_AUTHOR, initials=COMMENT_AUTHOR)
+            comment = word.add_comment(run, text=f"src: {part.source}", author=COMMENT_AUTHOR, initials=COMMENT_AUTHOR)
+            comment._comment_elm.attrib.pop(qn("w:date"), None)  # optional; without it the file is reproducible
         elif isinstance(part, model.Placeholder):
             run = paragraph.add_run(f"[[AUTHOR: {part.prompt}]]")
             run.font.highlight_color = WD_COLOR_INDEX.YELLOW
