@@ -210,11 +210,13 @@ def test_write_manuscript_writes_every_format_and_the_sources(doc, tmp_path):
     assert not (tmp_path / "other" / "supplement").exists() and len(result["files"]) == 3
 
 
-def test_a_missing_figure_is_an_error_naming_it(tmp_path):
-    doc = Manuscript("T", [FigureBlock(tmp_path / "nope.png", "Figure 3", "Gone")])
-    for write, name in ((write_markdown, "m.md"), (write_docx, "m.docx"), (write_latex, "m.tex")):
-        with pytest.raises(HceError, match="Figure 3: figure file .*nope.png does not exist"):
-            write(doc, tmp_path / name)
+def test_a_missing_or_svg_figure_is_an_error_naming_it(tmp_path):
+    (tmp_path / "fig.svg").write_text("<svg/>")
+    for path, problem in (("nope.png", "does not exist"), ("fig.svg", "is not .png or .jpg or .jpeg")):
+        doc = Manuscript("T", [FigureBlock(tmp_path / path, "Figure 3", "Gone")])
+        for write, name in ((write_markdown, "m.md"), (write_docx, "m.docx"), (write_latex, "m.tex")):
+            with pytest.raises(HceError, match=f"Figure 3: figure file .*{path} {problem}"):
+                write(doc, tmp_path / name)
 
 
 def test_environment_table_lists_versions_once():

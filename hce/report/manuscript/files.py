@@ -32,6 +32,7 @@ from hce.report.tables import Table
 
 #: The folder, beside a manuscript, its figures are copied into.
 FIGURES = "figures"
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -45,18 +46,16 @@ def copy_figures(doc: Manuscript, out_dir: str | Path) -> dict[Path, str]:
     Raises
     ------
     HceError
-        A figure's file does not exist (names the figure's label and path).
+        A figure's file does not exist or is not PNG or JPEG (:func:`check_figure`).
     """
     out = Path(out_dir) / FIGURES
     links: dict[Path, str] = {}
     for block in doc.blocks:
         if not isinstance(block, FigureBlock):
             continue
-        source = Path(block.path).resolve()
+        source = check_figure(block)
         if source in links:
             continue
-        if not source.is_file():
-            raise HceError(f"{block.label}: figure file {block.path} does not exist")
         stem, suffix = _SAFE.sub("-", source.stem), _SAFE.sub("-", source.suffix)
         name, n = stem + suffix, 1
         while name in {Path(link).name for link in links.values()}:
@@ -68,6 +67,19 @@ def copy_figures(doc: Manuscript, out_dir: str | Path) -> dict[Path, str]:
             shutil.copyfile(source, target)
         links[source] = f"{FIGURES}/{name}"
     return links
+
+
+def check_figure(block: FigureBlock) -> Path:
+    """The figure's resolved path, once it is known to be a PNG or JPEG file that exists.
+
+    Those are the images all three formats embed (pdflatex takes no SVG, Word no SVG either).
+    """
+    path = Path(block.path)
+    if path.suffix.lower() not in IMAGE_SUFFIXES:
+        raise HceError(f"{block.label}: figure file {path} is not {' or '.join(IMAGE_SUFFIXES)}")
+    if not path.is_file():
+        raise HceError(f"{block.label}: figure file {path} does not exist")
+    return path.resolve()
 
 
 def lines(block: Paragraph | Bullets) -> list[list[Inline]]:

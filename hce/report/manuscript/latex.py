@@ -32,7 +32,7 @@ PREAMBLE = r"""\documentclass[11pt]{article}
 \usepackage{graphicx}
 \usepackage{xcolor}
 % captions carry their own label ("Table 1. ..."), as the Markdown and Word files do
-\usepackage[labelformat=empty,font=small]{caption}
+\usepackage[labelformat=empty,labelsep=none,font=small]{caption}
 % a number as printed (#1) and the table cell it was taken from (#2, not printed)
 \newcommand{\hcenum}[2]{#1}
 % text the authors must write

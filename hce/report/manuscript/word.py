@@ -32,7 +32,7 @@ from docx.shared import Pt
 
 from hce.errors import HceError
 from hce.report.manuscript import model
-from hce.report.manuscript.files import labelled, labelled_table
+from hce.report.manuscript.files import check_figure, labelled, labelled_table
 
 #: The author Word shows on the source comments.
 COMMENT_AUTHOR = "hce"
@@ -154,10 +154,8 @@ def _repeat_as_header(row) -> None:
 
 
 def _add_figure(word: docx.document.Document, block: model.FigureBlock) -> None:
-    if not Path(block.path).is_file():
-        raise HceError(f"{block.label}: figure file {block.path} does not exist")
     section = word.sections[-1]
     width = section.page_width - section.left_margin - section.right_margin
-    word.add_picture(str(block.path), width=width)
+    word.add_picture(str(check_figure(block)), width=width)
     word.paragraphs[-1].paragraph_format.keep_with_next = True
     word.add_paragraph(labelled(block.label, block.caption), style="Caption")
