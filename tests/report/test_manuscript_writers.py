@@ -219,6 +219,18 @@ def test_a_missing_or_svg_figure_is_an_error_naming_it(tmp_path):
                 write(doc, tmp_path / name)
 
 
+@pytest.mark.parametrize("number, problem", [
+    (Number("0.91", ""), "a number needs both its text and its source"),
+    (Number(" ", "t.csv#row=a;col=b"), "a number needs both its text and its source"),
+    (Number("0.91", "t--x.csv#row=a;col=b"), "holds '--', which an HTML comment cannot"),
+])  # fmt: skip
+def test_a_number_without_a_usable_source_is_an_error(tmp_path, number, problem):
+    doc = Manuscript("T", [Paragraph(["ICC ", number])])
+    for write, name in ((write_markdown, "m.md"), (write_docx, "m.docx"), (write_latex, "m.tex")):
+        with pytest.raises(HceError, match=re.escape(problem)):
+            write(doc, tmp_path / name)
+
+
 def test_environment_table_lists_versions_once():
     table = environment_table()
     assert table.columns.tolist() == ["package", "version"]

@@ -1,4 +1,4 @@
-"""What the writers share: figures copied beside a manuscript, captions with labels, lines of text.
+"""What the writers share: figures copied beside a manuscript, captions with labels, checks.
 
 Example
 -------
@@ -25,6 +25,7 @@ from hce.report.manuscript.model import (
     FigureBlock,
     Inline,
     Manuscript,
+    Number,
     Paragraph,
     TableBlock,
 )
@@ -80,6 +81,15 @@ def check_figure(block: FigureBlock) -> Path:
     if not path.is_file():
         raise HceError(f"{block.label}: figure file {path} does not exist")
     return path.resolve()
+
+
+def check_number(number: Number) -> Number:
+    """The number, once it has text and a source an HTML comment can hold (no ``--``)."""
+    if not number.text.strip() or not number.source.strip():
+        raise HceError(f"number {number.text!r} with source {number.source!r}: a number needs both its text and its source")
+    if "--" in number.source:
+        raise HceError(f"number {number.text!r}: source {number.source!r} holds '--', which an HTML comment cannot")
+    return number
 
 
 def lines(block: Paragraph | Bullets) -> list[list[Inline]]:

@@ -20,7 +20,12 @@ from pathlib import Path
 
 from hce.errors import HceError
 from hce.report.manuscript import model
-from hce.report.manuscript.files import labelled, labelled_table, write_text
+from hce.report.manuscript.files import (
+    check_number,
+    labelled,
+    labelled_table,
+    write_text,
+)
 from hce.report.tables import escape_tex
 
 PREAMBLE = r"""\documentclass[11pt]{article}
@@ -48,6 +53,7 @@ def inline(parts: list[model.Inline]) -> str:
     out = []
     for part in parts:
         if isinstance(part, model.Number):
+            check_number(part)
             out.append(rf"\hcenum{{{escape_tex(part.text)}}}{{{escape_tex(part.source)}}}")
         elif isinstance(part, model.Placeholder):
             out.append(rf"\hceauthor{{{escape_tex(part.prompt)}}}")

@@ -27,7 +27,12 @@ from pathlib import Path
 
 from hce.errors import HceError
 from hce.report.manuscript import model
-from hce.report.manuscript.files import labelled, labelled_table, write_text
+from hce.report.manuscript.files import (
+    check_number,
+    labelled,
+    labelled_table,
+    write_text,
+)
 
 # Characters that would start emphasis, code, math or strike-through (GitHub, pandoc) or an HTML
 # tag, and a "]" that would close a link.
@@ -53,8 +58,7 @@ def inline(parts: list[model.Inline]) -> str:
     out = []
     for i, part in enumerate(parts):
         if isinstance(part, model.Number):
-            if "--" in part.source:  # an HTML comment cannot hold "--"
-                raise HceError(f"number {part.text!r}: source {part.source!r} holds '--', which an HTML comment cannot")
+            check_number(part)
             out.append(f"{escape(part.text)}<!-- src: {part.source} -->")
         elif isinstance(part, model.Placeholder):
             out.append(f"[[AUTHOR: {escape(part.prompt)}]]")

@@ -32,7 +32,12 @@ from docx.shared import Pt
 
 from hce.errors import HceError
 from hce.report.manuscript import model
-from hce.report.manuscript.files import check_figure, labelled, labelled_table
+from hce.report.manuscript.files import (
+    check_figure,
+    check_number,
+    labelled,
+    labelled_table,
+)
 
 #: The author Word shows on the source comments.
 COMMENT_AUTHOR = "hce"
@@ -112,7 +117,7 @@ def _save(word: docx.document.Document, path: Path) -> None:
 def _add_runs(word: docx.document.Document, paragraph, parts: list[model.Inline]) -> None:
     for part in parts:
         if isinstance(part, model.Number):
-            run = paragraph.add_run(part.text)
+            run = paragraph.add_run(check_number(part).text)
             comment = word.add_comment(run, text=f"src: {part.source}", author=COMMENT_AUTHOR, initials=COMMENT_AUTHOR)
             comment._comment_elm.attrib.pop(qn("w:date"), None)  # optional; without it the file is reproducible
         elif isinstance(part, model.Placeholder):
