@@ -3,7 +3,8 @@
 The comment is invisible when the Markdown is rendered and stays in the file for a reviewer:
 ``ICC was 0.91<!-- src: tables/exp1_reliability.csv#row=icc2_1;col=estimate -->.``
 Placeholders read ``[[AUTHOR: ...]]``; tables are the report's Markdown tables
-(:meth:`hce.report.tables.Table.to_markdown`); figures link to copies in ``figures/``.
+(:meth:`hce.report.tables.Table.to_markdown`); figures link to copies in ``figures/``. The
+title is the one ``#`` heading, so a heading of level n gets n + 1 ``#``.
 
 Example
 -------
