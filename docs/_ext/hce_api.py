@@ -14,9 +14,10 @@ from pathlib import Path
 
 # The modules whose public names get pages, in the order of the API index.
 MODULES = ("hce", "hce.stats", "hce.collect", "hce.report", "hce.study")
-# hce.stats' subpackages: each has an __all__ of its own, partly beyond hce.stats'.
+# Subpackages with an __all__ of their own: hce.stats' (partly beyond what hce.stats exports)
+# and the manuscript writers of hce.report.
 SUBPACKAGES = ("hce.stats.bayes", "hce.stats.calibration", "hce.stats.factor", "hce.stats.mixed",
-               "hce.stats.reliability")
+               "hce.stats.reliability", "hce.report.manuscript")
 # The shared-data folders each worked example reads; an example runs in the gallery only when
 # they are all in ../shared/data (the demo-data examples need none).
 EXAMPLE_DATA = {
