@@ -100,3 +100,11 @@ def test_page_renders_in_chromium(site, tmp_path, page, words):
     shot = tmp_path / "page.png"
     chromium(url, tmp_path / "profile", f"--screenshot={shot}")
     assert shot.exists() and shot.stat().st_size > 20_000, "the screenshot is missing or blank"
+
+
+def test_docs_command_says_where_the_sources_are(tmp_path):
+    # hce installed from a wheel has no docs/: the command says what to do instead of a traceback.
+    from hce import docs
+
+    with pytest.raises(FileNotFoundError, match=r"pip install -e"):
+        docs.build(tmp_path)
