@@ -134,7 +134,12 @@ def manuscript(study_dir: str | os.PathLike, out_dir: str | os.PathLike | None =
     >>> manuscript("reports/demo")["out"]  # doctest: +SKIP
     PosixPath('reports/demo/manuscript')
     """
-    from hce.report.manuscript import write_manuscript  # the format writers (imported when used)
+    try:
+        from hce.report.manuscript import (
+            write_manuscript,  # the format writers, imported when used
+        )
+    except ImportError as exc:
+        raise HceError(f"the manuscript writers are not available (hce.report.manuscript.write_manuscript): {exc}") from None
 
     output, found = find_study(study_dir)
     out = Path(out_dir) if out_dir is not None else Path(study_dir) / "manuscript"

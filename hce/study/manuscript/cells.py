@@ -46,8 +46,8 @@ class Cells:
         path = self.root / TABLES / f"{name}.csv"
         if not path.is_file():
             raise HceError(f"{path}: the study report has no table {name!r}; rerun `hce report` on the study folder")
-        # The key is matched on the CSV's text; values parse exactly (the report writes shortest round-trip floats).
-        return pd.read_csv(path, dtype=str, keep_default_na=False), pd.read_csv(path, float_precision="round_trip")
+        # The key is matched on the CSV's text; values parse as pandas reads them (exactly: shortest round-trip floats).
+        return pd.read_csv(path, dtype=str, keep_default_na=False), pd.read_csv(path)
 
     def has(self, name: str) -> bool:
         """Whether the report wrote table ``name`` (``tables/<name>.csv``)."""

@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hce.report.manuscript.model import Block, Bullets, Heading, Inline, Paragraph, Placeholder
+from hce.report.manuscript.model import (
+    Block,
+    Bullets,
+    Heading,
+    Inline,
+    Paragraph,
+    Placeholder,
+)
 from hce.study.manuscript.cells import Cells
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
 from hce.study.report import NOT_MEASURABLE
@@ -58,14 +65,14 @@ def limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
                   if len(errors) else "No attempt was excluded for an error; exclusions cannot explain the results."])  # fmt: skip
     for kind, decision in facts.decisions.items():
         if kind in ("prompt", "model") and decision.get("source") != "rule":
-            items.append([f"The {kind} {decision['choice']} was carried forward without meeting the prespecified winner "
-                          f"rule ({str(decision.get('source')).replace('_', ' ')}); later experiments rest on that choice."])  # fmt: skip
+            items.append([(f"The {kind} {decision['choice']} was carried forward without meeting the prespecified winner "
+                          f"rule ({str(decision.get('source')).replace('_', ' ')}); later experiments rest on that choice.")])  # fmt: skip
     for experiment_id, (name, _) in EXPERIMENTS.items():
         if not facts.ran(experiment_id):
             items.append([f"{name} was not run; its questions remain open."])
     items.append([drift(facts)])
-    items.append(["Real transcripts have no reference scores: Experiments 2, 3 and 5 measure consistency, not accuracy; "
-                  "only Experiment 1's synthetic transcripts have targets."])  # fmt: skip
+    items.append([("Real transcripts have no reference scores: Experiments 2, 3 and 5 measure consistency, not accuracy; "
+                  "only Experiment 1's synthetic transcripts have targets.")])  # fmt: skip
     items.append([Placeholder("4.4 other limitations: scope of the transcripts, the specific LLMs tested, consistency vs "
                               "accuracy, generalisability")])  # fmt: skip
     return [Heading(2, "4.4 Limitations"), Bullets(items)]

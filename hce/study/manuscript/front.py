@@ -12,7 +12,14 @@ True
 
 from __future__ import annotations
 
-from hce.report.manuscript.model import Block, Bullets, Heading, Inline, Paragraph, Placeholder
+from hce.report.manuscript.model import (
+    Block,
+    Bullets,
+    Heading,
+    Inline,
+    Paragraph,
+    Placeholder,
+)
 from hce.study.manuscript.cells import Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
 
@@ -48,8 +55,8 @@ def abstract(facts: StudyFacts, cells: Cells) -> list[Block]:
     """The structured abstract; every number a cited table cell."""
     sources = ", ".join(facts.partition.get("sources") or []) or "the study corpus"
     design: list[Inline] = [
-        "Design, Setting, and Participants: A sequence of prespecified experiments in which LLM judges scored "
-        f"transcripts ({sources}) against the Patient Health Communication Rubric v5.0, each transcript repeatedly: ",
+        ("Design, Setting, and Participants: A sequence of prespecified experiments in which LLM judges scored "
+        f"transcripts ({sources}) against the Patient Health Communication Rubric v5.0, each transcript repeatedly: "),
         *_sets(facts, cells), ". "]  # fmt: skip
     missing = [name for experiment_id, (name, _) in EXPERIMENTS.items() if not facts.ran(experiment_id)]
     if missing:
@@ -58,14 +65,14 @@ def abstract(facts: StudyFacts, cells: Cells) -> list[Block]:
         design.append(SIMULATED_DESIGN)
     blocks: list[Block] = [
         Heading(1, "Abstract"),
-        Paragraph(["Importance: Assessment of patient health communication is often subjective and resource-intensive; "
-                   "LLMs used as judges could make it scalable if their scores are consistent."], role="abstract"),
-        Paragraph(["Objective: To identify the prompt strategy and LLM that apply the Patient Health Communication "
-                   "Rubric v5.0 most consistently, and to benchmark the consistency of the resulting tool."], role="abstract"),
+        Paragraph([("Importance: Assessment of patient health communication is often subjective and resource-intensive; "
+                   "LLMs used as judges could make it scalable if their scores are consistent.")], role="abstract"),
+        Paragraph([("Objective: To identify the prompt strategy and LLM that apply the Patient Health Communication "
+                   "Rubric v5.0 most consistently, and to benchmark the consistency of the resulting tool.")], role="abstract"),
         Paragraph(design, role="abstract"),
-        Paragraph(["Main Outcomes and Measures: The SD of repeated total scores (range 5-20) per transcript; the mean "
+        Paragraph([("Main Outcomes and Measures: The SD of repeated total scores (range 5-20) per transcript; the mean "
                    "absolute error and correlation against synthetic target scores; the share of held-out transcripts "
-                   "under prespecified SD thresholds."], role="abstract"),
+                   "under prespecified SD thresholds.")], role="abstract"),
         Paragraph(["Results: ", *_abstract_results(facts, cells)], role="abstract"),
         Paragraph(["Conclusions and Relevance: ",
                    "This run used a simulated judge, so it supports no conclusion about the LLMs named; it shows the "
@@ -94,8 +101,8 @@ def _abstract_results(facts: StudyFacts, cells: Cells) -> list[Inline]:
         if not facts.ran(experiment_id) or not cells.has(f"{prefix}_friedman"):
             continue
         key = cells.find(f"{prefix}_friedman")
-        parts += ["Across ", cells.number("table1_datasets", experiment_id, "n_conditions"), f" {what}, the Friedman test "
-                  "of SDs gave ", *p_phrase(cells.p(f"{prefix}_friedman", key)),
+        parts += ["Across ", cells.number("table1_datasets", experiment_id, "n_conditions"), (f" {what}, the Friedman test "
+                  "of SDs gave "), *p_phrase(cells.p(f"{prefix}_friedman", key)),
                   " (Kendall W = ", cells.number(f"{prefix}_friedman", key, "effect_size"), ")"]  # fmt: skip
         decision = facts.decisions.get(kind)
         if decision:
@@ -128,8 +135,8 @@ def key_points(facts: StudyFacts, cells: Cells) -> list[Block]:
         meaning.append("None yet for the models named (simulated scores). ")
     meaning.append(Placeholder("what the findings mean for assessing patient health communication, in one sentence"))
     return [Heading(1, "Key Points"), Bullets([
-        ["Question: Which prompt strategy and large language model apply the Patient Health Communication Rubric v5.0 "
-         "most consistently, and how consistent is the resulting assessment tool?"],
+        [("Question: Which prompt strategy and large language model apply the Patient Health Communication Rubric v5.0 "
+         "most consistently, and how consistent is the resulting assessment tool?")],
         findings, meaning], role="note")]  # fmt: skip
 
 

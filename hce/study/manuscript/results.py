@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hce.report.manuscript.model import Block, FigureBlock, Heading, Inline, Paragraph, TableBlock
+from hce.report.manuscript.model import (
+    Block,
+    FigureBlock,
+    Heading,
+    Inline,
+    Paragraph,
+    TableBlock,
+)
 from hce.report.tables import Table
 from hce.study.manuscript.cells import Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
@@ -29,8 +36,8 @@ FIGURES = {
     "Figure 4": ("exp1_score_histograms", "EXP1_BaselineRubricUtility",
                  "Total scores of the non-rubric (G1) and rubric-based (G2) prompts and the synthetic targets (Experiment 1)"),
     "Figure 5": ("exp5_reliability_diagram", "EXP5_FinalToolValidation",
-                 "Reliability diagram of the judge's token-probability confidence against agreement with a repeat "
-                 "(Experiment 5)"),
+                 ("Reliability diagram of the judge's token-probability confidence against agreement with a repeat "
+                 "(Experiment 5)")),
 }  # fmt: skip
 #: The study report's tables the outline names: file, caption.
 TABLES = {
@@ -45,8 +52,8 @@ _INTERVALS = "Estimates are followed by their 95% CIs; P values are 2-sided."
 
 def not_run(experiment_id: str) -> Paragraph:
     """The sentence stating an experiment was not run (no results in the study folder)."""
-    return Paragraph([f"{EXPERIMENTS[experiment_id][0]} was not run: the study folder holds no results for it, "
-                      "so nothing is reported."])  # fmt: skip
+    return Paragraph([(f"{EXPERIMENTS[experiment_id][0]} was not run: the study folder holds no results for it, "
+                      "so nothing is reported.")])  # fmt: skip
 
 
 def figure(label: str, figures: Path, facts: StudyFacts) -> Block:
@@ -88,10 +95,10 @@ def exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     r = cells.find("exp1_success_metric_3", prompt_id=g2, method=lambda m: str(m).startswith("Pearson"))
     kl = {p: cells.find("exp1_h1c", a=p, b="target") for p in (g1, g2)}
     blocks.append(Paragraph([
-        "Across ", cells.number("table1_datasets", "EXP1_BaselineRubricUtility", "n_items"), " synthetic transcripts, the "
-        "median per-transcript SD of repeated total scores was ", *_median_iqr(cells, sd, g2),
-        f" with the rubric-based prompt (G2, {g2}) and ", *_median_iqr(cells, sd, g1), f" with the non-rubric prompt "
-        f"(G1, {g1}) (H1a, Mann-Whitney U test: ", *_test(cells, "exp1_h1a", h1a, statistic="U", effect="rank-biserial r"),
+        "Across ", cells.number("table1_datasets", "EXP1_BaselineRubricUtility", "n_items"), (" synthetic transcripts, the "
+        "median per-transcript SD of repeated total scores was "), *_median_iqr(cells, sd, g2),
+        f" with the rubric-based prompt (G2, {g2}) and ", *_median_iqr(cells, sd, g1), (f" with the non-rubric prompt "
+        f"(G1, {g1}) (H1a, Mann-Whitney U test: "), *_test(cells, "exp1_h1a", h1a, statistic="U", effect="rank-biserial r"),
         "). The median absolute error of the mean total score from the target total was ", *_median_iqr(cells, mae, g2),
         " for G2 and ", *_median_iqr(cells, mae, g1), " for G1 (H1b, Wilcoxon signed-rank test: ",
         *_test(cells, "exp1_h1b", h1b, statistic="V", effect="matched-pairs rank-biserial r"),
@@ -113,8 +120,8 @@ def _comparison(facts: StudyFacts, cells: Cells, experiment_id: str, kind: str, 
     parts: list[Inline] = [
         "The ", cells.number("table1_datasets", experiment_id, "n_conditions"), f" {label} were compared on ",
         cells.number("table1_datasets", experiment_id, "n_items"), " transcripts (",
-        cells.number("table1_datasets", experiment_id, "n_attempts"), " attempts). Median per-transcript SDs of the total "
-        "score were "]  # fmt: skip
+        cells.number("table1_datasets", experiment_id, "n_attempts"), (" attempts). Median per-transcript SDs of the total "
+        "score were ")]  # fmt: skip
     conditions = cells.frame(summary)[column].astype(str).tolist()
     for i, condition in enumerate(conditions):
         key = cells.find(summary, **{column: condition})
@@ -133,10 +140,10 @@ def _decision_sentence(kind: str, decision: dict) -> str:
     """What the study handed on and by which route (decisions.json), stated as the run recorded it."""
     source = decision.get("source")
     if source == "rule":
-        how = f"it met the prespecified rule ({decision.get('rule')})"
+        how = "it met the prespecified winner rule (Methods 2.5)"
     elif source == "lowest_sd_fallback":
-        how = ("no condition met the prespecified rule (" + str(decision.get("rule")) + "), so, as the study's "
-               "configuration allowed (on_no_winner: lowest_sd), the condition with the lowest median SD was taken")
+        how = ("no condition met the prespecified winner rule (Methods 2.5), so, as the study's configuration allowed "
+               "(on_no_winner: lowest_sd), the condition with the lowest median SD was taken")
     elif source == "pin":
         how = "the researchers fixed it in the configuration (pin), not the data"
     else:
@@ -177,8 +184,8 @@ def exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
         return blocks + [not_run("EXP4_ReasoningAnalysis")]
     first = cells.rows("exp4_tests")[0]
     parts: list[Inline] = [
-        "Of ", cells.number("exp4_tests", first, "n"), " coded reasoning segments (Table 3), the distribution of codes across "
-        "models compared as follows (Holm-adjusted P): "]  # fmt: skip
+        "Of ", cells.number("exp4_tests", first, "n"), (" coded reasoning segments (Table 3), the distribution of codes across "
+        "models compared as follows (Holm-adjusted P): ")]  # fmt: skip
     dimensions = cells.frame("exp4_tests")["code"].astype(str).tolist()
     for i, dimension in enumerate(dimensions):
         key = cells.find("exp4_tests", code=dimension)
@@ -190,8 +197,8 @@ def exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
         weakest = last.loc[last["estimate"].idxmin()]
         low = cells.find("exp4_kappa_rounds", round=weakest["round"], dimension=weakest["dimension"])
         reached = "met" if bool(last["meets_target"].all()) else "did not all meet"
-        parts += ["After refinement round ", cells.number("exp4_kappa_rounds", low, "round"), ", the lowest inter-coder "
-                  "Cohen κ across dimensions was ", *cells.interval("exp4_kappa_rounds", low),
+        parts += ["After refinement round ", cells.number("exp4_kappa_rounds", low, "round"), (", the lowest inter-coder "
+                  "Cohen κ across dimensions was "), *cells.interval("exp4_kappa_rounds", low),
                   f" ({weakest['dimension'].replace('_', ' ')}); the dimensions {reached} the prespecified κ target."]  # fmt: skip
     blocks.append(Paragraph(parts))
     code_table = table("Table 3", cells)
@@ -221,8 +228,8 @@ def exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
                   *cells.interval("exp5_uncertainty", key), "; ", *p_phrase(cells.p("exp5_uncertainty", key)), "."]  # fmt: skip
     if cells.has("exp5_calibration"):
         key = cells.find("exp5_calibration", confidence="adjusted", outcome="agrees_with_repeat", metric="ece")
-        parts += [" The expected calibration error of the temperature-adjusted token-probability confidence against "
-                  "agreement with a repeat was ", *cells.interval("exp5_calibration", key), "."]  # fmt: skip
+        parts += [(" The expected calibration error of the temperature-adjusted token-probability confidence against "
+                  "agreement with a repeat was "), *cells.interval("exp5_calibration", key), "."]  # fmt: skip
     blocks.append(Paragraph(parts))
     blocks += [figure("Figure 3", figures, facts), figure("Figure 5", figures, facts)]
     return blocks
@@ -235,9 +242,10 @@ def results(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         blocks.append(Paragraph([SIMULATED_RESULTS]))
     overview = table("Table 1", cells)
     if overview is not None:
+        counted = cells.has("cost_by_experiment")
         blocks.append(Paragraph(["The study logged ", cells.number("cost_by_experiment", "(all)", "attempts"),
-                                 " scoring attempts; Table 1 describes them by experiment."])  # fmt: skip
-                      if cells.has("cost_by_experiment") else Paragraph(["Table 1 describes the attempts by experiment."]))
+                                 " scoring attempts; Table 1 describes them by experiment."] if counted else
+                                ["Table 1 describes the attempts by experiment."]))  # fmt: skip
         blocks.append(overview)
     blocks += exp1(facts, cells, figures) + exp2(facts, cells, figures) + exp3(facts, cells, figures)
     blocks += exp4(facts, cells) + exp5(facts, cells, figures)

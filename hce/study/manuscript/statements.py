@@ -34,18 +34,18 @@ def ethics(facts: StudyFacts) -> list[Block]:
         Placeholder("confirm data handling in line with HIPAA and GDPR, the de-identification applied, its residual "
                     "risks, and that no re-identification was attempted"),
         " The study involved no direct patient interaction and no new data collection. ", fairness,
-        " The framework is a research tool for scoring communication against a rubric; it is not designed or validated "
+        (" The framework is a research tool for scoring communication against a rubric; it is not designed or validated "
         "for clinical decision-making, and any clinical use would need human oversight, further validation and "
-        "regulatory review (possibly as Software as a Medical Device)."], role="note")]  # fmt: skip
+        "regulatory review (possibly as Software as a Medical Device).")], role="note")]  # fmt: skip
 
 
 def reproducibility(facts: StudyFacts) -> list[Block]:
     given = facts.manuscript
     return [Heading(1, "Reproducibility"), Paragraph([
-        f"The {facts.rubric.name} (Supplement S1), the prompt templates as sent (S2), the transcript IDs of every set (S3), "
+        (f"The {facts.rubric.name} (Supplement S1), the prompt templates as sent (S2), the transcript IDs of every set (S3), "
         "the per-item tables, the software environment and a script that rebuilds every table from the attempt logs "
         "(supplement/reproduce.sh) accompany this article; the source of every number in the text is listed in "
-        "supplement/number_sources.csv. Code and materials: ",
+        "supplement/number_sources.csv. Code and materials: "),
         _field(given["repository"], "link to the public repository (set manuscript.repository in the study file)"),
         ". The LLMs and the versions their APIs returned are given in Methods 2.4. ",
         Placeholder("confirm which transcripts may be shared under the data use agreements (IDs only, or full text)")],
