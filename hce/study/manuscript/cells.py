@@ -15,8 +15,8 @@ Example
 >>> cells = Cells(root)
 >>> cells.p("key", "H2")
 Number(text='.066', source='tables/key.csv#row=H2;col=p_value')
->>> [n.text for n in cells.interval("key", "H2", estimate="effect_size") if not isinstance(n, str)]
-['0.34', '0.03', '0.82']
+>>> [n.text for n in cells.interval("key", "H2", estimate="effect_size") if not isinstance(n, str)]  # 0.029: two significant digits
+['0.341', '0.029', '0.817']
 """
 
 from __future__ import annotations
