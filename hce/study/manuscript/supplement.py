@@ -66,7 +66,9 @@ set -e
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 STUDY=${{1:-{study}}}
 OUT=${{2:-reproduced}}
-hce report "$STUDY" --out "$OUT/report" || test $? -eq 1   # exit 1: some optional section not computable
+mkdir -p "$OUT"
+# exit 1: some section the log cannot support (listed in the report and in report.stderr)
+hce report "$STUDY" --out "$OUT/report" 2> "$OUT/report.stderr" || test $? -eq 1
 hce manuscript "$STUDY" --report "$OUT/report" -o "$OUT/manuscript"
 status=0
 for table in "$HERE"/tables/*.csv; do
