@@ -625,7 +625,10 @@ def manuscript_command(
         written = manuscript(study, out, title=title, report_dir=report)
     folder = written["out"]
     console.print(f"wrote {folder / 'manuscript.md'}, .docx and .tex, and {folder / 'supplement'}", highlight=False)
-    console.print(f"words: abstract {written['abstract_words']:,}, main text {written['main_words']:,}", highlight=False)
+    from hce.study.manuscript.front import ABSTRACT_WORDS
+
+    over = f" (over the journal's {ABSTRACT_WORDS})" if written["abstract_words"] > ABSTRACT_WORDS else ""
+    console.print(f"words: abstract {written['abstract_words']:,}{over}, main text {written['main_words']:,}", highlight=False)
 
 
 @app.command()

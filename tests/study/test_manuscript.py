@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from hce.cli import app
-from hce.errors import HceError
+from hce.errors import CollectError, HceError
 from hce.report.manuscript.model import (
     Bullets,
     Heading,
@@ -24,12 +24,13 @@ from hce.report.manuscript.model import (
     Placeholder,
     number_sources,
 )
+from hce.study.config import load_study
 from hce.study.demo import run_demo
-from hce.study.manuscript import draft, find_study
+from hce.study.manuscript import draft, find_study, manuscript
 from hce.study.manuscript.cells import Cells
 from hce.study.manuscript.facts import StudyFacts
 from hce.study.manuscript.front import ABSTRACT_WORDS
-from hce.study.manuscript.supplement import write_supplement
+from hce.study.manuscript.supplement import matches_log, write_supplement
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +205,8 @@ def test_supplement_holds_rubric_prompts_ids_and_per_item_tables(demo, tmp_path)
     assert "Criterion 5: Health Literacy Indicator" in (folder / "S1_rubric.md").read_text()
     prompts = (folder / "S2_prompts.md").read_text()
     assert all(f"## {p}" in prompts for p in ("P1.1", "P1.2", "P2.1", "P2.2", "P2.3", "SYNTH")) and "{{TranscriptText}}" in prompts
+    assert "does not match" not in prompts  # each rendering is the logged request with its transcript in place
+    assert not matches_log("Score this: {{TranscriptText}} now", '[{"role": "user", "content": "Rate this: T1 now"}]')
     ids = pd.read_csv(folder / "S3_transcript_ids.csv")
     assert ids.groupby("set").size().to_dict() == {"Set A": 8, "Set B": 8, "Set C": 8, "Synthetic (Experiment 1)": 12}
     assert {"exp2_sd.csv", "exp1_mae.csv", "exp3_mean_scores.csv", "exp4_frequencies.csv"} <= {p.name for p in (folder / "per_item").iterdir()}
@@ -225,3 +228,34 @@ def test_cli_writes_the_three_formats_and_the_supplement(demo, tmp_path):
         assert (out / name).is_file(), name
     sources = pd.read_csv(out / "supplement" / "number_sources.csv")
     assert all(journal_rounding(row.text, cited_value(out, row.source)) for row in sources.itertuples())
+
+
+def test_manuscript_fields_of_the_study_file_are_checked():
+    assert load_study({"manuscript": {"irb": "IRB 1"}}).config["manuscript"]["irb"] == "IRB 1"
+    with pytest.raises(CollectError, match="manuscript.data_sources must be a list of text lines"):
+        load_study({"manuscript": {"data_sources": "DoVA"}})
+    with pytest.raises(CollectError, match="unknown key"):
+        load_study({"manuscript": {"irb_reference": "x"}})
+
+
+@pytest.mark.slow
+def test_the_docx_converts_to_pdf_with_libreoffice(demo, tmp_path):
+    """The Word file is what journals and co-authors open: LibreOffice must read it (skips without it)."""
+    try:
+        from hce.report.manuscript import write_manuscript  # noqa: F401
+    except ImportError:
+        pytest.skip("writers not merged yet")
+    office = shutil.which("soffice") or shutil.which("libreoffice")
+    if office is None:
+        pytest.skip("LibreOffice not installed (apt-get install libreoffice-writer-nogui)")
+    import subprocess
+
+    import docx
+
+    out = manuscript(demo, tmp_path / "ms")["out"]
+    paragraphs = [p.text for p in docx.Document(out / "manuscript.docx").paragraphs]
+    assert any("Simulated Judge" in p for p in paragraphs) and any(p.startswith("Results: ") for p in paragraphs)
+    subprocess.run([office, "--headless", "--convert-to", "pdf", "--outdir", str(tmp_path), str(out / "manuscript.docx")],
+                   check=True, capture_output=True, timeout=180)  # fmt: skip
+    pdf = (tmp_path / "manuscript.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") > 5

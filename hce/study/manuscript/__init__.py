@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 
-from hce.errors import DataError, HceError
+from hce.errors import DataError, HceError, HceWarning
 from hce.report.manuscript.model import Heading, Manuscript, Paragraph, Placeholder
 from hce.study.manuscript.cells import TABLES, Cells
 from hce.study.manuscript.discussion import discussion
 from hce.study.manuscript.facts import StudyFacts
-from hce.study.manuscript.front import abstract, introduction, key_points, title_of
+from hce.study.manuscript.front import (
+    ABSTRACT_WORDS,
+    abstract,
+    introduction,
+    key_points,
+    title_of,
+)
 from hce.study.manuscript.methods import methods
 from hce.study.manuscript.results import results
 from hce.study.manuscript.statements import statements
@@ -127,6 +134,7 @@ def manuscript(study_dir: str | os.PathLike, out_dir: str | os.PathLike | None =
     -------
     dict
         ``abstract_words``, ``main_words`` (as the writers count them) and ``out`` (the folder).
+        An abstract over :data:`~hce.study.manuscript.front.ABSTRACT_WORDS` (JAMA's 350) warns.
         The cited tables are copied to ``<out>/tables`` so every source key resolves beside the text.
 
     Examples
@@ -158,5 +166,8 @@ def manuscript(study_dir: str | os.PathLike, out_dir: str | os.PathLike | None =
         shutil.copy2(table, out / TABLES / table.name)
     write_supplement(facts, Path(report), out)
     counts = write_manuscript(doc, out)
+    if counts["abstract_words"] > ABSTRACT_WORDS:
+        warnings.warn(f"{out / 'manuscript.md'}: the abstract has {counts['abstract_words']} words, over the journal's "
+                      f"{ABSTRACT_WORDS}; shorten its Results paragraph", HceWarning, stacklevel=2)  # fmt: skip
     return {**counts, "out": out}
 

@@ -60,6 +60,8 @@ class StudyFacts:
     coded: pd.DataFrame = field(default_factory=pd.DataFrame)
     simulated: bool = False
     rubric: Rubric | None = None
+    #: One logged request (its chat messages, as JSON text) per prompt_id: what was actually sent.
+    requests: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def read(cls, folder: str | Path) -> StudyFacts:
@@ -75,6 +77,10 @@ class StudyFacts:
         facts = cls(folder, yaml.safe_load(resolved.read_text(encoding="utf-8")) or {}, log,
                     decisions=decisions_in(folder), settings=read_settings(folder))  # fmt: skip
         facts.simulated = any(is_simulated(frame) for frame in logs)
+        for frame in logs:
+            if "request" in frame and "prompt_id" in frame:
+                sent = frame.dropna(subset=["request", "prompt_id"]).drop_duplicates("prompt_id")
+                facts.requests.update({str(k): str(v) for k, v in zip(sent["prompt_id"], sent["request"])})
         # The rubric kept beside the logs is the one they were judged with; else the configured (packaged) one.
         facts.rubric = kept_rubric(paths) or load_rubric(str(facts.config.get("rubric", "v5")))
         if (folder / "partition.json").is_file():

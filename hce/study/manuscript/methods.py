@@ -129,9 +129,10 @@ def models_section(facts: StudyFacts) -> list[Block]:
         f"max_tokens {defaults.get('max_tokens')}, top_p {defaults.get('top_p') or 'API default'}, seed "
         f"{defaults.get('seed') or 'not sent'}; per-model overrides: "
         f"{'; '.join(f'{m}: ' + _joined(f'{k} {v}' for k, v in (s or {}).items()) for m, s in (facts.config.get('model_settings') or {}).items()) or 'none'}. "
-        f"Failed calls were retried up to {endpoint.get('max_retries')} times with exponential backoff (timeout "
-        f"{endpoint.get('timeout')} s); {retried} of {len(log)} logged attempts needed at least one retry ({retries} "
-        f"retries in all). " + _exclusions(facts)]))  # fmt: skip
+        f"Transient failures (rate limits, server errors, timeouts of {endpoint.get('timeout')} s) were retried up to "
+        f"{endpoint.get('max_retries')} times after an exponential, jittered wait or the wait the server asked for; "
+        f"{retried} of {len(log)} logged attempts needed at least one retry ({retries} retries in all). "
+        + _exclusions(facts)]))  # fmt: skip
     return blocks
 
 

@@ -11,6 +11,7 @@ Example
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 from pathlib import Path
@@ -43,11 +44,23 @@ def prompts_text(facts: StudyFacts) -> str:
     for prompt_id in used:
         (message,) = render(prompt_id, rubric=facts.rubric, transcript=TRANSCRIPT)
         parts.append(f"## {prompt_id}\n\n```\n{message['content']}\n```\n")
+        if not matches_log(message["content"], facts.requests.get(prompt_id)):
+            parts.append(f"Note: the logged request of {prompt_id} does not match this rendering; see the attempt log's "
+                         "`request` column for the text sent.\n")  # fmt: skip
     if len(facts.synthetic):
         target = int(facts.synthetic["target_total"].iloc[0])
         (message,) = render("SYNTH", rubric=facts.rubric, target_total=target)
         parts.append(f"## SYNTH (synthetic transcripts, Experiment 1; shown for target total {target})\n\n```\n{message['content']}\n```\n")
     return "\n".join(parts)
+
+
+def matches_log(template: str, request: str | None) -> bool:
+    """Whether a logged request (chat messages as JSON) is ``template`` with some transcript in place of its placeholder."""
+    if request is None:
+        return False
+    sent = "\n".join(m.get("content", "") for m in json.loads(request) if isinstance(m, dict))
+    before, _, after = template.partition(TRANSCRIPT)
+    return sent.startswith(before) and sent.endswith(after)
 
 
 def transcript_ids(facts: StudyFacts) -> pd.DataFrame:
