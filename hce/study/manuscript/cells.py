@@ -1,7 +1,8 @@
 """The study report's saved tables, cited cell by cell: every number in the draft comes from here.
 
-A cell's key is ``tables/<file>.csv#row=<key>;col=<column>``: ``<key>`` is the row's first
-column, or its first k columns joined by ``|`` (``P2.2|P2.3`` for a pairwise row), read as the
+A cell's key is ``tables/<file>.csv#row=<key>;col=<column>``: ``<key>`` is the text of the
+row's first column (``EXP2_PromptOptimization``), or ``column=value`` pairs joined by ``&``
+(``round=3&dimension=specificity``), or the row's position ``[i]`` (1-based), matched on the
 CSV's text. Numbers are formatted by the report's own helpers (:func:`hce.report.tables.format_p`,
 :func:`~hce.report.tables.format_ci`, :func:`~hce.report.tables.format_number`), so the draft
 prints what the report's tables print.
@@ -32,6 +33,8 @@ from hce.report.manuscript.model import Inline, Number
 from hce.report.tables import format_ci, format_number, format_p
 
 TABLES = "tables"
+#: Characters a key cannot hold: they separate its parts or the source's.
+_UNSAFE = re.compile(r"[;&=#]")
 _CI = re.compile(r"^(?P<estimate>\S+) [\[(](?P<low>.+), (?P<high>.+)[\])]$")
 
 
@@ -67,20 +70,23 @@ class Cells:
             if not 1 <= int(position[1]) <= len(values):
                 raise HceError(f"tables/{name}.csv has no data row {key} ({len(values)} rows)")
             return values.iloc[int(position[1]) - 1][column]
-        parts = str(key).split("|")
+        pairs = [part.split("=", 1) for part in str(key).split("&")] if "=" in str(key) else [[text.columns[0], str(key)]]
         matches = pd.Series(True, index=text.index)
-        for column_text, part in zip(text.columns[: len(parts)], parts):
-            matches &= text[column_text] == part
+        for name_, wanted in pairs:
+            if name_ not in text.columns:
+                raise HceError(f"tables/{name}.csv has no column {name_!r} (row key {key!r})")
+            matches &= text[name_] == wanted
         if int(matches.sum()) != 1:
-            raise HceError(f"tables/{name}.csv: {int(matches.sum())} rows have key {key!r} in their first "
-                           f"{len(parts)} column(s) ({', '.join(text.columns[: len(parts)])}); a key names one row")  # fmt: skip
+            raise HceError(f"tables/{name}.csv: {int(matches.sum())} rows have key {key!r}; a key names one row")
         return values.loc[matches.idxmax(), column]
 
     def find(self, name: str, **equals: object) -> str:
         """The key of the one row whose columns equal ``equals`` (a callable value is a test of the cell).
 
-        The key is the row's first column, or its first few joined by ``|``, when that names
-        it alone; otherwise its position, ``[i]`` (1-based, the data row under the header).
+        The key is the row's first column when that is text naming the row alone
+        (``EXP2_PromptOptimization``), else the ``column=value`` pairs of ``equals`` joined by
+        ``&`` (``round=3&dimension=specificity``) when they name it and fit a key (no ``;&=#``),
+        else its position, ``[i]`` (1-based, the data row under the header).
         """
         keys = self.rows(name, **equals)
         if len(keys) != 1:
@@ -94,13 +100,21 @@ class Cells:
         for column, wanted in equals.items():
             if column not in values.columns:
                 raise HceError(f"tables/{name}.csv has no column {column!r}; columns: {', '.join(values.columns)}")
-            cells = values[column]
-            keep &= cells.map(wanted).astype(bool) if callable(wanted) else cells.astype(str) == str(wanted)
-        joined = [text.iloc[:, :k].agg("|".join, axis=1) for k in range(1, min(3, text.shape[1]) + 1)]
+            keep &= values[column].map(wanted).astype(bool) if callable(wanted) else text[column] == str(wanted)
+        first = text.iloc[:, 0]
+        named = not pd.api.types.is_numeric_dtype(values.iloc[:, 0])
+        plain = [c for c in equals if not callable(equals[c])]
         out = []
         for i in values.index[keep]:
-            unique = [keys[i] for keys in joined if (keys == keys[i]).sum() == 1 and all(keys[i].split("|"))]
-            out.append(unique[0] if unique else f"[{i + 1}]")
+            same = pd.Series(True, index=text.index)
+            for column in plain:
+                same &= text[column] == text.at[i, column]
+            if named and (first == first[i]).sum() == 1 and first[i] and not _UNSAFE.search(first[i]):
+                out.append(first[i])
+            elif plain and len(plain) == len(equals) and same.sum() == 1 and not any(_UNSAFE.search(c + text.at[i, c]) for c in plain):
+                out.append("&".join(f"{c}={text.at[i, c]}" for c in plain))
+            else:
+                out.append(f"[{i + 1}]")
         return out
 
     @staticmethod
