@@ -93,10 +93,11 @@ def design_section(facts: StudyFacts) -> list[Block]:
     handed = [f"the {kind} {d['choice']} ({'rule' if d.get('source') == 'rule' else str(d.get('source')).replace('_', ' ')})"
               for kind, d in facts.decisions.items() if kind in ("prompt", "model")]  # fmt: skip
     return [Heading(2, "2.3 Experimental Design Overview"), Paragraph([
-        "The experiments ran in sequence: Experiment 1 tested whether the rubric makes scoring consistent and accurate on "
-        "synthetic transcripts with known targets; Experiment 2 chose a prompt strategy on Set A; Experiment 3 chose an "
-        "LLM on Set B with that prompt; Experiment 4 coded the reasoning of Experiment 3's replies; Experiment 5 "
-        "benchmarked the chosen configuration on the held-out Set C. " + "; ".join(steps) + ". "
+        "The protocol is a sequence in which each experiment feeds the next: Experiment 1 tests whether the rubric makes "
+        "scoring consistent and accurate on synthetic transcripts with known targets; Experiment 2 chooses a prompt "
+        "strategy on Set A; Experiment 3 chooses an LLM on Set B with that prompt; Experiment 4 codes the reasoning of "
+        "Experiment 3's replies; Experiment 5 benchmarks the chosen configuration on the held-out Set C. As run: "
+        + "; ".join(steps) + ". "
         + (f"Carried forward: {'; '.join(handed)}." if handed else "No decision was recorded (decisions.json).")])]  # fmt: skip
 
 
