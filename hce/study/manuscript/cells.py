@@ -149,5 +149,11 @@ class Cells:
 
 
 def p_phrase(number: Number) -> list[Inline]:
-    """``P = .012`` or ``P < .001`` (the sign is part of the formatted p-value when it is a bound)."""
+    """``P = .012`` or ``P < .001`` (the sign is part of the formatted p-value when it is a bound).
+
+    Examples
+    --------
+    >>> [p_phrase(Number(t, "t.csv#row=a;col=p_value"))[0] for t in (".012", "< .001")]
+    ['P = ', 'P ']
+    """
     return ["P ", number] if number.text[:1] in "<>" else ["P = ", number]

@@ -32,7 +32,7 @@ SIMULATED_LIMITATION = ("The scores were produced by a simulated judge (hce sim-
                         "describes any real model. The study must be rerun against the real APIs before any claim.")  # fmt: skip
 
 
-def summary(facts: StudyFacts, cells: Cells) -> list[Block]:
+def _summary(facts: StudyFacts, cells: Cells) -> list[Block]:
     """4.1: the decisions carried forward and each success metric's verdict (the report's scorecard)."""
     items: list[list[Inline]] = []
     for kind, decision in facts.decisions.items():
@@ -47,7 +47,7 @@ def summary(facts: StudyFacts, cells: Cells) -> list[Block]:
     return [Heading(2, "4.1 Summary of Key Findings"), paragraph, Bullets(items or [["No decision or metric was recorded."]])]
 
 
-def limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
+def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
     """4.4: limitations the study folder shows, then a placeholder for the authors' own."""
     items: list[list[Inline]] = []
     if facts.simulated:
@@ -70,7 +70,7 @@ def limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
     for experiment_id, (name, _) in EXPERIMENTS.items():
         if not facts.ran(experiment_id):
             items.append([f"{name} was not run; its questions remain open."])
-    items.append([drift(facts)])
+    items.append([_drift(facts)])
     items.append([("Real transcripts have no reference scores: Experiments 2, 3 and 5 measure consistency, not accuracy; "
                   "only Experiment 1's synthetic transcripts have targets.")])  # fmt: skip
     items.append([Placeholder("4.4 other limitations: scope of the transcripts, the specific LLMs tested, consistency vs "
@@ -78,7 +78,7 @@ def limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
     return [Heading(2, "4.4 Limitations"), Bullets(items)]
 
 
-def drift(facts: StudyFacts) -> str:
+def _drift(facts: StudyFacts) -> str:
     """Model drift as the logs show it: the ``model_version`` of each model's first and last call."""
     versions = facts.versions()
     if versions.empty:
@@ -93,18 +93,24 @@ def drift(facts: StudyFacts) -> str:
 
 
 def discussion(facts: StudyFacts, cells: Cells) -> list[Block]:
-    """The Discussion (4.1-4.7) and Conclusions."""
+    """The Discussion (4.1-4.7) and Conclusions.
+
+    Examples
+    --------
+    >>> [b.text for b in discussion(facts, cells) if hasattr(b, "level")][:3]  # doctest: +SKIP
+    ['Discussion', '4.1 Summary of Key Findings', '4.2 Interpretation of Findings']
+    """
     def prompt(text: str) -> Paragraph:
         return Paragraph([Placeholder(text)])
 
     conclusions: list[Inline] = ["This run used a simulated judge; it demonstrates the analysis plan, not the models. "
                                  if facts.simulated else "", Placeholder("the main takeaway regarding the assessment framework")]
     return [
-        Heading(1, "Discussion"), *summary(facts, cells),
+        Heading(1, "Discussion"), *_summary(facts, cells),
         Heading(2, "4.2 Interpretation of Findings"),
         prompt("4.2 why certain strategies or models performed better; implications of the reasoning patterns"),
         Heading(2, "4.3 Strengths of the Study"), prompt("4.3 methodological rigour, systematic comparisons"),
-        *limitations(facts, cells),
+        *_limitations(facts, cells),
         Heading(2, "4.5 Comparison With Existing Literature"), prompt("4.5 comparison with existing literature, if any"),
         Heading(2, "4.6 Potential Applications and Use Cases"), prompt("4.6 potential applications and use cases"),
         Heading(2, "4.7 Future Directions"),

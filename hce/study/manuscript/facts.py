@@ -120,6 +120,11 @@ class StudyFacts:
         DataFrame
             ``model, first_version, last_version, n_versions, first_call, last_call, n_calls``
             (calls that returned a version; in timestamp order).
+
+        Examples
+        --------
+        >>> facts.versions()[["model", "first_version", "n_versions"]].iloc[0].tolist()  # doctest: +SKIP
+        ['gpt-4.1-mini-2025-04-14', 'gpt-4.1-mini-2025-04-14', 1]
         """
         rows = []
         answered = self.log.dropna(subset=["model_version"]).sort_values("timestamp", kind="stable")
@@ -132,7 +137,13 @@ class StudyFacts:
                                            "last_call", "n_calls"])  # fmt: skip
 
     def sets(self) -> dict[str, list[str]]:
-        """Transcript IDs per set: A, B, C of the partition, and the synthetic transcripts of Exp 1."""
+        """Transcript IDs per set: A, B, C of the partition, and the synthetic transcripts of Exp 1.
+
+        Examples
+        --------
+        >>> {name: len(ids) for name, ids in facts.sets().items()}  # doctest: +SKIP
+        {'Set A': 8, 'Set B': 8, 'Set C': 8, 'Synthetic (Experiment 1)': 12}
+        """
         out = {f"Set {name}": list(ids) for name, ids in (self.partition.get("sets") or {}).items()}
         if len(self.synthetic):
             out["Synthetic (Experiment 1)"] = self.synthetic["transcript_id"].astype(str).tolist()

@@ -6,8 +6,10 @@ prompt. A simulated study says so in the title and the abstract.
 
 Example
 -------
->>> title_of(None, simulated=True).endswith("(Simulated Judge, Not Real Model Output)")
-True
+>>> from hce.study.manuscript.facts import StudyFacts
+>>> from hce.study.manuscript.cells import Cells
+>>> facts, cells = StudyFacts.read("reports/demo/study/study_output"), Cells("reports/demo")  # doctest: +SKIP
+>>> blocks = key_points(facts, cells) + abstract(facts, cells) + introduction()  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -33,7 +35,15 @@ SIMULATED_DESIGN = ("All scores in this draft were produced by hce's simulated j
 
 
 def title_of(given: str | None, *, simulated: bool) -> str:
-    """The title given (argument, else the study's ``manuscript.title``) or the outline's; tagged when simulated."""
+    """The title given (argument, else the study's ``manuscript.title``) or the outline's; tagged when simulated.
+
+    Examples
+    --------
+    >>> title_of("Judging Judges", simulated=True)
+    'Judging Judges (Simulated Judge, Not Real Model Output)'
+    >>> title_of("Judging Judges", simulated=False)
+    'Judging Judges'
+    """
     title = given or DEFAULT_TITLE
     return f"{title} {SIMULATED_TAG}" if simulated and "simulated" not in title.lower() else title
 
@@ -52,7 +62,13 @@ def _sets(facts: StudyFacts, cells: Cells) -> list[Inline]:
 
 
 def abstract(facts: StudyFacts, cells: Cells) -> list[Block]:
-    """The structured abstract; every number a cited table cell."""
+    """The structured abstract (JAMA headings, role ``"abstract"``); every number a cited table cell.
+
+    Examples
+    --------
+    >>> [p.parts[0][:10] for p in abstract(facts, cells) if hasattr(p, "parts")]  # doctest: +SKIP
+    ['Importance', 'Objective:', 'Design, Se', 'Main Outco', 'Results: ', 'Conclusion']
+    """
     sources = ", ".join(facts.partition.get("sources") or []) or "the study corpus"
     design: list[Inline] = [
         ("Design, Setting, and Participants: A sequence of prespecified experiments in which LLM judges scored "
@@ -119,7 +135,13 @@ def _abstract_results(facts: StudyFacts, cells: Cells) -> list[Inline]:
 
 
 def key_points(facts: StudyFacts, cells: Cells) -> list[Block]:
-    """Key Points (Question, Findings, Meaning): findings from cited cells, meaning left to the authors."""
+    """Key Points (Question, Findings, Meaning): findings from cited cells, meaning left to the authors.
+
+    Examples
+    --------
+    >>> [item[0].split(":")[0] for item in key_points(facts, cells)[1].items]  # doctest: +SKIP
+    ['Question', 'Findings', 'Meaning']
+    """
     findings: list[Inline] = ["Findings: "]
     if facts.simulated:
         findings.append("In this dry run with a simulated judge (not real model output), ")
@@ -141,7 +163,13 @@ def key_points(facts: StudyFacts, cells: Cells) -> list[Block]:
 
 
 def introduction() -> list[Block]:
-    """The Introduction as placeholders carrying the outline's prompts (seed 000 section 9, 1.1-1.2)."""
+    """The Introduction as placeholders carrying the outline's prompts (seed 000 section 9, 1.1-1.2).
+
+    Examples
+    --------
+    >>> [type(block).__name__ for block in introduction()]
+    ['Heading', 'Paragraph', 'Paragraph']
+    """
     return [
         Heading(1, "Introduction"),
         Paragraph([Placeholder("1.1 Background on the importance of health communication and the challenges in assessing it")]),

@@ -39,7 +39,7 @@ def _joined(values) -> str:
     return ", ".join(str(v) for v in values)
 
 
-def rubric_section(facts: StudyFacts) -> list[Block]:
+def _rubric_section(facts: StudyFacts) -> list[Block]:
     rubric = facts.rubric
     low, high = rubric.total_range
     names = _joined(c.name for c in rubric.categories)
@@ -49,7 +49,7 @@ def rubric_section(facts: StudyFacts) -> list[Block]:
         Placeholder("2.1 How the rubric was developed and why these categories (brief description and justification)")])]  # fmt: skip
 
 
-def datasets_section(facts: StudyFacts, cells: Cells) -> list[Block]:
+def _datasets_section(facts: StudyFacts, cells: Cells) -> list[Block]:
     part = facts.partition
     blocks: list[Block] = [Heading(2, "2.2 Transcript Datasets")]
     if part:
@@ -80,7 +80,7 @@ def datasets_section(facts: StudyFacts, cells: Cells) -> list[Block]:
     return blocks
 
 
-def design_section(facts: StudyFacts) -> list[Block]:
+def _design_section(facts: StudyFacts) -> list[Block]:
     steps = []
     for experiment_id, (name, key) in EXPERIMENTS.items():
         config = facts.exp(key)
@@ -106,7 +106,7 @@ def _sent(values: pd.Series) -> str:
     return _joined(shown)
 
 
-def models_section(facts: StudyFacts) -> list[Block]:
+def _models_section(facts: StudyFacts) -> list[Block]:
     log, versions = facts.log, facts.versions()
     items: list[list[Inline]] = []
     for row in versions.itertuples(index=False):
@@ -152,7 +152,7 @@ def _settings(facts: StudyFacts, experiment_id: str) -> dict:
     return (facts.settings.get(experiment_id) or {}).get("settings") or {}
 
 
-def analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
+def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
     """2.5: per experiment, the outcome and the tests and adjustments the saved analysis used."""
     items: list[list[Inline]] = []
     s = _settings(facts, "EXP1_BaselineRubricUtility")
@@ -191,7 +191,7 @@ def analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
     return blocks
 
 
-def reasoning_section(facts: StudyFacts) -> list[Block]:
+def _reasoning_section(facts: StudyFacts) -> list[Block]:
     """2.6: who coded Experiment 4's reasoning, with which scheme, and the agreement target."""
     blocks: list[Block] = [Heading(2, "2.6 Qualitative Reasoning Analysis (Experiment 4)")]
     if not facts.ran("EXP4_ReasoningAnalysis"):
@@ -215,6 +215,12 @@ def reasoning_section(facts: StudyFacts) -> list[Block]:
 
 
 def methods(facts: StudyFacts, cells: Cells) -> list[Block]:
-    """The Methods section, 2.1-2.6."""
-    return [Heading(1, "Methods"), *rubric_section(facts), *datasets_section(facts, cells), *design_section(facts),
-            *models_section(facts), *analysis_section(facts, cells), *reasoning_section(facts)]  # fmt: skip
+    """The Methods section, 2.1-2.6.
+
+    Examples
+    --------
+    >>> [b.text for b in methods(facts, cells) if hasattr(b, "level") and b.level == 2][:2]  # doctest: +SKIP
+    ['2.1 Rubric', '2.2 Transcript Datasets']
+    """
+    return [Heading(1, "Methods"), *_rubric_section(facts), *_datasets_section(facts, cells), *_design_section(facts),
+            *_models_section(facts), *_analysis_section(facts, cells), *_reasoning_section(facts)]  # fmt: skip

@@ -50,13 +50,13 @@ SIMULATED_RESULTS = ("Every score below was produced by hce's simulated judge (h
 _INTERVALS = "Estimates are followed by their 95% CIs; P values are 2-sided."
 
 
-def not_run(experiment_id: str) -> Paragraph:
+def _not_run(experiment_id: str) -> Paragraph:
     """The sentence stating an experiment was not run (no results in the study folder)."""
     return Paragraph([(f"{EXPERIMENTS[experiment_id][0]} was not run: the study folder holds no results for it, "
                       "so nothing is reported.")])  # fmt: skip
 
 
-def figure(label: str, figures: Path, facts: StudyFacts) -> Block:
+def _figure(label: str, figures: Path, facts: StudyFacts) -> Block:
     """A figure of the study report in place, or a sentence saying why it is absent."""
     stem, experiment_id, caption = FIGURES[label]
     path = figures / f"{stem}.png"
@@ -66,7 +66,7 @@ def figure(label: str, figures: Path, facts: StudyFacts) -> Block:
     return Paragraph([f"{label} ({caption}) is not shown: {EXPERIMENTS[experiment_id][0]} {reason}."], role="note")
 
 
-def table(label: str, cells: Cells) -> Block | None:
+def _table(label: str, cells: Cells) -> Block | None:
     """One of Tables 1-3 from the study report's CSV (None when the report has no such table)."""
     name, caption = TABLES[label]
     if not cells.has(name):
@@ -84,10 +84,10 @@ def _test(cells: Cells, name: str, key: str, *, statistic: str, effect: str) -> 
             f"; {effect} = ", *cells.interval(name, key, estimate="effect_size")]  # fmt: skip
 
 
-def exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.1 Baseline Rubric Utility and Synthetic Transcript Performance (Experiment 1)")]
     if not facts.ran("EXP1_BaselineRubricUtility") or not cells.has("exp1_h1a"):
-        return blocks + [not_run("EXP1_BaselineRubricUtility")]
+        return blocks + [_not_run("EXP1_BaselineRubricUtility")]
     g1, g2 = (facts.settings["EXP1_BaselineRubricUtility"]["settings"][k] for k in ("non_rubric", "rubric"))
     sd, mae = "exp1_sd_summary", "exp1_mae_summary"
     h1a = cells.find("exp1_h1a", a=g2, b=g1)
@@ -108,7 +108,7 @@ def exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         *cells.interval("exp1_success_metric_3", r), " (Success Metric 3 threshold, r ≥ ",
         cells.number("exp1_success_metric_3", r, "threshold"), "). " + _INTERVALS,
     ]))  # fmt: skip
-    blocks.append(figure("Figure 4", figures, facts))
+    blocks.append(_figure("Figure 4", figures, facts))
     return blocks
 
 
@@ -151,19 +151,19 @@ def _decision_sentence(kind: str, decision: dict) -> str:
     return f"The {kind} carried forward was {decision['choice']}: {how}."
 
 
-def exp2(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+def _exp2(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.2 Prompt Strategy Optimization (Experiment 2)")]
     if not facts.ran("EXP2_PromptOptimization") or not cells.has("exp2_friedman"):
-        return blocks + [not_run("EXP2_PromptOptimization")]
+        return blocks + [_not_run("EXP2_PromptOptimization")]
     blocks.append(Paragraph(_comparison(facts, cells, "EXP2_PromptOptimization", "prompt", "prompt strategies")))
-    blocks.append(figure("Figure 1", figures, facts))
+    blocks.append(_figure("Figure 1", figures, facts))
     return blocks
 
 
-def exp3(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+def _exp3(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.3 LLM Architecture Comparison (Experiment 3)")]
     if not facts.ran("EXP3_ModelComparison") or not cells.has("exp3_friedman"):
-        return blocks + [not_run("EXP3_ModelComparison")]
+        return blocks + [_not_run("EXP3_ModelComparison")]
     parts = _comparison(facts, cells, "EXP3_ModelComparison", "model", "LLMs")
     if cells.has("exp3_mean_friedman"):
         key = cells.find("exp3_mean_friedman")
@@ -171,17 +171,17 @@ def exp3(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
                   ") = ", cells.number("exp3_mean_friedman", key, "statistic"), "; ",
                   *p_phrase(cells.p("exp3_mean_friedman", key)), " (systematic differences in level, not in consistency)."]  # fmt: skip
     blocks.append(Paragraph(parts))
-    blocks.append(figure("Figure 2", figures, facts))
-    key_table = table("Table 2", cells)
+    blocks.append(_figure("Figure 2", figures, facts))
+    key_table = _table("Table 2", cells)
     if key_table is not None:
         blocks.append(key_table)
     return blocks
 
 
-def exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
+def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.4 Qualitative Analysis of LLM Reasoning (Experiment 4)")]
     if not facts.ran("EXP4_ReasoningAnalysis") or not cells.has("exp4_tests"):
-        return blocks + [not_run("EXP4_ReasoningAnalysis")]
+        return blocks + [_not_run("EXP4_ReasoningAnalysis")]
     first = cells.rows("exp4_tests")[0]
     parts: list[Inline] = [
         "Of ", cells.number("exp4_tests", first, "n"), (" coded reasoning segments (Table 3), the distribution of codes across "
@@ -201,16 +201,16 @@ def exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
                   "Cohen κ across dimensions was "), *cells.interval("exp4_kappa_rounds", low),
                   f" ({weakest['dimension'].replace('_', ' ')}); the dimensions {reached} the prespecified κ target."]  # fmt: skip
     blocks.append(Paragraph(parts))
-    code_table = table("Table 3", cells)
+    code_table = _table("Table 3", cells)
     if code_table is not None:
         blocks.append(code_table)
     return blocks
 
 
-def exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.5 Performance of the Final Optimized Assessment Tool (Experiment 5)")]
     if not facts.ran("EXP5_FinalToolValidation") or not cells.has("exp5_success_metric_2"):
-        return blocks + [not_run("EXP5_FinalToolValidation")]
+        return blocks + [_not_run("EXP5_FinalToolValidation")]
     rows = facts.rows("EXP5_FinalToolValidation")
     config = ", ".join(f"{what} {', '.join(sorted(rows[c].dropna().astype(str).unique()))}"
                        for what, c in (("model", "model"), ("prompt", "prompt_id")))
@@ -231,22 +231,31 @@ def exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         parts += [(" The expected calibration error of the temperature-adjusted token-probability confidence against "
                   "agreement with a repeat was "), *cells.interval("exp5_calibration", key), "."]  # fmt: skip
     blocks.append(Paragraph(parts))
-    blocks += [figure("Figure 3", figures, facts), figure("Figure 5", figures, facts)]
+    blocks += [_figure("Figure 3", figures, facts), _figure("Figure 5", figures, facts)]
     return blocks
 
 
 def results(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
-    """The Results section: Table 1, then 3.1-3.5 in the outline's order."""
+    """The Results section: Table 1, then 3.1-3.5 in the outline's order, Tables 2-3 and Figures 1-5 in place.
+
+    An experiment without results in the study folder is stated as not run, with no number.
+
+    Examples
+    --------
+    >>> blocks = results(facts, cells, Path("reports/demo/figures"))  # doctest: +SKIP
+    >>> [b.label for b in blocks if hasattr(b, "label")]  # doctest: +SKIP
+    ['Table 1', 'Figure 4', 'Figure 1', 'Figure 2', 'Table 2', 'Table 3', 'Figure 3', 'Figure 5']
+    """
     blocks: list[Block] = [Heading(1, "Results")]
     if facts.simulated:
         blocks.append(Paragraph([SIMULATED_RESULTS]))
-    overview = table("Table 1", cells)
+    overview = _table("Table 1", cells)
     if overview is not None:
         counted = cells.has("cost_by_experiment")
         blocks.append(Paragraph(["The study logged ", cells.number("cost_by_experiment", "(all)", "attempts"),
                                  " scoring attempts; Table 1 describes them by experiment."] if counted else
                                 ["Table 1 describes the attempts by experiment."]))  # fmt: skip
         blocks.append(overview)
-    blocks += exp1(facts, cells, figures) + exp2(facts, cells, figures) + exp3(facts, cells, figures)
-    blocks += exp4(facts, cells) + exp5(facts, cells, figures)
+    blocks += _exp1(facts, cells, figures) + _exp2(facts, cells, figures) + _exp3(facts, cells, figures)
+    blocks += _exp4(facts, cells) + _exp5(facts, cells, figures)
     return blocks

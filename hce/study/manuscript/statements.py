@@ -20,7 +20,7 @@ def _field(value: str | None, prompt: str) -> Inline:
     return value if value else Placeholder(prompt)
 
 
-def ethics(facts: StudyFacts) -> list[Block]:
+def _ethics(facts: StudyFacts) -> list[Block]:
     given = facts.manuscript
     sources: Inline = "; ".join(given["data_sources"]) if given["data_sources"] else Placeholder(
         "transcript sources and the approvals or waivers of their original collectors (set manuscript.data_sources)")
@@ -39,7 +39,7 @@ def ethics(facts: StudyFacts) -> list[Block]:
         "regulatory review (possibly as Software as a Medical Device).")], role="note")]  # fmt: skip
 
 
-def reproducibility(facts: StudyFacts) -> list[Block]:
+def _reproducibility(facts: StudyFacts) -> list[Block]:
     given = facts.manuscript
     return [Heading(1, "Reproducibility"), Paragraph([
         (f"The {facts.rubric.name} (Supplement S1), the prompt templates as sent (S2), the transcript IDs of every set (S3), "
@@ -53,5 +53,11 @@ def reproducibility(facts: StudyFacts) -> list[Block]:
 
 
 def statements(facts: StudyFacts) -> list[Block]:
-    """Ethics, then Reproducibility."""
-    return ethics(facts) + reproducibility(facts)
+    """Ethics, then Reproducibility (role ``"note"``: outside the main text's word count).
+
+    Examples
+    --------
+    >>> [b.text for b in statements(facts) if hasattr(b, "level")]  # doctest: +SKIP
+    ['Ethical Considerations', 'Reproducibility']
+    """
+    return _ethics(facts) + _reproducibility(facts)

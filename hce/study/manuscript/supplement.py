@@ -27,12 +27,12 @@ SUPPLEMENT = "supplement"
 TRANSCRIPT = "{{TranscriptText}}"
 
 
-def rubric_text(facts: StudyFacts) -> str:
+def _rubric_text(facts: StudyFacts) -> str:
     """Supplement S1: the full rubric, laid out as the prompts embed it."""
     return f"# Supplement S1. {facts.rubric.name}\n\n```\n{facts.rubric.render()}\n```\n"
 
 
-def prompts_text(facts: StudyFacts) -> str:
+def _prompts_text(facts: StudyFacts) -> str:
     """Supplement S2: every prompt the logs used, rendered with the study's rubric as it was sent.
 
     The transcript is shown as ``{{TranscriptText}}``; the synthetic-transcript prompt is shown
@@ -55,7 +55,15 @@ def prompts_text(facts: StudyFacts) -> str:
 
 
 def matches_log(template: str, request: str | None) -> bool:
-    """Whether a logged request (chat messages as JSON) is ``template`` with some transcript in place of its placeholder."""
+    """Whether a logged request (chat messages as JSON) is ``template`` with some transcript in place of its placeholder.
+
+    Examples
+    --------
+    >>> matches_log("Rate: {{TranscriptText}} Score:", '[{"role": "user", "content": "Rate: D: Hi. P: Hello. Score:"}]')
+    True
+    >>> matches_log("Rate: {{TranscriptText}} Score:", None)
+    False
+    """
     if request is None:
         return False
     sent = "\n".join(m.get("content", "") for m in json.loads(request) if isinstance(m, dict))
@@ -63,13 +71,13 @@ def matches_log(template: str, request: str | None) -> bool:
     return sent.startswith(before) and sent.endswith(after)
 
 
-def transcript_ids(facts: StudyFacts) -> pd.DataFrame:
+def _transcript_ids(facts: StudyFacts) -> pd.DataFrame:
     """Supplement S3: ``set, transcript_id``, one row per transcript of each set."""
     rows = [{"set": name, "transcript_id": i} for name, ids in facts.sets().items() for i in ids]
     return pd.DataFrame(rows, columns=["set", "transcript_id"])
 
 
-def reproduce_script(facts: StudyFacts) -> str:
+def _reproduce_script(facts: StudyFacts) -> str:
     """``reproduce.sh``: rebuild the study report's tables from the logs, then compare them with the cited ones."""
     study = shlex.quote(str(facts.folder.resolve()))
     return f"""#!/bin/sh
@@ -93,15 +101,21 @@ exit $status
 
 
 def write_supplement(facts: StudyFacts, report_dir: Path, out_dir: Path) -> list[Path]:
-    """Write S1-S3, the per-item tables, the environment and ``reproduce.sh`` into ``out_dir/supplement``."""
+    """Write S1-S3, the per-item tables, the environment and ``reproduce.sh`` into ``out_dir/supplement``.
+
+    Examples
+    --------
+    >>> sorted(p.name for p in write_supplement(facts, Path("reports/demo"), Path("paper")))[:3]  # doctest: +SKIP
+    ['S1_rubric.md', 'S2_prompts.md', 'S3_transcript_ids.csv']
+    """
     folder = Path(out_dir) / SUPPLEMENT
     (folder / "per_item").mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in (("S1_rubric.md", rubric_text(facts)), ("S2_prompts.md", prompts_text(facts)),
-                       ("reproduce.sh", reproduce_script(facts))):  # fmt: skip
+    for name, text in (("S1_rubric.md", _rubric_text(facts)), ("S2_prompts.md", _prompts_text(facts)),
+                       ("reproduce.sh", _reproduce_script(facts))):  # fmt: skip
         (folder / name).write_text(text, encoding="utf-8")
         written.append(folder / name)
-    transcript_ids(facts).to_csv(folder / "S3_transcript_ids.csv", index=False)
+    _transcript_ids(facts).to_csv(folder / "S3_transcript_ids.csv", index=False)
     written.append(folder / "S3_transcript_ids.csv")
     for table in sorted(Path(report_dir, "tables").glob("*.csv")):
         # the per-item tables the report keeps out of its body (exp2_sd.csv, exp1_mae.csv, ...)
