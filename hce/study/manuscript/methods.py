@@ -129,12 +129,17 @@ def _models_section(facts: StudyFacts) -> list[Block]:
         f"Prompts (templates as sent in Supplement S2): {named}. Default settings: temperature {defaults.get('temperature')}, "
         f"max_tokens {defaults.get('max_tokens')}, top_p {defaults.get('top_p') or 'API default'}, seed "
         f"{defaults.get('seed') or 'not sent'}; per-model overrides: "
-        f"{'; '.join(f'{m}: ' + _joined(f'{k} {v}' for k, v in (s or {}).items()) for m, s in (facts.config.get('model_settings') or {}).items()) or 'none'}. "
+        f"{'; '.join(f'{m}: ' + _joined(f'{k} {_setting(v)}' for k, v in (s or {}).items()) for m, s in (facts.config.get('model_settings') or {}).items()) or 'none'}. "
         f"Transient failures (rate limits, server errors, timeouts of {endpoint.get('timeout')} s) were retried up to "
         f"{endpoint.get('max_retries')} times after an exponential, jittered wait or the wait the server asked for; "
         f"{retried} of {len(log)} logged attempts needed at least one retry ({retries} retries in all). "
         + _exclusions(facts)]))  # fmt: skip
     return blocks
+
+
+def _setting(value: object) -> str:
+    """A per-model setting as the Methods state it (null: not sent; booleans: on/off)."""
+    return "not sent" if value is None else ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
 def _exclusions(facts: StudyFacts) -> str:
@@ -150,6 +155,16 @@ def _exclusions(facts: StudyFacts) -> str:
 
 def _settings(facts: StudyFacts, experiment_id: str) -> dict:
     return (facts.settings.get(experiment_id) or {}).get("settings") or {}
+
+
+def _success_metric_2(cells: Cells) -> list[Inline]:
+    """Success Metric 2's rule as the analysis applied it (its thresholds and target share, cited)."""
+    sm2 = "exp5_success_metric_2"
+    if not cells.has(sm2):
+        return []
+    return [" Success Metric 2 asks that at least ", cells.percent(sm2, "both", "target_share"),
+            " of transcripts have every category SD ≤ ", cells.number(sm2, "category_sd", "threshold"),
+            " and a total SD ≤ ", cells.number(sm2, "total_sd", "threshold"), "."]  # fmt: skip
 
 
 def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
@@ -181,7 +196,7 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
                       f"SD and the total SD under thresholds (category {_joined(s.get('category_thresholds') or [])}; total "
                       f"{_joined(s.get('total_thresholds') or [])}), with {s.get('interval_method')} intervals; Spearman "
                       f"correlation of the judge's confidence with per-transcript SD; calibration of token-probability "
-                      f"confidence; demographic strata: {strata}.")])  # fmt: skip
+                      f"confidence; demographic strata: {strata}."), *_success_metric_2(cells)])  # fmt: skip
     alphas = sorted({str(_settings(facts, e).get("alpha")) for e in EXPERIMENTS if _settings(facts, e).get("alpha") is not None})
     blocks: list[Block] = [Heading(2, "2.5 Outcome Measures and Statistical Analysis"), Bullets(items)]
     blocks.append(Paragraph([
