@@ -156,6 +156,14 @@ def test_an_experiment_not_run_is_stated_as_not_run(demo, tmp_path):
     assert "Table 3" not in [getattr(b, "label", None) for b in doc.blocks]
 
 
+def test_an_experiment_whose_analysis_failed_is_not_called_not_run(demo, tmp_path):
+    shutil.copytree(demo / "tables", tmp_path / "tables")
+    (tmp_path / "tables" / "exp3_friedman.csv").unlink()  # as when the analysis plan cannot run on the log
+    results = text(section(draft(find_study(demo)[0], tmp_path), "Results"))
+    assert "Experiment 3 ran, but its analysis plan could not be computed on its log" in results
+    assert "Experiment 3 was not run" not in results
+
+
 def test_a_missing_irb_is_a_visible_placeholder_and_a_given_one_is_used(demo, tmp_path):
     output, report = find_study(demo)
     ethics = section(draft(output, report), "Ethical Considerations")

@@ -50,10 +50,13 @@ SIMULATED_RESULTS = ("Every score below was produced by hce's simulated judge (h
 _INTERVALS = "Estimates are followed by their 95% CIs; P values are 2-sided."
 
 
-def _not_run(experiment_id: str) -> Paragraph:
-    """The sentence stating an experiment was not run (no results in the study folder)."""
-    return Paragraph([(f"{EXPERIMENTS[experiment_id][0]} was not run: the study folder holds no results for it, "
-                      "so nothing is reported.")])  # fmt: skip
+def _absent(facts: StudyFacts, experiment_id: str) -> Paragraph:
+    """Why an experiment has no results here: not run (no log), or run but its analysis plan could not be computed."""
+    name = EXPERIMENTS[experiment_id][0]
+    if facts.ran(experiment_id):
+        return Paragraph([f"{name} ran, but its analysis plan could not be computed on its log (the study report says "
+                          "why), so nothing is reported."])  # fmt: skip
+    return Paragraph([f"{name} was not run: the study folder holds no results for it, so nothing is reported."])
 
 
 def _figure(label: str, figures: Path, facts: StudyFacts) -> Block:
@@ -86,8 +89,8 @@ def _test(cells: Cells, name: str, key: str, *, statistic: str, effect: str) -> 
 
 def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.1 Baseline Rubric Utility and Synthetic Transcript Performance (Experiment 1)")]
-    if not facts.ran("EXP1_BaselineRubricUtility") or not cells.has("exp1_h1a"):
-        return blocks + [_not_run("EXP1_BaselineRubricUtility")]
+    if not (facts.ran("EXP1_BaselineRubricUtility") and cells.has("exp1_h1a")):
+        return blocks + [_absent(facts, "EXP1_BaselineRubricUtility")]
     g1, g2 = (facts.settings["EXP1_BaselineRubricUtility"]["settings"][k] for k in ("non_rubric", "rubric"))
     sd, mae = "exp1_sd_summary", "exp1_mae_summary"
     h1a = cells.find("exp1_h1a", a=g2, b=g1)
@@ -153,8 +156,8 @@ def _decision_sentence(kind: str, decision: dict) -> str:
 
 def _exp2(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.2 Prompt Strategy Optimization (Experiment 2)")]
-    if not facts.ran("EXP2_PromptOptimization") or not cells.has("exp2_friedman"):
-        return blocks + [_not_run("EXP2_PromptOptimization")]
+    if not (facts.ran("EXP2_PromptOptimization") and cells.has("exp2_friedman")):
+        return blocks + [_absent(facts, "EXP2_PromptOptimization")]
     blocks.append(Paragraph(_comparison(facts, cells, "EXP2_PromptOptimization", "prompt", "prompt strategies")))
     blocks.append(_figure("Figure 1", figures, facts))
     return blocks
@@ -162,8 +165,8 @@ def _exp2(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
 
 def _exp3(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.3 LLM Architecture Comparison (Experiment 3)")]
-    if not facts.ran("EXP3_ModelComparison") or not cells.has("exp3_friedman"):
-        return blocks + [_not_run("EXP3_ModelComparison")]
+    if not (facts.ran("EXP3_ModelComparison") and cells.has("exp3_friedman")):
+        return blocks + [_absent(facts, "EXP3_ModelComparison")]
     parts = _comparison(facts, cells, "EXP3_ModelComparison", "model", "LLMs")
     if cells.has("exp3_mean_friedman"):
         key = cells.find("exp3_mean_friedman")
@@ -180,8 +183,8 @@ def _exp3(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
 
 def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.4 Qualitative Analysis of LLM Reasoning (Experiment 4)")]
-    if not facts.ran("EXP4_ReasoningAnalysis") or not cells.has("exp4_tests"):
-        return blocks + [_not_run("EXP4_ReasoningAnalysis")]
+    if not (facts.ran("EXP4_ReasoningAnalysis") and cells.has("exp4_tests")):
+        return blocks + [_absent(facts, "EXP4_ReasoningAnalysis")]
     first = cells.rows("exp4_tests")[0]
     parts: list[Inline] = [
         "Of ", cells.number("exp4_tests", first, "n"), (" coded reasoning segments (Table 3), the distribution of codes across "
@@ -209,8 +212,8 @@ def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
 
 def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     blocks: list[Block] = [Heading(2, "3.5 Performance of the Final Optimized Assessment Tool (Experiment 5)")]
-    if not facts.ran("EXP5_FinalToolValidation") or not cells.has("exp5_success_metric_2"):
-        return blocks + [_not_run("EXP5_FinalToolValidation")]
+    if not (facts.ran("EXP5_FinalToolValidation") and cells.has("exp5_success_metric_2")):
+        return blocks + [_absent(facts, "EXP5_FinalToolValidation")]
     rows = facts.rows("EXP5_FinalToolValidation")
     config = ", ".join(f"{what} {', '.join(sorted(rows[c].dropna().astype(str).unique()))}"
                        for what, c in (("model", "model"), ("prompt", "prompt_id")))
