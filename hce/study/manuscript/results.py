@@ -74,7 +74,11 @@ def _table(label: str, cells: Cells) -> Block | None:
     name, caption = TABLES[label]
     if not cells.has(name):
         return None
-    return TableBlock(Table(cells.frame(name), caption, name), label)
+    frame = cells.frame(name)
+    if "experiment_id" in frame:  # labels only, for a narrow column: "Experiment 2", not "EXP2_PromptOptimization"
+        frame = frame.assign(experiment_id=frame["experiment_id"].map(lambda e: EXPERIMENTS.get(e, (e,))[0]))
+        frame = frame.rename(columns={"experiment_id": "experiment"})
+    return TableBlock(Table(frame, caption, name), label)
 
 
 def _median_iqr(cells: Cells, name: str, key: str) -> list[Inline]:
