@@ -59,9 +59,11 @@ def _check_same_logs(facts: StudyFacts, cells: Cells, report_dir: Path) -> None:
     table = cells.frame("table1_datasets")
     reported = {str(e): int(n) for e, n in zip(table["experiment_id"], table["n_attempts"])}
     logged = {str(e): int(n) for e, n in facts.log.groupby("experiment_id").size().items()}
-    if reported != logged:
-        raise HceError(f"{report_dir}: the study report's Table 1 counts attempts {dict(table)} but the study folder "
-                       f"{facts.folder} logs {dict(logged)}; rerun `hce report {facts.folder}` first")  # fmt: skip
+    differ = [f"{e}: {reported.get(e, 0)} in the report, {logged.get(e, 0)} logged"
+              for e in sorted(set(reported) | set(logged)) if reported.get(e) != logged.get(e)]
+    if differ:
+        raise HceError(f"{report_dir}: the study report's Table 1 counts attempts other than the logs of {facts.folder} "
+                       f"({'; '.join(differ)}); rerun `hce report {facts.folder}` first")  # fmt: skip
 
 
 def draft(study_dir: str | os.PathLike, report_dir: str | os.PathLike, *, title: str | None = None) -> Manuscript:
