@@ -54,8 +54,8 @@ def _absent(facts: StudyFacts, experiment_id: str) -> Paragraph:
     """Why an experiment has no results here: not run (no log), or run but its analysis plan could not be computed."""
     name = EXPERIMENTS[experiment_id][0]
     if facts.ran(experiment_id):
-        return Paragraph([f"{name} ran, but its analysis plan could not be computed on its log (the study report says "
-                          "why), so nothing is reported."])  # fmt: skip
+        return Paragraph([(f"{name} ran, but its analysis plan could not be computed on its log (the study report says "
+                          "why), so nothing is reported.")])  # fmt: skip
     return Paragraph([f"{name} was not run: the study folder holds no results for it, so nothing is reported."])
 
 
