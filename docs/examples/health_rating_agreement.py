@@ -97,7 +97,7 @@ def healthbench(report: Report, root: Path) -> list[dict]:
     items = physician_majority(physicians).merge(judge[["item_id", "score"]].rename(columns={"score": "judge"}), on="item_id")
     pairs = items.dropna(subset=["majority"]).melt(id_vars="item_id", value_vars=["judge", "majority"],
                                                    var_name="rater_id", value_name="score")
-    kappa = hs.cohen_kappa(pairs, "item_id", "rater_id", "score")
+    kappa = hs.cohen_kappa(pairs, item="item_id", rater="rater_id", score="score")
     section = report.section("HealthBench meta-evaluation: physicians and one LLM grader (criterion met?)")
     section.add(
         imported.summary() + f"; {items['n_physicians'].value_counts().sort_index().to_dict()} items by number of "

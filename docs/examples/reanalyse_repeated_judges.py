@@ -130,8 +130,8 @@ def sample_reliability(data: pd.DataFrame, keys: list[str], level: str) -> pd.Da
     groups = data.groupby(keys) if keys else [((), data)]
     for key, part in groups:
         label = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        icc = hs.icc(part, "item_id", "sample_idx", "score").set_index("estimator").loc[["ICC1", "ICC1k"]]
-        alpha = hs.krippendorff_alpha(part, "item_id", "sample_idx", "score", level=level, random_state=SEED)
+        icc = hs.icc(part, item="item_id", rater="sample_idx", score="score").set_index("estimator").loc[["ICC1", "ICC1k"]]
+        alpha = hs.krippendorff_alpha(part, item="item_id", rater="sample_idx", score="score", level=level, random_state=SEED)
         for estimator, row in [*icc.iterrows(), (f"alpha ({level})", alpha.iloc[0])]:
             rows.append({**label, "estimator": estimator, "estimate": row["estimate"], "ci_low": row["ci_low"],
                          "ci_high": row["ci_high"], "n_targets": row["n_targets"], "n_ratings": row["n_ratings"],
@@ -151,7 +151,7 @@ def human_agreement(data: pd.DataFrame, keys: list[str], human: str) -> pd.DataF
             rows.append({**label, "measure": name, "estimate": r["estimate"], "ci_low": r["ci_low"],
                          "ci_high": r["ci_high"], "p_value": r["p_value"], "n": r["n"]})
         pairs = means.melt(id_vars="item_id", value_vars=["mean_score", "target"], var_name="rater", value_name="score")
-        icc = hs.icc(pairs, "item_id", "rater", "score").set_index("estimator").loc["ICC2"]
+        icc = hs.icc(pairs, item="item_id", rater="rater", score="score").set_index("estimator").loc["ICC2"]
         rows.append({**label, "measure": "ICC(A,1) judge mean vs human", "estimate": icc["estimate"],
                      "ci_low": icc["ci_low"], "ci_high": icc["ci_high"], "p_value": icc["p_value"], "n": icc["n_targets"]})
         rows.append({**label, "measure": "MAE of the judge mean", "estimate": means["mae"].mean(), "ci_low": np.nan,

@@ -134,7 +134,7 @@ def item_statistics(
     rows = []
     for j, item in enumerate(names):
         rest = wide.drop(columns=item)
-        dropped = cronbach_alpha(_long(rest), _OBS, _ITEM, _SCORE, confidence=confidence)
+        dropped = cronbach_alpha(_long(rest), item=_OBS, rater=_ITEM, score=_SCORE, confidence=confidence)
         col = wide[item]
         rows.append({
             "item": item, "n": int(col.notna().sum()), "mean": col.mean(), "sd": col.std(),
@@ -245,9 +245,9 @@ def _reliability(data, target, rater, attribute, score, level, confidence, n_boo
     parts.append(("all", data.assign(_unit=unit), "_unit"))
     tables = []
     for label, rows, unit_col in parts:
-        i = icc(rows, targets=unit_col, raters=rater, ratings=score, confidence=confidence)
+        i = icc(rows, item=unit_col, rater=rater, score=score, confidence=confidence)
         i = i[i["estimator"].isin(["ICC3k"])]
-        k = krippendorff_alpha(rows, targets=unit_col, raters=rater, ratings=score, level=level,
+        k = krippendorff_alpha(rows, item=unit_col, rater=rater, score=score, level=level,
                                confidence=confidence, n_boot=n_boot, random_state=rng)
         for t in (i, k):
             tables.append(t.assign(attribute=label))
@@ -277,7 +277,7 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
                                  random_state=rng)
     rows = []
     try:
-        a = ordinal_alpha(wide, items, n_boot=n_boot, confidence=confidence,
+        a = ordinal_alpha(wide, columns=items, n_boot=n_boot, confidence=confidence,
                           random_state=rng).iloc[0]
         rows.append({"estimator": "ordinal alpha", "estimate": a["estimate"],
                      "ci_low": a["ci_low"], "ci_high": a["ci_high"], "method": a["method"],
@@ -286,7 +286,7 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
         notes.append(f"ordinal alpha skipped: {err}")
     k = efa_result.loadings.shape[1]
     if k >= 2:
-        om = omega_hierarchical(wide, items, n_factors=k, method=efa_result.method,
+        om = omega_hierarchical(wide, columns=items, n_factors=k, method=efa_result.method,
                                 cor=efa_result.cor, n_boot=n_boot, confidence=confidence,
                                 random_state=rng).estimates
         names = {"omega_hierarchical": "omega hierarchical",
@@ -422,9 +422,9 @@ def instrument_report(
                               aggfunc="mean", observed=True)
     wide.columns = [str(c) for c in wide.columns]
     items = list(wide.columns)
-    alpha = cronbach_alpha(_long(wide.reset_index(drop=True)), _OBS, _ITEM, _SCORE,
+    alpha = cronbach_alpha(_long(wide.reset_index(drop=True)), item=_OBS, rater=_ITEM, score=_SCORE,
                            confidence=confidence)
-    omega = mcdonald_omega(_long(wide.reset_index(drop=True)), _OBS, _ITEM, _SCORE,
+    omega = mcdonald_omega(_long(wide.reset_index(drop=True)), item=_OBS, rater=_ITEM, score=_SCORE,
                            confidence=confidence, n_boot=min(n_boot, 500),
                            random_state=rng)
     consistency = pd.concat([alpha, omega], ignore_index=True)

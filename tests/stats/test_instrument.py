@@ -51,7 +51,7 @@ def test_alpha_if_dropped_is_the_reliability_module_alpha_of_the_rest():
     wide = pd.DataFrame(rng.normal(size=(50, 1)) + rng.normal(size=(50, 4)), columns=list("abcd"))
     res = item_statistics(wide)
     rest = wide.drop(columns="b").rename_axis("t").reset_index().melt("t", var_name="i")
-    ref = cronbach_alpha(rest, "t", "i", "value")
+    ref = cronbach_alpha(rest, item="t", rater="i", score="value")
     assert res.loc[1, "alpha_if_dropped"] == pytest.approx(ref["estimate"].iloc[0], rel=1e-12)
     assert res.loc[1, "ci_low"] == pytest.approx(ref["ci_low"].iloc[0], rel=1e-12)
     with pytest.raises(DataError, match="reverse items"):
@@ -81,11 +81,11 @@ def test_instrument_report_uses_the_owning_modules():
                                        "form": ["organized", "succinct"]},
                             random_state=2)
     one = d[d["attribute"] == "useful"]
-    ref = icc(one, targets="text", raters="rater", ratings="score").set_index("estimator")
+    ref = icc(one, item="text", rater="rater", score="score").set_index("estimator")
     got = rep.reliability.query("attribute == 'useful' and estimator == 'ICC3k'").iloc[0]
     assert got["estimate"] == pytest.approx(ref.loc["ICC3k", "estimate"], rel=1e-12)
     assert got["ci_low"] == pytest.approx(ref.loc["ICC3k", "ci_low"], rel=1e-12)
-    ka = krippendorff_alpha(one, targets="text", raters="rater", ratings="score", n_boot=100,
+    ka = krippendorff_alpha(one, item="text", rater="rater", score="score", n_boot=100,
                             random_state=2)
     got = rep.reliability.query("attribute == 'useful' and estimator != 'ICC3k'").iloc[0]
     assert got["estimate"] == pytest.approx(ka["estimate"].iloc[0], rel=1e-12)
@@ -148,8 +148,8 @@ def test_factor_boot_adds_intervals_from_the_owning_functions():
     items = list(wide.columns)
     stream = np.random.default_rng(3)
     ref = efa(wide, 2, items, rotation="oblimin", n_boot=15, random_state=stream)
-    alpha = ordinal_alpha(wide, items, n_boot=15, random_state=stream).iloc[0]
-    omega = omega_hierarchical(wide, items, n_factors=2, n_boot=15,
+    alpha = ordinal_alpha(wide, columns=items, n_boot=15, random_state=stream).iloc[0]
+    omega = omega_hierarchical(wide, columns=items, n_factors=2, n_boot=15,
                                random_state=stream).estimates.set_index("measure")
     pd.testing.assert_frame_equal(rep.factors.intervals, ref.intervals)
     assert rep.factors.fit_value("rmsea") == ref.fit_value("rmsea")

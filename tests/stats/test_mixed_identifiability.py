@@ -104,7 +104,7 @@ def test_spread_model_refuses_one_cell_per_item():
 def test_icc_reml_refuses_one_rating_per_target():
     data = one_per_item().assign(rater=lambda d: ["r1", "r2", "r3", "r4"] * 10)
     with pytest.raises(DataError, match=r"\(1 \| item_id\): item_id has 40 levels for 40"):
-        icc(data, "item_id", "rater", "score", method="reml")
+        icc(data, item="item_id", rater="rater", score="score", method="reml")
 
 
 def test_check_identifiable_counts_every_coefficient():

@@ -136,5 +136,5 @@ def test_simulated_interval_width_is_the_one_krippendorff_alpha_reports():
     y[0], y[1] = [1, 2, 3], [2, 2, 3]
     width = power._interval_width(y, "krippendorff", None, "interval", 0.95, 200, as_generator(1))
     long = pd.DataFrame({"t": np.repeat(np.arange(8), 3), "r": np.tile(np.arange(3), 8), "v": y.ravel()})
-    row = krippendorff_alpha(long, "t", "r", "v", n_boot=200, random_state=1).iloc[0]
+    row = krippendorff_alpha(long, item="t", rater="r", score="v", n_boot=200, random_state=1).iloc[0]
     assert np.isfinite(width) and width == pytest.approx(row.ci_high - row.ci_low, rel=1e-12)

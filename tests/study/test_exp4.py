@@ -73,7 +73,7 @@ def test_second_coder_kappa_matches_its_known_agreement():
     other = second_coder(truth, scheme, 0.8, rng)
     assert (other["coder"] == "coder_2").all()
     wide = pd.DataFrame({"a": truth[dim.id], "b": other[dim.id]})
-    k = cohen_kappa(wide, raters=["a", "b"]).iloc[0]
+    k = cohen_kappa(wide, rater=["a", "b"]).iloc[0]
     want = expected_kappa(truth[dim.id], dim.codes, 0.8)
     # By hand: a (1 - sum p^2) / (1 - a sum p^2 - (1 - a)/K), sum p^2 = 0.46: 0.432 / 0.5653 = 0.764.
     assert want == pytest.approx(0.8 * (1 - 0.46) / (1 - 0.8 * 0.46 - 0.2 / 3), abs=0.01)

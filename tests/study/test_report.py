@@ -119,7 +119,7 @@ def test_reliability_is_the_generic_report_of_each_experiment():
     tables = {t.name: t.data for t in report.tables()}
     table = tables["exp5_total_reliability"]
     valid = log[~log["error_flag"]]
-    direct = hs.icc(valid, targets="item_id", raters="attempt", ratings="total").set_index("estimator")
+    direct = hs.icc(valid, item="item_id", rater="attempt", score="total").set_index("estimator")
     assert table["estimate"].iloc[0] == direct.loc["ICC1", "estimate"]
     assert table["ci_high"].iloc[1] == direct.loc["ICC1k", "ci_high"]
     expected, skipped = reliability_by_condition(log, "total", random_state=0)

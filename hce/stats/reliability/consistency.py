@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, plain
 from hce.errors import DataError
 from hce.stats._resample import as_generator, check_n_boot, percentile_interval, resample_rows
@@ -99,13 +100,14 @@ def general_share(general: np.ndarray, total: float) -> float:
     return float(general.sum() ** 2 / total)
 
 
-@reads_frame(keys=("targets", "items"), numbers=("ratings",))
+@renamed(targets="item", items="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), numbers=("score",))
 def cronbach_alpha(
     data: pd.DataFrame,
-    targets: str,
-    items: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     nan_policy: NanPolicy = "pairwise",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -115,7 +117,7 @@ def cronbach_alpha(
     ----------
     data : DataFrame
         Long format: one row per (target, item) score.
-    targets, items, ratings : str
+    item, rater, score : str
         Columns naming what is measured (a respondent, a rated response), the scale item
         (a rubric criterion) and the score.
     nan_policy : {"pairwise", "listwise"}, default "pairwise"
@@ -152,12 +154,12 @@ def cronbach_alpha(
     >>> d = pd.DataFrame({"resp": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5],
     ...                   "item": ["q1", "q2", "q3"] * 5,
     ...                   "score": [4, 5, 4, 2, 3, 2, 5, 5, 4, 1, 2, 2, 3, 3, 4]})
-    >>> cronbach_alpha(d, "resp", "item", "score")[["estimate", "ci_low", "ci_high"]].round(3)
+    >>> cronbach_alpha(d, item="resp", rater="item", score="score")[["estimate", "ci_low", "ci_high"]].round(3)
        estimate  ci_low  ci_high
     0     0.939   0.691    0.993
     """
     check_confidence(confidence)
-    r, y, n_used = _wide(data, targets, items, ratings, nan_policy)
+    r, y, n_used = _wide(data, item, rater, score, nan_policy)
     n, k = y.shape
     c = _covariance(y, r.rater_labels)
     alpha = alpha_from_matrix(c)
@@ -221,13 +223,14 @@ def _omega(s: np.ndarray) -> float:
     return general_share(loadings, loadings.sum() ** 2 + psi.sum())
 
 
-@reads_frame(keys=("targets", "items"), numbers=("ratings",))
+@renamed(targets="item", items="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), numbers=("score",))
 def mcdonald_omega(
     data: pd.DataFrame,
-    targets: str,
-    items: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     scale: Literal["covariance", "correlation"] = "covariance",
     nan_policy: NanPolicy = "listwise",
     confidence: float = 0.95,
@@ -240,7 +243,7 @@ def mcdonald_omega(
     ----------
     data : DataFrame
         Long format: one row per (target, item) score.
-    targets, items, ratings : str
+    item, rater, score : str
         As in :func:`cronbach_alpha`.
     scale : {"covariance", "correlation"}, default "covariance"
         Fit the factor model to item covariances (omega of the raw sum score, comparable to
@@ -286,7 +289,7 @@ def mcdonald_omega(
     >>> d = pd.DataFrame({"resp": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5],
     ...                   "item": ["q1", "q2", "q3"] * 5,
     ...                   "score": [4, 5, 4, 2, 3, 2, 5, 5, 4, 1, 2, 2, 3, 3, 4]})
-    >>> out = mcdonald_omega(d, "resp", "item", "score", n_boot=0)
+    >>> out = mcdonald_omega(d, item="resp", rater="item", score="score", n_boot=0)
     >>> round(float(out.estimate[0]), 3)
     0.966
     """
@@ -294,7 +297,7 @@ def mcdonald_omega(
     check_choice("scale", scale, ["covariance", "correlation"])
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
         raise DataError(f"n_boot={n_boot!r} must be a whole number >= 0")
-    r, y, n_used = _wide(data, targets, items, ratings, nan_policy)
+    r, y, n_used = _wide(data, item, rater, score, nan_policy)
 
     def omega_of(rows: np.ndarray) -> float:
         s = _covariance(rows, r.rater_labels)
@@ -323,11 +326,12 @@ def mcdonald_omega(
     return pd.DataFrame([row], columns=COLUMNS)
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
 def ordinal_alpha(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     correct: float = 0.5,
     n_boot: int = 0,
     confidence: float = 0.95,
@@ -339,7 +343,7 @@ def ordinal_alpha(
     ----------
     data : DataFrame
         One row per observation, one column per ordinal item.
-    items : list of str, optional
+    columns : list of str, optional
         Item columns; default every numeric column.
     correct : float, default 0.5
         Continuity correction of the polychoric correlations.
@@ -380,7 +384,7 @@ def ordinal_alpha(
     """
     check_n_boot(n_boot)
     check_confidence(confidence)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
 
     def alpha_of(rows: np.ndarray) -> np.ndarray:
         return np.array([alpha_from_matrix(resample_correlation(rows, "polychoric",
@@ -430,11 +434,12 @@ class OmegaResult:
         return self.summary()
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
 def omega_hierarchical(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     n_factors: int = 3,
     method: Method = "minres",
     cor: Correlation = "pearson",
@@ -449,7 +454,7 @@ def omega_hierarchical(
     ----------
     data : DataFrame
         One row per observation, one column per item.
-    items : list of str, optional
+    columns : list of str, optional
         Item columns; default every numeric column.
     n_factors : int, default 3
         Group factors of the Schmid-Leiman solution (psych's default is 3; at least 2).
@@ -508,7 +513,7 @@ def omega_hierarchical(
     check_choice("cor", cor, CORRELATIONS)
     check_n_boot(n_boot)
     check_confidence(confidence)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     if not (isinstance(n_factors, (int, np.integer)) and 2 <= n_factors < len(names)):
         raise DataError(f"n_factors={n_factors!r} must be an integer from 2 to {len(names) - 1}")
     k = int(n_factors)

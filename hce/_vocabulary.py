@@ -1,0 +1,159 @@
+"""The one vocabulary of hce's public functions: argument names, retired names, result columns.
+
+This module is the single source of truth: the glossary page of the documentation is written
+from it and ``tests/test_vocabulary.py`` holds the signature of every public function of
+:mod:`hce.stats`, :mod:`hce.study` and :mod:`hce.report` to it.
+
+Why these names
+---------------
+Before issue 26 the rated unit was called ``item``, ``targets``, ``target``, ``unit``,
+``block``, ``subject``, ``pair`` or ``message``; the names below are the ones that were
+already the most common in hce, checked against the libraries our users know:
+
+* ``item`` (28 signatures used it, against 9 for ``targets``): the word of the study's logs
+  (``item_id``) and of psychometrics' "item-level" analyses. pingouin says ``targets`` in
+  ``intraclass_corr`` but ``subject`` in ``rm_anova`` and ``friedman``; scikit-posthocs says
+  ``block_col``: no outside name is shared, so ours wins.
+* ``rater`` for whoever or whatever gives a score: a judge, an attempt, an annotator, a scale
+  item in Cronbach's alpha (pingouin's ``raters``, singular like every other column argument).
+* ``score`` for the value column (22 signatures, and pingouin's ``scores`` in
+  ``cronbach_alpha``); ``truth`` for the reference it is compared with (a golden verdict, a
+  human score, an observed outcome, a true total), already the word of ``golden_agreement``.
+* ``condition`` for the column whose levels are compared (the PRD's prompt conditions, the
+  models, expert vs LLM raters); ``by`` for extra columns that split the analysis into
+  separate results (pandas ``groupby(by=...)``), always a sequence defaulting to ``()``.
+* ``columns`` for a list of wide columns (``factor.*``): ``items`` was both that and a
+  long-format id column.
+* ``confidence`` for the interval level, as in pingouin (``confidence=0.95``); ``alpha`` stays
+  the significance level of a test (statsmodels' ``alpha``).
+* ``n_boot`` for bootstrap resamples (pingouin's and SciPy's ``n_resamples`` are the only
+  other candidates; ``n_boot`` was in 17 signatures), default 1000 (pingouin's
+  ``compute_bootci`` default is 2000, but 1000 was the most common default here and keeps
+  interval ends stable to the second decimal); ``n_sim`` for Monte-Carlo simulations (power,
+  simulated p-values, parallel analysis), which are not resamples of the data.
+* ``random_state`` (SciPy, scikit-learn), default ``None`` everywhere: a seed is the caller's
+  decision, and reports that must be reproducible pass one.
+* ``method`` is the estimator or test (statsmodels' ``method``); ``ci_method`` is how the
+  interval is built (``wilson``, ``clopper-pearson``, ``bca``).
+
+Results follow the same rules: ``estimate, ci_low, ci_high`` bound an estimate;
+``effect_size, effect_ci_low, effect_ci_high`` an effect size reported beside a test
+statistic; ``statistic, p_value`` a test.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
+#: Canonical argument names and what they mean.
+ARGUMENTS: dict[str, str] = {
+    "data": "the input DataFrame (long format unless the function says wide); first, positional",
+    "item": "column identifying the rated unit: a message, transcript, pair or query",
+    "rater": "column identifying who or what scored: a judge, an attempt, an annotator, a scale item",
+    "score": "column holding the value analysed: a score, a rating, a verdict",
+    "truth": "column holding the reference the score is compared with: golden verdict, human score, outcome",
+    "condition": "column whose levels are compared: prompt, model, rater group",
+    "by": "columns splitting the analysis into separate results; a sequence, default ()",
+    "columns": "list of wide-format columns (questionnaire items) to analyse",
+    "confidence": "confidence level of every interval, default 0.95",
+    "alpha": "significance level of a test, default 0.05",
+    "n_boot": "bootstrap resamples, default 1000 (0 where the bootstrap is opt-in)",
+    "n_sim": "Monte-Carlo simulations (power, simulated p-values, parallel analysis)",
+    "random_state": "seed or numpy Generator; default None everywhere",
+    "method": "the estimator or test",
+    "ci_method": "how the confidence interval is built",
+    "error": "column flagging failed attempts, excluded before the analysis",
+}
+
+#: Retired argument names and the name that replaced each. ``renamed`` raises a TypeError
+#: naming the replacement when one is passed.
+RETIRED: dict[str, str] = {
+    "targets": "item",
+    "target": "item",  # mae_vs_target and experiment1: the true score is ``truth``
+    "unit": "item",
+    "block": "item",
+    "subject": "item",
+    "pair": "item",
+    "message": "item",
+    "raters": "rater",
+    "annotator": "rater",
+    "ratings": "score",
+    "value": "score",
+    "verdict": "score",
+    "prediction": "score",
+    "judge": "score",
+    "human": "truth",
+    "outcome": "truth",
+    "group": "condition",
+    "within": "condition",
+    "groups": "condition",
+    "rater_group": "condition",
+    "items": "columns",  # cronbach_alpha and mcdonald_omega: the scale items are the ``rater``
+    "interval_method": "ci_method",
+    "n_sims": "n_sim",
+    "n_iter": "n_sim",
+}
+
+#: The only defaults of ``n_boot``: 1000, or 0 where the bootstrap is opt-in (each listed).
+N_BOOT_DEFAULT = 1000
+N_BOOT_OPT_IN: dict[str, str] = {
+    "efa": "bootstrapped loadings refit the rotation: minutes",
+    "omega_hierarchical": "each resample refits a bifactor model",
+    "ordinal_alpha": "each resample re-estimates a polychoric matrix",
+}
+#: ``n_boot`` defaults that are neither, with the reason.
+N_BOOT_OTHER: dict[str, tuple[int, str]] = {
+    "reliability_items": (200, "a bootstrap inside each of n_sim simulated studies"),
+}
+
+#: ``confidence`` is 0.95 except here.
+CONFIDENCE_DEFAULT = 0.95
+CONFIDENCE_OTHER: dict[str, tuple[float | None, str]] = {
+    "cfa": (0.90, "the RMSEA interval is a 90% interval by convention (lavaan, semopy)"),
+    "efa": (None, "no interval unless n_boot > 0"),
+}
+
+#: Result columns: an estimate with its interval, an effect size with its own, a test.
+ESTIMATE_COLUMNS = ("estimate", "ci_low", "ci_high")
+EFFECT_COLUMNS = ("effect_size", "effect_ci_low", "effect_ci_high")
+TEST_COLUMNS = ("statistic", "p_value")
+#: Column names results never use (their replacement in ESTIMATE_COLUMNS / EFFECT_COLUMNS).
+RETIRED_COLUMNS = ("lower", "upper", "ci_lower", "ci_upper", "ci_lo", "ci_hi")
+
+F = TypeVar("F", bound=Callable)
+
+
+def renamed(**retired: str) -> Callable[[F], F]:
+    """Refuse retired argument names with a TypeError that names the replacement.
+
+    Parameters
+    ----------
+    **retired : str
+        Each retired name and the argument that replaced it in this function (usually as in
+        :data:`RETIRED`; a function may map a name to another canonical one, as
+        ``method="ci_method"`` where ``method`` used to be the interval method).
+
+    Examples
+    --------
+    >>> @renamed(targets="item")
+    ... def count(data, *, item="item_id"):
+    ...     return data[item].nunique()
+    >>> count({"item_id": [1, 1, 2]}, targets="item_id")
+    Traceback (most recent call last):
+    ...
+    TypeError: count() no longer takes 'targets': use item='item_id' (hce 0.x vocabulary, see the glossary)
+    """
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            for old in retired.keys() & kwargs.keys():
+                raise TypeError(f"{func.__name__}() no longer takes {old!r}: use "
+                                f"{retired[old]}={kwargs[old]!r} (hce 0.x vocabulary, see the glossary)")  # fmt: skip
+            return func(*args, **kwargs)
+
+        wrapper.__renamed__ = dict(retired)  # type: ignore[attr-defined]  # read by the glossary test
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
