@@ -69,9 +69,9 @@ def prompt_effect(section, spread: pd.DataFrame) -> pd.DataFrame:
     """Friedman across the 7 prompt variants of the per-item SD, per attribute, then Nemenyi."""
     tests, pairs = [], []
     for attribute, part in spread.groupby("attribute"):
-        tests.append(hs.friedman(part, block="item_id", group="prompt_variant", value="sd",
+        tests.append(hs.friedman(part, item="item_id", condition="prompt_variant", score="sd",
                                  random_state=SEED).assign(attribute=attribute))
-        pairs.append(hs.posthoc(part, block="item_id", group="prompt_variant", value="sd",
+        pairs.append(hs.posthoc(part, item="item_id", condition="prompt_variant", score="sd",
                                 method="nemenyi").assign(attribute=attribute))
     tests, pairs = pd.concat(tests), pd.concat(pairs)
     section.add(
@@ -145,7 +145,7 @@ def human_agreement(data: pd.DataFrame, keys: list[str], human: str) -> pd.DataF
     groups = data.groupby(keys) if keys else [((), data)]
     for key, part in groups:
         label = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        means = hs.mae_vs_target(part, condition=None, score="score", target=human, error=None)
+        means = hs.mae_vs_target(part, condition=None, score="score", truth=human, error=None)
         for method, name in (("pearson", "Pearson r"), ("spearman", "Spearman rho")):
             r = hs.correlation(means, x="mean_score", y="target", method=method).iloc[0]
             rows.append({**label, "measure": name, "estimate": r["estimate"], "ci_low": r["ci_low"],

@@ -457,17 +457,17 @@ def _tests(section: Section, context: _Context, spread: pd.DataFrame, value: str
     data = spread[spread[value].notna()]
     common = {"confidence": context.confidence}
     if plan == "friedman":
-        omnibus = hs.friedman(data, block=ITEM, group=CONDITION, value=value, random_state=context.rng, **common)
-        pairs = hs.posthoc(data, block=ITEM, group=CONDITION, value=value, method="nemenyi", p_adjust_method="holm", **common)
+        omnibus = hs.friedman(data, item=ITEM, condition=CONDITION, score=value, random_state=context.rng, **common)
+        pairs = hs.posthoc(data, item=ITEM, condition=CONDITION, score=value, method="nemenyi", p_adjust_method="holm", **common)
     elif plan == "kruskal":
-        omnibus = hs.kruskal_wallis(data, group=CONDITION, value=value, random_state=context.rng, **common)
-        pairs = pd.concat([hs.mann_whitney(data, group=CONDITION, value=value, a=a, b=b, **common)
+        omnibus = hs.kruskal_wallis(data, condition=CONDITION, score=value, random_state=context.rng, **common)
+        pairs = pd.concat([hs.mann_whitney(data, condition=CONDITION, score=value, a=a, b=b, **common)
                            for i, a in enumerate(levels) for b in levels[i + 1:]], ignore_index=True)  # fmt: skip
         pairs.insert(pairs.columns.get_loc("p_value") + 1, "p_adjusted", hs.p_adjust(pairs["p_value"].to_numpy(), "holm"))
     elif plan == "wilcoxon":
-        omnibus, pairs = hs.wilcoxon_paired(data, pair=ITEM, group=CONDITION, value=value, a=levels[0], b=levels[1], **common), None
+        omnibus, pairs = hs.wilcoxon_paired(data, item=ITEM, condition=CONDITION, score=value, a=levels[0], b=levels[1], **common), None
     else:
-        omnibus, pairs = hs.mann_whitney(data, group=CONDITION, value=value, a=levels[0], b=levels[1], **common), None
+        omnibus, pairs = hs.mann_whitney(data, condition=CONDITION, score=value, a=levels[0], b=levels[1], **common), None
     what = {"friedman": "Friedman test (items as blocks), Kendall's W", "kruskal": "Kruskal-Wallis test (items differ between conditions), epsilon-squared",
             "wilcoxon": "Wilcoxon signed-rank test (paired by item), rank-biserial r",
             "mann_whitney": "Mann-Whitney U test (items differ between conditions), rank-biserial r"}[plan]  # fmt: skip

@@ -84,8 +84,8 @@ def discriminant_validity(
     -------
     DataFrame
         ``attribute, n_high, n_low, median_high, median_low, statistic`` (U of the high
-        group), ``p_value`` (two-sided), ``effect_size`` (rank-biserial r), ``ci_low,
-        ci_high, method``.
+        group), ``p_value`` (two-sided), ``effect_size`` (rank-biserial r), ``effect_ci_low,
+        effect_ci_high, method``.
 
     Notes
     -----
@@ -142,8 +142,8 @@ def discriminant_validity(
             "median_high": float(np.median(x_high)), "median_low": float(np.median(x_low)),
             "statistic": float(test.statistic), "p_value": float(test.pvalue),
             "effect_size": 2 * auc - 1,
-            "ci_low": max(2 * (auc - z * se) - 1, -1.0),
-            "ci_high": min(2 * (auc + z * se) - 1, 1.0),
+            "effect_ci_low": max(2 * (auc - z * se) - 1, -1.0),
+            "effect_ci_high": min(2 * (auc + z * se) - 1, 1.0),
             "method": "Mann-Whitney U; rank-biserial r with DeLong interval"})
     return pd.DataFrame(rows)
 
@@ -278,7 +278,7 @@ def rater_expertise(
         ``attribute, n`` (paired texts), ``median_a, median_b`` (per-text mean scores of each
         group), ``statistic`` (W+, sum of ranks of positive differences, R's V),
         ``p_value`` (two-sided), ``effect_size`` (matched-pairs rank-biserial r),
-        ``ci_low, ci_high, method``.
+        ``effect_ci_low, effect_ci_high, method``.
 
     Notes
     -----

@@ -14,11 +14,19 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import require_columns
+from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS
 from hce.errors import DataError
+from hce.stats._validate import reads_frame
 from hce.stats.effects import cohens_d, correlation, kl_divergence, mae_vs_target
-from hce.stats.subgroup_fairness import fairness
 from hce.stats.result import AnalysisResult
-from hce.stats.spread import as_list, item_spread, share_below, spread_summary, success_metric_2
+from hce.stats.spread import (
+    as_list,
+    item_spread,
+    share_below,
+    spread_summary,
+    success_metric_2,
+)
+from hce.stats.subgroup_fairness import fairness
 from hce.stats.tests import (
     Adjustment,
     PosthocMethod,
@@ -33,7 +41,6 @@ from hce.stats.tests import (
     rm_anova,
     wilcoxon_paired,
 )
-from hce.stats._validate import reads_frame
 
 #: Rubric v5.0 categories as attempt-log columns (seeds/000, section 3).
 RUBRIC_V5_CATEGORIES = (
@@ -195,10 +202,10 @@ def experiment1(
         if not (data[condition] == level).any():
             raise DataError(f"{name}={level!r}: no attempt has {condition}={level!r}")
     spread = item_spread(data, item=item, condition=condition, score=score, error=error)
-    h1a = mann_whitney(spread, group=condition, value="sd", a=rubric, b=non_rubric,
+    h1a = mann_whitney(spread, condition=condition, score="sd", a=rubric, b=non_rubric,
                        confidence=confidence)  # fmt: skip
-    mae = mae_vs_target(data, item=item, condition=condition, score=score, target=target, error=error)
-    h1b = wilcoxon_paired(mae, pair=item, group=condition, value="mae", a=rubric, b=non_rubric,
+    mae = mae_vs_target(data, item=item, condition=condition, score=score, truth=target, error=error)
+    h1b = wilcoxon_paired(mae, item=item, condition=condition, score="mae", a=rubric, b=non_rubric,
                           confidence=confidence)  # fmt: skip
     valid = data if error is None else data[~data[error].fillna(False).astype(bool)]
     scores = pd.concat([
@@ -208,7 +215,7 @@ def experiment1(
     scores = scores.dropna()
     distribution = (scores.groupby(["source", score]).size().rename("count").reset_index())
     distribution["share"] = distribution["count"] / distribution.groupby("source")["count"].transform("sum")
-    h1c = kl_divergence(scores, group="source", value=score, reference="target", support=support,
+    h1c = kl_divergence(scores, condition="source", score=score, reference="target", support=support,
                         smoothing=smoothing)  # fmt: skip
     sm3 = []
     for level in (non_rubric, rubric):
@@ -300,16 +307,16 @@ def _compare_sds(
     confidence, random_state,
 ) -> tuple[dict[str, pd.DataFrame], list[str]]:
     spread = item_spread(data, item=item, condition=condition, score=score, error=error)
-    fr = friedman(spread, block=item, group=condition, value="sd", confidence=confidence,
+    fr = friedman(spread, item=item, condition=condition, score="sd", confidence=confidence,
                   random_state=random_state)  # fmt: skip
-    chosen = posthoc(spread, block=item, group=condition, value="sd", method=posthoc_method,
+    chosen = posthoc(spread, item=item, condition=condition, score="sd", method=posthoc_method,
                      p_adjust_method=p_adjust_method, confidence=confidence)  # fmt: skip
     others = [m for m in ("nemenyi", "wilcoxon") if m != posthoc_method]
-    extra = {f"posthoc_{m}": posthoc(spread, block=item, group=condition, value="sd", method=m,
+    extra = {f"posthoc_{m}": posthoc(spread, item=item, condition=condition, score="sd", method=m,
                                      p_adjust_method=p_adjust_method, confidence=confidence)
              for m in others}  # fmt: skip
     levels = sorted(spread[condition].unique(), key=str)
-    dz = pd.concat([cohens_d(spread, group=condition, value="sd", a=a, b=b, paired=True, pair=item,
+    dz = pd.concat([cohens_d(spread, condition=condition, score="sd", a=a, b=b, paired=True, item=item,
                              confidence=confidence)
                     for a, b in itertools.combinations(levels, 2)], ignore_index=True)  # fmt: skip
     winner, why = _select_winner(spread, fr.iloc[0], chosen, condition, alpha, require)
@@ -446,13 +453,13 @@ def experiment3(
     )  # fmt: skip
     spread = result.tables["sd"]
     tables = dict(result.tables)
-    tables["rm_anova"] = rm_anova(spread, subject=item, within=condition, value="sd",
+    tables["rm_anova"] = rm_anova(spread, item=item, condition=condition, score="sd",
                                   transform=transform, confidence=confidence)  # fmt: skip
     means = spread[[item, condition, "n", "mean"]].rename(columns={"mean": "mean_score"})
     tables["mean_scores"] = means
-    tables["mean_friedman"] = friedman(means, block=item, group=condition, value="mean_score",
+    tables["mean_friedman"] = friedman(means, item=item, condition=condition, score="mean_score",
                                        confidence=confidence, random_state=random_state)  # fmt: skip
-    tables["mean_posthoc"] = posthoc(means, block=item, group=condition, value="mean_score",
+    tables["mean_posthoc"] = posthoc(means, item=item, condition=condition, score="mean_score",
                                      method=posthoc_method, p_adjust_method=p_adjust_method,
                                      confidence=confidence)  # fmt: skip
     notes = list(result.notes)
@@ -512,13 +519,13 @@ def experiment4(
     """
     dims = as_list(dimensions)
     require_columns(codes, [group, *dims], what="codes")
-    tests = contingency_test(codes, group=group, codes=dims, method=method, confidence=confidence,
+    tests = contingency_test(codes, condition=group, codes=dims, method=method, confidence=confidence,
                              n_sim=n_sim, random_state=random_state)  # fmt: skip
     tests.insert(tests.columns.get_loc("p_value") + 1, "p_adjusted",
                  p_adjust(tests["p_value"].to_numpy(), p_adjust_method))  # fmt: skip
     return AnalysisResult(
         title="EXP4_ReasoningAnalysis",
-        tables={"frequencies": code_frequencies(codes, group=group, codes=dims, confidence=confidence), "tests": tests},
+        tables={"frequencies": code_frequencies(codes, condition=group, codes=dims, confidence=confidence), "tests": tests},
         notes=[f"{p_adjust_method} correction across {len(dims)} coding dimension(s)",
                "inter-coder reliability (Cohen's kappa) is computed by hce.stats reliability"],
     )  # fmt: skip
@@ -648,11 +655,11 @@ def _metadata_tests(data, per_item, item, metadata, confidence, random_state) ->
     for column in metadata:
         if pd.api.types.is_numeric_dtype(joined[column]) and not pd.api.types.is_bool_dtype(joined[column]):
             r = correlation(joined, x=column, y="sd_total", method="spearman", confidence=confidence)
-            rows.append(r.rename(columns={"estimate": "effect_size"}).assign(variable=column))
+            rows.append(r.rename(columns=dict(zip(ESTIMATE_COLUMNS, EFFECT_COLUMNS))).assign(variable=column))
         else:
-            kw = kruskal_wallis(joined.dropna(subset=[column]), group=column, value="sd_total",
+            kw = kruskal_wallis(joined.dropna(subset=[column]), condition=column, score="sd_total",
                                 confidence=confidence, random_state=random_state)  # fmt: skip
             rows.append(kw.assign(variable=column))
     out = pd.concat(rows, ignore_index=True)
-    first = ["variable", "statistic", "df1", "p_value", "effect_size", "ci_low", "ci_high", "n"]
+    first = ["variable", "statistic", "df1", "p_value", *EFFECT_COLUMNS, "n"]
     return out[first + ["method"]]

@@ -24,6 +24,7 @@ import pandas as pd
 import yaml
 
 import hce.stats as hs
+from hce._vocabulary import EFFECT_COLUMNS
 from hce.collect.sim import SIM_FINGERPRINT
 from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
@@ -308,8 +309,9 @@ def key_results(results: dict[str, AnalysisResult]) -> pd.DataFrame:
             row = results[experiment_id][name].iloc[0]
             rows.append({"comparison": label, "method": row.get("method"), "statistic": row.get("statistic"),
                          "p_value": row.get("p_value"), "effect_size": row.get("effect_size"),
-                         "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"), "n": row.get("n")})
-    return pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", "effect_size", "ci_low", "ci_high", "n"])
+                         "effect_ci_low": row.get("effect_ci_low"), "effect_ci_high": row.get("effect_ci_high"),
+                         "n": row.get("n")})
+    return pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"])
 
 
 NOT_MEASURABLE = "not measurable from this log"

@@ -200,7 +200,7 @@ CASES: dict[str, Case] = {
     "cfa": Case(item_matrix, lambda d: hs.cfa(d, {"F": [f"i{j}" for j in range(6)]}), ("i0", "i3"), log=False),
     "code_frequencies": Case(codes, lambda d: hs.code_frequencies(d), ("model", "code")),
     "cohen_kappa": Case(attempt_log, lambda d: hs.cohen_kappa(d, rater=["verdict", "golden"]), ("verdict", "golden")),
-    "cohens_d": Case(attempt_log, lambda d: hs.cohens_d(d, value="total"), ("condition_id", "total")),
+    "cohens_d": Case(attempt_log, lambda d: hs.cohens_d(d, score="total"), ("condition_id", "total")),
     "confidence_spread": Case(attempt_log, lambda d: hs.confidence_spread(d), ("item_id", "total", "prob")),
     "confidence_table": Case(attempt_log, lambda d: hs.confidence_table(d, source="votes"), ("item_id", "total"), rowwise=True),
     "contingency_test": Case(codes, lambda d: hs.contingency_test(d, method="chi2"), ("model", "code")),
@@ -246,7 +246,7 @@ CASES: dict[str, Case] = {
     "logprob_confidence": Case(logprob_log, lambda d: hs.logprob_confidence(d, scores=range(1, 5)), ("logprobs",), rowwise=True),
     "mae_vs_target": Case(attempt_log, lambda d: hs.mae_vs_target(d), (*LOG_SCORE, "target_total")),
     "majority_vote": Case(attempt_log, lambda d: hs.majority_vote(d), ("item_id", "verdict")),
-    "mann_whitney": Case(attempt_log, lambda d: hs.mann_whitney(d, value="total"), ("condition_id", "total")),
+    "mann_whitney": Case(attempt_log, lambda d: hs.mann_whitney(d, score="total"), ("condition_id", "total")),
     "mcdonald_omega": Case(rater_table, lambda d: hs.mcdonald_omega(d, **BY_LONG, n_boot=0), LONG),
     "mean_score_ensemble": Case(attempt_log, lambda d: hs.mean_score_ensemble(d), ("item_id", "score")),
     "normalize_likert": Case(attempt_log, lambda d: hs.normalize_likert(d), ("score",), log=False, rowwise=True),
@@ -286,7 +286,7 @@ CASES: dict[str, Case] = {
     "verbal_confidence": Case(attempt_log, lambda d: hs.verbal_confidence(d), ("confidence_level",), rowwise=True),
     "vote_confidence": Case(attempt_log, lambda d: hs.vote_confidence(d), ("item_id", "total")),
     "vote_stability": Case(attempt_log, lambda d: hs.vote_stability(d), ("item_id", "condition_id", "verdict")),
-    "wilcoxon_paired": Case(spread_table, lambda d: hs.wilcoxon_paired(d.query("criterion == 'total'"), value="sd"),
+    "wilcoxon_paired": Case(spread_table, lambda d: hs.wilcoxon_paired(d.query("criterion == 'total'"), score="sd"),
                             ("item_id", "condition_id", "sd"), log=False),
 }  # fmt: skip
 

@@ -217,7 +217,7 @@ def test_real_repeated_judge_log_topicalchat():
     wide = spread.pivot(index="item_id", columns="prompt_variant", values="sd").dropna()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HceWarning)  # incomplete blocks are dropped with a notice
-        out = friedman(spread, group="prompt_variant", random_state=0).iloc[0]
+        out = friedman(spread, condition="prompt_variant", random_state=0).iloc[0]
     assert out["n"] == len(wide) and out["k"] == 7
     assert out["statistic"] == pytest.approx(stats.friedmanchisquare(*wide.to_numpy().T).statistic, rel=1e-10)
     # all four attributes of the long file at once (criterion=) give each attribute's own table

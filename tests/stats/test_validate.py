@@ -26,7 +26,7 @@ def test_a_named_column_the_frame_lacks_lists_the_columns_present():
     with pytest.raises(DataError, match=r"icc: data has no column\(s\) \['score'\]; columns present: \['item_id'"):
         hs.icc(_log(), item="item_id", rater="attempt", score="score")
     with pytest.raises(DataError, match=r"no column\(s\) \['model'\].*columns present"):
-        hs.kruskal_wallis(_log(), group="model", value="total")
+        hs.kruskal_wallis(_log(), condition="model", score="total")
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf])

@@ -26,7 +26,7 @@ def test_discriminant_matches_r_wilcox_test_and_pingouin():
     # pingouin.mwu(x, y): RBC 0.4
     ref = pg.mwu(HW_X, HW_Y)
     assert res["effect_size"] == pytest.approx(float(ref["RBC"].iloc[0]), abs=1e-12)
-    assert res["ci_low"] < res["effect_size"] < res["ci_high"]
+    assert res["effect_ci_low"] < res["effect_size"] < res["effect_ci_high"]
     assert (res["n_high"], res["n_low"]) == (10, 5)
 
 
@@ -53,7 +53,7 @@ def test_delong_interval_covers_like_a_bootstrap(seed):
         u = stats.mannwhitneyu(a, b).statistic
         boot.append(2 * u / (a.size * b.size) - 1)
     se_boot = np.std(boot, ddof=1)
-    se_ours = (res["ci_high"] - res["ci_low"]) / (2 * stats.norm.ppf(0.975))
+    se_ours = (res["effect_ci_high"] - res["effect_ci_low"]) / (2 * stats.norm.ppf(0.975))
     assert se_ours == pytest.approx(se_boot, rel=0.12)
 
 

@@ -40,7 +40,7 @@ def test_exp4_code_frequencies_recover_the_simulator_s_styles(tmp_path, seed):
     scheme = st.reasoning.load_coding_scheme("prd")
     # Margin: each of the 60 shares (4 models x 15 codes, 100 segments each) gets its Wilson interval at
     # 1 - 0.01 / 60, so all 60 hold the true probability (hce.collect.sim_reasoning) with >= 99% chance.
-    freq = code_frequencies(codes, group="model", codes=scheme.ids, confidence=1 - 0.01 / 60)
+    freq = code_frequencies(codes, condition="model", codes=scheme.ids, confidence=1 - 0.01 / 60)
     truth = np.array([style(m)[d][c] for m, d, c in zip(freq["group"], freq["code"], freq["level"])])
     inside = (freq["ci_low"] <= truth) & (truth <= freq["ci_high"])
     assert len(freq) == 60 and inside.all(), freq[~inside]
