@@ -75,8 +75,8 @@ def kqa(report: Report, root: Path) -> list[dict]:
 
 def physician_majority(physicians: pd.DataFrame) -> pd.DataFrame:
     """Per item: the physicians' majority, NaN on a tie ("majority") or a fail ("majority_tie_fail")."""
-    votes = hs.majority_vote(physicians, item="item_id", verdict="score", tie="missing")
-    strict = hs.majority_vote(physicians, item="item_id", verdict="score", tie="fail")
+    votes = hs.majority_vote(physicians, item="item_id", score="score", tie="missing")
+    strict = hs.majority_vote(physicians, item="item_id", score="score", tie="fail")
     return pd.DataFrame({"item_id": votes["item_id"], "n_physicians": votes["n"],
                          "majority": votes["verdict"].astype("Float64").astype(float),
                          "majority_tie_fail": strict["verdict"].astype(float)})
@@ -119,15 +119,15 @@ def healthbench(report: Report, root: Path) -> list[dict]:
 def corrected_pass_rate(section, items: pd.DataFrame) -> list[dict]:
     """Golden-set metrics of the grader, and its pass rate corrected with physician labels on
     a random N_LABELLED items (the others keep only the grader's label)."""
-    metrics = hs.golden_agreement(items.dropna(subset=["majority"]), prediction="judge", truth="majority",
+    metrics = hs.golden_agreement(items.dropna(subset=["majority"]), score="judge", truth="majority",
                                   random_state=SEED)
     rng = np.random.default_rng(SEED)
     labelled = np.zeros(len(items), dtype=bool)
     labelled[rng.choice(len(items), N_LABELLED, replace=False)] = True
     split = items.assign(golden=items["majority_tie_fail"].where(labelled))
-    ppi = pd.concat([hs.ppi_mean(split, judge="judge", human="golden", tuning=t) for t in ("none", "power")])
+    ppi = pd.concat([hs.ppi_mean(split, score="judge", truth="golden", tuning=t) for t in ("none", "power")])
     ppi = ppi.drop_duplicates("method")
-    rogan = hs.rogan_gladen(split, verdict="judge", truth="golden")
+    rogan = hs.rogan_gladen(split, score="judge", truth="golden")
     truth = items["majority_tie_fail"].mean()
     estimates = pd.concat([ppi, rogan]).reset_index(drop=True)
     section.add(

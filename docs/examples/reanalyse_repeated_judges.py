@@ -56,7 +56,7 @@ def load_topical(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 def spread_tables(section, spread: pd.DataFrame, keys: list[str], name: str, label: str) -> pd.DataFrame:
     summary = hs.spread_summary(spread, by=keys) if keys else hs.spread_summary(spread)
-    zero = hs.share_below(spread, 0.0, by=keys or None)
+    zero = hs.share_below(spread, threshold=0.0, by=keys or None)
     section.add(
         table(summary, f"{name}_spread_summary", f"{label}: per-item SD of the repeated scores, across items"),
         table(zero, f"{name}_share_sd0", f"{label}: share of items whose repeated scores never vary (SD = 0), Wilson CI"),
@@ -99,7 +99,7 @@ def g_study(section, scores: pd.DataFrame) -> pd.DataFrame:
     components, coefficients = [], []
     for attribute, part in scores.groupby("attribute"):
         valid = part.dropna(subset=["score"])
-        g = hs.variance_components(valid, "score", ["item_id", "prompt_variant"], random_state=SEED)
+        g = hs.variance_components(valid, score="score", facets=["item_id", "prompt_variant"], random_state=SEED)
         # the caption's design: 20 samples under one variant drawn at random (item x variant is error)
         one_variant = g.d_study(n_attempts=20, n_levels={"prompt_variant": 1}, random_state=SEED)
         cells = valid.groupby(["item_id", "prompt_variant"]).size()
@@ -173,7 +173,7 @@ def topical_calibration(scores: pd.DataFrame, human: pd.DataFrame) -> pd.DataFra
         votes = votes.merge(truth, on="item_id")
         votes["human_class"] = np.rint(votes["human"])
         for variant, cell in votes.groupby("prompt_variant"):
-            metrics = hs.calibration_metrics(cell, prob=probs, outcome="human_class", labels=labels, n_bins=10,
+            metrics = hs.calibration_metrics(cell, prob=probs, truth="human_class", labels=labels, n_bins=10,
                                              n_boot=500, random_state=SEED)
             rows.append(metrics.assign(attribute=attribute, prompt_variant=variant))
     out = pd.concat(rows)
@@ -270,8 +270,8 @@ def summeval(report: Report, root: Path) -> list[dict]:
         "prob": (data["score"] >= 4.5).groupby(data["item_id"]).mean(),
         "outcome": (items.set_index("item_id")["expert_consistency"] == 5).astype(float),
     })
-    metrics = hs.calibration_metrics(binary, prob="prob", outcome="outcome", n_bins=10, n_boot=1000, random_state=SEED)
-    curve = hs.reliability_table(binary, prob="prob", outcome="outcome", n_bins=10)
+    metrics = hs.calibration_metrics(binary, prob="prob", truth="outcome", n_bins=10, n_boot=1000, random_state=SEED)
+    curve = hs.reliability_table(binary, prob="prob", truth="outcome", n_bins=10)
     section.add(
         table(metrics, "summeval_calibration", "Calibration of P(fully consistent) = share of samples >= 4.5",
               "Outcome: the three experts' mean is 5. Bootstrap CIs over summaries (B = 1000)."),

@@ -579,11 +579,11 @@ def _calibration_section(document: Report, context: _Context) -> None:
         data = calibration_data(log, criteria)
         if len(data) < 20:
             raise DataError(f"only {len(data)} attempt x criterion scores could be matched to their token probability (needs 20)")
-        metrics = pd.concat([hs.calibration_metrics(part, prob="prob", outcome="outcome", item=ITEM, confidence=context.confidence,
+        metrics = pd.concat([hs.calibration_metrics(part, prob="prob", truth="outcome", item=ITEM, confidence=context.confidence,
                                                     random_state=context.rng).assign(**{CONDITION: condition})
                              for condition, part in data.groupby(CONDITION, sort=True)], ignore_index=True)  # fmt: skip
         metrics = metrics[[CONDITION, *[c for c in metrics.columns if c != CONDITION]]]
-        bins = hs.reliability_table(data, prob="prob", outcome="outcome", confidence=context.confidence)
+        bins = hs.reliability_table(data, prob="prob", truth="outcome", confidence=context.confidence)
         section.add(Table(metrics, "Calibration of score confidence per condition", "calibration", context.confidence),
                     Table(bins, "Reliability table (all conditions)", "calibration_bins", context.confidence))  # fmt: skip
 

@@ -253,7 +253,7 @@ def experiment1(
         tables={"attempts": counts, "sd": spread,
                 "sd_summary": spread_summary(spread, item=item, by=condition),
                 "h1a": h1a, "mae": mae,
-                "mae_summary": spread_summary(mae, item=item, value="mae", by=condition),
+                "mae_summary": spread_summary(mae, item=item, score="mae", by=condition),
                 "h1b": h1b, "distribution": distribution, "h1c": h1c,
                 "success_metric_3": sm3, "hypotheses": hypotheses},
         notes=_undefined_note(spread, item)
@@ -599,11 +599,11 @@ def experiment5(
     tables["sd_histogram"] = _histogram(spread)
     tables["success_metric_2"] = success_metric_2(spread, categories=categories, total=total,
                                                   item=item, confidence=confidence,
-                                                  method=interval_method)  # fmt: skip
+                                                  ci_method=interval_method)  # fmt: skip
     thresholds = {c: list(category_thresholds) for c in as_list(categories)}
     thresholds[total] = list(total_thresholds)
-    tables["share_below"] = share_below(spread, thresholds, item=item, strict=True,
-                                        confidence=confidence, method=interval_method)  # fmt: skip
+    tables["share_below"] = share_below(spread, threshold=thresholds, item=item, strict=True,
+                                        confidence=confidence, ci_method=interval_method)  # fmt: skip
     valid = data if error is None else data[~data[error].fillna(False).astype(bool)]
     long = valid[criteria].melt(var_name="criterion", value_name="score").dropna()
     g = long.groupby("criterion", sort=False)["score"]

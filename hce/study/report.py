@@ -671,8 +671,8 @@ def calibration_tables(data: pd.DataFrame, *, confidence: float = 0.95, random_s
     """
     metrics, bins = [], []
     for name, prob, outcome in CALIBRATION_VIEWS:
-        m = hs.calibration_metrics(data, prob=prob, outcome=outcome, item="item_id", confidence=confidence, random_state=random_state)
-        b = hs.reliability_table(data, prob=prob, outcome=outcome, confidence=confidence)
+        m = hs.calibration_metrics(data, prob=prob, truth=outcome, item="item_id", confidence=confidence, random_state=random_state)
+        b = hs.reliability_table(data, prob=prob, truth=outcome, confidence=confidence)
         for frame, out in ((m, metrics), (b, bins)):
             frame.insert(0, "outcome", outcome)
             frame.insert(0, "confidence", name)

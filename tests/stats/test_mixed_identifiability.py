@@ -87,12 +87,12 @@ def test_interaction_identical_to_its_factor_is_refused():
 def test_variance_components_refuses_a_single_level_facet():
     data = judge().query("condition == 'c0'")
     with pytest.raises(DataError, match=r"\(1 \| condition\): condition has 1 level"):
-        variance_components(data, "score", ["item_id", "condition"])
+        variance_components(data, score="score", facets=["item_id", "condition"])
 
 
 def test_variance_components_refuses_one_score_per_object():
     with pytest.raises(DataError, match=r"\(1 \| item_id\): item_id has 40 levels for 40"):
-        variance_components(one_per_item(), "score", ["item_id"])
+        variance_components(one_per_item(), score="score", facets=["item_id"])
 
 
 def test_spread_model_refuses_one_cell_per_item():

@@ -37,7 +37,7 @@ def test_a_named_column_the_frame_lacks_lists_the_columns_present():
         lambda d: hs.icc(d, item="item_id", rater="attempt", score="total"),
         lambda d: hs.krippendorff_alpha(d, item="item_id", rater="attempt", score="total", n_boot=0),
         lambda d: hs.lmer("total ~ 1 + (1 | item_id)", d),
-        lambda d: hs.variance_components(d, "total", ["item_id"]),
+        lambda d: hs.variance_components(d, score="total", facets=["item_id"]),
         lambda d: hs.correlation(d.assign(x=np.arange(len(d), dtype=float)), x="x", y="total"),
     ],
     ids=["item_spread", "icc", "krippendorff_alpha", "lmer", "variance_components", "correlation"],

@@ -116,7 +116,7 @@ def test_cohen_kappa_two_wide_columns_equal_long_and_golden_agreement():
     np.testing.assert_allclose(out.loc[0, ["estimate", "se", "ci_low", "ci_high"]].to_numpy(float),
                                [ref.kappa, ref.std_kappa, ref.kappa_low, ref.kappa_upp], rtol=1e-10)
     # golden_agreement takes the same two columns: identical kappa and interval
-    gold = golden_agreement(wide, prediction="judge", truth="golden", n_boot=0).set_index("metric")
+    gold = golden_agreement(wide, score="judge", truth="golden", n_boot=0).set_index("metric")
     np.testing.assert_allclose(gold.loc["cohen_kappa", ["estimate", "ci_low", "ci_high"]].to_numpy(float),
                                out.loc[0, ["estimate", "ci_low", "ci_high"]].to_numpy(float), rtol=1e-12)
     assert gold.loc["cohen_kappa", "n"] == out.n_targets[0] == 76
