@@ -39,12 +39,12 @@ N_LABELLED = 40  # physician-labelled items assumed for the bias correction (of 
 
 def agreement(ratings: pd.DataFrame, **labels: object) -> pd.DataFrame:
     """The four nominal agreement coefficients of a ratings table, one row each."""
-    args = (ratings, "item_id", "rater_id", "score")
+    columns = {"item": "item_id", "rater": "rater_id", "score": "score"}
     parts = [
-        hs.fleiss_kappa(*args),
-        hs.krippendorff_alpha(*args, level="nominal", random_state=SEED),
-        hs.gwet_ac(*args),
-        hs.percent_agreement(*args),
+        hs.fleiss_kappa(ratings, **columns),
+        hs.krippendorff_alpha(ratings, **columns, level="nominal", random_state=SEED),
+        hs.gwet_ac(ratings, **columns),
+        hs.percent_agreement(ratings, **columns),
     ]
     columns = ["estimator", "estimate", "ci_low", "ci_high", "ci_method", "n_targets", "n_raters", "n_ratings"]
     return pd.concat([p.reindex(columns=columns) for p in parts]).assign(**labels)

@@ -75,11 +75,11 @@ def prompt_effect(section, spread: pd.DataFrame) -> pd.DataFrame:
                                 method="nemenyi").assign(attribute=attribute))
     tests, pairs = pd.concat(tests), pd.concat(pairs)
     section.add(
-        table(tests[["attribute", "statistic", "df1", "p_value", "effect_size", "ci_low", "ci_high", "n", "n_dropped"]],
+        table(tests[["attribute", "statistic", "df1", "p_value", "effect_size", "effect_ci_low", "effect_ci_high", "n", "n_dropped"]],
               "topical_friedman", "Friedman test of the per-item SD across the 7 prompt variants",
               "effect_size: Kendall's W with a bootstrap CI over items; n: items rated under every variant."),
         table(pairs[["attribute", "a", "b", "mean_rank_a", "mean_rank_b", "median_a", "median_b", "statistic",
-                     "p_adjusted", "effect_size", "ci_low", "ci_high"]],
+                     "p_adjusted", "effect_size", "effect_ci_low", "effect_ci_high"]],
               "topical_posthoc", "Nemenyi post-hoc comparisons of the per-item SD between prompt variants",
               "effect_size: matched-pairs rank-biserial r (positive when a has the larger SDs).", inline=False),
     )

@@ -74,12 +74,12 @@ class _Context:
 
 def report(
     log: pd.DataFrame | str | os.PathLike | Sequence[pd.DataFrame | str | os.PathLike],
-    rubric: Rubric | str | os.PathLike | None = None,
     *,
+    rubric: Rubric | str | os.PathLike | None = None,
     out: str | os.PathLike | None = None,
     title: str = "LLM judge report",
     confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: int | np.random.Generator | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """The report of an attempt log, whatever its experiment: per condition and per criterion.
@@ -100,8 +100,9 @@ def report(
         A report of the simulated judge says so in its title, whatever is passed.
     confidence : float
         Level of every interval.
-    random_state : int, Generator or None
-        Seed of the bootstrap and simulation intervals (one generator for the whole report).
+    random_state : int, Generator or None, default None
+        Seed of the bootstrap and simulation intervals (one generator for the whole report);
+        pass one for a reproducible report (``hce report`` passes ``--seed``, default 0).
     progress : callable, optional
         Called with the name of each part before it is computed (``hce report`` shows it).
 
@@ -337,7 +338,7 @@ def _cost_section(document: Report, context: _Context) -> None:
                      "hce collect logs all four per attempt", applicable=False)  # fmt: skip
         return
     try:
-        table = cost_summary(context.log, CONDITION)
+        table = cost_summary(context.log, by=CONDITION)
     except HceError as exc:
         context.skip("Cost and tokens by condition", f"{type(exc).__name__}: {exc}")
         return
@@ -503,7 +504,7 @@ def _variance(section: Section, context: _Context, criterion: Criterion, stem: s
 
 
 def reliability_by_condition(
-    log: pd.DataFrame, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = 0
+    log: pd.DataFrame, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = None
 ) -> tuple[pd.DataFrame, list[dict[str, str]]]:
     """Agreement of repeated attempts, per ``condition_id``: ICC(1), ICC(1,k), Krippendorff's alpha.
 
