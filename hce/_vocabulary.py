@@ -108,6 +108,21 @@ N_BOOT_OTHER: dict[str, tuple[int, str]] = {
     "reliability_items": (200, "a bootstrap inside each of n_sim simulated studies"),
 }
 
+#: Bootstrap counts beside ``n_boot``, with the reason.
+OTHER_BOOT_COUNTS: dict[str, tuple[str, ...]] = {
+    "instrument_report": ("factor_boot",),  # the factor bootstrap is opt-in (minutes); n_boot serves the rest
+}
+
+#: ``by`` defaults to () (no split) except here.
+BY_OTHER: dict[str, str] = {
+    "share_below": "None: every key column of item_spread's table but the item",
+    "spread_summary": "None: every key column of item_spread's table but the item",
+    "success_metric_2": "None: every key column of item_spread's table but the item",
+    "cost_summary": "'condition_id': a cost table is per condition unless told otherwise",
+    "ppc": "one column or None: BayesResult's posterior predictive check splits by at most one column",
+    "plot_ppc": "one column or None, as ppc",
+}
+
 #: ``confidence`` is 0.95 except here.
 CONFIDENCE_DEFAULT = 0.95
 CONFIDENCE_OTHER: dict[str, tuple[float | None, str]] = {
@@ -119,6 +134,14 @@ CONFIDENCE_OTHER: dict[str, tuple[float | None, str]] = {
 ESTIMATE_COLUMNS = ("estimate", "ci_low", "ci_high")
 EFFECT_COLUMNS = ("effect_size", "effect_ci_low", "effect_ci_high")
 TEST_COLUMNS = ("statistic", "p_value")
+#: Results whose ``ci_low``/``ci_high`` bound a point not yet called ``estimate`` (function:
+#: that column); to be renamed with their consumers (the report's figures and tables).
+INTERVAL_OF: dict[str, str] = {
+    "code_frequencies": "share",
+    "item_statistics": "alpha_if_dropped",
+    "reliability_table": "observed",
+    "vote_stability": "share_true",
+}
 #: Column names results never use (their replacement in ESTIMATE_COLUMNS / EFFECT_COLUMNS).
 RETIRED_COLUMNS = ("lower", "upper", "ci_lower", "ci_upper", "ci_lo", "ci_hi")
 

@@ -345,7 +345,7 @@ def rater_expertise(
             "attribute": label, "n": len(d), "median_a": float(paired[a].median()),
             "median_b": float(paired[b].median()), "statistic": w_plus,
             "p_value": float(test.pvalue), "effect_size": (2 * w_plus - total) / total,
-            "ci_low": max((2 * (w_plus - half) - total) / total, -1.0),
-            "ci_high": min((2 * (w_plus + half) - total) / total, 1.0),
+            "effect_ci_low": max((2 * (w_plus - half) - total) / total, -1.0),
+            "effect_ci_high": min((2 * (w_plus + half) - total) / total, 1.0),
             "method": f"Wilcoxon signed-rank, {a} minus {b}; matched-pairs rank-biserial r"})
     return pd.DataFrame(rows)
