@@ -222,10 +222,13 @@ class Table:
         ``effect_ci_high`` with ``effect_size``) into one ``Estimate (95% CI)`` column, or
         into a ``95% CI`` column when the table has no such estimate.
         """
-        return pd.DataFrame({name: cells for name, cells, _ in self._columns()})
+        return pd.DataFrame({name: cells for name, cells, _ in self.display_columns()})
 
-    def _columns(self) -> list[tuple[str, list[str], bool]]:
-        """Each displayed column: header, cells, and whether it holds text (left-aligned)."""
+    def display_columns(self) -> list[tuple[str, list[str], bool]]:
+        """Each displayed column: header, cells as printed, and whether it holds text.
+
+        Text columns are set left-aligned, numbers right-aligned (HTML, LaTeX, Word).
+        """
         raw = self.data.reset_index(drop=True)
         out = []
         level = f"{self.confidence * 100:g}% CI"
@@ -261,7 +264,7 @@ class Table:
         return "\n".join(lines)
 
     def to_html(self) -> str:
-        columns = self._columns()
+        columns = self.display_columns()
         # Text columns read left-aligned, numbers right-aligned; a number or an interval never
         # breaks across lines (class "n": white-space nowrap, and no-break spaces inside it).
         kinds = ['class="t"' if text else 'class="n"' for _, _, text in columns]
@@ -273,22 +276,28 @@ class Table:
         notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in self.notes)
         return f'<table><caption>{html.escape(self.caption)}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{notes}'
 
-    def to_latex(self) -> str:
-        frame = self.display_frame()
-        spec = "l" * len(frame.columns)
+    def to_latex(self, *, booktabs: bool = False) -> str:
+        """The table as a LaTeX ``table`` float, text columns left- and numbers right-aligned.
+
+        ``booktabs=True`` rules it with ``\\toprule``, ``\\midrule`` and ``\\bottomrule`` (the
+        document must load the booktabs package); by default with ``\\hline``.
+        """
+        columns = self.display_columns()
+        spec = "".join("l" if text else "r" for _, _, text in columns)
+        top, mid, bottom = (r"\toprule", r"\midrule", r"\bottomrule") if booktabs else (r"\hline",) * 3
         lines = [
             r"\begin{table}[ht]",
             r"\centering",
-            rf"\caption{{{_escape_tex(self.caption)}}}",
+            rf"\caption{{{escape_tex(self.caption)}}}",
             rf"\label{{tab:{self.name}}}",
             rf"\begin{{tabular}}{{{spec}}}",
-            r"\hline",
-            " & ".join(_escape_tex(str(c)) for c in frame.columns) + r" \\",
-            r"\hline",
+            top,
+            _tex_row([name for name, _, _ in columns]),
+            mid,
         ]
-        lines += [" & ".join(_escape_tex(str(v)) for v in row) + r" \\" for row in frame.itertuples(index=False)]
-        lines += [r"\hline", r"\end{tabular}"]
-        lines += [rf"\par\footnotesize {_escape_tex(n)}" for n in self.notes]
+        lines += [_tex_row([cells[i] for _, cells, _ in columns]) for i in range(len(self.data))]
+        lines += [bottom, r"\end{tabular}"]
+        lines += [rf"\par\footnotesize {escape_tex(n)}" for n in self.notes]
         lines.append(r"\end{table}")
         return "\n".join(lines)
 
@@ -334,11 +343,28 @@ def _escape_md(value: object) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-_TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}", "\\": r"\textbackslash{}", "<": r"$<$", ">": r"$>$", "—": "---", "−": "$-$", "∞": r"$\infty$"}
+_TEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+        "^": r"\^{}", "\\": r"\textbackslash{}", "<": r"$<$", ">": r"$>$", "—": "---", "−": "$-$", "∞": r"$\infty$",
+        # what pdflatex's utf8 input does not know (it stops with "Unicode character not set up")
+        "≤": r"$\leq$", "≥": r"$\geq$", "≠": r"$\neq$", "≈": r"$\approx$", "²": r"\textsuperscript{2}",
+        "α": r"$\alpha$", "β": r"$\beta$", "κ": r"$\kappa$", "μ": r"$\mu$", "ρ": r"$\rho$", "σ": r"$\sigma$",
+        "τ": r"$\tau$", "φ": r"$\phi$", "χ": r"$\chi$", "ω": r"$\omega$"}  # fmt: skip
 
 
-def _escape_tex(text: str) -> str:
+def escape_tex(text: str) -> str:
+    r"""Text as literal LaTeX (pdflatex, utf8 input): special characters and common symbols escaped.
+
+    >>> print(escape_tex("50% & $5 #1 a_b {x} ~ ^ \\ p < .001, κ ≥ 0.8"))
+    50\% \& \$5 \#1 a\_b \{x\} \textasciitilde{} \^{} \textbackslash{} p $<$ .001, $\kappa$ $\geq$ 0.8
+    """
     return "".join(_TEX.get(ch, ch) for ch in text)
+
+
+def _tex_row(cells: list[str]) -> str:
+    """One tabular row; a row starting with "[" would be read as the optional argument of the
+    preceding ``\\\\`` or rule, so it starts with an empty group."""
+    row = " & ".join(escape_tex(str(c)) for c in cells)
+    return ("{}" if row.startswith("[") else "") + row + r" \\"
 
 
 def describe(values: Sequence[float] | pd.Series, *, digits: int = 2) -> str:
