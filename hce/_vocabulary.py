@@ -130,7 +130,15 @@ CONFIDENCE_OTHER: dict[str, tuple[float | None, str]] = {
     "efa": (None, "no interval unless n_boot > 0"),
 }
 
-#: Result columns: an estimate with its interval, an effect size with its own, a test.
+#: Result columns: the row's label, an estimate with its interval, an effect size with its
+#: own, a test. ``metric`` names what a row estimates (ICC3k, Cohen's kappa, F1, G), where
+#: results used to say ``estimator``, ``measure`` or ``coefficient``.
+LABEL_COLUMN = "metric"
+RETIRED_LABELS = ("estimator", "measure", "coefficient")
+#: Results that keep another label column, with the reason.
+LABEL_OTHER: dict[str, str] = {
+    "fairness": "measure names the compared quantity (mean or sd), as its measures= argument does",
+}
 ESTIMATE_COLUMNS = ("estimate", "ci_low", "ci_high")
 EFFECT_COLUMNS = ("effect_size", "effect_ci_low", "effect_ci_high")
 TEST_COLUMNS = ("statistic", "p_value")

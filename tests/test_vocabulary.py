@@ -216,6 +216,8 @@ def test_result_frames_bound_estimate_or_effect_size():
             result = case.call(case.build(np.random.default_rng(0)))
         for where, frame in _frames(result, name):
             columns = set(map(str, frame.columns))
+            if set(vocab.RETIRED_LABELS) & columns and name not in vocab.LABEL_OTHER:
+                problems.append(f"{where}: the label column is {vocab.LABEL_COLUMN!r}, got {sorted(set(vocab.RETIRED_LABELS) & columns)}")
             if set(vocab.RETIRED_COLUMNS) & columns:
                 problems.append(f"{where}: retired column(s) {sorted(set(vocab.RETIRED_COLUMNS) & columns)}")
             if set(vocab.ESTIMATE_COLUMNS[1:]) & columns:

@@ -115,7 +115,7 @@ def g_study(section, scores: pd.DataFrame) -> pd.DataFrame:
               "Variance components (G study: item, prompt variant, item x variant, sample-to-sample residual)",
               f"All valid replies (n_rows); n_cells_short: item x variant cells with fewer than 20 valid samples. "
               f"Method: {'; '.join(components['method'].unique())}."),
-        table(coefficients[["attribute", "coefficient", "estimate", "ci_low", "ci_high", "error_variance",
+        table(coefficients[["attribute", "metric", "estimate", "ci_low", "ci_high", "error_variance",
                             "n_attempts", "n_items"]],
               "topical_g_coefficients",
               "G (relative) and Phi (absolute) coefficients of the mean of 20 samples under one prompt variant",
@@ -130,10 +130,10 @@ def sample_reliability(data: pd.DataFrame, keys: list[str], level: str) -> pd.Da
     groups = data.groupby(keys) if keys else [((), data)]
     for key, part in groups:
         label = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        icc = hs.icc(part, item="item_id", rater="sample_idx", score="score").set_index("estimator").loc[["ICC1", "ICC1k"]]
+        icc = hs.icc(part, item="item_id", rater="sample_idx", score="score").set_index("metric").loc[["ICC1", "ICC1k"]]
         alpha = hs.krippendorff_alpha(part, item="item_id", rater="sample_idx", score="score", level=level, random_state=SEED)
         for estimator, row in [*icc.iterrows(), (f"alpha ({level})", alpha.iloc[0])]:
-            rows.append({**label, "estimator": estimator, "estimate": row["estimate"], "ci_low": row["ci_low"],
+            rows.append({**label, "metric": estimator, "estimate": row["estimate"], "ci_low": row["ci_low"],
                          "ci_high": row["ci_high"], "n_targets": row["n_targets"], "n_ratings": row["n_ratings"],
                          "method": row["method"]})
     return pd.DataFrame(rows)
@@ -151,7 +151,7 @@ def human_agreement(data: pd.DataFrame, keys: list[str], human: str) -> pd.DataF
             rows.append({**label, "measure": name, "estimate": r["estimate"], "ci_low": r["ci_low"],
                          "ci_high": r["ci_high"], "p_value": r["p_value"], "n": r["n"]})
         pairs = means.melt(id_vars="item_id", value_vars=["mean_score", "target"], var_name="rater", value_name="score")
-        icc = hs.icc(pairs, item="item_id", rater="rater", score="score").set_index("estimator").loc["ICC2"]
+        icc = hs.icc(pairs, item="item_id", rater="rater", score="score").set_index("metric").loc["ICC2"]
         rows.append({**label, "measure": "ICC(A,1) judge mean vs human", "estimate": icc["estimate"],
                      "ci_low": icc["ci_low"], "ci_high": icc["ci_high"], "p_value": icc["p_value"], "n": icc["n_targets"]})
         rows.append({**label, "measure": "MAE of the judge mean", "estimate": means["mae"].mean(), "ci_low": np.nan,
@@ -217,7 +217,7 @@ def topical(report: Report, root: Path) -> list[dict]:
                   "estimate": share[(a, "prompt_variant")]} for a in SCALES]
     headline += [{"dataset": "topical_chat", "quantity": f"share of variance: sample residual, {a}",
                   "estimate": share[(a, "residual")]} for a in SCALES]
-    pick = reliability[(reliability["prompt_variant"] == "geval") & (reliability["estimator"] == "ICC1")]
+    pick = reliability[(reliability["prompt_variant"] == "geval") & (reliability["metric"] == "ICC1")]
     headline += [{"dataset": "topical_chat", "quantity": f"ICC(1) of one sample, {r.attribute} (geval)",
                   "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets}
                  for r in pick.itertuples()]
@@ -259,7 +259,7 @@ def summeval(report: Report, root: Path) -> list[dict]:
                       "(per document, then averaged), which hce.stats.correlation does not compute."))
     headline = [
         {"dataset": "summeval", "quantity": "median per-item SD of 10 samples", "estimate": summary["median"].iloc[0]},
-        *[{"dataset": "summeval", "quantity": f"{r.estimator} of the samples", "estimate": r.estimate,
+        *[{"dataset": "summeval", "quantity": f"{r.metric} of the samples", "estimate": r.estimate,
            "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets} for r in reliability.itertuples()],
         *[{"dataset": "summeval", "quantity": f"{r.measure}, {r.samples} sample(s) vs experts", "estimate": r.estimate,
            "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value, "n": r.n} for r in agreement.itertuples()],

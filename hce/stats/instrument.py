@@ -204,12 +204,12 @@ class InstrumentReport:
         def block(title: str, table: pd.DataFrame) -> list[str]:
             return [title, "-" * len(title), table.round(digits).to_string(index=False), ""]
 
-        rel_cols = ["attribute", "estimator", "estimate", "ci_low", "ci_high", "n_targets",
+        rel_cols = ["attribute", "metric", "estimate", "ci_low", "ci_high", "n_targets",
                     "n_raters"]
         out = ["Instrument validation report", "=" * 29, ""]
         out += block("Score descriptives", self.descriptives)
         out += block("Internal consistency", self.internal_consistency[
-            ["estimator", "estimate", "ci_low", "ci_high", "ci_method"]])
+            ["metric", "estimate", "ci_low", "ci_high", "ci_method"]])
         out += block("Item statistics", self.item_statistics.drop(columns="method"))
         out += block("Inter-rater reliability", self.reliability[rel_cols])
         out += block("Sampling adequacy", self.adequacy)
@@ -248,13 +248,13 @@ def _reliability(data, target, rater, attribute, score, level, confidence, n_boo
     tables = []
     for label, rows, unit_col in parts:
         i = icc(rows, item=unit_col, rater=rater, score=score, confidence=confidence)
-        i = i[i["estimator"].isin(["ICC3k"])]
+        i = i[i["metric"].isin(["ICC3k"])]
         k = krippendorff_alpha(rows, item=unit_col, rater=rater, score=score, level=level,
                                confidence=confidence, n_boot=n_boot, random_state=rng)
         for t in (i, k):
             tables.append(t.assign(attribute=label))
     out = pd.concat(tables, ignore_index=True)
-    first = ["attribute", "estimator", "estimate", "ci_low", "ci_high"]
+    first = ["attribute", "metric", "estimate", "ci_low", "ci_high"]
     return out[first + [c for c in out.columns if c not in first]]
 
 
@@ -281,7 +281,7 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
     try:
         a = ordinal_alpha(wide, columns=items, n_boot=n_boot, confidence=confidence,
                           random_state=rng).iloc[0]
-        rows.append({"estimator": "ordinal alpha", "estimate": a["estimate"],
+        rows.append({"metric": "ordinal alpha", "estimate": a["estimate"],
                      "ci_low": a["ci_low"], "ci_high": a["ci_high"], "method": a["method"],
                      "ci_method": a["ci_method"], "n_failed": a["n_failed"]})
     except DataError as err:  # e.g. averaged scores with too many distinct values
@@ -293,8 +293,8 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
                                 random_state=rng).estimates
         names = {"omega_hierarchical": "omega hierarchical",
                  "omega_total": "omega total (Schmid-Leiman)"}
-        for _, o in om[om["measure"].isin(list(names))].iterrows():
-            rows.append({"estimator": names[o["measure"]], "estimate": o["estimate"],
+        for _, o in om[om["metric"].isin(list(names))].iterrows():
+            rows.append({"metric": names[o["metric"]], "estimate": o["estimate"],
                          "ci_low": o["ci_low"], "ci_high": o["ci_high"], "method": o["method"],
                          "ci_method": o["ci_method"], "n_failed": o["n_failed"]})
     else:
@@ -408,8 +408,8 @@ def instrument_report(
     >>> d = pd.DataFrame(rows, columns=["text", "rater", "attribute", "score"])
     >>> rep = instrument_report(d, item="text", rater="rater", attribute="attribute",
     ...                         score="score", n_factors=1, n_boot=200, random_state=1)
-    >>> rep.reliability.query("attribute == 'all'")[["estimator", "estimate"]].round(2)
-                  estimator  estimate
+    >>> rep.reliability.query("attribute == 'all'")[["metric", "estimate"]].round(2)
+                     metric  estimate
     8                 ICC3k      0.86
     9  Krippendorff's alpha      0.67
     """

@@ -92,7 +92,7 @@ def test_an_interval_does_not_break_across_lines_in_html():
 
 def test_numbers_get_the_digits_they_need():
     # an ICC of 0.99937 was "1.00 [1.00, 1.00]"
-    icc = Table(pd.DataFrame({"estimator": ["ICC(A,1)"], "estimate": [0.99937], "ci_low": [0.99901],
+    icc = Table(pd.DataFrame({"metric": ["ICC(A,1)"], "estimate": [0.99937], "ci_low": [0.99901],
                               "ci_high": [0.99962]}), caption="ICC", name="icc")  # fmt: skip
     assert icc.display_frame().iloc[0, 1] == "0.99937 [0.99901, 0.99962]"
     small = Table(pd.DataFrame({"share": [0.0004, 0.25], "mean": [12.34567, 3e-9]}), caption="s", name="s")

@@ -209,7 +209,7 @@ def test_g_interval_is_the_pivot_quantile_by_numerical_integration():
         return integrate.quad(integrand, -7, 7, epsabs=1e-10)[0]  # mass beyond: 3e-12
 
     g = variance_components(sf, score="rating", facets=["target", "judge"], confidence=0.9)
-    row = g.coefficients.set_index("coefficient").loc["G"]
+    row = g.coefficients.set_index("metric").loc["G"]
     assert row["ci_low"] < row["estimate"] < row["ci_high"]
     assert row["method"].startswith("percentiles over 20,000 joint draws")
     # each bound is an empirical quantile of 20,000 draws: its probability level has Monte
@@ -324,7 +324,7 @@ def test_component_with_df_near_zero_gets_the_profile_interval_not_an_infinite_o
     assert (g.components["estimate"] <= g.components["ci_high"]).all()
     # the pivot of a df-0.002 component would put G at 1e-303; its draws are clamped into its
     # profile interval instead
-    coef = g.coefficients.set_index("coefficient")
+    coef = g.coefficients.set_index("metric")
     assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
     assert (coef["ci_low"] > 0.5).all()
     # independent check: the dense profiled deviance crosses chi2_1(0.95) at the upper bound
@@ -353,7 +353,7 @@ def test_balanced_component_with_df_below_one_gets_the_profile_interval():
     assert (others["df"] >= 1).all() and others["method"].str.endswith("Satterthwaite interval").all()
     # cond's draws clamped into [0, 12.6]: Phi's lower limit near Phi at the components' own
     # limits (item 1.29, cond 12.6: 0.16), where the unclamped pivot gave 1.9e-51
-    coef = g.coefficients.set_index("coefficient")
+    coef = g.coefficients.set_index("metric")
     assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
     assert coef.loc["Phi", "ci_low"] == pytest.approx(0.15, abs=0.03) and coef.loc["G", "ci_low"] > 0.3
     np.testing.assert_allclose(profile_excess(data, g, "cond", row["ci_high"]), stats.chi2.ppf(0.95, 1), atol=1e-3)
@@ -389,7 +389,7 @@ def test_coverage_in_an_unbalanced_item_by_condition_design():
             g = variance_components(data, score="y", facets=["item", "cond"], n_attempts=5)
         low, high = g.components["ci_low"].to_numpy(), g.components["ci_high"].to_numpy()
         row = dict(zip(TRUTH, (low <= truth) & (truth <= high)))
-        coef = g.coefficients.set_index("coefficient")
+        coef = g.coefficients.set_index("metric")
         for k, value in true_coef.items():
             row[k] = coef.loc[k, "ci_low"] <= value <= coef.loc[k, "ci_high"]
         rows.append(row)

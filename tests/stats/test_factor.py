@@ -479,7 +479,7 @@ def test_omega_reproduces_jensen_weng_schmid_leiman_loadings():
     got = got[:, [0, *(1 + np.argsort(np.argmax(np.abs(got[:, 1:4]), axis=0))), 4]]
     assert np.sum(np.abs(got - jensen.to_numpy())) < 0.002
     g = jensen["g"].to_numpy()
-    est = res.estimates.set_index("measure")["estimate"]
+    est = res.estimates.set_index("metric")["estimate"]
     assert est["omega_hierarchical"] == pytest.approx(g.sum() ** 2 / r.sum(), abs=1e-4)
     assert est["omega_total"] == pytest.approx(1 - np.sum(1 - jensen["h2"]) / r.sum(), abs=1e-4)
     k = 9

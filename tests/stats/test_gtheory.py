@@ -32,8 +32,8 @@ def test_g_and_phi_are_shrout_fleiss_iccs():
     icc = pg.intraclass_corr(SF, targets="target", raters="judge", ratings="rating").set_index(
         "Type"
     )["ICC"]
-    four = g.coefficients.set_index("coefficient")["estimate"]
-    one = g.d_study(n_levels={"judge": 1}).set_index("coefficient")["estimate"]
+    four = g.coefficients.set_index("metric")["estimate"]
+    one = g.d_study(n_levels={"judge": 1}).set_index("metric")["estimate"]
     np.testing.assert_allclose([four["G"], four["Phi"]], [0.91, 0.62], atol=0.005)
     np.testing.assert_allclose([one["G"], one["Phi"]], [0.71, 0.29], atol=0.005)
     np.testing.assert_allclose(

@@ -81,13 +81,13 @@ def test_instrument_report_uses_the_owning_modules():
                                        "form": ["organized", "succinct"]},
                             random_state=2)
     one = d[d["attribute"] == "useful"]
-    ref = icc(one, item="text", rater="rater", score="score").set_index("estimator")
-    got = rep.reliability.query("attribute == 'useful' and estimator == 'ICC3k'").iloc[0]
+    ref = icc(one, item="text", rater="rater", score="score").set_index("metric")
+    got = rep.reliability.query("attribute == 'useful' and metric == 'ICC3k'").iloc[0]
     assert got["estimate"] == pytest.approx(ref.loc["ICC3k", "estimate"], rel=1e-12)
     assert got["ci_low"] == pytest.approx(ref.loc["ICC3k", "ci_low"], rel=1e-12)
     ka = krippendorff_alpha(one, item="text", rater="rater", score="score", n_boot=100,
                             random_state=2)
-    got = rep.reliability.query("attribute == 'useful' and estimator != 'ICC3k'").iloc[0]
+    got = rep.reliability.query("attribute == 'useful' and metric != 'ICC3k'").iloc[0]
     assert got["estimate"] == pytest.approx(ka["estimate"].iloc[0], rel=1e-12)
     wide = d.pivot_table(index=["text", "rater"], columns="attribute", values="score")
     assert rep.factors.loadings.to_numpy() == pytest.approx(
@@ -150,11 +150,11 @@ def test_factor_boot_adds_intervals_from_the_owning_functions():
     ref = efa(wide, n_factors=2, columns=items, rotation="oblimin", n_boot=15, random_state=stream)
     alpha = ordinal_alpha(wide, columns=items, n_boot=15, random_state=stream).iloc[0]
     omega = omega_hierarchical(wide, columns=items, n_factors=2, n_boot=15,
-                               random_state=stream).estimates.set_index("measure")
+                               random_state=stream).estimates.set_index("metric")
     pd.testing.assert_frame_equal(rep.factors.intervals, ref.intervals)
     assert rep.factors.fit_value("rmsea") == ref.fit_value("rmsea")
     assert rep.factors.fit.set_index("index").loc["rmsea", "confidence"] == 0.90
-    got = rep.internal_consistency.set_index("estimator")
+    got = rep.internal_consistency.set_index("metric")
     assert got.loc["ordinal alpha", "estimate"] == pytest.approx(alpha["estimate"], rel=1e-12)
     assert got.loc["ordinal alpha", "ci_low"] == pytest.approx(alpha["ci_low"], rel=1e-12)
     assert got.loc["omega hierarchical", "ci_high"] == pytest.approx(

@@ -130,7 +130,7 @@ def test_flagged_attempts_are_out_of_icc_on_the_topical_chat_geval_log(shared_di
         got = hs.icc(log, item="item_id", rater="attempt", score="total")
     expected = hs.icc(log[~flagged], item="item_id", rater="attempt", score="total")
     pd.testing.assert_frame_equal(got, expected)
-    assert got.loc[0, "estimator"] == "ICC1" and got.loc[0, "estimate"] == pytest.approx(0.711, abs=5e-4)
+    assert got.loc[0, "metric"] == "ICC1" and got.loc[0, "estimate"] == pytest.approx(0.711, abs=5e-4)
     # error=None uses every row, the old answer (kept for audits of the flagged rows)
     everything = hs.icc(log.assign(total=log["total"].fillna(2.0).where(~flagged | january)),
                         item="item_id", rater="attempt", score="total", error=None)  # fmt: skip

@@ -89,7 +89,7 @@ class VarianceComponents:
         Returns
         -------
         pandas.DataFrame
-            ``coefficient`` (``G``, ``Phi``), ``estimate``, ``ci_low``, ``ci_high``,
+            ``metric`` (``G``, ``Phi``), ``estimate``, ``ci_low``, ``ci_high``,
             ``error_variance`` (relative delta or absolute Delta), ``n_attempts``,
             ``method``.
 
@@ -148,7 +148,7 @@ class VarianceComponents:
             method = f"no interval: {why}" if why else f"{_RATIO_METHOD}; {self._covariance_source}"
             rows.append(
                 {
-                    "coefficient": name,
+                    "metric": name,
                     "estimate": universe / (universe + error) if universe + error > 0 else np.nan,
                     "ci_low": low,
                     "ci_high": high,
@@ -206,7 +206,7 @@ def variance_components(
     -------
     VarianceComponents
         ``.components`` (``component, estimate, share, std_error, ci_low, ci_high, df,
-        method``), ``.coefficients`` (``coefficient, estimate, ci_low, ci_high,
+        method``), ``.coefficients`` (``metric, estimate, ci_low, ci_high,
         error_variance, n_attempts, method``), ``.covariance``, ``.d_study(...)`` for other
         designs.
 
@@ -245,10 +245,10 @@ def variance_components(
     ...                    "rating": [9, 2, 5, 8, 6, 1, 3, 2, 8, 4, 6, 8,
     ...                               7, 1, 2, 6, 10, 5, 6, 9, 6, 2, 4, 7]})
     >>> g = variance_components(sf, score="rating", facets=["target", "judge"])
-    >>> g.coefficients[["coefficient", "estimate"]].round(4)  # Shrout-Fleiss ICC(3,4), ICC(2,4)
-      coefficient  estimate
-    0           G    0.9093
-    1         Phi    0.6201
+    >>> g.coefficients[["metric", "estimate"]].round(4)  # Shrout-Fleiss ICC(3,4), ICC(2,4)
+      metric  estimate
+    0      G    0.9093
+    1    Phi    0.6201
 
     """
     if not facets:

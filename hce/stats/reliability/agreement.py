@@ -18,7 +18,7 @@ from hce.stats._validate import reads_frame
 Weights = Literal["unweighted", "linear", "quadratic"]
 
 COLUMNS = [
-    "estimator", "weights", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value",
+    "metric", "weights", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value",
     "pa", "pe", "method", "ci_method", *COUNT_COLUMNS,
 ]  # fmt: skip
 
@@ -81,8 +81,8 @@ def _check_chance(pe: float) -> None:
         )
 
 
-def _row(estimator: str, weights: str, **values) -> dict:
-    return dict(estimator=estimator, weights=weights, **values)
+def _row(metric: str, weights: str, **values) -> dict:
+    return dict(metric=metric, weights=weights, **values)
 
 
 def kappa_core(table: np.ndarray, w: np.ndarray) -> dict[str, float]:
@@ -157,7 +157,7 @@ def cohen_kappa(
     Returns
     -------
     DataFrame
-        One row: ``estimator`` ("Cohen's kappa"), ``weights``, ``estimate``, ``se``
+        One row: ``metric`` ("Cohen's kappa"), ``weights``, ``estimate``, ``se``
         (large-sample, non-null), ``ci_low``, ``ci_high`` (estimate +- z se), ``statistic``
         (z = kappa / se0 with the null SE), ``p_value`` (two-sided, normal), ``pa``
         (weighted observed agreement), ``pe`` (chance agreement), ``method``,
@@ -336,7 +336,7 @@ _SHARED_DOC = """
     Returns
     -------
     DataFrame
-        One row: ``estimator``, ``weights``, ``estimate``, ``se`` (Gwet's linearised SE),
+        One row: ``metric``, ``weights``, ``estimate``, ``se`` (Gwet's linearised SE),
         ``ci_low``, ``ci_high`` (estimate +- t(n-1) se, the upper limit
         capped at 1 as in irrCAC), ``statistic``
         (t = estimate / se), ``p_value`` (two-sided, t on n - 1 df), ``pa`` (observed
@@ -429,8 +429,8 @@ def gwet_ac(
     >>> d = pd.DataFrame({"item": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
     ...                   "rater": ["a", "b", "c"] * 4,
     ...                   "label": ["y", "y", "y", "n", "n", "y", "n", "n", "n", "y", "n", "n"]})
-    >>> gwet_ac(d, item="item", rater="rater", score="label")[["estimator", "estimate", "pa", "pe"]].round(3)
-        estimator  estimate     pa     pe
+    >>> gwet_ac(d, item="item", rater="rater", score="label")[["metric", "estimate", "pa", "pe"]].round(3)
+           metric  estimate     pa     pe
     0  Gwet's AC1     0.351  0.667  0.486
     """
     _check_options(weights, confidence)
@@ -505,7 +505,7 @@ def strict_agreement(
     Returns
     -------
     DataFrame
-        Three rows, ``estimator`` = "strict inclusion" (share of targets every rater
+        Three rows, ``metric`` = "strict inclusion" (share of targets every rater
         marked 1), "strict exclusion" (every rater marked 0) and "strict agreement" (their
         sum); ``weights`` (None), ``estimate``, ``se`` (binomial), ``ci_low``, ``ci_high``
         (Wilson score), ``statistic``, ``p_value``, ``pa``, ``pe`` (NaN: no test),
@@ -532,8 +532,8 @@ def strict_agreement(
     >>> d = pd.DataFrame({"message": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
     ...                   "clinician": ["a", "b", "c"] * 4,
     ...                   "includes_theme": [1, 1, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0]})
-    >>> strict_agreement(d, item="message", rater="clinician", score="includes_theme")[["estimator", "estimate"]]
-              estimator  estimate
+    >>> strict_agreement(d, item="message", rater="clinician", score="includes_theme")[["metric", "estimate"]]
+                 metric  estimate
     0  strict inclusion      0.25
     1  strict exclusion      0.50
     2  strict agreement      0.75

@@ -37,7 +37,7 @@ from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_r
 NanPolicy = Literal["pairwise", "listwise"]
 
 COLUMNS = [
-    "estimator", "estimate", "ci_low", "ci_high", "df1", "df2", "method", "ci_method",
+    "metric", "estimate", "ci_low", "ci_high", "df1", "df2", "method", "ci_method",
     *COUNT_COLUMNS,
 ]  # fmt: skip
 
@@ -129,7 +129,7 @@ def cronbach_alpha(
     Returns
     -------
     DataFrame
-        One row: ``estimator`` ("Cronbach's alpha"), ``estimate``, ``ci_low``, ``ci_high``,
+        One row: ``metric`` ("Cronbach's alpha"), ``estimate``, ``ci_low``, ``ci_high``,
         ``df1``, ``df2`` (of the Feldt F), ``method``, ``ci_method``, ``n_targets``,
         ``n_raters`` (the number of items), ``n_ratings`` (scores used) and ``n_dropped``.
 
@@ -166,7 +166,7 @@ def cronbach_alpha(
     df1, df2 = n - 1, (n - 1) * (k - 1)
     tail = (1 - confidence) / 2
     row = dict(
-        estimator="Cronbach's alpha", estimate=float(alpha),
+        metric="Cronbach's alpha", estimate=float(alpha),
         ci_low=float(1 - (1 - alpha) * stats.f.isf(tail, df1, df2)),
         ci_high=float(1 - (1 - alpha) * stats.f.isf(1 - tail, df1, df2)),
         df1=float(df1), df2=float(df2),
@@ -265,7 +265,7 @@ def mcdonald_omega(
     Returns
     -------
     DataFrame
-        One row: ``estimator`` ("McDonald's omega"), ``estimate``, ``ci_low``, ``ci_high``
+        One row: ``metric`` ("McDonald's omega"), ``estimate``, ``ci_low``, ``ci_high``
         (percentile bootstrap), ``df1``, ``df2`` (NaN), ``method``, ``ci_method``,
         ``n_targets``, ``n_raters`` (items), ``n_ratings``, ``n_dropped``.
 
@@ -317,7 +317,7 @@ def mcdonald_omega(
         ci_low, ci_high = percentile_interval(reps, confidence)
         ci_method = f"percentile bootstrap over targets (B={n_boot})"
     row = dict(
-        estimator="McDonald's omega", estimate=estimate, ci_low=float(ci_low),
+        metric="McDonald's omega", estimate=estimate, ci_low=float(ci_low),
         ci_high=float(ci_high), df1=np.nan, df2=np.nan,
         method=f"ML one-factor model on item {scale}s ({nan_policy} deletion)",
         ci_method=ci_method, **counts(len(y), y.shape[1], n_used,
@@ -406,7 +406,7 @@ class OmegaResult:
     Attributes
     ----------
     estimates : DataFrame
-        ``measure`` (``omega_hierarchical``, ``omega_total``, ``alpha_standardized``),
+        ``metric`` (``omega_hierarchical``, ``omega_total``, ``alpha_standardized``),
         ``estimate``, ``ci_low``, ``ci_high`` (NaN without bootstrap), ``n``, ``method``,
         ``ci_method``, ``n_failed``.
     loadings : DataFrame
@@ -417,7 +417,7 @@ class OmegaResult:
     loadings: pd.DataFrame
 
     def summary(self, digits: int = 2) -> str:
-        e = self.estimates.set_index("measure")
+        e = self.estimates.set_index("metric")
 
         def line(label: str, measure: str) -> str:
             row = e.loc[measure]
@@ -503,8 +503,8 @@ def omega_hierarchical(
     >>> g = rng.normal(size=(500, 1)); f = rng.normal(size=(500, 3))
     >>> d = pd.DataFrame({f"i{j}": g[:, 0] + f[:, j // 3] + rng.normal(size=500)
     ...                   for j in range(9)})
-    >>> omega_hierarchical(d).estimates[["measure", "estimate"]].round(2)
-                  measure  estimate
+    >>> omega_hierarchical(d).estimates[["metric", "estimate"]].round(2)
+                   metric  estimate
     0  omega_hierarchical      0.69
     1         omega_total      0.92
     2  alpha_standardized      0.87
@@ -525,7 +525,7 @@ def omega_hierarchical(
     loadings = pd.DataFrame(sl, index=names, columns=["g", *[f"F{i + 1}" for i in range(k)]])
     loadings["h2"], loadings["u2"] = h2, 1 - h2
     estimates = pd.DataFrame({
-        "measure": ["omega_hierarchical", "omega_total", "alpha_standardized"],
+        "metric": ["omega_hierarchical", "omega_total", "alpha_standardized"],
         "estimate": values, "ci_low": low, "ci_high": high, "n": x.shape[0],
         "method": f"Schmid-Leiman ({method}, oblimin, {k} group factors, {cor})",
         "ci_method": ci_method, "n_failed": failed})

@@ -34,7 +34,7 @@ FORMS = [
 EXACT_CI = "exact F (Shrout & Fleiss 1979; McGraw & Wong 1996)"
 
 COLUMNS = [
-    "estimator", "mcgraw_wong", "description", "estimate", "ci_low", "ci_high", "statistic",
+    "metric", "mcgraw_wong", "description", "estimate", "ci_low", "ci_high", "statistic",
     "df1", "df2", "p_value", "k", "method", "ci_method", *COUNT_COLUMNS,
 ]  # fmt: skip
 
@@ -279,7 +279,7 @@ def icc(
     Returns
     -------
     DataFrame
-        One row per form: ``estimator`` (Shrout-Fleiss name: ICC1, ICC2, ICC3, ICC1k, ICC2k,
+        One row per form: ``metric`` (Shrout-Fleiss name: ICC1, ICC2, ICC3, ICC1k, ICC2k,
         ICC3k), ``mcgraw_wong`` (McGraw-Wong name), ``description``, ``estimate``,
         ``ci_low``, ``ci_high``, ``statistic`` (F for H0: ICC = 0), ``df1``, ``df2``,
         ``p_value``, ``k`` (ratings averaged: 1, or k for the mean forms; under REML the
@@ -356,14 +356,14 @@ def icc(
     ...                      "J3": [5, 3, 6, 2, 6, 4], "J4": [8, 2, 8, 6, 9, 7]})
     >>> long = wide.rename_axis("target").reset_index().melt("target", var_name="judge")
     >>> out = icc(long, item="target", rater="judge", score="value")
-    >>> out[["estimator", "mcgraw_wong", "estimate", "ci_low", "ci_high"]].round(2)
-      estimator mcgraw_wong  estimate  ci_low  ci_high
-    0      ICC1      ICC(1)      0.17   -0.13     0.72
-    1      ICC2    ICC(A,1)      0.29    0.02     0.76
-    2      ICC3    ICC(C,1)      0.71    0.34     0.95
-    3     ICC1k      ICC(k)      0.44   -0.88     0.91
-    4     ICC2k    ICC(A,k)      0.62    0.07     0.93
-    5     ICC3k    ICC(C,k)      0.91    0.68     0.99
+    >>> out[["metric", "mcgraw_wong", "estimate", "ci_low", "ci_high"]].round(2)
+      metric mcgraw_wong  estimate  ci_low  ci_high
+    0   ICC1      ICC(1)      0.17   -0.13     0.72
+    1   ICC2    ICC(A,1)      0.29    0.02     0.76
+    2   ICC3    ICC(C,1)      0.71    0.34     0.95
+    3  ICC1k      ICC(k)      0.44   -0.88     0.91
+    4  ICC2k    ICC(A,k)      0.62    0.07     0.93
+    5  ICC3k    ICC(C,k)      0.91    0.68     0.99
     """
     check_confidence(confidence)
     check_choice("method", method, ["auto", "anova", "reml"])
@@ -423,7 +423,7 @@ def icc(
     out = pd.DataFrame(
         [
             dict(
-                estimator=sf, mcgraw_wong=mw, description=desc, **row,
+                metric=sf, mcgraw_wong=mw, description=desc, **row,
                 k=1.0 if i < 3 else float(k), method=label, ci_method=ci_label, **n_count,
             )  # fmt: skip
             for i, ((sf, mw, desc), row) in enumerate(zip(FORMS, rows))
@@ -495,7 +495,7 @@ def icc_groups(
     ...                   "group": ["expert", "expert", "llm", "llm"] * 3,
     ...                   "score": [4, 5, 4, 4, 2, 2, 3, 2, 5, 4, 5, 5]})
     >>> out = icc_groups(d, item="item", rater="rater", score="score", condition="group")
-    >>> out.loc[out.estimator == "ICC3", ["comparison", "group", "estimate"]].round(3)
+    >>> out.loc[out.metric == "ICC3", ["comparison", "group", "estimate"]].round(3)
        comparison          group  estimate
     2      within         expert     0.786
     8      within            llm     0.900

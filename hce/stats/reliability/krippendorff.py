@@ -42,7 +42,7 @@ MAX_CELLS = 50_000_000
 BLOCK_CELLS = 4_000_000
 
 COLUMNS = [
-    "estimator", "level", "estimate", "ci_low", "ci_high", "se", "minimum", "p_below",
+    "metric", "level", "estimate", "ci_low", "ci_high", "se", "minimum", "p_below",
     "method", "ci_method", *COUNT_COLUMNS,
 ]  # fmt: skip
 
@@ -209,7 +209,7 @@ def krippendorff_alpha(
     Returns
     -------
     DataFrame
-        One row per minimum: ``estimator`` ("Krippendorff's alpha"), ``level``,
+        One row per minimum: ``metric`` ("Krippendorff's alpha"), ``level``,
         ``estimate``, ``ci_low``, ``ci_high`` (percentile bootstrap), ``se`` (SD of the
         replicates), ``minimum``, ``p_below`` (share of replicates below ``minimum``),
         ``method``, ``ci_method``, ``n_targets`` (pairable units, those with 2+ values),
@@ -297,7 +297,7 @@ def krippendorff_alpha(
     minima = [minimum] if np.ndim(minimum) == 0 else list(minimum)
     rows = [
         dict(
-            estimator="Krippendorff's alpha",
+            metric="Krippendorff's alpha",
             level=level if isinstance(level, str) else getattr(level, "__name__", "custom"),
             estimate=estimate, ci_low=float(ci_low), ci_high=float(ci_high), se=se,
             minimum=float(low),

@@ -28,7 +28,7 @@ def test_gwet_ac1_irrcac_example():
     out = gwet_ac(RAW4RATERS, item="target", rater="rater", score="rating")
     _check(out, estimate=0.77544, se=0.14295, ci_low=0.46081, ci_high=1.0, p_value=0.00021,
            pa=0.81818, pe=0.19032, statistic=5.42458)  # fmt: skip
-    assert out.estimator[0] == "Gwet's AC1"
+    assert out.metric[0] == "Gwet's AC1"
     assert (out.n_targets[0], out.n_raters[0], out.n_ratings[0]) == (12, 4, 41)
 
 
@@ -36,7 +36,7 @@ def test_gwet_ac2_quadratic_irrcac_example():
     # irrCAC tests: gwet, weights="quadratic" on raw4raters: 0.914, CI (0.68518, 1)
     out = gwet_ac(RAW4RATERS, item="target", rater="rater", score="rating", weights="quadratic")
     _check(out, estimate=0.914, ci_low=0.68518, ci_high=1.0)
-    assert out.estimator[0] == "Gwet's AC2"
+    assert out.metric[0] == "Gwet's AC2"
 
 
 def test_fleiss_kappa_irrcac_example_with_missing_ratings():
@@ -144,7 +144,7 @@ def test_strict_agreement_reproduces_seed_004_table_3():
     for theme, (inc, exc, p_inc, p_exc, p_agree) in table.items():
         rows = [[1, 1, 1]] * inc + [[0, 0, 0]] * exc + [[1, 0, 1]] * (30 - inc - exc)
         out = strict_agreement(long_from_wide(np.array(rows, float)), item="target", rater="rater", score="rating")
-        got = out.set_index("estimator").estimate.round(2)
+        got = out.set_index("metric").estimate.round(2)
         assert got["strict inclusion"] == p_inc and got["strict exclusion"] == p_exc, theme
         # the paper adds rounded parts (0.03 + 0.33 = 0.36); the exact 11/30 rounds to 0.37
         assert got["strict agreement"] == (0.37 if theme == "Asse" else p_agree), theme
@@ -152,7 +152,7 @@ def test_strict_agreement_reproduces_seed_004_table_3():
 
 def test_strict_agreement_wilson_interval_and_dropped_targets():
     y = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 1], [1, 1, np.nan]])
-    out = strict_agreement(long_from_wide(y), item="target", rater="rater", score="rating").set_index("estimator")
+    out = strict_agreement(long_from_wide(y), item="target", rater="rater", score="rating").set_index("metric")
     assert out.loc["strict agreement", "estimate"] == 2 / 3
     assert (out.n_targets == 3).all() and (out.n_dropped == 3).all()
     # Wilson 95% interval for 2/3 (statsmodels proportion_confint, method="wilson")

@@ -35,7 +35,7 @@ def test_icc_interval_coverage(var_rater, missing):
     hits = dict.fromkeys(truth, 0)
     for _ in range(REPS):
         out = icc(_simulate(rng, 30, 4, var_rater, missing), item="target", rater="rater", score="rating")
-        out = out.set_index("estimator")
+        out = out.set_index("metric")
         for form, value in truth.items():
             hits[form] += out.loc[form, "ci_low"] <= value <= out.loc[form, "ci_high"]
     coverage = {form: h / REPS for form, h in hits.items()}

@@ -21,7 +21,7 @@ def _pingouin(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_shrout_fleiss_published_values():
-    out = icc(long_from_wide(SHROUT_FLEISS), item="target", rater="rater", score="rating").set_index("estimator")
+    out = icc(long_from_wide(SHROUT_FLEISS), item="target", rater="rater", score="rating").set_index("metric")
     # Shrout & Fleiss (1979) Table 4 (also psych::ICC's example), two decimals
     published = [0.17, 0.29, 0.71, 0.44, 0.62, 0.91]
     np.testing.assert_array_equal(out.loc[FORMS, "estimate"].round(2), published)
@@ -144,7 +144,7 @@ def test_incomplete_design_uses_every_rating_and_says_so():
 
 def test_reml_icc_definitions_from_components():
     long = _balanced(n=25, k=4, seed=5).iloc[3:]  # target 0 lacks three ratings
-    out = icc(long, item="target", rater="rater", score="rating").set_index("estimator")
+    out = icc(long, item="target", rater="rater", score="rating").set_index("metric")
     t, r = (pd.factorize(long[c], sort=True)[0] for c in ("target", "rater"))
     vt, vr, ve = reml_components(t, r, long.rating.to_numpy(), 25, 4)
     vt1, _, vw = reml_components(t, None, long.rating.to_numpy(), 25, 4)

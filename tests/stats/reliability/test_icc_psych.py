@@ -40,7 +40,7 @@ def _ratings(name: str) -> pd.DataFrame:
 def test_k_raters_reproduces_psych_icc_lmer(name):
     ref = REFERENCE["designs"][name]["psych"]
     out = icc(_ratings(name), item="target", rater="rater", score="rating", method="reml", k="raters")
-    assert out["estimator"].tolist() == ref["type"]
+    assert out["metric"].tolist() == ref["type"]
     np.testing.assert_allclose(out["estimate"], ref["ICC"], atol=PSYCH_TOL)
     np.testing.assert_allclose(out["statistic"], ref["F"], rtol=PSYCH_TOL)
     np.testing.assert_array_equal(out["df1"], ref["df1"])
@@ -56,7 +56,7 @@ def test_k_raters_reproduces_psych_icc_lmer(name):
 def test_k_harmonic_reproduces_lme4_components(name):
     ref = REFERENCE["designs"][name]["harmonic"]
     out = icc(_ratings(name), item="target", rater="rater", score="rating")  # incomplete: REML, harmonic k
-    assert out["estimator"].tolist() == ref["type"]
+    assert out["metric"].tolist() == ref["type"]
     np.testing.assert_allclose(out["estimate"], ref["ICC"], atol=1e-6)
     np.testing.assert_allclose(out["k"].iloc[3:], ref["k"], rtol=1e-12)
 
