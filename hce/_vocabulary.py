@@ -108,6 +108,17 @@ N_BOOT_OTHER: dict[str, tuple[int, str]] = {
     "reliability_items": (200, "a bootstrap inside each of n_sim simulated studies"),
 }
 
+#: ``n_sim`` counts simulations, whose cost and needed precision depend on what is simulated:
+#: its default is stated per kind of simulation.
+N_SIM_DEFAULTS: dict[str, tuple[int, str]] = {
+    "attempts_needed": (1000, "power: a Monte-Carlo SE of 1.3 points at 80% power"),
+    "sd_difference_power": (1000, "power: a Monte-Carlo SE of 1.3 points at 80% power"),
+    "reliability_items": (200, "simulated studies per candidate sample size, each bootstrapped"),
+    "contingency_test": (10000, "a simulated p-value: Monte-Carlo SE 0.002 at p = 0.05 (R's chisq.test uses B = 2000)"),
+    "experiment4": (10000, "as contingency_test"),
+    "parallel_analysis": (20, "simulated eigenvalue sets, psych::fa.parallel's default"),
+}
+
 #: Bootstrap counts beside ``n_boot``, with the reason.
 OTHER_BOOT_COUNTS: dict[str, tuple[str, ...]] = {
     "instrument_report": ("factor_boot",),  # the factor bootstrap is opt-in (minutes); n_boot serves the rest

@@ -102,6 +102,9 @@ def test_seeds_intervals_and_resample_counts_use_one_name_and_one_default(name):
         else:
             want = vocab.N_BOOT_OTHER.get(short, (vocab.N_BOOT_DEFAULT,))[0]
             assert default == want, f"{name}: n_boot defaults to {default}, the vocabulary says {want}"
+    if "n_sim" in parameters:
+        assert short in vocab.N_SIM_DEFAULTS, f"{name}: state n_sim's default in hce._vocabulary.N_SIM_DEFAULTS"
+        assert parameters["n_sim"].default == vocab.N_SIM_DEFAULTS[short][0], name
     counts = [p for p in parameters if p.startswith("n_") and any(w in p for w in ("boot", "sim", "iter", "resample", "rep"))]
     assert set(counts) <= {"n_boot", "n_sim"}, f"{name}: resample counts are n_boot (bootstrap) or n_sim, got {counts}"
     boots = [p for p in parameters if "boot" in p and p != "n_boot"]
