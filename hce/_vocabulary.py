@@ -7,34 +7,40 @@ from it and ``tests/test_vocabulary.py`` holds the signature of every public fun
 Why these names
 ---------------
 Before issue 26 the rated unit was called ``item``, ``targets``, ``target``, ``unit``,
-``block``, ``subject``, ``pair`` or ``message``; the names below are the ones that were
-already the most common in hce, checked against the libraries our users know:
+``block``, ``subject``, ``pair`` or ``message``. The names below are the ones most common in
+hce's public signatures at the time (counts over hce.stats and hce.study), checked against
+the libraries our users know:
 
-* ``item`` (28 signatures used it, against 9 for ``targets``): the word of the study's logs
-  (``item_id``) and of psychometrics' "item-level" analyses. pingouin says ``targets`` in
-  ``intraclass_corr`` but ``subject`` in ``rm_anova`` and ``friedman``; scikit-posthocs says
-  ``block_col``: no outside name is shared, so ours wins.
+* ``item`` (22 signatures, against 10 for ``targets``): the word of the study's logs
+  (``item_id``). pingouin says ``targets`` in ``intraclass_corr`` but ``subject`` in
+  ``rm_anova``, ``friedman`` and ``cronbach_alpha``; scikit-posthocs says ``block_col``: no
+  outside name is shared, so ours wins.
 * ``rater`` for whoever or whatever gives a score: a judge, an attempt, an annotator, a scale
-  item in Cronbach's alpha (pingouin's ``raters``, singular like every other column argument).
-* ``score`` for the value column (22 signatures, and pingouin's ``scores`` in
-  ``cronbach_alpha``); ``truth`` for the reference it is compared with (a golden verdict, a
-  human score, an observed outcome, a true total), already the word of ``golden_agreement``.
-* ``condition`` for the column whose levels are compared (the PRD's prompt conditions, the
-  models, expert vs LLM raters); ``by`` for extra columns that split the analysis into
-  separate results (pandas ``groupby(by=...)``), always a sequence defaulting to ``()``.
+  item in Cronbach's alpha (``raters``, 8 signatures, as pingouin's ``intraclass_corr``; made
+  singular like every other column argument).
+* ``score`` for the value column (22 signatures, against 10 for ``ratings`` and 10 for
+  ``value``; pingouin's ``cronbach_alpha`` says ``scores``); ``truth`` for the reference the
+  score is compared with (a golden verdict, a human score, an observed outcome, a true
+  total), the word ``golden_agreement`` and ``rogan_gladen`` already used.
+* ``condition`` for the column whose levels are compared (prompts, models, expert vs LLM
+  raters). ``group`` was more common (12 against 8) but is also pandas' ``groupby``; the
+  study's logs and designs speak of conditions (``condition_id``). ``by`` names extra columns
+  that split an analysis into separate results (pandas ``groupby(by=...)``), a sequence
+  defaulting to ``()``.
 * ``columns`` for a list of wide columns (``factor.*``): ``items`` was both that and a
   long-format id column.
-* ``confidence`` for the interval level, as in pingouin (``confidence=0.95``); ``alpha`` stays
-  the significance level of a test (statsmodels' ``alpha``).
-* ``n_boot`` for bootstrap resamples (pingouin's and SciPy's ``n_resamples`` are the only
-  other candidates; ``n_boot`` was in 17 signatures), default 1000 (pingouin's
-  ``compute_bootci`` default is 2000, but 1000 was the most common default here and keeps
-  interval ends stable to the second decimal); ``n_sim`` for Monte-Carlo simulations (power,
+* ``confidence`` for the interval level (56 signatures; pingouin's ``confidence=0.95``);
+  ``alpha`` stays the significance level of a test.
+* ``n_boot`` for bootstrap resamples (16 signatures; pingouin's ``n_boot``), default 1000:
+  1000 and 2000 were equally common defaults (6 each); 1000 is what Efron and Tibshirani
+  (1993, ch. 19) ask of a percentile interval and halves the cost of the reports, which
+  bootstrap per criterion and condition. ``n_sim`` counts Monte-Carlo simulations (power,
   simulated p-values, parallel analysis), which are not resamples of the data.
-* ``random_state`` (SciPy, scikit-learn), default ``None`` everywhere: a seed is the caller's
-  decision, and reports that must be reproducible pass one.
+* ``random_state`` (SciPy, scikit-learn, 30 signatures), default ``None`` everywhere: a seed
+  is the caller's decision; the study run and ``hce report`` pass one.
 * ``method`` is the estimator or test (statsmodels' ``method``); ``ci_method`` is how the
-  interval is built (``wilson``, ``clopper-pearson``, ``bca``).
+  interval is built (``wilson``, ``clopper-pearson``), as the reliability results already
+  reported it in their ``ci_method`` column.
 
 Results follow the same rules: ``estimate, ci_low, ci_high`` bound an estimate;
 ``effect_size, effect_ci_low, effect_ci_high`` an effect size reported beside a test
