@@ -177,7 +177,7 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
             low, high = (float(x) for x in proportion_ci(successes[metric], denominators[metric], confidence, "wilson"))
             method, m = "wilson", int(denominators[metric])
         elif units is None and metric == "cohen_kappa":
-            # rows: prediction, columns: truth; the same core as cohen_kappa(raters=[prediction, truth])
+            # rows: prediction, columns: truth; the same core as cohen_kappa(rater=[prediction, truth])
             se = kappa_core(counts.reshape(2, 2), np.eye(2))["se"] if n else np.nan
             z = _z(confidence)
             low, high = est[metric] - z * se, est[metric] + z * se

@@ -154,7 +154,7 @@ def sd_difference_power(
     -------
     DataFrame
         One row per (n_items, n_attempts): ``n_items, n_attempts, sd_a, sd_b, estimate``
-        (power), ``ci_low, ci_high`` (Clopper-Pearson over the simulations), ``n_sims,
+        (power), ``ci_low, ci_high`` (Clopper-Pearson over the simulations), ``n_sim,
         method``.
 
     Notes
@@ -186,7 +186,7 @@ def sd_difference_power(
     if not 0 < alpha < 1:
         raise DataError(f"alpha={alpha!r} must be strictly between 0 and 1")
     if not (isinstance(n_sim, (int, np.integer)) and n_sim >= 10):
-        raise DataError(f"n_sims={n_sim!r} must be an integer >= 10")
+        raise DataError(f"n_sim={n_sim!r} must be an integer >= 10")
     if scale is not None:
         if len(scale) != 2 or not scale[0] < scale[1]:
             raise DataError(f"scale={scale!r} must be (lowest, highest) with lowest < highest")
@@ -205,7 +205,7 @@ def sd_difference_power(
         low, high = _proportion_interval(hits, n_sim, confidence)
         rows.append({"n_items": n, "n_attempts": m, "sd_a": sd_a, "sd_b": sd_b,
                      "estimate": hits / n_sim, "ci_low": low, "ci_high": high,
-                     "n_sims": n_sim,
+                     "n_sim": n_sim,
                      "method": ("paired Wilcoxon on per-item SDs" if test == "wilcoxon"
                                 else "paired t on log per-item SDs")
                      + (f", scores rounded to {scale[0]}-{scale[1]}" if scale else "")})
@@ -241,7 +241,7 @@ def attempts_needed(
         Power to reach.
     max_attempts : int, default 30
         Largest number of attempts tried.
-    scale, test, alpha, n_sims, random_state
+    scale, test, alpha, n_sim, random_state
         As in :func:`sd_difference_power`.
 
     Returns
@@ -471,7 +471,7 @@ def reliability_items(
         One row: ``coefficient, form, reliability, n_raters, width, n`` (items needed),
         ``expected_width`` (mean simulated width at n), ``ci_low, ci_high`` (Monte Carlo
         interval of that mean), ``n_bonett`` (Bonett's closed form, single-rater ICC forms
-        only), ``n_sims, method``.
+        only), ``n_sim, method``.
 
     Notes
     -----
@@ -500,7 +500,7 @@ def reliability_items(
     check_choice("form", form, _ICC_FORMS)
     check_confidence(confidence)
     _check_plan("reliability", reliability, n_raters, width)
-    for name, value in (("n_sims", n_sim), ("n_boot", n_boot), ("n_max", n_max)):
+    for name, value in (("n_sim", n_sim), ("n_boot", n_boot), ("n_max", n_max)):
         if not (isinstance(value, (int, np.integer)) and value >= 10):
             raise DataError(f"{name}={value!r} must be an integer >= 10")
     # common random numbers: every candidate n is simulated from the same seed, so the
@@ -542,6 +542,6 @@ def reliability_items(
         "coefficient": coefficient, "form": name, "reliability": reliability,
         "n_raters": n_raters, "width": width, "n": high, "expected_width": final.mean(),
         "ci_low": final.mean() - z * se, "ci_high": final.mean() + z * se,
-        "n_bonett": n_bonett, "n_sims": n_sim,
+        "n_bonett": n_bonett, "n_sim": n_sim,
         "method": "simulation with the reliability module's intervals, bisection on n"
         + (f", scores rounded to {scale[0]}-{scale[1]}" if scale else "")}])

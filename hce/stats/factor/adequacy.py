@@ -221,14 +221,14 @@ class ParallelResult:
     n_factors, n_components : int
         Factors (components) whose observed eigenvalue exceeds the simulated one, counted
         until the first that does not (psych's rule).
-    n_iter : int
+    n_sim : int
         Simulated data sets.
     """
 
     table: pd.DataFrame
     n_factors: int
     n_components: int
-    n_iter: int
+    n_sim: int
 
     def summary(self) -> str:
         return (f"Parallel analysis suggests that the number of factors = {self.n_factors} "
@@ -294,7 +294,7 @@ def parallel_analysis(
     """
     x, _ = item_matrix(data, columns)
     if not (isinstance(n_sim, (int, np.integer)) and n_sim >= 1):
-        raise DataError(f"n_iter={n_sim!r} must be a positive integer")
+        raise DataError(f"n_sim={n_sim!r} must be a positive integer")
     if quantile is not None and not 0 < quantile < 1:
         raise DataError(f"quantile={quantile!r} must be strictly between 0 and 1")
     rng = as_generator(random_state)
