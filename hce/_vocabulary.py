@@ -50,6 +50,7 @@ statistic; ``statistic, p_value`` a test.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -174,7 +175,9 @@ F = TypeVar("F", bound=Callable)
 
 
 def renamed(**retired: str) -> Callable[[F], F]:
-    """Refuse retired argument names with a TypeError that names the replacement.
+    """Refuse retired argument names, and arguments after ``data`` given by position.
+
+    Each raises a TypeError that says what to write instead.
 
     Parameters
     ----------
@@ -192,13 +195,27 @@ def renamed(**retired: str) -> Callable[[F], F]:
     Traceback (most recent call last):
     ...
     TypeError: count() no longer takes 'targets': use item='item_id' (hce 0.x vocabulary, see the glossary)
+    >>> count({"item_id": [1, 1, 2]}, "item_id")
+    Traceback (most recent call last):
+    ...
+    TypeError: count() takes data by position and the rest by keyword: count(data, item=...)
     """
+
     def decorate(func: F) -> F:
+        parameters = inspect.signature(func).parameters.values()
+        n_positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+        keywords = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
+
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             for old in retired.keys() & kwargs.keys():
                 raise TypeError(f"{func.__name__}() no longer takes {old!r}: use "
                                 f"{retired[old]}={kwargs[old]!r} (hce 0.x vocabulary, see the glossary)")  # fmt: skip
+            if len(args) > n_positional:
+                moved = ", ".join(f"{k}=..." for k in keywords[: len(args) - n_positional])
+                first = ", ".join(p.name for p in list(parameters)[:n_positional])
+                raise TypeError(f"{func.__name__}() takes {first} by position and the rest by keyword: "
+                                f"{func.__name__}({first}, {moved})")  # fmt: skip
             return func(*args, **kwargs)
 
         wrapper.__renamed__ = dict(retired)  # type: ignore[attr-defined]  # read by the glossary test

@@ -133,6 +133,9 @@ def test_a_retired_name_raises_a_type_error_naming_the_new_one(name):
         assert new in parameters or forwards, f"{name}: renamed {old!r} to {new!r}, which it lacks"
         with pytest.raises(TypeError, match=rf"no longer takes '{old}': use {new}="):
             function(**{old: "x"})
+    if next(iter(parameters)) in DATA_NAMES and any(p.kind == p.KEYWORD_ONLY for p in parameters.values()):
+        with pytest.raises(TypeError, match=r"takes \w+ by position and the rest by keyword"):
+            function(pd.DataFrame(), "x")  # the old positional call of a column argument
 
 
 def test_every_warning_class_derives_from_hce_warning():
