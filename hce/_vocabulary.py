@@ -163,7 +163,6 @@ TEST_COLUMNS = ("statistic", "p_value")
 #: Results whose ``ci_low``/``ci_high`` bound a point not yet called ``estimate`` (function:
 #: that column); to be renamed with their consumers (the report's figures and tables).
 INTERVAL_OF: dict[str, str] = {
-    "code_frequencies": "share",
     "item_statistics": "alpha_if_dropped",
     "reliability_table": "observed",
     "vote_stability": "share_true",

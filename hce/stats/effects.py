@@ -293,7 +293,8 @@ def mae_vs_target(
     Returns
     -------
     DataFrame
-        One row per item x condition: keys, ``n`` (valid scores), ``n_errors``, ``truth``,
+        One row per item x condition: keys, ``n`` (valid scores), ``n_errors``, ``target`` (the
+        item's ``truth``),
         ``mean_score``, ``error`` (mean - target, signed), ``mae`` (its absolute value;
         NaN when ``n == 0``).
 

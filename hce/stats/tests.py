@@ -926,17 +926,18 @@ def code_frequencies(
     Returns
     -------
     DataFrame
-        One row per coding dimension x group x level: ``code``, ``condition`` (the group's
-        label), ``level``, ``count``, ``share`` (of the group's coded segments), ``n`` (the
-        group's coded segments) and the Wilson interval of the share (``ci_low``,
-        ``ci_high``; R ``prop.test(correct = FALSE)``), which treats segments as independent.
+        One row per coding dimension x group x level: ``code``, the ``condition`` column
+        (the group), ``level``, ``count``, ``estimate`` (the share of the group's coded
+        segments), ``n`` (the group's coded segments) and the Wilson interval of the share
+        (``ci_low``, ``ci_high``; R ``prop.test(correct = FALSE)``), which treats segments
+        as independent.
 
     Examples
     --------
     >>> import pandas as pd
     >>> codes = pd.DataFrame({"model": ["a", "a", "a", "b"], "code": ["q", "q", "p", "p"]})
     >>> code_frequencies(codes).round(3).to_dict("records")[0]
-    {'code': 'code', 'group': 'a', 'level': 'p', 'count': 1, 'share': 0.333, 'n': 3, 'ci_low': 0.061, 'ci_high': 0.792}
+    {'code': 'code', 'model': 'a', 'level': 'p', 'count': 1, 'estimate': 0.333, 'n': 3, 'ci_low': 0.061, 'ci_high': 0.792}
     """
     check_confidence(confidence)
     code_columns = [codes] if isinstance(codes, str) else list(codes)
@@ -944,9 +945,9 @@ def code_frequencies(
     tables = []
     for code in code_columns:
         counts = pd.crosstab(data[condition], data[code]).stack().rename("count").reset_index()
-        counts.columns = ["group", "level", "count"]
-        counts["n"] = counts.groupby("group")["count"].transform("sum")
-        counts.insert(3, "share", counts["count"] / counts["n"])
+        counts.columns = [condition, "level", "count"]
+        counts["n"] = counts.groupby(condition)["count"].transform("sum")
+        counts.insert(3, "estimate", counts["count"] / counts["n"])
         counts["ci_low"], counts["ci_high"] = proportion_ci(counts["count"].to_numpy(), counts["n"].to_numpy(), confidence, "wilson")
         counts.insert(0, "code", code)
         tables.append(counts)

@@ -572,7 +572,8 @@ def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
 
 def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
     """Table 3: the share of segments per code (rows) and model (columns), from the long frequency table."""
-    wide = frequencies.pivot_table(index=["code", "level"], columns="group", values="share", sort=False)
+    condition = frequencies.columns[1]  # code_frequencies: code, then the condition column (the model)
+    wide = frequencies.pivot_table(index=["code", "level"], columns=condition, values="estimate", sort=False)
     wide.columns = [f"share: {model}" for model in wide.columns]  # a model name stays as written in the header
     return wide.reset_index().rename(columns={"code": "dimension", "level": "code"})
 

@@ -315,5 +315,5 @@ def test_contingency_auto_choice_and_frequencies():
     out = contingency_test(codes, codes="evidence", random_state=0).iloc[0]
     assert out["min_expected"] < 5 and "Fisher" in out["method"]
     freq = code_frequencies(codes, codes="evidence")
-    a = freq[(freq["group"] == "a")].set_index("level")
-    assert a.loc["q", "count"] == 4 and a.loc["q", "share"] == pytest.approx(4 / 6)
+    a = freq[(freq["model"] == "a")].set_index("level")
+    assert a.loc["q", "count"] == 4 and a.loc["q", "estimate"] == pytest.approx(4 / 6)
