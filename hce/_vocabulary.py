@@ -165,7 +165,6 @@ TEST_COLUMNS = ("statistic", "p_value")
 INTERVAL_OF: dict[str, str] = {
     "item_statistics": "alpha_if_dropped",
     "reliability_table": "observed",
-    "vote_stability": "share_true",
 }
 #: Column names results never use (their replacement in ESTIMATE_COLUMNS / EFFECT_COLUMNS).
 RETIRED_COLUMNS = ("lower", "upper", "ci_lower", "ci_upper", "ci_lo", "ci_hi")

@@ -525,8 +525,8 @@ def vote_stability(
     -------
     DataFrame
         One row per item x condition: keys, ``n`` (valid verdicts), ``n_errors``,
-        ``n_missing``, ``n_true``, ``share_true``, ``ci_low``/``ci_high`` (Wilson interval
-        for ``share_true``), ``majority`` (True/False, NA on a tie), ``flip_rate`` (share of
+        ``n_missing``, ``n_true``, ``estimate`` (the share of True), ``ci_low``/``ci_high``
+        (its Wilson interval), ``majority`` (True/False, NA on a tie), ``flip_rate`` (share of
         attempts disagreeing with the majority, ``min(k, n-k)/n``), ``entropy_bits``
         (Shannon entropy of the verdict distribution, 0 = unanimous, 1 = evenly split),
         ``borderline`` (the interval contains 0.5: the data cannot tell which way the item
@@ -574,7 +574,7 @@ def vote_stability(
         share = k / n
         minority = np.minimum(k, n - k) / n
         entropy = stats.entropy(np.vstack([share, 1 - share]), base=2, axis=0)
-    out["share_true"] = share
+    out["estimate"] = share
     out["ci_low"], out["ci_high"] = proportion_ci(k, n, confidence, "wilson")
     out["majority"] = pd.array(np.where(k * 2 == n, None, k * 2 > n), dtype="boolean")
     out.loc[n == 0, "majority"] = pd.NA
