@@ -153,11 +153,14 @@ CONFIDENCE_OTHER: dict[str, tuple[float | None, str]] = {
 #: results used to say ``estimator``, ``measure`` or ``coefficient``.
 LABEL_COLUMN = "metric"
 RETIRED_LABELS = ("estimator", "measure", "coefficient")
+RETIRED_COUNTS = ("n_targets", "n_ratings")
 #: Results that keep another label column, with the reason.
 LABEL_OTHER: dict[str, str] = {
     "fairness": "measure names the compared quantity (mean or sd), as its measures= argument does",
 }
 ESTIMATE_COLUMNS = ("estimate", "ci_low", "ci_high")
+#: Counts are named after the arguments: items, raters, scores (reliability said n_targets, n_ratings).
+COUNT_COLUMNS = ("n_items", "n_raters", "n_scores")
 EFFECT_COLUMNS = ("effect_size", "effect_ci_low", "effect_ci_high")
 TEST_COLUMNS = ("statistic", "p_value")
 #: Results whose ``ci_low``/``ci_high`` bound a point not yet called ``estimate`` (function:

@@ -224,8 +224,8 @@ def test_result_frames_bound_estimate_or_effect_size():
             columns = set(map(str, frame.columns))
             if set(vocab.RETIRED_LABELS) & columns and name not in vocab.LABEL_OTHER:
                 problems.append(f"{where}: the label column is {vocab.LABEL_COLUMN!r}, got {sorted(set(vocab.RETIRED_LABELS) & columns)}")
-            if set(vocab.RETIRED_COLUMNS) & columns:
-                problems.append(f"{where}: retired column(s) {sorted(set(vocab.RETIRED_COLUMNS) & columns)}")
+            if set(vocab.RETIRED_COLUMNS + vocab.RETIRED_COUNTS) & columns:
+                problems.append(f"{where}: retired column(s) {sorted(set(vocab.RETIRED_COLUMNS + vocab.RETIRED_COUNTS) & columns)}")
             if set(vocab.ESTIMATE_COLUMNS[1:]) & columns:
                 point = vocab.INTERVAL_OF.get(name, "estimate")
                 if point not in columns:

@@ -46,7 +46,7 @@ def agreement(ratings: pd.DataFrame, **labels: object) -> pd.DataFrame:
         hs.gwet_ac(ratings, **columns),
         hs.percent_agreement(ratings, **columns),
     ]
-    columns = ["metric", "estimate", "ci_low", "ci_high", "ci_method", "n_targets", "n_raters", "n_ratings"]
+    columns = ["metric", "estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_raters", "n_scores"]
     return pd.concat([p.reindex(columns=columns) for p in parts]).assign(**labels)
 
 
@@ -69,7 +69,7 @@ def kqa(report: Report, root: Path) -> list[dict]:
               "Krippendorff: percentile bootstrap over claims."),
     )
     return [{"dataset": "kqa", "quantity": f"{r.metric}, physicians, {r.subset}", "estimate": r.estimate,
-             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets} for r in table_.itertuples()
+             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items} for r in table_.itertuples()
             if r.subset == "all claims"]
 
 
@@ -104,15 +104,15 @@ def healthbench(report: Report, root: Path) -> list[dict]:
         f"physicians. Physician majority: {int(items['majority'].isna().sum())} items are ties (1 of 2) and have none.",
         table(ceiling[["raters", *ceiling.columns.drop("raters")]], "healthbench_agreement",
               "Agreement among physicians (the ceiling), and with the LLM grader added as one more rater"),
-        table(kappa[["metric", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value", "pa", "pe", "n_targets"]],
+        table(kappa[["metric", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value", "pa", "pe", "n_items"]],
               "healthbench_judge_kappa", "Cohen's kappa: LLM grader vs the physician majority (ties left out)"),
     )
     headline = [{"dataset": "healthbench", "quantity": f"{r.metric}, {r.raters}", "estimate": r.estimate,
-                 "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets} for r in ceiling.itertuples()]
+                 "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items} for r in ceiling.itertuples()]
     headline.append({"dataset": "healthbench", "quantity": "Cohen's kappa, LLM grader vs physician majority",
                      "estimate": kappa["estimate"].iloc[0], "ci_low": kappa["ci_low"].iloc[0],
                      "ci_high": kappa["ci_high"].iloc[0], "p_value": kappa["p_value"].iloc[0],
-                     "n": kappa["n_targets"].iloc[0]})
+                     "n": kappa["n_items"].iloc[0]})
     return headline + corrected_pass_rate(section, items)
 
 

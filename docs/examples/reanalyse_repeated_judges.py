@@ -134,7 +134,7 @@ def sample_reliability(data: pd.DataFrame, keys: list[str], level: str) -> pd.Da
         alpha = hs.krippendorff_alpha(part, item="item_id", rater="sample_idx", score="score", level=level, random_state=SEED)
         for estimator, row in [*icc.iterrows(), (f"alpha ({level})", alpha.iloc[0])]:
             rows.append({**label, "metric": estimator, "estimate": row["estimate"], "ci_low": row["ci_low"],
-                         "ci_high": row["ci_high"], "n_targets": row["n_targets"], "n_ratings": row["n_ratings"],
+                         "ci_high": row["ci_high"], "n_items": row["n_items"], "n_scores": row["n_scores"],
                          "method": row["method"]})
     return pd.DataFrame(rows)
 
@@ -153,7 +153,7 @@ def human_agreement(data: pd.DataFrame, keys: list[str], human: str) -> pd.DataF
         pairs = means.melt(id_vars="item_id", value_vars=["mean_score", "target"], var_name="rater", value_name="score")
         icc = hs.icc(pairs, item="item_id", rater="rater", score="score").set_index("metric").loc["ICC2"]
         rows.append({**label, "measure": "ICC(A,1) judge mean vs human", "estimate": icc["estimate"],
-                     "ci_low": icc["ci_low"], "ci_high": icc["ci_high"], "p_value": icc["p_value"], "n": icc["n_targets"]})
+                     "ci_low": icc["ci_low"], "ci_high": icc["ci_high"], "p_value": icc["p_value"], "n": icc["n_items"]})
         rows.append({**label, "measure": "MAE of the judge mean", "estimate": means["mae"].mean(), "ci_low": np.nan,
                      "ci_high": np.nan, "p_value": np.nan, "n": int(means["mae"].notna().sum())})
     return pd.DataFrame(rows)
@@ -219,7 +219,7 @@ def topical(report: Report, root: Path) -> list[dict]:
                   "estimate": share[(a, "residual")]} for a in SCALES]
     pick = reliability[(reliability["prompt_variant"] == "geval") & (reliability["metric"] == "ICC1")]
     headline += [{"dataset": "topical_chat", "quantity": f"ICC(1) of one sample, {r.attribute} (geval)",
-                  "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets}
+                  "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items}
                  for r in pick.itertuples()]
     pick = agreement[(agreement["prompt_variant"] == "geval") & (agreement["measure"] == "Pearson r")]
     headline += [{"dataset": "topical_chat", "quantity": f"Pearson r, judge mean vs human, {r.attribute} (geval)",
@@ -260,7 +260,7 @@ def summeval(report: Report, root: Path) -> list[dict]:
     headline = [
         {"dataset": "summeval", "quantity": "median per-item SD of 10 samples", "estimate": summary["median"].iloc[0]},
         *[{"dataset": "summeval", "quantity": f"{r.metric} of the samples", "estimate": r.estimate,
-           "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets} for r in reliability.itertuples()],
+           "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items} for r in reliability.itertuples()],
         *[{"dataset": "summeval", "quantity": f"{r.measure}, {r.samples} sample(s) vs experts", "estimate": r.estimate,
            "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value, "n": r.n} for r in agreement.itertuples()],
     ]

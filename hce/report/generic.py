@@ -537,13 +537,13 @@ def _agreement_rows(part: pd.DataFrame, condition: Any, score: str, confidence: 
     iccs = hs.icc(part, item=ITEM, rater="attempt", score=score, confidence=confidence)
     for _, row in iccs[iccs["metric"].isin(["ICC1", "ICC1k"])].iterrows():
         rows.append({CONDITION: condition, "metric": row["mcgraw_wong"], "estimate": row["estimate"],
-                     "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_targets": row["n_targets"],
-                     "n_ratings": row["n_ratings"], "method": row["method"]})  # fmt: skip
+                     "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_items": row["n_items"],
+                     "n_scores": row["n_scores"], "method": row["method"]})  # fmt: skip
     alpha = hs.krippendorff_alpha(part, item=ITEM, rater="attempt", score=score, level="interval",
                                   confidence=confidence, random_state=rng).iloc[0]  # fmt: skip
     rows.append({CONDITION: condition, "metric": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"],
-                 "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_targets": alpha["n_targets"],
-                 "n_ratings": alpha["n_ratings"], "method": alpha["ci_method"]})  # fmt: skip
+                 "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_items": alpha["n_items"],
+                 "n_scores": alpha["n_scores"], "method": alpha["ci_method"]})  # fmt: skip
     return rows
 
 

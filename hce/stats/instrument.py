@@ -204,7 +204,7 @@ class InstrumentReport:
         def block(title: str, table: pd.DataFrame) -> list[str]:
             return [title, "-" * len(title), table.round(digits).to_string(index=False), ""]
 
-        rel_cols = ["attribute", "metric", "estimate", "ci_low", "ci_high", "n_targets",
+        rel_cols = ["attribute", "metric", "estimate", "ci_low", "ci_high", "n_items",
                     "n_raters"]
         out = ["Instrument validation report", "=" * 29, ""]
         out += block("Score descriptives", self.descriptives)
@@ -300,7 +300,7 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
     else:
         notes.append("omega hierarchical skipped: it needs at least 2 group factors and the "
                      "EFA kept 1")
-    extra = pd.DataFrame(rows).assign(n_targets=len(wide), n_raters=len(items))
+    extra = pd.DataFrame(rows).assign(n_items=len(wide), n_raters=len(items))
     return bootstrapped, extra
 
 

@@ -89,7 +89,7 @@ def test_item_ids_mixing_1_and_text_1_are_one_item():
     log.loc[log["attempt"] == 2, "item_id"] = log.loc[log["attempt"] == 2, "item_id"].astype(str)
     with pytest.warns(HceWarning, match=r"id column 'item_id' mixes numbers and numbers stored as text"):
         got = hs.icc(log, item="item_id", rater="attempt", score="total")
-    assert got.loc[0, "n_targets"] == 6
+    assert got.loc[0, "n_items"] == 6
     pd.testing.assert_frame_equal(got, hs.icc(_log(), item="item_id", rater="attempt", score="total"))
 
 
@@ -97,7 +97,7 @@ def test_blank_ratings_of_a_sparse_design_stay_missing():
     log = _log()
     log.loc[[1, 5], "total"] = np.nan
     out = hs.krippendorff_alpha(log, item="item_id", rater="attempt", score="total", n_boot=0)
-    assert out.loc[0, "n_ratings"] == 16 and np.isfinite(out.loc[0, "estimate"])
+    assert out.loc[0, "n_scores"] == 16 and np.isfinite(out.loc[0, "estimate"])
 
 
 def test_statistics_that_read_a_log_gain_an_error_keyword():

@@ -161,7 +161,7 @@ def cohen_kappa(
         (large-sample, non-null), ``ci_low``, ``ci_high`` (estimate +- z se), ``statistic``
         (z = kappa / se0 with the null SE), ``p_value`` (two-sided, normal), ``pa``
         (weighted observed agreement), ``pe`` (chance agreement), ``method``,
-        ``ci_method``, ``n_targets`` (rated by both), ``n_raters``, ``n_ratings``,
+        ``ci_method``, ``n_items`` (rated by both), ``n_raters``, ``n_scores``,
         ``n_dropped`` (missing ratings and ratings of targets rated only once).
 
     See Also
@@ -340,8 +340,8 @@ _SHARED_DOC = """
         ``ci_low``, ``ci_high`` (estimate +- t(n-1) se, the upper limit
         capped at 1 as in irrCAC), ``statistic``
         (t = estimate / se), ``p_value`` (two-sided, t on n - 1 df), ``pa`` (observed
-        agreement), ``pe`` (chance agreement), ``method``, ``ci_method``, ``n_targets``
-        (targets with a rating), ``n_raters``, ``n_ratings`` and ``n_dropped`` (missing).
+        agreement), ``pe`` (chance agreement), ``method``, ``ci_method``, ``n_items``
+        (targets with a rating), ``n_raters``, ``n_scores`` and ``n_dropped`` (missing).
 """
 
 _WEIGHTS_DOC = """weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
@@ -509,8 +509,8 @@ def strict_agreement(
         marked 1), "strict exclusion" (every rater marked 0) and "strict agreement" (their
         sum); ``weights`` (None), ``estimate``, ``se`` (binomial), ``ci_low``, ``ci_high``
         (Wilson score), ``statistic``, ``p_value``, ``pa``, ``pe`` (NaN: no test),
-        ``method``, ``ci_method``, ``n_targets`` (targets rated by every rater),
-        ``n_raters``, ``n_ratings``, ``n_dropped`` (missing ratings and the ratings of
+        ``method``, ``ci_method``, ``n_items`` (targets rated by every rater),
+        ``n_raters``, ``n_scores``, ``n_dropped`` (missing ratings and the ratings of
         targets some rater did not rate).
 
     Notes

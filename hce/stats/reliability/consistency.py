@@ -130,8 +130,8 @@ def cronbach_alpha(
     -------
     DataFrame
         One row: ``metric`` ("Cronbach's alpha"), ``estimate``, ``ci_low``, ``ci_high``,
-        ``df1``, ``df2`` (of the Feldt F), ``method``, ``ci_method``, ``n_targets``,
-        ``n_raters`` (the number of items), ``n_ratings`` (scores used) and ``n_dropped``.
+        ``df1``, ``df2`` (of the Feldt F), ``method``, ``ci_method``, ``n_items``,
+        ``n_raters`` (the number of items), ``n_scores`` (scores used) and ``n_dropped``.
 
     Notes
     -----
@@ -267,7 +267,7 @@ def mcdonald_omega(
     DataFrame
         One row: ``metric`` ("McDonald's omega"), ``estimate``, ``ci_low``, ``ci_high``
         (percentile bootstrap), ``df1``, ``df2`` (NaN), ``method``, ``ci_method``,
-        ``n_targets``, ``n_raters`` (items), ``n_ratings``, ``n_dropped``.
+        ``n_items``, ``n_raters`` (items), ``n_scores``, ``n_dropped``.
 
     Notes
     -----

@@ -285,7 +285,7 @@ def icc(
         ``p_value``, ``k`` (ratings averaged: 1, or k for the mean forms; under REML the
         harmonic mean of ratings per target, or the number of raters with ``k="raters"``),
         ``method`` (how the variance components were
-        estimated), ``ci_method``, ``n_targets``, ``n_raters``, ``n_ratings`` (used) and
+        estimated), ``ci_method``, ``n_items``, ``n_raters``, ``n_scores`` (used) and
         ``n_dropped`` (rows not used: missing ratings, plus targets dropped by ANOVA).
 
     Raises

@@ -212,8 +212,8 @@ def krippendorff_alpha(
         One row per minimum: ``metric`` ("Krippendorff's alpha"), ``level``,
         ``estimate``, ``ci_low``, ``ci_high`` (percentile bootstrap), ``se`` (SD of the
         replicates), ``minimum``, ``p_below`` (share of replicates below ``minimum``),
-        ``method``, ``ci_method``, ``n_targets`` (pairable units, those with 2+ values),
-        ``n_raters``, ``n_ratings`` (pairable values) and ``n_dropped`` (missing ratings plus
+        ``method``, ``ci_method``, ``n_items`` (pairable units, those with 2+ values),
+        ``n_raters``, ``n_scores`` (pairable values) and ``n_dropped`` (missing ratings plus
         lone values of units with a single value).
 
     Notes

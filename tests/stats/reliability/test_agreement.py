@@ -29,7 +29,7 @@ def test_gwet_ac1_irrcac_example():
     _check(out, estimate=0.77544, se=0.14295, ci_low=0.46081, ci_high=1.0, p_value=0.00021,
            pa=0.81818, pe=0.19032, statistic=5.42458)  # fmt: skip
     assert out.metric[0] == "Gwet's AC1"
-    assert (out.n_targets[0], out.n_raters[0], out.n_ratings[0]) == (12, 4, 41)
+    assert (out.n_items[0], out.n_raters[0], out.n_scores[0]) == (12, 4, 41)
 
 
 def test_gwet_ac2_quadratic_irrcac_example():
@@ -61,7 +61,7 @@ def test_fleiss_1971_diagnoses():
     assert round(out.estimate[0], 3) == float(expected("irr_diagnoses.csv", "Fleiss"))
     table = inter_rater.aggregate_raters(wide.to_numpy())[0]
     np.testing.assert_allclose(out.estimate[0], inter_rater.fleiss_kappa(table), rtol=1e-12)
-    assert (out.n_targets[0], out.n_raters[0], out.n_ratings[0]) == (30, 6, 180)
+    assert (out.n_items[0], out.n_raters[0], out.n_scores[0]) == (30, 6, 180)
 
 
 def test_fleiss_kappa_complete_data_matches_statsmodels():
@@ -95,7 +95,7 @@ def test_cohen_kappa_matches_statsmodels_and_sklearn(weights):
 def test_cohen_kappa_drops_targets_rated_once():
     long = long_from_wide(np.array([[1, 1], [2, 2], [1, 2], [2, np.nan]]))
     out = cohen_kappa(long, item="target", rater="rater", score="rating")
-    assert (out.n_targets[0], out.n_ratings[0], out.n_dropped[0]) == (3, 6, 2)
+    assert (out.n_items[0], out.n_scores[0], out.n_dropped[0]) == (3, 6, 2)
     # by hand: pa = 2/3; margins a (2/3, 1/3), b (1/3, 2/3); pe = 4/9; kappa = 0.4
     np.testing.assert_allclose(out.estimate[0], (2 / 3 - 4 / 9) / (1 - 4 / 9), rtol=1e-12)
 
@@ -119,10 +119,10 @@ def test_cohen_kappa_two_wide_columns_equal_long_and_golden_agreement():
     gold = golden_agreement(wide, score="judge", truth="golden", n_boot=0).set_index("metric")
     np.testing.assert_allclose(gold.loc["cohen_kappa", ["estimate", "ci_low", "ci_high"]].to_numpy(float),
                                out.loc[0, ["estimate", "ci_low", "ci_high"]].to_numpy(float), rtol=1e-12)
-    assert gold.loc["cohen_kappa", "n"] == out.n_targets[0] == 76
+    assert gold.loc["cohen_kappa", "n"] == out.n_items[0] == 76
     # a row missing one rating is dropped and counted, as in the long form
     holed = wide.assign(golden=wide["golden"].astype(float).where(wide.index != 0))
-    assert (cohen_kappa(holed, rater=["judge", "golden"]).loc[0, ["n_targets", "n_dropped"]] == [75, 2]).all()
+    assert (cohen_kappa(holed, rater=["judge", "golden"]).loc[0, ["n_items", "n_dropped"]] == [75, 2]).all()
     with pytest.raises(DataError, match="leave score='label' out"):
         cohen_kappa(wide, rater=["judge", "golden"], score="label")
     with pytest.raises(DataError, match="two distinct rating columns"):
@@ -154,7 +154,7 @@ def test_strict_agreement_wilson_interval_and_dropped_targets():
     y = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 1], [1, 1, np.nan]])
     out = strict_agreement(long_from_wide(y), item="target", rater="rater", score="rating").set_index("metric")
     assert out.loc["strict agreement", "estimate"] == 2 / 3
-    assert (out.n_targets == 3).all() and (out.n_dropped == 3).all()
+    assert (out.n_items == 3).all() and (out.n_dropped == 3).all()
     # Wilson 95% interval for 2/3 (statsmodels proportion_confint, method="wilson")
     from statsmodels.stats.proportion import proportion_confint
 

@@ -47,7 +47,7 @@ def test_cronbach_missing_values_pairwise_and_listwise():
     est, _ = pg.cronbach_alpha(wide, nan_policy="listwise")
     np.testing.assert_allclose(listwise.estimate[0], est, rtol=1e-12)
     # pingouin takes the Feldt df from the 12 rows before deletion; we use the 9 kept
-    assert listwise.n_targets[0] == 9 and listwise.df1[0] == 8
+    assert listwise.n_items[0] == 9 and listwise.df1[0] == 8
 
 
 def test_cronbach_typed_data_matches_pingouin_feldt_interval():

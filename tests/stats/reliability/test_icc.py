@@ -56,7 +56,7 @@ def test_matches_pingouin_to_machine_precision():
     np.testing.assert_allclose(ours.p_value, ref.pval, rtol=1e-10)
     ref_ci = np.vstack(ref.CI95.to_numpy())  # pingouin rounds its CI to 2 decimals
     np.testing.assert_allclose(ours[["ci_low", "ci_high"]].round(2), ref_ci, atol=1e-12)
-    assert (ours.n_targets == 6).all() and (ours.n_ratings == 24).all()
+    assert (ours.n_items == 6).all() and (ours.n_scores == 24).all()
     assert (ours.n_dropped == 0).all() and (ours.method == "ANOVA mean squares").all()
 
 
@@ -132,13 +132,13 @@ def test_incomplete_design_uses_every_rating_and_says_so():
     n_missing = int(long.rating.isna().sum())
     out = icc(long, item="target", rater="rater", score="rating")
     assert (out.method == "REML variance components").all()
-    assert (out.n_targets == 50).all() and (out.n_dropped == n_missing).all()
-    assert (out.n_ratings == len(long) - n_missing).all()
+    assert (out.n_items == 50).all() and (out.n_dropped == n_missing).all()
+    assert (out.n_scores == len(long) - n_missing).all()
     assert out.ci_method.str.startswith("F approximation").all()
     assert ((out.ci_low < out.estimate) & (out.estimate < out.ci_high)).all()
     with pytest.warns(UserWarning, match=r"dropped \d+ of 50 targets"):
         listwise = icc(long, item="target", rater="rater", score="rating", method="anova")
-    assert (listwise.n_targets < 50).all()
+    assert (listwise.n_items < 50).all()
     assert (listwise.n_dropped > n_missing).all()
 
 

@@ -28,7 +28,7 @@ def test_krippendorff_2011_worked_example(level):
     ref = krippendorff.alpha(reliability_data=KRIPPENDORFF, level_of_measurement=level)
     np.testing.assert_allclose(out.estimate[0], ref, rtol=1e-12)
     # unit 12 has one value, so 11 pairable units and 40 pairable values; 7 cells missing
-    assert (out.n_targets[0], out.n_raters[0], out.n_ratings[0], out.n_dropped[0]) == (
+    assert (out.n_items[0], out.n_raters[0], out.n_scores[0], out.n_dropped[0]) == (
         11, 4, 40, 8
     )
 
