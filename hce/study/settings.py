@@ -39,7 +39,9 @@ def effective_settings(function: Callable[..., Any], **kwargs: Any) -> dict[str,
     settings = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
     unknown = sorted(set(kwargs) - set(settings))
     if unknown:
-        raise DataError(f"{function.__name__} has no setting(s) {unknown}")
+        renamed = getattr(function, "__renamed__", {})  # settings saved before the names changed
+        hints = "".join(f"; {old!r} is now {renamed[old]!r}" for old in unknown if old in renamed)
+        raise DataError(f"{function.__name__} has no setting(s) {unknown}{hints}")
     settings.update(kwargs)
     return {name: _plain(value) for name, value in settings.items()}
 
