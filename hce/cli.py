@@ -216,7 +216,13 @@ def collect(
     """
     from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
     from hce.collect.fingerprint import set_aside_changed, superseded_path
-    from hce.collect.runner import check_batch, estimate, load_design, run, summarise_estimate
+    from hce.collect.runner import (
+        check_batch,
+        estimate,
+        load_design,
+        run,
+        summarise_estimate,
+    )
 
     with reported():
         if cancel and (not batch or dry_run or retry_failed):
@@ -549,7 +555,11 @@ def report(
             raise HceError("give one study folder, or attempt log files (not both)")
         log = None if study_folder else hce.read_log(logs)  # an attempt in two files is refused here
         if study_folder or not (generic or rubric is not None or not _prd_study(log)):
-            from hce.study.report import bayes_section, study_folder_report, study_report
+            from hce.study.report import (
+                bayes_section,
+                study_folder_report,
+                study_report,
+            )
 
             extra = [bayes_section] if bayes else []
             options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed}
@@ -601,6 +611,26 @@ def _prd_study(log) -> bool:
     if "experiment_id" not in log or log["experiment_id"].isna().any():
         return False
     return all(re.match(r"^EXP[1-5]_", str(i)) for i in log["experiment_id"].unique())
+
+
+@app.command("manuscript")
+def manuscript_command(
+    study: Path = typer.Argument(..., help="A study's output folder, or hce demo's report folder (which holds one)."),
+    out: Path = typer.Option(None, "-o", "--out", help="Folder for manuscript.md/.docx/.tex and supplement/ (default STUDY/manuscript)."),
+    title: str = typer.Option(None, "--title", help="Title (default: the study file's manuscript.title, else the outline's)."),
+    report: Path = typer.Option(None, "--report", help="The study report to cite (default: the one in STUDY, else written first)."),
+) -> None:
+    """Write the draft manuscript of a study: every number from the study report's tables, with its source."""
+    from hce.study.manuscript import manuscript
+
+    with reported():
+        written = manuscript(study, out, title=title, report_dir=report)
+    folder = written["out"]
+    console.print(f"wrote {folder / 'manuscript.md'}, .docx and .tex, and {folder / 'supplement'}", highlight=False)
+    from hce.study.manuscript.front import ABSTRACT_WORDS
+
+    over = f" (over the journal's {ABSTRACT_WORDS})" if written["abstract_words"] > ABSTRACT_WORDS else ""
+    console.print(f"words: abstract {written['abstract_words']:,}{over}, main text {written['main_words']:,}", highlight=False)
 
 
 @app.command()

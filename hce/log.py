@@ -388,7 +388,10 @@ def _to_bool(series: pd.Series, column: Column, missing: np.ndarray, bad) -> pd.
 
 
 def _to_number(series: pd.Series, column: Column, missing: np.ndarray, bad) -> pd.Series:
-    is_bool = series.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy()
+    if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+        is_bool = np.zeros(len(series), dtype=bool)  # a numeric column holds no booleans: no per-value look
+    else:
+        is_bool = series.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy()
     numbers = pd.to_numeric(series.where(~is_bool), errors="coerce")
     failed = (numbers.isna().to_numpy() & ~missing) | is_bool
     if failed.any():

@@ -7,6 +7,7 @@ handles paths, the command line and the report folder.
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -22,9 +23,14 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / ".." / "shared" / "data"
 
 
-def arguments(name: str, description: str) -> argparse.Namespace:
-    """``out`` (default ``reports/examples/<name>``) and ``--data`` (default ``../shared/data``)."""
-    parser = argparse.ArgumentParser(description=description)
+def arguments(name: str) -> argparse.Namespace:
+    """``out`` (default ``reports/examples/<name>``) and ``--data`` (default ``../shared/data``).
+
+    The description is the first sentence under the script's title, read from its file:
+    sphinx-gallery runs a script without its docstring, so ``__doc__`` is not there.
+    """
+    doc = ast.get_docstring(ast.parse((Path(__file__).parent / f"{name}.py").read_text(encoding="utf-8")))
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[1].splitlines()[0])
     parser.add_argument("out", nargs="?", type=Path, default=REPO / "reports" / "examples" / name,
                         help=f"output folder (default: reports/examples/{name}/)")
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder (default: ../shared/data)")
@@ -70,9 +76,9 @@ def finish(report: Report, out: Path, rows: list[dict]) -> None:
     print(f"\nwrote {out}/report.md, report.html, headline.csv, tables/ and figures/")
 
 
-def run(name: str, doc: str, folders: list[str], title: str, *parts: Callable[[Report, Path], list[dict]]) -> None:
+def run(name: str, folders: list[str], title: str, *parts: Callable[[Report, Path], list[dict]]) -> None:
     """The command line of an example: each part adds its sections and returns headline rows."""
-    args = arguments(name, doc.splitlines()[0])
+    args = arguments(name)
     root = data_folder(args.data, *folders)
     report = Report(title)
     with kept_warnings(report):

@@ -1,4 +1,7 @@
-"""Physician agreement as the ceiling for an LLM judge, on two published health rating sets.
+"""Physician agreement as a judge's ceiling
+========================================
+
+Physician agreement as the ceiling for an LLM judge, on two published health rating sets.
 
 * K-QA (Manes et al. 2024): 399 (question, LLM answer, claim) rows, each labelled
   entailment / neutral / contradiction by three physicians.
@@ -157,5 +160,5 @@ def corrected_pass_rate(section, items: pd.DataFrame) -> list[dict]:
 
 
 if __name__ == "__main__":
-    run("health_rating_agreement", __doc__, [KQA, HEALTHBENCH],
+    run("health_rating_agreement", [KQA, HEALTHBENCH],
         "Physician agreement as the ceiling for an LLM judge (K-QA, HealthBench)", kqa, healthbench)

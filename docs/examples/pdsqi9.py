@@ -1,4 +1,7 @@
-"""Your own instrument end to end: PDSQI-9 as an hce rubric, own prompts, the simulated judge, the report.
+"""Your own instrument: PDSQI-9
+=============================
+
+Your own instrument end to end: PDSQI-9 as an hce rubric, own prompts, the simulated judge, the report.
 
 1. Reads the PDSQI-9 instrument text (epic-open-source/evaluation-instruments, Apache-2.0,
    in ../shared/data/pdsqi9_rubric/) and writes it as an hce rubric YAML: eleven criteria,
@@ -106,7 +109,7 @@ def items(data: Path) -> list[dict]:
 
 
 def main() -> None:
-    args = arguments("pdsqi9", __doc__.splitlines()[0])
+    args = arguments("pdsqi9")
     missing = [p for p in (INSTRUMENT, CONSULTATIONS) if not (args.data / p).is_file()]
     if missing:
         print(f"skipped: {args.data / missing[0]} is absent; this example reads the PDSQI-9 text and primock57 "

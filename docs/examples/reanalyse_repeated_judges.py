@@ -1,4 +1,7 @@
-"""Reanalyse two published LLM-judge logs with repeated samples per item, without a new call.
+"""Reanalyse repeated judges
+==========================
+
+Reanalyse two published LLM-judge logs with repeated samples per item, without a new call.
 
 * gpt-3.5-turbo-0613 on Topical-Chat (Chiang & Lee 2023): 360 responses x 4 attributes x 7
   prompt variants x 20 samples at temperature 1, with the mean of three annotators per item.
@@ -285,5 +288,5 @@ def summeval(report: Report, root: Path) -> list[dict]:
 
 
 if __name__ == "__main__":
-    run("reanalyse_repeated_judges", __doc__, [TOPICAL, SUMMEVAL],
+    run("reanalyse_repeated_judges", [TOPICAL, SUMMEVAL],
         "Reanalysis of published repeated-sample LLM-judge logs", topical, summeval)

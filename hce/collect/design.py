@@ -53,7 +53,7 @@ messages and parses each reply; the runner does the rest (concurrency, rate limi
 retries, resume, the attempt log) as for any other call.
 
 ``samples_per_request: k`` answers k attempts of an item with one request asking for
-``n = k`` choices (prompt billed once; :mod:`hce.collect.sampling`, and the README on what
+``n = k`` choices (prompt billed once; :mod:`hce.collect.sampling`, and docs/guide/cost.md on what
 it changes statistically); ``prompt_cache_key`` is sent with each request so that requests
 sharing it share OpenAI's prompt cache.
 """

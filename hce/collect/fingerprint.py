@@ -51,7 +51,7 @@ def settings_of(cond: Condition, design: Design) -> dict[str, Any]:
         "model": cond.model, "prompt_id": cond.prompt_id, "prompt": prompt, "endpoint": cond.endpoint,
         "kind": design.endpoint_of(cond).kind, "temperature": cond.temperature, "max_tokens": cond.max_tokens,
         "top_p": cond.top_p, "seed": cond.seed, "logprobs": cond.logprobs, "top_logprobs": cond.top_logprobs,
-        # Choices of one request share it (README: n-sampling), so k > 1 is another way of sampling;
+        # Choices of one request share it (docs/guide/cost.md: n-sampling), so k > 1 is another way of sampling;
         # k = 1 adds nothing, so the fingerprints of logs made before the setting existed hold.
         **({"samples_per_request": cond.samples_per_request} if cond.samples_per_request != 1 else {}),
     }  # fmt: skip

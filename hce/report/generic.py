@@ -358,7 +358,10 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
         section.add(f"Scale: {', '.join(map(str, criterion.scores))}." if len(criterion.scores) <= 12
                     else f"Scale: {criterion.scores[0]} to {criterion.scores[-1]}.")  # fmt: skip
     context.progress(section.title)
-    log, left_out = _finite_scores(context.log, criterion.column)
+    # Only the columns a criterion's statistics read: every filtered copy below then holds 6
+    # columns, not the log's dozens (at 10 million attempts, gigabytes per copy).
+    needed = [c for c in ("attempt_id", ITEM, CONDITION, "attempt", "error_flag", criterion.column) if c in context.log]
+    log, left_out = _finite_scores(context.log[list(dict.fromkeys(needed))], criterion.column)
     for condition, reason in left_out.items():
         section.add(f"Condition {condition} is left out of this section: {reason}.")
         context.skip(f"{section.title}: condition {condition}", reason,

@@ -108,7 +108,7 @@ def dif_ordinal(
     Nagelkerke R^2 = (1 - exp(2 (L0 - L)/n)) / (1 - exp(2 L0 / n)) with L0 the intercept-only
     log-likelihood. An effect is ``moderate`` when significant with 0.035 <= Delta R^2 <
     0.070 and ``large`` from 0.070 (Jodoin & Gierl 2001). Beta change
-    |b1(M1) - b1(M2)| / |b1(M1)| above 0.10 also flags uniform DIF (Crane et al. 2004).
+    ``|b1(M1) - b1(M2)| / |b1(M1)|`` above 0.10 also flags uniform DIF (Crane et al. 2004).
     The matching score is standardised before fitting; this changes no statistic.
 
     References

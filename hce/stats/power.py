@@ -306,7 +306,7 @@ def sd_difference_power_analytic(
     exactly (psi' the trigamma function) and E ln s_A - E ln s_B = ln(sd_a / sd_b). The
     paired difference of log SDs therefore has mean delta = ln(sd_a/sd_b) and variance
     v = psi'((m - 1)/2) / 2; with n items the t statistic is non-central t on n - 1 df with
-    non-centrality delta sqrt(n / v), and power = P(|T| > t_{1 - alpha/2, n - 1}). The only
+    non-centrality delta sqrt(n / v), and power = ``P(|T| > t_{1 - alpha/2, n - 1})``. The only
     approximation is treating ln s as normal; it is close from 4-5 attempts on, while with
     2-3 attempts (ln s strongly skewed) simulated power can differ by a few points.
 

@@ -5,8 +5,8 @@ Everything specific to the study lives here: its configuration and packaged defa
 :mod:`~hce.study.partition`), Exp 1's synthetic transcripts (:mod:`~hce.study.synthetic`),
 Exp 4's reasoning coding (:mod:`~hce.study.reasoning`), the run and its hand-offs
 (:mod:`~hce.study.run`, :mod:`~hce.study.handoffs`), the per-experiment analyses
-(:mod:`~hce.study.analyses`), the study report (:mod:`~hce.study.report`) and the demo
-(:mod:`~hce.study.demo`). The layers below (:mod:`hce.collect`, :mod:`hce.stats`,
+(:mod:`~hce.study.analyses`), the study report (:mod:`~hce.study.report`), the draft
+manuscript (:func:`~hce.study.manuscript.manuscript`) and the demo (:mod:`~hce.study.demo`). The layers below (:mod:`hce.collect`, :mod:`hce.stats`,
 :mod:`hce.report`) do not know the study exists.
 """
 
@@ -16,6 +16,7 @@ from hce.study.config import Study, StudyStop, default_config, load_study
 from hce.study.demo import run_demo
 from hce.study.designs import load_corpus
 from hce.study.handoffs import choose_winner, read_decisions
+from hce.study.manuscript import manuscript  # the function: hce.study.manuscript(study_dir, ...) as the issue names it
 from hce.study.partition import partition
 from hce.study.plan import plan
 from hce.study.report import study_report
@@ -40,6 +41,7 @@ __all__ = [
     "load_study",
     "load_transcripts",
     "logprob_confidence",
+    "manuscript",
     "partition",
     "plan",
     "read_decisions",

@@ -230,7 +230,19 @@ def _check(study: Study) -> None:
             and study.exp("exp3")["winner"]["pin"] is None:  # fmt: skip
         raise CollectError(f"{name}: Exp 3 is disabled, so experiments.exp5.model must name a model "
                            "(or pin experiments.exp3.winner.pin)")  # fmt: skip
+    _check_manuscript(study)
     _check_calls(study)
+
+
+def _check_manuscript(study: Study) -> None:
+    """The manuscript's facts are text the draft prints as given: strings (or null), a list of strings."""
+    facts = study.config["manuscript"]
+    for key in ("title", "irb", "repository"):
+        if facts[key] is not None and not isinstance(facts[key], str):
+            raise CollectError(f"{study.source}: manuscript.{key} must be text or null, got {facts[key]!r}")
+    sources = facts["data_sources"]
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise CollectError(f"{study.source}: manuscript.data_sources must be a list of text lines, got {sources!r}")
 
 
 def _check_calls(study: Study) -> None:

@@ -1,15 +1,13 @@
 """Render the HTML report in headless Chromium (Debian packages chromium, chromium-driver)."""
 
 import re
-import shutil
-import subprocess
 
 import pytest
+from browser import CHROMIUM, NO_CHROMIUM, chromium
 
 from hce.study.report import study_report
 from hce.stats._simulate import simulated_log
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # A probe appended to a copy of the page: after load it records each image's decoded width.
 PROBE = (
     "<script>window.addEventListener('load',()=>{document.body.setAttribute('data-images',"
@@ -28,7 +26,7 @@ PROBE = (
 )
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium chromium-driver)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_report_opens_in_chromium_with_every_table_and_figure(tmp_path):
     logs = [
         simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
@@ -40,11 +38,8 @@ def test_report_opens_in_chromium_with_every_table_and_figure(tmp_path):
     page = (out / "report.html").read_text(encoding="utf-8")
     probe = tmp_path / "probe.html"
     probe.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
-             "--window-size=480,900"]  # a phone-width page: where a breakable interval would wrap
-    dom = subprocess.run([CHROMIUM, *flags, probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    # a phone-width page: where a breakable interval would wrap
+    dom = chromium(probe.as_uri(), tmp_path / "profile", "--dump-dom", width=480)
     widths = re.search(r'data-images="([^"]*)"', dom).group(1).split(",")
     tables = int(re.search(r'data-tables="(\d+)"', dom).group(1))
     assert len(widths) == len(report.figures()) and all(int(w) > 100 for w in widths)

@@ -3,7 +3,7 @@
 ``sampler="auto"`` takes nutpie when it imports (the ``fast`` extra) and PyMC's own NUTS
 otherwise: ``bench/bayes.py`` measured nutpie (with its low-rank mass matrix) at 2.6x
 (Experiment-5 size) and 9.8x (Experiment-2 size) the minimum bulk ESS per second of plain
-``pm.sample()`` on the same location-scale ordinal model (see the README). nutpie compiles a model with numba, which costs tens
+``pm.sample()`` on the same location-scale ordinal model (see docs/guide/scale.md). nutpie compiles a model with numba, which costs tens
 of seconds, so compiled models are kept in a small per-process cache keyed by the model's
 structure and shapes and refitted on new data with ``with_data`` (a simulation study then
 compiles once). PyMC's C backend caches its compiled code on disk by itself.

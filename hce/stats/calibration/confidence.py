@@ -84,7 +84,7 @@ def logprob_confidence(
     logprobs_are : {"raw", "sampled", "raw_at_zero"}, optional
         What the provider's logprobs are the log of (needs ``temperature``): ``"raw"`` the
         model's distribution at temperature 1 whatever the temperature (the default when
-        ``temperature`` is given; OpenAI, Ollama: see the README and
+        ``temperature`` is given; OpenAI, Ollama: see docs/guide/calibration.md and
         :mod:`hce.collect.sim`); ``"sampled"`` the distribution the reply was sampled from
         (no adjustment is made); ``"raw_at_zero"`` sampled, except raw at temperature 0.
 

@@ -26,8 +26,8 @@ COLUMNS = [
 def agreement_weights(q: int, weights: Weights) -> np.ndarray:
     """Agreement weights between category positions 0..q-1 (1 on the diagonal).
 
-    ``linear``: 1 - |i - j| / (q - 1) (Cicchetti-Allison); ``quadratic``:
-    1 - (i - j)^2 / (q - 1)^2 (Fleiss-Cohen). Positions, not values, are used: for an
+    ``linear``: ``1 - |i - j| / (q - 1)`` (Cicchetti-Allison); ``quadratic``:
+    ``1 - (i - j)^2 / (q - 1)^2`` (Fleiss-Cohen). Positions, not values, are used: for an
     evenly spaced scale (1-5, 5-20) the two agree.
     """
     if weights == "unweighted" or q < 2:
@@ -172,12 +172,14 @@ def cohen_kappa(
 
     Notes
     -----
-    With p_ij the share of targets put in category i by rater A and j by B, margins p_i.,
-    p_.j and weights w_ij: pa = sum w_ij p_ij, pe = sum w_ij p_i. p_.j,
-    kappa = (pa - pe) / (1 - pe). With wa_i = sum_j p_.j w_ij and wb_j = sum_i p_i. w_ij,
-    Var = [sum p_ij (w_ij - (wa_i + wb_j)(1 - kappa))^2 - (kappa - pe (1 - kappa))^2]
-    / (n (1 - pe)^2) and under H0 Var0 = [sum p_i. p_.j (w_ij - (wa_i + wb_j))^2 - pe^2]
-    / (n (1 - pe)^2) (Fleiss, Cohen & Everitt 1969).
+    With ``p_ij`` the share of targets put in category i by rater A and j by B, margins
+    ``p_i.``, ``p_.j`` and weights ``w_ij`` (Fleiss, Cohen & Everitt 1969)::
+
+        pa = sum w_ij p_ij,  pe = sum w_ij p_i. p_.j,  kappa = (pa - pe) / (1 - pe)
+        wa_i = sum_j p_.j w_ij,  wb_j = sum_i p_i. w_ij
+        Var = [sum p_ij (w_ij - (wa_i + wb_j)(1 - kappa))^2 - (kappa - pe (1 - kappa))^2]
+              / (n (1 - pe)^2)
+        Var0 = [sum p_i. p_.j (w_ij - (wa_i + wb_j))^2 - pe^2] / (n (1 - pe)^2)   (under H0)
 
     References
     ----------

@@ -1,7 +1,7 @@
-"""The README's import and rubric examples run as written, against the real public files.
+"""The guides' import and rubric examples run as written, against the real public files.
 
 Issue 18: the README's K-QA example named a ``claim_id`` column the file does not have.
-Each code block of the README section is executed with ``DATA`` pointed at the shared
+Each code block of the importing section (docs/guide/reanalysing.md) is executed with ``DATA`` pointed at the shared
 folder (``shared_dir`` fixture); the Inspect log the example names is written first, as
 Inspect AI would (``--log-format json``), since no public Inspect log is in the folder.
 """
@@ -14,33 +14,24 @@ import warnings
 from pathlib import Path
 
 import hce
+from inspect_logs import inspect_log
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide"
 
 
-def section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"## {title}")
+def section(page: str, title: str) -> str:
+    text = (GUIDE / page).read_text(encoding="utf-8")
+    start = text.index(f"# {title}")
     end = text.find("\n## ", start + 1)
     return text[start : end if end >= 0 else None]
 
 
 def blocks(text: str, language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
-
-
-def inspect_log() -> dict:
-    sample = {
-        "id": 1,
-        "epoch": 1,
-        "output": {"model": "gpt-4o-2024-08-06", "choices": [{"message": {"content": "ok"}, "stop_reason": "stop"}]},
-        "scores": {"model_graded_qa": {"value": "C", "explanation": "correct"}},
-    }
-    return {"eval": {"task": "meds", "model": "openai/gpt-4o"}, "samples": [sample, {**sample, "epoch": 2}]}
+    return re.findall(rf"```{language}[^\n]*\n(.*?)```", text, flags=re.S)
 
 
 def test_import_examples_run_on_the_real_files(shared_dir, tmp_path, monkeypatch):
-    code = blocks(section("Importing other tools' logs and rating tables"), "python")
+    code = blocks(section("reanalysing.md", "Importing other tools' logs and rating tables"), "python")
     assert len(code) == 1
     source, n = re.subn(r'^DATA = ".*"$', f"DATA = {str(shared_dir / 'data')!r}", code[0], flags=re.M)
     assert n == 1, "the example must set DATA once, so it can be pointed at the shared folder"
@@ -49,9 +40,9 @@ def test_import_examples_run_on_the_real_files(shared_dir, tmp_path, monkeypatch
     (tmp_path / "logs" / "2026-11-21_meds.json").write_text(json.dumps(inspect_log()))
     scope: dict = {}
     with warnings.catch_warnings():
-        # K-QA and HealthBench map cleanly; a problem or a made-up id would be a README error.
+        # K-QA and HealthBench map cleanly; a problem or a made-up id would be an error in the guide.
         warnings.simplefilter("error")
-        exec(compile(source, "README.md (importing)", "exec"), scope)
+        exec(compile(source, "docs/guide/reanalysing.md (importing)", "exec"), scope)
     assert len(scope["imp"].data) == 359 * 20 and scope["imp"].problems.empty
     assert scope["log"]["total"].tolist() == [1.0, 1.0]
     assert len(scope["physicians"]) == 3 * 399
@@ -60,7 +51,7 @@ def test_import_examples_run_on_the_real_files(shared_dir, tmp_path, monkeypatch
 
 
 def test_rubric_examples_load(tmp_path):
-    yaml_blocks = blocks(section("Rubrics and behaviour specs"), "yaml")
+    yaml_blocks = blocks(section("rubrics.md", "Rubrics and behaviour specs"), "yaml")
     assert yaml_blocks
     for i, text in enumerate(yaml_blocks):
         path = tmp_path / f"rubric{i}.yaml"

@@ -1,0 +1,88 @@
+"""Sphinx extension: one API page for every public name of hce's public modules.
+
+Public means the module's ``__all__`` (or, without one, its names not starting with ``_``).
+When the configuration is read it writes ``api/<module>.rst`` with an autosummary of those names, and
+autosummary writes a page per name under ``api/generated/``. A name that ``hce.stats`` exports
+is documented there once; a subpackage's page lists only what no page before it has.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+# The modules whose public names get pages, in the order of the API index.
+MODULES = ("hce", "hce.stats", "hce.collect", "hce.report", "hce.study")
+# Subpackages with an __all__ of their own: hce.stats' (partly beyond what hce.stats exports)
+# and the manuscript writers of hce.report.
+SUBPACKAGES = ("hce.stats.bayes", "hce.stats.calibration", "hce.stats.factor", "hce.stats.mixed",
+               "hce.stats.reliability", "hce.report.manuscript")
+# The shared-data folders each worked example reads; an example runs in the gallery only when
+# they are all in ../shared/data (the demo-data examples need none).
+EXAMPLE_DATA = {
+    "reanalyse_repeated_judges": ("topicalchat_gpt35_repeated", "summeval_gpt4o_repeated"),
+    "health_rating_agreement": ("kqa", "healthbench_meta_subset"),
+    "pdsqi9": ("pdsqi9_rubric", "primock57"),
+}
+
+
+def public(module: str) -> list[str]:
+    """The public names of ``module``: its ``__all__``, else the names without a leading ``_``."""
+    mod = importlib.import_module(module)
+    names = getattr(mod, "__all__", None)
+    if names is None:
+        names = [n for n in vars(mod) if not n.startswith("_")]
+    return sorted(n for n in names if not n.startswith("__"))
+
+
+def api_names() -> dict[str, list[str]]:
+    """Every module of the API reference and the names documented on its page."""
+    pages, seen = {}, set()
+    for module in (*MODULES, *SUBPACKAGES):
+        mod = importlib.import_module(module)
+        pages[module] = [n for n in public(module) if module in MODULES or id(getattr(mod, n)) not in seen]
+        seen.update(id(getattr(mod, n)) for n in pages[module])
+    return pages
+
+
+def page(module: str, names: list[str]) -> str:
+    doc = (importlib.import_module(module).__doc__ or "").strip().split("\n\n")[0]
+    lines = [f"``{module}``", "=" * (len(module) + 4), "", doc, "", f".. currentmodule:: {module}", ""]
+    if names:
+        lines += [".. autosummary::", "   :toctree: generated", "   :nosignatures:", ""]
+        lines += [f"   {name}" for name in names]
+    else:
+        lines.append(f"Every public name of ``{module}`` is documented under :doc:`hce.stats`.")
+    return "\n".join(lines) + "\n"
+
+
+def write_pages(app, config) -> None:
+    """Write ``api/<module>.rst`` for each module (only when its text changed, for rebuilds)."""
+    folder = Path(app.srcdir) / "api"
+    folder.mkdir(exist_ok=True)
+    pages = api_names()
+    # autosummary never removes a stub: one left from a name that moved would be an orphan page.
+    wanted = {f"{module}.{name}" for module, names in pages.items() for name in names}
+    for stub in (folder / "generated").glob("*.rst"):
+        if stub.stem not in wanted:
+            stub.unlink()
+    for module, names in pages.items():
+        path = folder / f"{module}.rst"
+        text = page(module, names)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+
+
+def gallery_pattern(examples: Path, data: Path | None = None) -> str:
+    """sphinx-gallery's ``filename_pattern``: the examples whose shared data are present."""
+    data = data or examples.parents[2] / "shared" / "data"
+    scripts = [p.stem for p in examples.glob("*.py") if not p.stem.startswith("_")]
+    runnable = [s for s in scripts if all((data / d).is_dir() for d in EXAMPLE_DATA.get(s, ()))]
+    return "|".join(rf"/{re.escape(s)}\.py$" for s in sorted(runnable)) or r"^$"
+
+
+def setup(app):
+    # Before Sphinx lists the source files, so autosummary sees the pages and writes their stubs.
+    app.connect("config-inited", write_pages)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

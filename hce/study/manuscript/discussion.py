@@ -1,0 +1,119 @@
+"""Discussion 4.1-4.7 and Conclusions: findings and limitations from facts, interpretation left to the authors.
+
+4.1 restates what the study decided and the success-metrics scorecard's verdicts; 4.4 lists
+the limitations the folder proves (a simulated judge, metrics not measurable or not met,
+exclusions, a winner taken by the fallback, experiments not run, simulated coders, the
+``model_version`` of each model's first and last call). Everything else is a placeholder
+carrying the outline's prompt.
+
+Example
+-------
+>>> blocks = discussion(facts, cells)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from hce.report.manuscript.model import (
+    Block,
+    Bullets,
+    Heading,
+    Inline,
+    Paragraph,
+    Placeholder,
+)
+from hce.study.manuscript.cells import Cells
+from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
+from hce.study.report import NOT_MEASURABLE
+
+SIMULATED_LIMITATION = ("The scores were produced by a simulated judge (hce sim-server), a generative model with known "
+                        "truth answering in the name of the models requested; no LLM was called, and no result here "
+                        "describes any real model. The study must be rerun against the real APIs before any claim.")  # fmt: skip
+
+
+def _summary(facts: StudyFacts, cells: Cells) -> list[Block]:
+    """4.1: the decisions carried forward and each success metric's verdict (the report's scorecard)."""
+    items: list[list[Inline]] = []
+    for kind, decision in facts.decisions.items():
+        if kind in ("prompt", "model"):
+            route = "by the prespecified rule" if decision.get("source") == "rule" else f"by {str(decision.get('source')).replace('_', ' ')}"
+            items.append([f"The {kind} carried forward was {decision['choice']} ({route})."])
+    if cells.has("scorecard"):
+        card = cells.frame("scorecard")
+        items += [[f"{row.metric} ({row.criterion}): {row.verdict}."] for row in card.itertuples(index=False)]
+    paragraph = Paragraph(["In this simulated run, " if facts.simulated else "",
+                           "the study's own record reads as follows (decisions.json and the report's success-metrics scorecard)."])
+    return [Heading(2, "4.1 Summary of Key Findings"), paragraph, Bullets(items or [["No decision or metric was recorded."]])]
+
+
+def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
+    """4.4: limitations the study folder shows, then a placeholder for the authors' own."""
+    items: list[list[Inline]] = []
+    if facts.simulated:
+        items.append([SIMULATED_LIMITATION])
+    if cells.has("scorecard"):
+        card = cells.frame("scorecard")
+        unmeasured = card[card["verdict"].astype(str).str.startswith(NOT_MEASURABLE)]
+        for row in unmeasured.itertuples(index=False):
+            items.append([f"{row.metric} ({row.criterion}) could not be measured: {row.verdict}."])
+        failed = card[card["verdict"].astype(str) == "not met"]
+        for row in failed.itertuples(index=False):
+            items.append([f"{row.metric} ({row.criterion}) was not met ({row.value}; threshold {row.threshold})."])
+    errors = facts.log[facts.log["error_flag"].astype(bool)]
+    items.append([f"{len(errors)} of {len(facts.log)} logged attempts ended in an error and were excluded."
+                  if len(errors) else "No attempt was excluded for an error; exclusions cannot explain the results."])  # fmt: skip
+    for kind, decision in facts.decisions.items():
+        if kind in ("prompt", "model") and decision.get("source") != "rule":
+            items.append([(f"The {kind} {decision['choice']} was carried forward without meeting the prespecified winner "
+                          f"rule ({str(decision.get('source')).replace('_', ' ')}); later experiments rest on that choice.")])  # fmt: skip
+    for experiment_id, (name, _) in EXPERIMENTS.items():
+        if not facts.ran(experiment_id):
+            items.append([f"{name} was not run; its questions remain open."])
+    items.append([_drift(facts)])
+    items.append([("Real transcripts have no reference scores: Experiments 2, 3 and 5 measure consistency, not accuracy; "
+                  "only Experiment 1's synthetic transcripts have targets.")])  # fmt: skip
+    items.append([Placeholder("4.4 other limitations: scope of the transcripts, the specific LLMs tested, consistency vs "
+                              "accuracy, generalisability")])  # fmt: skip
+    return [Heading(2, "4.4 Limitations"), Bullets(items)]
+
+
+def _drift(facts: StudyFacts) -> str:
+    """Model drift as the logs show it: the ``model_version`` of each model's first and last call."""
+    versions = facts.versions()
+    if versions.empty:
+        return "No call returned a model_version, so model drift cannot be assessed from the logs."
+    changed = versions[(versions["n_versions"] > 1) | (versions["first_version"] != versions["last_version"])]
+    span = f"from {pd.Timestamp(versions['first_call'].min()):%Y-%m-%d %H:%M} to {pd.Timestamp(versions['last_call'].max()):%Y-%m-%d %H:%M} UTC"
+    if changed.empty:
+        return (f"Each model returned one model_version for all its calls ({span}); no drift was seen within the study, "
+                "but the same names may answer differently later.")  # fmt: skip
+    moved = "; ".join(f"{r.model}: {r.first_version} first, {r.last_version} last ({r.n_versions} versions)" for r in changed.itertuples())
+    return f"Model drift: the model_version returned changed during the study ({span}): {moved}."
+
+
+def discussion(facts: StudyFacts, cells: Cells) -> list[Block]:
+    """The Discussion (4.1-4.7) and Conclusions.
+
+    Examples
+    --------
+    >>> [b.text for b in discussion(facts, cells) if hasattr(b, "level")][:3]  # doctest: +SKIP
+    ['Discussion', '4.1 Summary of Key Findings', '4.2 Interpretation of Findings']
+    """
+    def prompt(text: str) -> Paragraph:
+        return Paragraph([Placeholder(text)])
+
+    conclusions: list[Inline] = ["This run used a simulated judge; it demonstrates the analysis plan, not the models. "
+                                 if facts.simulated else "", Placeholder("the main takeaway regarding the assessment framework")]
+    return [
+        Heading(1, "Discussion"), *_summary(facts, cells),
+        Heading(2, "4.2 Interpretation of Findings"),
+        prompt("4.2 why certain strategies or models performed better; implications of the reasoning patterns"),
+        Heading(2, "4.3 Strengths of the Study"), prompt("4.3 methodological rigour, systematic comparisons"),
+        *_limitations(facts, cells),
+        Heading(2, "4.5 Comparison With Existing Literature"), prompt("4.5 comparison with existing literature, if any"),
+        Heading(2, "4.6 Potential Applications and Use Cases"), prompt("4.6 potential applications and use cases"),
+        Heading(2, "4.7 Future Directions"),
+        prompt("4.7 future directions: human expert validation, real-world implementation studies, multilingual adaptation"),
+        Heading(1, "Conclusions"), Paragraph(conclusions),
+    ]  # fmt: skip

@@ -1,0 +1,150 @@
+"""What a study folder shows: its configuration, partition, decisions, analysis settings and logs.
+
+The Methods, the Limitations and the statements are written from these facts only. Which
+experiments ran is read from the files the run wrote (an experiment's log with rows, Exp 4's
+codes), never from the configuration alone: a configured experiment with no log was not run.
+
+Example
+-------
+>>> facts = StudyFacts.read("reports/demo/study/study_output")  # doctest: +SKIP
+>>> facts.ran("EXP4_ReasoningAnalysis"), facts.simulated  # doctest: +SKIP
+(True, True)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from hce.errors import DataError
+from hce.log import read_log
+from hce.rubric import Rubric, kept_rubric, load_rubric
+from hce.study.config import JUDGED_LOGS
+from hce.study.handoffs import decisions_in
+from hce.study.report import is_simulated
+from hce.study.settings import read_settings
+
+#: The PRD's experiments in plan order: id -> (short name, the config key).
+EXPERIMENTS = {
+    "EXP1_BaselineRubricUtility": ("Experiment 1", "exp1"),
+    "EXP2_PromptOptimization": ("Experiment 2", "exp2"),
+    "EXP3_ModelComparison": ("Experiment 3", "exp3"),
+    "EXP4_ReasoningAnalysis": ("Experiment 4", "exp4"),
+    "EXP5_FinalToolValidation": ("Experiment 5", "exp5"),
+}
+_COLUMNS = ["experiment_id", "item_id", "condition_id", "prompt_id", "model", "model_version", "timestamp",
+            "temperature", "max_tokens", "retries", "error_flag", "error_message", "system_fingerprint"]  # fmt: skip
+
+
+@dataclass
+class StudyFacts:
+    """A study output folder as the manuscript reads it.
+
+    ``log`` holds the judged experiments' attempts (the columns the Methods need);
+    ``config`` is ``study.resolved.yaml``, the configuration the run used.
+    """
+
+    folder: Path
+    config: dict[str, Any]
+    log: pd.DataFrame
+    partition: dict[str, Any] = field(default_factory=dict)
+    decisions: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, dict] = field(default_factory=dict)
+    synthetic: pd.DataFrame = field(default_factory=pd.DataFrame)
+    generation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    coded: pd.DataFrame = field(default_factory=pd.DataFrame)
+    simulated: bool = False
+    rubric: Rubric | None = None
+    #: One logged request (its chat messages, as JSON text) per prompt_id: what was actually sent.
+    requests: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, folder: str | Path) -> StudyFacts:
+        """Read a study's output folder (the folder ``hce study run`` writes, with ``study.resolved.yaml``)."""
+        folder = Path(folder)
+        resolved = folder / "study.resolved.yaml"
+        paths = [folder / name for name in JUDGED_LOGS if (folder / name).is_file()]
+        if not resolved.is_file() or not paths:
+            raise DataError(f"{folder}: not a study's output folder (needs study.resolved.yaml and one of "
+                            f"{', '.join(JUDGED_LOGS)}); give the folder `hce study run` wrote")  # fmt: skip
+        logs = [read_log(p) for p in paths]
+        log = pd.concat([frame[[c for c in _COLUMNS if c in frame]] for frame in logs], ignore_index=True)
+        facts = cls(folder, yaml.safe_load(resolved.read_text(encoding="utf-8")) or {}, log,
+                    decisions=decisions_in(folder), settings=read_settings(folder))  # fmt: skip
+        facts.simulated = any(is_simulated(frame) for frame in logs)
+        for frame in logs:
+            if "request" in frame and "prompt_id" in frame:
+                sent = frame.dropna(subset=["request", "prompt_id"]).drop_duplicates("prompt_id")
+                facts.requests.update({str(k): str(v) for k, v in zip(sent["prompt_id"], sent["request"])})
+        # The rubric kept beside the logs is the one they were judged with; else the configured (packaged) one.
+        facts.rubric = kept_rubric(paths) or load_rubric(str(facts.config.get("rubric", "v5")))
+        if (folder / "partition.json").is_file():
+            facts.partition = json.loads((folder / "partition.json").read_text(encoding="utf-8"))
+        if (folder / "synthetic_targets.csv").is_file():
+            facts.synthetic = pd.read_csv(folder / "synthetic_targets.csv")
+        if (folder / "exp1_generation.jsonl").is_file():
+            facts.generation = read_log(folder / "exp1_generation.jsonl")
+        if (folder / "exp4" / "codes.csv").is_file():
+            facts.coded = pd.read_csv(folder / "exp4" / "codes.csv", dtype=str)
+        return facts
+
+    def ran(self, experiment_id: str) -> bool:
+        """Whether the folder holds the experiment's results (its log rows; Exp 4: its codes)."""
+        if experiment_id == "EXP4_ReasoningAnalysis":
+            return len(self.coded) > 0
+        return bool((self.log["experiment_id"] == experiment_id).any())
+
+    def rows(self, experiment_id: str) -> pd.DataFrame:
+        return self.log[self.log["experiment_id"] == experiment_id]
+
+    def exp(self, key: str) -> dict[str, Any]:
+        return (self.config.get("experiments") or {}).get(key) or {}
+
+    @property
+    def manuscript(self) -> dict[str, Any]:
+        """The ``manuscript`` section of the configuration (empty fields for a study run before it existed)."""
+        given = self.config.get("manuscript") or {}
+        return {"title": given.get("title"), "irb": given.get("irb"), "data_sources": list(given.get("data_sources") or []),
+                "repository": given.get("repository")}  # fmt: skip
+
+    def versions(self) -> pd.DataFrame:
+        """Per requested model: the ``model_version`` of its first and last call, and how many versions answered.
+
+        Returns
+        -------
+        DataFrame
+            ``model, first_version, last_version, n_versions, first_call, last_call, n_calls``
+            (calls that returned a version; in timestamp order).
+
+        Examples
+        --------
+        >>> facts.versions()[["model", "first_version", "n_versions"]].iloc[0].tolist()  # doctest: +SKIP
+        ['gpt-4.1-mini-2025-04-14', 'gpt-4.1-mini-2025-04-14', 1]
+        """
+        rows = []
+        answered = self.log.dropna(subset=["model_version"]).sort_values("timestamp", kind="stable")
+        for model, part in answered.groupby("model", sort=True):
+            rows.append({"model": model, "first_version": part["model_version"].iloc[0],
+                         "last_version": part["model_version"].iloc[-1], "n_versions": part["model_version"].nunique(),
+                         "first_call": part["timestamp"].iloc[0], "last_call": part["timestamp"].iloc[-1],
+                         "n_calls": len(part)})  # fmt: skip
+        return pd.DataFrame(rows, columns=["model", "first_version", "last_version", "n_versions", "first_call",
+                                           "last_call", "n_calls"])  # fmt: skip
+
+    def sets(self) -> dict[str, list[str]]:
+        """Transcript IDs per set: A, B, C of the partition, and the synthetic transcripts of Exp 1.
+
+        Examples
+        --------
+        >>> {name: len(ids) for name, ids in facts.sets().items()}  # doctest: +SKIP
+        {'Set A': 8, 'Set B': 8, 'Set C': 8, 'Synthetic (Experiment 1)': 12}
+        """
+        out = {f"Set {name}": list(ids) for name, ids in (self.partition.get("sets") or {}).items()}
+        if len(self.synthetic):
+            out["Synthetic (Experiment 1)"] = self.synthetic["transcript_id"].astype(str).tolist()
+        return out

@@ -1,0 +1,268 @@
+"""Results 3.1-3.5 (seed 000 section 9): every estimate, interval and p-value a cited table cell.
+
+Each paragraph reads the study report's saved tables through :class:`~.cells.Cells`; an
+experiment whose tables are absent is stated as not run, with no number. Tables 1-3 and
+Figures 1-5 are placed where the text first refers to them.
+
+Example
+-------
+>>> doc = results(facts, cells, figures_dir)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hce.report.manuscript.model import (
+    Block,
+    FigureBlock,
+    Heading,
+    Inline,
+    Paragraph,
+    TableBlock,
+)
+from hce.report.tables import Table
+from hce.study.manuscript.cells import Cells, p_phrase
+from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
+
+#: The study report's figures the outline places (seed 000 section 9), by label.
+FIGURES = {
+    "Figure 1": ("exp2_sd_by_condition", "EXP2_PromptOptimization",
+                 "Per-transcript SD of repeated total scores for each prompt strategy (Experiment 2)"),
+    "Figure 2": ("exp3_sd_by_condition", "EXP3_ModelComparison",
+                 "Per-transcript SD of repeated total scores for each LLM (Experiment 3)"),
+    "Figure 3": ("exp5_sd_histogram", "EXP5_FinalToolValidation",
+                 "Distribution of per-transcript SDs of the total score for the final tool (Experiment 5)"),
+    "Figure 4": ("exp1_score_histograms", "EXP1_BaselineRubricUtility",
+                 "Total scores of the non-rubric (G1) and rubric-based (G2) prompts and the synthetic targets (Experiment 1)"),
+    "Figure 5": ("exp5_reliability_diagram", "EXP5_FinalToolValidation",
+                 ("Reliability diagram of the judge's token-probability confidence against agreement with a repeat "
+                 "(Experiment 5)")),
+}  # fmt: skip
+#: The study report's tables the outline names: file, caption.
+TABLES = {
+    "Table 1": ("table1_datasets", "Attempts, transcripts, conditions, errors and total scores per experiment"),
+    "Table 2": ("table2_key_results", "Key statistical results for the prompt and model comparisons"),
+    "Table 3": ("table3_reasoning_codes", "Share of coded reasoning segments per code and model (Experiment 4)"),
+}
+SIMULATED_RESULTS = ("Every score below was produced by hce's simulated judge (hce sim-server), not by the models "
+                     "named: the numbers test the pipeline and its analyses, and say nothing about those models.")
+_INTERVALS = "Estimates are followed by their 95% CIs; P values are 2-sided."
+
+
+def _absent(facts: StudyFacts, experiment_id: str) -> Paragraph:
+    """Why an experiment has no results here: not run (no log), or run but its analysis plan could not be computed."""
+    name = EXPERIMENTS[experiment_id][0]
+    if facts.ran(experiment_id):
+        return Paragraph([(f"{name} ran, but its analysis plan could not be computed on its log (the study report says "
+                          "why), so nothing is reported.")])  # fmt: skip
+    return Paragraph([f"{name} was not run: the study folder holds no results for it, so nothing is reported."])
+
+
+def _figure(label: str, figures: Path, facts: StudyFacts) -> Block:
+    """A figure of the study report in place, or a sentence saying why it is absent."""
+    stem, experiment_id, caption = FIGURES[label]
+    path = figures / f"{stem}.png"
+    if path.is_file():
+        return FigureBlock(path, label, caption)
+    reason = "was not run" if not facts.ran(experiment_id) else "has no data for it in the study report"
+    return Paragraph([f"{label} ({caption}) is not shown: {EXPERIMENTS[experiment_id][0]} {reason}."], role="note")
+
+
+def _table(label: str, cells: Cells) -> Block | None:
+    """One of Tables 1-3 from the study report's CSV (None when the report has no such table)."""
+    name, caption = TABLES[label]
+    if not cells.has(name):
+        return None
+    frame = cells.frame(name)
+    if "experiment_id" in frame:  # labels only, for a narrow column: "Experiment 2", not "EXP2_PromptOptimization"
+        frame = frame.assign(experiment_id=frame["experiment_id"].map(lambda e: EXPERIMENTS.get(e, (e,))[0]))
+        frame = frame.rename(columns={"experiment_id": "experiment"})
+    return TableBlock(Table(frame, caption, name), label)
+
+
+def _median_iqr(cells: Cells, name: str, key: str) -> list[Inline]:
+    return [cells.number(name, key, "median"), " (IQR ", cells.number(name, key, "q1"), "-", cells.number(name, key, "q3"), ")"]
+
+
+def _test(cells: Cells, name: str, key: str, *, statistic: str, effect: str) -> list[Inline]:
+    """``statistic = s; P = p; effect = e (95% CI [l, h])`` from one row of a test table."""
+    return [f"{statistic} = ", cells.number(name, key, "statistic"), "; ", *p_phrase(cells.p(name, key)),
+            f"; {effect} = ", *cells.interval(name, key, estimate="effect_size")]  # fmt: skip
+
+
+def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "3.1 Baseline Rubric Utility and Synthetic Transcript Performance (Experiment 1)")]
+    if not (facts.ran("EXP1_BaselineRubricUtility") and cells.has("exp1_h1a")):
+        return blocks + [_absent(facts, "EXP1_BaselineRubricUtility")]
+    g1, g2 = (facts.settings["EXP1_BaselineRubricUtility"]["settings"][k] for k in ("non_rubric", "rubric"))
+    sd, mae = "exp1_sd_summary", "exp1_mae_summary"
+    h1a = cells.find("exp1_h1a", a=g2, b=g1)
+    h1b = cells.find("exp1_h1b", a=g2, b=g1)
+    r = cells.find("exp1_success_metric_3", prompt_id=g2, method=lambda m: str(m).startswith("Pearson"))
+    kl = {p: cells.find("exp1_h1c", a=p, b="target") for p in (g1, g2)}
+    blocks.append(Paragraph([
+        "Across ", cells.number("table1_datasets", "EXP1_BaselineRubricUtility", "n_items"), (" synthetic transcripts, the "
+        "median per-transcript SD of repeated total scores was "), *_median_iqr(cells, sd, g2),
+        f" with the rubric-based prompt (G2, {g2}) and ", *_median_iqr(cells, sd, g1), (f" with the non-rubric prompt "
+        f"(G1, {g1}) (H1a, Mann-Whitney U test: "), *_test(cells, "exp1_h1a", h1a, statistic="U", effect="rank-biserial r"),
+        "). The median absolute error of the mean total score from the target total was ", *_median_iqr(cells, mae, g2),
+        " for G2 and ", *_median_iqr(cells, mae, g1), " for G1 (H1b, Wilcoxon signed-rank test: ",
+        *_test(cells, "exp1_h1b", h1b, statistic="V", effect="matched-pairs rank-biserial r"),
+        "). The Kullback-Leibler divergence of the target score distribution from G2's was ",
+        cells.number("exp1_h1c", kl[g2], "estimate"), " nats and from G1's ", cells.number("exp1_h1c", kl[g1], "estimate"),
+        " nats (H1c, descriptive). The mean G2 total correlated with the target total with Pearson r = ",
+        *cells.interval("exp1_success_metric_3", r), " (Success Metric 3 threshold, r ≥ ",
+        cells.number("exp1_success_metric_3", r, "threshold"), "). " + _INTERVALS,
+    ]))  # fmt: skip
+    blocks.append(_figure("Figure 4", figures, facts))
+    return blocks
+
+
+def _comparison(facts: StudyFacts, cells: Cells, experiment_id: str, kind: str, label: str) -> list[Inline]:
+    """Friedman test, the conditions' median SDs and the decision handed on (Exp 2: prompt, Exp 3: model)."""
+    prefix = experiment_id.split("_")[0].lower()
+    column = "prompt_id" if kind == "prompt" else "model"
+    summary = f"{prefix}_sd_summary"
+    parts: list[Inline] = [
+        "The ", cells.number("table1_datasets", experiment_id, "n_conditions"), f" {label} were compared on ",
+        cells.number("table1_datasets", experiment_id, "n_items"), " transcripts (",
+        cells.number("table1_datasets", experiment_id, "n_attempts"), (" attempts). Median per-transcript SDs of the total "
+        "score were ")]  # fmt: skip
+    conditions = cells.frame(summary)[column].astype(str).tolist()
+    for i, condition in enumerate(conditions):
+        key = cells.find(summary, **{column: condition})
+        parts += [f"{condition}, ", *_median_iqr(cells, summary, key), "; " if i < len(conditions) - 1 else ". "]
+    friedman = cells.find(f"{prefix}_friedman")
+    parts += ["The Friedman test gave χ²(", cells.number(f"{prefix}_friedman", friedman, "df1"), ") = ",
+              cells.number(f"{prefix}_friedman", friedman, "statistic"), "; ", *p_phrase(cells.p(f"{prefix}_friedman", friedman)),
+              "; Kendall W = ", *cells.interval(f"{prefix}_friedman", friedman, estimate="effect_size"), ". "]  # fmt: skip
+    decision = facts.decisions.get(kind)
+    if decision:
+        parts.append(_decision_sentence(kind, decision))
+    return parts
+
+
+def _decision_sentence(kind: str, decision: dict) -> str:
+    """What the study handed on and by which route (decisions.json), stated as the run recorded it."""
+    source = decision.get("source")
+    if source == "rule":
+        how = "it met the prespecified winner rule (Methods 2.5)"
+    elif source == "lowest_sd_fallback":
+        how = ("no condition met the prespecified winner rule (Methods 2.5), so, as the study's configuration allowed "
+               "(on_no_winner: lowest_sd), the condition with the lowest median SD was taken")
+    elif source == "pin":
+        how = "the researchers fixed it in the configuration (pin), not the data"
+    else:
+        how = f"source recorded as {source!r}"
+    return f"The {kind} carried forward was {decision['choice']}: {how}."
+
+
+def _exp2(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "3.2 Prompt Strategy Optimization (Experiment 2)")]
+    if not (facts.ran("EXP2_PromptOptimization") and cells.has("exp2_friedman")):
+        return blocks + [_absent(facts, "EXP2_PromptOptimization")]
+    blocks.append(Paragraph(_comparison(facts, cells, "EXP2_PromptOptimization", "prompt", "prompt strategies")))
+    blocks.append(_figure("Figure 1", figures, facts))
+    return blocks
+
+
+def _exp3(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "3.3 LLM Architecture Comparison (Experiment 3)")]
+    if not (facts.ran("EXP3_ModelComparison") and cells.has("exp3_friedman")):
+        return blocks + [_absent(facts, "EXP3_ModelComparison")]
+    parts = _comparison(facts, cells, "EXP3_ModelComparison", "model", "LLMs")
+    if cells.has("exp3_mean_friedman"):
+        key = cells.find("exp3_mean_friedman")
+        parts += [" Mean total scores compared across models gave Friedman χ²(", cells.number("exp3_mean_friedman", key, "df1"),
+                  ") = ", cells.number("exp3_mean_friedman", key, "statistic"), "; ",
+                  *p_phrase(cells.p("exp3_mean_friedman", key)), " (systematic differences in level, not in consistency)."]  # fmt: skip
+    blocks.append(Paragraph(parts))
+    blocks.append(_figure("Figure 2", figures, facts))
+    key_table = _table("Table 2", cells)
+    if key_table is not None:
+        blocks.append(key_table)
+    return blocks
+
+
+def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "3.4 Qualitative Analysis of LLM Reasoning (Experiment 4)")]
+    if not (facts.ran("EXP4_ReasoningAnalysis") and cells.has("exp4_tests")):
+        return blocks + [_absent(facts, "EXP4_ReasoningAnalysis")]
+    first = cells.rows("exp4_tests")[0]
+    parts: list[Inline] = [
+        "Of ", cells.number("exp4_tests", first, "n"), (" coded reasoning segments (Table 3), the distribution of codes across "
+        "models compared as follows (Holm-adjusted P): ")]  # fmt: skip
+    dimensions = cells.frame("exp4_tests")["code"].astype(str).tolist()
+    for i, dimension in enumerate(dimensions):
+        key = cells.find("exp4_tests", code=dimension)
+        parts += [f"{dimension.replace('_', ' ')}, Cramér V = ", *cells.interval("exp4_tests", key, estimate="effect_size"),
+                  ", ", *p_phrase(cells.p("exp4_tests", key, "p_adjusted")), "; " if i < len(dimensions) - 1 else ". "]  # fmt: skip
+    if cells.has("exp4_kappa_rounds"):
+        rounds = cells.frame("exp4_kappa_rounds")
+        last = rounds[rounds["round"] == rounds["round"].max()]
+        weakest = last.loc[last["estimate"].idxmin()]
+        low = cells.find("exp4_kappa_rounds", round=weakest["round"], dimension=weakest["dimension"])
+        reached = "met" if bool(last["meets_target"].all()) else "did not all meet"
+        parts += ["After refinement round ", cells.number("exp4_kappa_rounds", low, "round"), (", the lowest inter-coder "
+                  "Cohen κ across dimensions was "), *cells.interval("exp4_kappa_rounds", low),
+                  f" ({weakest['dimension'].replace('_', ' ')}); the dimensions {reached} the prespecified κ target."]  # fmt: skip
+    blocks.append(Paragraph(parts))
+    code_table = _table("Table 3", cells)
+    if code_table is not None:
+        blocks.append(code_table)
+    return blocks
+
+
+def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "3.5 Performance of the Final Optimized Assessment Tool (Experiment 5)")]
+    if not (facts.ran("EXP5_FinalToolValidation") and cells.has("exp5_success_metric_2")):
+        return blocks + [_absent(facts, "EXP5_FinalToolValidation")]
+    rows = facts.rows("EXP5_FinalToolValidation")
+    config = ", ".join(f"{what} {', '.join(sorted(rows[c].dropna().astype(str).unique()))}"
+                       for what, c in (("model", "model"), ("prompt", "prompt_id")))
+    sm2, sd = "exp5_success_metric_2", "exp5_sd_summary"
+    parts: list[Inline] = [
+        f"The final tool ({config}) scored ", cells.number("table1_datasets", "EXP5_FinalToolValidation", "n_items"),
+        " held-out transcripts (", cells.number("table1_datasets", "EXP5_FinalToolValidation", "n_attempts"),
+        " attempts in all). The median per-transcript SD of the total score was ", *_median_iqr(cells, sd, "total"),
+        " (maximum ", cells.number(sd, "total", "max"), "). Of the transcripts, ", *cells.interval(sm2, "both", percent=True),
+        " had every category SD ≤ ", cells.number(sm2, "category_sd", "threshold"), " and a total SD ≤ ",
+        cells.number(sm2, "total_sd", "threshold"), " (Success Metric 2 target, ", cells.percent(sm2, "both", "target_share"), ")."]  # fmt: skip
+    if cells.has("exp5_uncertainty"):
+        key = cells.find("exp5_uncertainty")
+        parts += [" The mean confidence of a transcript's scores and its total-score SD correlated with Spearman ρ = ",
+                  *cells.interval("exp5_uncertainty", key), "; ", *p_phrase(cells.p("exp5_uncertainty", key)), "."]  # fmt: skip
+    if cells.has("exp5_calibration"):
+        key = cells.find("exp5_calibration", confidence="adjusted", outcome="agrees_with_repeat", metric="ece")
+        parts += [(" The expected calibration error of the temperature-adjusted token-probability confidence against "
+                  "agreement with a repeat was "), *cells.interval("exp5_calibration", key), "."]  # fmt: skip
+    blocks.append(Paragraph(parts))
+    blocks += [_figure("Figure 3", figures, facts), _figure("Figure 5", figures, facts)]
+    return blocks
+
+
+def results(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
+    """The Results section: Table 1, then 3.1-3.5 in the outline's order, Tables 2-3 and Figures 1-5 in place.
+
+    An experiment without results in the study folder is stated as not run, with no number.
+
+    Examples
+    --------
+    >>> blocks = results(facts, cells, Path("reports/demo/figures"))  # doctest: +SKIP
+    >>> [b.label for b in blocks if hasattr(b, "label")]  # doctest: +SKIP
+    ['Table 1', 'Figure 4', 'Figure 1', 'Figure 2', 'Table 2', 'Table 3', 'Figure 3', 'Figure 5']
+    """
+    blocks: list[Block] = [Heading(1, "Results")]
+    if facts.simulated:
+        blocks.append(Paragraph([SIMULATED_RESULTS]))
+    overview = _table("Table 1", cells)
+    if overview is not None:
+        counted = cells.has("cost_by_experiment")
+        blocks.append(Paragraph(["The study logged ", cells.number("cost_by_experiment", "(all)", "attempts"),
+                                 " scoring attempts; Table 1 describes them by experiment."] if counted else
+                                ["Table 1 describes the attempts by experiment."]))  # fmt: skip
+        blocks.append(overview)
+    blocks += _exp1(facts, cells, figures) + _exp2(facts, cells, figures) + _exp3(facts, cells, figures)
+    blocks += _exp4(facts, cells) + _exp5(facts, cells, figures)
+    return blocks

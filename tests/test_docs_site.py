@@ -1,0 +1,110 @@
+"""The documentation site (issue 26): a short README with a complete layout table, an API page
+for every public name, and pages that open in a real browser.
+
+The site is CI's build (``docs/_build/html``, made by .ci/run before the tests) when it is newer
+than every source; otherwise it is built here into a temporary folder from a copy of ``docs/``,
+with the gallery shown unrun (its examples run in CI's build and in tests/test_examples.py).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from browser import CHROMIUM, NO_CHROMIUM, chromium
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+README = REPO / "README.md"
+sys.path.insert(0, str(DOCS / "_ext"))
+from hce_api import MODULES, SUBPACKAGES, api_names, public  # noqa: E402
+
+GENERATED = ("_build", "auto_examples", "api/generated", "sg_execution_times.rst")
+
+
+def sources() -> list[Path]:
+    skip = [DOCS / g for g in GENERATED]
+    docs = [p for p in DOCS.rglob("*") if p.is_file() and not any(p.is_relative_to(s) for s in skip)]
+    return [README, *docs, *(REPO / "hce").rglob("*.py")]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    built = DOCS / "_build" / "html"
+    index = built / "index.html"
+    if index.exists() and index.stat().st_mtime > max(p.stat().st_mtime for p in sources()):
+        return built
+    root = tmp_path_factory.mktemp("site")
+    shutil.copy(README, root / "README.md")
+    shutil.copytree(DOCS, root / "docs", ignore=shutil.ignore_patterns(*(Path(g).name for g in GENERATED)))
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+                           "-D", "plot_gallery=0", "docs", "html"], cwd=root, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return root / "html"
+
+
+def test_readme_is_short():
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines < 200, f"README.md has {lines} lines; what goes beyond a newcomer's needs belongs in docs/"
+
+
+def test_layout_table_names_every_module():
+    # Every module and subpackage of hce's layers is named in the README's layout table.
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("<!-- layout-start -->"):text.index("<!-- layout-end -->")]
+    missing = []
+    for folder in [REPO / "hce", *[p for p in (REPO / "hce").iterdir() if (p / "__init__.py").exists()]]:
+        for p in sorted(folder.iterdir()):
+            name = p.name + "/" if (p / "__init__.py").exists() else p.name
+            if (p.suffix == ".py" and p.name != "__init__.py") or name.endswith("/"):
+                if f"`{name}`" not in table and f"`hce/{p.relative_to(REPO / 'hce')}/`" not in table:
+                    missing.append(str(p.relative_to(REPO)))
+    assert not missing, f"the README's layout table does not name {missing}"
+
+
+def test_every_public_name_has_an_api_page(site):
+    pages = api_names()
+    documented = {}  # each object's page: a name exported twice is documented once
+    for module, names in pages.items():
+        for name in names:
+            page = site / "api" / "generated" / f"{module}.{name}.html"
+            assert page.exists(), f"no API page for {module}.{name}"
+            documented.setdefault(id(getattr(sys.modules[module], name)), page)
+    for module in (*MODULES, *SUBPACKAGES):
+        for name in public(module):
+            assert id(getattr(sys.modules[module], name)) in documented, f"{module}.{name} has no API page"
+
+
+def test_api_page_shows_the_numpydoc_sections(site):
+    page = (site / "api" / "generated" / "hce.stats.icc.html").read_text(encoding="utf-8")
+    for section in ("Parameters", "Returns", "Examples"):
+        assert re.search(rf">{section}<", page), f"hce.stats.icc's page lacks {section}"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+@pytest.mark.parametrize("page, words", [
+    ("index.html", ["User guides", "Getting started", "API reference"]),
+    ("api/generated/hce.stats.icc.html", ["Parameters", "Shrout"]),
+])
+def test_page_renders_in_chromium(site, tmp_path, page, words):
+    url = (site / page).as_uri()
+    dom = chromium(url, tmp_path / "profile", "--dump-dom")
+    text = re.sub(r"<[^>]+>", " ", dom)
+    for word in words:
+        assert word in text, f"{page}: {word!r} not on the rendered page"
+    shot = tmp_path / "page.png"
+    chromium(url, tmp_path / "profile", f"--screenshot={shot}")
+    assert shot.exists() and shot.stat().st_size > 20_000, "the screenshot is missing or blank"
+
+
+def test_docs_command_says_where_the_sources_are(tmp_path):
+    # hce installed from a wheel has no docs/: the command says what to do instead of a traceback.
+    from hce import docs
+
+    with pytest.raises(FileNotFoundError, match=r"pip install -e"):
+        docs.build(tmp_path)
