@@ -50,7 +50,7 @@ print(hs.posthoc(spread)[["a", "b", "statistic", "p_value", "p_adjusted"]])
 # %%
 # How reliable is one attempt? ICC of the attempts of one prompt (attempts as raters).
 p23 = log[log["prompt_id"] == "P2.3"]
-print(hs.icc(p23, "item_id", "attempt", "total").iloc[:, :6])
+print(hs.icc(p23, item="item_id", rater="attempt", score="total").iloc[:, :6])
 
 # %%
 # The report of any log: the same analyses for every criterion, as Markdown, HTML, CSV, LaTeX.

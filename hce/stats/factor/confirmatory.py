@@ -70,8 +70,8 @@ class CFAResult:
 @reads_frame(mapping="model", log=False)
 def cfa(
     data: pd.DataFrame,
-    model: Mapping[str, Sequence[str]],
     *,
+    model: Mapping[str, Sequence[str]],
     confidence: float = 0.90,
 ) -> CFAResult:
     """Confirmatory factor analysis of a stated structure, with lavaan's fit indices.
@@ -115,7 +115,7 @@ def cfa(
     >>> rng = np.random.default_rng(3)
     >>> f = rng.normal(size=(300, 2))
     >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
-    >>> res = cfa(d, {"A": ["i0", "i1", "i2"], "B": ["i3", "i4", "i5"]})
+    >>> res = cfa(d, model={"A": ["i0", "i1", "i2"], "B": ["i3", "i4", "i5"]})
     >>> int(res.fit.set_index("index").loc["chi_square", "df1"])
     8
     """

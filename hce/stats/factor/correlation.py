@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
+from hce._vocabulary import renamed
 from hce._checks import check_choice, numeric_column, require_columns
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
@@ -93,11 +94,12 @@ def resample_correlation(rows: np.ndarray, cor: str, correct: float) -> np.ndarr
     return correlation_core(rows, cor, correct)
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
 def correlation_matrix(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     method: Correlation = "pearson",
     correct: float = 0.5,
 ) -> pd.DataFrame:
@@ -107,7 +109,7 @@ def correlation_matrix(
     ----------
     data : DataFrame
         One row per observation, one column per item.
-    items : list of str, optional
+    columns : list of str, optional
         Item columns; default every numeric column.
     method : {"pearson", "spearman", "polychoric"}, default "pearson"
         ``"polychoric"`` treats each item as a coarsened normal variable (R
@@ -129,7 +131,7 @@ def correlation_matrix(
     np.float64(0.8)
     """
     check_choice("method", method, CORRELATIONS)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     r = correlation_core(x, method, correct)
     return pd.DataFrame(r, index=names, columns=names)
 
@@ -217,9 +219,10 @@ def _polychoric_core(x: np.ndarray, correct: float) -> tuple[np.ndarray, list[np
     return r, taus
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
 def polychoric(
-    data: pd.DataFrame, items: Sequence[str] | None = None, *, correct: float = 0.5
+    data: pd.DataFrame, *, columns: Sequence[str] | None = None, correct: float = 0.5
 ) -> pd.DataFrame:
     """Polychoric correlation matrix of ordinal items (R ``psych::polychoric``).
 
@@ -227,7 +230,7 @@ def polychoric(
     ----------
     data : DataFrame
         One row per observation, one column per ordinal item (integer scores).
-    items : list of str, optional
+    columns : list of str, optional
         Item columns; default every numeric column.
     correct : float, default 0.5
         Empty cells of a pair's contingency table get ``correct / n`` before fitting.
@@ -259,6 +262,6 @@ def polychoric(
     >>> round(float(polychoric(d).loc["a", "b"]), 3)
     0.527
     """
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     r, _ = _polychoric_core(x, correct)
     return pd.DataFrame(smooth(r), index=names, columns=names)
