@@ -32,7 +32,7 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "examples"]
+exclude_patterns = ["_build", "_generated", "examples"]
 templates_path = ["_templates"]
 root_doc = "index"
 

@@ -44,8 +44,8 @@ print(hs.spread_summary(spread, by="condition_id"))
 
 # %%
 # Does the prompt change the spread? Friedman's test on the per-item SDs, then Nemenyi pairs.
-print(hs.friedman(spread, random_state=1)[["statistic", "df1", "p_value", "effect_size", "ci_low", "ci_high", "n"]])
-print(hs.posthoc(spread)[["a", "b", "statistic", "p_value", "p_adjusted"]])
+print(hs.friedman(spread, random_state=1).T)  # one test: its row as a column
+print(hs.posthoc(spread))
 
 # %%
 # How reliable is one attempt? ICC of the attempts of one prompt (attempts as raters).
