@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._checks import check_confidence, numeric_column, require_columns
 from hce.errors import DataError
@@ -68,6 +69,7 @@ def _long(wide: pd.DataFrame) -> pd.DataFrame:
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def item_statistics(
     data: pd.DataFrame,
     *,
@@ -77,12 +79,7 @@ def item_statistics(
 ) -> pd.DataFrame:
     """Item-total correlations and alpha if each item is dropped (R ``psych::alpha``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    columns : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     reverse : list of str, optional
         Items to reverse-score first, as max + min - x with the minimum and maximum over all
         items (psych's ``keys``).

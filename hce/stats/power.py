@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
@@ -337,6 +338,7 @@ def sd_difference_power_analytic(
 # ----------------------------------------------------------------------------- ICC, Bonett
 
 
+@fill_doc
 def bonett_icc_items(
     icc: float, n_raters: int, width: float, *, confidence: float = 0.95
 ) -> pd.DataFrame:
@@ -367,10 +369,7 @@ def bonett_icc_items(
     approximation for the single-rater ICC, one-way or two-way. Bonett's worked example:
     rho = 0.85, k = 4, w = 0.2 gives n = 19.2.
 
-    References
-    ----------
-    .. [1] Bonett DG (2002). Sample size requirements for estimating intraclass
-       correlations with desired precision. Stat Med 21, 1331-1335.
+    %(bonett_reference)s
 
     Examples
     --------
@@ -418,6 +417,7 @@ def _interval_width(y, coefficient, form, level, confidence, n_boot, rng):
 
 
 @renamed(n_sims="n_sim")
+@fill_doc
 def reliability_items(
     coefficient: Literal["icc", "krippendorff"],
     *,
@@ -484,10 +484,7 @@ def reliability_items(
     (2002) formula plans the same quantity for the single-rater ICC and is reported beside
     it as a check.
 
-    References
-    ----------
-    .. [1] Bonett DG (2002). Sample size requirements for estimating intraclass
-       correlations with desired precision. Stat Med 21, 1331-1335.
+    %(bonett_reference)s
 
     Examples
     --------

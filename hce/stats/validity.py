@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError
@@ -51,6 +52,7 @@ def _auc_delong(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 @renamed(group="condition")
 @reads_frame(keys=("condition", "attribute"), numbers=("score",))
+@fill_doc
 def discriminant_validity(
     data: pd.DataFrame,
     *,
@@ -77,10 +79,7 @@ def discriminant_validity(
         Numeric score column.
     high, low : object
         Values of ``condition`` for the high- and the low-quality texts.
-    attribute : str, optional
-        Column of rubric attributes; one row of output per attribute.
-    confidence : float, default 0.95
-        Level of the effect-size interval.
+    %(attribute_effect)s
 
     Returns
     -------
@@ -243,6 +242,7 @@ def substantive_validity(
 
 @renamed(target="item", rater_group="condition", groups="levels")
 @reads_frame(keys=("item", "condition", "attribute"), numbers=("score",))
+@fill_doc
 def rater_expertise(
     data: pd.DataFrame,
     *,
@@ -271,10 +271,7 @@ def rater_expertise(
         Numeric score column.
     levels : pair of objects, default ("junior", "senior")
         The two values of ``condition`` compared (first minus second).
-    attribute : str, optional
-        Column of rubric attributes; one row of output per attribute.
-    confidence : float, default 0.95
-        Level of the effect-size interval.
+    %(attribute_effect)s
 
     Returns
     -------

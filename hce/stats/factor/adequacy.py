@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._checks import check_choice
 from hce.errors import DataError
@@ -46,6 +47,7 @@ def _kmo_core(r: np.ndarray) -> tuple[np.ndarray, float]:
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def kmo(
     data: pd.DataFrame,
     *,
@@ -54,12 +56,7 @@ def kmo(
 ) -> pd.DataFrame:
     """Kaiser-Meyer-Olkin sampling adequacy: per-item MSA and the overall KMO (psych ``KMO``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    columns : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     cor : {"pearson", "spearman", "polychoric"}, default "pearson"
         Correlation the adequacy is computed on.
 
@@ -105,6 +102,7 @@ def _bartlett_core(r: np.ndarray, n: int) -> tuple[float, int, float]:
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def bartlett_sphericity(
     data: pd.DataFrame,
     *,
@@ -113,12 +111,7 @@ def bartlett_sphericity(
 ) -> pd.DataFrame:
     """Bartlett's test that the item correlation matrix is an identity (psych ``cortest.bartlett``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    columns : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     cor : {"pearson", "spearman", "polychoric"}, default "pearson"
         Correlation tested.
 
@@ -161,6 +154,7 @@ def bartlett_sphericity(
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def eigenvalues(
     data: pd.DataFrame,
     *,
@@ -169,12 +163,7 @@ def eigenvalues(
 ) -> pd.DataFrame:
     """Eigenvalues of the item correlation matrix: the scree plot's data.
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    columns : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     cor : {"pearson", "spearman", "polychoric"}, default "pearson"
         Correlation decomposed.
 
@@ -241,6 +230,7 @@ class ParallelResult:
 
 @renamed(items="columns", n_iter="n_sim")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def parallel_analysis(
     data: pd.DataFrame,
     *,
@@ -251,12 +241,7 @@ def parallel_analysis(
 ) -> ParallelResult:
     """Horn's parallel analysis for components and factors (psych ``fa.parallel``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    columns : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     n_sim : int, default 20
         Number of simulated normal data sets of the same size (psych's default).
     quantile : float, optional
@@ -283,12 +268,7 @@ def parallel_analysis(
     .. [1] Horn JL (1965). A rationale and test for the number of factors in factor
        analysis. Psychometrika 30, 179-185.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(3)
-    >>> f = rng.normal(size=(300, 2))
-    >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
+    %(two_factor_example)s
     >>> parallel_analysis(d, n_sim=5, random_state=1).n_factors
     2
     """

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from hce._docstrings import fill_doc
 from hce._checks import check_confidence
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
@@ -68,6 +69,7 @@ class CFAResult:
 
 
 @reads_frame(mapping="model", log=False)
+@fill_doc
 def cfa(
     data: pd.DataFrame,
     *,
@@ -109,12 +111,7 @@ def cfa(
     .. [1] Rosseel Y (2012). lavaan: An R package for structural equation modeling.
        J Stat Softw 48(2), 1-36.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(3)
-    >>> f = rng.normal(size=(300, 2))
-    >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
+    %(two_factor_example)s
     >>> res = cfa(d, model={"A": ["i0", "i1", "i2"], "B": ["i3", "i4", "i5"]})
     >>> int(res.fit.set_index("index").loc["chi_square", "df1"])
     8

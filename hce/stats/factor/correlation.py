@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._checks import check_choice, numeric_column, require_columns
 from hce.errors import DataError
@@ -96,6 +97,7 @@ def resample_correlation(rows: np.ndarray, cor: str, correct: float) -> np.ndarr
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def correlation_matrix(
     data: pd.DataFrame,
     *,
@@ -105,12 +107,7 @@ def correlation_matrix(
 ) -> pd.DataFrame:
     """Item correlation matrix (pairwise-complete), as factor analysis uses it.
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    columns : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     method : {"pearson", "spearman", "polychoric"}, default "pearson"
         ``"polychoric"`` treats each item as a coarsened normal variable (R
         ``psych::polychoric``), the usual choice for Likert rubric scores.

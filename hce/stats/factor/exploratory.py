@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
@@ -425,6 +426,7 @@ def _interval_table(x, result: FactorResult, correct, n_boot, confidence, rng) -
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def efa(
     data: pd.DataFrame,
     *,
@@ -515,12 +517,7 @@ def efa(
     .. [3] Zientek LR, Thompson B (2007). Applying the bootstrap to the multivariate case:
        bootstrap component/factor analysis. Behav Res Methods 39, 318-325.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(3)
-    >>> f = rng.normal(size=(300, 2))
-    >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
+    %(two_factor_example)s
     >>> res = efa(d, n_factors=2, rotation="varimax")
     >>> res.loadings.round(1).abs().max(axis=1).tolist()
     [0.7, 0.8, 0.7, 0.7, 0.7, 0.7]
@@ -557,6 +554,7 @@ def efa(
 
 
 @reads_frame(wide="items", log=False)
+@fill_doc
 def efa_intervals(
     data: pd.DataFrame,
     result: FactorResult,
@@ -596,12 +594,7 @@ def efa_intervals(
         ``result`` with ``intervals`` filled (see :class:`FactorResult`); the resampling is
         described under :func:`efa`.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(3)
-    >>> f = rng.normal(size=(300, 2))
-    >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
+    %(two_factor_example)s
     >>> fitted = efa(d, n_factors=2, rotation="varimax")
     >>> boot = efa_intervals(d, fitted, n_boot=50, random_state=1)
     >>> boot.intervals.equals(efa(d, n_factors=2, rotation="varimax", n_boot=50, random_state=1).intervals)

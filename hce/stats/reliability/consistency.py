@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, plain
 from hce.errors import DataError
@@ -436,6 +437,7 @@ class OmegaResult:
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def omega_hierarchical(
     data: pd.DataFrame,
     *,
@@ -450,12 +452,7 @@ def omega_hierarchical(
 ) -> OmegaResult:
     """McDonald's omega total and hierarchical (R ``psych::omega``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    columns : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     n_factors : int, default 3
         Group factors of the Schmid-Leiman solution (psych's default is 3; at least 2).
     method : {"minres", "ml"}, default "minres"
