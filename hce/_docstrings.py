@@ -34,6 +34,23 @@ References
 ----------
 .. [1] Bonett DG (2002). Sample size requirements for estimating intraclass
    correlations with desired precision. Stat Med 21, 1331-1335.""",
+    # the manuscript writers: the file is given, its folder made
+    "writer_parameters": """\
+Parameters
+----------
+doc : Manuscript
+path : str or Path""",
+    "returns_path": """\
+Returns
+-------
+Path
+    ``path``.""",
+    # the PRD's per-experiment analyses
+    "experiment_log": """\
+Parameters
+----------
+log : DataFrame
+    Attempt log.""",
     # six items loading on two factors, three each: the factor analyses' examples
     "two_factor_example": """\
 Examples

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._checks import require_columns
 from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS
@@ -332,6 +333,7 @@ def _compare_sds(
 
 
 @reads_frame(frame="log", keys=("item", "condition"), numbers=("score",))
+@fill_doc
 def experiment2(
     log: pd.DataFrame,
     *,
@@ -350,10 +352,7 @@ def experiment2(
 ) -> AnalysisResult:
     """Experiment 2 (7.2.7): SD of totals across prompt strategies; the winning prompt.
 
-    Parameters
-    ----------
-    log : DataFrame
-        Attempt log.
+    %(experiment_log)s
     item, condition, score, error, experiment, experiment_id
         Column names (``condition``: the prompt strategy) and the experiment kept.
     posthoc_method : {"wilcoxon", "nemenyi", "conover"}
@@ -404,6 +403,7 @@ def _sd_experiment(log, title, *, item, condition, score, error, experiment, exp
 
 
 @reads_frame(frame="log", keys=("item", "condition"), numbers=("score",), optional=("latency", "cost"))
+@fill_doc
 def experiment3(
     log: pd.DataFrame,
     *,
@@ -425,10 +425,7 @@ def experiment3(
 ) -> AnalysisResult:
     """Experiment 3 (7.3.7): SD of totals across models, mean scores, latency and cost.
 
-    Parameters
-    ----------
-    log : DataFrame
-        Attempt log.
+    %(experiment_log)s
     item, condition, score, error, experiment, experiment_id
         Column names (``condition``: the model) and the experiment kept.
     latency, cost : str or None
