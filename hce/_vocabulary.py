@@ -64,6 +64,7 @@ ARGUMENTS: dict[str, str] = {
     "condition": "column whose levels are compared: prompt, model, rater group",
     "by": "columns splitting the analysis into separate results; a sequence, default ()",
     "columns": "list of wide-format columns (questionnaire items) to analyse",
+    "levels": "values of a column: the two levels of condition compared, or a scale's possible scores",
     "confidence": "confidence level of every interval, default 0.95",
     "alpha": "significance level of a test, default 0.05",
     "n_boot": "bootstrap resamples, default 1000 (0 where the bootstrap is opt-in)",
@@ -159,20 +160,20 @@ CONFIDENCE_OTHER: dict[str, tuple[float | None, str]] = {
 }
 
 #: Result columns: the row's label, an estimate with its interval, an effect size with its
-#: own, a test. ``metric`` names what a row estimates (ICC3k, Cohen's kappa, F1, G), where
-#: results used to say ``estimator``, ``measure`` or ``coefficient``.
+#: own, a test, the counts. ``metric`` names what a row estimates (ICC3k, Cohen's kappa, F1,
+#: G), where results used to say ``estimator``, ``measure`` or ``coefficient``; counts are
+#: named after the arguments (reliability said ``n_targets`` and ``n_ratings``).
 LABEL_COLUMN = "metric"
+ESTIMATE_COLUMNS = ("estimate", "ci_low", "ci_high")
+EFFECT_COLUMNS = ("effect_size", "effect_ci_low", "effect_ci_high")
+TEST_COLUMNS = ("statistic", "p_value")
+COUNT_COLUMNS = ("n_items", "n_raters", "n_scores")
 RETIRED_LABELS = ("estimator", "measure", "coefficient")
 RETIRED_COUNTS = ("n_targets", "n_ratings")
 #: Results that keep another label column, with the reason.
 LABEL_OTHER: dict[str, str] = {
     "fairness": "measure names the compared quantity (mean or sd), as its measures= argument does",
 }
-ESTIMATE_COLUMNS = ("estimate", "ci_low", "ci_high")
-#: Counts are named after the arguments: items, raters, scores (reliability said n_targets, n_ratings).
-COUNT_COLUMNS = ("n_items", "n_raters", "n_scores")
-EFFECT_COLUMNS = ("effect_size", "effect_ci_low", "effect_ci_high")
-TEST_COLUMNS = ("statistic", "p_value")
 #: Results whose ``ci_low``/``ci_high`` bound a point not yet called ``estimate`` (function:
 #: that column); to be renamed with their consumers (the report's figures and tables).
 INTERVAL_OF: dict[str, str] = {
