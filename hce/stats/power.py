@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.reliability.icc import icc_core, mean_squares

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator
 from hce.stats._validate import reads_frame

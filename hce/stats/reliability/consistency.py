@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, plain
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, check_n_boot, percentile_interval, resample_rows
 from hce.stats._validate import reads_frame
