@@ -64,6 +64,7 @@ ARGUMENTS: dict[str, str] = {
     "condition": "column whose levels are compared: prompt, model, rater group",
     "by": "columns splitting the analysis into separate results; a sequence, default ()",
     "columns": "list of wide-format columns (questionnaire items) to analyse",
+    "levels": "values of a column: the two levels of condition compared, or a scale's possible scores",
     "confidence": "confidence level of every interval, default 0.95",
     "alpha": "significance level of a test, default 0.05",
     "n_boot": "bootstrap resamples, default 1000 (0 where the bootstrap is opt-in)",
@@ -78,7 +79,7 @@ ARGUMENTS: dict[str, str] = {
 #: naming the replacement when one is passed.
 RETIRED: dict[str, str] = {
     "targets": "item",
-    "target": "item",  # mae_vs_target and experiment1: the true score is ``truth``
+    "target": "item",
     "unit": "item",
     "block": "item",
     "subject": "item",
@@ -97,10 +98,20 @@ RETIRED: dict[str, str] = {
     "within": "condition",
     "groups": "condition",
     "rater_group": "condition",
-    "items": "columns",  # cronbach_alpha and mcdonald_omega: the scale items are the ``rater``
+    "items": "columns",
     "interval_method": "ci_method",
     "n_sims": "n_sim",
     "n_iter": "n_sim",
+}
+
+#: Where a retired name became another word than its :data:`RETIRED` replacement, and the
+#: names replaced that were never retired in general (function: old -> new).
+RENAMED_ELSEWHERE: dict[str, str] = {
+    "target": "`truth` in mae_vs_target and experiment1 (the true score)",
+    "items": "`rater` in cronbach_alpha and mcdonald_omega (the scale items rate the respondents)",
+    "groups": "`levels` in rater_expertise and instrument_report (the two levels of `condition` compared)",
+    "spread": "`data` in share_below, spread_summary and success_metric_2",
+    "method": "`ci_method` in share_below and success_metric_2 (it was the interval method)",
 }
 
 #: The only defaults of ``n_boot``: 1000, or 0 where the bootstrap is opt-in (each listed).
@@ -149,20 +160,20 @@ CONFIDENCE_OTHER: dict[str, tuple[float | None, str]] = {
 }
 
 #: Result columns: the row's label, an estimate with its interval, an effect size with its
-#: own, a test. ``metric`` names what a row estimates (ICC3k, Cohen's kappa, F1, G), where
-#: results used to say ``estimator``, ``measure`` or ``coefficient``.
+#: own, a test, the counts. ``metric`` names what a row estimates (ICC3k, Cohen's kappa, F1,
+#: G), where results used to say ``estimator``, ``measure`` or ``coefficient``; counts are
+#: named after the arguments (reliability said ``n_targets`` and ``n_ratings``).
 LABEL_COLUMN = "metric"
+ESTIMATE_COLUMNS = ("estimate", "ci_low", "ci_high")
+EFFECT_COLUMNS = ("effect_size", "effect_ci_low", "effect_ci_high")
+TEST_COLUMNS = ("statistic", "p_value")
+COUNT_COLUMNS = ("n_items", "n_raters", "n_scores")
 RETIRED_LABELS = ("estimator", "measure", "coefficient")
 RETIRED_COUNTS = ("n_targets", "n_ratings")
 #: Results that keep another label column, with the reason.
 LABEL_OTHER: dict[str, str] = {
     "fairness": "measure names the compared quantity (mean or sd), as its measures= argument does",
 }
-ESTIMATE_COLUMNS = ("estimate", "ci_low", "ci_high")
-#: Counts are named after the arguments: items, raters, scores (reliability said n_targets, n_ratings).
-COUNT_COLUMNS = ("n_items", "n_raters", "n_scores")
-EFFECT_COLUMNS = ("effect_size", "effect_ci_low", "effect_ci_high")
-TEST_COLUMNS = ("statistic", "p_value")
 #: Results whose ``ci_low``/``ci_high`` bound a point not yet called ``estimate`` (function:
 #: that column); to be renamed with their consumers (the report's figures and tables).
 INTERVAL_OF: dict[str, str] = {
@@ -173,6 +184,29 @@ INTERVAL_OF: dict[str, str] = {
 RETIRED_COLUMNS = ("lower", "upper", "ci_lower", "ci_upper", "ci_lo", "ci_hi")
 
 F = TypeVar("F", bound=Callable)
+
+
+def markdown() -> str:
+    """The vocabulary as Markdown tables, for the glossary page: the arguments, then old -> new.
+
+    Examples
+    --------
+    >>> print(markdown().splitlines()[2])
+    | `data` | the input DataFrame (long format unless the function says wide); first, positional |
+    >>> "| `targets` | `item` |  |" in markdown()
+    True
+    """
+    arguments = ["| argument | meaning |", "| --- | --- |", *(f"| `{k}` | {v} |" for k, v in ARGUMENTS.items())]
+    retired = ["| retired | use | except |", "| --- | --- | --- |",
+               *(f"| `{k}` | `{v}` | {RENAMED_ELSEWHERE.get(k, '')} |" for k, v in RETIRED.items()),
+               *(f"| `{k}` | | {v} |" for k, v in RENAMED_ELSEWHERE.items() if k not in RETIRED)]
+    results = ["| result columns | meaning |", "| --- | --- |",
+               f"| `{LABEL_COLUMN}` | what the row estimates (ICC3k, Cohen's kappa, F1, G) |",
+               f"| `{', '.join(ESTIMATE_COLUMNS)}` | an estimate and its interval at `confidence` |",
+               f"| `{', '.join(EFFECT_COLUMNS)}` | an effect size beside a test, and its interval |",
+               f"| `{', '.join(TEST_COLUMNS)}` | a test |",
+               f"| `{', '.join(COUNT_COLUMNS)}` | what was counted |"]  # fmt: skip
+    return "\n".join([*arguments, "", *retired, "", *results]) + "\n"
 
 
 def renamed(**retired: str) -> Callable[[F], F]:

@@ -123,6 +123,15 @@ def test_the_vocabulary_names_every_canonical_argument_once():
     assert set(vocab.RETIRED.values()) <= set(vocab.ARGUMENTS)
 
 
+def test_every_rename_is_in_the_vocabulary():
+    # What @renamed refuses is what the glossary lists: RETIRED, or RENAMED_ELSEWHERE naming the function.
+    for name, function in FUNCTIONS.items():
+        for old, new in getattr(function, "__renamed__", {}).items():
+            if vocab.RETIRED.get(old) != new:
+                assert old in vocab.RENAMED_ELSEWHERE and f"`{new}`" in vocab.RENAMED_ELSEWHERE[old], (name, old, new)
+                assert _short(name) in vocab.RENAMED_ELSEWHERE[old], (name, old, new)
+
+
 @pytest.mark.parametrize("name", sorted(n for n, f in FUNCTIONS.items() if getattr(f, "__renamed__", None)))
 def test_a_retired_name_raises_a_type_error_naming_the_new_one(name):
     function = FUNCTIONS[name]

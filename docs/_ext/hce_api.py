@@ -76,30 +76,10 @@ def write_pages(app, config) -> None:
 
 
 def vocabulary() -> str:
-    """The glossary's tables, from :mod:`hce._vocabulary` (the names the tests hold every signature to)."""
-    from hce import _vocabulary as v
+    """The glossary's tables, rendered by :mod:`hce._vocabulary` (which the tests hold every signature to)."""
+    from hce._vocabulary import markdown
 
-    def table(header: tuple[str, str], rows) -> list[str]:
-        return [f"| {header[0]} | {header[1]} |", "| --- | --- |", *(f"| {a} | {b} |" for a, b in rows), ""]
-
-    lines = ["## Arguments", "", *table(("argument", "what it names"), ((f"`{k}`", d) for k, d in v.ARGUMENTS.items()))]
-    lines += ["## Retired names", "", "Passing one raises a `TypeError` that names its replacement.", "",
-              *table(("retired", "use"), ((f"`{k}`", f"`{u}`") for k, u in v.RETIRED.items()))]
-    lines += ["## Defaults that differ", "",
-              f"`confidence` is {v.CONFIDENCE_DEFAULT} and `n_boot` {v.N_BOOT_DEFAULT} except:", "",
-              *table(("function", "default and why"), [
-                  *((f"`{f}`", f"`confidence={c}`: {why}") for f, (c, why) in v.CONFIDENCE_OTHER.items()),
-                  *((f"`{f}`", f"`n_boot=0` (opt-in): {why}") for f, why in v.N_BOOT_OPT_IN.items()),
-                  *((f"`{f}`", f"`n_boot={n}`: {why}") for f, (n, why) in v.N_BOOT_OTHER.items()),
-                  *((f"`{f}`", f"`n_sim={n}`: {why}") for f, (n, why) in v.N_SIM_DEFAULTS.items()),
-                  *((f"`{f}`", f"`by`: {why}") for f, why in v.BY_OTHER.items()),
-              ])]
-    lines += ["## Result columns", "",
-              f"A row's label is `{v.LABEL_COLUMN}` (never {', '.join(f'`{c}`' for c in v.RETIRED_LABELS)}); "
-              f"`{', '.join(v.ESTIMATE_COLUMNS)}` bound an estimate, `{', '.join(v.EFFECT_COLUMNS)}` an effect "
-              f"size beside a test's `{', '.join(v.TEST_COLUMNS)}`. Where an interval bounds another column:", "",
-              *table(("function", "the interval bounds"), ((f"`{f}`", f"`{c}`") for f, c in v.INTERVAL_OF.items()))]
-    return "\n".join(lines)
+    return markdown()
 
 
 def gallery_pattern(examples: Path, data: Path | None = None) -> str:

@@ -20,8 +20,8 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from hce._vocabulary import renamed
 from hce._checks import numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
 

@@ -18,8 +18,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums

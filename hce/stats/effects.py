@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
 from hce.stats.spread import as_list, valid_mask

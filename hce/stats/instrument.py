@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from hce._checks import check_confidence, numeric_column, require_columns
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
-from hce._checks import check_confidence, numeric_column, require_columns
 from hce.errors import DataError
 from hce.stats._resample import as_generator, check_n_boot
 from hce.stats._validate import reads_frame

@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from hce._checks import check_choice, check_confidence
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
-from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
 from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.reliability.icc import icc_core, mean_squares

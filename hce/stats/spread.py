@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import ProportionMethod, proportion_ci
 from hce.stats._validate import reads_frame

@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
-from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError
-from hce.stats.effects import CORRELATION_METHODS, CorrelationMethod, correlation_core
 from hce.stats._validate import reads_frame
+from hce.stats.effects import CORRELATION_METHODS, CorrelationMethod, correlation_core
 
 __all__ = ["discriminant_validity", "rater_expertise", "substantive_validity"]
 

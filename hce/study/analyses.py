@@ -13,10 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce._checks import require_columns
-from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS
+from hce._docstrings import fill_doc
+from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS, renamed
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
 from hce.stats.effects import cohens_d, correlation, kl_divergence, mae_vs_target

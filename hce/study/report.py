@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-import hce.stats as hs
 from hce._vocabulary import EFFECT_COLUMNS
+import hce.stats as hs
 from hce.collect.sim import SIM_FINGERPRINT
 from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log

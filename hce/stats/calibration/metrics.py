@@ -16,8 +16,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import proportion_ci
 from hce.stats._resample import (

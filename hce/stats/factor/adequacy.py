@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from hce._checks import check_choice
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
-from hce._checks import check_choice
 from hce.errors import DataError
 from hce.stats._resample import as_generator
 from hce.stats._validate import reads_frame

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from hce._docstrings import fill_doc
 from hce._checks import check_confidence
+from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
 from hce.stats.factor.correlation import item_matrix

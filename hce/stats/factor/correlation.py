@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
+from hce._checks import check_choice, numeric_column, require_columns
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
-from hce._checks import check_choice, numeric_column, require_columns
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
 

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from hce._checks import check_choice, check_confidence
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
-from hce._checks import check_choice, check_confidence
 from hce.errors import DataError
 from hce.stats._resample import as_generator, check_n_boot
 from hce.stats._validate import reads_frame

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 from hce.stats._validate import reads_frame

@@ -18,11 +18,16 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from hce._checks import check_choice, check_confidence, plain
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
-from hce._checks import check_choice, check_confidence, plain
 from hce.errors import DataError
-from hce.stats._resample import as_generator, check_n_boot, percentile_interval, resample_rows
+from hce.stats._resample import (
+    as_generator,
+    check_n_boot,
+    percentile_interval,
+    resample_rows,
+)
 from hce.stats._validate import reads_frame
 from hce.stats.factor.bootstrap import row_intervals
 from hce.stats.factor.correlation import (

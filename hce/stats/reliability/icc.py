@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._vocabulary import renamed
 from hce._checks import check_choice, check_confidence, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
 from hce.stats.mixed.formula import check_identifiable

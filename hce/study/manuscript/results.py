@@ -88,7 +88,7 @@ def _median_iqr(cells: Cells, name: str, key: str) -> list[Inline]:
 def _test(cells: Cells, name: str, key: str, *, statistic: str, effect: str) -> list[Inline]:
     """``statistic = s; P = p; effect = e (95% CI [l, h])`` from one row of a test table."""
     return [f"{statistic} = ", cells.number(name, key, "statistic"), "; ", *p_phrase(cells.p(name, key)),
-            f"; {effect} = ", *cells.interval(name, key, estimate="effect_size", low="effect_ci_low", high="effect_ci_high")]  # fmt: skip
+            f"; {effect} = ", *cells.interval(name, key, estimate="effect_size")]  # fmt: skip
 
 
 def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
@@ -136,7 +136,7 @@ def _comparison(facts: StudyFacts, cells: Cells, experiment_id: str, kind: str, 
     friedman = cells.find(f"{prefix}_friedman")
     parts += ["The Friedman test gave χ²(", cells.number(f"{prefix}_friedman", friedman, "df1"), ") = ",
               cells.number(f"{prefix}_friedman", friedman, "statistic"), "; ", *p_phrase(cells.p(f"{prefix}_friedman", friedman)),
-              "; Kendall W = ", *cells.interval(f"{prefix}_friedman", friedman, estimate="effect_size", low="effect_ci_low", high="effect_ci_high"), ". "]  # fmt: skip
+              "; Kendall W = ", *cells.interval(f"{prefix}_friedman", friedman, estimate="effect_size"), ". "]  # fmt: skip
     decision = facts.decisions.get(kind)
     if decision:
         parts.append(_decision_sentence(kind, decision))
@@ -196,7 +196,7 @@ def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
     dimensions = cells.frame("exp4_tests")["code"].astype(str).tolist()
     for i, dimension in enumerate(dimensions):
         key = cells.find("exp4_tests", code=dimension)
-        parts += [f"{dimension.replace('_', ' ')}, Cramér V = ", *cells.interval("exp4_tests", key, estimate="effect_size", low="effect_ci_low", high="effect_ci_high"),
+        parts += [f"{dimension.replace('_', ' ')}, Cramér V = ", *cells.interval("exp4_tests", key, estimate="effect_size"),
                   ", ", *p_phrase(cells.p("exp4_tests", key, "p_adjusted")), "; " if i < len(dimensions) - 1 else ". "]  # fmt: skip
     if cells.has("exp4_kappa_rounds"):
         rounds = cells.frame("exp4_kappa_rounds")
