@@ -178,7 +178,6 @@ LABEL_OTHER: dict[str, str] = {
 #: that column); to be renamed with their consumers (the report's figures and tables).
 INTERVAL_OF: dict[str, str] = {
     "item_statistics": "alpha_if_dropped",
-    "reliability_table": "observed",
 }
 #: Column names results never use (their replacement in ESTIMATE_COLUMNS / EFFECT_COLUMNS).
 RETIRED_COLUMNS = ("lower", "upper", "ci_lower", "ci_upper", "ci_lo", "ci_hi")

@@ -166,7 +166,7 @@ def test_a_known_overconfidence_is_recovered_by_ece_brier_and_the_reliability_ta
         truth = s[bins == row["bin"]].mean()
         # 5 binomial SEs, widened by sqrt(3) for the pairing (each outcome shares an attempt
         # with two others): the rows of one bin are not independent.
-        assert abs(row["observed"] - truth) < 5 * math.sqrt(3 * truth * (1 - truth) / row["n"]) + 1e-9
+        assert abs(row["estimate"] - truth) < 5 * math.sqrt(3 * truth * (1 - truth) / row["n"]) + 1e-9
     true_ece = sum(abs(c[bins == b].mean() - s[bins == b].mean()) * (bins == b).mean() for b in np.unique(bins))
     ece = expected_calibration_error(out, prob="prob", truth="agree", n_boot=0).set_index("metric").loc["ece", "estimate"]
     assert true_ece > 0.03 and abs(ece - true_ece) < 0.01  # the same sampling margin as the calibrated check

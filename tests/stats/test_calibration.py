@@ -75,7 +75,7 @@ def test_brier_and_log_loss_multiclass_match_sklearn():
 def test_reliability_table_matches_sklearn_calibration_curve(binary, strategy):
     table = reliability_table(binary, n_bins=8, strategy=strategy)
     prob_true, prob_pred = calibration_curve(binary.outcome, binary.prob, n_bins=8, strategy=strategy)
-    np.testing.assert_allclose(table["observed"], prob_true, rtol=1e-12)
+    np.testing.assert_allclose(table["estimate"], prob_true, rtol=1e-12)
     np.testing.assert_allclose(table["mean_prob"], prob_pred, rtol=1e-12)
     # ECE is the count-weighted mean absolute gap of this table.
     ece = np.sum(table["n"] * table["gap"].abs()) / table["n"].sum()

@@ -398,20 +398,20 @@ def reliability_table(
     -------
     DataFrame
         One row per non-empty bin: ``bin`` (0-based), ``bin_low``, ``bin_high`` (limits;
-        both the value itself for ``unique``), ``n``, ``mean_prob``, ``observed`` (rate of
-        outcome 1), ``gap`` (observed - mean_prob), ``ci_low``, ``ci_high`` (Wilson
-        interval of ``observed``), ``strategy``, ``method``.
+        both the value itself for ``unique``), ``n``, ``mean_prob``, ``estimate`` (the
+        observed rate of outcome 1), ``gap`` (estimate - mean_prob), ``ci_low``, ``ci_high``
+        (its Wilson interval), ``strategy``, ``method``.
 
     Notes
     -----
-    ``mean_prob`` and ``observed`` equal ``prob_pred`` and ``prob_true`` of
+    ``mean_prob`` and ``estimate`` equal ``prob_pred`` and ``prob_true`` of
     ``sklearn.calibration.calibration_curve`` with the same ``n_bins`` and strategy.
 
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.DataFrame({"prob": [0.9, 0.9, 0.6, 0.6], "outcome": [1, 1, 1, 0]})
-    >>> reliability_table(df)[["n", "mean_prob", "observed"]].values.tolist()
+    >>> reliability_table(df)[["n", "mean_prob", "estimate"]].values.tolist()
     [[2.0, 0.6, 0.5], [2.0, 0.9, 1.0]]
     """
     check_choice("strategy", strategy, STRATEGIES)
@@ -434,7 +434,7 @@ def reliability_table(
             "bin_high": high[filled],
             "n": n[filled],
             "mean_prob": mean_prob,
-            "observed": observed,
+            "estimate": observed,
             "gap": observed - mean_prob,
             "ci_low": ci_low,
             "ci_high": ci_high,
