@@ -119,7 +119,7 @@ def main():
     P = rng.dirichlet([1, 2, 3, 2], N)
     mc = pd.DataFrame(P, columns=["prob_1", "prob_2", "prob_3", "prob_4"]).assign(human=rng.integers(1, 5, N))
     report("calibration_metrics[4 classes, n_boot=0] vs sklearn",
-           lambda: calibration.calibration_metrics(mc, prob=["prob_1", "prob_2", "prob_3", "prob_4"], outcome="human", n_boot=0),
+           lambda: calibration.calibration_metrics(mc, prob=["prob_1", "prob_2", "prob_3", "prob_4"], truth="human", n_boot=0),
            lambda: (brier_score_loss(mc.human, P, labels=[1, 2, 3, 4]), log_loss(mc.human, P, labels=[1, 2, 3, 4])))
     report("reliability_table vs sklearn calibration_curve", lambda: calibration.reliability_table(log),
            lambda: calibration_curve(y, p, n_bins=10))

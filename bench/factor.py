@@ -58,9 +58,9 @@ def main() -> None:
 
     for rotation in ("oblimin", "varimax"):
         report(f"efa bfi 2436x25 5 factors minres {rotation}",
-               best_time(lambda r=rotation: efa(complete, 5, items, rotation=r)),
+               best_time(lambda r=rotation: efa(complete, n_factors=5, columns=items, rotation=r)),
                best_time(lambda r=rotation: peer_efa(r)))
-    report("kmo bfi 2436x25", best_time(lambda: kmo(complete, items)),
+    report("kmo bfi 2436x25", best_time(lambda: kmo(complete, columns=items)),
            best_time(lambda: calculate_kmo(complete)))
     model = {"visual": ["x1", "x2", "x3"], "textual": ["x4", "x5", "x6"],
              "speed": ["x7", "x8", "x9"]}
@@ -71,7 +71,7 @@ def main() -> None:
                                   factor_names=list(model), variable_names=x9)
         ConfirmatoryFactorAnalyzer(spec, disp=False).fit(hs[x9].to_numpy())
 
-    report("cfa HS1939 301x9 3 factors", best_time(lambda: cfa(hs, model), 3),
+    report("cfa HS1939 301x9 3 factors", best_time(lambda: cfa(hs, model=model), 3),
            best_time(peer_cfa, 3))
 
     def peer_bootstrap(x: np.ndarray, n_factors: int) -> None:
@@ -83,7 +83,7 @@ def main() -> None:
     for case, data, cols, k in [("HS1939 301x9 3 factors", hs, x9, 3),
                                 ("bfi 2436x25 5 factors", complete, items, 5)]:
         report(f"efa bootstrap n_boot=200 {case} minres oblimin",
-               best_time(lambda d=data, c=cols, k=k: efa(d, k, c, n_boot=200, random_state=1), 2),
+               best_time(lambda d=data, c=cols, k=k: efa(d, n_factors=k, columns=c, n_boot=200, random_state=1), 2),
                best_time(lambda d=data, c=cols, k=k: peer_bootstrap(d[c].to_numpy(), k), 2))
 
 

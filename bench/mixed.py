@@ -135,11 +135,11 @@ def small_g_study(repeats: int, random_state: int = 0) -> None:
     log = judge_log(n_items=25, prompts=3, models=1, attempts=3, random_state=random_state)
     log = log[rng.random(len(log)) > 0.1]  # unbalanced: the REML engine, not ANOVA
     facets = ["item_id", "prompt"]
-    t_dense, g = best_of(lambda: variance_components(log, "total", facets), repeats)
+    t_dense, g = best_of(lambda: variance_components(log, score="total", facets=facets), repeats)
     dense_up_to = pls._DENSE_UP_TO
     pls._DENSE_UP_TO = 0  # every model through the sparse block elimination
     try:
-        t_sparse, _ = best_of(lambda: variance_components(log, "total", facets), repeats)
+        t_sparse, _ = best_of(lambda: variance_components(log, score="total", facets=facets), repeats)
     finally:
         pls._DENSE_UP_TO = dense_up_to
     print(
@@ -160,7 +160,7 @@ def topical_g_study(repeats: int) -> None:
         low, high = SCALES[attribute]
         valid = part[part["score"].between(low, high)]
         facets = ["item_id", "prompt_variant"]
-        t_g, g = best_of(lambda: variance_components(valid, "score", facets), repeats)
+        t_g, g = best_of(lambda: variance_components(valid, score="score", facets=facets), repeats)
         t_fit, _ = best_of(lambda: lmer(formula, valid), repeats)
         print(
             f"variance_components Topical-Chat {attribute} ({len(valid)} rows, unbalanced): "
@@ -295,7 +295,7 @@ def large_g_study(repeats: int, random_state: int = 0) -> None:
     )
     log = log[rng.random(len(log)) > 0.01].reset_index(drop=True)  # failed calls
     facets = ["item_id", "prompt_id"]
-    t_hce, g = best_of(lambda: variance_components(log, "total", facets), repeats)
+    t_hce, g = best_of(lambda: variance_components(log, score="total", facets=facets), repeats)
     formula = "total ~ 1 + (1|item_id) + (1|prompt_id) + (1|item_id:prompt_id)"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "g_study.csv"

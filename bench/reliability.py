@@ -61,7 +61,7 @@ def bench_krippendorff_long(n_raters: int, n_units: int, level: str, repeat: int
     matrix = long.pivot(index="rater", columns="unit", values="score").to_numpy()
 
     def ours_long():
-        return krippendorff_alpha(long, "unit", "rater", "score", level=level, n_boot=0)
+        return krippendorff_alpha(long, item="unit", rater="rater", score="score", level=level, n_boot=0)
 
     def peer_long():
         m = long.pivot(index="rater", columns="unit", values="score").to_numpy()
@@ -95,7 +95,7 @@ def bench_bootstrap(repeat: int) -> float:
     matrix = long.pivot(index="rater", columns="unit", values="score").to_numpy()
 
     def ours():
-        return krippendorff_alpha(long, "unit", "rater", "score", level="interval",
+        return krippendorff_alpha(long, item="unit", rater="rater", score="score", level="interval",
                                   n_boot=n_boot, random_state=0)  # fmt: skip
 
     def peer():
@@ -127,7 +127,7 @@ def bench_bootstrap_at_scale(n_units: int = 500_000, n_raters: int = 20, n_boot:
         return time.perf_counter() - start, result
 
     # best of two runs: a 10,000,000-row case takes too long for more
-    (ours, out), _ = sorted([timed(lambda: krippendorff_alpha(long, "unit", "rater", "score", level="ordinal",
+    (ours, out), _ = sorted([timed(lambda: krippendorff_alpha(long, item="unit", rater="rater", score="score", level="ordinal",
                                                               n_boot=n_boot, random_state=0)) for _ in range(2)],
                             key=lambda t: t[0])  # fmt: skip
     peer, point = timed(lambda: krippendorff.alpha(reliability_data=y.T, level_of_measurement="ordinal"))
@@ -138,7 +138,7 @@ def bench_bootstrap_at_scale(n_units: int = 500_000, n_raters: int = 20, n_boot:
            "krippendorff", peer)  # fmt: skip
     # The path before issue 22: the point estimate, then multinomial weights on every unit.
     # Its replicates are timed on a few and scaled to n_boot (their cost is linear in them).
-    estimate, _ = timed(lambda: krippendorff_alpha(long, "unit", "rater", "score", level="ordinal", n_boot=0))
+    estimate, _ = timed(lambda: krippendorff_alpha(long, item="unit", rater="rater", score="score", level="ordinal", n_boot=0))
     model, few = _Alpha(np.repeat(np.arange(n_units), n_raters), y.ravel(), "ordinal"), 20
     replicates, _ = timed(lambda: model.alphas(
         rng.multinomial(n_units, np.full(n_units, 1 / n_units), size=few).astype(float)))
@@ -151,7 +151,7 @@ def bench_icc(n_targets: int, n_raters: int, repeat: int) -> float:
     long = ratings_long(n_targets, n_raters, missing=0.0, seed=2)
 
     def ours():
-        return icc(long, "unit", "rater", "score")
+        return icc(long, item="unit", rater="rater", score="score")
 
     def peer():
         return pg.intraclass_corr(long, targets="unit", raters="rater", ratings="score")
@@ -164,8 +164,8 @@ def bench_icc(n_targets: int, n_raters: int, repeat: int) -> float:
 
 def bench_icc_incomplete(n_targets: int, n_raters: int, repeat: int) -> None:
     long = ratings_long(n_targets, n_raters, missing=0.1, seed=3)
-    ours_time = best_time(lambda: icc(long, "unit", "rater", "score"), repeat)
-    out = icc(long, "unit", "rater", "score")
+    ours_time = best_time(lambda: icc(long, item="unit", rater="rater", score="score"), repeat)
+    out = icc(long, item="unit", rater="rater", score="score")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pingouin's pandas deprecations, not ours
         peer_time = best_time(

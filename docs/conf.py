@@ -32,7 +32,7 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "examples"]
+exclude_patterns = ["_build", "_generated", "examples"]
 templates_path = ["_templates"]
 root_doc = "index"
 
@@ -68,6 +68,8 @@ html_theme_options = {
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
+# Pages without sub-pages get no left sidebar (it would read "Section Navigation" over nothing).
+html_sidebars = {page: [] for page in ("index", "getting-started", "layout", "glossary", "guide/*")}
 html_static_path: list[str] = []
 html_show_sourcelink = False
 

@@ -535,6 +535,7 @@ def report(
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
     rubric: str | None = typer.Option(None, "--rubric", help="Rubric the log was judged with (packaged name or YAML); generic report."),
     generic: bool = typer.Option(False, "--generic", help="The generic report even for a log of the PRD's Experiments 1-5."),
+    seed: int = typer.Option(0, "--seed", help="Seeds the bootstrap and simulation intervals (the same report each run)."),
 ) -> None:
     """Write the report of attempt logs, or of a study's output folder (no API calls).
 
@@ -561,7 +562,7 @@ def report(
             )
 
             extra = [bayes_section] if bayes else []
-            options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra}
+            options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed}
             progress("analysing the experiments")
             if study_folder:
                 built = study_folder_report(logs[0], **options)
@@ -580,7 +581,8 @@ def report(
                     raise HceError(f"{option} applies to the study report's Experiment 5 (a log of the PRD's experiments); "
                                    "the generic report has no fairness or metadata section: drop the option")  # fmt: skip
             title = "LLM judge report" if title == "LLM judge study report" else title
-            built = generic_report(log, rubric if rubric is not None else kept_rubric(logs), out=out, title=title, progress=progress)
+            built = generic_report(log, rubric=rubric if rubric is not None else kept_rubric(logs), out=out, title=title,
+                                   random_state=seed, progress=progress)
             folder = out
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
     missing = [e for e in built.not_reported if e.get("status", NOT_COMPUTED) == NOT_COMPUTED]

@@ -44,7 +44,7 @@ RATINGS_COLUMNS = ("item_id", "rater_id", "criterion", "score")
 INSPECT_GRADES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
 
-class ImportProblemWarning(UserWarning):
+class ImportProblemWarning(HceWarning):
     """Some records could not be mapped; see ``Imported.problems``."""
 
 

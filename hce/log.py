@@ -107,7 +107,7 @@ _TRUE = {"true", "True", "TRUE", "1"}
 _FALSE = {"false", "False", "FALSE", "0"}
 
 
-class TruncatedLogWarning(UserWarning):
+class TruncatedLogWarning(HceWarning):
     """The last JSONL line is incomplete: a run crashed mid-write; complete lines were read."""
 
 

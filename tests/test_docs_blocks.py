@@ -22,7 +22,8 @@ Each page runs in a fresh folder, its blocks in order:
   Python blocks may warn (a reader sees the warning too), except hce's deprecation warnings:
   the docs use no deprecated name.
 
-The folder holds what the pages take as given: ``reports/demo`` from one ``hce demo`` run,
+The folder holds what the pages take as given: ``reports/demo`` from one ``hce demo`` run (the
+README's line, run once for all pages by the ``demo`` fixture, exactly as written),
 ``transcripts/`` and ``summaries.jsonl``
 (the packaged demo dialogues), ``logs/2026-11-21_meds.json`` (an Inspect AI log) and
 ``../shared/data`` when it exists. ``OPENAI_BASE_URL`` points at hce's simulated judge on
@@ -112,12 +113,12 @@ def checked_by_ci(command: str) -> bool:
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory) -> Path:
-    """One ``hce demo`` for every page: its report folder."""
+    """The README's ``hce demo``, run once in a fresh folder: its report folder, for every page."""
     where = tmp_path_factory.mktemp("demo")
-    done = subprocess.run([sys.executable, "-m", "hce.cli", "demo", "--out", str(where / "demo")],
-                          cwd=where, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "hce.cli", "demo"], cwd=where, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    return where / "demo"
+    return where / "reports" / "demo"
 
 
 @pytest.fixture(scope="session")
@@ -128,11 +129,10 @@ def sim_url():
         yield server.url
 
 
-def prepare(folder: Path, demo: Path | None) -> None:
-    """What the pages take as given (see the module docstring); a page that runs ``hce demo`` makes its own."""
+def prepare(folder: Path, demo: Path) -> None:
+    """What the pages take as given (see the module docstring)."""
     (folder / "reports").mkdir()
-    if demo is not None:
-        (folder / "reports" / "demo").symlink_to(demo)
+    (folder / "reports" / "demo").symlink_to(demo)
     corpus = [json.loads(line) for line in files("hce").joinpath("data/demo_corpus.jsonl").read_text("utf-8").splitlines()]
     (folder / "transcripts").mkdir()
     corpus = corpus[:6]  # six dialogues: enough for every statistic on the pages, quick to judge
@@ -162,8 +162,7 @@ def run_page(page: Path, tmp_path: Path, demo: Callable[[], Path], sim_url: str,
     """Run a page's blocks in a fresh folder; the number of python blocks and hce commands run."""
     folder = tmp_path / "page"
     folder.mkdir()
-    runs_demo = any(c.startswith("hce demo") for b in ALL[page] if b.language == "bash" for c in commands(b.code))
-    prepare(folder, None if runs_demo else demo())
+    prepare(folder, demo())
     env = {**os.environ, "OPENAI_BASE_URL": sim_url, "PYTHONPATH": str(REPO)}
     env.pop("OPENAI_API_KEY", None)
     namespace: dict = {"__name__": "__docs__"}
@@ -195,6 +194,8 @@ def run_page(page: Path, tmp_path: Path, demo: Callable[[], Path], sim_url: str,
                 if command.startswith("export "):
                     name, value = command[len("export "):].split("=", 1)
                     env[name] = value
+                elif command == "hce demo":
+                    continue  # the demo fixture ran exactly this in a fresh folder; the page has its output
                 elif command.startswith("hce "):
                     args = [expand(a, env) for a in shlex.split(command)[1:]]
                     done = subprocess.run([sys.executable, "-m", "hce.cli", *args], cwd=folder, env=env,

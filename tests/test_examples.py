@@ -168,7 +168,7 @@ def test_topical_variance_components_use_every_valid_reply(repeated):
     )
     # G and Phi for 20 samples under one variant (Brennan 2001, ch. 4), inside their intervals
     coef = tables(repeated, "topical_g_coefficients")
-    coef = coef[coef["attribute"] == "coherence"].set_index("coefficient")
+    coef = coef[coef["attribute"] == "coherence"].set_index("metric")
     rel = est[2] + est[3] / 20
     want = [est[0] / (est[0] + rel), est[0] / (est[0] + rel + est[1])]
     np.testing.assert_allclose(coef.loc[["G", "Phi"], "estimate"], want, rtol=1e-9)
@@ -183,7 +183,7 @@ def test_topical_krippendorff_ordinal(repeated, coherence_geval):
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
     rel = tables(repeated, "topical_sample_reliability")
     row = rel[(rel["attribute"] == "coherence") & (rel["prompt_variant"] == "geval")
-              & (rel["estimator"] == "alpha (ordinal)")]
+              & (rel["metric"] == "alpha (ordinal)")]
     np.testing.assert_allclose(row["estimate"], expected, rtol=1e-9)
 
 

@@ -217,7 +217,7 @@ def test_a_table_of_ratings_of_attempts_is_not_a_log_with_repeats():
     # Two raters per attempt: attempt_id repeats once per rater, which the call names.
     ratings = pd.DataFrame({"attempt_id": np.repeat([f"a{i}" for i in range(12)], 2), "item_id": np.repeat(range(12), 2),
                             "rater": ["r1", "r2"] * 12, "score": np.tile([1, 2, 3, 4, 5, 3], 4)})  # fmt: skip
-    assert len(hs.krippendorff_alpha(ratings, "item_id", "rater", "score", n_boot=0)) == 1
-    assert len(hs.krippendorff_alpha(ratings, "attempt_id", "rater", "score", n_boot=0)) == 1
+    assert len(hs.krippendorff_alpha(ratings, item="item_id", rater="rater", score="score", n_boot=0)) == 1
+    assert len(hs.krippendorff_alpha(ratings, item="attempt_id", rater="rater", score="score", n_boot=0)) == 1
     with pytest.raises(DataError, match=r"appears in rows 4 and 4 \(positions 4 and 24\)"):
-        hs.krippendorff_alpha(pd.concat([ratings, ratings.iloc[[4]]]), "item_id", "rater", "score", n_boot=0)
+        hs.krippendorff_alpha(pd.concat([ratings, ratings.iloc[[4]]]), item="item_id", rater="rater", score="score", n_boot=0)

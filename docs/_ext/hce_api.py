@@ -58,7 +58,7 @@ def page(module: str, names: list[str]) -> str:
 
 
 def write_pages(app, config) -> None:
-    """Write ``api/<module>.rst`` for each module (only when its text changed, for rebuilds)."""
+    """Write ``api/<module>.rst`` for each module and the glossary's tables (when their text changed)."""
     folder = Path(app.srcdir) / "api"
     folder.mkdir(exist_ok=True)
     pages = api_names()
@@ -67,11 +67,19 @@ def write_pages(app, config) -> None:
     for stub in (folder / "generated").glob("*.rst"):
         if stub.stem not in wanted:
             stub.unlink()
-    for module, names in pages.items():
-        path = folder / f"{module}.rst"
-        text = page(module, names)
+    written = {folder / f"{module}.rst": page(module, names) for module, names in pages.items()}
+    written[Path(app.srcdir) / "_generated" / "vocabulary.md"] = vocabulary()
+    for path, text in written.items():
+        path.parent.mkdir(exist_ok=True)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
+
+
+def vocabulary() -> str:
+    """The glossary's tables, rendered by :mod:`hce._vocabulary` (which the tests hold every signature to)."""
+    from hce._vocabulary import markdown
+
+    return markdown()
 
 
 def gallery_pattern(examples: Path, data: Path | None = None) -> str:

@@ -44,13 +44,13 @@ print(hs.spread_summary(spread, by="condition_id"))
 
 # %%
 # Does the prompt change the spread? Friedman's test on the per-item SDs, then Nemenyi pairs.
-print(hs.friedman(spread, random_state=1)[["statistic", "df1", "p_value", "effect_size", "ci_low", "ci_high", "n"]])
-print(hs.posthoc(spread)[["a", "b", "statistic", "p_value", "p_adjusted"]])
+print(hs.friedman(spread, random_state=1).T)  # one test: its row as a column
+print(hs.posthoc(spread))
 
 # %%
 # How reliable is one attempt? ICC of the attempts of one prompt (attempts as raters).
 p23 = log[log["prompt_id"] == "P2.3"]
-print(hs.icc(p23, "item_id", "attempt", "total").iloc[:, :6])
+print(hs.icc(p23, item="item_id", rater="attempt", score="total").iloc[:, :6])
 
 # %%
 # The report of any log: the same analyses for every criterion, as Markdown, HTML, CSV, LaTeX.

@@ -42,14 +42,14 @@ N_LABELLED = 40  # physician-labelled items assumed for the bias correction (of 
 
 def agreement(ratings: pd.DataFrame, **labels: object) -> pd.DataFrame:
     """The four nominal agreement coefficients of a ratings table, one row each."""
-    args = (ratings, "item_id", "rater_id", "score")
+    columns = {"item": "item_id", "rater": "rater_id", "score": "score"}
     parts = [
-        hs.fleiss_kappa(*args),
-        hs.krippendorff_alpha(*args, level="nominal", random_state=SEED),
-        hs.gwet_ac(*args),
-        hs.percent_agreement(*args),
+        hs.fleiss_kappa(ratings, **columns),
+        hs.krippendorff_alpha(ratings, **columns, level="nominal", random_state=SEED),
+        hs.gwet_ac(ratings, **columns),
+        hs.percent_agreement(ratings, **columns),
     ]
-    columns = ["estimator", "estimate", "ci_low", "ci_high", "ci_method", "n_targets", "n_raters", "n_ratings"]
+    columns = ["metric", "estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_raters", "n_scores"]
     return pd.concat([p.reindex(columns=columns) for p in parts]).assign(**labels)
 
 
@@ -71,15 +71,15 @@ def kqa(report: Report, root: Path) -> list[dict]:
               "Fleiss, Gwet and percent agreement: linearised variance of Gwet (2008), t interval; "
               "Krippendorff: percentile bootstrap over claims."),
     )
-    return [{"dataset": "kqa", "quantity": f"{r.estimator}, physicians, {r.subset}", "estimate": r.estimate,
-             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets} for r in table_.itertuples()
+    return [{"dataset": "kqa", "quantity": f"{r.metric}, physicians, {r.subset}", "estimate": r.estimate,
+             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items} for r in table_.itertuples()
             if r.subset == "all claims"]
 
 
 def physician_majority(physicians: pd.DataFrame) -> pd.DataFrame:
     """Per item: the physicians' majority, NaN on a tie ("majority") or a fail ("majority_tie_fail")."""
-    votes = hs.majority_vote(physicians, item="item_id", verdict="score", tie="missing")
-    strict = hs.majority_vote(physicians, item="item_id", verdict="score", tie="fail")
+    votes = hs.majority_vote(physicians, item="item_id", score="score", tie="missing")
+    strict = hs.majority_vote(physicians, item="item_id", score="score", tie="fail")
     return pd.DataFrame({"item_id": votes["item_id"], "n_physicians": votes["n"],
                          "majority": votes["verdict"].astype("Float64").astype(float),
                          "majority_tie_fail": strict["verdict"].astype(float)})
@@ -100,37 +100,37 @@ def healthbench(report: Report, root: Path) -> list[dict]:
     items = physician_majority(physicians).merge(judge[["item_id", "score"]].rename(columns={"score": "judge"}), on="item_id")
     pairs = items.dropna(subset=["majority"]).melt(id_vars="item_id", value_vars=["judge", "majority"],
                                                    var_name="rater_id", value_name="score")
-    kappa = hs.cohen_kappa(pairs, "item_id", "rater_id", "score")
+    kappa = hs.cohen_kappa(pairs, item="item_id", rater="rater_id", score="score")
     section = report.section("HealthBench meta-evaluation: physicians and one LLM grader (criterion met?)")
     section.add(
         imported.summary() + f"; {items['n_physicians'].value_counts().sort_index().to_dict()} items by number of "
         f"physicians. Physician majority: {int(items['majority'].isna().sum())} items are ties (1 of 2) and have none.",
         table(ceiling[["raters", *ceiling.columns.drop("raters")]], "healthbench_agreement",
               "Agreement among physicians (the ceiling), and with the LLM grader added as one more rater"),
-        table(kappa[["estimator", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value", "pa", "pe", "n_targets"]],
+        table(kappa[["metric", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value", "pa", "pe", "n_items"]],
               "healthbench_judge_kappa", "Cohen's kappa: LLM grader vs the physician majority (ties left out)"),
     )
-    headline = [{"dataset": "healthbench", "quantity": f"{r.estimator}, {r.raters}", "estimate": r.estimate,
-                 "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets} for r in ceiling.itertuples()]
+    headline = [{"dataset": "healthbench", "quantity": f"{r.metric}, {r.raters}", "estimate": r.estimate,
+                 "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items} for r in ceiling.itertuples()]
     headline.append({"dataset": "healthbench", "quantity": "Cohen's kappa, LLM grader vs physician majority",
                      "estimate": kappa["estimate"].iloc[0], "ci_low": kappa["ci_low"].iloc[0],
                      "ci_high": kappa["ci_high"].iloc[0], "p_value": kappa["p_value"].iloc[0],
-                     "n": kappa["n_targets"].iloc[0]})
+                     "n": kappa["n_items"].iloc[0]})
     return headline + corrected_pass_rate(section, items)
 
 
 def corrected_pass_rate(section, items: pd.DataFrame) -> list[dict]:
     """Golden-set metrics of the grader, and its pass rate corrected with physician labels on
     a random N_LABELLED items (the others keep only the grader's label)."""
-    metrics = hs.golden_agreement(items.dropna(subset=["majority"]), prediction="judge", truth="majority",
+    metrics = hs.golden_agreement(items.dropna(subset=["majority"]), score="judge", truth="majority",
                                   random_state=SEED)
     rng = np.random.default_rng(SEED)
     labelled = np.zeros(len(items), dtype=bool)
     labelled[rng.choice(len(items), N_LABELLED, replace=False)] = True
     split = items.assign(golden=items["majority_tie_fail"].where(labelled))
-    ppi = pd.concat([hs.ppi_mean(split, judge="judge", human="golden", tuning=t) for t in ("none", "power")])
+    ppi = pd.concat([hs.ppi_mean(split, score="judge", truth="golden", tuning=t) for t in ("none", "power")])
     ppi = ppi.drop_duplicates("method")
-    rogan = hs.rogan_gladen(split, verdict="judge", truth="golden")
+    rogan = hs.rogan_gladen(split, score="judge", truth="golden")
     truth = items["majority_tie_fail"].mean()
     estimates = pd.concat([ppi, rogan]).reset_index(drop=True)
     section.add(

@@ -143,7 +143,7 @@ def main() -> None:
         (out / "design.yaml").write_text(yaml.safe_dump(design, sort_keys=False))
         summary = run(out / "design.yaml", log)
     print(summary)
-    report(log, rubric, out=out / "report", title="PDSQI-9 pilot: three conditions, 18 primock57 consultations")
+    report(log, rubric=rubric, out=out / "report", title="PDSQI-9 pilot: three conditions, 18 primock57 consultations")
     print(f"wrote {out / 'report' / 'report.html'} and report.md (rubric {rubric_file}, design {out / 'design.yaml'})")
 
 

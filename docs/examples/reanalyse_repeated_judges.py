@@ -59,7 +59,7 @@ def load_topical(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 def spread_tables(section, spread: pd.DataFrame, keys: list[str], name: str, label: str) -> pd.DataFrame:
     summary = hs.spread_summary(spread, by=keys) if keys else hs.spread_summary(spread)
-    zero = hs.share_below(spread, 0.0, by=keys or None)
+    zero = hs.share_below(spread, threshold=0.0, by=keys or None)
     section.add(
         table(summary, f"{name}_spread_summary", f"{label}: per-item SD of the repeated scores, across items"),
         table(zero, f"{name}_share_sd0", f"{label}: share of items whose repeated scores never vary (SD = 0), Wilson CI"),
@@ -72,17 +72,17 @@ def prompt_effect(section, spread: pd.DataFrame) -> pd.DataFrame:
     """Friedman across the 7 prompt variants of the per-item SD, per attribute, then Nemenyi."""
     tests, pairs = [], []
     for attribute, part in spread.groupby("attribute"):
-        tests.append(hs.friedman(part, block="item_id", group="prompt_variant", value="sd",
+        tests.append(hs.friedman(part, item="item_id", condition="prompt_variant", score="sd",
                                  random_state=SEED).assign(attribute=attribute))
-        pairs.append(hs.posthoc(part, block="item_id", group="prompt_variant", value="sd",
+        pairs.append(hs.posthoc(part, item="item_id", condition="prompt_variant", score="sd",
                                 method="nemenyi").assign(attribute=attribute))
     tests, pairs = pd.concat(tests), pd.concat(pairs)
     section.add(
-        table(tests[["attribute", "statistic", "df1", "p_value", "effect_size", "ci_low", "ci_high", "n", "n_dropped"]],
+        table(tests[["attribute", "statistic", "df1", "p_value", "effect_size", "effect_ci_low", "effect_ci_high", "n", "n_dropped"]],
               "topical_friedman", "Friedman test of the per-item SD across the 7 prompt variants",
               "effect_size: Kendall's W with a bootstrap CI over items; n: items rated under every variant."),
         table(pairs[["attribute", "a", "b", "mean_rank_a", "mean_rank_b", "median_a", "median_b", "statistic",
-                     "p_adjusted", "effect_size", "ci_low", "ci_high"]],
+                     "p_adjusted", "effect_size", "effect_ci_low", "effect_ci_high"]],
               "topical_posthoc", "Nemenyi post-hoc comparisons of the per-item SD between prompt variants",
               "effect_size: matched-pairs rank-biserial r (positive when a has the larger SDs).", inline=False),
     )
@@ -102,7 +102,7 @@ def g_study(section, scores: pd.DataFrame) -> pd.DataFrame:
     components, coefficients = [], []
     for attribute, part in scores.groupby("attribute"):
         valid = part.dropna(subset=["score"])
-        g = hs.variance_components(valid, "score", ["item_id", "prompt_variant"], random_state=SEED)
+        g = hs.variance_components(valid, score="score", facets=["item_id", "prompt_variant"], random_state=SEED)
         # the caption's design: 20 samples under one variant drawn at random (item x variant is error)
         one_variant = g.d_study(n_attempts=20, n_levels={"prompt_variant": 1}, random_state=SEED)
         cells = valid.groupby(["item_id", "prompt_variant"]).size()
@@ -118,7 +118,7 @@ def g_study(section, scores: pd.DataFrame) -> pd.DataFrame:
               "Variance components (G study: item, prompt variant, item x variant, sample-to-sample residual)",
               f"All valid replies (n_rows); n_cells_short: item x variant cells with fewer than 20 valid samples. "
               f"Method: {'; '.join(components['method'].unique())}."),
-        table(coefficients[["attribute", "coefficient", "estimate", "ci_low", "ci_high", "error_variance",
+        table(coefficients[["attribute", "metric", "estimate", "ci_low", "ci_high", "error_variance",
                             "n_attempts", "n_items"]],
               "topical_g_coefficients",
               "G (relative) and Phi (absolute) coefficients of the mean of 20 samples under one prompt variant",
@@ -133,11 +133,11 @@ def sample_reliability(data: pd.DataFrame, keys: list[str], level: str) -> pd.Da
     groups = data.groupby(keys) if keys else [((), data)]
     for key, part in groups:
         label = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        icc = hs.icc(part, "item_id", "sample_idx", "score").set_index("estimator").loc[["ICC1", "ICC1k"]]
-        alpha = hs.krippendorff_alpha(part, "item_id", "sample_idx", "score", level=level, random_state=SEED)
+        icc = hs.icc(part, item="item_id", rater="sample_idx", score="score").set_index("metric").loc[["ICC1", "ICC1k"]]
+        alpha = hs.krippendorff_alpha(part, item="item_id", rater="sample_idx", score="score", level=level, random_state=SEED)
         for estimator, row in [*icc.iterrows(), (f"alpha ({level})", alpha.iloc[0])]:
-            rows.append({**label, "estimator": estimator, "estimate": row["estimate"], "ci_low": row["ci_low"],
-                         "ci_high": row["ci_high"], "n_targets": row["n_targets"], "n_ratings": row["n_ratings"],
+            rows.append({**label, "metric": estimator, "estimate": row["estimate"], "ci_low": row["ci_low"],
+                         "ci_high": row["ci_high"], "n_items": row["n_items"], "n_scores": row["n_scores"],
                          "method": row["method"]})
     return pd.DataFrame(rows)
 
@@ -148,15 +148,15 @@ def human_agreement(data: pd.DataFrame, keys: list[str], human: str) -> pd.DataF
     groups = data.groupby(keys) if keys else [((), data)]
     for key, part in groups:
         label = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        means = hs.mae_vs_target(part, condition=None, score="score", target=human, error=None)
+        means = hs.mae_vs_target(part, condition=None, score="score", truth=human, error=None)
         for method, name in (("pearson", "Pearson r"), ("spearman", "Spearman rho")):
             r = hs.correlation(means, x="mean_score", y="target", method=method).iloc[0]
             rows.append({**label, "measure": name, "estimate": r["estimate"], "ci_low": r["ci_low"],
                          "ci_high": r["ci_high"], "p_value": r["p_value"], "n": r["n"]})
         pairs = means.melt(id_vars="item_id", value_vars=["mean_score", "target"], var_name="rater", value_name="score")
-        icc = hs.icc(pairs, "item_id", "rater", "score").set_index("estimator").loc["ICC2"]
+        icc = hs.icc(pairs, item="item_id", rater="rater", score="score").set_index("metric").loc["ICC2"]
         rows.append({**label, "measure": "ICC(A,1) judge mean vs human", "estimate": icc["estimate"],
-                     "ci_low": icc["ci_low"], "ci_high": icc["ci_high"], "p_value": icc["p_value"], "n": icc["n_targets"]})
+                     "ci_low": icc["ci_low"], "ci_high": icc["ci_high"], "p_value": icc["p_value"], "n": icc["n_items"]})
         rows.append({**label, "measure": "MAE of the judge mean", "estimate": means["mae"].mean(), "ci_low": np.nan,
                      "ci_high": np.nan, "p_value": np.nan, "n": int(means["mae"].notna().sum())})
     return pd.DataFrame(rows)
@@ -176,7 +176,7 @@ def topical_calibration(scores: pd.DataFrame, human: pd.DataFrame) -> pd.DataFra
         votes = votes.merge(truth, on="item_id")
         votes["human_class"] = np.rint(votes["human"])
         for variant, cell in votes.groupby("prompt_variant"):
-            metrics = hs.calibration_metrics(cell, prob=probs, outcome="human_class", labels=labels, n_bins=10,
+            metrics = hs.calibration_metrics(cell, prob=probs, truth="human_class", labels=labels, n_bins=10,
                                              n_boot=500, random_state=SEED)
             rows.append(metrics.assign(attribute=attribute, prompt_variant=variant))
     out = pd.concat(rows)
@@ -220,9 +220,9 @@ def topical(report: Report, root: Path) -> list[dict]:
                   "estimate": share[(a, "prompt_variant")]} for a in SCALES]
     headline += [{"dataset": "topical_chat", "quantity": f"share of variance: sample residual, {a}",
                   "estimate": share[(a, "residual")]} for a in SCALES]
-    pick = reliability[(reliability["prompt_variant"] == "geval") & (reliability["estimator"] == "ICC1")]
+    pick = reliability[(reliability["prompt_variant"] == "geval") & (reliability["metric"] == "ICC1")]
     headline += [{"dataset": "topical_chat", "quantity": f"ICC(1) of one sample, {r.attribute} (geval)",
-                  "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets}
+                  "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items}
                  for r in pick.itertuples()]
     pick = agreement[(agreement["prompt_variant"] == "geval") & (agreement["measure"] == "Pearson r")]
     headline += [{"dataset": "topical_chat", "quantity": f"Pearson r, judge mean vs human, {r.attribute} (geval)",
@@ -262,8 +262,8 @@ def summeval(report: Report, root: Path) -> list[dict]:
                       "(per document, then averaged), which hce.stats.correlation does not compute."))
     headline = [
         {"dataset": "summeval", "quantity": "median per-item SD of 10 samples", "estimate": summary["median"].iloc[0]},
-        *[{"dataset": "summeval", "quantity": f"{r.estimator} of the samples", "estimate": r.estimate,
-           "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_targets} for r in reliability.itertuples()],
+        *[{"dataset": "summeval", "quantity": f"{r.metric} of the samples", "estimate": r.estimate,
+           "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items} for r in reliability.itertuples()],
         *[{"dataset": "summeval", "quantity": f"{r.measure}, {r.samples} sample(s) vs experts", "estimate": r.estimate,
            "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value, "n": r.n} for r in agreement.itertuples()],
     ]
@@ -273,8 +273,8 @@ def summeval(report: Report, root: Path) -> list[dict]:
         "prob": (data["score"] >= 4.5).groupby(data["item_id"]).mean(),
         "outcome": (items.set_index("item_id")["expert_consistency"] == 5).astype(float),
     })
-    metrics = hs.calibration_metrics(binary, prob="prob", outcome="outcome", n_bins=10, n_boot=1000, random_state=SEED)
-    curve = hs.reliability_table(binary, prob="prob", outcome="outcome", n_bins=10)
+    metrics = hs.calibration_metrics(binary, prob="prob", truth="outcome", n_bins=10, n_boot=1000, random_state=SEED)
+    curve = hs.reliability_table(binary, prob="prob", truth="outcome", n_bins=10)
     section.add(
         table(metrics, "summeval_calibration", "Calibration of P(fully consistent) = share of samples >= 4.5",
               "Outcome: the three experts' mean is 5. Bootstrap CIs over summaries (B = 1000)."),

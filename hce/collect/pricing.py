@@ -28,8 +28,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from hce.errors import HceWarning
 
-class UnpricedModelWarning(UserWarning):
+
+class UnpricedModelWarning(HceWarning):
     """A model has no entry in the price table: its cost is left empty."""
 
 

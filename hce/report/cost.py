@@ -17,7 +17,7 @@ from hce.errors import HceError
 _COUNTS = ("input_tokens", "cached_tokens", "output_tokens")
 
 
-def cost_summary(data: pd.DataFrame, by: str | Sequence[str] = "condition_id", *, total: bool = True) -> pd.DataFrame:
+def cost_summary(data: pd.DataFrame, *, by: str | Sequence[str] = "condition_id", total: bool = True) -> pd.DataFrame:
     """Cost and tokens of a log's attempts per group, with a total row.
 
     Parameters

@@ -138,22 +138,22 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     >>> reliability_diagram(reliability_table(df)).get_xlabel()
     'Mean confidence'
     """
-    require_columns(table, ["mean_prob", "observed", "n", "ci_low", "ci_high"], what="table")
+    require_columns(table, ["mean_prob", "estimate", "n", "ci_low", "ci_high"], what="table")
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect calibration")
     ax.errorbar(
         table["mean_prob"],
-        table["observed"],
+        table["estimate"],
         # Clipped at 0: a Wilson bound can sit a rounding error inside an observed 0 or 1.
-        yerr=np.clip([table["observed"] - table["ci_low"], table["ci_high"] - table["observed"]], 0, None),
+        yerr=np.clip([table["estimate"] - table["ci_low"], table["ci_high"] - table["estimate"]], 0, None),
         fmt="none",
         ecolor="black",
         elinewidth=0.8,
     )
     # Greyscale, so the figure reads the same printed in black and white.
-    sns.lineplot(data=table, x="mean_prob", y="observed", ax=ax, marker=None, label=label, sort=True, color="0.2")
-    sns.scatterplot(data=table, x="mean_prob", y="observed", size="n", ax=ax, legend=False, color="0.2")
+    sns.lineplot(data=table, x="mean_prob", y="estimate", ax=ax, marker=None, label=label, sort=True, color="0.2")
+    sns.scatterplot(data=table, x="mean_prob", y="estimate", size="n", ax=ax, legend=False, color="0.2")
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="Mean confidence", ylabel="Observed rate")
     ax.set_aspect("equal")
     return ax

@@ -74,12 +74,12 @@ class _Context:
 
 def report(
     log: pd.DataFrame | str | os.PathLike | Sequence[pd.DataFrame | str | os.PathLike],
-    rubric: Rubric | str | os.PathLike | None = None,
     *,
+    rubric: Rubric | str | os.PathLike | None = None,
     out: str | os.PathLike | None = None,
     title: str = "LLM judge report",
     confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: int | np.random.Generator | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """The report of an attempt log, whatever its experiment: per condition and per criterion.
@@ -100,8 +100,9 @@ def report(
         A report of the simulated judge says so in its title, whatever is passed.
     confidence : float
         Level of every interval.
-    random_state : int, Generator or None
-        Seed of the bootstrap and simulation intervals (one generator for the whole report).
+    random_state : int, Generator or None, default None
+        Seed of the bootstrap and simulation intervals (one generator for the whole report);
+        pass one for a reproducible report (``hce report`` passes ``--seed``, default 0).
     progress : callable, optional
         Called with the name of each part before it is computed (``hce report`` shows it).
 
@@ -337,7 +338,7 @@ def _cost_section(document: Report, context: _Context) -> None:
                      "hce collect logs all four per attempt", applicable=False)  # fmt: skip
         return
     try:
-        table = cost_summary(context.log, CONDITION)
+        table = cost_summary(context.log, by=CONDITION)
     except HceError as exc:
         context.skip("Cost and tokens by condition", f"{type(exc).__name__}: {exc}")
         return
@@ -460,17 +461,17 @@ def _tests(section: Section, context: _Context, spread: pd.DataFrame, value: str
     data = spread[spread[value].notna()]
     common = {"confidence": context.confidence}
     if plan == "friedman":
-        omnibus = hs.friedman(data, block=ITEM, group=CONDITION, value=value, random_state=context.rng, **common)
-        pairs = hs.posthoc(data, block=ITEM, group=CONDITION, value=value, method="nemenyi", p_adjust_method="holm", **common)
+        omnibus = hs.friedman(data, item=ITEM, condition=CONDITION, score=value, random_state=context.rng, **common)
+        pairs = hs.posthoc(data, item=ITEM, condition=CONDITION, score=value, method="nemenyi", p_adjust_method="holm", **common)
     elif plan == "kruskal":
-        omnibus = hs.kruskal_wallis(data, group=CONDITION, value=value, random_state=context.rng, **common)
-        pairs = pd.concat([hs.mann_whitney(data, group=CONDITION, value=value, a=a, b=b, **common)
+        omnibus = hs.kruskal_wallis(data, condition=CONDITION, score=value, random_state=context.rng, **common)
+        pairs = pd.concat([hs.mann_whitney(data, condition=CONDITION, score=value, a=a, b=b, **common)
                            for i, a in enumerate(levels) for b in levels[i + 1:]], ignore_index=True)  # fmt: skip
         pairs.insert(pairs.columns.get_loc("p_value") + 1, "p_adjusted", hs.p_adjust(pairs["p_value"].to_numpy(), "holm"))
     elif plan == "wilcoxon":
-        omnibus, pairs = hs.wilcoxon_paired(data, pair=ITEM, group=CONDITION, value=value, a=levels[0], b=levels[1], **common), None
+        omnibus, pairs = hs.wilcoxon_paired(data, item=ITEM, condition=CONDITION, score=value, a=levels[0], b=levels[1], **common), None
     else:
-        omnibus, pairs = hs.mann_whitney(data, group=CONDITION, value=value, a=levels[0], b=levels[1], **common), None
+        omnibus, pairs = hs.mann_whitney(data, condition=CONDITION, score=value, a=levels[0], b=levels[1], **common), None
     what = {"friedman": "Friedman test (items as blocks), Kendall's W", "kruskal": "Kruskal-Wallis test (items differ between conditions), epsilon-squared",
             "wilcoxon": "Wilcoxon signed-rank test (paired by item), rank-biserial r",
             "mann_whitney": "Mann-Whitney U test (items differ between conditions), rank-biserial r"}[plan]  # fmt: skip
@@ -506,7 +507,7 @@ def _variance(section: Section, context: _Context, criterion: Criterion, stem: s
 
 
 def reliability_by_condition(
-    log: pd.DataFrame, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = 0
+    log: pd.DataFrame, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = None
 ) -> tuple[pd.DataFrame, list[dict[str, str]]]:
     """Agreement of repeated attempts, per ``condition_id``: ICC(1), ICC(1,k), Krippendorff's alpha.
 
@@ -536,16 +537,16 @@ def reliability_by_condition(
 
 def _agreement_rows(part: pd.DataFrame, condition: Any, score: str, confidence: float, rng: np.random.Generator) -> list[dict]:
     rows = []
-    iccs = hs.icc(part, targets=ITEM, raters="attempt", ratings=score, confidence=confidence)
-    for _, row in iccs[iccs["estimator"].isin(["ICC1", "ICC1k"])].iterrows():
-        rows.append({CONDITION: condition, "estimator": row["mcgraw_wong"], "estimate": row["estimate"],
-                     "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_targets": row["n_targets"],
-                     "n_ratings": row["n_ratings"], "method": row["method"]})  # fmt: skip
-    alpha = hs.krippendorff_alpha(part, targets=ITEM, raters="attempt", ratings=score, level="interval",
+    iccs = hs.icc(part, item=ITEM, rater="attempt", score=score, confidence=confidence)
+    for _, row in iccs[iccs["metric"].isin(["ICC1", "ICC1k"])].iterrows():
+        rows.append({CONDITION: condition, "metric": row["mcgraw_wong"], "estimate": row["estimate"],
+                     "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_items": row["n_items"],
+                     "n_scores": row["n_scores"], "method": row["method"]})  # fmt: skip
+    alpha = hs.krippendorff_alpha(part, item=ITEM, rater="attempt", score=score, level="interval",
                                   confidence=confidence, random_state=rng).iloc[0]  # fmt: skip
-    rows.append({CONDITION: condition, "estimator": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"],
-                 "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_targets": alpha["n_targets"],
-                 "n_ratings": alpha["n_ratings"], "method": alpha["ci_method"]})  # fmt: skip
+    rows.append({CONDITION: condition, "metric": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"],
+                 "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_items": alpha["n_items"],
+                 "n_scores": alpha["n_scores"], "method": alpha["ci_method"]})  # fmt: skip
     return rows
 
 
@@ -582,11 +583,11 @@ def _calibration_section(document: Report, context: _Context) -> None:
         data = calibration_data(log, criteria)
         if len(data) < 20:
             raise DataError(f"only {len(data)} attempt x criterion scores could be matched to their token probability (needs 20)")
-        metrics = pd.concat([hs.calibration_metrics(part, prob="prob", outcome="outcome", item=ITEM, confidence=context.confidence,
+        metrics = pd.concat([hs.calibration_metrics(part, prob="prob", truth="outcome", item=ITEM, confidence=context.confidence,
                                                     random_state=context.rng).assign(**{CONDITION: condition})
                              for condition, part in data.groupby(CONDITION, sort=True)], ignore_index=True)  # fmt: skip
         metrics = metrics[[CONDITION, *[c for c in metrics.columns if c != CONDITION]]]
-        bins = hs.reliability_table(data, prob="prob", outcome="outcome", confidence=context.confidence)
+        bins = hs.reliability_table(data, prob="prob", truth="outcome", confidence=context.confidence)
         section.add(Table(metrics, "Calibration of score confidence per condition", "calibration", context.confidence),
                     Table(bins, "Reliability table (all conditions)", "calibration_bins", context.confidence))  # fmt: skip
 

@@ -26,10 +26,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS
+
 P_COLUMNS = ("p_value", "p_adjusted", "p")
 INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "count")
-#: The estimate an interval (``ci_low``, ``ci_high``) belongs to, first found wins.
-POINT_COLUMNS = ("effect_size", "estimate")
+#: Each point column and the two columns of its interval (the vocabulary's result columns).
+INTERVALS = {point: (low, high) for point, low, high in (ESTIMATE_COLUMNS, EFFECT_COLUMNS)}
 #: Most decimals shown; a smaller number is shown in scientific notation.
 MAX_DECIMALS = 6
 #: A finite number this large is shown in scientific notation (an interval limit of 1e88
@@ -215,9 +217,10 @@ class Table:
     def display_frame(self) -> pd.DataFrame:
         """Strings as printed, under headers in words (:func:`header`).
 
-        P-values journal-style; ``ci_low``/``ci_high`` merged with the estimate they belong
-        to (:data:`POINT_COLUMNS`) into one ``Estimate (95% CI)`` column, or into a ``95% CI``
-        column when the table has no such estimate.
+        P-values journal-style; an interval merged with the estimate it belongs to
+        (:data:`INTERVALS`: ``ci_low``/``ci_high`` with ``estimate``, ``effect_ci_low``/
+        ``effect_ci_high`` with ``effect_size``) into one ``Estimate (95% CI)`` column, or
+        into a ``95% CI`` column when the table has no such estimate.
         """
         return pd.DataFrame({name: cells for name, cells, _ in self.display_columns()})
 
@@ -229,17 +232,20 @@ class Table:
         raw = self.data.reset_index(drop=True)
         out = []
         level = f"{self.confidence * 100:g}% CI"
-        has_ci = "ci_low" in raw.columns and "ci_high" in raw.columns
-        point = next((c for c in POINT_COLUMNS if c in raw.columns), None) if has_ci else None
+        intervals = {point: ends for point, ends in INTERVALS.items() if set(ends) <= set(raw.columns)}
+        merged = {point: ends for point, ends in intervals.items() if point in raw.columns}
+        alone = {low: high for point, (low, high) in intervals.items() if point not in merged}
+        hidden = {end for ends in merged.values() for end in ends} | set(alone.values())
         for column in raw.columns:
             values = raw[column]
-            if has_ci and column in ("ci_low", "ci_high") and (point is not None or column == "ci_high"):
+            if column in hidden:
                 continue
-            if has_ci and column == point:
-                cells = [format_ci(a, b, self.digits, estimate=e) for e, a, b in zip(values, raw["ci_low"], raw["ci_high"])]
+            if column in merged:
+                low, high = merged[column]
+                cells = [format_ci(a, b, self.digits, estimate=e) for e, a, b in zip(values, raw[low], raw[high])]
                 out.append((f"{header(column)} ({level})", cells, False))
-            elif has_ci and column == "ci_low":
-                out.append((level, [format_ci(a, b, self.digits) for a, b in zip(values, raw["ci_high"])], False))
+            elif column in alone:
+                out.append((level, [format_ci(a, b, self.digits) for a, b in zip(values, raw[alone[column]])], False))
             elif column in P_COLUMNS:
                 out.append((header(column), [format_p(v) for v in values], False))
             elif _looks_integer(column, values):

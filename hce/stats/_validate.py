@@ -152,7 +152,7 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
     """An attempt log holding one ``attempt_id`` twice counts that attempt twice: refuse it.
 
     Checked only where the frame has an ``attempt_id`` column that the call does not name
-    as a key itself (a table of ratings *of* attempts, ``targets="attempt_id"``). A long
+    as a key itself (a table of ratings *of* attempts, ``item="attempt_id"``). A long
     table has an attempt in several rows, one per criterion, rater or other key the call
     names in ``named`` (and one per ``criterion``, :func:`hce.log.to_long`'s column):
     there the id must be unique within each combination of those columns.

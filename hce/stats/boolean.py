@@ -13,6 +13,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
 from hce.stats._resample import (
@@ -67,11 +68,12 @@ def _groups(data: pd.DataFrame, by: Sequence[str]):
 
 
 # ------------------------------------------------------------------------------ pass rates
-@reads_frame(keys=("by",), labels=("verdict",))
+@renamed(verdict="score")
+@reads_frame(keys=("by",), labels=("score",))
 def pass_rates(
     data: pd.DataFrame,
     *,
-    verdict: str = "verdict",
+    score: str = "verdict",
     by: Sequence[str] = (),
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -81,7 +83,7 @@ def pass_rates(
     ----------
     data : DataFrame
         One row per verdict (attempt); missing verdicts are counted, not used.
-    verdict : str
+    score : str
         Boolean (nullable) verdict column.
     by : sequence of str
         Grouping columns, e.g. ``["behavior_id", "condition_id"]``; empty for one row.
@@ -113,8 +115,8 @@ def pass_rates(
     [[0.308, 0.2553, 0.3662]]
     """
     check_confidence(confidence)
-    require_columns(data, [verdict])
-    values = _as_bool(data, verdict)
+    require_columns(data, [score])
+    values = _as_bool(data, score)
     rows = []
     for key, mask in _groups(data, by):
         v = values[mask]
@@ -175,7 +177,7 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
             low, high = (float(x) for x in proportion_ci(successes[metric], denominators[metric], confidence, "wilson"))
             method, m = "wilson", int(denominators[metric])
         elif units is None and metric == "cohen_kappa":
-            # rows: prediction, columns: truth; the same core as cohen_kappa(raters=[prediction, truth])
+            # rows: prediction, columns: truth; the same core as cohen_kappa(rater=[prediction, truth])
             se = kappa_core(counts.reshape(2, 2), np.eye(2))["se"] if n else np.nan
             z = _z(confidence)
             low, high = est[metric] - z * se, est[metric] + z * se
@@ -192,16 +194,17 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
     return rows
 
 
-@reads_frame(keys=("by", "item"), labels=("prediction", "truth"))
+@renamed(prediction="score")
+@reads_frame(keys=("by", "item"), labels=("score", "truth"))
 def golden_agreement(
     data: pd.DataFrame,
     *,
-    prediction: str = "verdict",
+    score: str = "verdict",
     truth: str = "golden",
     by: Sequence[str] = (),
     item: str | None = None,
     confidence: float = 0.95,
-    n_boot: int = 2000,
+    n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Agreement of a boolean judge with golden (human) labels, each metric with a CI.
@@ -211,7 +214,7 @@ def golden_agreement(
     data : DataFrame
         One row per judged case with the judge's verdict and the golden label; rows missing
         either are dropped.
-    prediction, truth : str
+    score, truth : str
         Boolean (or 0/1) columns: judge verdict and golden label. ``True`` is the positive.
     by : sequence of str
         Grouping columns (e.g. behaviour); empty for one table.
@@ -266,9 +269,9 @@ def golden_agreement(
     """
     check_confidence(confidence)
     check_n_boot(n_boot)
-    require_columns(data, [prediction, truth])
+    require_columns(data, [score, truth])
     rng = as_generator(random_state)
-    pred, gold = _as_bool(data, prediction), _as_bool(data, truth)
+    pred, gold = _as_bool(data, score), _as_bool(data, truth)
     complete = ~np.isnan(pred) & ~np.isnan(gold)
     if item is not None:
         require_columns(data, [item])
@@ -284,12 +287,13 @@ def golden_agreement(
 
 
 # ------------------------------------------------------------------------------ ensembles
-@reads_frame(keys=("item",), labels=("verdict",))
+@renamed(verdict="score")
+@reads_frame(keys=("item",), labels=("score",))
 def majority_vote(
     data: pd.DataFrame,
     *,
     item: str = "item_id",
-    verdict: str = "verdict",
+    score: str = "verdict",
     tie: Literal["fail", "pass", "missing"] = "fail",
 ) -> pd.DataFrame:
     """Majority-vote ensemble of several judges' (or attempts') verdicts, one row per item.
@@ -298,7 +302,7 @@ def majority_vote(
     ----------
     data : DataFrame
         One row per judge x item; missing verdicts are ignored.
-    item, verdict : str
+    item, score : str
         Column names.
     tie : {"fail", "pass", "missing"}
         Verdict on a tie: ``"fail"`` (default; seed 001 fails what it cannot decide),
@@ -307,7 +311,7 @@ def majority_vote(
     Returns
     -------
     DataFrame
-        ``item``, ``n`` (votes), ``n_pass``, ``share_pass``, ``tie`` (bool), ``verdict``
+        ``item``, ``n`` (votes), ``n_pass``, ``share_pass``, ``tie`` (bool), ``score``
         (nullable boolean).
 
     Examples
@@ -318,8 +322,8 @@ def majority_vote(
     [True, False]
     """
     check_choice("tie", tie, ["fail", "pass", "missing"])
-    require_columns(data, [item, verdict])
-    values = _as_bool(data, verdict)
+    require_columns(data, [item, score])
+    values = _as_bool(data, score)
     keep = ~np.isnan(values)
     frame = pd.DataFrame({item: data[item].to_numpy()[keep], "v": values[keep]})
     out = frame.groupby(item, sort=True).agg(n=("v", "size"), n_pass=("v", "sum")).reset_index()
@@ -368,12 +372,13 @@ def mean_score_ensemble(
     return out
 
 
-@reads_frame(keys=("by",), labels=("uncertain", "verdict", "truth"))
+@renamed(verdict="score")
+@reads_frame(keys=("by",), labels=("uncertain", "score", "truth"))
 def uncertain_routing(
     data: pd.DataFrame,
     *,
     uncertain: str = "uncertain",
-    verdict: str = "verdict",
+    score: str = "verdict",
     truth: str | None = None,
     by: Sequence[str] = (),
     confidence: float = 0.95,
@@ -384,7 +389,7 @@ def uncertain_routing(
     ----------
     data : DataFrame
         Verdicts with the seed 001 ``uncertain`` flag.
-    uncertain, verdict : str
+    uncertain, score : str
         Boolean columns.
     truth : str, optional
         Golden label column; adds the golden pass rate among routed cases and the judge's
@@ -409,9 +414,9 @@ def uncertain_routing(
     0.25
     """
     check_confidence(confidence)
-    require_columns(data, [uncertain, verdict])
+    require_columns(data, [uncertain, score])
     flag = _as_bool(data, uncertain)
-    pred = _as_bool(data, verdict)
+    pred = _as_bool(data, score)
     gold = _as_bool(data, truth) if truth is not None else None
     rows = []
     for key, mask in _groups(data, by):
@@ -434,17 +439,18 @@ def uncertain_routing(
 
 
 # ------------------------------------------------------------------------------ seed 003
-@reads_frame(keys=("unit", "element", "rater"), labels=("label",))
+@renamed(unit="item")
+@reads_frame(keys=("item", "element", "rater"), labels=("label",))
 def adaptive_filter_agreement(
     data: pd.DataFrame,
     *,
-    unit: str = "query_id",
+    item: str = "query_id",
     element: str = "element",
     rater: str = "rater",
     label: str = "relevant",
     classifier: str = "auto",
     confidence: float = 0.95,
-    n_boot: int = 2000,
+    n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """A relevance classifier against the expert majority vote, per rubric element (seed 003
@@ -456,7 +462,7 @@ def adaptive_filter_agreement(
         Long format, one row per unit (query) x element x rater with a 0/1 relevance label.
         Rows whose ``rater`` equals ``classifier`` are the classifier's; all other raters
         are experts.
-    unit, element, rater, label : str
+    item, element, rater, label : str
         Column names.
     classifier : str
         The classifier's rater name.
@@ -485,9 +491,9 @@ def adaptive_filter_agreement(
     >>> out.query("element == 'bmi' and metric == 'accuracy'")["estimate"].tolist()
     [0.5]
     """
-    require_columns(data, [unit, element, rater, label])
+    require_columns(data, [item, element, rater, label])
     values = _as_bool(data, label)
-    frame = pd.DataFrame({"unit": data[unit].to_numpy(), "element": data[element].to_numpy(),
+    frame = pd.DataFrame({"unit": data[item].to_numpy(), "element": data[element].to_numpy(),
                           "rater": data[rater].to_numpy(), "v": values}).dropna(subset=["v"])
     is_clf = frame["rater"] == classifier
     if not is_clf.any():
@@ -499,20 +505,21 @@ def adaptive_filter_agreement(
     experts["unanimous"] = experts["share"].isin([0.0, 1.0])
     clf = frame[is_clf].groupby(["unit", "element"])["v"].first().rename("prediction")
     both = experts.join(clf, how="inner").reset_index()
-    per_element = golden_agreement(both, prediction="prediction", truth="majority", by=["element"],
+    per_element = golden_agreement(both, score="prediction", truth="majority", by=["element"],
                                    confidence=confidence, n_boot=n_boot, random_state=random_state)
-    pooled = golden_agreement(both, prediction="prediction", truth="majority", confidence=confidence,
+    pooled = golden_agreement(both, score="prediction", truth="majority", confidence=confidence,
                               n_boot=n_boot, random_state=random_state).assign(element="All")
-    unanimity = pass_rates(both.assign(u=both["unanimous"]), verdict="u", by=["element"], confidence=confidence)
+    unanimity = pass_rates(both.assign(u=both["unanimous"]), score="u", by=["element"], confidence=confidence)
     unanimity = unanimity.assign(metric="expert_unanimity")[["element", "metric", "estimate", "ci_low", "ci_high", "n", "method"]]
     return pd.concat([per_element, pooled, unanimity], ignore_index=True)
 
 
-@reads_frame(keys=("unit", "criterion", "version", "by"), numbers=("score",))
+@renamed(unit="item")
+@reads_frame(keys=("item", "criterion", "version", "by"), numbers=("score",))
 def discrepancy(
     data: pd.DataFrame,
     *,
-    unit: str = "participant_id",
+    item: str = "participant_id",
     criterion: str = "criterion",
     version: str = "prompt_version",
     score: str = "score",
@@ -529,7 +536,7 @@ def discrepancy(
     data : DataFrame
         One row per unit x criterion x prompt version with the judge's score (boolean 0/1,
         or Likert normalised by :func:`normalize_likert` so both scales compare).
-    unit : str
+    item : str
         The (participant, query) pair the responses answer; D is computed per unit.
     criterion : str
         Rubric criterion column (the K criteria R_i).
@@ -546,7 +553,7 @@ def discrepancy(
     Returns
     -------
     DataFrame
-        Without ``by``: one row per unit: ``unit``, ``estimate`` (D), ``n`` (criteria
+        Without ``by``: one row per unit: ``item``, ``estimate`` (D), ``n`` (criteria
         scored under both versions). With ``by``: one row per group: keys, ``estimate``
         (mean D), ``ci_low``, ``ci_high``, ``n`` (units), ``method``.
 
@@ -569,7 +576,7 @@ def discrepancy(
     0.5
     """
     check_confidence(confidence)
-    keys = [*by, unit]
+    keys = [*by, item]
     require_columns(data, [*keys, criterion, version, score])
     frame = data[[*keys, criterion, version]].assign(_s=numeric_column(data, score)).dropna(subset=["_s"])
     wide = frame.pivot_table(index=[*keys, criterion], columns=version, values="_s", aggfunc="mean", observed=True)

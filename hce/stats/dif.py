@@ -21,6 +21,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from hce._checks import numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
 
@@ -56,12 +57,13 @@ def _classify(delta: float, p: float, alpha: float) -> str:
     return "moderate" if delta < _LARGE else "large"
 
 
-@reads_frame(keys=("group", "matching"), numbers=("items",), log=False)
+@renamed(items="columns", group="condition")
+@reads_frame(keys=("condition", "matching"), numbers=("columns",), log=False)
 def dif_ordinal(
     data: pd.DataFrame,
-    items: Sequence[str],
     *,
-    group: str,
+    columns: Sequence[str],
+    condition: str,
     matching: str | None = None,
     reference: object | None = None,
     tested: Sequence[str] | None = None,
@@ -74,18 +76,18 @@ def dif_ordinal(
     data : DataFrame
         One row per rated text (e.g. a patient's transcript), one column per item with its
         ordinal score, and the group column.
-    items : list of str
+    columns : list of str
         Item columns tested.
-    group : str
+    condition : str
         Column of the subgroup (sex, age band, language, ...); two or more levels.
     matching : str, optional
-        Column holding the matching (ability) score. Default: the total over ``items``
+        Column holding the matching (ability) score. Default: the total over ``columns``
         (rows with a missing item are then dropped).
     reference : object, optional
-        Reference level of ``group``; default the first level in sorted order.
+        Reference level of ``condition``; default the first level in sorted order.
     tested : list of str, optional
-        The items to test (each needs three model fits); default all ``items``. The
-        matching total still sums every item in ``items``.
+        The items to test (each needs three model fits); default all ``columns``. The
+        matching total still sums every item in ``columns``.
     alpha : float, default 0.05
         Level at which a DIF effect is classified as moderate or large.
 
@@ -133,7 +135,7 @@ def dif_ordinal(
     >>> d = pd.DataFrame({f"i{j}": cut(theta + rng.normal(0, .7, n)) for j in range(4)})
     >>> d["i4"] = cut(theta + 0.8 * g + rng.normal(0, .7, n))  # i4 favours group 1
     >>> d["group"] = np.where(g == 1, "b", "a")
-    >>> res = dif_ordinal(d, [f"i{j}" for j in range(5)], group="group")
+    >>> res = dif_ordinal(d, columns=[f"i{j}" for j in range(5)], condition="group")
     >>> res.query("classification != 'negligible'")[["item", "test", "classification"]]
        item     test classification
     12   i4  uniform          large
@@ -143,25 +145,25 @@ def dif_ordinal(
     effects of the opposite sign; judge them by their effect size, or pass a purified
     ``matching`` score (the total without flagged items).
     """
-    require_columns(data, [*items, group] + ([matching] if matching else []))
-    if len(items) < 1:
+    require_columns(data, [*columns, condition] + ([matching] if matching else []))
+    if len(columns) < 1:
         raise DataError("items must name at least one item column")
-    levels = sorted(data[group].dropna().unique(), key=str)
+    levels = sorted(data[condition].dropna().unique(), key=str)
     if len(levels) < 2:
-        raise DataError(f"group column {group!r} has {len(levels)} level(s); DIF needs two")
+        raise DataError(f"group column {condition!r} has {len(levels)} level(s); DIF needs two")
     if reference is None:
         reference = levels[0]
     elif reference not in levels:
-        raise DataError(f"reference={reference!r} is not a level of {group!r}; levels: {levels}")
+        raise DataError(f"reference={reference!r} is not a level of {condition!r}; levels: {levels}")
     others = [lv for lv in levels if lv != reference]
-    scores = {item: numeric_column(data, item) for item in items}
+    scores = {item: numeric_column(data, item) for item in columns}
     m_all = (numeric_column(data, matching) if matching
              else np.sum(np.column_stack(list(scores.values())), axis=1))
-    g_all = data[group].to_numpy()
-    tested = list(items) if tested is None else list(tested)
-    unknown = [t for t in tested if t not in items]
+    g_all = data[condition].to_numpy()
+    tested = list(columns) if tested is None else list(tested)
+    unknown = [t for t in tested if t not in columns]
     if unknown:
-        raise DataError(f"tested items {unknown} are not among items {list(items)}")
+        raise DataError(f"tested items {unknown} are not among items {list(columns)}")
     rows = []
     for item in tested:
         y_raw = scores[item]

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
@@ -83,11 +84,12 @@ def count_sentences(texts: Sequence[str]) -> np.ndarray:
     return np.bincount(_sentences(texts)[1], minlength=len(texts)).astype(np.int64)
 
 
-@reads_frame(keys=("pair",), texts=("reference", "draft"))
+@renamed(pair="item")
+@reads_frame(keys=("item",), texts=("reference", "draft"))
 def sentence_table(
     data: pd.DataFrame,
     *,
-    pair: str | Sequence[str] = "pair_id",
+    item: str | Sequence[str] = "pair_id",
     reference: str = "reference",
     draft: str = "draft",
     matcher: Matcher | None = None,
@@ -98,7 +100,7 @@ def sentence_table(
     ----------
     data : DataFrame
         One row per reference / draft pair.
-    pair : str or sequence of str
+    item : str or sequence of str
         Column(s) naming the pair.
     reference, draft : str
         The expert-written response r_e and the drafted response r_d.
@@ -123,7 +125,7 @@ def sentence_table(
     >>> edit_counts_table(table).to_dict("records")
     [{'pair_id': 1, 'em': 1, 'ea': 1, 'ed': 0, 'n_unlocated': 0}]
     """
-    keys = [pair] if isinstance(pair, str) else list(pair)
+    keys = [item] if isinstance(item, str) else list(item)
     require_columns(data, [*keys, reference, draft])
     texts = [t if isinstance(t, str) else "" for t in data[reference].to_numpy(dtype=object)]
     import pyarrow.compute as pc
@@ -282,11 +284,12 @@ def edit_counts(
     return edit_counts_from_matches(draft, matches, splitter=splitter)
 
 
-@reads_frame(keys=("pair",), texts=("draft", "match"))
+@renamed(pair="item")
+@reads_frame(keys=("item",), texts=("draft", "match"))
 def edit_counts_table(
     data: pd.DataFrame,
     *,
-    pair: str | Sequence[str] = "pair_id",
+    item: str | Sequence[str] = "pair_id",
     draft: str = "draft",
     match: str = "match",
 ) -> pd.DataFrame:
@@ -298,7 +301,7 @@ def edit_counts_table(
         One row per (pair, reference sentence): the matcher's result for that sentence
         (an LLM matcher's log, :mod:`hce.collect.matcher`, or human annotation) and the
         pair's draft (the same text on every row of a pair).
-    pair : str or sequence of str
+    item : str or sequence of str
         Column(s) naming the reference / draft pair.
     draft : str
         The drafted response r_d.
@@ -327,7 +330,7 @@ def edit_counts_table(
     >>> edit_counts_table(rows).to_dict("records")
     [{'pair_id': 1, 'em': 1, 'ea': 1, 'ed': 2, 'n_unlocated': 0}]
     """
-    keys = [pair] if isinstance(pair, str) else list(pair)
+    keys = [item] if isinstance(item, str) else list(item)
     require_columns(data, [*keys, draft, match])
     if data.empty:
         return pd.DataFrame({**{k: data[k].iloc[:0] for k in keys}, "em": [], "ea": [], "ed": [], "n_unlocated": []})
@@ -392,7 +395,7 @@ def edit_f1(
     by: Sequence[str] = (),
     item: str | None = None,
     confidence: float = 0.95,
-    n_boot: int = 2000,
+    n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Micro-averaged content-level precision, recall and Edit-F1 over a dataset.
@@ -493,11 +496,12 @@ def _warn_undefined(out: pd.DataFrame, function: str, labels: Sequence[str], rea
     warn(f"{function}: " + "; ".join(parts) + "; each such estimate and interval is NaN", HceWarning)
 
 
-@reads_frame(keys=("pair", "side", "theme"))
+@renamed(pair="item")
+@reads_frame(keys=("item", "side", "theme"))
 def theme_f1(
     data: pd.DataFrame,
     *,
-    pair: str = "pair_id",
+    item: str = "pair_id",
     side: str = "side",
     theme: str = "theme",
     reference: object = "reference",
@@ -505,7 +509,7 @@ def theme_f1(
     count: Literal["presence", "sentences"] = "presence",
     exclude: Sequence[str] = (),
     confidence: float = 0.95,
-    n_boot: int = 2000,
+    n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Theme-level Edit-F1: draft themes as predictions of the reference's themes.
@@ -513,9 +517,9 @@ def theme_f1(
     Parameters
     ----------
     data : DataFrame
-        One row per sentence: ``pair`` (reference / draft pair id), ``side`` (``reference``
+        One row per sentence: ``item`` (reference / draft pair id), ``side`` (``reference``
         or ``draft`` value), ``theme`` label (from a theme classifier or an annotator).
-    pair, side, theme : str
+    item, side, theme : str
         Column names.
     reference, draft : object
         Values of ``side`` for the two responses.
@@ -565,13 +569,13 @@ def theme_f1(
     check_choice("count", count, ["presence", "sentences"])
     check_confidence(confidence)
     check_n_boot(n_boot)
-    require_columns(data, [pair, side, theme])
-    frame = data.loc[~data[theme].isin(list(exclude)) & data[theme].notna(), [pair, side, theme]]
+    require_columns(data, [item, side, theme])
+    frame = data.loc[~data[theme].isin(list(exclude)) & data[theme].notna(), [item, side, theme]]
     bad = ~frame[side].isin([reference, draft])
     if bad.any():
         row = bad.idxmax()
         raise DataError(f"column {side!r} row {row!r} holds {frame.loc[row, side]!r}; expected {reference!r} or {draft!r}")
-    tally = frame.groupby([pair, theme, side], observed=True).size().unstack(side, fill_value=0)
+    tally = frame.groupby([item, theme, side], observed=True).size().unstack(side, fill_value=0)
     tally = tally.reindex(columns=[reference, draft], fill_value=0)
     e, d = tally[reference].to_numpy(float), tally[draft].to_numpy(float)
     if count == "presence":
@@ -579,7 +583,7 @@ def theme_f1(
     tp = np.minimum(e, d)
     counts = np.column_stack([tp, d - tp, e - tp])
     index = tally.index.to_frame(index=False)
-    pairs = index[pair].to_numpy()
+    pairs = index[item].to_numpy()
     rng = as_generator(random_state)
     per_theme = _grouped(index.rename(columns={theme: "theme"}), ["theme"], counts, pairs, confidence, n_boot, rng)
     micro = _grouped(index, [], counts, pairs, confidence, n_boot, rng, extra={"theme": "micro"})
@@ -597,12 +601,13 @@ _THEME_UNDEFINED = {
 }
 
 
-@reads_frame(keys=("message", "annotator", "theme"))
+@renamed(message="item", annotator="rater")
+@reads_frame(keys=("item", "rater", "theme"))
 def theme_inclusion_agreement(
     data: pd.DataFrame,
     *,
-    message: str = "message_id",
-    annotator: str = "annotator",
+    item: str = "message_id",
+    rater: str = "annotator",
     theme: str = "theme",
     annotators: Sequence[str] | None = None,
     themes: Sequence[str] | None = None,
@@ -613,9 +618,9 @@ def theme_inclusion_agreement(
     Parameters
     ----------
     data : DataFrame
-        One row per labelled sentence: ``message``, ``annotator`` (who wrote the response),
+        One row per labelled sentence: ``item``, ``rater`` (who wrote the response),
         ``theme``.
-    message, annotator, theme : str
+    item, rater, theme : str
         Column names.
     annotators : sequence, optional
         Annotators expected on every message (an annotator absent from a message wrote a
@@ -638,18 +643,18 @@ def theme_inclusion_agreement(
     >>> theme_inclusion_agreement(df, annotators=["A", "B", "C"])[["theme", "strict_agreement"]].values.tolist()
     [['Emp', 0.5], ['Plan', 0.5]]
     """
-    require_columns(data, [message, annotator, theme])
-    frame = data[[message, annotator, theme]].dropna().drop_duplicates()
+    require_columns(data, [item, rater, theme])
+    frame = data[[item, rater, theme]].dropna().drop_duplicates()
     themes = sorted(frame[theme].unique().tolist()) if themes is None else list(themes)
-    messages = frame[message].unique()
+    messages = frame[item].unique()
     if annotators is None:
-        per_message = frame.groupby(message)[annotator].nunique()
+        per_message = frame.groupby(item)[rater].nunique()
     else:
         per_message = pd.Series(len(annotators), index=messages)
-        frame = frame[frame[annotator].isin(list(annotators))]
+        frame = frame[frame[rater].isin(list(annotators))]
     if (per_message < 2).any():
         raise DataError(f"message {per_message.idxmin()!r} has fewer than 2 annotators")
-    having = frame.groupby([message, theme])[annotator].nunique().unstack(theme, fill_value=0)
+    having = frame.groupby([item, theme])[rater].nunique().unstack(theme, fill_value=0)
     having = having.reindex(index=messages, columns=themes, fill_value=0)
     total = per_message.reindex(having.index).to_numpy()[:, None]
     inclusion = (having.to_numpy() == total).mean(axis=0)
@@ -658,12 +663,13 @@ def theme_inclusion_agreement(
                          "strict_agreement": inclusion + exclusion, "n": len(messages)})
 
 
-@reads_frame(keys=("message", "annotator"), texts=("text",))
+@renamed(message="item", annotator="rater")
+@reads_frame(keys=("item", "rater"), texts=("text",))
 def annotator_pairs(
     data: pd.DataFrame,
     *,
-    message: str = "message_id",
-    annotator: str = "annotator",
+    item: str = "message_id",
+    rater: str = "annotator",
     text: str = "response",
 ) -> pd.DataFrame:
     """Every ordered pair of annotators' responses to the same message, for IAP.
@@ -671,7 +677,7 @@ def annotator_pairs(
     Returns
     -------
     DataFrame
-        ``message``, ``reference_annotator``, ``draft_annotator``, ``reference``, ``draft``:
+        ``item``, ``reference_annotator``, ``draft_annotator``, ``reference``, ``draft``:
         one row per message x ordered pair (3 annotators give 6 rows per message). Run
         :func:`edit_counts` on each row, then :func:`inter_annotator_predictability`.
 
@@ -682,25 +688,26 @@ def annotator_pairs(
     >>> annotator_pairs(df)[["reference_annotator", "draft_annotator"]].values.tolist()
     [['A', 'B'], ['B', 'A']]
     """
-    require_columns(data, [message, annotator, text])
+    require_columns(data, [item, rater, text])
     rows = []
-    for msg, group in data.groupby(message, sort=True):
+    for msg, group in data.groupby(item, sort=True):
         for (_, a), (_, b) in itertools.permutations(group.iterrows(), 2):
-            rows.append({message: msg, "reference_annotator": a[annotator], "draft_annotator": b[annotator],
+            rows.append({item: msg, "reference_annotator": a[rater], "draft_annotator": b[rater],
                          "reference": a[text], "draft": b[text]})
     return pd.DataFrame(rows)
 
 
-@reads_frame(keys=("message",), numbers=("em", "ea", "ed"))
+@renamed(message="item")
+@reads_frame(keys=("item",), numbers=("em", "ea", "ed"))
 def inter_annotator_predictability(
     data: pd.DataFrame,
     *,
-    message: str = "message_id",
+    item: str = "message_id",
     em: str = "em",
     ea: str = "ea",
     ed: str = "ed",
     confidence: float = 0.95,
-    n_boot: int = 2000,
+    n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Inter-annotator predictability: Edit-F1 of one clinician's response used as the draft
@@ -710,7 +717,7 @@ def inter_annotator_predictability(
     ----------
     data : DataFrame
         :func:`annotator_pairs` rows with counts ``em``, ``ea``, ``ed`` added.
-    message : str
+    item : str
         Message column; the bootstrap resamples messages (their ordered pairs together).
     em, ea, ed, confidence, n_boot, random_state
         As :func:`edit_f1`.
@@ -730,10 +737,10 @@ def inter_annotator_predictability(
     >>> out.query("reference_annotator == 'all'")["estimate"].round(4).tolist()
     [0.6667, 0.6667, 0.6667]
     """
-    require_columns(data, [message, "reference_annotator", "draft_annotator"])
+    require_columns(data, [item, "reference_annotator", "draft_annotator"])
     by = ["reference_annotator", "draft_annotator"]
-    pairs = _edit_f1_table(data, em, ea, ed, by, message, confidence, n_boot, random_state)
-    pooled = _edit_f1_table(data, em, ea, ed, [], message, confidence, n_boot,
+    pairs = _edit_f1_table(data, em, ea, ed, by, item, confidence, n_boot, random_state)
+    pooled = _edit_f1_table(data, em, ea, ed, [], item, confidence, n_boot,
                             random_state).assign(reference_annotator="all", draft_annotator="all")
     out = pd.concat([pairs, pooled], ignore_index=True)
     _warn_undefined(out, "inter_annotator_predictability", by, _CONTENT_UNDEFINED)

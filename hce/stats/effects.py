@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
 from hce.stats.spread import as_list, valid_mask
@@ -19,16 +20,17 @@ from hce.stats.tests import _two_groups, block_matrix, two_levels
 from hce.stats._validate import reads_frame
 
 
-@reads_frame(keys=("group",), numbers=("value",))
+@renamed(group="condition", value="score", pair="item")
+@reads_frame(keys=("condition",), numbers=("score",))
 def cohens_d(
     data: pd.DataFrame,
     *,
-    group: str = "condition_id",
-    value: str = "sd",
+    condition: str = "condition_id",
+    score: str = "sd",
     a: object = None,
     b: object = None,
     paired: bool = False,
-    pair: str = "item_id",
+    item: str = "item_id",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     r"""Cohen's d (independent groups, pooled SD) or d_z (paired), with noncentral-t intervals.
@@ -36,17 +38,17 @@ def cohens_d(
     Parameters
     ----------
     data : DataFrame
-        Long table with ``group`` and ``value`` (and ``pair`` when paired).
-    group : str
+        Long table with ``condition`` and ``score`` (and ``item`` when paired).
+    condition : str
         Column holding the two conditions.
-    value : str
+    score : str
         Numeric column.
     a, b : object
-        Levels compared (``a`` minus ``b``); optional when ``group`` has two levels.
+        Levels compared (``a`` minus ``b``); optional when ``condition`` has two levels.
     paired : bool
-        ``True`` gives :math:`d_z` on the differences within ``pair`` (incomplete pairs
+        ``True`` gives :math:`d_z` on the differences within ``item`` (incomplete pairs
         dropped with a warning).
-    pair : str
+    item : str
         Pairing column (used when ``paired``).
     confidence : float
         Level of the interval.
@@ -56,7 +58,7 @@ def cohens_d(
     DataFrame
         One row: ``a``, ``b``, ``n_a``, ``n_b`` (pairs twice when paired), ``mean_a``,
         ``mean_b``, ``statistic`` (Student's t, pooled or paired), ``df1``, ``p_value``
-        (two-sided), ``effect_size`` (d or d_z), ``ci_low``, ``ci_high``, ``n``, ``method``.
+        (two-sided), ``effect_size`` (d or d_z), ``effect_ci_low``, ``effect_ci_high``, ``n``, ``method``.
 
     Notes
     -----
@@ -74,9 +76,9 @@ def cohens_d(
     """
     check_confidence(confidence)
     if paired:
-        require_columns(data, [pair, group, value])
-        a, b = two_levels(data, group, a, b)
-        matrix, _, _ = block_matrix(data, pair, group, value, [a, b])
+        require_columns(data, [item, condition, score])
+        a, b = two_levels(data, condition, a, b)
+        matrix, _, _ = block_matrix(data, item, condition, score, [a, b])
         x, y = matrix[:, 0], matrix[:, 1]
         d = x - y
         n = d.size
@@ -90,7 +92,7 @@ def cohens_d(
         name = "Cohen's d_z (mean difference / SD of differences); noncentral-t CI"
         n_a = n_b = n
     else:
-        a, b, x, y = _two_groups(data, group, value, a, b)
+        a, b, x, y = _two_groups(data, condition, score, a, b)
         n_a, n_b = len(x), len(y)
         if n_a < 2 or n_b < 2:
             raise DataError(f"Cohen's d needs >= 2 values per group, got {n_a} and {n_b}")
@@ -105,7 +107,7 @@ def cohens_d(
     row = {"a": a, "b": b, "n_a": n_a, "n_b": n_b, "mean_a": float(np.mean(x)),
            "mean_b": float(np.mean(y)), "statistic": t, "df1": df,
            "p_value": float(2 * stats.t.sf(abs(t), df)), "effect_size": dz,
-           "ci_low": low * scale, "ci_high": high * scale, "n": n, "method": name}  # fmt: skip
+           "effect_ci_low": low * scale, "effect_ci_high": high * scale, "n": n, "method": name}  # fmt: skip
     return pd.DataFrame([row])
 
 
@@ -266,14 +268,15 @@ def correlation(
     return pd.DataFrame([{"x": x, "y": y, **correlation_core(u, v, method, confidence, names=(x, y))}])
 
 
-@reads_frame(keys=("item", "condition"), numbers=("score", "target"))
+@renamed(target="truth")
+@reads_frame(keys=("item", "condition"), numbers=("score", "truth"))
 def mae_vs_target(
     data: pd.DataFrame,
     *,
     item: str = "item_id",
     condition: str | Sequence[str] | None = "condition_id",
     score: str = "total",
-    target: str = "target_total",
+    truth: str = "target_total",
     error: str | None = "error_flag",
 ) -> pd.DataFrame:
     r"""Absolute error of each item's mean score against its target (H1b, the PRD's MAE).
@@ -281,16 +284,17 @@ def mae_vs_target(
     Parameters
     ----------
     data : DataFrame
-        Attempt log with a per-item ``target`` (constant within an item).
+        Attempt log with a per-item ``truth`` (constant within an item).
     item, condition, score, error
         As in :func:`hce.stats.item_spread`; errored attempts are excluded and counted.
-    target : str
+    truth : str
         Target score column (e.g. the synthetic transcript's target total).
 
     Returns
     -------
     DataFrame
-        One row per item x condition: keys, ``n`` (valid scores), ``n_errors``, ``target``,
+        One row per item x condition: keys, ``n`` (valid scores), ``n_errors``, ``target`` (the
+        item's ``truth``),
         ``mean_score``, ``error`` (mean - target, signed), ``mae`` (its absolute value;
         NaN when ``n == 0``).
 
@@ -300,12 +304,12 @@ def mae_vs_target(
     condition: the error of the mean, not the mean of per-attempt errors.
     """
     keys = [item, *as_list(condition)]
-    require_columns(data, keys + [score, target] + as_list(error))
-    t = numeric_column(data, target)
+    require_columns(data, keys + [score, truth] + as_list(error))
+    t = numeric_column(data, truth)
     per_item = pd.DataFrame({item: data[item].to_numpy(), "_t": t}).groupby(item, sort=False)["_t"]
     varying = per_item.nunique() > 1
     if varying.any():
-        raise DataError(f"column {target!r} varies within item(s) {list(varying[varying].index[:5])}")
+        raise DataError(f"column {truth!r} varies within item(s) {list(varying[varying].index[:5])}")
     valid = valid_mask(data, error)
     frame = data[keys].copy()
     frame["_error"] = ~valid
@@ -328,12 +332,13 @@ def kl_divergence_core(p_counts: np.ndarray, q_counts: np.ndarray, smoothing: fl
     return float(stats.entropy(p / p.sum(), q / q.sum()))
 
 
-@reads_frame(keys=("group",), numbers=("value",))
+@renamed(group="condition", value="score")
+@reads_frame(keys=("condition",), numbers=("score",))
 def kl_divergence(
     data: pd.DataFrame,
     *,
-    group: str = "condition_id",
-    value: str = "total",
+    condition: str = "condition_id",
+    score: str = "total",
     reference: object = "target",
     support: Sequence[float] | None = None,
     smoothing: float = 0.5,
@@ -343,14 +348,14 @@ def kl_divergence(
     Parameters
     ----------
     data : DataFrame
-        Long table of scores; the reference distribution is the rows whose ``group`` equals
+        Long table of scores; the reference distribution is the rows whose ``condition`` equals
         ``reference`` (e.g. one row per synthetic transcript holding its target total).
-    group : str
+    condition : str
         Column naming the distribution each score belongs to.
-    value : str
+    score : str
         Score column (discrete); NaNs are dropped.
     reference : object
-        Level of ``group`` holding the reference (target) distribution.
+        Level of ``condition`` holding the reference (target) distribution.
     support : sequence of float or None
         Every possible score (e.g. ``range(5, 21)`` for totals). By default the values seen
         in any group. Scores outside a given support raise :class:`DataError`.
@@ -380,17 +385,17 @@ def kl_divergence(
     """
     if smoothing < 0:
         raise DataError(f"smoothing={smoothing!r} must be >= 0")
-    require_columns(data, [group, value])
-    v = numeric_column(data, value)
-    g = data[group].to_numpy()
+    require_columns(data, [condition, score])
+    v = numeric_column(data, score)
+    g = data[condition].to_numpy()
     keep = ~np.isnan(v)
     levels = list(pd.unique(g[keep]))
     if reference not in levels:
-        raise DataError(f"reference={reference!r} is not a level of {group!r}; levels: {levels}")
+        raise DataError(f"reference={reference!r} is not a level of {condition!r}; levels: {levels}")
     bins = np.unique(v[keep]) if support is None else np.asarray(sorted(support), dtype=float)
     outside = keep & ~np.isin(v, bins)
     if outside.any():
-        raise DataError(f"{int(outside.sum())} {value!r} value(s) lie outside support {bins.tolist()}")
+        raise DataError(f"{int(outside.sum())} {score!r} value(s) lie outside support {bins.tolist()}")
 
     def counts(level):
         sel = v[keep & (g == level)]

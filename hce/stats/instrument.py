@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, check_n_boot
 from hce.stats._validate import reads_frame
@@ -65,22 +67,19 @@ def _long(wide: pd.DataFrame) -> pd.DataFrame:
             .melt(id_vars=_OBS, var_name=_ITEM, value_name=_SCORE))
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
+@fill_doc
 def item_statistics(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     reverse: Sequence[str] = (),
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Item-total correlations and alpha if each item is dropped (R ``psych::alpha``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    items : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     reverse : list of str, optional
         Items to reverse-score first, as max + min - x with the minimum and maximum over all
         items (psych's ``keys``).
@@ -116,7 +115,7 @@ def item_statistics(
     3    d    0.66              0.93
     """
     check_confidence(confidence)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     unknown = [r for r in reverse if r not in names]
     if unknown:
         raise DataError(f"reverse items {unknown} are not among the items {names}")
@@ -134,7 +133,7 @@ def item_statistics(
     rows = []
     for j, item in enumerate(names):
         rest = wide.drop(columns=item)
-        dropped = cronbach_alpha(_long(rest), _OBS, _ITEM, _SCORE, confidence=confidence)
+        dropped = cronbach_alpha(_long(rest), item=_OBS, rater=_ITEM, score=_SCORE, confidence=confidence)
         col = wide[item]
         rows.append({
             "item": item, "n": int(col.notna().sum()), "mean": col.mean(), "sd": col.std(),
@@ -202,12 +201,12 @@ class InstrumentReport:
         def block(title: str, table: pd.DataFrame) -> list[str]:
             return [title, "-" * len(title), table.round(digits).to_string(index=False), ""]
 
-        rel_cols = ["attribute", "estimator", "estimate", "ci_low", "ci_high", "n_targets",
+        rel_cols = ["attribute", "metric", "estimate", "ci_low", "ci_high", "n_items",
                     "n_raters"]
         out = ["Instrument validation report", "=" * 29, ""]
         out += block("Score descriptives", self.descriptives)
         out += block("Internal consistency", self.internal_consistency[
-            ["estimator", "estimate", "ci_low", "ci_high", "ci_method"]])
+            ["metric", "estimate", "ci_low", "ci_high", "ci_method"]])
         out += block("Item statistics", self.item_statistics.drop(columns="method"))
         out += block("Inter-rater reliability", self.reliability[rel_cols])
         out += block("Sampling adequacy", self.adequacy)
@@ -245,14 +244,14 @@ def _reliability(data, target, rater, attribute, score, level, confidence, n_boo
     parts.append(("all", data.assign(_unit=unit), "_unit"))
     tables = []
     for label, rows, unit_col in parts:
-        i = icc(rows, targets=unit_col, raters=rater, ratings=score, confidence=confidence)
-        i = i[i["estimator"].isin(["ICC3k"])]
-        k = krippendorff_alpha(rows, targets=unit_col, raters=rater, ratings=score, level=level,
+        i = icc(rows, item=unit_col, rater=rater, score=score, confidence=confidence)
+        i = i[i["metric"].isin(["ICC3k"])]
+        k = krippendorff_alpha(rows, item=unit_col, rater=rater, score=score, level=level,
                                confidence=confidence, n_boot=n_boot, random_state=rng)
         for t in (i, k):
             tables.append(t.assign(attribute=label))
     out = pd.concat(tables, ignore_index=True)
-    first = ["attribute", "estimator", "estimate", "ci_low", "ci_high"]
+    first = ["attribute", "metric", "estimate", "ci_low", "ci_high"]
     return out[first + [c for c in out.columns if c not in first]]
 
 
@@ -277,36 +276,37 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
                                  random_state=rng)
     rows = []
     try:
-        a = ordinal_alpha(wide, items, n_boot=n_boot, confidence=confidence,
+        a = ordinal_alpha(wide, columns=items, n_boot=n_boot, confidence=confidence,
                           random_state=rng).iloc[0]
-        rows.append({"estimator": "ordinal alpha", "estimate": a["estimate"],
+        rows.append({"metric": "ordinal alpha", "estimate": a["estimate"],
                      "ci_low": a["ci_low"], "ci_high": a["ci_high"], "method": a["method"],
                      "ci_method": a["ci_method"], "n_failed": a["n_failed"]})
     except DataError as err:  # e.g. averaged scores with too many distinct values
         notes.append(f"ordinal alpha skipped: {err}")
     k = efa_result.loadings.shape[1]
     if k >= 2:
-        om = omega_hierarchical(wide, items, n_factors=k, method=efa_result.method,
+        om = omega_hierarchical(wide, columns=items, n_factors=k, method=efa_result.method,
                                 cor=efa_result.cor, n_boot=n_boot, confidence=confidence,
                                 random_state=rng).estimates
         names = {"omega_hierarchical": "omega hierarchical",
                  "omega_total": "omega total (Schmid-Leiman)"}
-        for _, o in om[om["measure"].isin(list(names))].iterrows():
-            rows.append({"estimator": names[o["measure"]], "estimate": o["estimate"],
+        for _, o in om[om["metric"].isin(list(names))].iterrows():
+            rows.append({"metric": names[o["metric"]], "estimate": o["estimate"],
                          "ci_low": o["ci_low"], "ci_high": o["ci_high"], "method": o["method"],
                          "ci_method": o["ci_method"], "n_failed": o["n_failed"]})
     else:
         notes.append("omega hierarchical skipped: it needs at least 2 group factors and the "
                      "EFA kept 1")
-    extra = pd.DataFrame(rows).assign(n_targets=len(wide), n_raters=len(items))
+    extra = pd.DataFrame(rows).assign(n_items=len(wide), n_raters=len(items))
     return bootstrapped, extra
 
 
-@reads_frame(keys=("target", "rater", "attribute", "rater_group"), numbers=("score",))
+@renamed(target="item", rater_group="condition", groups="levels")
+@reads_frame(keys=("item", "rater", "attribute", "condition"), numbers=("score",))
 def instrument_report(
     data: pd.DataFrame,
     *,
-    target: str,
+    item: str,
     rater: str,
     attribute: str,
     score: str,
@@ -320,8 +320,8 @@ def instrument_report(
     high: object | None = None,
     low: object | None = None,
     predictor: str | None = None,
-    rater_group: str | None = None,
-    groups: Sequence[object] = ("junior", "senior"),
+    condition: str | None = None,
+    levels: Sequence[object] = ("junior", "senior"),
     confidence: float = 0.95,
     n_boot: int = 1000,
     factor_boot: int = 0,
@@ -333,7 +333,7 @@ def instrument_report(
     ----------
     data : DataFrame
         Long ratings: one row per (text, rater, attribute) score.
-    target, rater, attribute, score : str
+    item, rater, attribute, score : str
         Columns naming the rated text, the rater (person or model attempt), the rubric
         attribute and the numeric score.
     n_factors : int, optional
@@ -352,7 +352,7 @@ def instrument_report(
     predictor : str, optional
         Substantive validity: a numeric text characteristic (e.g. source length in words),
         constant within a text.
-    rater_group, groups : optional
+    condition, levels : optional
         Rater expertise: a column of rater group and the two groups compared.
     confidence : float, default 0.95
         Level of every interval (the RMSEA interval stays at psych's 90%).
@@ -403,40 +403,40 @@ def instrument_report(
     ...             s = np.clip(np.rint(3 + quality + rng.normal(0, .7)), 1, 5)
     ...             rows.append((t, f"r{r}", a, s))
     >>> d = pd.DataFrame(rows, columns=["text", "rater", "attribute", "score"])
-    >>> rep = instrument_report(d, target="text", rater="rater", attribute="attribute",
+    >>> rep = instrument_report(d, item="text", rater="rater", attribute="attribute",
     ...                         score="score", n_factors=1, n_boot=200, random_state=1)
-    >>> rep.reliability.query("attribute == 'all'")[["estimator", "estimate"]].round(2)
-                  estimator  estimate
+    >>> rep.reliability.query("attribute == 'all'")[["metric", "estimate"]].round(2)
+                     metric  estimate
     8                 ICC3k      0.86
     9  Krippendorff's alpha      0.67
     """
     check_confidence(confidence)
     check_n_boot(factor_boot, "factor_boot")
-    require_columns(data, [target, rater, attribute, score]
-                    + [c for c in (quality, predictor, rater_group) if c])
+    require_columns(data, [item, rater, attribute, score]
+                    + [c for c in (quality, predictor, condition) if c])
     rng = as_generator(random_state)
     notes: list[str] = []
     desc, dist = _distributions(data, attribute, score)
     scored = data.assign(**{score: numeric_column(data, score)})
-    wide = scored.pivot_table(index=[target, rater], columns=attribute, values=score,
+    wide = scored.pivot_table(index=[item, rater], columns=attribute, values=score,
                               aggfunc="mean", observed=True)
     wide.columns = [str(c) for c in wide.columns]
     items = list(wide.columns)
-    alpha = cronbach_alpha(_long(wide.reset_index(drop=True)), _OBS, _ITEM, _SCORE,
+    alpha = cronbach_alpha(_long(wide.reset_index(drop=True)), item=_OBS, rater=_ITEM, score=_SCORE,
                            confidence=confidence)
-    omega = mcdonald_omega(_long(wide.reset_index(drop=True)), _OBS, _ITEM, _SCORE,
+    omega = mcdonald_omega(_long(wide.reset_index(drop=True)), item=_OBS, rater=_ITEM, score=_SCORE,
                            confidence=confidence, n_boot=min(n_boot, 500),
                            random_state=rng)
     consistency = pd.concat([alpha, omega], ignore_index=True)
-    reliability = _reliability(scored, target, rater, attribute, score, level, confidence,
+    reliability = _reliability(scored, item, rater, attribute, score, level, confidence,
                                n_boot, rng)
     parallel, efa_result = None, None
     if len(items) >= 3:
-        stats_table = item_statistics(wide.reset_index(drop=True), items, confidence=confidence)
+        stats_table = item_statistics(wide.reset_index(drop=True), columns=items, confidence=confidence)
         adequacy = _adequacy(wide, cor)
-        eig = eigenvalues(wide, items, cor=cor)
+        eig = eigenvalues(wide, columns=items, cor=cor)
         if n_factors is None:
-            parallel = parallel_analysis(wide, items, random_state=rng)
+            parallel = parallel_analysis(wide, columns=items, random_state=rng)
             n_factors = max(parallel.n_factors, 1)
             notes.append(f"number of factors {n_factors} chosen by parallel analysis")
             most = max_identified_factors(len(items))
@@ -444,7 +444,7 @@ def instrument_report(
                 notes.append(f"reduced to {most}: more factors leave {len(items)} attributes "
                              "with negative degrees of freedom")
                 n_factors = most
-        efa_result = efa(wide, n_factors, items, method=method, rotation=rotation, cor=cor)
+        efa_result = efa(wide, n_factors=n_factors, columns=items, method=method, rotation=rotation, cor=cor)
         if factor_boot:
             efa_result, extra = _factor_intervals(wide, items, efa_result, factor_boot,
                                                   confidence, rng, notes)
@@ -458,22 +458,22 @@ def instrument_report(
                                          "p_value"])
         eig = pd.DataFrame(columns=["factor", "eigenvalue", "proportion", "cumulative",
                                     "kaiser"])
-    cfa_result = cfa(wide, structure) if structure is not None else None
+    cfa_result = cfa(wide, model=structure) if structure is not None else None
     validity: dict[str, pd.DataFrame] = {}
     if quality is not None:
         if high is None or low is None:
             raise DataError("discriminant validity needs both high= and low= values of "
                             f"column {quality!r}")
         validity["discriminant"] = discriminant_validity(
-            scored, group=quality, score=score, high=high, low=low, attribute=attribute,
+            scored, condition=quality, score=score, high=high, low=low, attribute=attribute,
             confidence=confidence)
     if predictor is not None:
         validity["substantive"] = substantive_validity(
-            scored, predictor=predictor, score=score, attribute=attribute, target=target,
+            scored, predictor=predictor, score=score, attribute=attribute, item=item,
             confidence=confidence)
-    if rater_group is not None:
+    if condition is not None:
         validity["rater_expertise"] = rater_expertise(
-            scored, target=target, rater_group=rater_group, score=score, groups=groups,
+            scored, item=item, condition=condition, score=score, levels=levels,
             attribute=attribute, confidence=confidence)
     return InstrumentReport(
         descriptives=desc, distributions=dist, internal_consistency=consistency,

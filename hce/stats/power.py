@@ -24,6 +24,8 @@ import pandas as pd
 from scipy import special, stats
 
 from hce._checks import check_choice, check_confidence
+from hce._docstrings import fill_doc
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.reliability.icc import icc_core, mean_squares
@@ -98,6 +100,7 @@ def _paired_p_values(sd_a: np.ndarray, sd_b: np.ndarray, test: str) -> np.ndarra
     return p
 
 
+@renamed(n_sims="n_sim")
 def sd_difference_power(
     n_items: int | Sequence[int],
     n_attempts: int | Sequence[int],
@@ -109,7 +112,7 @@ def sd_difference_power(
     item_sd: float = 1.0,
     test: Literal["wilcoxon", "t_log"] = "wilcoxon",
     alpha: float = 0.05,
-    n_sims: int = 1000,
+    n_sim: int = 1000,
     confidence: float = 0.95,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
@@ -141,7 +144,7 @@ def sd_difference_power(
         (continuous scores only: a rounded score can have SD 0).
     alpha : float, default 0.05
         Two-sided significance level.
-    n_sims : int, default 1000
+    n_sim : int, default 1000
         Simulated studies per row.
     confidence : float, default 0.95
         Level of the Monte Carlo interval of the power.
@@ -152,7 +155,7 @@ def sd_difference_power(
     -------
     DataFrame
         One row per (n_items, n_attempts): ``n_items, n_attempts, sd_a, sd_b, estimate``
-        (power), ``ci_low, ci_high`` (Clopper-Pearson over the simulations), ``n_sims,
+        (power), ``ci_low, ci_high`` (Clopper-Pearson over the simulations), ``n_sim,
         method``.
 
     Notes
@@ -168,7 +171,7 @@ def sd_difference_power(
     Examples
     --------
     >>> res = sd_difference_power([20, 40], 5, sd_a=0.6, sd_b=0.4, scale=(1, 5),
-    ...                           n_sims=200, random_state=1)
+    ...                           n_sim=200, random_state=1)
     >>> res[["n_items", "n_attempts", "estimate"]].round(2)
        n_items  n_attempts  estimate
     0       20           5      0.56
@@ -183,8 +186,8 @@ def sd_difference_power(
     check_confidence(confidence)
     if not 0 < alpha < 1:
         raise DataError(f"alpha={alpha!r} must be strictly between 0 and 1")
-    if not (isinstance(n_sims, (int, np.integer)) and n_sims >= 10):
-        raise DataError(f"n_sims={n_sims!r} must be an integer >= 10")
+    if not (isinstance(n_sim, (int, np.integer)) and n_sim >= 10):
+        raise DataError(f"n_sim={n_sim!r} must be an integer >= 10")
     if scale is not None:
         if len(scale) != 2 or not scale[0] < scale[1]:
             raise DataError(f"scale={scale!r} must be (lowest, highest) with lowest < highest")
@@ -196,20 +199,21 @@ def sd_difference_power(
     rng = as_generator(random_state)
     rows = []
     for n, m in product(items, attempts):
-        means = rng.normal(centre, item_sd, (n_sims, n))
-        sd_of_a = _simulate_item_sds(rng, n_sims, n, m, sd_a, means, scale)
-        sd_of_b = _simulate_item_sds(rng, n_sims, n, m, sd_b, means, scale)
+        means = rng.normal(centre, item_sd, (n_sim, n))
+        sd_of_a = _simulate_item_sds(rng, n_sim, n, m, sd_a, means, scale)
+        sd_of_b = _simulate_item_sds(rng, n_sim, n, m, sd_b, means, scale)
         hits = int(np.sum(_paired_p_values(sd_of_a, sd_of_b, test) < alpha))
-        low, high = _proportion_interval(hits, n_sims, confidence)
+        low, high = _proportion_interval(hits, n_sim, confidence)
         rows.append({"n_items": n, "n_attempts": m, "sd_a": sd_a, "sd_b": sd_b,
-                     "estimate": hits / n_sims, "ci_low": low, "ci_high": high,
-                     "n_sims": n_sims,
+                     "estimate": hits / n_sim, "ci_low": low, "ci_high": high,
+                     "n_sim": n_sim,
                      "method": ("paired Wilcoxon on per-item SDs" if test == "wilcoxon"
                                 else "paired t on log per-item SDs")
                      + (f", scores rounded to {scale[0]}-{scale[1]}" if scale else "")})
     return pd.DataFrame(rows)
 
 
+@renamed(n_sims="n_sim")
 def attempts_needed(
     n_items: int,
     *,
@@ -220,7 +224,7 @@ def attempts_needed(
     scale: tuple[int, int] | None = None,
     test: Literal["wilcoxon", "t_log"] = "wilcoxon",
     alpha: float = 0.05,
-    n_sims: int = 1000,
+    n_sim: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """How many attempts per transcript are needed to detect a difference in spread?
@@ -238,7 +242,7 @@ def attempts_needed(
         Power to reach.
     max_attempts : int, default 30
         Largest number of attempts tried.
-    scale, test, alpha, n_sims, random_state
+    scale, test, alpha, n_sim, random_state
         As in :func:`sd_difference_power`.
 
     Returns
@@ -251,7 +255,7 @@ def attempts_needed(
 
     Examples
     --------
-    >>> res = attempts_needed(30, sd_a=0.6, sd_b=0.4, scale=(1, 5), n_sims=200,
+    >>> res = attempts_needed(30, sd_a=0.6, sd_b=0.4, scale=(1, 5), n_sim=200,
     ...                       random_state=1)
     >>> int(res["n_attempts"].iloc[-1]), bool(res["reached"].iloc[-1])
     (5, True)
@@ -263,7 +267,7 @@ def attempts_needed(
     rows = []
     for m in range(2, max_attempts + 1):
         row = sd_difference_power(n_items, m, sd_a=sd_a, sd_b=sd_b, scale=scale, test=test,
-                                  alpha=alpha, n_sims=n_sims, random_state=rng)
+                                  alpha=alpha, n_sim=n_sim, random_state=rng)
         rows.append(row.assign(reached=row["estimate"] >= target_power))
         if bool(rows[-1]["reached"].iloc[0]):
             break
@@ -334,6 +338,7 @@ def sd_difference_power_analytic(
 # ----------------------------------------------------------------------------- ICC, Bonett
 
 
+@fill_doc
 def bonett_icc_items(
     icc: float, n_raters: int, width: float, *, confidence: float = 0.95
 ) -> pd.DataFrame:
@@ -364,10 +369,7 @@ def bonett_icc_items(
     approximation for the single-rater ICC, one-way or two-way. Bonett's worked example:
     rho = 0.85, k = 4, w = 0.2 gives n = 19.2.
 
-    References
-    ----------
-    .. [1] Bonett DG (2002). Sample size requirements for estimating intraclass
-       correlations with desired precision. Stat Med 21, 1331-1335.
+    %(bonett_reference)s
 
     Examples
     --------
@@ -414,6 +416,8 @@ def _interval_width(y, coefficient, form, level, confidence, n_boot, rng):
     return float(high - low)
 
 
+@renamed(n_sims="n_sim")
+@fill_doc
 def reliability_items(
     coefficient: Literal["icc", "krippendorff"],
     *,
@@ -424,7 +428,7 @@ def reliability_items(
     level: str = "interval",
     scale: tuple[int, int] | None = None,
     confidence: float = 0.95,
-    n_sims: int = 200,
+    n_sim: int = 200,
     n_boot: int = 200,
     n_max: int = 5000,
     random_state: int | np.random.Generator | None = None,
@@ -452,7 +456,7 @@ def reliability_items(
         Simulate Likert scores on this range (rounded latent scores) instead of continuous.
     confidence : float, default 0.95
         Level of the interval.
-    n_sims : int, default 200
+    n_sim : int, default 200
         Simulated studies per candidate number of items.
     n_boot : int, default 200
         Bootstrap replicates per simulated study (Krippendorff only).
@@ -467,7 +471,7 @@ def reliability_items(
         One row: ``coefficient, form, reliability, n_raters, width, n`` (items needed),
         ``expected_width`` (mean simulated width at n), ``ci_low, ci_high`` (Monte Carlo
         interval of that mean), ``n_bonett`` (Bonett's closed form, single-rater ICC forms
-        only), ``n_sims, method``.
+        only), ``n_sim, method``.
 
     Notes
     -----
@@ -480,14 +484,11 @@ def reliability_items(
     (2002) formula plans the same quantity for the single-rater ICC and is reported beside
     it as a check.
 
-    References
-    ----------
-    .. [1] Bonett DG (2002). Sample size requirements for estimating intraclass
-       correlations with desired precision. Stat Med 21, 1331-1335.
+    %(bonett_reference)s
 
     Examples
     --------
-    >>> res = reliability_items("icc", reliability=0.7, n_raters=3, width=0.2, n_sims=100,
+    >>> res = reliability_items("icc", reliability=0.7, n_raters=3, width=0.2, n_sim=100,
     ...                         random_state=1)
     >>> res[["n", "n_bonett"]].to_string(index=False)
     ' n  n_bonett\\n70        68'
@@ -496,7 +497,7 @@ def reliability_items(
     check_choice("form", form, _ICC_FORMS)
     check_confidence(confidence)
     _check_plan("reliability", reliability, n_raters, width)
-    for name, value in (("n_sims", n_sims), ("n_boot", n_boot), ("n_max", n_max)):
+    for name, value in (("n_sim", n_sim), ("n_boot", n_boot), ("n_max", n_max)):
         if not (isinstance(value, (int, np.integer)) and value >= 10):
             raise DataError(f"{name}={value!r} must be an integer >= 10")
     # common random numbers: every candidate n is simulated from the same seed, so the
@@ -510,7 +511,7 @@ def reliability_items(
             cache[n] = np.array([
                 _interval_width(_simulated_ratings(rng, n, n_raters, reliability, scale),
                                 coefficient, form, level, confidence, n_boot, rng)
-                for _ in range(n_sims)])
+                for _ in range(n_sim)])
         return cache[n]
 
     # bracket the answer: start from Bonett's closed form, double until wide enough
@@ -528,7 +529,7 @@ def reliability_items(
         else:
             low = mid
     final = widths(high)
-    se = final.std(ddof=1) / np.sqrt(n_sims)
+    se = final.std(ddof=1) / np.sqrt(n_sim)
     z = stats.norm.ppf(0.5 + confidence / 2)
     single = form in ("ICC1", "ICC2", "ICC3") and coefficient == "icc"
     n_bonett = (int(bonett_icc_items(reliability, n_raters, width, confidence=confidence)
@@ -538,6 +539,6 @@ def reliability_items(
         "coefficient": coefficient, "form": name, "reliability": reliability,
         "n_raters": n_raters, "width": width, "n": high, "expected_width": final.mean(),
         "ci_low": final.mean() - z * se, "ci_high": final.mean() + z * se,
-        "n_bonett": n_bonett, "n_sims": n_sims,
+        "n_bonett": n_bonett, "n_sim": n_sim,
         "method": "simulation with the reliability module's intervals, bisection on n"
         + (f", scores rounded to {scale[0]}-{scale[1]}" if scale else "")}])

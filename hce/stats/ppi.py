@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
 from hce.stats.boolean import _as_bool
@@ -36,12 +37,13 @@ def _tuned_lambda(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> float:
     return float(np.clip(cov / ((1 + n / N) * var), 0, 1))
 
 
-@reads_frame(numbers=("judge", "human"))
+@renamed(judge="score", human="truth")
+@reads_frame(numbers=("score", "truth"))
 def ppi_mean(
     data: pd.DataFrame,
     *,
-    judge: str = "judge_score",
-    human: str = "human_score",
+    score: str = "judge_score",
+    truth: str = "human_score",
     tuning: Literal["none", "power"] = "none",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -52,7 +54,7 @@ def ppi_mean(
     data : DataFrame
         One row per item. Every row has the judge's score; rows with a human score form the
         small labelled (golden) set, rows without it the large unlabelled set.
-    judge, human : str
+    score, truth : str
         Judge score and human score columns (numbers or booleans; a pass rate is the mean
         of 0/1 values).
     tuning : {"none", "power"}
@@ -103,12 +105,12 @@ def ppi_mean(
     """
     check_choice("tuning", tuning, ["none", "power"])
     check_confidence(confidence)
-    require_columns(data, [judge, human])
-    f = _as_bool(data, judge) if data[judge].dtype == bool else numeric_column(data, judge)
-    y = _as_bool(data, human) if data[human].dtype == bool else numeric_column(data, human)
+    require_columns(data, [score, truth])
+    f = _as_bool(data, score) if data[score].dtype == bool else numeric_column(data, score)
+    y = _as_bool(data, truth) if data[truth].dtype == bool else numeric_column(data, truth)
     if np.isnan(f).any():
         row = data.index[np.argmax(np.isnan(f))]
-        raise DataError(f"column {judge!r} is missing in row {row!r}; every row needs a judge score")
+        raise DataError(f"column {score!r} is missing in row {row!r}; every row needs a judge score")
     labelled = ~np.isnan(y)
     n, N = int(labelled.sum()), int((~labelled).sum())
     if n < 2 or N < 2:
@@ -127,11 +129,12 @@ def ppi_mean(
     return pd.DataFrame(rows)
 
 
-@reads_frame(labels=("verdict", "truth"))
+@renamed(verdict="score")
+@reads_frame(labels=("score", "truth"))
 def rogan_gladen(
     data: pd.DataFrame,
     *,
-    verdict: str = "verdict",
+    score: str = "verdict",
     truth: str = "golden",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -142,7 +145,7 @@ def rogan_gladen(
     data : DataFrame
         One row per judged item. The apparent pass rate uses every row with a verdict; the
         judge's sensitivity and specificity come from the rows that also have a golden label.
-    verdict, truth : str
+    score, truth : str
         Boolean columns: the judge's verdict and the golden (human) label.
     confidence : float
         Interval level.
@@ -179,8 +182,8 @@ def rogan_gladen(
     0.7
     """
     check_confidence(confidence)
-    require_columns(data, [verdict, truth])
-    v, g = _as_bool(data, verdict), _as_bool(data, truth)
+    require_columns(data, [score, truth])
+    v, g = _as_bool(data, score), _as_bool(data, truth)
     has_v = ~np.isnan(v)
     N = int(has_v.sum())
     p = float(v[has_v].mean())

@@ -33,7 +33,7 @@ from hce.stats.mixed import SingularFitWarning, lmer
 
 @reads_frame(keys=("item",), numbers=("score",))
 def request_variance(
-    data: pd.DataFrame, score: str = "total", *, item: str = "item_id", request: str = "request_id"
+    data: pd.DataFrame, *, score: str = "total", item: str = "item_id", request: str = "request_id"
 ) -> pd.DataFrame:
     """Within-request against between-request variance of repeated scores, and the test that they agree.
 

@@ -15,6 +15,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import ProportionMethod, proportion_ci
 from hce.stats._validate import reads_frame
@@ -196,23 +197,24 @@ def _group_columns(spread: pd.DataFrame, item: str, by: str | Sequence[str] | No
     return [c for c in spread.columns if c not in known] + ["criterion"]
 
 
-@reads_frame(frame="spread", keys=("item", "by"), numbers=("value",), log=False)
+@renamed(spread="data", value="score")
+@reads_frame(frame="data", keys=("item", "by"), numbers=("score",), log=False)
 def spread_summary(
-    spread: pd.DataFrame,
+    data: pd.DataFrame,
     *,
     item: str = "item_id",
-    value: str = "sd",
+    score: str = "sd",
     by: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Summarise per-item spreads across items: mean, median, IQR and extremes.
 
     Parameters
     ----------
-    spread : DataFrame
-        Output of :func:`item_spread` (or any table with one row per item and a ``value``).
+    data : DataFrame
+        Output of :func:`item_spread` (or any table with one row per item and a ``score``).
     item : str
-        Item column of ``spread``.
-    value : str
+        Item column of ``data``.
+    score : str
         Column to summarise (``"sd"`` by default; ``"range"`` or ``"iqr"`` also make sense).
     by : str, sequence of str or None
         Grouping columns; by default every condition column plus ``criterion``.
@@ -233,10 +235,10 @@ def spread_summary(
        n_items  n_undefined  median  iqr
     0        3            1     0.5  0.5
     """
-    keys = _group_columns(spread, item, by)
-    require_columns(spread, keys + [value], what="spread table")
-    values = spread[keys].copy()
-    values["_v"] = numeric_column(spread, value, what="spread table")
+    keys = _group_columns(data, item, by)
+    require_columns(data, keys + [score], what="spread table")
+    values = data[keys].copy()
+    values["_v"] = numeric_column(data, score, what="spread table")
     g = values.groupby(keys, sort=True, dropna=False, observed=True)["_v"]
     out = pd.DataFrame(
         {
@@ -263,24 +265,25 @@ def _at_or_below(values: np.ndarray, threshold: float, strict: bool) -> np.ndarr
     return values <= threshold + slack
 
 
-@reads_frame(frame="spread", keys=("item", "by"), numbers=("value",), log=False)
+@renamed(spread="data", value="score", method="ci_method")
+@reads_frame(frame="data", keys=("item", "by"), numbers=("score",), log=False)
 def share_below(
-    spread: pd.DataFrame,
-    threshold: float | Sequence[float] | Mapping[str, float | Sequence[float]],
+    data: pd.DataFrame,
     *,
+    threshold: float | Sequence[float] | Mapping[str, float | Sequence[float]],
     item: str = "item_id",
-    value: str = "sd",
+    score: str = "sd",
     by: str | Sequence[str] | None = None,
     strict: bool = False,
     undefined: Literal["exclude", "fail"] = "exclude",
     confidence: float = 0.95,
-    method: ProportionMethod = "wilson",
+    ci_method: ProportionMethod = "wilson",
 ) -> pd.DataFrame:
     """Share of items whose spread is at or below (or strictly below) a threshold, with a CI.
 
     Parameters
     ----------
-    spread : DataFrame
+    data : DataFrame
         Output of :func:`item_spread`.
     threshold : float, sequence of float, or mapping criterion -> float(s)
         Thresholds applied to every criterion, or per criterion (e.g.
@@ -298,7 +301,7 @@ def share_below(
         are counted in ``n_undefined``.
     confidence : float
         Confidence level of the interval for the share.
-    method : {"wilson", "clopper-pearson"}
+    ci_method : {"wilson", "clopper-pearson"}
         Wilson score interval (default) or the exact Clopper-Pearson interval.
 
     Returns
@@ -307,7 +310,7 @@ def share_below(
         One row per group x criterion x threshold: group columns, ``criterion``,
         ``threshold``, ``comparison`` (``"<="`` or ``"<"``), ``n_items`` (denominator),
         ``n_undefined``, ``n_below``, ``estimate`` (n_below / n_items), ``ci_low``,
-        ``ci_high`` and ``method``.
+        ``ci_high`` and ``ci_method``.
 
     References
     ----------
@@ -320,21 +323,21 @@ def share_below(
     --------
     >>> spread = pd.DataFrame({"item_id": list("abcd"), "criterion": "total",
     ...                        "sd": [0.0, 0.5, 1.0, 1.5]})
-    >>> share_below(spread, 1.0)[["n_below", "n_items", "estimate"]]
+    >>> share_below(spread, threshold=1.0)[["n_below", "n_items", "estimate"]]
        n_below  n_items  estimate
     0        3        4      0.75
     """
     check_confidence(confidence)
     check_choice("undefined", undefined, ["exclude", "fail"])
-    check_choice("method", method, ["wilson", "clopper-pearson"])
-    keys = _group_columns(spread, item, by)
-    require_columns(spread, keys + [value, "criterion"], what="spread table")
-    values = numeric_column(spread, value, what="spread table")
-    criteria = spread["criterion"].to_numpy()
+    check_choice("ci_method", ci_method, ["wilson", "clopper-pearson"])
+    keys = _group_columns(data, item, by)
+    require_columns(data, keys + [score, "criterion"], what="spread table")
+    values = numeric_column(data, score, what="spread table")
+    criteria = data["criterion"].to_numpy()
     rows = []
     for criterion, limit in _threshold_pairs(threshold, pd.unique(criteria)):
         rows_of = criteria == criterion
-        frame = spread.loc[rows_of, keys].copy()
+        frame = data.loc[rows_of, keys].copy()
         v = values[rows_of]
         frame["_defined"] = ~np.isnan(v)
         frame["_below"] = _at_or_below(np.nan_to_num(v, nan=np.inf), limit, strict)
@@ -353,16 +356,16 @@ def share_below(
         raise DataError(f"no threshold applies to the criteria {list(pd.unique(criteria))}")
     out = pd.concat(rows, ignore_index=True)
     out = out.astype({"n_items": int, "n_undefined": int, "n_below": int})
-    return _add_share(out, "n_below", confidence, method)
+    return _add_share(out, "n_below", confidence, ci_method)
 
 
-def _add_share(table: pd.DataFrame, count: str, confidence: float, method: str) -> pd.DataFrame:
+def _add_share(table: pd.DataFrame, count: str, confidence: float, ci_method: str) -> pd.DataFrame:
     n = table["n_items"].to_numpy(dtype=float)
     k = table[count].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         table["estimate"] = np.where(n > 0, k / n, np.nan)
-    table["ci_low"], table["ci_high"] = proportion_ci(k, n, confidence, method)
-    table["method"] = method
+    table["ci_low"], table["ci_high"] = proportion_ci(k, n, confidence, ci_method)
+    table["ci_method"] = ci_method
     return table
 
 
@@ -378,9 +381,10 @@ def _threshold_pairs(threshold, criteria) -> list[tuple[str, float]]:
     return [(c, float(t)) for c in criteria for t in np.atleast_1d(threshold)]
 
 
-@reads_frame(frame="spread", keys=("item", "by"), fixed=("sd",), log=False)
+@renamed(spread="data", method="ci_method")
+@reads_frame(frame="data", keys=("item", "by"), fixed=("sd",), log=False)
 def success_metric_2(
-    spread: pd.DataFrame,
+    data: pd.DataFrame,
     *,
     categories: Sequence[str],
     total: str = "total",
@@ -392,13 +396,13 @@ def success_metric_2(
     target_share: float = 0.95,
     undefined: Literal["exclude", "fail"] = "exclude",
     confidence: float = 0.95,
-    method: ProportionMethod = "wilson",
+    ci_method: ProportionMethod = "wilson",
 ) -> pd.DataFrame:
     """Success Metric 2: category SD <= 0.40 and total SD <= 1.0 for >= 95% of transcripts.
 
     Parameters
     ----------
-    spread : DataFrame
+    data : DataFrame
         Output of :func:`item_spread` with ``score=[*categories, total]``.
     categories : sequence of str
         The rubric's category (criterion) names.
@@ -423,7 +427,7 @@ def success_metric_2(
         Three rows per group, ``metric`` = ``"category_sd"``, ``"total_sd"`` and ``"both"``
         (an item passes both): group columns, ``metric``, ``threshold`` (NaN for ``both``),
         ``n_items``, ``n_undefined``, ``n_below`` (items passing), ``estimate``, ``ci_low``,
-        ``ci_high``, ``method``, ``target_share``, ``meets`` (``estimate >= target_share``)
+        ``ci_high``, ``ci_method``, ``target_share``, ``meets`` (``estimate >= target_share``)
         and ``meets_with_confidence`` (``ci_low >= target_share``: the data exclude a
         share below target at the stated confidence).
 
@@ -436,9 +440,9 @@ def success_metric_2(
     check_choice("undefined", undefined, ["exclude", "fail"])
     check_confidence(confidence)
     categories = as_list(categories)
-    keys = _group_columns(spread, item, by)
+    keys = _group_columns(data, item, by)
     keys = [k for k in keys if k != "criterion"]
-    wide = spread.pivot_table(
+    wide = data.pivot_table(
         index=[item, *keys], columns="criterion", values="sd", dropna=False, aggfunc="first"
     )
     missing = [c for c in [*categories, total] if c not in wide.columns]
@@ -479,20 +483,21 @@ def success_metric_2(
     out = pd.concat(tables, ignore_index=True)
     out = out.astype({"n_items": int, "n_undefined": int, "n_below": int})
     out = out[[*keys, "metric", "threshold", "n_items", "n_undefined", "n_below"]]
-    out = _add_share(out, "n_below", confidence, method)
+    out = _add_share(out, "n_below", confidence, ci_method)
     out["target_share"] = target_share
     out["meets"] = out["estimate"] >= target_share
     out["meets_with_confidence"] = out["ci_low"] >= target_share
     return out
 
 
-@reads_frame(keys=("item", "condition"), labels=("verdict",))
+@renamed(verdict="score")
+@reads_frame(keys=("item", "condition"), labels=("score",))
 def vote_stability(
     data: pd.DataFrame,
     *,
     item: str = "item_id",
     condition: str | Sequence[str] | None = "condition_id",
-    verdict: str = "verdict",
+    score: str = "verdict",
     error: str | None = "error_flag",
     agreement: float = 0.95,
     max_attempts: int = 101,
@@ -503,10 +508,10 @@ def vote_stability(
     Parameters
     ----------
     data : DataFrame
-        Attempt log with a boolean (nullable) ``verdict`` column.
+        Attempt log with a boolean (nullable) ``score`` column.
     item, condition, error
         As in :func:`item_spread`.
-    verdict : str
+    score : str
         Boolean column (True/False, missing allowed) or 0/1 numbers.
     agreement : float
         Probability with which the majority of ``n`` attempts must agree with the
@@ -520,8 +525,8 @@ def vote_stability(
     -------
     DataFrame
         One row per item x condition: keys, ``n`` (valid verdicts), ``n_errors``,
-        ``n_missing``, ``n_true``, ``share_true``, ``ci_low``/``ci_high`` (Wilson interval
-        for ``share_true``), ``majority`` (True/False, NA on a tie), ``flip_rate`` (share of
+        ``n_missing``, ``n_true``, ``estimate`` (the share of True), ``ci_low``/``ci_high``
+        (its Wilson interval), ``majority`` (True/False, NA on a tie), ``flip_rate`` (share of
         attempts disagreeing with the majority, ``min(k, n-k)/n``), ``entropy_bits``
         (Shannon entropy of the verdict distribution, 0 = unanimous, 1 = evenly split),
         ``borderline`` (the interval contains 0.5: the data cannot tell which way the item
@@ -547,13 +552,13 @@ def vote_stability(
     if not 0.5 < agreement < 1:
         raise DataError(f"agreement={agreement!r} must lie strictly between 0.5 and 1")
     keys = [item, *as_list(condition)]
-    require_columns(data, keys + [verdict] + as_list(error))
+    require_columns(data, keys + [score] + as_list(error))
     valid = valid_mask(data, error)
-    v = numeric_column(data, verdict)
+    v = numeric_column(data, score)
     bad = ~np.isnan(v) & (v != 0) & (v != 1)
     if bad.any():
         row = data.index[np.argmax(bad)]
-        raise DataError(f"column {verdict!r} must be boolean; row {row!r} holds {data[verdict][row]!r}")
+        raise DataError(f"column {score!r} must be boolean; row {row!r} holds {data[score][row]!r}")
     frame = data[keys].copy()
     frame["_error"] = ~valid
     frame["_v"] = np.where(valid, v, np.nan)
@@ -569,7 +574,7 @@ def vote_stability(
         share = k / n
         minority = np.minimum(k, n - k) / n
         entropy = stats.entropy(np.vstack([share, 1 - share]), base=2, axis=0)
-    out["share_true"] = share
+    out["estimate"] = share
     out["ci_low"], out["ci_high"] = proportion_ci(k, n, confidence, "wilson")
     out["majority"] = pd.array(np.where(k * 2 == n, None, k * 2 > n), dtype="boolean")
     out.loc[n == 0, "majority"] = pd.NA

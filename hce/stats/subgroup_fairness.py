@@ -73,11 +73,11 @@ def fairness(
     AnalysisResult
         ``omnibus``: condition columns, ``stratum`` (column), ``measure``, ``k`` (levels),
         ``statistic`` (Kruskal-Wallis H), ``df1``, ``p_value``, ``p_adjusted``,
-        ``effect_size`` (epsilon squared), ``ci_low``, ``ci_high``, ``n`` (items), ``method``.
+        ``effect_size`` (epsilon squared), ``effect_ci_low``, ``effect_ci_high``, ``n`` (items), ``method``.
         ``pairwise``: condition columns, ``stratum``, ``measure``, ``a``, ``b`` (levels),
         ``n_a``, ``n_b``, ``median_a``, ``median_b``, ``statistic`` (U of a), ``p_value``,
         ``p_adjusted``, ``effect_size`` (rank-biserial r, positive when ``a`` is higher),
-        ``ci_low``, ``ci_high``, ``disadvantaged`` (the level on the harmful side, when
+        ``effect_ci_low``, ``effect_ci_high``, ``disadvantaged`` (the level on the harmful side, when
         ``p_adjusted < alpha``; else empty), ``detrimental`` (bool), ``method``.
         ``verdict``: one row per condition: ``n_tests``, ``alpha``, ``adjustment``,
         ``any_detrimental``, ``disadvantaged`` (``"stratum=level"`` list), ``passes``

@@ -5,7 +5,7 @@ Module name: ``tests.py`` as in the design. pytest does not collect it (it colle
 uses the Hypothesis library and a module of that name would read as (and shadow) it.
 
 Every function returns a tidy DataFrame with ``statistic``, ``p_value``, ``effect_size``,
-``ci_low``/``ci_high`` (the effect size's interval, two-sided at ``confidence``), ``n`` and
+``effect_ci_low``/``effect_ci_high`` (the effect size's interval, two-sided at ``confidence``), ``n`` and
 ``method``. p-values follow R's defaults so that numbers match ``wilcox.test``,
 ``friedman.test``, ``kruskal.test`` and ``chisq.test``.
 """
@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentrality_ci, proportion_ci
 from hce.stats._resample import (
@@ -177,18 +178,19 @@ def mann_whitney_core(
     low, high = fisher_z_ci(r, np.sqrt((n_x + n_y + 1) / (3 * n_x * n_y)), confidence)
     return {
         "statistic": u, "p_value": float(res.pvalue), "effect_size": r,
-        "ci_low": low, "ci_high": high,
+        "effect_ci_low": low, "effect_ci_high": high,
         "method": "Mann-Whitney U, " + ("exact" if use_exact else _approx(continuity))
                   + "; rank-biserial r",
     }  # fmt: skip
 
 
-@reads_frame(keys=("group",), numbers=("value",))
+@renamed(group="condition", value="score")
+@reads_frame(keys=("condition",), numbers=("score",))
 def mann_whitney(
     data: pd.DataFrame,
     *,
-    group: str = "condition_id",
-    value: str = "sd",
+    condition: str = "condition_id",
+    score: str = "sd",
     a: object = None,
     b: object = None,
     alternative: Alternative = "two-sided",
@@ -196,18 +198,18 @@ def mann_whitney(
     continuity: bool = True,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    r"""Mann-Whitney U test (Wilcoxon rank-sum) of ``value`` between two groups (H1a).
+    r"""Mann-Whitney U test (Wilcoxon rank-sum) of ``score`` between two groups (H1a).
 
     Parameters
     ----------
     data : DataFrame
         Long table, e.g. :func:`hce.stats.item_spread` output.
-    group : str
+    condition : str
         Column holding the group labels.
-    value : str
+    score : str
         Numeric column compared; NaNs are dropped.
     a, b : object
-        The two levels compared (``a`` vs ``b``); optional when ``group`` has two levels.
+        The two levels compared (``a`` vs ``b``); optional when ``condition`` has two levels.
     alternative : {"two-sided", "less", "greater"}
         ``"less"``: ``a`` tends to be smaller than ``b``.
     exact : bool or None
@@ -225,7 +227,7 @@ def mann_whitney(
         One row: ``a``, ``b``, ``n_a``, ``n_b``, ``median_a``, ``median_b``, ``statistic``
         (U of ``a``: pairs with a > b plus half the ties; R's ``W``), ``p_value``,
         ``effect_size`` (rank-biserial r, positive when ``a`` tends to be larger),
-        ``ci_low``, ``ci_high``, ``n`` (n_a + n_b), ``alternative``, ``method``.
+        ``effect_ci_low``, ``effect_ci_high``, ``n`` (n_a + n_b), ``alternative``, ``method``.
 
     Notes
     -----
@@ -244,13 +246,13 @@ def mann_whitney(
     Examples
     --------
     >>> df = pd.DataFrame({"g": ["x"] * 3 + ["y"] * 3, "v": [1, 2, 3, 4, 5, 6]})
-    >>> mann_whitney(df, group="g", value="v")[["statistic", "p_value", "effect_size"]]
+    >>> mann_whitney(df, condition="g", score="v")[["statistic", "p_value", "effect_size"]]
        statistic  p_value  effect_size
     0        0.0      0.1         -1.0
     """
     check_choice("alternative", alternative, _ALTERNATIVES)
     check_confidence(confidence)
-    a, b, x, y = _two_groups(data, group, value, a, b)
+    a, b, x, y = _two_groups(data, condition, score, a, b)
     core = mann_whitney_core(x, y, alternative=alternative, exact=exact, continuity=continuity,
                              confidence=confidence)
     row = {"a": a, "b": b, "n_a": len(x), "n_b": len(y),
@@ -279,7 +281,7 @@ def wilcoxon_core(
     base = {"n_pairs": d.size, "n_zero": n_zero}
     if n == 0:
         return {**base, "statistic": 0.0, "p_value": np.nan, "effect_size": np.nan,
-                "ci_low": np.nan, "ci_high": np.nan,
+                "effect_ci_low": np.nan, "effect_ci_high": np.nan,
                 "method": "Wilcoxon signed-rank: every difference is zero"}  # fmt: skip
     ranks = stats.rankdata(np.abs(nz))
     v = float(ranks[nz > 0].sum())
@@ -294,18 +296,19 @@ def wilcoxon_core(
     se = np.sqrt((2 * n**3 + 3 * n**2 + n) / 6) / total
     low, high = fisher_z_ci(r, se, confidence)
     return {**base, "statistic": v, "p_value": float(res.pvalue), "effect_size": r,
-            "ci_low": low, "ci_high": high,
+            "effect_ci_low": low, "effect_ci_high": high,
             "method": "Wilcoxon signed-rank, " + ("exact" if use_exact else _approx(continuity))
                       + ", zeros dropped; matched-pairs rank-biserial r"}  # fmt: skip
 
 
-@reads_frame(keys=("pair", "group"), numbers=("value",))
+@renamed(pair="item", group="condition", value="score")
+@reads_frame(keys=("item", "condition"), numbers=("score",))
 def wilcoxon_paired(
     data: pd.DataFrame,
     *,
-    pair: str = "item_id",
-    group: str = "condition_id",
-    value: str = "mae",
+    item: str = "item_id",
+    condition: str = "condition_id",
+    score: str = "mae",
     a: object = None,
     b: object = None,
     alternative: Alternative = "two-sided",
@@ -313,20 +316,20 @@ def wilcoxon_paired(
     continuity: bool = True,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    r"""Wilcoxon signed-rank test of ``a`` vs ``b``, paired by ``pair`` (H1b).
+    r"""Wilcoxon signed-rank test of ``a`` vs ``b``, paired by ``item`` (H1b).
 
     Parameters
     ----------
     data : DataFrame
-        Long table with one ``value`` per pair x group (e.g. MAE per item x condition).
-    pair : str
+        Long table with one ``score`` per pair x group (e.g. MAE per item x condition).
+    item : str
         Column that pairs the observations (the item).
-    group : str
+    condition : str
         Column holding the two conditions.
-    value : str
+    score : str
         Numeric column; differences are ``a - b``.
     a, b : object
-        Levels compared; optional when ``group`` has two levels.
+        Levels compared; optional when ``condition`` has two levels.
     alternative : {"two-sided", "less", "greater"}
         ``"less"``: ``a`` tends to be smaller than ``b``.
     exact : bool or None
@@ -343,7 +346,7 @@ def wilcoxon_paired(
         One row: ``a``, ``b``, ``n_pairs`` (complete pairs), ``n_zero`` (zero differences,
         dropped), ``median_a``, ``median_b``, ``statistic`` (R's ``V``: sum of ranks of
         positive ``a - b``), ``p_value``, ``effect_size`` (matched-pairs rank-biserial r,
-        positive when ``a`` tends to be larger), ``ci_low``, ``ci_high``, ``n`` (non-zero
+        positive when ``a`` tends to be larger), ``effect_ci_low``, ``effect_ci_high``, ``n`` (non-zero
         pairs), ``alternative``, ``method``.
 
     Notes
@@ -359,9 +362,9 @@ def wilcoxon_paired(
     """
     check_choice("alternative", alternative, _ALTERNATIVES)
     check_confidence(confidence)
-    require_columns(data, [pair, group, value])
-    a, b = two_levels(data, group, a, b)
-    matrix, _, _ = block_matrix(data, pair, group, value, [a, b])
+    require_columns(data, [item, condition, score])
+    a, b = two_levels(data, condition, a, b)
+    matrix, _, _ = block_matrix(data, item, condition, score, [a, b])
     core = wilcoxon_core(matrix[:, 0] - matrix[:, 1], alternative=alternative, exact=exact,
                          continuity=continuity, confidence=confidence)  # fmt: skip
     median_a, median_b = (np.median(matrix, axis=0) if len(matrix) else (np.nan, np.nan))
@@ -397,7 +400,7 @@ def friedman_core(
     matrix: np.ndarray,
     *,
     confidence: float = 0.95,
-    n_boot: int = 2000,
+    n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> dict[str, object]:
     """Friedman chi-squared (tie-corrected, as R) and Kendall's W on a blocks x groups matrix."""
@@ -415,34 +418,35 @@ def friedman_core(
     low, high = percentile_interval(boot_w, confidence) if np.isfinite(w) else (np.nan, np.nan)
     return {
         "statistic": chi2, "df1": k - 1, "p_value": float(stats.chi2.sf(chi2, k - 1)),
-        "effect_size": w, "ci_low": float(low), "ci_high": float(high), "n": n,
+        "effect_size": w, "effect_ci_low": float(low), "effect_ci_high": float(high), "n": n,
         "method": f"Friedman chi-squared (tie-corrected); Kendall's W, percentile bootstrap "
                   f"CI over blocks (B={n_boot})",
     }  # fmt: skip
 
 
-@reads_frame(keys=("block", "group"), numbers=("value",))
+@renamed(block="item", group="condition", value="score")
+@reads_frame(keys=("item", "condition"), numbers=("score",))
 def friedman(
     data: pd.DataFrame,
     *,
-    block: str = "item_id",
-    group: str = "condition_id",
-    value: str = "sd",
+    item: str = "item_id",
+    condition: str = "condition_id",
+    score: str = "sd",
     confidence: float = 0.95,
-    n_boot: int = 2000,
+    n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
-    r"""Friedman's test of ``value`` across groups within blocks, with Kendall's W (H2, H3).
+    r"""Friedman's test of ``score`` across groups within blocks, with Kendall's W (H2, H3).
 
     Parameters
     ----------
     data : DataFrame
-        One ``value`` per block x group (e.g. SD per item x prompt).
-    block : str
+        One ``score`` per block x group (e.g. SD per item x prompt).
+    item : str
         Block column (the item); blocks missing a group are dropped with a warning.
-    group : str
+    condition : str
         Group column (prompt, model).
-    value : str
+    score : str
         Numeric column compared.
     confidence : float
         Level of the bootstrap interval for W.
@@ -455,7 +459,7 @@ def friedman(
     -------
     DataFrame
         One row: ``statistic`` (Friedman chi-squared), ``df1`` (k - 1), ``p_value``,
-        ``effect_size`` (Kendall's W), ``ci_low``, ``ci_high``, ``n`` (complete blocks),
+        ``effect_size`` (Kendall's W), ``effect_ci_low``, ``effect_ci_high``, ``n`` (complete blocks),
         ``k`` (groups), ``n_dropped`` (incomplete blocks), ``method``.
 
     Notes
@@ -471,7 +475,7 @@ def friedman(
     .. [2] R Core Team. ``stats::friedman.test``.
     """
     check_confidence(confidence)
-    matrix, levels, dropped = block_matrix(data, block, group, value)
+    matrix, levels, dropped = block_matrix(data, item, condition, score)
     core = friedman_core(matrix, confidence=confidence, n_boot=n_boot, random_state=random_state)
     core.update({"k": len(levels), "n_dropped": dropped})
     return _ordered(pd.DataFrame([core]))
@@ -480,13 +484,14 @@ def friedman(
 PosthocMethod = Literal["nemenyi", "conover", "wilcoxon"]
 
 
-@reads_frame(keys=("block", "group"), numbers=("value",))
+@renamed(block="item", group="condition", value="score")
+@reads_frame(keys=("item", "condition"), numbers=("score",))
 def posthoc(
     data: pd.DataFrame,
     *,
-    block: str = "item_id",
-    group: str = "condition_id",
-    value: str = "sd",
+    item: str = "item_id",
+    condition: str = "condition_id",
+    score: str = "sd",
     method: PosthocMethod = "nemenyi",
     p_adjust_method: Adjustment = "holm",
     confidence: float = 0.95,
@@ -513,8 +518,8 @@ def posthoc(
         (within-block ranks), ``median_a``, ``median_b``, ``statistic`` (Nemenyi: the
         studentized range q; Conover: t; Wilcoxon: V), ``df1`` (Conover: (n-1)(k-1)),
         ``p_value``, ``p_adjusted``, ``adjustment``, ``effect_size`` (matched-pairs
-        rank-biserial r of a - b, positive when ``a`` tends to be larger), ``ci_low``,
-        ``ci_high``, ``method``.
+        rank-biserial r of a - b, positive when ``a`` tends to be larger), ``effect_ci_low``,
+        ``effect_ci_high``, ``method``.
 
     Notes
     -----
@@ -535,7 +540,7 @@ def posthoc(
     check_choice("method", method, ["nemenyi", "conover", "wilcoxon"])
     check_choice("p_adjust_method", p_adjust_method, _ADJUSTMENTS)
     check_confidence(confidence)
-    matrix, levels, _ = block_matrix(data, block, group, value)
+    matrix, levels, _ = block_matrix(data, item, condition, score)
     n, k = matrix.shape
     if n < 2 or k < 2:
         raise DataError(f"post-hoc tests need >= 2 complete blocks and >= 2 groups (got {n} x {k})")
@@ -548,8 +553,8 @@ def posthoc(
                "mean_rank_a": rank_sums[i] / n, "mean_rank_b": rank_sums[j] / n,
                "median_a": float(np.median(matrix[:, i])),
                "median_b": float(np.median(matrix[:, j])),
-               "effect_size": pair["effect_size"], "ci_low": pair["ci_low"],
-               "ci_high": pair["ci_high"], "df1": np.nan}  # fmt: skip
+               "effect_size": pair["effect_size"], "effect_ci_low": pair["effect_ci_low"],
+               "effect_ci_high": pair["effect_ci_high"], "df1": np.nan}  # fmt: skip
         diff = abs(rank_sums[i] - rank_sums[j])
         if method == "nemenyi":
             q = np.sqrt(2) * (diff / n) / np.sqrt(k * (k + 1) / (6 * n))
@@ -580,27 +585,28 @@ def posthoc(
 Transform = Literal["sqrt", "log", "log1p", "none"]
 
 
-@reads_frame(keys=("subject", "within"), numbers=("value",))
+@renamed(subject="item", within="condition", value="score")
+@reads_frame(keys=("item", "condition"), numbers=("score",))
 def rm_anova(
     data: pd.DataFrame,
     *,
-    subject: str = "item_id",
-    within: str = "condition_id",
-    value: str = "sd",
+    item: str = "item_id",
+    condition: str = "condition_id",
+    score: str = "sd",
     transform: Transform = "sqrt",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    r"""One-way repeated-measures ANOVA of (transformed) ``value``: the PRD's alternative to Friedman.
+    r"""One-way repeated-measures ANOVA of (transformed) ``score``: the PRD's alternative to Friedman.
 
     Parameters
     ----------
     data : DataFrame
-        One ``value`` per subject x condition (e.g. SD per item x model).
-    subject : str
+        One ``score`` per subject x condition (e.g. SD per item x model).
+    item : str
         Subject (block) column; incomplete subjects are dropped with a warning.
-    within : str
+    condition : str
         Within-subject factor.
-    value : str
+    score : str
         Numeric column.
     transform : {"sqrt", "log", "log1p", "none"}
         Variance-stabilising transform applied first. ``"sqrt"`` (default) accepts the
@@ -613,7 +619,7 @@ def rm_anova(
     DataFrame
         One row: ``statistic`` (F), ``df1``, ``df2``, ``p_value`` (uncorrected),
         ``epsilon`` (Greenhouse-Geisser), ``p_gg`` (p with GG-corrected df),
-        ``effect_size`` (partial eta squared), ``ci_low``, ``ci_high``, ``eta2_generalized``,
+        ``effect_size`` (partial eta squared), ``effect_ci_low``, ``effect_ci_high``, ``eta2_generalized``,
         ``normality_p`` (Shapiro-Wilk of the residuals), ``n`` (subjects), ``k``,
         ``transform``, ``method``.
 
@@ -634,11 +640,11 @@ def rm_anova(
     """
     check_choice("transform", transform, ["sqrt", "log", "log1p", "none"])
     check_confidence(confidence)
-    matrix, _, _ = block_matrix(data, subject, within, value)
+    matrix, _, _ = block_matrix(data, item, condition, score)
     if transform != "none" and (matrix < 0).any():
-        raise DataError(f"transform={transform!r} needs non-negative {value!r} values")
+        raise DataError(f"transform={transform!r} needs non-negative {score!r} values")
     if transform == "log" and (matrix == 0).any():
-        raise DataError(f"transform='log' met zero {value!r} values; use 'sqrt' or 'log1p'")
+        raise DataError(f"transform='log' met zero {score!r} values; use 'sqrt' or 'log1p'")
     y = {"sqrt": np.sqrt, "log": np.log, "log1p": np.log1p, "none": np.asarray}[transform](matrix)
     n, k = y.shape
     if n < 2 or k < 2:
@@ -658,7 +664,7 @@ def rm_anova(
     row = {"statistic": f, "df1": df1, "df2": df2, "p_value": float(stats.f.sf(f, df1, df2)),
            "epsilon": eps, "p_gg": float(stats.f.sf(f, df1 * eps, df2 * eps)),
            "effect_size": ss_cond / (ss_cond + ss_err),
-           "ci_low": ncp_low / (ncp_low + df2), "ci_high": ncp_high / (ncp_high + df2),
+           "effect_ci_low": ncp_low / (ncp_low + df2), "effect_ci_high": ncp_high / (ncp_high + df2),
            "eta2_generalized": ss_cond / (ss_cond + ss_subj + ss_err),
            "normality_p": _residual_normality(y), "n": n, "k": k,
            "transform": transform,
@@ -683,25 +689,26 @@ def kruskal_core(groups: list[np.ndarray]) -> tuple[float, float, float]:
     return float(h), float(p), float(h / (n - 1))
 
 
-@reads_frame(keys=("group",), numbers=("value",))
+@renamed(group="condition", value="score")
+@reads_frame(keys=("condition",), numbers=("score",))
 def kruskal_wallis(
     data: pd.DataFrame,
     *,
-    group: str = "condition_id",
-    value: str = "total",
+    condition: str = "condition_id",
+    score: str = "total",
     confidence: float = 0.95,
     n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
-    r"""Kruskal-Wallis test of ``value`` across independent groups, with epsilon squared.
+    r"""Kruskal-Wallis test of ``score`` across independent groups, with epsilon squared.
 
     Parameters
     ----------
     data : DataFrame
-        Long table; rows with a missing ``group`` or ``value`` are dropped.
-    group : str
+        Long table; rows with a missing ``condition`` or ``score`` are dropped.
+    condition : str
         Grouping column (e.g. a demographic stratum).
-    value : str
+    score : str
         Numeric column.
     confidence : float
         Level of the bootstrap interval for epsilon squared.
@@ -714,7 +721,7 @@ def kruskal_wallis(
     -------
     DataFrame
         One row: ``statistic`` (H), ``df1`` (groups - 1), ``p_value``, ``effect_size``
-        (:math:`\varepsilon^2_R = H/(n-1)`), ``ci_low``, ``ci_high``, ``n``, ``k``, ``method``.
+        (:math:`\varepsilon^2_R = H/(n-1)`), ``effect_ci_low``, ``effect_ci_high``, ``n``, ``k``, ``method``.
 
     Notes
     -----
@@ -728,14 +735,14 @@ def kruskal_wallis(
        revisited. Trends in Sport Sciences 21, 19-25.
     """
     check_confidence(confidence)
-    require_columns(data, [group, value])
-    v = numeric_column(data, value)
-    g = data[group].to_numpy()
-    keep = ~np.isnan(v) & pd.notna(data[group]).to_numpy()
+    require_columns(data, [condition, score])
+    v = numeric_column(data, score)
+    g = data[condition].to_numpy()
+    keep = ~np.isnan(v) & pd.notna(data[condition]).to_numpy()
     levels = list(pd.unique(g[keep]))
     groups = [v[keep & (g == level)] for level in levels]
     if len(groups) < 2:
-        raise DataError(f"Kruskal-Wallis needs >= 2 groups in {group!r}; found {levels}")
+        raise DataError(f"Kruskal-Wallis needs >= 2 groups in {condition!r}; found {levels}")
     row = kruskal_row(groups, confidence, n_boot, random_state)
     return _ordered(pd.DataFrame([row]))
 
@@ -776,7 +783,7 @@ def kruskal_row(groups, confidence, n_boot, random_state) -> dict[str, object]:
     boot_eps2 = np.nan_to_num(_bootstrap_kruskal_h(groups, n_boot, rng) / (n - 1), nan=0.0)
     low, high = percentile_interval(boot_eps2, confidence)
     return {"statistic": h, "df1": len(groups) - 1, "p_value": p, "effect_size": eps2,
-            "ci_low": float(low), "ci_high": float(high), "n": n, "k": len(groups),
+            "effect_ci_low": float(low), "effect_ci_high": float(high), "n": n, "k": len(groups),
             "method": f"Kruskal-Wallis H (tie-corrected); epsilon squared, stratified "
                       f"percentile bootstrap CI (B={n_boot})"}  # fmt: skip
 
@@ -785,7 +792,7 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
     """Put the conventional columns in the conventional order; keep any others after."""
     first = ["a", "b", "k", "n_a", "n_b", "n_pairs", "n_zero", "mean_rank_a", "mean_rank_b",
              "median_a", "median_b", "statistic", "df1", "df2", "p_value", "epsilon", "p_gg",
-             "p_adjusted", "adjustment", "effect_size", "ci_low", "ci_high", "n"]  # fmt: skip
+             "p_adjusted", "adjustment", "effect_size", "effect_ci_low", "effect_ci_high", "n"]  # fmt: skip
     cols = [c for c in first if c in table.columns]
     cols += [c for c in table.columns if c not in cols and c != "method"] + ["method"]
     return table[cols]
@@ -818,8 +825,8 @@ def contingency_core(
     v = float(np.sqrt(chi2 / (n * m)))
     ncp_low, ncp_high = noncentrality_ci(chi2, lambda x, nc: stats.ncx2.cdf(x, df, nc) if nc > 0
                                          else stats.chi2.cdf(x, df), confidence, upper_start=chi2)  # fmt: skip
-    row = {"effect_size": v, "ci_low": float(min(np.sqrt(ncp_low / (n * m)), 1.0)),
-           "ci_high": float(min(np.sqrt(ncp_high / (n * m)), 1.0)), "n": int(n), "min_expected": min_expected}  # fmt: skip
+    row = {"effect_size": v, "effect_ci_low": float(min(np.sqrt(ncp_low / (n * m)), 1.0)),
+           "effect_ci_high": float(min(np.sqrt(ncp_high / (n * m)), 1.0)), "n": int(n), "min_expected": min_expected}  # fmt: skip
     if method == "chi2":
         yates = (r, c) == (2, 2)
         stat, p, df, _ = stats.chi2_contingency(table, correction=yates)
@@ -842,11 +849,12 @@ def contingency_core(
     return row
 
 
-@reads_frame(keys=("group", "codes"))
+@renamed(group="condition")
+@reads_frame(keys=("condition", "codes"))
 def contingency_test(
     data: pd.DataFrame,
     *,
-    group: str = "model",
+    condition: str = "model",
     codes: str | Sequence[str] = "code",
     method: ContingencyMethod = "auto",
     confidence: float = 0.95,
@@ -858,9 +866,9 @@ def contingency_test(
     Parameters
     ----------
     data : DataFrame
-        One row per coded segment: a ``group`` column (the model) and one column per coding
+        One row per coded segment: a ``condition`` column (the model) and one column per coding
         dimension (e.g. ``evidence_type``). Missing codes are dropped.
-    group : str
+    condition : str
         Column whose levels are compared.
     codes : str or sequence of str
         Coding dimension(s); one test per dimension.
@@ -881,7 +889,7 @@ def contingency_test(
     DataFrame
         One row per coding dimension: ``code``, ``statistic`` (chi-squared; odds ratio for
         a 2 x 2 Fisher test (the sample odds ratio); NaN for Monte Carlo), ``df1``, ``p_value``, ``effect_size``
-        (Cramer's V), ``ci_low``, ``ci_high``, ``n`` (segments), ``min_expected``, ``method``.
+        (Cramer's V), ``effect_ci_low``, ``effect_ci_high``, ``n`` (segments), ``min_expected``, ``method``.
 
     Notes
     -----
@@ -897,47 +905,49 @@ def contingency_test(
     check_choice("method", method, ["auto", "chi2", "fisher"])
     check_confidence(confidence)
     code_columns = [codes] if isinstance(codes, str) else list(codes)
-    require_columns(data, [group, *code_columns])
+    require_columns(data, [condition, *code_columns])
     rng = as_generator(random_state)
     rows = []
     for code in code_columns:
-        table = pd.crosstab(data[group], data[code]).to_numpy()
+        table = pd.crosstab(data[condition], data[code]).to_numpy()
         core = contingency_core(table, method=method, confidence=confidence, n_sim=n_sim,
                                 random_state=rng)  # fmt: skip
         rows.append({"code": code, **core})
     return _ordered(pd.DataFrame(rows))
 
 
-@reads_frame(keys=("group", "codes"))
+@renamed(group="condition")
+@reads_frame(keys=("condition", "codes"))
 def code_frequencies(
-    data: pd.DataFrame, *, group: str = "model", codes: str | Sequence[str] = "code", confidence: float = 0.95
+    data: pd.DataFrame, *, condition: str = "model", codes: str | Sequence[str] = "code", confidence: float = 0.95
 ) -> pd.DataFrame:
     """Counts and within-group shares of each code level by group (Experiment 4, step 1).
 
     Returns
     -------
     DataFrame
-        One row per coding dimension x group x level: ``code``, ``group`` (the group's
-        label), ``level``, ``count``, ``share`` (of the group's coded segments), ``n`` (the
-        group's coded segments) and the Wilson interval of the share (``ci_low``,
-        ``ci_high``; R ``prop.test(correct = FALSE)``), which treats segments as independent.
+        One row per coding dimension x group x level: ``code``, the ``condition`` column
+        (the group), ``level``, ``count``, ``estimate`` (the share of the group's coded
+        segments), ``n`` (the group's coded segments) and the Wilson interval of the share
+        (``ci_low``, ``ci_high``; R ``prop.test(correct = FALSE)``), which treats segments
+        as independent.
 
     Examples
     --------
     >>> import pandas as pd
     >>> codes = pd.DataFrame({"model": ["a", "a", "a", "b"], "code": ["q", "q", "p", "p"]})
     >>> code_frequencies(codes).round(3).to_dict("records")[0]
-    {'code': 'code', 'group': 'a', 'level': 'p', 'count': 1, 'share': 0.333, 'n': 3, 'ci_low': 0.061, 'ci_high': 0.792}
+    {'code': 'code', 'model': 'a', 'level': 'p', 'count': 1, 'estimate': 0.333, 'n': 3, 'ci_low': 0.061, 'ci_high': 0.792}
     """
     check_confidence(confidence)
     code_columns = [codes] if isinstance(codes, str) else list(codes)
-    require_columns(data, [group, *code_columns])
+    require_columns(data, [condition, *code_columns])
     tables = []
     for code in code_columns:
-        counts = pd.crosstab(data[group], data[code]).stack().rename("count").reset_index()
-        counts.columns = ["group", "level", "count"]
-        counts["n"] = counts.groupby("group")["count"].transform("sum")
-        counts.insert(3, "share", counts["count"] / counts["n"])
+        counts = pd.crosstab(data[condition], data[code]).stack().rename("count").reset_index()
+        counts.columns = [condition, "level", "count"]
+        counts["n"] = counts.groupby(condition)["count"].transform("sum")
+        counts.insert(3, "estimate", counts["count"] / counts["n"])
         counts["ci_low"], counts["ci_high"] = proportion_ci(counts["count"].to_numpy(), counts["n"].to_numpy(), confidence, "wilson")
         counts.insert(0, "code", code)
         tables.append(counts)

@@ -22,9 +22,11 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
+from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats.effects import CORRELATION_METHODS, CorrelationMethod, correlation_core
 from hce.stats._validate import reads_frame
+from hce.stats.effects import CORRELATION_METHODS, CorrelationMethod, correlation_core
 
 __all__ = ["discriminant_validity", "rater_expertise", "substantive_validity"]
 
@@ -48,11 +50,13 @@ def _auc_delong(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return auc, float(np.sqrt(var))
 
 
-@reads_frame(keys=("group", "attribute"), numbers=("score",))
+@renamed(group="condition")
+@reads_frame(keys=("condition", "attribute"), numbers=("score",))
+@fill_doc
 def discriminant_validity(
     data: pd.DataFrame,
     *,
-    group: str,
+    condition: str,
     score: str,
     high: object,
     low: object,
@@ -69,23 +73,20 @@ def discriminant_validity(
     ----------
     data : DataFrame
         Long ratings: one row per score.
-    group : str
+    condition : str
         Column naming each row's quality group.
     score : str
         Numeric score column.
     high, low : object
-        Values of ``group`` for the high- and the low-quality texts.
-    attribute : str, optional
-        Column of rubric attributes; one row of output per attribute.
-    confidence : float, default 0.95
-        Level of the effect-size interval.
+        Values of ``condition`` for the high- and the low-quality texts.
+    %(attribute_effect)s
 
     Returns
     -------
     DataFrame
         ``attribute, n_high, n_low, median_high, median_low, statistic`` (U of the high
-        group), ``p_value`` (two-sided), ``effect_size`` (rank-biserial r), ``ci_low,
-        ci_high, method``.
+        group), ``p_value`` (two-sided), ``effect_size`` (rank-biserial r), ``effect_ci_low,
+        effect_ci_high, method``.
 
     Notes
     -----
@@ -110,23 +111,23 @@ def discriminant_validity(
     >>> import pandas as pd
     >>> d = pd.DataFrame({"model": ["good"] * 5 + ["poor"] * 5,
     ...                   "score": [5, 4, 5, 4, 3, 2, 3, 1, 2, 2]})
-    >>> res = discriminant_validity(d, group="model", score="score", high="good", low="poor")
+    >>> res = discriminant_validity(d, condition="model", score="score", high="good", low="poor")
     >>> res[["statistic", "effect_size"]].round(2).to_string(index=False)
     ' statistic  effect_size\\n      24.5         0.96'
     """
     check_confidence(confidence)
-    require_columns(data, [group, score] + ([attribute] if attribute else []))
-    values = set(data[group].dropna().unique())
+    require_columns(data, [condition, score] + ([attribute] if attribute else []))
+    values = set(data[condition].dropna().unique())
     for name, value in (("high", high), ("low", low)):
         if value not in values:
-            raise DataError(f"{name}={value!r} is not a value of column {group!r}; "
+            raise DataError(f"{name}={value!r} is not a value of column {condition!r}; "
                             f"values present: {sorted(map(str, values))}")
     z = stats.norm.ppf(0.5 + confidence / 2)
     rows = []
     for label, part in _by_attribute(data, attribute):
         y = numeric_column(part, score)
-        x_high = y[(part[group] == high).to_numpy() & np.isfinite(y)]
-        x_low = y[(part[group] == low).to_numpy() & np.isfinite(y)]
+        x_high = y[(part[condition] == high).to_numpy() & np.isfinite(y)]
+        x_low = y[(part[condition] == low).to_numpy() & np.isfinite(y)]
         if x_high.size == 0 or x_low.size == 0:
             raise DataError(f"attribute {label!r}: a group has no scores "
                             f"(high {x_high.size}, low {x_low.size})")
@@ -142,20 +143,21 @@ def discriminant_validity(
             "median_high": float(np.median(x_high)), "median_low": float(np.median(x_low)),
             "statistic": float(test.statistic), "p_value": float(test.pvalue),
             "effect_size": 2 * auc - 1,
-            "ci_low": max(2 * (auc - z * se) - 1, -1.0),
-            "ci_high": min(2 * (auc + z * se) - 1, 1.0),
+            "effect_ci_low": max(2 * (auc - z * se) - 1, -1.0),
+            "effect_ci_high": min(2 * (auc + z * se) - 1, 1.0),
             "method": "Mann-Whitney U; rank-biserial r with DeLong interval"})
     return pd.DataFrame(rows)
 
 
-@reads_frame(keys=("attribute", "target"), numbers=("predictor", "score"))
+@renamed(target="item")
+@reads_frame(keys=("attribute", "item"), numbers=("predictor", "score"))
 def substantive_validity(
     data: pd.DataFrame,
     *,
     predictor: str,
     score: str,
     attribute: str | None = None,
-    target: str | None = None,
+    item: str | None = None,
     method: CorrelationMethod = "pearson",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -174,7 +176,7 @@ def substantive_validity(
         Numeric score column.
     attribute : str, optional
         Column of rubric attributes; one row of output per attribute.
-    target : str, optional
+    item : str, optional
         Column identifying the rated text. When given, scores are averaged per text (over
         raters or attempts) before correlating, as the seed did; the predictor must then be
         constant within a text.
@@ -215,14 +217,14 @@ def substantive_validity(
     """
     check_choice("method", method, CORRELATION_METHODS)
     check_confidence(confidence)
-    cols = [predictor, score] + [c for c in (attribute, target) if c]
+    cols = [predictor, score] + [c for c in (attribute, item) if c]
     require_columns(data, cols)
     rows = []
     for label, part in _by_attribute(data, attribute):
         frame = pd.DataFrame({"x": numeric_column(part, predictor),
                               "y": numeric_column(part, score)}, index=part.index)
-        if target is not None:
-            frame["t"] = part[target].to_numpy()
+        if item is not None:
+            frame["t"] = part[item].to_numpy()
             spread = frame.groupby("t")["x"].agg(lambda v: v.max() - v.min())
             if (spread > 0).any():
                 raise DataError(f"predictor {predictor!r} varies within target "
@@ -238,14 +240,16 @@ def substantive_validity(
     return pd.DataFrame(rows)
 
 
-@reads_frame(keys=("target", "rater_group", "attribute"), numbers=("score",))
+@renamed(target="item", rater_group="condition", groups="levels")
+@reads_frame(keys=("item", "condition", "attribute"), numbers=("score",))
+@fill_doc
 def rater_expertise(
     data: pd.DataFrame,
     *,
-    target: str,
-    rater_group: str,
+    item: str,
+    condition: str,
     score: str,
-    groups: Sequence[object] = ("junior", "senior"),
+    levels: Sequence[object] = ("junior", "senior"),
     attribute: str | None = None,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -259,18 +263,15 @@ def rater_expertise(
     ----------
     data : DataFrame
         Long ratings: one row per score.
-    target : str
+    item : str
         Column identifying the rated text; texts rated by both groups are paired.
-    rater_group : str
+    condition : str
         Column giving each rating's rater group.
     score : str
         Numeric score column.
-    groups : pair of objects, default ("junior", "senior")
-        The two values of ``rater_group`` compared (first minus second).
-    attribute : str, optional
-        Column of rubric attributes; one row of output per attribute.
-    confidence : float, default 0.95
-        Level of the effect-size interval.
+    levels : pair of objects, default ("junior", "senior")
+        The two values of ``condition`` compared (first minus second).
+    %(attribute_effect)s
 
     Returns
     -------
@@ -278,7 +279,7 @@ def rater_expertise(
         ``attribute, n`` (paired texts), ``median_a, median_b`` (per-text mean scores of each
         group), ``statistic`` (W+, sum of ranks of positive differences, R's V),
         ``p_value`` (two-sided), ``effect_size`` (matched-pairs rank-biserial r),
-        ``ci_low, ci_high, method``.
+        ``effect_ci_low, effect_ci_high, method``.
 
     Notes
     -----
@@ -302,25 +303,25 @@ def rater_expertise(
     >>> d = pd.DataFrame({"text": [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6],
     ...                   "level": ["junior", "senior"] * 6,
     ...                   "score": [4, 4, 3, 4, 5, 4, 2, 3, 4, 4, 3, 4]})
-    >>> res = rater_expertise(d, target="text", rater_group="level", score="score")
+    >>> res = rater_expertise(d, item="text", condition="level", score="score")
     >>> res[["n", "statistic", "effect_size"]].round(2).to_string(index=False)
     ' n  statistic  effect_size\\n 6        2.5         -0.5'
     """
     check_confidence(confidence)
-    require_columns(data, [target, rater_group, score] + ([attribute] if attribute else []))
-    if len(groups) != 2:
-        raise DataError(f"groups must name exactly two rater groups, got {groups!r}")
-    a, b = groups
-    present = set(data[rater_group].dropna().unique())
+    require_columns(data, [item, condition, score] + ([attribute] if attribute else []))
+    if len(levels) != 2:
+        raise DataError(f"groups must name exactly two rater groups, got {levels!r}")
+    a, b = levels
+    present = set(data[condition].dropna().unique())
     for g in (a, b):
         if g not in present:
-            raise DataError(f"rater group {g!r} not found in column {rater_group!r}; "
+            raise DataError(f"rater group {g!r} not found in column {condition!r}; "
                             f"values present: {sorted(map(str, present))}")
     z = stats.norm.ppf(0.5 + confidence / 2)
     rows = []
     for label, part in _by_attribute(data, attribute):
         means = (part.assign(_y=numeric_column(part, score))
-                 .groupby([target, rater_group], observed=True)["_y"].mean().unstack())
+                 .groupby([item, condition], observed=True)["_y"].mean().unstack())
         paired = means[[a, b]].dropna()
         d = (paired[a] - paired[b]).to_numpy()
         nz = d[d != 0]
@@ -341,7 +342,7 @@ def rater_expertise(
             "attribute": label, "n": len(d), "median_a": float(paired[a].median()),
             "median_b": float(paired[b].median()), "statistic": w_plus,
             "p_value": float(test.pvalue), "effect_size": (2 * w_plus - total) / total,
-            "ci_low": max((2 * (w_plus - half) - total) / total, -1.0),
-            "ci_high": min((2 * (w_plus + half) - total) / total, 1.0),
+            "effect_ci_low": max((2 * (w_plus - half) - total) / total, -1.0),
+            "effect_ci_high": min((2 * (w_plus + half) - total) / total, 1.0),
             "method": f"Wilcoxon signed-rank, {a} minus {b}; matched-pairs rank-biserial r"})
     return pd.DataFrame(rows)

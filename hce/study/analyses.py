@@ -14,11 +14,20 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import require_columns
+from hce._docstrings import fill_doc
+from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS, renamed
 from hce.errors import DataError
+from hce.stats._validate import reads_frame
 from hce.stats.effects import cohens_d, correlation, kl_divergence, mae_vs_target
-from hce.stats.subgroup_fairness import fairness
 from hce.stats.result import AnalysisResult
-from hce.stats.spread import as_list, item_spread, share_below, spread_summary, success_metric_2
+from hce.stats.spread import (
+    as_list,
+    item_spread,
+    share_below,
+    spread_summary,
+    success_metric_2,
+)
+from hce.stats.subgroup_fairness import fairness
 from hce.stats.tests import (
     Adjustment,
     PosthocMethod,
@@ -33,7 +42,6 @@ from hce.stats.tests import (
     rm_anova,
     wilcoxon_paired,
 )
-from hce.stats._validate import reads_frame
 
 #: Rubric v5.0 categories as attempt-log columns (seeds/000, section 3).
 RUBRIC_V5_CATEGORIES = (
@@ -135,7 +143,8 @@ def _with_errors(counts: pd.DataFrame, spread: pd.DataFrame, condition: str) -> 
 
 
 # --------------------------------------------------------------------------- Experiment 1
-@reads_frame(frame="log", keys=("item", "condition"), numbers=("score", "target"))
+@renamed(target="truth")
+@reads_frame(frame="log", keys=("item", "condition"), numbers=("score", "truth"))
 def experiment1(
     log: pd.DataFrame,
     *,
@@ -144,7 +153,7 @@ def experiment1(
     non_rubric: object = "P1.1",
     rubric: object = "P1.2",
     score: str = "total",
-    target: str = "target_total",
+    truth: str = "target_total",
     error: str | None = "error_flag",
     experiment: str | None = "experiment_id",
     experiment_id: str | None = "EXP1_BaselineRubricUtility",
@@ -188,17 +197,17 @@ def experiment1(
         threshold) and ``hypotheses`` (H1a-c, SM3: ``supported`` and the evidence).
     """
     data = _rows_of(log, experiment, experiment_id)
-    require_columns(data, [item, condition, score, target] + as_list(error), what="log")
+    require_columns(data, [item, condition, score, truth] + as_list(error), what="log")
     _refuse_pooling(data, condition, experiment_id)
     data = data[data[condition].isin([non_rubric, rubric])]
     for name, level in (("non_rubric", non_rubric), ("rubric", rubric)):
         if not (data[condition] == level).any():
             raise DataError(f"{name}={level!r}: no attempt has {condition}={level!r}")
     spread = item_spread(data, item=item, condition=condition, score=score, error=error)
-    h1a = mann_whitney(spread, group=condition, value="sd", a=rubric, b=non_rubric,
+    h1a = mann_whitney(spread, condition=condition, score="sd", a=rubric, b=non_rubric,
                        confidence=confidence)  # fmt: skip
-    mae = mae_vs_target(data, item=item, condition=condition, score=score, target=target, error=error)
-    h1b = wilcoxon_paired(mae, pair=item, group=condition, value="mae", a=rubric, b=non_rubric,
+    mae = mae_vs_target(data, item=item, condition=condition, score=score, truth=truth, error=error)
+    h1b = wilcoxon_paired(mae, item=item, condition=condition, score="mae", a=rubric, b=non_rubric,
                           confidence=confidence)  # fmt: skip
     valid = data if error is None else data[~data[error].fillna(False).astype(bool)]
     scores = pd.concat([
@@ -208,7 +217,7 @@ def experiment1(
     scores = scores.dropna()
     distribution = (scores.groupby(["source", score]).size().rename("count").reset_index())
     distribution["share"] = distribution["count"] / distribution.groupby("source")["count"].transform("sum")
-    h1c = kl_divergence(scores, group="source", value=score, reference="target", support=support,
+    h1c = kl_divergence(scores, condition="source", score=score, reference="target", support=support,
                         smoothing=smoothing)  # fmt: skip
     sm3 = []
     for level in (non_rubric, rubric):
@@ -246,7 +255,7 @@ def experiment1(
         tables={"attempts": counts, "sd": spread,
                 "sd_summary": spread_summary(spread, item=item, by=condition),
                 "h1a": h1a, "mae": mae,
-                "mae_summary": spread_summary(mae, item=item, value="mae", by=condition),
+                "mae_summary": spread_summary(mae, item=item, score="mae", by=condition),
                 "h1b": h1b, "distribution": distribution, "h1c": h1c,
                 "success_metric_3": sm3, "hypotheses": hypotheses},
         notes=_undefined_note(spread, item)
@@ -300,16 +309,16 @@ def _compare_sds(
     confidence, random_state,
 ) -> tuple[dict[str, pd.DataFrame], list[str]]:
     spread = item_spread(data, item=item, condition=condition, score=score, error=error)
-    fr = friedman(spread, block=item, group=condition, value="sd", confidence=confidence,
+    fr = friedman(spread, item=item, condition=condition, score="sd", confidence=confidence,
                   random_state=random_state)  # fmt: skip
-    chosen = posthoc(spread, block=item, group=condition, value="sd", method=posthoc_method,
+    chosen = posthoc(spread, item=item, condition=condition, score="sd", method=posthoc_method,
                      p_adjust_method=p_adjust_method, confidence=confidence)  # fmt: skip
     others = [m for m in ("nemenyi", "wilcoxon") if m != posthoc_method]
-    extra = {f"posthoc_{m}": posthoc(spread, block=item, group=condition, value="sd", method=m,
+    extra = {f"posthoc_{m}": posthoc(spread, item=item, condition=condition, score="sd", method=m,
                                      p_adjust_method=p_adjust_method, confidence=confidence)
              for m in others}  # fmt: skip
     levels = sorted(spread[condition].unique(), key=str)
-    dz = pd.concat([cohens_d(spread, group=condition, value="sd", a=a, b=b, paired=True, pair=item,
+    dz = pd.concat([cohens_d(spread, condition=condition, score="sd", a=a, b=b, paired=True, item=item,
                              confidence=confidence)
                     for a, b in itertools.combinations(levels, 2)], ignore_index=True)  # fmt: skip
     winner, why = _select_winner(spread, fr.iloc[0], chosen, condition, alpha, require)
@@ -323,6 +332,7 @@ def _compare_sds(
 
 
 @reads_frame(frame="log", keys=("item", "condition"), numbers=("score",))
+@fill_doc
 def experiment2(
     log: pd.DataFrame,
     *,
@@ -337,14 +347,11 @@ def experiment2(
     require: str = "all",
     alpha: float = 0.05,
     confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: int | np.random.Generator | None = None,
 ) -> AnalysisResult:
     """Experiment 2 (7.2.7): SD of totals across prompt strategies; the winning prompt.
 
-    Parameters
-    ----------
-    log : DataFrame
-        Attempt log.
+    %(experiment_log)s
     item, condition, score, error, experiment, experiment_id
         Column names (``condition``: the prompt strategy) and the experiment kept.
     posthoc_method : {"wilcoxon", "nemenyi", "conover"}
@@ -395,6 +402,7 @@ def _sd_experiment(log, title, *, item, condition, score, error, experiment, exp
 
 
 @reads_frame(frame="log", keys=("item", "condition"), numbers=("score",), optional=("latency", "cost"))
+@fill_doc
 def experiment3(
     log: pd.DataFrame,
     *,
@@ -412,14 +420,11 @@ def experiment3(
     transform: Transform = "sqrt",
     alpha: float = 0.05,
     confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: int | np.random.Generator | None = None,
 ) -> AnalysisResult:
     """Experiment 3 (7.3.7): SD of totals across models, mean scores, latency and cost.
 
-    Parameters
-    ----------
-    log : DataFrame
-        Attempt log.
+    %(experiment_log)s
     item, condition, score, error, experiment, experiment_id
         Column names (``condition``: the model) and the experiment kept.
     latency, cost : str or None
@@ -446,13 +451,13 @@ def experiment3(
     )  # fmt: skip
     spread = result.tables["sd"]
     tables = dict(result.tables)
-    tables["rm_anova"] = rm_anova(spread, subject=item, within=condition, value="sd",
+    tables["rm_anova"] = rm_anova(spread, item=item, condition=condition, score="sd",
                                   transform=transform, confidence=confidence)  # fmt: skip
     means = spread[[item, condition, "n", "mean"]].rename(columns={"mean": "mean_score"})
     tables["mean_scores"] = means
-    tables["mean_friedman"] = friedman(means, block=item, group=condition, value="mean_score",
+    tables["mean_friedman"] = friedman(means, item=item, condition=condition, score="mean_score",
                                        confidence=confidence, random_state=random_state)  # fmt: skip
-    tables["mean_posthoc"] = posthoc(means, block=item, group=condition, value="mean_score",
+    tables["mean_posthoc"] = posthoc(means, item=item, condition=condition, score="mean_score",
                                      method=posthoc_method, p_adjust_method=p_adjust_method,
                                      confidence=confidence)  # fmt: skip
     notes = list(result.notes)
@@ -473,26 +478,27 @@ def experiment3(
 
 
 # --------------------------------------------------------------------------- Experiment 4
-@reads_frame(frame="codes", keys=("group", "dimensions"), log=False)
+@renamed(group="condition")
+@reads_frame(frame="codes", keys=("condition", "dimensions"), log=False)
 def experiment4(
     codes: pd.DataFrame,
     *,
-    group: str = "model",
+    condition: str = "model",
     dimensions: Sequence[str] = EXP4_CODES,
     method: str = "auto",
     p_adjust_method: Adjustment = "holm",
     confidence: float = 0.95,
     n_sim: int = 10000,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: int | np.random.Generator | None = None,
 ) -> AnalysisResult:
     """Experiment 4 (7.4.7): code frequencies by model and their chi-squared/Fisher tests.
 
     Parameters
     ----------
     codes : DataFrame
-        Coded reasoning segments, one row per segment, with the model in ``group`` and one
+        Coded reasoning segments, one row per segment, with the model in ``condition`` and one
         column per coding dimension (not the attempt log: codes come from human or AI coders).
-    group : str
+    condition : str
         Model column.
     dimensions : sequence of str
         Coding-dimension columns (default: the PRD's five draft categories).
@@ -511,20 +517,21 @@ def experiment4(
         Step 3 (qualitative summary) is for the researchers.
     """
     dims = as_list(dimensions)
-    require_columns(codes, [group, *dims], what="codes")
-    tests = contingency_test(codes, group=group, codes=dims, method=method, confidence=confidence,
+    require_columns(codes, [condition, *dims], what="codes")
+    tests = contingency_test(codes, condition=condition, codes=dims, method=method, confidence=confidence,
                              n_sim=n_sim, random_state=random_state)  # fmt: skip
     tests.insert(tests.columns.get_loc("p_value") + 1, "p_adjusted",
                  p_adjust(tests["p_value"].to_numpy(), p_adjust_method))  # fmt: skip
     return AnalysisResult(
         title="EXP4_ReasoningAnalysis",
-        tables={"frequencies": code_frequencies(codes, group=group, codes=dims, confidence=confidence), "tests": tests},
+        tables={"frequencies": code_frequencies(codes, condition=condition, codes=dims, confidence=confidence), "tests": tests},
         notes=[f"{p_adjust_method} correction across {len(dims)} coding dimension(s)",
                "inter-coder reliability (Cohen's kappa) is computed by hce.stats reliability"],
     )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- Experiment 5
+@renamed(interval_method="ci_method")
 @reads_frame(frame="log", keys=("item",), numbers=("categories", "total"))
 def experiment5(
     log: pd.DataFrame,
@@ -540,10 +547,10 @@ def experiment5(
     confidence_column: str | None = "confidence",
     metadata: Sequence[str] = (),
     strata: Sequence[str] = (),
-    interval_method: str = "wilson",
+    ci_method: str = "wilson",
     alpha: float = 0.05,
     confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: int | np.random.Generator | None = None,
 ) -> AnalysisResult:
     """Experiment 5 (7.5.7): spread of the final tool on Set C and Success Metric 2.
 
@@ -562,7 +569,7 @@ def experiment5(
         Kruskal-Wallis of total SD across levels).
     strata : sequence of str
         Demographic strata for Success Metric 6 (:func:`hce.stats.fairness`); empty skips it.
-    interval_method : {"wilson", "clopper-pearson"}
+    ci_method : {"wilson", "clopper-pearson"}
         Interval for shares of items.
     alpha, confidence, random_state
         Significance level, interval level, bootstrap seed.
@@ -592,11 +599,11 @@ def experiment5(
     tables["sd_histogram"] = _histogram(spread)
     tables["success_metric_2"] = success_metric_2(spread, categories=categories, total=total,
                                                   item=item, confidence=confidence,
-                                                  method=interval_method)  # fmt: skip
+                                                  ci_method=ci_method)  # fmt: skip
     thresholds = {c: list(category_thresholds) for c in as_list(categories)}
     thresholds[total] = list(total_thresholds)
-    tables["share_below"] = share_below(spread, thresholds, item=item, strict=True,
-                                        confidence=confidence, method=interval_method)  # fmt: skip
+    tables["share_below"] = share_below(spread, threshold=thresholds, item=item, strict=True,
+                                        confidence=confidence, ci_method=ci_method)  # fmt: skip
     valid = data if error is None else data[~data[error].fillna(False).astype(bool)]
     long = valid[criteria].melt(var_name="criterion", value_name="score").dropna()
     g = long.groupby("criterion", sort=False)["score"]
@@ -623,7 +630,7 @@ def experiment5(
         tables.update({f"fairness_{k}": v for k, v in fair.tables.items()})
     sm2 = tables["success_metric_2"].set_index("metric").loc["both"]
     notes.append(f"Success Metric 2: {sm2['n_below']} of {sm2['n_items']} items meet both thresholds "
-                 f"({sm2['estimate']:.1%}, {interval_method} {confidence:.0%} CI "
+                 f"({sm2['estimate']:.1%}, {ci_method} {confidence:.0%} CI "
                  f"[{sm2['ci_low']:.1%}, {sm2['ci_high']:.1%}]); "
                  f"{'met' if sm2['meets'] else 'not met'} at the target {sm2['target_share']:.0%}")
     return AnalysisResult(title="EXP5_FinalToolValidation", tables=tables, notes=notes)
@@ -648,11 +655,11 @@ def _metadata_tests(data, per_item, item, metadata, confidence, random_state) ->
     for column in metadata:
         if pd.api.types.is_numeric_dtype(joined[column]) and not pd.api.types.is_bool_dtype(joined[column]):
             r = correlation(joined, x=column, y="sd_total", method="spearman", confidence=confidence)
-            rows.append(r.rename(columns={"estimate": "effect_size"}).assign(variable=column))
+            rows.append(r.rename(columns=dict(zip(ESTIMATE_COLUMNS, EFFECT_COLUMNS))).assign(variable=column))
         else:
-            kw = kruskal_wallis(joined.dropna(subset=[column]), group=column, value="sd_total",
+            kw = kruskal_wallis(joined.dropna(subset=[column]), condition=column, score="sd_total",
                                 confidence=confidence, random_state=random_state)  # fmt: skip
             rows.append(kw.assign(variable=column))
     out = pd.concat(rows, ignore_index=True)
-    first = ["variable", "statistic", "df1", "p_value", "effect_size", "ci_low", "ci_high", "n"]
+    first = ["variable", "statistic", "df1", "p_value", *EFFECT_COLUMNS, "n"]
     return out[first + ["method"]]

@@ -75,7 +75,7 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
         result.messages.append(f"Exp 4: coder {final!r} has codes for fewer than two models; no frequency tests")
     else:
         analyse(study, result, "exp4", experiment4, chosen.dropna(subset=scheme.ids), notes=[f"codes of coder {final!r}"],
-                group="model", dimensions=list(scheme.ids))  # fmt: skip
+                condition="model", dimensions=list(scheme.ids))  # fmt: skip
 
 
 def _simulated_human_codes(study: Study, result: StudyRun, segments: pd.DataFrame, selection: pd.DataFrame,

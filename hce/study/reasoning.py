@@ -388,7 +388,7 @@ def intercoder_agreement(
         agree = float((wide[pair[0]] == wide[pair[1]]).mean()) if n else np.nan
         row = {"dimension": d.id, "coder_a": pair[0], "coder_b": pair[1], "n": n, "percent_agreement": agree}
         if n >= 2 and cell[d.id].nunique() >= 2:
-            k = cohen_kappa(cell, "segment", "coder", d.id, categories=list(d.codes), confidence=confidence).iloc[0]
+            k = cohen_kappa(cell, item="segment", rater="coder", score=d.id, categories=list(d.codes), confidence=confidence).iloc[0]
             row.update(estimate=k["estimate"], ci_low=k["ci_low"], ci_high=k["ci_high"], p_value=k["p_value"], method=k["method"])
         else:
             why = "fewer than 2 segments coded by both" if n < 2 else "both coders used one identical code: kappa undefined"

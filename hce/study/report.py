@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from hce._vocabulary import EFFECT_COLUMNS
 import hce.stats as hs
 from hce.collect.sim import SIM_FINGERPRINT
 from hce.errors import DataError, HceError, HceWarning
@@ -129,13 +130,15 @@ def analyse(
     metadata: Sequence[str] = (),
     settings: Mapping[str, Mapping] | None = None,
     logprobs_are: str | None = None,
+    random_state: int | None = None,
 ) -> StudyResults:
     """Run each experiment's analysis plan on the rows of the log that belong to it.
 
     ``settings`` (``analysis_settings.json`` of a study, :func:`hce.study.settings.read_settings`)
     gives each experiment the keyword arguments the study analysed it with, so the report
-    shows what the study decided; an experiment without saved settings runs on the defaults.
-    ``strata`` and ``metadata``, when given, apply to Exp 5 over any saved ones.
+    shows what the study decided; an experiment without saved settings runs on the defaults,
+    seeded with ``random_state``. ``strata`` and ``metadata``, when given, apply to Exp 5
+    over any saved ones.
     """
     present = set(log["experiment_id"].dropna().unique()) if "experiment_id" in log else set()
     saved = {k: dict(v["settings"]) for k, v in (settings or {}).items()}
@@ -144,6 +147,8 @@ def analyse(
         if experiment_id not in present:
             continue
         data, kwargs = log, dict(saved.get(experiment_id, {}))
+        if "random_state" in effective_settings(helper):
+            kwargs.setdefault("random_state", random_state)
         if experiment_id in COMPARED:
             factor = kwargs.get("condition", effective_settings(helper)["condition"])
             pooled = conditions_per_level(log[log["experiment_id"] == experiment_id], factor)
@@ -308,8 +313,9 @@ def key_results(results: dict[str, AnalysisResult]) -> pd.DataFrame:
             row = results[experiment_id][name].iloc[0]
             rows.append({"comparison": label, "method": row.get("method"), "statistic": row.get("statistic"),
                          "p_value": row.get("p_value"), "effect_size": row.get("effect_size"),
-                         "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"), "n": row.get("n")})
-    return pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", "effect_size", "ci_low", "ci_high", "n"])
+                         "effect_ci_low": row.get("effect_ci_low"), "effect_ci_high": row.get("effect_ci_high"),
+                         "n": row.get("n")})
+    return pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"])
 
 
 NOT_MEASURABLE = "not measurable from this log"
@@ -427,7 +433,7 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
     """
     label, prefix = _experiment_label(experiment_id)
     try:
-        part = generic_report(rows.reset_index(drop=True), rubric, confidence=confidence, random_state=random_state)
+        part = generic_report(rows.reset_index(drop=True), rubric=rubric, confidence=confidence, random_state=random_state)
     except HceError as exc:  # e.g. no condition_id: conditions are never guessed
         report.section(f"{label}: by condition and criterion").add(
             f"Not reported (the report of any log, per condition_id and criterion, cannot be made on these rows): {exc}")
@@ -497,7 +503,7 @@ def _cost_section(report: Report, results: StudyResults, confidence: float) -> N
         section.add("Not reported: the logs record no cost or token counts (cost_usd, input_tokens, output_tokens).")
         return
     try:
-        table = cost_summary(log, "experiment_id")
+        table = cost_summary(log, by="experiment_id")
     except HceError as exc:  # e.g. a cost column without the token counts
         section.add(f"Not reported: {exc}.")
         return
@@ -566,7 +572,8 @@ def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
 
 def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
     """Table 3: the share of segments per code (rows) and model (columns), from the long frequency table."""
-    wide = frequencies.pivot_table(index=["code", "level"], columns="group", values="share", sort=False)
+    condition = frequencies.columns[1]  # code_frequencies: code, then the condition column (the model)
+    wide = frequencies.pivot_table(index=["code", "level"], columns=condition, values="estimate", sort=False)
     wide.columns = [f"share: {model}" for model in wide.columns]  # a model name stays as written in the header
     return wide.reset_index().rename(columns={"code": "dimension", "level": "code"})
 
@@ -669,8 +676,8 @@ def calibration_tables(data: pd.DataFrame, *, confidence: float = 0.95, random_s
     """
     metrics, bins = [], []
     for name, prob, outcome in CALIBRATION_VIEWS:
-        m = hs.calibration_metrics(data, prob=prob, outcome=outcome, item="item_id", confidence=confidence, random_state=random_state)
-        b = hs.reliability_table(data, prob=prob, outcome=outcome, confidence=confidence)
+        m = hs.calibration_metrics(data, prob=prob, truth=outcome, item="item_id", confidence=confidence, random_state=random_state)
+        b = hs.reliability_table(data, prob=prob, truth=outcome, confidence=confidence)
         for frame, out in ((m, metrics), (b, bins)):
             frame.insert(0, "outcome", outcome)
             frame.insert(0, "confidence", name)
@@ -778,7 +785,7 @@ def study_report(
     reasoning: ReasoningCodes | None = None,
     logprobs_are: str | None = None,
     rubric: Rubric | str | os.PathLike | None = None,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: int | np.random.Generator | None = None,
 ) -> Report:
     """Build the study report from one or more attempt logs (no API calls).
 
@@ -812,8 +819,9 @@ def study_report(
     rubric : Rubric, packaged name or YAML path, optional
         The rubric the logs were judged with, for the per-criterion sections (default: as
         :func:`hce.report.report` finds it, Rubric v5.0 for logs with its five columns).
-    random_state : int, Generator or None
-        Seed of the bootstrap and simulation intervals of the per-criterion sections.
+    random_state : int, Generator or None, default None
+        Seed of the bootstrap and simulation intervals of the experiments without saved
+        settings and of the per-criterion sections; pass one for a reproducible report.
 
     Returns
     -------
@@ -823,7 +831,10 @@ def study_report(
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
     check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section
     check_columns(log, "--metadata", metadata)
-    results = analyse(log, strata=strata, metadata=metadata, settings=settings, logprobs_are=logprobs_are)
+    # The experiments record their seed in the report's settings: an integer (or None), drawn
+    # from a Generator when one is given.
+    seed = int(random_state.integers(2**31)) if isinstance(random_state, np.random.Generator) else random_state
+    results = analyse(log, strata=strata, metadata=metadata, settings=settings, logprobs_are=logprobs_are, random_state=seed)
     results.decisions = dict(decisions or {})
     results.reasoning = reasoning
     results.logprobs_are = logprobs_are

@@ -22,7 +22,7 @@ from hce.errors import DataError
 SETTINGS_FILE = "analysis_settings.json"
 # Settings that decide a result (shown in the report); the rest name columns of the log.
 DECIDING = ("non_rubric", "rubric", "posthoc_method", "p_adjust_method", "require", "alpha", "r_threshold",
-            "transform", "category_thresholds", "total_thresholds", "interval_method", "method", "metadata",
+            "transform", "category_thresholds", "total_thresholds", "ci_method", "method", "metadata",
             "strata", "confidence", "random_state")  # fmt: skip
 
 
@@ -39,7 +39,9 @@ def effective_settings(function: Callable[..., Any], **kwargs: Any) -> dict[str,
     settings = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
     unknown = sorted(set(kwargs) - set(settings))
     if unknown:
-        raise DataError(f"{function.__name__} has no setting(s) {unknown}")
+        renamed = getattr(function, "__renamed__", {})  # settings saved before the names changed
+        hints = "".join(f"; {old!r} is now {renamed[old]!r}" for old in unknown if old in renamed)
+        raise DataError(f"{function.__name__} has no setting(s) {unknown}{hints}")
     settings.update(kwargs)
     return {name: _plain(value) for name, value in settings.items()}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,9 @@ from hce.study.designs import corpus_items, exp_design, generation_design, synth
 from hce.study.handoffs import choose_winner, read_decisions, resolved, winner_kwargs, write_decision
 from hce.study.settings import save_settings
 from hce.study.transcripts import write_transcripts
+
+#: Seed of every bootstrap of a study's analyses (recorded in analysis_settings.json).
+ANALYSIS_SEED = 0
 
 
 @dataclass
@@ -60,6 +64,8 @@ def current_log(study: Study, result: StudyRun, key: str, design: Design) -> pd.
 def analyse(study: Study, result: StudyRun, key: str, function: Callable[..., AnalysisResult], data: pd.DataFrame,
             *, notes: Sequence[str] = (), **kwargs: Any) -> AnalysisResult:
     """Run an experiment's analysis, save its tables and the settings that made it (for the report)."""
+    if "random_state" in inspect.signature(function).parameters:
+        kwargs.setdefault("random_state", ANALYSIS_SEED)  # saved below, so the report redraws the same intervals
     analysis = function(data, **kwargs)
     analysis.notes.extend(notes)
     log = study.log_path(key).name if key in ("exp1", "exp2", "exp3", "exp5") else None

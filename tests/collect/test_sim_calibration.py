@@ -124,7 +124,7 @@ def test_confidence_at_the_temperature_used_is_calibrated_for_agreement_with_a_r
         # ECE over 10 equal-width bins of calibrated forecasts, 100,000 attempts: its sampling
         # bias is about sum_b w_b sqrt(2 p_b (1 - p_b) / (pi n_b)) ~ 0.002-0.004 here, doubled
         # at most by the pairing's shared repeats; 0.01 (the bar) leaves 2.5x or more.
-        ece = expected_calibration_error(out, prob="prob", outcome="agree", n_boot=0)
+        ece = expected_calibration_error(out, prob="prob", truth="agree", n_boot=0)
         assert ece.set_index("metric").loc["ece", "estimate"] < 0.01, (temperature, ece)
         # The adjusted probability is the exact truth, attempt by attempt.
         assert out["prob"].to_numpy() == pytest.approx(out["true_agreement"].to_numpy(), abs=1e-9)
@@ -155,20 +155,20 @@ def test_a_known_overconfidence_is_recovered_by_ece_brier_and_the_reliability_ta
     measured, se = mean_with_se(c - y, out["item_id"])
     exact = float(np.mean(c - s))
     assert exact > 0.03 and abs(measured - exact) < 4 * se
-    brier = brier_score(out, prob="prob", outcome="agree", n_boot=0).set_index("metric").loc["brier", "estimate"]
+    brier = brier_score(out, prob="prob", truth="agree", n_boot=0).set_index("metric").loc["brier", "estimate"]
     brier_exact = float(np.mean(c**2 - 2 * c * s + s))  # E[(c - y)^2] with y ~ Bernoulli(s)
     _, brier_se = mean_with_se((c - y) ** 2, out["item_id"])
     assert abs(brier - brier_exact) < 4 * brier_se
     # Per bin, the rate of agreement is the bin's mean of s: the diagram draws the known gap.
-    table = reliability_table(out, prob="prob", outcome="agree")
+    table = reliability_table(out, prob="prob", truth="agree")
     bins = np.minimum(np.searchsorted(np.linspace(0, 1, 11)[1:-1], c), 9)
     for _, row in table[table["n"] >= 200].iterrows():
         truth = s[bins == row["bin"]].mean()
         # 5 binomial SEs, widened by sqrt(3) for the pairing (each outcome shares an attempt
         # with two others): the rows of one bin are not independent.
-        assert abs(row["observed"] - truth) < 5 * math.sqrt(3 * truth * (1 - truth) / row["n"]) + 1e-9
+        assert abs(row["estimate"] - truth) < 5 * math.sqrt(3 * truth * (1 - truth) / row["n"]) + 1e-9
     true_ece = sum(abs(c[bins == b].mean() - s[bins == b].mean()) * (bins == b).mean() for b in np.unique(bins))
-    ece = expected_calibration_error(out, prob="prob", outcome="agree", n_boot=0).set_index("metric").loc["ece", "estimate"]
+    ece = expected_calibration_error(out, prob="prob", truth="agree", n_boot=0).set_index("metric").loc["ece", "estimate"]
     assert true_ece > 0.03 and abs(ece - true_ece) < 0.01  # the same sampling margin as the calibrated check
 
 

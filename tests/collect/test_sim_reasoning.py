@@ -72,8 +72,8 @@ def test_code_frequencies_recover_each_model_s_style(seed):
     # 60 replies x 5 categories = 300 segments per model, each dimension drawn independently from the
     # model's style (hce.collect.sim_reasoning.REASONING_STYLES). Margin: every share's Wilson interval
     # at 1 - 0.01 / (number of shares) holds the true probability, so all 60 hold with >= 99% chance.
-    freq = code_frequencies(_coded(seed, 60), group="model", codes=SCHEME.ids, confidence=1 - 0.01 / 60)
+    freq = code_frequencies(_coded(seed, 60), condition="model", codes=SCHEME.ids, confidence=1 - 0.01 / 60)
     assert len(freq) == 4 * 15 and (freq["n"] == 300).all()
-    truth = [sim_reasoning.style(m)[d][c] for m, d, c in zip(freq["group"], freq["code"], freq["level"])]
+    truth = [sim_reasoning.style(m)[d][c] for m, d, c in zip(freq["model"], freq["code"], freq["level"])]
     inside = (freq["ci_low"] <= truth) & (pd.Series(truth) <= freq["ci_high"])
     assert inside.all(), freq[~inside]

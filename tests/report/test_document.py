@@ -67,7 +67,7 @@ def test_report_writes_every_format_deterministically(tmp_path):
 # Issue 22, item 5: tables that speak to readers.
 def test_headers_are_words_in_markdown_html_and_latex_and_snake_case_in_csv():
     raw = pd.DataFrame({"comparison": ["H2"], "n_items": [40], "n_attempts": [480], "p_value": [0.02],
-                        "effect_size": [0.31], "ci_low": [0.1], "ci_high": [0.5], "condition_id": ["P2.1"]})
+                        "effect_size": [0.31], "effect_ci_low": [0.1], "effect_ci_high": [0.5], "condition_id": ["P2.1"]})
     table = Table(raw, caption="Key results", name="key")
     words = ["Comparison", "Items", "Attempts", "P value", "Effect size (95% CI)", "Condition"]
     assert table.display_frame().columns.tolist() == words
@@ -76,7 +76,7 @@ def test_headers_are_words_in_markdown_html_and_latex_and_snake_case_in_csv():
     assert all(f">{w}</th>" in page for w in words) and "_" not in "".join(re.findall(r"<th[^>]*>([^<]*)</th>", page))
     latex = table.to_latex()
     assert r"Comparison & Items & Attempts & P value & Effect size (95\% CI) & Condition \\" in latex
-    assert table.to_csv().splitlines()[0] == "comparison,n_items,n_attempts,p_value,effect_size,ci_low,ci_high,condition_id"
+    assert table.to_csv().splitlines()[0] == "comparison,n_items,n_attempts,p_value,effect_size,effect_ci_low,effect_ci_high,condition_id"
 
 
 def test_an_interval_does_not_break_across_lines_in_html():
@@ -92,7 +92,7 @@ def test_an_interval_does_not_break_across_lines_in_html():
 
 def test_numbers_get_the_digits_they_need():
     # an ICC of 0.99937 was "1.00 [1.00, 1.00]"
-    icc = Table(pd.DataFrame({"estimator": ["ICC(A,1)"], "estimate": [0.99937], "ci_low": [0.99901],
+    icc = Table(pd.DataFrame({"metric": ["ICC(A,1)"], "estimate": [0.99937], "ci_low": [0.99901],
                               "ci_high": [0.99962]}), caption="ICC", name="icc")  # fmt: skip
     assert icc.display_frame().iloc[0, 1] == "0.99937 [0.99901, 0.99962]"
     small = Table(pd.DataFrame({"share": [0.0004, 0.25], "mean": [12.34567, 3e-9]}), caption="s", name="s")

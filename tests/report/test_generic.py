@@ -46,7 +46,7 @@ def test_friedman_is_over_condition_id_never_pooled_by_prompt():
     # Issue #21: with conditions a and b sharing prompt_id P2.1, the report must compare the three
     # condition_ids (k = 3), as scipy's Friedman test on the item x condition SD matrix does.
     log = _log()
-    document = report(log, MIXED)
+    document = report(log, rubric=MIXED)
     test = _table(document, "accurate_sd_test").iloc[0]
     sd = log.groupby(["item_id", "condition_id"])["accurate"].std(ddof=1).round(12).unstack()
     expected = scipy.stats.friedmanchisquare(*(sd[c].to_numpy() for c in ["a", "b", "c"]))
@@ -61,7 +61,7 @@ def test_friedman_is_over_condition_id_never_pooled_by_prompt():
 
 
 def test_every_criterion_gets_its_section_and_a_mixed_total_none():
-    document = report(_log(), MIXED)
+    document = report(_log(), rubric=MIXED)
     titles = [s.title for s in document.sections]
     assert "Criterion: Accurate" in titles and "Criterion: Stigma" in titles
     assert not any("Total" in t for t in titles)  # 1-5 plus 0-1: the sum is not a score
@@ -79,27 +79,27 @@ def test_every_criterion_gets_its_section_and_a_mixed_total_none():
 
 def test_total_is_analysed_when_the_rubric_says_so():
     rubric = Rubric("Same scale", MIXED.categories, total_meaningful=True)
-    titles = [s.title for s in report(_log(), rubric).sections]
+    titles = [s.title for s in report(_log(), rubric=rubric).sections]
     assert "Criterion: Total" in titles
 
 
 def test_tests_follow_the_design():
     two = {"a": ("P", "m1", 0.1, 0.3), "b": ("P", "m2", 0.1, 1.0)}
-    document = report(_log(conditions=two), MIXED)
+    document = report(_log(conditions=two), rubric=MIXED)
     assert "Wilcoxon" in _table(document, "accurate_sd_test")["method"].iloc[0]
     # Items differ between conditions: Kruskal-Wallis, then Holm-adjusted Mann-Whitney pairs.
     log = _log()
     log = log[~((log["condition_id"] == "c") & (log["item_id"] == "T00"))]
     spread = pd.DataFrame({"item_id": log["item_id"], "condition_id": log["condition_id"], "sd": 1.0}).drop_duplicates()
     assert comparison_plan(spread, "sd")[0] == "kruskal"
-    document = report(log, MIXED)
+    document = report(log, rubric=MIXED)
     assert "Kruskal" in _table(document, "accurate_sd_test")["method"].iloc[0]
     assert "p_adjusted" in _table(document, "accurate_sd_pairs")
 
 
 def test_a_section_that_cannot_be_computed_is_listed_not_fatal(tmp_path):
     log = _log(attempts=1)  # one attempt per item: no spread to test, no reliability
-    document = report(log, MIXED, out=tmp_path)
+    document = report(log, rubric=MIXED, out=tmp_path)
     skipped = _table(document, "not_reported")
     assert any("reliability" in s for s in skipped["section"])
     assert any("variance decomposition" in s for s in skipped["section"])
@@ -125,11 +125,11 @@ def test_cost_section_per_condition_or_not_reported():
     log = _log(n_items=6, attempts=3)
     log = log.assign(input_tokens=1500, cached_tokens=np.where(log["attempt"] > 1, 1280, 0), output_tokens=30,
                      cost_usd=np.where(log["model"] == "m1", 0.002, np.nan), latency_s=0.8)
-    table = _table(report(log, MIXED), "cost")
-    pd.testing.assert_frame_equal(table, cost_summary(log, "condition_id"))
+    table = _table(report(log, rubric=MIXED), "cost")
+    pd.testing.assert_frame_equal(table, cost_summary(log, by="condition_id"))
     assert table.set_index("condition_id").loc["b", "priced"] == 0  # model m2 unpriced: no cost, not zero
     assert table.set_index("condition_id").loc["(all)", "cached_share"] == pytest.approx(2 * 1280 / (3 * 1500))
-    skipped = _table(report(_log(n_items=6, attempts=3), MIXED), "not_reported").set_index("section")
+    skipped = _table(report(_log(n_items=6, attempts=3), rubric=MIXED), "not_reported").set_index("section")
     assert "records no cost or token counts" in skipped.loc["Cost and tokens by condition", "reason"]
 
 
@@ -138,7 +138,7 @@ def test_one_condition_with_equal_scores_leaves_the_others_reported(tmp_path):
     # ratings are equal...") without naming it; now its reliability is named and the others kept.
     log = _log(n_items=6, attempts=3)
     log.loc[log["condition_id"] == "b", "accurate"] = 3
-    document = report(log, MIXED, out=tmp_path)
+    document = report(log, rubric=MIXED, out=tmp_path)
     agreement = _table(document, "accurate_reliability")
     assert set(agreement["condition_id"]) == {"a", "c"}
     skipped = _table(document, "not_reported")
@@ -153,7 +153,7 @@ def test_a_condition_with_a_bad_score_is_named_and_the_others_reported(bad):
     # Issue #22: an inf total or a text "three" in a criterion column dropped the section unnamed.
     log = _log(n_items=6, attempts=3).astype({"accurate": object})
     log.loc[(log["condition_id"] == "c").to_numpy().nonzero()[0][4], "accurate"] = bad
-    document = report(log, MIXED)
+    document = report(log, rubric=MIXED)
     spread = _table(document, "accurate_spread")
     assert set(spread["condition_id"]) == {"a", "b"}
     entry = [s for s in document.not_reported if s["section"].endswith("condition c")]

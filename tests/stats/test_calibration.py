@@ -61,7 +61,7 @@ def test_brier_and_log_loss_multiclass_match_sklearn():
     P = rng.dirichlet([2, 1, 1, 3], 300)
     y = np.array([rng.choice([1, 2, 3, 4], p=row) for row in P])
     df = pd.DataFrame(P, columns=["prob_1", "prob_2", "prob_3", "prob_4"]).assign(human=y)
-    out = calibration_metrics(df, prob=["prob_1", "prob_2", "prob_3", "prob_4"], outcome="human", n_boot=0)
+    out = calibration_metrics(df, prob=["prob_1", "prob_2", "prob_3", "prob_4"], truth="human", n_boot=0)
     # Multi-class Brier (Brier 1950): sum over classes, as sklearn with scale_by_half=False.
     expected = brier_score_loss(y, P, labels=[1, 2, 3, 4], scale_by_half=False)
     assert _metric(out, "brier") == pytest.approx(expected, rel=1e-12)
@@ -75,7 +75,7 @@ def test_brier_and_log_loss_multiclass_match_sklearn():
 def test_reliability_table_matches_sklearn_calibration_curve(binary, strategy):
     table = reliability_table(binary, n_bins=8, strategy=strategy)
     prob_true, prob_pred = calibration_curve(binary.outcome, binary.prob, n_bins=8, strategy=strategy)
-    np.testing.assert_allclose(table["observed"], prob_true, rtol=1e-12)
+    np.testing.assert_allclose(table["estimate"], prob_true, rtol=1e-12)
     np.testing.assert_allclose(table["mean_prob"], prob_pred, rtol=1e-12)
     # ECE is the count-weighted mean absolute gap of this table.
     ece = np.sum(table["n"] * table["gap"].abs()) / table["n"].sum()
@@ -135,7 +135,7 @@ def test_multiclass_decomposition_sums_to_brier():
     P = rng.dirichlet([1, 1, 1], 200)
     y = np.array([rng.choice(3, p=row) for row in P])
     df = pd.DataFrame(P, columns=["a", "b", "c"]).assign(y=np.array(["a", "b", "c"])[y])
-    out = brier_score(df, prob=["a", "b", "c"], outcome="y", labels=["a", "b", "c"], n_boot=0).set_index("metric")["estimate"]
+    out = brier_score(df, prob=["a", "b", "c"], truth="y", labels=["a", "b", "c"], n_boot=0).set_index("metric")["estimate"]
     total = out["reliability"] - out["resolution"] + out["uncertainty"] + out["within_bin_variance"] - out["within_bin_covariance"]
     assert total == pytest.approx(out["brier"], rel=1e-12)
 
@@ -366,7 +366,7 @@ def test_input_errors_name_the_problem():
     with pytest.raises(DataError, match="strategy"):
         calibration_metrics(pd.DataFrame({"prob": [0.2], "outcome": [1]}), strategy="equal")
     with pytest.raises(DataError, match="sum to 1"):
-        calibration_metrics(pd.DataFrame({"a": [0.5], "b": [0.4], "y": ["a"]}), prob=["a", "b"], outcome="y", labels=["a", "b"])
+        calibration_metrics(pd.DataFrame({"a": [0.5], "b": [0.4], "y": ["a"]}), prob=["a", "b"], truth="y", labels=["a", "b"])
 
 
 # ------------------------------------------------------------------ properties

@@ -97,7 +97,7 @@ def dense_information(data: pd.DataFrame, names: list[str], variances: np.ndarra
 
 def test_standard_errors_are_the_dense_observed_information():
     data = unbalanced_log()
-    g = variance_components(data, "y", ["item", "cond"])
+    g = variance_components(data, score="y", facets=["item", "cond"])
     comp = g.components
     assert g.fit.engine.startswith("penalised least squares")
     est = comp["estimate"].to_numpy()
@@ -120,7 +120,7 @@ def test_standard_errors_are_the_dense_observed_information():
 
 def test_covariance_of_relative_variances_matches_statsmodels():
     data = unbalanced_log()
-    g = variance_components(data, "y", ["item", "cond"])
+    g = variance_components(data, score="y", facets=["item", "cond"])
     est = g.components["estimate"].to_numpy()
     data = data.assign(one=1, ic=data["item"].astype(str) + ":" + data["cond"])
     peer = MixedLM.from_formula(
@@ -208,8 +208,8 @@ def test_g_interval_is_the_pivot_quantile_by_numerical_integration():
 
         return integrate.quad(integrand, -7, 7, epsabs=1e-10)[0]  # mass beyond: 3e-12
 
-    g = variance_components(sf, "rating", ["target", "judge"], confidence=0.9)
-    row = g.coefficients.set_index("coefficient").loc["G"]
+    g = variance_components(sf, score="rating", facets=["target", "judge"], confidence=0.9)
+    row = g.coefficients.set_index("metric").loc["G"]
     assert row["ci_low"] < row["estimate"] < row["ci_high"]
     assert row["method"].startswith("percentiles over 20,000 joint draws")
     # each bound is an empirical quantile of 20,000 draws: its probability level has Monte
@@ -223,7 +223,7 @@ def test_g_interval_is_the_pivot_quantile_by_numerical_integration():
 
 def test_pivot_draws_have_the_satterthwaite_bounds_as_quantiles():
     data = unbalanced_log()
-    g = variance_components(data, "y", ["item", "cond"])
+    g = variance_components(data, score="y", facets=["item", "cond"])
     est, cov = g.components["estimate"].to_numpy(), g.covariance.to_numpy()
     draws = np.exp(pivot_draws(est, cov, 20_000, np.random.default_rng(0)))
     below = (draws < g.components["ci_low"].to_numpy()).mean(axis=0)
@@ -242,7 +242,7 @@ def test_zero_component_gets_a_profile_interval_from_zero_and_is_held_there():
     data = unbalanced_log(seed=2, truth=truth)
     data["y"] -= data.groupby("cond")["y"].transform("mean")  # no condition effect at all
     with pytest.warns(SingularFitWarning):
-        g = variance_components(data, "y", ["item", "cond"], n_attempts=3)
+        g = variance_components(data, score="y", facets=["item", "cond"], n_attempts=3)
     comp = g.components.set_index("component")
     assert comp.loc["cond", "estimate"] < 1e-8
     assert comp.loc["cond", ["std_error", "df"]].isna().all()
@@ -312,7 +312,7 @@ def test_component_with_df_near_zero_gets_the_profile_interval_not_an_infinite_o
     # chi2(df) quantiles underflow, giving the interval [2.3e7, inf] that misses its own
     # estimate. The profile likelihood bounds it (lme4 agrees), and G / Phi stay near it.
     with pytest.warns(SingularFitWarning):
-        g = variance_components(TINY_LEVEL, "y", ["item", "cond"])
+        g = variance_components(TINY_LEVEL, score="y", facets=["item", "cond"])
     comp = g.components.set_index("component")
     est, low, high = LME4_TINY_LEVEL_ITEM_COND
     row = comp.loc["item:cond"]
@@ -324,7 +324,7 @@ def test_component_with_df_near_zero_gets_the_profile_interval_not_an_infinite_o
     assert (g.components["estimate"] <= g.components["ci_high"]).all()
     # the pivot of a df-0.002 component would put G at 1e-303; its draws are clamped into its
     # profile interval instead
-    coef = g.coefficients.set_index("coefficient")
+    coef = g.coefficients.set_index("metric")
     assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
     assert (coef["ci_low"] > 0.5).all()
     # independent check: the dense profiled deviance crosses chi2_1(0.95) at the upper bound
@@ -343,7 +343,7 @@ def test_balanced_component_with_df_below_one_gets_the_profile_interval():
     # check is against the dense REML deviance, not lme4.
     data = unbalanced_log(seed=3, n_items=10, n_cond=2, reps=2, keep=1.1)
     data["y"] += np.where(data["cond"] == "c1", 0.45, 0.0) - data.groupby("cond")["y"].transform("mean")
-    g = variance_components(data, "y", ["item", "cond"])
+    g = variance_components(data, score="y", facets=["item", "cond"])
     comp = g.components.set_index("component")
     row = comp.loc["cond"]
     assert row["df"] == pytest.approx(0.0258, abs=1e-4) and "closed form" in row["method"]
@@ -353,7 +353,7 @@ def test_balanced_component_with_df_below_one_gets_the_profile_interval():
     assert (others["df"] >= 1).all() and others["method"].str.endswith("Satterthwaite interval").all()
     # cond's draws clamped into [0, 12.6]: Phi's lower limit near Phi at the components' own
     # limits (item 1.29, cond 12.6: 0.16), where the unclamped pivot gave 1.9e-51
-    coef = g.coefficients.set_index("coefficient")
+    coef = g.coefficients.set_index("metric")
     assert ((coef["ci_low"] < coef["estimate"]) & (coef["estimate"] < coef["ci_high"])).all()
     assert coef.loc["Phi", "ci_low"] == pytest.approx(0.15, abs=0.03) and coef.loc["G", "ci_low"] > 0.3
     np.testing.assert_allclose(profile_excess(data, g, "cond", row["ci_high"]), stats.chi2.ppf(0.95, 1), atol=1e-3)
@@ -386,10 +386,10 @@ def test_coverage_in_an_unbalanced_item_by_condition_design():
         data = unbalanced_log(seed=1000 + r, n_items=30, n_cond=4, reps=5, keep=0.8)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SingularFitWarning)
-            g = variance_components(data, "y", ["item", "cond"], n_attempts=5)
+            g = variance_components(data, score="y", facets=["item", "cond"], n_attempts=5)
         low, high = g.components["ci_low"].to_numpy(), g.components["ci_high"].to_numpy()
         row = dict(zip(TRUTH, (low <= truth) & (truth <= high)))
-        coef = g.coefficients.set_index("coefficient")
+        coef = g.coefficients.set_index("metric")
         for k, value in true_coef.items():
             row[k] = coef.loc[k, "ci_low"] <= value <= coef.loc[k, "ci_high"]
         rows.append(row)
@@ -418,7 +418,7 @@ def profile_design(name: str) -> pd.DataFrame:
 def test_profile_interval_of_a_near_flat_facet(name):
     data = profile_design(name).rename(columns={"item_id": "item", "log_sd": "y"})
     with pytest.warns(SingularFitWarning):
-        g = variance_components(data, "y", ["item", "rater"])
+        g = variance_components(data, score="y", facets=["item", "rater"])
     comp = g.components.set_index("component")
     profiled = comp.index[comp["method"].str.contains("profile-likelihood")]
     assert "item" in profiled

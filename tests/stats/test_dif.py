@@ -29,7 +29,7 @@ def test_binary_item_reproduces_logistic_regression_likelihood_ratios():
     # statsmodels Logit (an independent implementation) gives the same likelihoods
     d = _simulate(binary=True, uniform=0.6, slope=0.4)
     items = [f"i{j}" for j in range(6)] + ["studied"]
-    res = dif_ordinal(d, items, group="group", reference="reference",
+    res = dif_ordinal(d, columns=items, condition="group", reference="reference",
                       tested=["studied"]).set_index(["item", "test"])
     total = d[items].sum(axis=1).to_numpy(float)
     m = (total - total.mean()) / total.std()
@@ -52,7 +52,7 @@ def test_binary_item_reproduces_logistic_regression_likelihood_ratios():
 @pytest.mark.parametrize("seed", fast_and_other_seeds(3))
 def test_uniform_dif_is_found_and_classified_and_clean_data_is_not(seed):
     items = [f"i{j}" for j in range(6)] + ["studied"]
-    res = dif_ordinal(_simulate(uniform=1.0, seed=seed), items, group="group",
+    res = dif_ordinal(_simulate(uniform=1.0, seed=seed), columns=items, condition="group",
                       tested=["i0", "studied"])
     row = res.query("item == 'studied' and test == 'uniform'").iloc[0]
     # margins over seeds 0-20: p at most 7e-24, always "large"; beta_change 0.097-0.25
@@ -60,7 +60,7 @@ def test_uniform_dif_is_found_and_classified_and_clean_data_is_not(seed):
     # the clean data's effect sizes stay below 0.005 ("negligible" below 0.035)
     assert row["p_value"] < 1e-6 and row["classification"] == "large"
     assert row["beta_change"] > 0.05
-    clean = dif_ordinal(_simulate(seed=seed + 1), items, group="group", tested=["i1", "studied"])
+    clean = dif_ordinal(_simulate(seed=seed + 1), columns=items, condition="group", tested=["i1", "studied"])
     assert (clean["classification"] == "negligible").all()
     assert list(clean.columns) == ["item", "test", "statistic", "df1", "p_value", "p_adjusted",
                                    "effect_size", "delta_mcfadden", "beta_change", "n",
@@ -71,7 +71,7 @@ def test_uniform_dif_is_found_and_classified_and_clean_data_is_not(seed):
 def test_non_uniform_dif_shows_in_the_interaction_test(seed):
     # margin: p at most 2.4e-15 over seeds 0-20
     res = dif_ordinal(_simulate(slope=1.5, seed=seed, n=800),
-                      [f"i{j}" for j in range(6)] + ["studied"], group="group",
+                      columns=[f"i{j}" for j in range(6)] + ["studied"], condition="group",
                       tested=["studied"])
     row = res.query("item == 'studied' and test == 'non_uniform'").iloc[0]
     assert row["p_value"] < 1e-4
@@ -80,8 +80,8 @@ def test_non_uniform_dif_shows_in_the_interaction_test(seed):
 def test_dif_input_errors():
     d = _simulate(n=60)
     with pytest.raises(DataError, match="reference='x' is not a level"):
-        dif_ordinal(d, ["i0", "i1"], group="group", reference="x")
+        dif_ordinal(d, columns=["i0", "i1"], condition="group", reference="x")
     with pytest.raises(DataError, match="has 1 level"):
-        dif_ordinal(d.assign(group="a"), ["i0", "i1"], group="group")
+        dif_ordinal(d.assign(group="a"), columns=["i0", "i1"], condition="group")
     with pytest.raises(DataError, match="tested items"):
-        dif_ordinal(d, ["i0", "i1"], group="group", tested=["i9"])
+        dif_ordinal(d, columns=["i0", "i1"], condition="group", tested=["i9"])

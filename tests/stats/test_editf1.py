@@ -134,7 +134,7 @@ def test_table_form_equals_pair_by_pair():
     # Rows of one pair need not be adjacent: first sentences of every pair, then second ones...
     data = pd.DataFrame(rows).sort_values("k", kind="stable")
     with pytest.warns(UserWarning, match="not verbatim"):
-        out = edit_counts_table(data, pair=["message", "model"])
+        out = edit_counts_table(data, item=["message", "model"])
     pd.testing.assert_frame_equal(out, pd.DataFrame(expected), check_dtype=False)
 
 

@@ -30,10 +30,10 @@ def _sleep():
 
 def test_cohens_d_matches_effectsize_and_pingouin():
     df = pd.DataFrame({"am": AM, "mpg": MPG})
-    out = cohens_d(df, group="am", value="mpg", a=0, b=1).iloc[0]
+    out = cohens_d(df, condition="am", score="mpg", a=0, b=1).iloc[0]
     # R: effectsize::cohens_d(mpg ~ am, data = mtcars) -> -1.48, 95% CI [-2.27, -0.67]
     assert out["effect_size"] == pytest.approx(-1.48, abs=0.005)
-    assert (out["ci_low"], out["ci_high"]) == pytest.approx((-2.27, -0.67), abs=0.005)
+    assert (out["effect_ci_low"], out["effect_ci_high"]) == pytest.approx((-2.27, -0.67), abs=0.005)
     x = np.array(MPG)[np.array(AM) == 0]
     y = np.array(MPG)[np.array(AM) == 1]
     assert out["effect_size"] == pytest.approx(pg.compute_effsize(x, y, eftype="cohen"), rel=1e-10)
@@ -43,13 +43,13 @@ def test_cohens_d_matches_effectsize_and_pingouin():
 
 
 def test_cohens_dz_matches_effectsize_and_t_test():
-    out = cohens_d(_sleep(), group="group", value="extra", a=1, b=2, paired=True, pair="id").iloc[0]
+    out = cohens_d(_sleep(), condition="group", score="extra", a=1, b=2, paired=True, item="id").iloc[0]
     # R: t.test(extra[group == 1], extra[group == 2], paired = TRUE) -> t = -4.0621, df = 9, p-value = 0.002833
     assert out["statistic"] == pytest.approx(-4.0621, abs=5e-5)
     assert out["p_value"] == pytest.approx(0.002833, abs=5e-7)
     # R: effectsize::cohens_d(Pair(extra.1, extra.2) ~ 1, data = sleep_wide) -> -1.28, 95% CI [-2.12, -0.41]
     assert out["effect_size"] == pytest.approx(-1.28, abs=0.005)
-    assert (out["ci_low"], out["ci_high"]) == pytest.approx((-2.12, -0.41), abs=0.005)
+    assert (out["effect_ci_low"], out["effect_ci_high"]) == pytest.approx((-2.12, -0.41), abs=0.005)
     t = stats.ttest_rel(SLEEP_1, SLEEP_2).statistic
     assert out["effect_size"] == pytest.approx(t / np.sqrt(10), rel=1e-12)
 
@@ -178,15 +178,15 @@ def test_kl_matches_wikipedia_example():
 
 def test_kl_smoothing_and_support():
     df = pd.DataFrame({"source": ["target"] * 3 + ["g"] * 2, "total": [5, 6, 7, 5, 5]})
-    out = kl_divergence(df, group="source", value="total", support=range(5, 9)).iloc[0]
+    out = kl_divergence(df, condition="source", score="total", support=range(5, 9)).iloc[0]
     p = np.array([1, 1, 1, 0]) + 0.5
     q = np.array([2, 0, 0, 0]) + 0.5
     assert out["estimate"] == pytest.approx(stats.entropy(p / p.sum(), q / q.sum()), rel=1e-12)
     assert out["n_bins"] == 4 and out["n_a"] == 2 and out["n_b"] == 3
-    unsmoothed = kl_divergence(df, group="source", value="total", smoothing=0).iloc[0]
+    unsmoothed = kl_divergence(df, condition="source", score="total", smoothing=0).iloc[0]
     assert np.isinf(unsmoothed["estimate"])
     with pytest.raises(DataError, match="outside support"):
-        kl_divergence(df, group="source", value="total", support=range(6, 9))
+        kl_divergence(df, condition="source", score="total", support=range(6, 9))
 
 
 def test_correlation_of_constant_input_is_nan_with_warning():

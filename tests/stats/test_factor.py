@@ -113,7 +113,7 @@ O5 0.13 0.10 -0.03 0.04 -0.54 0.30
 
 @pytest.fixture(scope="module")
 def bfi5(bfi):
-    return F.efa(bfi, 5, BFI_ITEMS)
+    return F.efa(bfi, n_factors=5, columns=BFI_ITEMS)
 
 
 def test_bfi_five_factor_loadings_match_psych_to_three_decimals(bfi5):
@@ -168,7 +168,7 @@ def test_bfi_five_factor_variance_and_factor_correlations_match_psych(bfi5):
     ],
 )
 def test_bfi_fit_indices_match_psych(bfi, bfi5, n_factors, expected):
-    res = bfi5 if n_factors == 5 else F.efa(bfi, n_factors, BFI_ITEMS)
+    res = bfi5 if n_factors == 5 else F.efa(bfi, n_factors=n_factors, columns=BFI_ITEMS)
     if n_factors == 4:  # the notebook printed no p-values or interval for this model
         assert res.fit.set_index("index").loc["rmsea", "ci_low"] == pytest.approx(0.072,
                                                                                  abs=5e-4)
@@ -209,7 +209,7 @@ def test_summary_reads_like_psych(bfi5):
 def test_bfi_ml_promax_matches_psych():
     """psych::fa(bfi[, 1:25], nfactors = 6, rotate = "promax", fm = "ml"): summary() and
     Phi as pasted in a published R script (psych output, 2-3 decimals)."""
-    res = F.efa(bfi_data(), 6, BFI_ITEMS, method="ml", rotation="promax")
+    res = F.efa(bfi_data(), n_factors=6, columns=BFI_ITEMS, method="ml", rotation="promax")
     expected = {"likelihood_chi_square": (1013.79, 2), "objective": (0.36, 2),
                 "rmsr": (0.02, 2), "rmsr_df_corrected": (0.03, 2), "tli": (0.922, 3),
                 "rmsea": (0.043, 3), "bic": (-295.88, 2)}
@@ -231,7 +231,7 @@ def test_bfi_ml_promax_matches_psych():
 
 
 def test_ml_varimax_matches_factanal_on_holzinger_swineford(hs):
-    res = F.efa(hs, 3, HS_ITEMS, method="ml", rotation="varimax")
+    res = F.efa(hs, n_factors=3, columns=HS_ITEMS, method="ml", rotation="varimax")
     uniq = [0.513, 0.749, 0.543, 0.279, 0.243, 0.305, 0.502, 0.469, 0.543]
     np.testing.assert_allclose(res.communalities["uniqueness"], uniq, atol=_printed(0, 3))
     # factanal's Factor1..3 are psych's ML1, ML3, ML2 (both order by sums of squares);
@@ -272,14 +272,14 @@ def test_minres_matches_an_independent_scipy_minres(hs):
     psi = __import__("scipy").optimize.minimize(
         off_diagonal_loss, psi0, method="L-BFGS-B", bounds=[(0.005, 1)] * 9,
         options={"ftol": 1e-15, "gtol": 1e-12}).x
-    res = F.efa(hs, 3, HS_ITEMS, rotation="none")
+    res = F.efa(hs, n_factors=3, columns=HS_ITEMS, rotation="none")
     np.testing.assert_allclose(res.communalities["uniqueness"], psi, atol=2e-4)
 
 
 @pytest.mark.parametrize("rotation", ["varimax", "promax", "oblimin"])
 def test_rotations_keep_communalities_and_reproduce_the_correlations(hs, rotation):
-    none = F.efa(hs, 3, HS_ITEMS, rotation="none")
-    rot = F.efa(hs, 3, HS_ITEMS, rotation=rotation)
+    none = F.efa(hs, n_factors=3, columns=HS_ITEMS, rotation="none")
+    rot = F.efa(hs, n_factors=3, columns=HS_ITEMS, rotation=rotation)
     lam = rot.loadings.to_numpy()
     phi = np.eye(3) if rot.phi is None else rot.phi.to_numpy()
     np.testing.assert_allclose(np.diag(lam @ phi @ lam.T), none.communalities["communality"],
@@ -296,14 +296,14 @@ def test_rotations_keep_communalities_and_reproduce_the_correlations(hs, rotatio
 def test_kmo_matches_published_psych_kmo_on_bfi(bfi):
     published = [0.74, 0.84, 0.87, 0.87, 0.90, 0.83, 0.79, 0.85, 0.82, 0.86, 0.83, 0.88, 0.89,
                  0.87, 0.89, 0.78, 0.78, 0.86, 0.88, 0.86, 0.85, 0.78, 0.84, 0.76, 0.76, 0.85]
-    res = F.kmo(bfi, BFI_ITEMS)
+    res = F.kmo(bfi, columns=BFI_ITEMS)
     assert list(res["item"]) == [*BFI_ITEMS, "overall"]
     np.testing.assert_allclose(res["msa"], published, atol=_printed(0, 2))
 
 
 def test_bartlett_matches_psych_null_model_on_bfi(bfi):
     # psych prints the Bartlett statistic as the null model: "Chi Square of 20163.79", df 300
-    res = F.bartlett_sphericity(bfi, BFI_ITEMS)
+    res = F.bartlett_sphericity(bfi, columns=BFI_ITEMS)
     assert res.loc[0, "statistic"] == pytest.approx(20163.79, abs=0.005 + 1e-6)
     assert res.loc[0, "df1"] == 300
     assert res.loc[0, "n"] == 2800
@@ -312,10 +312,10 @@ def test_bartlett_matches_psych_null_model_on_bfi(bfi):
 def test_kmo_and_bartlett_match_factor_analyzer_on_complete_data(bfi, hs):
     for data, items in [(hs, HS_ITEMS), (bfi[BFI_ITEMS].dropna(), BFI_ITEMS)]:
         per_item, overall = calculate_kmo(data[items])
-        res = F.kmo(data, items)
+        res = F.kmo(data, columns=items)
         np.testing.assert_allclose(res["msa"], [*per_item, overall], rtol=1e-10)
         chi, p = calculate_bartlett_sphericity(data[items])
-        bart = F.bartlett_sphericity(data, items)
+        bart = F.bartlett_sphericity(data, columns=items)
         assert bart.loc[0, "statistic"] == pytest.approx(chi, rel=1e-10)
         assert bart.loc[0, "p_value"] == pytest.approx(p, abs=1e-12)
 
@@ -324,7 +324,7 @@ def test_kmo_and_bartlett_match_factor_analyzer_on_complete_data(bfi, hs):
 
 
 def test_eigenvalues_are_those_of_the_correlation_matrix(hs):
-    res = F.eigenvalues(hs, HS_ITEMS)
+    res = F.eigenvalues(hs, columns=HS_ITEMS)
     expected = np.sort(np.linalg.eigvalsh(hs[HS_ITEMS].corr().to_numpy()))[::-1]
     np.testing.assert_allclose(res["eigenvalue"], expected, rtol=1e-12)
     assert res["cumulative"].iloc[-1] == pytest.approx(1.0)
@@ -336,21 +336,21 @@ def test_parallel_analysis_finds_the_simulated_structure_and_is_reproducible(see
     rng = np.random.default_rng(seed)
     f = rng.normal(size=(400, 3))
     d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=400) for j in range(9)})
-    a = F.parallel_analysis(d, random_state=seed, n_iter=6)
-    b = F.parallel_analysis(d, random_state=seed, n_iter=6)
+    a = F.parallel_analysis(d, random_state=seed, n_sim=6)
+    b = F.parallel_analysis(d, random_state=seed, n_sim=6)
     pd.testing.assert_frame_equal(a.table, b.table)
     # margin, seeds 0-20: observed factor eigenvalues 3 and 4 are 0.84-1.01 and -0.08-0.02
     # against simulated 0.10-0.13 and 0.06-0.08 (components: 1.74-1.94 and 0.55-0.69
     # against 1.07-1.11 and 1.02-1.06), so 3 factors and 3 components at every seed
     assert (a.n_factors, a.n_components) == (3, 3)
-    assert F.parallel_analysis(d, random_state=seed, quantile=0.95, n_iter=4).n_factors == 3
+    assert F.parallel_analysis(d, random_state=seed, quantile=0.95, n_sim=4).n_factors == 3
 
 
 # ----------------------------------------------------------------------------- CFA vs lavaan
 
 
 def test_cfa_reproduces_the_lavaan_holzinger_swineford_tutorial(hs):
-    res = F.cfa(hs, {"visual": ["x1", "x2", "x3"], "textual": ["x4", "x5", "x6"],
+    res = F.cfa(hs, model={"visual": ["x1", "x2", "x3"], "textual": ["x4", "x5", "x6"],
                      "speed": ["x7", "x8", "x9"]})
     fit = res.fit.set_index("index")
     expected = {"chi_square": 85.306, "baseline_chi_square": 918.852, "cfi": 0.931,
@@ -383,7 +383,7 @@ def test_cfa_drops_incomplete_rows_with_a_warning(hs):
     d = hs.copy()
     d.loc[0, "x1"] = np.nan
     with pytest.warns(UserWarning, match="1 rows with missing items dropped"):
-        res = F.cfa(d, {"a": ["x1", "x2", "x3"], "b": ["x4", "x5", "x6"]})
+        res = F.cfa(d, model={"a": ["x1", "x2", "x3"], "b": ["x4", "x5", "x6"]})
     assert res.n_obs == 300
 
 
@@ -439,7 +439,7 @@ def test_polychoric_recovers_the_latent_correlation_and_matches_brute_force():
 
 
 def test_efa_on_polychoric_correlations_runs_and_names_them(bfi):
-    res = F.efa(bfi.head(600), 2, ["N1", "N2", "N3", "E1", "E2", "E3"], cor="polychoric")
+    res = F.efa(bfi.head(600), n_factors=2, columns=["N1", "N2", "N3", "E1", "E2", "E3"], cor="polychoric")
     assert res.cor == "polychoric"
     assert np.all(np.abs(res.loadings.to_numpy()) <= 1)
 
@@ -479,7 +479,7 @@ def test_omega_reproduces_jensen_weng_schmid_leiman_loadings():
     got = got[:, [0, *(1 + np.argsort(np.argmax(np.abs(got[:, 1:4]), axis=0))), 4]]
     assert np.sum(np.abs(got - jensen.to_numpy())) < 0.002
     g = jensen["g"].to_numpy()
-    est = res.estimates.set_index("measure")["estimate"]
+    est = res.estimates.set_index("metric")["estimate"]
     assert est["omega_hierarchical"] == pytest.approx(g.sum() ** 2 / r.sum(), abs=1e-4)
     assert est["omega_total"] == pytest.approx(1 - np.sum(1 - jensen["h2"]) / r.sum(), abs=1e-4)
     k = 9
@@ -500,15 +500,15 @@ def test_ordinal_alpha_is_standardized_alpha_of_the_polychoric_matrix():
 
 def test_bad_inputs_raise_data_errors_naming_the_problem(hs):
     with pytest.raises(DataError, match="rotation='quartimax' is not valid"):
-        F.efa(hs, 2, HS_ITEMS, rotation="quartimax")
+        F.efa(hs, n_factors=2, columns=HS_ITEMS, rotation="quartimax")
     with pytest.raises(DataError, match="n_factors=9 must be an integer from 1 to 8"):
-        F.efa(hs, 9, HS_ITEMS)
+        F.efa(hs, n_factors=9, columns=HS_ITEMS)
     with pytest.raises(DataError, match="no column"):
-        F.kmo(hs, ["x1", "x2", "nope"])
+        F.kmo(hs, columns=["x1", "x2", "nope"])
     with pytest.raises(DataError, match="item 'c' is constant"):
         F.kmo(pd.DataFrame({"a": [1, 2, 3, 4], "b": [2, 1, 4, 3], "c": [1, 1, 1, 1]}))
     with pytest.raises(DataError, match="at least 3 items"):
-        F.efa(hs, 1, ["x1", "x2"])
+        F.efa(hs, n_factors=1, columns=["x1", "x2"])
 
 
 def _stats_varimax(x, eps=1e-5):
@@ -532,14 +532,14 @@ def _stats_varimax(x, eps=1e-5):
 def test_promax_matches_an_independent_port_of_psych_kaiser_promax(hs):
     """psych: rotate = "promax" is kaiser(L, rotate = "Promax"): Kaiser-normalise the rows,
     Promax(m = 4) (stats::varimax, then the power-4 target by least squares), denormalise."""
-    unrotated = F.efa(hs, 3, HS_ITEMS, rotation="none").loadings.to_numpy()
+    unrotated = F.efa(hs, n_factors=3, columns=HS_ITEMS, rotation="none").loadings.to_numpy()
     h = np.sqrt((unrotated**2).sum(1))
     x = _stats_varimax(unrotated / h[:, None])
     q = x * np.abs(x) ** 3
     u = np.linalg.lstsq(x, q, rcond=None)[0]
     u = u @ np.diag(np.sqrt(np.diag(np.linalg.inv(u.T @ u))))
     expected = (x @ u) * h[:, None]
-    got = F.efa(hs, 3, HS_ITEMS, rotation="promax").loadings.to_numpy()
+    got = F.efa(hs, n_factors=3, columns=HS_ITEMS, rotation="promax").loadings.to_numpy()
     # same solution up to the order and sign of the factors
     for col in expected.T:
         match = np.argmax(np.abs(got.T @ col))
@@ -560,7 +560,7 @@ def test_rmsea_interval_and_bic_reproduce_the_pdsqi9_appendix_b_printout():
 def test_unidentified_models_are_flagged(hs):
     assert [F.max_identified_factors(p) for p in (3, 4, 5, 8, 9)] == [1, 1, 2, 4, 5]
     with pytest.warns(UserWarning, match="negative degrees of freedom"):
-        F.efa(hs, 2, ["x1", "x2", "x4", "x5"], rotation="none")
+        F.efa(hs, n_factors=2, columns=["x1", "x2", "x4", "x5"], rotation="none")
 
 
 @pytest.mark.parametrize("module", ["adequacy", "confirmatory", "correlation", "exploratory"])

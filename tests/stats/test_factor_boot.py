@@ -134,7 +134,7 @@ def test_efa_counts_resamples_with_a_constant_item():
                    for _ in range(30))
     assert expected > 0
     with pytest.warns(HceWarning) as record:  # also a Heywood notice from a small resample
-        res = efa(d, 1, n_boot=30, random_state=5)
+        res = efa(d, n_factors=1, n_boot=30, random_state=5)
     assert any(f"{expected} of 30 bootstrap replicates failed and are left out" in str(w.message)
                and "an item is constant in the resample" in str(w.message) for w in record)
     assert (res.intervals["n_failed"] == expected).all()
@@ -148,8 +148,8 @@ def test_one_replicate_is_the_refit_on_that_resample():
     data, _ = _two_factor_data(n=200, seed=1)
     rows = np.random.default_rng(9).integers(0, 200, size=200)
     resample = data.iloc[rows].reset_index(drop=True)
-    full = efa(data, 2, n_boot=1, random_state=9)
-    refit = efa(resample, 2)
+    full = efa(data, n_factors=2, n_boot=1, random_state=9)
+    refit = efa(resample, n_factors=2)
     expected, expected_phi = align_factors(refit.loadings.to_numpy(), full.loadings.to_numpy(),
                                            refit.phi.to_numpy())
     ci = full.intervals
@@ -175,17 +175,17 @@ def test_one_replicate_is_the_refit_on_that_resample():
 
 def test_reproducible_with_random_state_and_off_by_default():
     data, _ = _two_factor_data(n=200, seed=1)
-    a = efa(data, 2, n_boot=12, random_state=7)
-    b = efa(data, 2, n_boot=12, random_state=np.random.default_rng(7))
-    c = efa(data, 2, n_boot=12, random_state=8)
+    a = efa(data, n_factors=2, n_boot=12, random_state=7)
+    b = efa(data, n_factors=2, n_boot=12, random_state=np.random.default_rng(7))
+    c = efa(data, n_factors=2, n_boot=12, random_state=8)
     pd.testing.assert_frame_equal(a.intervals, b.intervals)
     assert not np.allclose(a.intervals["ci_low"], c.intervals["ci_low"])
-    plain = efa(data, 2)
+    plain = efa(data, n_factors=2)
     assert plain.intervals is None
     pd.testing.assert_frame_equal(plain.loadings, a.loadings)
     pd.testing.assert_frame_equal(plain.fit, a.fit)  # RMSEA stays at 90%
     assert (a.intervals["confidence"] == 0.95).all() and a.fit["confidence"].max() == 0.90
-    both = efa(data, 2, n_boot=12, random_state=7, confidence=0.8)
+    both = efa(data, n_factors=2, n_boot=12, random_state=7, confidence=0.8)
     assert (both.intervals["confidence"] == 0.8).all() and both.fit["confidence"].max() == 0.8
     assert "bootstrapped 95 % confidence intervals (12 resamples, 0 failed)" in a.summary()
 
@@ -196,15 +196,15 @@ def test_reproducible_with_random_state_and_off_by_default():
     np.testing.assert_array_equal(off["estimate"], om1["estimate"])
     assert off[["ci_low", "ci_high"]].isna().all().all() and off["n_failed"].eq(0).all()
     with pytest.raises(DataError, match="n_boot=-1 must be a non-negative integer"):
-        efa(data, 2, n_boot=-1)
+        efa(data, n_factors=2, n_boot=-1)
 
 
 def test_efa_intervals_adds_efas_own_intervals_to_a_fitted_result():
     """The public entry point instrument_report uses: the same intervals as efa(n_boot=),
     at a level of its own, the fit (and its 90% RMSEA interval) untouched."""
     data, _ = _two_factor_data(n=200, seed=1)
-    fitted = efa(data, 2)
-    one_call = efa(data, 2, n_boot=12, random_state=7, confidence=0.8)
+    fitted = efa(data, n_factors=2)
+    one_call = efa(data, n_factors=2, n_boot=12, random_state=7, confidence=0.8)
     added = efa_intervals(data, fitted, n_boot=12, confidence=0.8, random_state=7)
     pd.testing.assert_frame_equal(added.intervals, one_call.intervals)
     pd.testing.assert_frame_equal(added.fit, fitted.fit)
@@ -259,7 +259,7 @@ def test_bootstrap_se_of_a_one_factor_loading_matches_the_asymptotic_se():
     ratios = []
     for seed in range(4):
         x = rng.standard_normal((n, 3)) @ chol.T
-        res = efa(pd.DataFrame(x, columns=["a", "b", "c"]), 1, n_boot=150, random_state=seed)
+        res = efa(pd.DataFrame(x, columns=["a", "b", "c"]), n_factors=1, n_boot=150, random_state=seed)
         ratios.append(res.intervals["se"].iloc[0] / se_asymptotic)
     assert np.mean(ratios) == pytest.approx(1.0, abs=0.10)
 
@@ -273,7 +273,7 @@ def test_bfi_five_factor_intervals_keep_every_factor_in_place():
         pytest.skip(f"reference data {path} not found (shared/data/factor_analysis)")
     bfi = pd.read_csv(path)
     items = [f"{t}{i}" for t in "ACENO" for i in range(1, 6)]
-    res = efa(bfi, 5, items, n_boot=20, random_state=1)
+    res = efa(bfi, n_factors=5, columns=items, n_boot=20, random_state=1)
     ci = res.intervals
     assert ci["n_failed"].eq(0).all() and len(ci) == 25 * 5 + 25 + 10
     loads = ci[ci["parameter"] == "loading"]
@@ -312,13 +312,13 @@ def test_percentile_intervals_cover_the_population_loadings():
         warnings.filterwarnings("ignore", "efa: .* bootstrap replicates warned", HceWarning)
         for s in range(150):
             x = rng.multivariate_normal(np.zeros(4), cov, size=200)
-            ci = efa(pd.DataFrame(x), 1, n_boot=200, random_state=s).intervals
+            ci = efa(pd.DataFrame(x), n_factors=1, n_boot=200, random_state=s).intervals
             ci = ci[ci["parameter"] == "loading"]
             one.append((ci["ci_low"].to_numpy() <= lam) & (lam <= ci["ci_high"].to_numpy()))
         phi_hits = []
         for s in range(60):
             data, _ = _two_factor_data(n=300, seed=1000 + s)
-            res = efa(data, 2, n_boot=200, random_state=s)
+            res = efa(data, n_factors=2, n_boot=200, random_state=s)
             ci = res.intervals[res.intervals["parameter"] == "loading"]
             low = ci["ci_low"].to_numpy().reshape(6, 2)
             high = ci["ci_high"].to_numpy().reshape(6, 2)

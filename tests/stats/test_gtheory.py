@@ -28,12 +28,12 @@ SF = pd.DataFrame(
 
 
 def test_g_and_phi_are_shrout_fleiss_iccs():
-    g = variance_components(SF, "rating", ["target", "judge"])
+    g = variance_components(SF, score="rating", facets=["target", "judge"])
     icc = pg.intraclass_corr(SF, targets="target", raters="judge", ratings="rating").set_index(
         "Type"
     )["ICC"]
-    four = g.coefficients.set_index("coefficient")["estimate"]
-    one = g.d_study(n_levels={"judge": 1}).set_index("coefficient")["estimate"]
+    four = g.coefficients.set_index("metric")["estimate"]
+    one = g.d_study(n_levels={"judge": 1}).set_index("metric")["estimate"]
     np.testing.assert_allclose([four["G"], four["Phi"]], [0.91, 0.62], atol=0.005)
     np.testing.assert_allclose([one["G"], one["Phi"]], [0.71, 0.29], atol=0.005)
     np.testing.assert_allclose(
@@ -53,7 +53,7 @@ def test_satterthwaite_intervals_by_hand():
     bms = 4 * ((wide.mean(1) - grand) ** 2).sum() / 5
     res = wide - wide.mean(1, keepdims=True) - wide.mean(0, keepdims=True) + grand
     ems = (res**2).sum() / 15
-    comp = variance_components(SF, "rating", ["target", "judge"]).components.set_index("component")
+    comp = variance_components(SF, score="rating", facets=["target", "judge"]).components.set_index("component")
     est = (bms - ems) / 4
     df = est**2 / ((bms / 4) ** 2 / 5 + (ems / 4) ** 2 / 15)
     np.testing.assert_allclose(
@@ -96,7 +96,7 @@ def judge_log(seed=3, n_items=10, attempts=4):
 def test_three_facet_study_d_study_formula():
     with pytest.warns(SingularFitWarning):  # prompt:model and the triple interaction hit zero
         g = variance_components(
-            judge_log(), "total", ["item_id", "prompt_id", "model"], n_attempts=4
+            judge_log(), score="total", facets=["item_id", "prompt_id", "model"], n_attempts=4
         )
     assert g.components["method"].str.contains("profile-likelihood").all()
     assert (g.components["ci_low"] <= g.components["estimate"]).all()
@@ -127,13 +127,13 @@ def test_three_facet_study_d_study_formula():
 
 
 def test_d_study_checks_its_arguments():
-    g = variance_components(SF, "rating", ["target", "judge"])
+    g = variance_components(SF, score="rating", facets=["target", "judge"])
     with pytest.raises(DataError, match="one score per facet combination"):
         g.d_study(n_attempts=3)
     with pytest.raises(DataError, match=r"\['rater'\]"):
         g.d_study(n_levels={"rater": 2})
     with pytest.raises(DataError, match="'score'"):
-        variance_components(SF, "score", ["target"])
+        variance_components(SF, score="score", facets=["target"])
 
 
 def test_spread_model_on_per_cell_sds():
@@ -193,7 +193,7 @@ def dense_reml_deviance(y, X, zs, theta):
 def test_boundary_g_study_profile_intervals_match_dense_reml():
     data = judge_log(0, n_items=6, attempts=3)
     with pytest.warns(SingularFitWarning):
-        g = variance_components(data, "total", ["item_id", "prompt_id", "model"])
+        g = variance_components(data, score="total", facets=["item_id", "prompt_id", "model"])
     comp = g.components
     assert comp["method"].str.contains("profile").all()
     y, X = data["total"].to_numpy(), np.ones((len(data), 1))

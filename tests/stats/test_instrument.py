@@ -39,7 +39,7 @@ def test_item_statistics_match_psych_alpha_on_bfi():
     if not BFI.is_file():
         pytest.skip(f"reference data {BFI} not found")
     bfi = pd.read_csv(BFI)
-    res = item_statistics(bfi, ITEMS, reverse=REVERSED)
+    res = item_statistics(bfi, columns=ITEMS, reverse=REVERSED)
     np.testing.assert_allclose(res["r_drop"], R_DROP, atol=0.0005 + 1e-6)
     np.testing.assert_allclose(res["r_total"], RAW_R, atol=0.005 + 1e-6)
     np.testing.assert_allclose(res["alpha_if_dropped"], ALPHA_DROPPED, atol=0.005 + 1e-6)
@@ -51,7 +51,7 @@ def test_alpha_if_dropped_is_the_reliability_module_alpha_of_the_rest():
     wide = pd.DataFrame(rng.normal(size=(50, 1)) + rng.normal(size=(50, 4)), columns=list("abcd"))
     res = item_statistics(wide)
     rest = wide.drop(columns="b").rename_axis("t").reset_index().melt("t", var_name="i")
-    ref = cronbach_alpha(rest, "t", "i", "value")
+    ref = cronbach_alpha(rest, item="t", rater="i", score="value")
     assert res.loc[1, "alpha_if_dropped"] == pytest.approx(ref["estimate"].iloc[0], rel=1e-12)
     assert res.loc[1, "ci_low"] == pytest.approx(ref["ci_low"].iloc[0], rel=1e-12)
     with pytest.raises(DataError, match="reverse items"):
@@ -74,27 +74,27 @@ def _ratings(seed=0, n_texts=40, n_raters=3):
 
 def test_instrument_report_uses_the_owning_modules():
     d = _ratings()
-    rep = instrument_report(d, target="text", rater="rater", attribute="attribute",
+    rep = instrument_report(d, item="text", rater="rater", attribute="attribute",
                             score="score", n_factors=1, quality="quality", high="high",
-                            low="low", predictor="words", rater_group="level", n_boot=100,
+                            low="low", predictor="words", condition="level", n_boot=100,
                             structure={"content": ["accurate", "thorough", "useful"],
                                        "form": ["organized", "succinct"]},
                             random_state=2)
     one = d[d["attribute"] == "useful"]
-    ref = icc(one, targets="text", raters="rater", ratings="score").set_index("estimator")
-    got = rep.reliability.query("attribute == 'useful' and estimator == 'ICC3k'").iloc[0]
+    ref = icc(one, item="text", rater="rater", score="score").set_index("metric")
+    got = rep.reliability.query("attribute == 'useful' and metric == 'ICC3k'").iloc[0]
     assert got["estimate"] == pytest.approx(ref.loc["ICC3k", "estimate"], rel=1e-12)
     assert got["ci_low"] == pytest.approx(ref.loc["ICC3k", "ci_low"], rel=1e-12)
-    ka = krippendorff_alpha(one, targets="text", raters="rater", ratings="score", n_boot=100,
+    ka = krippendorff_alpha(one, item="text", rater="rater", score="score", n_boot=100,
                             random_state=2)
-    got = rep.reliability.query("attribute == 'useful' and estimator != 'ICC3k'").iloc[0]
+    got = rep.reliability.query("attribute == 'useful' and metric != 'ICC3k'").iloc[0]
     assert got["estimate"] == pytest.approx(ka["estimate"].iloc[0], rel=1e-12)
     wide = d.pivot_table(index=["text", "rater"], columns="attribute", values="score")
     assert rep.factors.loadings.to_numpy() == pytest.approx(
-        efa(wide, 1, list(wide.columns), rotation="varimax").loadings.to_numpy())
+        efa(wide, n_factors=1, columns=list(wide.columns), rotation="varimax").loadings.to_numpy())
     assert set(rep.validity) == {"discriminant", "substantive", "rater_expertise"}
     assert rep.confirmatory.fit_value("chi_square") == pytest.approx(
-        cfa(wide, {"content": ["accurate", "thorough", "useful"],
+        cfa(wide, model={"content": ["accurate", "thorough", "useful"],
                    "form": ["organized", "succinct"]}).fit_value("chi_square"), rel=1e-9)
     assert rep.validity["discriminant"]["p_value"].max() < 1e-6
     assert list(rep.descriptives["attribute"]) == sorted(d["attribute"].unique())
@@ -105,16 +105,16 @@ def test_instrument_report_uses_the_owning_modules():
 
 def test_instrument_report_picks_factors_by_parallel_analysis_and_skips_with_two_items():
     d = _ratings(seed=1, n_texts=30)
-    rep = instrument_report(d, target="text", rater="rater", attribute="attribute",
+    rep = instrument_report(d, item="text", rater="rater", attribute="attribute",
                             score="score", n_boot=50, random_state=4)
     assert rep.parallel is not None and rep.factors.loadings.shape[1] == rep.parallel.n_factors
     two = d[d["attribute"].isin(["useful", "accurate"])]
-    rep2 = instrument_report(two, target="text", rater="rater", attribute="attribute",
+    rep2 = instrument_report(two, item="text", rater="rater", attribute="attribute",
                              score="score", n_boot=50, random_state=4)
     assert rep2.factors is None and "factor analysis skipped" in rep2.notes[0]
     assert rep2.item_statistics.empty
     with pytest.raises(DataError, match="needs both high= and low="):
-        instrument_report(d, target="text", rater="rater", attribute="attribute",
+        instrument_report(d, item="text", rater="rater", attribute="attribute",
                           score="score", quality="quality", high="high")
 
 
@@ -139,7 +139,7 @@ def test_factor_boot_adds_intervals_from_the_owning_functions():
     n_boot=0 switches the report's other bootstraps (omega, Krippendorff's alpha) off, so
     the factor_boot intervals are the first draws of the generator."""
     d = _two_factor_ratings()
-    kwargs = dict(target="text", rater="rater", attribute="attribute", score="score",
+    kwargs = dict(item="text", rater="rater", attribute="attribute", score="score",
                   n_factors=2, rotation="oblimin", n_boot=0, random_state=3)
     rep = instrument_report(d, factor_boot=15, **kwargs)
     plain = instrument_report(d, **kwargs)
@@ -147,14 +147,14 @@ def test_factor_boot_adds_intervals_from_the_owning_functions():
     wide = d.pivot_table(index=["text", "rater"], columns="attribute", values="score")
     items = list(wide.columns)
     stream = np.random.default_rng(3)
-    ref = efa(wide, 2, items, rotation="oblimin", n_boot=15, random_state=stream)
-    alpha = ordinal_alpha(wide, items, n_boot=15, random_state=stream).iloc[0]
-    omega = omega_hierarchical(wide, items, n_factors=2, n_boot=15,
-                               random_state=stream).estimates.set_index("measure")
+    ref = efa(wide, n_factors=2, columns=items, rotation="oblimin", n_boot=15, random_state=stream)
+    alpha = ordinal_alpha(wide, columns=items, n_boot=15, random_state=stream).iloc[0]
+    omega = omega_hierarchical(wide, columns=items, n_factors=2, n_boot=15,
+                               random_state=stream).estimates.set_index("metric")
     pd.testing.assert_frame_equal(rep.factors.intervals, ref.intervals)
     assert rep.factors.fit_value("rmsea") == ref.fit_value("rmsea")
     assert rep.factors.fit.set_index("index").loc["rmsea", "confidence"] == 0.90
-    got = rep.internal_consistency.set_index("estimator")
+    got = rep.internal_consistency.set_index("metric")
     assert got.loc["ordinal alpha", "estimate"] == pytest.approx(alpha["estimate"], rel=1e-12)
     assert got.loc["ordinal alpha", "ci_low"] == pytest.approx(alpha["ci_low"], rel=1e-12)
     assert got.loc["omega hierarchical", "ci_high"] == pytest.approx(
@@ -177,7 +177,7 @@ def test_bootstraps_of_the_report_draw_one_stream_not_one_seed_each():
     plain seed on restarted each of them from it, so a seed and its generator disagreed, and
     the EFA, ordinal alpha and omega resampled the very same rows.)"""
     d = _two_factor_ratings()
-    kwargs = dict(target="text", rater="rater", attribute="attribute", score="score",
+    kwargs = dict(item="text", rater="rater", attribute="attribute", score="score",
                   rotation="oblimin", n_boot=30, factor_boot=6)
     seeded = instrument_report(d, random_state=11, **kwargs)
     generated = instrument_report(d, random_state=np.random.default_rng(11), **kwargs)

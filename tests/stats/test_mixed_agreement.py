@@ -72,8 +72,8 @@ def test_four_entry_points_agree(seed, n_items, n_raters, share_missing, sd_item
     )  # fmt: skip
     spread = quietly(spread_model, FORMULA, log, score="score")
     fit = quietly(lmer, FORMULA, cells)
-    g_study = quietly(variance_components, cells, "log_sd", ["item_id", "rater"])
-    iccs = quietly(icc, cells, "item_id", "rater", "log_sd", method="reml").set_index("estimator")
+    g_study = quietly(variance_components, cells, score="log_sd", facets=["item_id", "rater"])
+    iccs = quietly(icc, cells, item="item_id", rater="rater", score="log_sd", method="reml").set_index("metric")
 
     v = fit.varcorr().set_index("group")["vcov"]
     s2_item, s2_rater, s2_e = v["item_id"], v["rater"], v["Residual"]

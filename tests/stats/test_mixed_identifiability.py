@@ -87,12 +87,12 @@ def test_interaction_identical_to_its_factor_is_refused():
 def test_variance_components_refuses_a_single_level_facet():
     data = judge().query("condition == 'c0'")
     with pytest.raises(DataError, match=r"\(1 \| condition\): condition has 1 level"):
-        variance_components(data, "score", ["item_id", "condition"])
+        variance_components(data, score="score", facets=["item_id", "condition"])
 
 
 def test_variance_components_refuses_one_score_per_object():
     with pytest.raises(DataError, match=r"\(1 \| item_id\): item_id has 40 levels for 40"):
-        variance_components(one_per_item(), "score", ["item_id"])
+        variance_components(one_per_item(), score="score", facets=["item_id"])
 
 
 def test_spread_model_refuses_one_cell_per_item():
@@ -104,7 +104,7 @@ def test_spread_model_refuses_one_cell_per_item():
 def test_icc_reml_refuses_one_rating_per_target():
     data = one_per_item().assign(rater=lambda d: ["r1", "r2", "r3", "r4"] * 10)
     with pytest.raises(DataError, match=r"\(1 \| item_id\): item_id has 40 levels for 40"):
-        icc(data, "item_id", "rater", "score", method="reml")
+        icc(data, item="item_id", rater="rater", score="score", method="reml")
 
 
 def test_check_identifiable_counts_every_coefficient():

@@ -162,7 +162,7 @@ def test_topical_chat_fits_converge_at_lme4s_optimum(topical_chat, attribute, cr
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no false "did not converge" warning
         m = lmer("score ~ 1 + (1|item_id) + (1|prompt_variant) + (1|item_id:prompt_variant)", part)
-        g = variance_components(part, "score", ["item_id", "prompt_variant"])
+        g = variance_components(part, score="score", facets=["item_id", "prompt_variant"])
     assert m.converged and m.messages == []
     assert g.fit.converged
     # at lme4's optimum or lower (lme4's bobyqa stops ~1e-6 above it on coherence)

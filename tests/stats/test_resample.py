@@ -84,7 +84,7 @@ def test_friedman_interval_is_the_bootstrap_of_blocks():
     counts = np.vstack([c for _, _, c in resample_counts(len(first), 300, as_generator(8), multiplicity=counted)])
     w = [stats.friedmanchisquare(*matrix[np.repeat(first, c)].T).statistic / (12 * 2) for c in counts]
     low, high = np.quantile(w, [0.025, 0.975])
-    assert out["ci_low"] == pytest.approx(low, rel=1e-12) and out["ci_high"] == pytest.approx(high, rel=1e-12)
+    assert out["effect_ci_low"] == pytest.approx(low, rel=1e-12) and out["effect_ci_high"] == pytest.approx(high, rel=1e-12)
 
 
 def test_kruskal_interval_is_the_stratified_row_bootstrap():
@@ -96,4 +96,4 @@ def test_kruskal_interval_is_the_stratified_row_bootstrap():
     picks = [resample_rows(len(x), 200, draws) for x in groups]
     eps2 = [stats.kruskal(*(x[p[b]] for x, p in zip(groups, picks, strict=True))).statistic / 26 for b in range(200)]
     low, high = np.quantile(eps2, [0.05, 0.95])
-    assert out["ci_low"] == pytest.approx(low, rel=1e-12) and out["ci_high"] == pytest.approx(high, rel=1e-12)
+    assert out["effect_ci_low"] == pytest.approx(low, rel=1e-12) and out["effect_ci_high"] == pytest.approx(high, rel=1e-12)

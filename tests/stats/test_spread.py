@@ -112,18 +112,18 @@ def test_threshold_equality_survives_round_off():
                + [("b", "P", s, False) for s in (5, 6, 9)])
     assert item_spread(log)["sd"].iloc[0] == 1.0
     spread = pd.DataFrame({"item_id": ["a", "b"], "criterion": "total", "sd": [0.9999999999999999, 2.0]})
-    at_most = share_below(spread, 1.0).iloc[0]
-    below = share_below(spread, 1.0, strict=True).iloc[0]
+    at_most = share_below(spread, threshold=1.0).iloc[0]
+    below = share_below(spread, threshold=1.0, strict=True).iloc[0]
     assert at_most["n_below"] == 1 and below["n_below"] == 0
 
 
 def test_share_ci_matches_statsmodels_and_r_binom_test():
     spread = pd.DataFrame({"item_id": range(925), "criterion": "total",
                            "sd": [0.5] * 682 + [2.0] * 243})
-    cp = share_below(spread, 1.0, method="clopper-pearson").iloc[0]
+    cp = share_below(spread, threshold=1.0, ci_method="clopper-pearson").iloc[0]
     # R: binom.test(c(682, 243), p = 3/4) -> 95 percent CI 0.7076683 0.7654066
     assert (cp["ci_low"], cp["ci_high"]) == pytest.approx((0.7076683, 0.7654066), abs=5e-8)
-    wilson = share_below(spread, 1.0).iloc[0]
+    wilson = share_below(spread, threshold=1.0).iloc[0]
     expected = proportion_confint(682, 925, alpha=0.05, method="wilson")
     assert (wilson["ci_low"], wilson["ci_high"]) == pytest.approx(expected, rel=1e-10)
 
@@ -139,13 +139,13 @@ def test_proportion_ci_edges_match_statsmodels(k, n):
 def test_threshold_mapping_and_undefined_policy():
     spread = pd.DataFrame({"item_id": list("abcd") * 2, "criterion": ["total"] * 4 + ["c1"] * 4,
                            "sd": [0.5, 1.5, np.nan, 1.0, 0.2, 0.3, 0.6, np.nan]})
-    out = share_below(spread, {"c1": [0.3, 0.5]}).set_index("threshold")
+    out = share_below(spread, threshold={"c1": [0.3, 0.5]}).set_index("threshold")
     assert list(out["criterion"]) == ["c1", "c1"]
     assert out.loc[0.3, "n_below"] == 2 and out.loc[0.3, "n_items"] == 3 and out.loc[0.3, "n_undefined"] == 1
-    fail = share_below(spread, {"total": 1.0}, undefined="fail").iloc[0]
+    fail = share_below(spread, threshold={"total": 1.0}, undefined="fail").iloc[0]
     assert (fail["n_below"], fail["n_items"]) == (2, 4)
     with pytest.raises(DataError, match="absent from the spread table"):
-        share_below(spread, {"nope": 1.0})
+        share_below(spread, threshold={"nope": 1.0})
 
 
 def test_success_metric_2_mean_and_each_rules():
@@ -217,7 +217,7 @@ def test_real_repeated_judge_log_topicalchat():
     wide = spread.pivot(index="item_id", columns="prompt_variant", values="sd").dropna()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HceWarning)  # incomplete blocks are dropped with a notice
-        out = friedman(spread, group="prompt_variant", random_state=0).iloc[0]
+        out = friedman(spread, condition="prompt_variant", random_state=0).iloc[0]
     assert out["n"] == len(wide) and out["k"] == 7
     assert out["statistic"] == pytest.approx(stats.friedmanchisquare(*wide.to_numpy().T).statistic, rel=1e-10)
     # all four attributes of the long file at once (criterion=) give each attribute's own table

@@ -62,7 +62,7 @@ def _long(matrix, labels=("RO", "NA", "WA")):
 
 # ----------------------------------------------------------------------------- Mann-Whitney
 def test_mann_whitney_exact_matches_r_and_enumeration():
-    out = mann_whitney(_two_sample(HW_X, HW_Y), group="g", value="v", alternative="greater").iloc[0]
+    out = mann_whitney(_two_sample(HW_X, HW_Y), condition="g", score="v", alternative="greater").iloc[0]
     # R: wilcox.test(x, y, alternative = "g") -> W = 35, p-value = 0.1272
     assert out["statistic"] == 35
     assert out["p_value"] == pytest.approx(0.1272, abs=5e-5)
@@ -75,13 +75,13 @@ def test_mann_whitney_exact_matches_r_and_enumeration():
 
 def test_mann_whitney_with_ties_matches_r_and_effectsize():
     df = pd.DataFrame({"am": AM, "mpg": MPG})
-    out = mann_whitney(df, group="am", value="mpg", a=0, b=1).iloc[0]
+    out = mann_whitney(df, condition="am", score="mpg", a=0, b=1).iloc[0]
     # R: wilcox.test(mpg ~ am, data = mtcars) -> W = 42, p-value = 0.001871 (ties: normal approx.)
     assert out["statistic"] == 42
     assert out["p_value"] == pytest.approx(0.001871, abs=5e-7)
     # R: effectsize::rank_biserial(mpg ~ am, data = mtcars) -> -0.66, 95% CI [-0.84, -0.36]
     assert out["effect_size"] == pytest.approx(-0.66, abs=0.005)
-    assert (out["ci_low"], out["ci_high"]) == pytest.approx((-0.84, -0.36), abs=0.005)
+    assert (out["effect_ci_low"], out["effect_ci_high"]) == pytest.approx((-0.84, -0.36), abs=0.005)
     # r = 2U/(n1 n2) - 1 exactly
     assert out["effect_size"] == pytest.approx(2 * 42 / (19 * 13) - 1, rel=1e-12)
 
@@ -89,12 +89,12 @@ def test_mann_whitney_with_ties_matches_r_and_effectsize():
 def test_mann_whitney_needs_two_levels():
     df = pd.DataFrame({"g": list("abc"), "v": [1, 2, 3]})
     with pytest.raises(DataError, match="3 levels"):
-        mann_whitney(df, group="g", value="v")
+        mann_whitney(df, condition="g", score="v")
 
 
 # ----------------------------------------------------------------------------- Wilcoxon
 def test_wilcoxon_exact_matches_r_and_enumeration():
-    out = wilcoxon_paired(_paired(DEP_X, DEP_Y), group="g", value="v", alternative="greater").iloc[0]
+    out = wilcoxon_paired(_paired(DEP_X, DEP_Y), condition="g", score="v", alternative="greater").iloc[0]
     # R: wilcox.test(x, y, paired = TRUE, alternative = "greater") -> V = 40, p-value = 0.01953
     assert out["statistic"] == 40
     # exact: sign patterns over ranks 1..9 with V >= 40, out of 2^9
@@ -103,12 +103,12 @@ def test_wilcoxon_exact_matches_r_and_enumeration():
     assert out["p_value"] == pytest.approx(count / 512, rel=1e-12) == pytest.approx(0.01953, abs=5e-6)
     # R: effectsize::rank_biserial(Pair(first, second) ~ 1, data = depression) -> 0.78, CI [0.30, 0.94]
     assert out["effect_size"] == pytest.approx(35 / 45, rel=1e-12)
-    assert (out["ci_low"], out["ci_high"]) == pytest.approx((0.30, 0.94), abs=0.005)
+    assert (out["effect_ci_low"], out["effect_ci_high"]) == pytest.approx((0.30, 0.94), abs=0.005)
 
 
 def test_wilcoxon_normal_approximation_matches_r():
     df = _paired(DEP_Y, DEP_X)
-    out = wilcoxon_paired(df, group="g", value="v", alternative="less", exact=False, continuity=False).iloc[0]
+    out = wilcoxon_paired(df, condition="g", score="v", alternative="less", exact=False, continuity=False).iloc[0]
     # R: wilcox.test(y - x, alternative = "less", exact = FALSE, correct = FALSE) -> V = 5, p-value = 0.01908
     assert out["statistic"] == 5
     assert out["p_value"] == pytest.approx(0.01908, abs=5e-6)
@@ -131,7 +131,7 @@ def _r_wilcox_approx(d, correct=True):
 def test_wilcoxon_zeros_and_ties_follow_r_formula():
     a = [3, 5, 5, 7, 2, 4, 6, 6, 8, 1, 4]
     b = [3, 4, 3, 5, 2, 2, 4, 3, 5, 2, 5]  # two zero differences, tied |d|
-    out = wilcoxon_paired(_paired(a, b), group="g", value="v").iloc[0]
+    out = wilcoxon_paired(_paired(a, b), condition="g", score="v").iloc[0]
     v, p = _r_wilcox_approx(np.subtract(a, b))
     assert out["statistic"] == v
     assert out["p_value"] == pytest.approx(p, rel=1e-10)
@@ -140,14 +140,14 @@ def test_wilcoxon_zeros_and_ties_follow_r_formula():
 
 
 def test_wilcoxon_all_zero_differences():
-    out = wilcoxon_paired(_paired([1, 2, 3], [1, 2, 3]), group="g", value="v").iloc[0]
+    out = wilcoxon_paired(_paired([1, 2, 3], [1, 2, 3]), condition="g", score="v").iloc[0]
     assert np.isnan(out["p_value"]) and out["n"] == 0 and out["n_zero"] == 3
 
 
 def test_incomplete_pairs_are_dropped_with_warning():
     df = _paired(DEP_X, DEP_Y).iloc[:-1]
     with pytest.warns(HceWarning, match="1 'item_id' block"):
-        out = wilcoxon_paired(df, group="g", value="v").iloc[0]
+        out = wilcoxon_paired(df, condition="g", score="v").iloc[0]
     assert out["n_pairs"] == 8
 
 
@@ -161,7 +161,7 @@ def test_friedman_matches_r_rounding_times():
     # scipy.stats.friedmanchisquare applies the same tie correction
     assert out["statistic"] == pytest.approx(stats.friedmanchisquare(*ROUNDING.T).statistic, rel=1e-12)
     assert out["effect_size"] == pytest.approx(out["statistic"] / (22 * 2), rel=1e-12)
-    assert out["ci_low"] < out["effect_size"] < out["ci_high"]
+    assert out["effect_ci_low"] < out["effect_size"] < out["effect_ci_high"]
 
 
 def test_kendalls_w_without_ties_is_the_classic_coefficient():
@@ -198,7 +198,7 @@ def test_posthoc_conover_holm_matches_scikit_posthocs():
 def test_pairwise_wilcoxon_bonferroni_is_wilcoxon_times_pairs():
     data = _long(ROUNDING)
     out = posthoc(data, method="wilcoxon", p_adjust_method="bonferroni").set_index(["a", "b"])
-    single = wilcoxon_paired(data, group="condition_id", value="sd", a="RO", b="WA").iloc[0]
+    single = wilcoxon_paired(data, condition="condition_id", score="sd", a="RO", b="WA").iloc[0]
     assert out.loc[("RO", "WA"), "statistic"] == single["statistic"]
     assert out.loc[("RO", "WA"), "p_adjusted"] == pytest.approx(min(1, 3 * single["p_value"]), rel=1e-12)
     assert out.loc[("RO", "WA"), "effect_size"] == pytest.approx(single["effect_size"], rel=1e-12)
@@ -242,8 +242,8 @@ def test_rm_anova_eta_interval_inverts_noncentral_f():
     # puts the observed F at the 97.5th and 2.5th percentiles; eta = ncp / (ncp + df2).
     out = rm_anova(_long(ROUNDING), transform="none").iloc[0]
     f, df1, df2 = out["statistic"], out["df1"], out["df2"]
-    ncp_low = out["ci_low"] * df2 / (1 - out["ci_low"])
-    ncp_high = out["ci_high"] * df2 / (1 - out["ci_high"])
+    ncp_low = out["effect_ci_low"] * df2 / (1 - out["effect_ci_low"])
+    ncp_high = out["effect_ci_high"] * df2 / (1 - out["effect_ci_high"])
     assert stats.ncf.cdf(f, df1, df2, ncp_low) == pytest.approx(0.975, abs=1e-8)
     assert stats.ncf.cdf(f, df1, df2, ncp_high) == pytest.approx(0.025, abs=1e-8)
 
@@ -263,11 +263,11 @@ def test_kruskal_wallis_matches_r():
     # kruskal.test(list(x, y, z)) -> Kruskal-Wallis chi-squared = 0.77143, df = 2, p-value = 0.68
     x, y, z = [2.9, 3.0, 2.5, 2.6, 3.2], [3.8, 2.7, 4.0, 2.4], [2.8, 3.4, 3.7, 2.2, 2.0]
     df = pd.DataFrame({"g": ["x"] * 5 + ["y"] * 4 + ["z"] * 5, "v": x + y + z})
-    out = kruskal_wallis(df, group="g", value="v", random_state=0).iloc[0]
+    out = kruskal_wallis(df, condition="g", score="v", random_state=0).iloc[0]
     assert out["statistic"] == pytest.approx(0.77143, abs=5e-6)
     assert out["p_value"] == pytest.approx(0.68, abs=0.005)
     assert out["effect_size"] == pytest.approx(out["statistic"] / 13, rel=1e-12)
-    assert 0 <= out["ci_low"] <= out["ci_high"]
+    assert 0 <= out["effect_ci_low"] <= out["effect_ci_high"]
 
 
 # ----------------------------------------------------------------------------- contingency tables
@@ -283,7 +283,7 @@ def test_chi_squared_matches_r():
     assert out["effect_size"] == pytest.approx(stats.contingency.association(table, method="cramer"), rel=1e-10)
     # CI bounds invert the noncentral chi-squared: V = sqrt(ncp / (n (min(r, c) - 1)))
     n = table.sum()
-    assert stats.ncx2.cdf(out["statistic"], 2, out["ci_low"] ** 2 * n) == pytest.approx(0.975, abs=1e-8)
+    assert stats.ncx2.cdf(out["statistic"], 2, out["effect_ci_low"] ** 2 * n) == pytest.approx(0.975, abs=1e-8)
 
 
 def test_two_by_two_uses_yates_like_r():
@@ -315,5 +315,5 @@ def test_contingency_auto_choice_and_frequencies():
     out = contingency_test(codes, codes="evidence", random_state=0).iloc[0]
     assert out["min_expected"] < 5 and "Fisher" in out["method"]
     freq = code_frequencies(codes, codes="evidence")
-    a = freq[(freq["group"] == "a")].set_index("level")
-    assert a.loc["q", "count"] == 4 and a.loc["q", "share"] == pytest.approx(4 / 6)
+    a = freq[(freq["model"] == "a")].set_index("level")
+    assert a.loc["q", "count"] == 4 and a.loc["q", "estimate"] == pytest.approx(4 / 6)

@@ -19,14 +19,14 @@ DEP_Y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
 
 def test_discriminant_matches_r_wilcox_test_and_pingouin():
     d = pd.DataFrame({"g": ["hi"] * 10 + ["lo"] * 5, "s": HW_X + HW_Y})
-    res = discriminant_validity(d, group="g", score="s", high="hi", low="lo").iloc[0]
+    res = discriminant_validity(d, condition="g", score="s", high="hi", low="lo").iloc[0]
     # R: wilcox.test(x, y, alternative = "g") -> W = 35, p-value = 0.1272 (two-sided 0.2544)
     assert res["statistic"] == 35
     assert res["p_value"] == pytest.approx(2 * 0.1272061, abs=1e-6)
     # pingouin.mwu(x, y): RBC 0.4
     ref = pg.mwu(HW_X, HW_Y)
     assert res["effect_size"] == pytest.approx(float(ref["RBC"].iloc[0]), abs=1e-12)
-    assert res["ci_low"] < res["effect_size"] < res["ci_high"]
+    assert res["effect_ci_low"] < res["effect_size"] < res["effect_ci_high"]
     assert (res["n_high"], res["n_low"]) == (10, 5)
 
 
@@ -34,7 +34,7 @@ def test_large_or_tied_samples_use_the_corrected_normal_approximation_as_r():
     rng = np.random.default_rng(8)
     hi, lo = rng.normal(0.3, 1, 60), rng.normal(0, 1, 55)  # no ties, but n >= 50
     d = pd.DataFrame({"g": ["h"] * 60 + ["l"] * 55, "s": np.r_[hi, lo]})
-    res = discriminant_validity(d, group="g", score="s", high="h", low="l").iloc[0]
+    res = discriminant_validity(d, condition="g", score="s", high="h", low="l").iloc[0]
     ref = stats.mannwhitneyu(hi, lo, method="asymptotic", use_continuity=True)
     assert res["p_value"] == pytest.approx(ref.pvalue, rel=1e-12)
 
@@ -46,31 +46,31 @@ def test_delong_interval_covers_like_a_bootstrap(seed):
     rng = np.random.default_rng(seed)
     hi, lo = rng.normal(0.6, 1, 150).round(), rng.normal(0, 1, 120).round()
     d = pd.DataFrame({"g": ["h"] * 150 + ["l"] * 120, "s": np.r_[hi, lo]})
-    res = discriminant_validity(d, group="g", score="s", high="h", low="l").iloc[0]
+    res = discriminant_validity(d, condition="g", score="s", high="h", low="l").iloc[0]
     boot = []
     for _ in range(600):
         a, b = rng.choice(hi, hi.size), rng.choice(lo, lo.size)
         u = stats.mannwhitneyu(a, b).statistic
         boot.append(2 * u / (a.size * b.size) - 1)
     se_boot = np.std(boot, ddof=1)
-    se_ours = (res["ci_high"] - res["ci_low"]) / (2 * stats.norm.ppf(0.975))
+    se_ours = (res["effect_ci_high"] - res["effect_ci_low"]) / (2 * stats.norm.ppf(0.975))
     assert se_ours == pytest.approx(se_boot, rel=0.12)
 
 
 def test_discriminant_by_attribute_and_errors():
     d = pd.DataFrame({"g": ["a", "b"] * 6, "s": [5, 1, 4, 2, 5, 2, 3, 3, 4, 1, 5, 2],
                       "attr": ["x"] * 6 + ["y"] * 6})
-    res = discriminant_validity(d, group="g", score="s", high="a", low="b", attribute="attr")
+    res = discriminant_validity(d, condition="g", score="s", high="a", low="b", attribute="attr")
     assert list(res["attribute"]) == ["x", "y"]
     with pytest.raises(DataError, match="low='c' is not a value of column 'g'"):
-        discriminant_validity(d, group="g", score="s", high="a", low="c")
+        discriminant_validity(d, condition="g", score="s", high="a", low="c")
 
 
 def test_rater_expertise_matches_r_paired_wilcox_test_and_pingouin():
     n = len(DEP_X)
     d = pd.DataFrame({"text": list(range(n)) * 2, "level": ["junior"] * n + ["senior"] * n,
                       "score": DEP_X + DEP_Y})
-    res = rater_expertise(d, target="text", rater_group="level", score="score").iloc[0]
+    res = rater_expertise(d, item="text", condition="level", score="score").iloc[0]
     # R: wilcox.test(x, y, paired = TRUE, alternative = "greater") -> V = 40, p = 0.01953
     assert res["statistic"] == 40
     assert res["p_value"] == pytest.approx(2 * 0.01953125, abs=1e-9)
@@ -83,15 +83,15 @@ def test_rater_expertise_averages_raters_within_group_and_pairs_texts():
         "text": [1, 1, 1, 2, 2, 2, 3, 3, 4],
         "level": ["j", "j", "s", "j", "j", "s", "j", "s", "j"],
         "score": [3, 5, 3, 2, 4, 4, 5, 2, 1]})
-    res = rater_expertise(d, target="text", rater_group="level", score="score",
-                          groups=("j", "s")).iloc[0]
+    res = rater_expertise(d, item="text", condition="level", score="score",
+                          levels=("j", "s")).iloc[0]
     # paired texts 1-3: junior means 4, 3, 5 against senior 3, 4, 2 (text 4 has no senior)
     assert res["n"] == 3
     # tied |differences| (1, 1): R falls back to the normal approximation with correction
     ref = stats.wilcoxon([4, 3, 5], [3, 4, 2], method="approx", correction=True)
     assert res["p_value"] == pytest.approx(ref.pvalue)
     with pytest.raises(DataError, match="rater group 'x' not found"):
-        rater_expertise(d, target="text", rater_group="level", score="score", groups=("j", "x"))
+        rater_expertise(d, item="text", condition="level", score="score", levels=("j", "x"))
 
 
 def test_substantive_pearson_matches_scipy_and_pingouin():
@@ -114,7 +114,7 @@ def test_substantive_spearman_uses_bonett_wright_and_averages_per_target():
     d = pd.DataFrame({"text": [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6],
                       "words": [100, 100, 200, 200, 300, 300, 400, 400, 500, 500, 600, 600],
                       "score": [5, 4, 3, 3, 4, 3, 2, 3, 2, 3, 1, 2]})
-    res = substantive_validity(d, predictor="words", score="score", target="text",
+    res = substantive_validity(d, predictor="words", score="score", item="text",
                                method="spearman").iloc[0]
     means = d.groupby("text")[["words", "score"]].mean()
     rho = stats.spearmanr(means["words"], means["score"]).statistic
@@ -123,7 +123,7 @@ def test_substantive_spearman_uses_bonett_wright_and_averages_per_target():
     assert res["ci_low"] == pytest.approx(np.tanh(np.arctanh(rho) - half))
     bad = d.assign(words=range(12))
     with pytest.raises(DataError, match="varies within target"):
-        substantive_validity(bad, predictor="words", score="score", target="text")
+        substantive_validity(bad, predictor="words", score="score", item="text")
 
 
 def test_substantive_kendall_is_tau_b_with_fieller_interval():

@@ -25,10 +25,10 @@ def test_experiment1_runs_the_plan_on_its_own_rows(exp1_log):
     rows = exp1_log[exp1_log["experiment_id"] == "EXP1_BaselineRubricUtility"]
     spread = item_spread(rows, condition="prompt_id")
     pd.testing.assert_frame_equal(out["sd"], spread)
-    h1a = mann_whitney(spread, group="prompt_id", value="sd", a="P1.2", b="P1.1")
+    h1a = mann_whitney(spread, condition="prompt_id", score="sd", a="P1.2", b="P1.1")
     pd.testing.assert_frame_equal(out["h1a"], h1a)
     mae = mae_vs_target(rows, condition="prompt_id")
-    pd.testing.assert_frame_equal(out["h1b"], wilcoxon_paired(mae, group="prompt_id", value="mae",
+    pd.testing.assert_frame_equal(out["h1b"], wilcoxon_paired(mae, condition="prompt_id", score="mae",
                                                               a="P1.2", b="P1.1"))
     attempts = out["attempts"].set_index("prompt_id")
     assert attempts["n_errors"].sum() == rows["error_flag"].sum()
@@ -57,7 +57,7 @@ def test_experiment2_picks_the_significantly_lowest_prompt(seed):
     assert winner.loc[winner["winner"], "prompt_id"].tolist() == ["P2.3"]
     assert out["friedman"]["p_value"].iloc[0] < 0.05
     spread = item_spread(log, condition="prompt_id")
-    ref = friedman(spread, group="prompt_id", random_state=0)
+    ref = friedman(spread, condition="prompt_id", random_state=0)
     assert out["friedman"]["statistic"].iloc[0] == ref["statistic"].iloc[0]
     assert set(out) >= {"posthoc", "posthoc_nemenyi", "effect_sizes_dz"}
     assert out["posthoc"]["adjustment"].iloc[0] == "bonferroni"

@@ -40,8 +40,8 @@ def test_exp4_code_frequencies_recover_the_simulator_s_styles(tmp_path, seed):
     scheme = st.reasoning.load_coding_scheme("prd")
     # Margin: each of the 60 shares (4 models x 15 codes, 100 segments each) gets its Wilson interval at
     # 1 - 0.01 / 60, so all 60 hold the true probability (hce.collect.sim_reasoning) with >= 99% chance.
-    freq = code_frequencies(codes, group="model", codes=scheme.ids, confidence=1 - 0.01 / 60)
-    truth = np.array([style(m)[d][c] for m, d, c in zip(freq["group"], freq["code"], freq["level"])])
+    freq = code_frequencies(codes, condition="model", codes=scheme.ids, confidence=1 - 0.01 / 60)
+    truth = np.array([style(m)[d][c] for m, d, c in zip(freq["model"], freq["code"], freq["level"])])
     inside = (freq["ci_low"] <= truth) & (truth <= freq["ci_high"])
     assert len(freq) == 60 and inside.all(), freq[~inside]
     # The study's own tests (7.4.7): the styles differ, so every dimension's distribution differs by model.
@@ -73,7 +73,7 @@ def test_second_coder_kappa_matches_its_known_agreement():
     other = second_coder(truth, scheme, 0.8, rng)
     assert (other["coder"] == "coder_2").all()
     wide = pd.DataFrame({"a": truth[dim.id], "b": other[dim.id]})
-    k = cohen_kappa(wide, raters=["a", "b"]).iloc[0]
+    k = cohen_kappa(wide, rater=["a", "b"]).iloc[0]
     want = expected_kappa(truth[dim.id], dim.codes, 0.8)
     # By hand: a (1 - sum p^2) / (1 - a sum p^2 - (1 - a)/K), sum p^2 = 0.46: 0.432 / 0.5653 = 0.764.
     assert want == pytest.approx(0.8 * (1 - 0.46) / (1 - 0.8 * 0.46 - 0.2 / 3), abs=0.01)
@@ -125,7 +125,7 @@ def test_reasoning_codes_read_from_a_study_folder(tmp_path):
     data = reasoning_codes(tmp_path)
     assert data.failure is None and data.coded == {"transcripts": 3, "models": 2, "replies": 6, "segments": 12}
     freq = data.result["frequencies"]
-    assert set(freq["group"]) == {"a", "b"} and freq["share"].between(0, 1).all()
+    assert set(freq["model"]) == {"a", "b"} and freq["estimate"].between(0, 1).all()
     results = StudyResults(log=pd.DataFrame({"experiment_id": []}), experiments={}, simulated=False, reasoning=data)
     report = Report("t")
     reasoning_section(report, results, 0.95)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hce._docstrings import fill_doc
 from hce.errors import HceError
 from hce.report.manuscript import model
 from hce.report.manuscript.files import (
@@ -96,19 +97,14 @@ def to_latex(doc: model.Manuscript, figure_links: dict[Path, str] | None = None)
     return "\n".join(lines) + "\n"
 
 
+@fill_doc
 def write_latex(doc: model.Manuscript, path: str | Path) -> Path:
     r"""Write the manuscript as a standalone LaTeX file, its figures copied into ``figures/`` beside it.
 
-    Parameters
-    ----------
-    doc : Manuscript
-    path : str or Path
+    %(writer_parameters)s
         The ``.tex`` file; its folder is made if missing.
 
-    Returns
-    -------
-    Path
-        ``path``.
+    %(returns_path)s
 
     Notes
     -----

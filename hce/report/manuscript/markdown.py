@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hce._docstrings import fill_doc
 from hce.errors import HceError
 from hce.report.manuscript import model
 from hce.report.manuscript.files import (
@@ -102,22 +103,17 @@ def to_markdown(doc: model.Manuscript, figure_links: dict[Path, str] | None = No
     return "\n".join(lines).rstrip() + "\n"
 
 
+@fill_doc
 def write_markdown(doc: model.Manuscript, path: str | Path) -> Path:
     """Write the manuscript as Markdown to ``path``, its figures copied into ``figures/`` beside it.
 
     Every :class:`~hce.report.manuscript.model.Number` is followed by
     ``<!-- src: <source> -->``; placeholders read ``[[AUTHOR: ...]]``.
 
-    Parameters
-    ----------
-    doc : Manuscript
-    path : str or Path
+    %(writer_parameters)s
         The ``.md`` file; its folder is made if missing.
 
-    Returns
-    -------
-    Path
-        ``path``.
+    %(returns_path)s
 
     Examples
     --------

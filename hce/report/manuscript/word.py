@@ -30,6 +30,7 @@ from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 from docx.shared import Pt
 
+from hce._docstrings import fill_doc
 from hce.errors import HceError
 from hce.report.manuscript import model
 from hce.report.manuscript.files import (
@@ -43,19 +44,14 @@ from hce.report.manuscript.files import (
 COMMENT_AUTHOR = "hce"
 
 
+@fill_doc
 def write_docx(doc: model.Manuscript, path: str | Path) -> Path:
     """Write the manuscript as a Word ``.docx`` file.
 
-    Parameters
-    ----------
-    doc : Manuscript
-    path : str or Path
+    %(writer_parameters)s
         The ``.docx`` file; its folder is made if missing. Figures are embedded.
 
-    Returns
-    -------
-    Path
-        ``path``.
+    %(returns_path)s
 
     Notes
     -----

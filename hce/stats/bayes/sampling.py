@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice
-from hce.errors import HceError
+from hce.errors import HceError, HceWarning
 
 if TYPE_CHECKING:  # ArviZ and PyMC load only when a model is sampled or checked
     import arviz as az
@@ -39,7 +39,7 @@ _CACHE_SIZE = 8
 _compiled: OrderedDict[Hashable, object] = OrderedDict()
 
 
-class MCMCDiagnosticsWarning(UserWarning):
+class MCMCDiagnosticsWarning(HceWarning):
     """The sampler's output fails a convergence check (R-hat, bulk ESS or divergences)."""
 
 

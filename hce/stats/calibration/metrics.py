@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import proportion_ci
 from hce.stats._resample import (
@@ -148,12 +149,13 @@ def _metric_table(estimates, replicates, confidence, n, extra) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@reads_frame(keys=("item",), numbers=("prob",), labels=("outcome",))
+@renamed(outcome="truth")
+@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",))
 def calibration_metrics(
     data: pd.DataFrame,
     *,
     prob: str | Sequence[str] = "prob",
-    outcome: str = "outcome",
+    truth: str = "outcome",
     labels: Sequence | None = None,
     item: str | None = None,
     n_bins: int = 10,
@@ -170,9 +172,9 @@ def calibration_metrics(
         One row per forecast; rows with a missing probability or outcome are dropped.
     prob : str or sequence of str
         Binary case: one column with the probability of ``outcome == 1``, or of the judge
-        being right when ``outcome`` is correctness. Multi-class case: one column per class
+        being right when ``truth`` is correctness. Multi-class case: one column per class
         (rows must sum to 1), e.g. ``prob_1 .. prob_4`` from :func:`logprob_confidence`.
-    outcome : str
+    truth : str
         Binary: 0/1 or boolean. Multi-class: the observed class (e.g. the human score).
     labels : sequence, optional
         Class label of each ``prob`` column; default: the column names without ``prob_``.
@@ -246,12 +248,12 @@ def calibration_metrics(
     if item is not None:
         require_columns(data, [item])
     if isinstance(prob, str):
-        p, y = _check_binary(data, prob, outcome)
+        p, y = _check_binary(data, prob, truth)
         keep = ~np.isnan(p) & ~np.isnan(y)
         p, y = p[keep], y[keep]
         P = None
     else:
-        P, yc, keep = _class_probs(data, prob, outcome, labels)
+        P, yc, keep = _class_probs(data, prob, truth, labels)
         p = P.max(axis=1)
         y = (P.argmax(axis=1) == yc).astype(float)
     if len(p) == 0:
@@ -335,6 +337,7 @@ def calibration_metrics(
     return _metric_table(estimates, replicates, confidence, int(len(p)), extra)
 
 
+@renamed(outcome="truth")
 def expected_calibration_error(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     """ECE and MCE rows of :func:`calibration_metrics` (same parameters).
 
@@ -349,6 +352,7 @@ def expected_calibration_error(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     return out[out["metric"].isin(["ece", "mce"])].reset_index(drop=True)
 
 
+@renamed(outcome="truth")
 def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     """Brier score and its Murphy decomposition: rows of :func:`calibration_metrics`.
 
@@ -364,12 +368,13 @@ def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     return out[out["metric"].isin(keep)].reset_index(drop=True)
 
 
-@reads_frame(numbers=("prob",), labels=("outcome",))
+@renamed(outcome="truth")
+@reads_frame(numbers=("prob",), labels=("truth",))
 def reliability_table(
     data: pd.DataFrame,
     *,
     prob: str = "prob",
-    outcome: str = "outcome",
+    truth: str = "outcome",
     n_bins: int = 10,
     strategy: Strategy = "uniform",
     confidence: float = 0.95,
@@ -380,7 +385,7 @@ def reliability_table(
     ----------
     data : DataFrame
         One row per forecast.
-    prob, outcome : str
+    prob, truth : str
         Probability column and 0/1 outcome column (binary or top-label).
     n_bins : int
         Number of bins (ignored by ``strategy="unique"``).
@@ -393,25 +398,25 @@ def reliability_table(
     -------
     DataFrame
         One row per non-empty bin: ``bin`` (0-based), ``bin_low``, ``bin_high`` (limits;
-        both the value itself for ``unique``), ``n``, ``mean_prob``, ``observed`` (rate of
-        outcome 1), ``gap`` (observed - mean_prob), ``ci_low``, ``ci_high`` (Wilson
-        interval of ``observed``), ``strategy``, ``method``.
+        both the value itself for ``unique``), ``n``, ``mean_prob``, ``estimate`` (the
+        observed rate of outcome 1), ``gap`` (estimate - mean_prob), ``ci_low``, ``ci_high``
+        (its Wilson interval), ``strategy``, ``method``.
 
     Notes
     -----
-    ``mean_prob`` and ``observed`` equal ``prob_pred`` and ``prob_true`` of
+    ``mean_prob`` and ``estimate`` equal ``prob_pred`` and ``prob_true`` of
     ``sklearn.calibration.calibration_curve`` with the same ``n_bins`` and strategy.
 
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.DataFrame({"prob": [0.9, 0.9, 0.6, 0.6], "outcome": [1, 1, 1, 0]})
-    >>> reliability_table(df)[["n", "mean_prob", "observed"]].values.tolist()
+    >>> reliability_table(df)[["n", "mean_prob", "estimate"]].values.tolist()
     [[2.0, 0.6, 0.5], [2.0, 0.9, 1.0]]
     """
     check_choice("strategy", strategy, STRATEGIES)
     check_confidence(confidence)
-    p, y = _check_binary(data, prob, outcome)
+    p, y = _check_binary(data, prob, truth)
     keep = ~np.isnan(p) & ~np.isnan(y)
     p, y = p[keep], y[keep]
     index, low, high = _bins(p, n_bins, strategy)
@@ -429,7 +434,7 @@ def reliability_table(
             "bin_high": high[filled],
             "n": n[filled],
             "mean_prob": mean_prob,
-            "observed": observed,
+            "estimate": observed,
             "gap": observed - mean_prob,
             "ci_low": ci_low,
             "ci_high": ci_high,

@@ -14,6 +14,8 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice
+from hce._docstrings import fill_doc
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator
 from hce.stats._validate import reads_frame
@@ -43,21 +45,18 @@ def _kmo_core(r: np.ndarray) -> tuple[np.ndarray, float]:
     return msa, float(r2.sum() / (r2.sum() + q2.sum()))
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
+@fill_doc
 def kmo(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     cor: Correlation = "pearson",
 ) -> pd.DataFrame:
     """Kaiser-Meyer-Olkin sampling adequacy: per-item MSA and the overall KMO (psych ``KMO``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    items : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     cor : {"pearson", "spearman", "polychoric"}, default "pearson"
         Correlation the adequacy is computed on.
 
@@ -86,7 +85,7 @@ def kmo(
     '   item  msa\\noverall 0.76'
     """
     check_choice("cor", cor, CORRELATIONS)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     msa, overall = _kmo_core(correlation_core(x, cor, 0.5))
     return pd.DataFrame(
         {"item": [*names, "overall"], "msa": [*msa, overall], "method": f"KMO ({cor})"}
@@ -101,21 +100,18 @@ def _bartlett_core(r: np.ndarray, n: int) -> tuple[float, int, float]:
     return float(statistic), df, float(stats.chi2.sf(statistic, df))
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
+@fill_doc
 def bartlett_sphericity(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     cor: Correlation = "pearson",
 ) -> pd.DataFrame:
     """Bartlett's test that the item correlation matrix is an identity (psych ``cortest.bartlett``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    items : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     cor : {"pearson", "spearman", "polychoric"}, default "pearson"
         Correlation tested.
 
@@ -145,7 +141,7 @@ def bartlett_sphericity(
     ' statistic  df1\\n     188.3    6'
     """
     check_choice("cor", cor, CORRELATIONS)
-    x, _ = item_matrix(data, items)
+    x, _ = item_matrix(data, columns)
     statistic, df, p = _bartlett_core(correlation_core(x, cor, 0.5), x.shape[0])
     return pd.DataFrame(
         {"statistic": [statistic], "df1": [df], "p_value": [p], "n": [x.shape[0]],
@@ -156,21 +152,18 @@ def bartlett_sphericity(
 # ----------------------------------------------------------------------------- retention
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
+@fill_doc
 def eigenvalues(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     cor: Correlation = "pearson",
 ) -> pd.DataFrame:
     """Eigenvalues of the item correlation matrix: the scree plot's data.
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    items : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     cor : {"pearson", "spearman", "polychoric"}, default "pearson"
         Correlation decomposed.
 
@@ -190,7 +183,7 @@ def eigenvalues(
     4.0
     """
     check_choice("cor", cor, CORRELATIONS)
-    x, _ = item_matrix(data, items)
+    x, _ = item_matrix(data, columns)
     values = np.linalg.eigvalsh(correlation_core(x, cor, 0.5))[::-1]
     p = values.size
     return pd.DataFrame({"factor": np.arange(1, p + 1), "eigenvalue": values,
@@ -217,14 +210,14 @@ class ParallelResult:
     n_factors, n_components : int
         Factors (components) whose observed eigenvalue exceeds the simulated one, counted
         until the first that does not (psych's rule).
-    n_iter : int
+    n_sim : int
         Simulated data sets.
     """
 
     table: pd.DataFrame
     n_factors: int
     n_components: int
-    n_iter: int
+    n_sim: int
 
     def summary(self) -> str:
         return (f"Parallel analysis suggests that the number of factors = {self.n_factors} "
@@ -235,24 +228,21 @@ class ParallelResult:
         return self.summary()
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns", n_iter="n_sim")
+@reads_frame(wide="columns", log=False)
+@fill_doc
 def parallel_analysis(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
-    n_iter: int = 20,
+    columns: Sequence[str] | None = None,
+    n_sim: int = 20,
     quantile: float | None = None,
     random_state: int | np.random.Generator | None = None,
 ) -> ParallelResult:
     """Horn's parallel analysis for components and factors (psych ``fa.parallel``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    items : list of str, optional
-        Item columns; default every numeric column.
-    n_iter : int, default 20
+    %(wide_parameters)s
+    n_sim : int, default 20
         Number of simulated normal data sets of the same size (psych's default).
     quantile : float, optional
         Compare with this quantile of the simulated eigenvalues (e.g. 0.95) instead of
@@ -278,25 +268,20 @@ def parallel_analysis(
     .. [1] Horn JL (1965). A rationale and test for the number of factors in factor
        analysis. Psychometrika 30, 179-185.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(3)
-    >>> f = rng.normal(size=(300, 2))
-    >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
-    >>> parallel_analysis(d, n_iter=5, random_state=1).n_factors
+    %(two_factor_example)s
+    >>> parallel_analysis(d, n_sim=5, random_state=1).n_factors
     2
     """
-    x, _ = item_matrix(data, items)
-    if not (isinstance(n_iter, (int, np.integer)) and n_iter >= 1):
-        raise DataError(f"n_iter={n_iter!r} must be a positive integer")
+    x, _ = item_matrix(data, columns)
+    if not (isinstance(n_sim, (int, np.integer)) and n_sim >= 1):
+        raise DataError(f"n_sim={n_sim!r} must be a positive integer")
     if quantile is not None and not 0 < quantile < 1:
         raise DataError(f"quantile={quantile!r} must be strictly between 0 and 1")
     rng = as_generator(random_state)
     r = correlation_core(x, "pearson", 0.5)
     n, p = x.shape
-    sim_pc, sim_fa = np.empty((n_iter, p)), np.empty((n_iter, p))
-    for i in range(n_iter):
+    sim_pc, sim_fa = np.empty((n_sim, p)), np.empty((n_sim, p))
+    for i in range(n_sim):
         rs = np.corrcoef(rng.standard_normal((n, p)), rowvar=False)
         sim_pc[i] = np.linalg.eigvalsh(rs)[::-1]
         sim_fa[i] = _fa_values(rs)
@@ -312,5 +297,5 @@ def parallel_analysis(
         return int(np.argmin(above)) if not above.all() else p
 
     return ParallelResult(table, count("observed_fa", "simulated_fa"),
-                          count("observed_pc", "simulated_pc"), int(n_iter))
+                          count("observed_pc", "simulated_pc"), int(n_sim))
 

@@ -15,6 +15,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from hce._checks import check_confidence
+from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
 from hce.stats.factor.correlation import item_matrix
@@ -68,10 +69,11 @@ class CFAResult:
 
 
 @reads_frame(mapping="model", log=False)
+@fill_doc
 def cfa(
     data: pd.DataFrame,
-    model: Mapping[str, Sequence[str]],
     *,
+    model: Mapping[str, Sequence[str]],
     confidence: float = 0.90,
 ) -> CFAResult:
     """Confirmatory factor analysis of a stated structure, with lavaan's fit indices.
@@ -109,13 +111,8 @@ def cfa(
     .. [1] Rosseel Y (2012). lavaan: An R package for structural equation modeling.
        J Stat Softw 48(2), 1-36.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(3)
-    >>> f = rng.normal(size=(300, 2))
-    >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
-    >>> res = cfa(d, {"A": ["i0", "i1", "i2"], "B": ["i3", "i4", "i5"]})
+    %(two_factor_example)s
+    >>> res = cfa(d, model={"A": ["i0", "i1", "i2"], "B": ["i3", "i4", "i5"]})
     >>> int(res.fit.set_index("index").loc["chi_square", "df1"])
     8
     """

@@ -17,6 +17,8 @@ import pandas as pd
 from scipy import optimize, special
 
 from hce._checks import check_choice, numeric_column, require_columns
+from hce._docstrings import fill_doc
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
 
@@ -93,22 +95,19 @@ def resample_correlation(rows: np.ndarray, cor: str, correct: float) -> np.ndarr
     return correlation_core(rows, cor, correct)
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
+@fill_doc
 def correlation_matrix(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     method: Correlation = "pearson",
     correct: float = 0.5,
 ) -> pd.DataFrame:
     """Item correlation matrix (pairwise-complete), as factor analysis uses it.
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    items : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     method : {"pearson", "spearman", "polychoric"}, default "pearson"
         ``"polychoric"`` treats each item as a coarsened normal variable (R
         ``psych::polychoric``), the usual choice for Likert rubric scores.
@@ -129,7 +128,7 @@ def correlation_matrix(
     np.float64(0.8)
     """
     check_choice("method", method, CORRELATIONS)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     r = correlation_core(x, method, correct)
     return pd.DataFrame(r, index=names, columns=names)
 
@@ -217,9 +216,10 @@ def _polychoric_core(x: np.ndarray, correct: float) -> tuple[np.ndarray, list[np
     return r, taus
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
 def polychoric(
-    data: pd.DataFrame, items: Sequence[str] | None = None, *, correct: float = 0.5
+    data: pd.DataFrame, *, columns: Sequence[str] | None = None, correct: float = 0.5
 ) -> pd.DataFrame:
     """Polychoric correlation matrix of ordinal items (R ``psych::polychoric``).
 
@@ -227,7 +227,7 @@ def polychoric(
     ----------
     data : DataFrame
         One row per observation, one column per ordinal item (integer scores).
-    items : list of str, optional
+    columns : list of str, optional
         Item columns; default every numeric column.
     correct : float, default 0.5
         Empty cells of a pair's contingency table get ``correct / n`` before fitting.
@@ -259,6 +259,6 @@ def polychoric(
     >>> round(float(polychoric(d).loc["a", "b"]), 3)
     0.527
     """
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     r, _ = _polychoric_core(x, correct)
     return pd.DataFrame(smooth(r), index=names, columns=names)

@@ -21,6 +21,8 @@ import pandas as pd
 from scipy import optimize, stats
 
 from hce._checks import check_choice, check_confidence
+from hce._docstrings import fill_doc
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, check_n_boot
 from hce.stats._validate import reads_frame
@@ -422,12 +424,14 @@ def _interval_table(x, result: FactorResult, correct, n_boot, confidence, rng) -
                "the full-sample ones by Tucker congruence (order and sign)")
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
+@fill_doc
 def efa(
     data: pd.DataFrame,
-    n_factors: int,
-    items: Sequence[str] | None = None,
     *,
+    n_factors: int,
+    columns: Sequence[str] | None = None,
     method: Method = "minres",
     rotation: Rotation = "oblimin",
     cor: Correlation = "pearson",
@@ -444,7 +448,7 @@ def efa(
         One row per observation, one column per item; missing values are handled pairwise.
     n_factors : int
         Number of factors to extract.
-    items : list of str, optional
+    columns : list of str, optional
         Item columns; default every numeric column.
     method : {"minres", "ml"}, default "minres"
         Minimum residual (psych's default) or maximum likelihood (as ``factanal``).
@@ -513,18 +517,13 @@ def efa(
     .. [3] Zientek LR, Thompson B (2007). Applying the bootstrap to the multivariate case:
        bootstrap component/factor analysis. Behav Res Methods 39, 318-325.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(3)
-    >>> f = rng.normal(size=(300, 2))
-    >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
-    >>> res = efa(d, 2, rotation="varimax")
+    %(two_factor_example)s
+    >>> res = efa(d, n_factors=2, rotation="varimax")
     >>> res.loadings.round(1).abs().max(axis=1).tolist()
     [0.7, 0.8, 0.7, 0.7, 0.7, 0.7]
     >>> round(res.fit_value("rmsea"), 3)
     0.0
-    >>> boot = efa(d, 2, rotation="varimax", n_boot=50, random_state=1)
+    >>> boot = efa(d, n_factors=2, rotation="varimax", n_boot=50, random_state=1)
     >>> boot.tidy().head(2)[["item", "factor", "loading", "ci_low", "ci_high"]].round(2)
       item factor  loading  ci_low  ci_high
     0   i0    MR1     0.72    0.64     0.79
@@ -536,7 +535,7 @@ def efa(
     check_n_boot(n_boot)
     if confidence is not None:
         check_confidence(confidence)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     if not (isinstance(n_factors, (int, np.integer)) and 1 <= n_factors < len(names)):
         raise DataError(f"n_factors={n_factors!r} must be an integer from 1 to {len(names) - 1}")
     if int(n_factors) > max_identified_factors(len(names)):
@@ -555,6 +554,7 @@ def efa(
 
 
 @reads_frame(wide="items", log=False)
+@fill_doc
 def efa_intervals(
     data: pd.DataFrame,
     result: FactorResult,
@@ -594,15 +594,10 @@ def efa_intervals(
         ``result`` with ``intervals`` filled (see :class:`FactorResult`); the resampling is
         described under :func:`efa`.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(3)
-    >>> f = rng.normal(size=(300, 2))
-    >>> d = pd.DataFrame({f"i{j}": f[:, j // 3] + rng.normal(size=300) for j in range(6)})
-    >>> fitted = efa(d, 2, rotation="varimax")
+    %(two_factor_example)s
+    >>> fitted = efa(d, n_factors=2, rotation="varimax")
     >>> boot = efa_intervals(d, fitted, n_boot=50, random_state=1)
-    >>> boot.intervals.equals(efa(d, 2, rotation="varimax", n_boot=50, random_state=1).intervals)
+    >>> boot.intervals.equals(efa(d, n_factors=2, rotation="varimax", n_boot=50, random_state=1).intervals)
     True
     """
     check_n_boot(n_boot)

@@ -68,7 +68,7 @@ class VarianceComponents:
         n_attempts: int = 1,
         n_levels: dict[str, int] | None = None,
         confidence: float = 0.95,
-        random_state: int | np.random.Generator | None = 0,
+        random_state: int | np.random.Generator | None = None,
     ) -> pd.DataFrame:
         """G (relative) and Phi (absolute) coefficients for a chosen measurement design.
 
@@ -83,14 +83,13 @@ class VarianceComponents:
             as error).
         confidence : float, default 0.95
             Interval level.
-        random_state : int, Generator or None, default 0
-            Seed of the draws behind the intervals (fixed by default, so a table is
-            reproducible).
+        random_state : int, Generator or None, default None
+            Seed of the draws behind the intervals; pass one for a reproducible table.
 
         Returns
         -------
         pandas.DataFrame
-            ``coefficient`` (``G``, ``Phi``), ``estimate``, ``ci_low``, ``ci_high``,
+            ``metric`` (``G``, ``Phi``), ``estimate``, ``ci_low``, ``ci_high``,
             ``error_variance`` (relative delta or absolute Delta), ``n_attempts``,
             ``method``.
 
@@ -149,7 +148,7 @@ class VarianceComponents:
             method = f"no interval: {why}" if why else f"{_RATIO_METHOD}; {self._covariance_source}"
             rows.append(
                 {
-                    "coefficient": name,
+                    "metric": name,
                     "estimate": universe / (universe + error) if universe + error > 0 else np.nan,
                     "ci_low": low,
                     "ci_high": high,
@@ -174,12 +173,12 @@ class VarianceComponents:
 @reads_frame(keys=("facets",), numbers=("score",))
 def variance_components(
     data: pd.DataFrame,
+    *,
     score: str,
     facets: list[str],
-    *,
     n_attempts: int = 1,
     confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = 0,
+    random_state: int | np.random.Generator | None = None,
 ) -> VarianceComponents:
     """Variance decomposition of a judge study (generalizability theory G study).
 
@@ -200,14 +199,14 @@ def variance_components(
         Attempts averaged per condition for the G and Phi coefficients.
     confidence : float, default 0.95
         Interval level.
-    random_state : int, Generator or None, default 0
+    random_state : int, Generator or None, default None
         Seed of the draws behind the G and Phi intervals.
 
     Returns
     -------
     VarianceComponents
         ``.components`` (``component, estimate, share, std_error, ci_low, ci_high, df,
-        method``), ``.coefficients`` (``coefficient, estimate, ci_low, ci_high,
+        method``), ``.coefficients`` (``metric, estimate, ci_low, ci_high,
         error_variance, n_attempts, method``), ``.covariance``, ``.d_study(...)`` for other
         designs.
 
@@ -245,11 +244,11 @@ def variance_components(
     ...                    "judge": list("ABCD") * 6,
     ...                    "rating": [9, 2, 5, 8, 6, 1, 3, 2, 8, 4, 6, 8,
     ...                               7, 1, 2, 6, 10, 5, 6, 9, 6, 2, 4, 7]})
-    >>> g = variance_components(sf, "rating", ["target", "judge"])
-    >>> g.coefficients[["coefficient", "estimate"]].round(4)  # Shrout-Fleiss ICC(3,4), ICC(2,4)
-      coefficient  estimate
-    0           G    0.9093
-    1         Phi    0.6201
+    >>> g = variance_components(sf, score="rating", facets=["target", "judge"])
+    >>> g.coefficients[["metric", "estimate"]].round(4)  # Shrout-Fleiss ICC(3,4), ICC(2,4)
+      metric  estimate
+    0      G    0.9093
+    1    Phi    0.6201
 
     """
     if not facets:

@@ -48,8 +48,8 @@ from hce.stats.mixed.pls import RandomBlock, pls_fit
 def lmer(
     formula: str,
     data: pd.DataFrame,
-    REML: bool = True,  # noqa: N803 - lme4's argument name
     *,
+    REML: bool = True,  # noqa: N803 - lme4's argument name
     method: Method = "auto",
 ) -> LmerResult:
     """Fit a linear mixed model written in lme4 syntax.

@@ -16,7 +16,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from hce._checks import check_confidence
-from hce.errors import DataError, FormulaError
+from hce.errors import DataError, FormulaError, HceWarning
 from hce.stats.mixed.balanced import StrataFit
 from hce.stats.mixed.formula import Design, MixedFormula
 from hce.stats.mixed.pls import PlsProblem
@@ -25,11 +25,11 @@ Method = Literal["auto", "anova", "pls"]
 _SINGULAR_TOL = 1e-4  # lme4's isSingular(): a relative standard deviation below 1e-4
 
 
-class SingularFitWarning(UserWarning):
+class SingularFitWarning(HceWarning):
     """A variance is (near) zero or a correlation is +-1: the fit is on the boundary."""
 
 
-class ConvergenceWarning(UserWarning):
+class ConvergenceWarning(HceWarning):
     """The optimiser did not report convergence; estimates may be unreliable."""
 
 

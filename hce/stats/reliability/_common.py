@@ -11,7 +11,7 @@ from hce._checks import _label, numeric_column, require_columns
 from hce.errors import DataError
 
 #: Columns every reliability table ends with, in this order.
-COUNT_COLUMNS = ["n_targets", "n_raters", "n_ratings", "n_dropped"]
+COUNT_COLUMNS = ["n_items", "n_raters", "n_scores", "n_dropped"]
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,8 @@ def long_ratings(
 def counts(n_targets: int, n_raters: int, n_ratings: int, n_dropped: int) -> dict[str, int]:
     """The four count columns of every reliability table."""
     return dict(
-        n_targets=int(n_targets),
+        n_items=int(n_targets),
         n_raters=int(n_raters),
-        n_ratings=int(n_ratings),
+        n_scores=int(n_ratings),
         n_dropped=int(n_dropped),
     )

@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 from hce.stats._validate import reads_frame
@@ -17,7 +18,7 @@ from hce.stats._validate import reads_frame
 Weights = Literal["unweighted", "linear", "quadratic"]
 
 COLUMNS = [
-    "estimator", "weights", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value",
+    "metric", "weights", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value",
     "pa", "pe", "method", "ci_method", *COUNT_COLUMNS,
 ]  # fmt: skip
 
@@ -80,8 +81,8 @@ def _check_chance(pe: float) -> None:
         )
 
 
-def _row(estimator: str, weights: str, **values) -> dict:
-    return dict(estimator=estimator, weights=weights, **values)
+def _row(metric: str, weights: str, **values) -> dict:
+    return dict(metric=metric, weights=weights, **values)
 
 
 def kappa_core(table: np.ndarray, w: np.ndarray) -> dict[str, float]:
@@ -114,20 +115,21 @@ def _two_columns(data: pd.DataFrame, targets: str | None, columns: Sequence[str]
     """Wide ratings (one column per rater, one row per target) in the long form."""
     columns = list(columns)
     if len(columns) != 2 or columns[0] == columns[1]:
-        raise DataError(f"raters={columns!r}: Cohen's kappa takes two distinct rating columns")
+        raise DataError(f"rater={columns!r}: Cohen's kappa takes two distinct rating columns")
     require_columns(data, columns + ([targets] if targets is not None else []))
     ids = data[targets].to_numpy() if targets is not None else np.arange(len(data))
     return pd.DataFrame({"target": np.tile(ids, 2), "rater": np.repeat(columns, len(data)),
                          "rating": pd.concat([data[columns[0]], data[columns[1]]], ignore_index=True)})  # fmt: skip
 
 
-@reads_frame(keys=("targets",), ratings_or_key="raters", labels=("ratings",))
+@renamed(targets="item", raters="rater", ratings="score")
+@reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",))
 def cohen_kappa(
     data: pd.DataFrame,
-    targets: str | None = None,
-    raters: str | Sequence[str] | None = None,
-    ratings: str | None = None,
     *,
+    item: str | None = None,
+    rater: str | Sequence[str] | None = None,
+    score: str | None = None,
     weights: Weights = "unweighted",
     categories: Sequence | None = None,
     confidence: float = 0.95,
@@ -138,12 +140,12 @@ def cohen_kappa(
     ----------
     data : DataFrame
         Long format, one row per rating, exactly two distinct raters; or wide, one row per
-        target with the two raters' ratings in two columns (``raters=[a, b]``).
-    targets, raters, ratings : str
+        target with the two raters' ratings in two columns (``rater=[a, b]``).
+    item, rater, score : str
         Long format: columns naming the target, the rater and the category given.
-        Wide format: ``raters`` lists the two rating columns (e.g. ``["judge", "golden"]``,
-        the shape :func:`hce.stats.golden_agreement` takes), ``ratings`` is left out and
-        ``targets`` is optional (default: each row is a target).
+        Wide format: ``rater`` lists the two rating columns (e.g. ``["judge", "golden"]``,
+        the shape :func:`hce.stats.golden_agreement` takes), ``score`` is left out and
+        ``item`` is optional (default: each row is a target).
     weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
         Agreement weights on category positions (see :func:`agreement_weights`).
     categories : sequence, optional
@@ -155,11 +157,11 @@ def cohen_kappa(
     Returns
     -------
     DataFrame
-        One row: ``estimator`` ("Cohen's kappa"), ``weights``, ``estimate``, ``se``
+        One row: ``metric`` ("Cohen's kappa"), ``weights``, ``estimate``, ``se``
         (large-sample, non-null), ``ci_low``, ``ci_high`` (estimate +- z se), ``statistic``
         (z = kappa / se0 with the null SE), ``p_value`` (two-sided, normal), ``pa``
         (weighted observed agreement), ``pe`` (chance agreement), ``method``,
-        ``ci_method``, ``n_targets`` (rated by both), ``n_raters``, ``n_ratings``,
+        ``ci_method``, ``n_items`` (rated by both), ``n_raters``, ``n_scores``,
         ``n_dropped`` (missing ratings and ratings of targets rated only once).
 
     See Also
@@ -191,31 +193,31 @@ def cohen_kappa(
     >>> from hce.stats import cohen_kappa
     >>> d = pd.DataFrame({"item": [1, 2, 3, 4, 5, 6] * 2, "rater": ["a"] * 6 + ["b"] * 6,
     ...                   "label": [1, 1, 2, 2, 3, 3, 1, 2, 2, 2, 3, 1]})
-    >>> cohen_kappa(d, "item", "rater", "label")[["estimate", "se", "ci_low", "ci_high"]].round(3)
+    >>> cohen_kappa(d, item="item", rater="rater", score="label")[["estimate", "se", "ci_low", "ci_high"]].round(3)
        estimate     se  ci_low  ci_high
     0       0.5  0.273  -0.036    1.036
 
     The same ratings side by side, one column per rater:
 
     >>> wide = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3], "b": [1, 2, 2, 2, 3, 1]})
-    >>> cohen_kappa(wide, raters=["a", "b"])[["estimate", "se"]].round(3)
+    >>> cohen_kappa(wide, rater=["a", "b"])[["estimate", "se"]].round(3)
        estimate     se
     0       0.5  0.273
     """
     _check_options(weights, confidence)
-    if raters is not None and not isinstance(raters, str):
-        if ratings is not None:
-            raise DataError(f"raters={list(raters)!r} names two rating columns (wide data); "
-                            f"leave ratings={ratings!r} out, or give one rater column for long data")  # fmt: skip
-        data = _two_columns(data, targets, raters)
-        targets, raters, ratings = "target", "rater", "rating"
-    elif targets is None or raters is None or ratings is None:
-        raise DataError("give targets=, raters= and ratings= columns (long data), or "
-                        "raters=[column_a, column_b] (wide data: one row per target)")  # fmt: skip
-    r = long_ratings(data, targets, raters, ratings, numeric=False)
+    if rater is not None and not isinstance(rater, str):
+        if score is not None:
+            raise DataError(f"rater={list(rater)!r} names two rating columns (wide data); "
+                            f"leave score={score!r} out, or give one rater column for long data")  # fmt: skip
+        data = _two_columns(data, item, rater)
+        item, rater, score = "target", "rater", "rating"
+    elif item is None or rater is None or score is None:
+        raise DataError("give item=, rater= and score= columns (long data), or "
+                        "rater=[column_a, column_b] (wide data: one row per target)")  # fmt: skip
+    r = long_ratings(data, item, rater, score, numeric=False)
     if r.n_raters != 2:
         raise DataError(
-            f"Cohen's kappa needs exactly 2 raters in {raters!r}; found {r.n_raters}: "
+            f"Cohen's kappa needs exactly 2 raters in {rater!r}; found {r.n_raters}: "
             f"{list(r.rater_labels[:10])}. Use fleiss_kappa or gwet_ac for more."
         )
     position, cats = _categories(r, categories, weights)
@@ -336,12 +338,12 @@ _SHARED_DOC = """
     Returns
     -------
     DataFrame
-        One row: ``estimator``, ``weights``, ``estimate``, ``se`` (Gwet's linearised SE),
+        One row: ``metric``, ``weights``, ``estimate``, ``se`` (Gwet's linearised SE),
         ``ci_low``, ``ci_high`` (estimate +- t(n-1) se, the upper limit
         capped at 1 as in irrCAC), ``statistic``
         (t = estimate / se), ``p_value`` (two-sided, t on n - 1 df), ``pa`` (observed
-        agreement), ``pe`` (chance agreement), ``method``, ``ci_method``, ``n_targets``
-        (targets with a rating), ``n_raters``, ``n_ratings`` and ``n_dropped`` (missing).
+        agreement), ``pe`` (chance agreement), ``method``, ``ci_method``, ``n_items``
+        (targets with a rating), ``n_raters``, ``n_scores`` and ``n_dropped`` (missing).
 """
 
 _WEIGHTS_DOC = """weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
@@ -349,13 +351,14 @@ _WEIGHTS_DOC = """weights : {"unweighted", "linear", "quadratic"}, default "unwe
     """
 
 
-@reads_frame(keys=("targets", "raters"), labels=("ratings",))
+@renamed(targets="item", raters="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), labels=("score",))
 def fleiss_kappa(
     data: pd.DataFrame,
-    targets: str,
-    raters: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     categories: Sequence | None = None,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -383,22 +386,23 @@ def fleiss_kappa(
     >>> d = pd.DataFrame({"item": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
     ...                   "rater": ["a", "b", "c"] * 4,
     ...                   "label": ["y", "y", "y", "n", "n", "y", "n", "n", "n", "y", "n", "n"]})
-    >>> fleiss_kappa(d, "item", "rater", "label")[["estimate", "se", "pa", "pe"]].round(3)
+    >>> fleiss_kappa(d, item="item", rater="rater", score="label")[["estimate", "se", "pa", "pe"]].round(3)
        estimate     se     pa     pe
     0     0.314  0.429  0.667  0.514
     """
     check_confidence(confidence)
-    r = long_ratings(data, targets, raters, ratings, numeric=False)
+    r = long_ratings(data, item, rater, score, numeric=False)
     return _chance_corrected(r, "fleiss", "unweighted", categories, confidence)
 
 
-@reads_frame(keys=("targets", "raters"), labels=("ratings",))
+@renamed(targets="item", raters="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), labels=("score",))
 def gwet_ac(
     data: pd.DataFrame,
-    targets: str,
-    raters: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     weights: Weights = "unweighted",
     categories: Sequence | None = None,
     confidence: float = 0.95,
@@ -427,22 +431,23 @@ def gwet_ac(
     >>> d = pd.DataFrame({"item": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
     ...                   "rater": ["a", "b", "c"] * 4,
     ...                   "label": ["y", "y", "y", "n", "n", "y", "n", "n", "n", "y", "n", "n"]})
-    >>> gwet_ac(d, "item", "rater", "label")[["estimator", "estimate", "pa", "pe"]].round(3)
-        estimator  estimate     pa     pe
+    >>> gwet_ac(d, item="item", rater="rater", score="label")[["metric", "estimate", "pa", "pe"]].round(3)
+           metric  estimate     pa     pe
     0  Gwet's AC1     0.351  0.667  0.486
     """
     _check_options(weights, confidence)
-    r = long_ratings(data, targets, raters, ratings, numeric=False)
+    r = long_ratings(data, item, rater, score, numeric=False)
     return _chance_corrected(r, "gwet", weights, categories, confidence)
 
 
-@reads_frame(keys=("targets", "raters"), labels=("ratings",))
+@renamed(targets="item", raters="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), labels=("score",))
 def percent_agreement(
     data: pd.DataFrame,
-    targets: str,
-    raters: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     weights: Weights = "unweighted",
     categories: Sequence | None = None,
     confidence: float = 0.95,
@@ -465,11 +470,11 @@ def percent_agreement(
     >>> from hce.stats import percent_agreement
     >>> d = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "rater": ["a", "b"] * 4,
     ...                   "label": [1, 1, 0, 0, 1, 0, 0, 0]})
-    >>> float(percent_agreement(d, "item", "rater", "label").estimate[0])
+    >>> float(percent_agreement(d, item="item", rater="rater", score="label").estimate[0])
     0.75
     """
     _check_options(weights, confidence)
-    r = long_ratings(data, targets, raters, ratings, numeric=False)
+    r = long_ratings(data, item, rater, score, numeric=False)
     return _chance_corrected(r, "pa", weights, categories, confidence)
 
 
@@ -477,13 +482,14 @@ for _f, _w in ((fleiss_kappa, ""), (gwet_ac, _WEIGHTS_DOC), (percent_agreement, 
     _f.__doc__ = _f.__doc__.replace("{shared}", _SHARED_DOC.replace("{weights}", _w))
 
 
-@reads_frame(keys=("targets", "raters"), labels=("ratings",))
+@renamed(targets="item", raters="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), labels=("score",))
 def strict_agreement(
     data: pd.DataFrame,
-    targets: str,
-    raters: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Strict inclusion, exclusion and agreement of binary judgements (seed 004, Table 3).
@@ -492,7 +498,7 @@ def strict_agreement(
     ----------
     data : DataFrame
         Long format, one row per (target, rater) judgement.
-    targets, raters, ratings : str
+    item, rater, score : str
         Columns naming the target (e.g. a patient message), the rater (annotator) and the
         binary judgement (1/True: the theme is included; 0/False: excluded).
     confidence : float, default 0.95
@@ -501,12 +507,12 @@ def strict_agreement(
     Returns
     -------
     DataFrame
-        Three rows, ``estimator`` = "strict inclusion" (share of targets every rater
+        Three rows, ``metric`` = "strict inclusion" (share of targets every rater
         marked 1), "strict exclusion" (every rater marked 0) and "strict agreement" (their
         sum); ``weights`` (None), ``estimate``, ``se`` (binomial), ``ci_low``, ``ci_high``
         (Wilson score), ``statistic``, ``p_value``, ``pa``, ``pe`` (NaN: no test),
-        ``method``, ``ci_method``, ``n_targets`` (targets rated by every rater),
-        ``n_raters``, ``n_ratings``, ``n_dropped`` (missing ratings and the ratings of
+        ``method``, ``ci_method``, ``n_items`` (targets rated by every rater),
+        ``n_raters``, ``n_scores``, ``n_dropped`` (missing ratings and the ratings of
         targets some rater did not rate).
 
     Notes
@@ -528,17 +534,17 @@ def strict_agreement(
     >>> d = pd.DataFrame({"message": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
     ...                   "clinician": ["a", "b", "c"] * 4,
     ...                   "includes_theme": [1, 1, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0]})
-    >>> strict_agreement(d, "message", "clinician", "includes_theme")[["estimator", "estimate"]]
-              estimator  estimate
+    >>> strict_agreement(d, item="message", rater="clinician", score="includes_theme")[["metric", "estimate"]]
+                 metric  estimate
     0  strict inclusion      0.25
     1  strict exclusion      0.50
     2  strict agreement      0.75
     """
     check_confidence(confidence)
-    r = long_ratings(data, targets, raters, ratings)
+    r = long_ratings(data, item, rater, score)
     if not np.isin(r.value, [0.0, 1.0]).all():
         bad = r.value[~np.isin(r.value, [0.0, 1.0])][0]
-        raise DataError(f"column {ratings!r} must hold 0/1 or booleans; found {bad!r}")
+        raise DataError(f"column {score!r} must hold 0/1 or booleans; found {bad!r}")
     per_target = np.bincount(r.target, minlength=r.n_targets)
     full = per_target == r.n_raters
     n = int(full.sum())

@@ -19,8 +19,15 @@ import pandas as pd
 from scipy import optimize, stats
 
 from hce._checks import check_choice, check_confidence, plain
+from hce._docstrings import fill_doc
+from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats._resample import as_generator, check_n_boot, percentile_interval, resample_rows
+from hce.stats._resample import (
+    as_generator,
+    check_n_boot,
+    percentile_interval,
+    resample_rows,
+)
 from hce.stats._validate import reads_frame
 from hce.stats.factor.bootstrap import row_intervals
 from hce.stats.factor.correlation import (
@@ -36,7 +43,7 @@ from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_r
 NanPolicy = Literal["pairwise", "listwise"]
 
 COLUMNS = [
-    "estimator", "estimate", "ci_low", "ci_high", "df1", "df2", "method", "ci_method",
+    "metric", "estimate", "ci_low", "ci_high", "df1", "df2", "method", "ci_method",
     *COUNT_COLUMNS,
 ]  # fmt: skip
 
@@ -99,13 +106,14 @@ def general_share(general: np.ndarray, total: float) -> float:
     return float(general.sum() ** 2 / total)
 
 
-@reads_frame(keys=("targets", "items"), numbers=("ratings",))
+@renamed(targets="item", items="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), numbers=("score",))
 def cronbach_alpha(
     data: pd.DataFrame,
-    targets: str,
-    items: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     nan_policy: NanPolicy = "pairwise",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -115,7 +123,7 @@ def cronbach_alpha(
     ----------
     data : DataFrame
         Long format: one row per (target, item) score.
-    targets, items, ratings : str
+    item, rater, score : str
         Columns naming what is measured (a respondent, a rated response), the scale item
         (a rubric criterion) and the score.
     nan_policy : {"pairwise", "listwise"}, default "pairwise"
@@ -127,9 +135,9 @@ def cronbach_alpha(
     Returns
     -------
     DataFrame
-        One row: ``estimator`` ("Cronbach's alpha"), ``estimate``, ``ci_low``, ``ci_high``,
-        ``df1``, ``df2`` (of the Feldt F), ``method``, ``ci_method``, ``n_targets``,
-        ``n_raters`` (the number of items), ``n_ratings`` (scores used) and ``n_dropped``.
+        One row: ``metric`` ("Cronbach's alpha"), ``estimate``, ``ci_low``, ``ci_high``,
+        ``df1``, ``df2`` (of the Feldt F), ``method``, ``ci_method``, ``n_items``,
+        ``n_raters`` (the number of items), ``n_scores`` (scores used) and ``n_dropped``.
 
     Notes
     -----
@@ -152,19 +160,19 @@ def cronbach_alpha(
     >>> d = pd.DataFrame({"resp": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5],
     ...                   "item": ["q1", "q2", "q3"] * 5,
     ...                   "score": [4, 5, 4, 2, 3, 2, 5, 5, 4, 1, 2, 2, 3, 3, 4]})
-    >>> cronbach_alpha(d, "resp", "item", "score")[["estimate", "ci_low", "ci_high"]].round(3)
+    >>> cronbach_alpha(d, item="resp", rater="item", score="score")[["estimate", "ci_low", "ci_high"]].round(3)
        estimate  ci_low  ci_high
     0     0.939   0.691    0.993
     """
     check_confidence(confidence)
-    r, y, n_used = _wide(data, targets, items, ratings, nan_policy)
+    r, y, n_used = _wide(data, item, rater, score, nan_policy)
     n, k = y.shape
     c = _covariance(y, r.rater_labels)
     alpha = alpha_from_matrix(c)
     df1, df2 = n - 1, (n - 1) * (k - 1)
     tail = (1 - confidence) / 2
     row = dict(
-        estimator="Cronbach's alpha", estimate=float(alpha),
+        metric="Cronbach's alpha", estimate=float(alpha),
         ci_low=float(1 - (1 - alpha) * stats.f.isf(tail, df1, df2)),
         ci_high=float(1 - (1 - alpha) * stats.f.isf(1 - tail, df1, df2)),
         df1=float(df1), df2=float(df2),
@@ -221,13 +229,14 @@ def _omega(s: np.ndarray) -> float:
     return general_share(loadings, loadings.sum() ** 2 + psi.sum())
 
 
-@reads_frame(keys=("targets", "items"), numbers=("ratings",))
+@renamed(targets="item", items="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), numbers=("score",))
 def mcdonald_omega(
     data: pd.DataFrame,
-    targets: str,
-    items: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     scale: Literal["covariance", "correlation"] = "covariance",
     nan_policy: NanPolicy = "listwise",
     confidence: float = 0.95,
@@ -240,7 +249,7 @@ def mcdonald_omega(
     ----------
     data : DataFrame
         Long format: one row per (target, item) score.
-    targets, items, ratings : str
+    item, rater, score : str
         As in :func:`cronbach_alpha`.
     scale : {"covariance", "correlation"}, default "covariance"
         Fit the factor model to item covariances (omega of the raw sum score, comparable to
@@ -262,9 +271,9 @@ def mcdonald_omega(
     Returns
     -------
     DataFrame
-        One row: ``estimator`` ("McDonald's omega"), ``estimate``, ``ci_low``, ``ci_high``
+        One row: ``metric`` ("McDonald's omega"), ``estimate``, ``ci_low``, ``ci_high``
         (percentile bootstrap), ``df1``, ``df2`` (NaN), ``method``, ``ci_method``,
-        ``n_targets``, ``n_raters`` (items), ``n_ratings``, ``n_dropped``.
+        ``n_items``, ``n_raters`` (items), ``n_scores``, ``n_dropped``.
 
     Notes
     -----
@@ -286,7 +295,7 @@ def mcdonald_omega(
     >>> d = pd.DataFrame({"resp": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5],
     ...                   "item": ["q1", "q2", "q3"] * 5,
     ...                   "score": [4, 5, 4, 2, 3, 2, 5, 5, 4, 1, 2, 2, 3, 3, 4]})
-    >>> out = mcdonald_omega(d, "resp", "item", "score", n_boot=0)
+    >>> out = mcdonald_omega(d, item="resp", rater="item", score="score", n_boot=0)
     >>> round(float(out.estimate[0]), 3)
     0.966
     """
@@ -294,7 +303,7 @@ def mcdonald_omega(
     check_choice("scale", scale, ["covariance", "correlation"])
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
         raise DataError(f"n_boot={n_boot!r} must be a whole number >= 0")
-    r, y, n_used = _wide(data, targets, items, ratings, nan_policy)
+    r, y, n_used = _wide(data, item, rater, score, nan_policy)
 
     def omega_of(rows: np.ndarray) -> float:
         s = _covariance(rows, r.rater_labels)
@@ -314,7 +323,7 @@ def mcdonald_omega(
         ci_low, ci_high = percentile_interval(reps, confidence)
         ci_method = f"percentile bootstrap over targets (B={n_boot})"
     row = dict(
-        estimator="McDonald's omega", estimate=estimate, ci_low=float(ci_low),
+        metric="McDonald's omega", estimate=estimate, ci_low=float(ci_low),
         ci_high=float(ci_high), df1=np.nan, df2=np.nan,
         method=f"ML one-factor model on item {scale}s ({nan_policy} deletion)",
         ci_method=ci_method, **counts(len(y), y.shape[1], n_used,
@@ -323,11 +332,12 @@ def mcdonald_omega(
     return pd.DataFrame([row], columns=COLUMNS)
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
 def ordinal_alpha(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     correct: float = 0.5,
     n_boot: int = 0,
     confidence: float = 0.95,
@@ -339,7 +349,7 @@ def ordinal_alpha(
     ----------
     data : DataFrame
         One row per observation, one column per ordinal item.
-    items : list of str, optional
+    columns : list of str, optional
         Item columns; default every numeric column.
     correct : float, default 0.5
         Continuity correction of the polychoric correlations.
@@ -380,7 +390,7 @@ def ordinal_alpha(
     """
     check_n_boot(n_boot)
     check_confidence(confidence)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
 
     def alpha_of(rows: np.ndarray) -> np.ndarray:
         return np.array([alpha_from_matrix(resample_correlation(rows, "polychoric",
@@ -402,7 +412,7 @@ class OmegaResult:
     Attributes
     ----------
     estimates : DataFrame
-        ``measure`` (``omega_hierarchical``, ``omega_total``, ``alpha_standardized``),
+        ``metric`` (``omega_hierarchical``, ``omega_total``, ``alpha_standardized``),
         ``estimate``, ``ci_low``, ``ci_high`` (NaN without bootstrap), ``n``, ``method``,
         ``ci_method``, ``n_failed``.
     loadings : DataFrame
@@ -413,7 +423,7 @@ class OmegaResult:
     loadings: pd.DataFrame
 
     def summary(self, digits: int = 2) -> str:
-        e = self.estimates.set_index("measure")
+        e = self.estimates.set_index("metric")
 
         def line(label: str, measure: str) -> str:
             row = e.loc[measure]
@@ -430,11 +440,13 @@ class OmegaResult:
         return self.summary()
 
 
-@reads_frame(wide="items", log=False)
+@renamed(items="columns")
+@reads_frame(wide="columns", log=False)
+@fill_doc
 def omega_hierarchical(
     data: pd.DataFrame,
-    items: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     n_factors: int = 3,
     method: Method = "minres",
     cor: Correlation = "pearson",
@@ -445,12 +457,7 @@ def omega_hierarchical(
 ) -> OmegaResult:
     """McDonald's omega total and hierarchical (R ``psych::omega``).
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per observation, one column per item.
-    items : list of str, optional
-        Item columns; default every numeric column.
+    %(wide_parameters)s
     n_factors : int, default 3
         Group factors of the Schmid-Leiman solution (psych's default is 3; at least 2).
     method : {"minres", "ml"}, default "minres"
@@ -498,8 +505,8 @@ def omega_hierarchical(
     >>> g = rng.normal(size=(500, 1)); f = rng.normal(size=(500, 3))
     >>> d = pd.DataFrame({f"i{j}": g[:, 0] + f[:, j // 3] + rng.normal(size=500)
     ...                   for j in range(9)})
-    >>> omega_hierarchical(d).estimates[["measure", "estimate"]].round(2)
-                  measure  estimate
+    >>> omega_hierarchical(d).estimates[["metric", "estimate"]].round(2)
+                   metric  estimate
     0  omega_hierarchical      0.69
     1         omega_total      0.92
     2  alpha_standardized      0.87
@@ -508,7 +515,7 @@ def omega_hierarchical(
     check_choice("cor", cor, CORRELATIONS)
     check_n_boot(n_boot)
     check_confidence(confidence)
-    x, names = item_matrix(data, items)
+    x, names = item_matrix(data, columns)
     if not (isinstance(n_factors, (int, np.integer)) and 2 <= n_factors < len(names)):
         raise DataError(f"n_factors={n_factors!r} must be an integer from 2 to {len(names) - 1}")
     k = int(n_factors)
@@ -520,7 +527,7 @@ def omega_hierarchical(
     loadings = pd.DataFrame(sl, index=names, columns=["g", *[f"F{i + 1}" for i in range(k)]])
     loadings["h2"], loadings["u2"] = h2, 1 - h2
     estimates = pd.DataFrame({
-        "measure": ["omega_hierarchical", "omega_total", "alpha_standardized"],
+        "metric": ["omega_hierarchical", "omega_total", "alpha_standardized"],
         "estimate": values, "ci_low": low, "ci_high": high, "n": x.shape[0],
         "method": f"Schmid-Leiman ({method}, oblimin, {k} group factors, {cor})",
         "ci_method": ci_method, "n_failed": failed})

@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, require_columns
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
 from hce.stats.mixed.formula import check_identifiable
@@ -33,7 +34,7 @@ FORMS = [
 EXACT_CI = "exact F (Shrout & Fleiss 1979; McGraw & Wong 1996)"
 
 COLUMNS = [
-    "estimator", "mcgraw_wong", "description", "estimate", "ci_low", "ci_high", "statistic",
+    "metric", "mcgraw_wong", "description", "estimate", "ci_low", "ci_high", "statistic",
     "df1", "df2", "p_value", "k", "method", "ci_method", *COUNT_COLUMNS,
 ]  # fmt: skip
 
@@ -246,13 +247,14 @@ def reml_mean_squares(r: Ratings, k_rule: KRule = "harmonic") -> tuple[dict[str,
     return ms, k_bar
 
 
-@reads_frame(keys=("targets", "raters"), numbers=("ratings",))
+@renamed(targets="item", raters="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), numbers=("score",))
 def icc(
     data: pd.DataFrame,
-    targets: str,
-    raters: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     confidence: float = 0.95,
     method: Method = "auto",
     k: KRule = "harmonic",
@@ -263,7 +265,7 @@ def icc(
     ----------
     data : DataFrame
         Long format: one row per rating.
-    targets, raters, ratings : str
+    item, rater, score : str
         Columns naming the rated target (item), the rater (a person, a model, or a judge's
         repeated attempt) and the numeric rating. Missing ratings (NaN) are allowed.
     confidence : float, default 0.95
@@ -277,13 +279,13 @@ def icc(
     Returns
     -------
     DataFrame
-        One row per form: ``estimator`` (Shrout-Fleiss name: ICC1, ICC2, ICC3, ICC1k, ICC2k,
+        One row per form: ``metric`` (Shrout-Fleiss name: ICC1, ICC2, ICC3, ICC1k, ICC2k,
         ICC3k), ``mcgraw_wong`` (McGraw-Wong name), ``description``, ``estimate``,
         ``ci_low``, ``ci_high``, ``statistic`` (F for H0: ICC = 0), ``df1``, ``df2``,
         ``p_value``, ``k`` (ratings averaged: 1, or k for the mean forms; under REML the
         harmonic mean of ratings per target, or the number of raters with ``k="raters"``),
         ``method`` (how the variance components were
-        estimated), ``ci_method``, ``n_targets``, ``n_raters``, ``n_ratings`` (used) and
+        estimated), ``ci_method``, ``n_items``, ``n_raters``, ``n_scores`` (used) and
         ``n_dropped`` (rows not used: missing ratings, plus targets dropped by ANOVA).
 
     Raises
@@ -353,28 +355,28 @@ def icc(
     >>> wide = pd.DataFrame({"J1": [9, 6, 8, 7, 10, 6], "J2": [2, 1, 4, 1, 5, 2],
     ...                      "J3": [5, 3, 6, 2, 6, 4], "J4": [8, 2, 8, 6, 9, 7]})
     >>> long = wide.rename_axis("target").reset_index().melt("target", var_name="judge")
-    >>> out = icc(long, targets="target", raters="judge", ratings="value")
-    >>> out[["estimator", "mcgraw_wong", "estimate", "ci_low", "ci_high"]].round(2)
-      estimator mcgraw_wong  estimate  ci_low  ci_high
-    0      ICC1      ICC(1)      0.17   -0.13     0.72
-    1      ICC2    ICC(A,1)      0.29    0.02     0.76
-    2      ICC3    ICC(C,1)      0.71    0.34     0.95
-    3     ICC1k      ICC(k)      0.44   -0.88     0.91
-    4     ICC2k    ICC(A,k)      0.62    0.07     0.93
-    5     ICC3k    ICC(C,k)      0.91    0.68     0.99
+    >>> out = icc(long, item="target", rater="judge", score="value")
+    >>> out[["metric", "mcgraw_wong", "estimate", "ci_low", "ci_high"]].round(2)
+      metric mcgraw_wong  estimate  ci_low  ci_high
+    0   ICC1      ICC(1)      0.17   -0.13     0.72
+    1   ICC2    ICC(A,1)      0.29    0.02     0.76
+    2   ICC3    ICC(C,1)      0.71    0.34     0.95
+    3  ICC1k      ICC(k)      0.44   -0.88     0.91
+    4  ICC2k    ICC(A,k)      0.62    0.07     0.93
+    5  ICC3k    ICC(C,k)      0.91    0.68     0.99
     """
     check_confidence(confidence)
     check_choice("method", method, ["auto", "anova", "reml"])
     check_choice("k", k, ["harmonic", "raters"])
     k_rule = k
-    r = long_ratings(data, targets, raters, ratings)
+    r = long_ratings(data, item, rater, score)
     if r.n_raters < 2 or r.n_targets < 2:
         raise DataError(
             f"ICC needs at least 2 targets and 2 raters; got {r.n_targets} targets "
-            f"({targets!r}) and {r.n_raters} raters ({raters!r})"
+            f"({item!r}) and {r.n_raters} raters ({rater!r})"
         )
     if np.ptp(r.value) == 0:  # no variance to split: every ICC is 0/0, not a numpy warning
-        raise DataError(f"all {len(r.value)} ratings in {ratings!r} equal {r.value[0]:g}, so the ICC is undefined (0/0)")
+        raise DataError(f"all {len(r.value)} ratings in {score!r} equal {r.value[0]:g}, so the ICC is undefined (0/0)")
     complete = len(r.value) == r.n_targets * r.n_raters
     if method == "auto":
         method = "anova" if complete else "reml"
@@ -399,8 +401,8 @@ def icc(
     else:
         # the crossed model rating ~ 1 + (1 | target) + (1 | rater) must be identifiable
         check_identifiable(
-            [(f"(1 | {targets})", targets, r.target, r.n_targets, 1),
-             (f"(1 | {raters})", raters, r.rater, r.n_raters, 1)],
+            [(f"(1 | {item})", item, r.target, r.n_targets, 1),
+             (f"(1 | {rater})", rater, r.rater, r.n_raters, 1)],
             len(r.value),
         )  # fmt: skip
         ms, k = reml_mean_squares(r, k_rule)
@@ -421,7 +423,7 @@ def icc(
     out = pd.DataFrame(
         [
             dict(
-                estimator=sf, mcgraw_wong=mw, description=desc, **row,
+                metric=sf, mcgraw_wong=mw, description=desc, **row,
                 k=1.0 if i < 3 else float(k), method=label, ci_method=ci_label, **n_count,
             )  # fmt: skip
             for i, ((sf, mw, desc), row) in enumerate(zip(FORMS, rows))
@@ -436,14 +438,15 @@ def _oneway_rows(rows: list[dict], ms: dict[str, float], k: float, confidence: f
     rows[0], rows[3] = oneway[0], oneway[3]
 
 
-@reads_frame(keys=("targets", "raters", "groups"), numbers=("ratings",))
+@renamed(targets="item", raters="rater", ratings="score", groups="condition")
+@reads_frame(keys=("item", "rater", "condition"), numbers=("score",))
 def icc_groups(
     data: pd.DataFrame,
-    targets: str,
-    raters: str,
-    ratings: str,
-    groups: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
+    condition: str,
     between: Literal["means", "pooled"] = "means",
     confidence: float = 0.95,
     method: Method = "auto",
@@ -455,9 +458,9 @@ def icc_groups(
     ----------
     data : DataFrame
         Long format, one row per rating.
-    targets, raters, ratings : str
+    item, rater, score : str
         As in :func:`icc`.
-    groups : str
+    condition : str
         Column naming each rater's group (e.g. expert, non-expert, LLM); every rater must
         belong to exactly one group.
     between : {"means", "pooled"}, default "means"
@@ -491,34 +494,34 @@ def icc_groups(
     ...                   "rater": ["e1", "e2", "m1", "m2"] * 3,
     ...                   "group": ["expert", "expert", "llm", "llm"] * 3,
     ...                   "score": [4, 5, 4, 4, 2, 2, 3, 2, 5, 4, 5, 5]})
-    >>> out = icc_groups(d, "item", "rater", "score", "group")
-    >>> out.loc[out.estimator == "ICC3", ["comparison", "group", "estimate"]].round(3)
+    >>> out = icc_groups(d, item="item", rater="rater", score="score", condition="group")
+    >>> out.loc[out.metric == "ICC3", ["comparison", "group", "estimate"]].round(3)
        comparison          group  estimate
     2      within         expert     0.786
     8      within            llm     0.900
     14    between  expert vs llm     0.909
     """
     check_choice("between", between, ["means", "pooled"])
-    require_columns(data, [targets, raters, ratings, groups])
-    per_rater = data.groupby(raters, sort=False)[groups].nunique(dropna=False)
+    require_columns(data, [item, rater, score, condition])
+    per_rater = data.groupby(rater, sort=False)[condition].nunique(dropna=False)
     if (per_rater > 1).any():
         raise DataError(
-            f"rater {per_rater.index[per_rater > 1][0]!r} appears in more than one {groups!r}; "
+            f"rater {per_rater.index[per_rater > 1][0]!r} appears in more than one {condition!r}; "
             "each rater must belong to one group"
         )
-    names = list(pd.unique(data[groups]))
+    names = list(pd.unique(data[condition]))
     parts = []
     for name in names:
-        part = icc(data[data[groups] == name], targets, raters, ratings,
+        part = icc(data[data[condition] == name], item=item, rater=rater, score=score,
                    confidence=confidence, method=method, k=k)  # fmt: skip
         parts.append(part.assign(comparison="within", group=str(name)))
     for a, b in itertools.combinations(names, 2):
-        pair = data[data[groups].isin([a, b])]
+        pair = data[data[condition].isin([a, b])]
         if between == "means":
-            pair = pair.groupby([targets, groups], as_index=False, sort=False)[ratings].mean()
-            part = icc(pair, targets, groups, ratings, confidence=confidence, method=method, k=k)
+            pair = pair.groupby([item, condition], as_index=False, sort=False)[score].mean()
+            part = icc(pair, item=item, rater=condition, score=score, confidence=confidence, method=method, k=k)
         else:
-            part = icc(pair, targets, raters, ratings, confidence=confidence, method=method, k=k)
+            part = icc(pair, item=item, rater=rater, score=score, confidence=confidence, method=method, k=k)
         parts.append(part.assign(comparison="between", group=f"{a} vs {b}"))
     out = pd.concat(parts, ignore_index=True)
     return out[["comparison", "group", *COLUMNS]]

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence
+from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import (
     as_generator,
@@ -41,7 +42,7 @@ MAX_CELLS = 50_000_000
 BLOCK_CELLS = 4_000_000
 
 COLUMNS = [
-    "estimator", "level", "estimate", "ci_low", "ci_high", "se", "minimum", "p_below",
+    "metric", "level", "estimate", "ci_low", "ci_high", "se", "minimum", "p_below",
     "method", "ci_method", *COUNT_COLUMNS,
 ]  # fmt: skip
 
@@ -169,13 +170,14 @@ def alpha_core(
     return estimate, np.concatenate(reps)
 
 
-@reads_frame(keys=("targets", "raters"), labels=("ratings",))
+@renamed(targets="item", raters="rater", ratings="score")
+@reads_frame(keys=("item", "rater"), labels=("score",))
 def krippendorff_alpha(
     data: pd.DataFrame,
-    targets: str,
-    raters: str,
-    ratings: str,
     *,
+    item: str,
+    rater: str,
+    score: str,
     level: Level | Distance = "interval",
     confidence: float = 0.95,
     n_boot: int = 1000,
@@ -188,7 +190,7 @@ def krippendorff_alpha(
     ----------
     data : DataFrame
         Long format: one row per rating. Missing ratings (NaN) are allowed.
-    targets, raters, ratings : str
+    item, rater, score : str
         Columns naming the unit (target), the rater (coder, model, attempt) and the value.
     level : {"nominal", "ordinal", "interval", "ratio"} or callable, default "interval"
         Level of measurement, or a distance ``delta(a, b)`` that broadcasts over arrays
@@ -207,11 +209,11 @@ def krippendorff_alpha(
     Returns
     -------
     DataFrame
-        One row per minimum: ``estimator`` ("Krippendorff's alpha"), ``level``,
+        One row per minimum: ``metric`` ("Krippendorff's alpha"), ``level``,
         ``estimate``, ``ci_low``, ``ci_high`` (percentile bootstrap), ``se`` (SD of the
         replicates), ``minimum``, ``p_below`` (share of replicates below ``minimum``),
-        ``method``, ``ci_method``, ``n_targets`` (pairable units, those with 2+ values),
-        ``n_raters``, ``n_ratings`` (pairable values) and ``n_dropped`` (missing ratings plus
+        ``method``, ``ci_method``, ``n_items`` (pairable units, those with 2+ values),
+        ``n_raters``, ``n_scores`` (pairable values) and ``n_dropped`` (missing ratings plus
         lone values of units with a single value).
 
     Notes
@@ -259,7 +261,7 @@ def krippendorff_alpha(
     ...      [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]], index=list("ABCD"))
     >>> long = wide.stack().rename("value").rename_axis(["coder", "unit"]).reset_index()
     >>> for level in ["nominal", "ordinal", "interval", "ratio"]:
-    ...     out = krippendorff_alpha(long, "unit", "coder", "value", level=level, n_boot=0)
+    ...     out = krippendorff_alpha(long, item="unit", rater="coder", score="value", level=level, n_boot=0)
     ...     print(level, round(out.estimate[0], 3))
     nominal 0.743
     ordinal 0.815
@@ -271,7 +273,7 @@ def krippendorff_alpha(
         check_choice("level", level, ["nominal", "ordinal", "interval", "ratio"])
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
         raise DataError(f"n_boot={n_boot!r} must be a whole number >= 0")
-    r = long_ratings(data, targets, raters, ratings, numeric=level != "nominal")
+    r = long_ratings(data, item, rater, score, numeric=level != "nominal")
     per_unit = np.bincount(r.target, minlength=r.n_targets)
     pairable = per_unit[r.target] >= 2
     if not pairable.any():
@@ -295,7 +297,7 @@ def krippendorff_alpha(
     minima = [minimum] if np.ndim(minimum) == 0 else list(minimum)
     rows = [
         dict(
-            estimator="Krippendorff's alpha",
+            metric="Krippendorff's alpha",
             level=level if isinstance(level, str) else getattr(level, "__name__", "custom"),
             estimate=estimate, ci_low=float(ci_low), ci_high=float(ci_high), se=se,
             minimum=float(low),

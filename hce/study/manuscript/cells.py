@@ -12,7 +12,7 @@ Example
 >>> import tempfile, pathlib, pandas as pd
 >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "tables").mkdir()
 >>> pd.DataFrame({"comparison": ["H2"], "p_value": [0.0656], "effect_size": [0.3405],
-...               "ci_low": [0.0292], "ci_high": [0.8167]}).to_csv(root / "tables" / "key.csv", index=False)
+...               "effect_ci_low": [0.0292], "effect_ci_high": [0.8167]}).to_csv(root / "tables" / "key.csv", index=False)
 >>> cells = Cells(root)
 >>> cells.p("key", "H2")
 Number(text='.066', source='tables/key.csv#row=H2;col=p_value')
@@ -30,7 +30,7 @@ import pandas as pd
 
 from hce.errors import HceError
 from hce.report.manuscript.model import Inline, Number
-from hce.report.tables import format_ci, format_number, format_p
+from hce.report.tables import INTERVALS, format_ci, format_number, format_p
 
 TABLES = "tables"
 #: Characters a key cannot hold: they separate its parts or the source's.
@@ -136,9 +136,15 @@ class Cells:
         """A share (0-1) as a percentage with one decimal, as the report's scorecard prints shares."""
         return Number(f"{100 * float(self.value(name, key, column)):.1f}%", self.source(name, key, column))
 
-    def interval(self, name: str, key: str, *, estimate: str = "estimate", low: str = "ci_low", high: str = "ci_high",
+    def interval(self, name: str, key: str, *, estimate: str = "estimate", low: str | None = None, high: str | None = None,
                  level: float = 0.95, percent: bool = False) -> list[Inline]:
-        """``estimate (95% CI [low, high])`` with the decimals the report's tables give the interval."""
+        """``estimate (95% CI [low, high])`` with the decimals the report's tables give the interval.
+
+        ``low`` and ``high`` default to the interval columns of ``estimate`` (``ci_low``,
+        ``ci_high``; ``effect_ci_low``, ``effect_ci_high`` for ``effect_size``).
+        """
+        ends = INTERVALS.get(estimate, INTERVALS["estimate"])
+        low, high = low or ends[0], high or ends[1]
         values = [float(self.value(name, key, c)) * (100 if percent else 1) for c in (estimate, low, high)]
         shown = _CI.match(format_ci(values[1], values[2], estimate=values[0]) if not percent else
                           f"{values[0]:.1f} [{values[1]:.1f}, {values[2]:.1f}]")  # fmt: skip

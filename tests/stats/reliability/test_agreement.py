@@ -25,49 +25,49 @@ def _check(out, **published):
 def test_gwet_ac1_irrcac_example():
     # irrCAC gwet.ac1.raw(cac.raw4raters) as printed in the irrCAC (Python port) docstring:
     # AC1 0.77544, CI (0.46081, 1), p 0.00021, se 0.14295, pa 0.81818, pe 0.19032
-    out = gwet_ac(RAW4RATERS, "target", "rater", "rating")
+    out = gwet_ac(RAW4RATERS, item="target", rater="rater", score="rating")
     _check(out, estimate=0.77544, se=0.14295, ci_low=0.46081, ci_high=1.0, p_value=0.00021,
            pa=0.81818, pe=0.19032, statistic=5.42458)  # fmt: skip
-    assert out.estimator[0] == "Gwet's AC1"
-    assert (out.n_targets[0], out.n_raters[0], out.n_ratings[0]) == (12, 4, 41)
+    assert out.metric[0] == "Gwet's AC1"
+    assert (out.n_items[0], out.n_raters[0], out.n_scores[0]) == (12, 4, 41)
 
 
 def test_gwet_ac2_quadratic_irrcac_example():
     # irrCAC tests: gwet, weights="quadratic" on raw4raters: 0.914, CI (0.68518, 1)
-    out = gwet_ac(RAW4RATERS, "target", "rater", "rating", weights="quadratic")
+    out = gwet_ac(RAW4RATERS, item="target", rater="rater", score="rating", weights="quadratic")
     _check(out, estimate=0.914, ci_low=0.68518, ci_high=1.0)
-    assert out.estimator[0] == "Gwet's AC2"
+    assert out.metric[0] == "Gwet's AC2"
 
 
 def test_fleiss_kappa_irrcac_example_with_missing_ratings():
     # irrCAC fleiss.kappa.raw(cac.raw4raters): 0.76117, CI (0.42438, 1), p 0.00042,
     # se 0.15302, pa 0.81818, pe 0.23872
-    out = fleiss_kappa(RAW4RATERS, "target", "rater", "rating")
+    out = fleiss_kappa(RAW4RATERS, item="target", rater="rater", score="rating")
     _check(out, estimate=0.76117, se=0.15302, ci_low=0.42438, ci_high=1.0, p_value=0.00042,
            pa=0.81818, pe=0.23872, statistic=4.97434)  # fmt: skip
 
 
 def test_percent_agreement_irrcac_example():
     # pa of the irrCAC example above
-    out = percent_agreement(RAW4RATERS, "target", "rater", "rating")
+    out = percent_agreement(RAW4RATERS, item="target", rater="rater", score="rating")
     _check(out, estimate=0.81818, pe=0.0)
 
 
 def test_fleiss_1971_diagnoses():
     wide = shared_csv("irr_diagnoses.csv").set_index("subject")
     long = wide.stack().rename("rating").rename_axis(["target", "rater"]).reset_index()
-    out = fleiss_kappa(long, "target", "rater", "rating")
+    out = fleiss_kappa(long, item="target", rater="rater", score="rating")
     # Fleiss (1971) Psychol Bull 76:378: kappa = .430
     assert round(out.estimate[0], 3) == float(expected("irr_diagnoses.csv", "Fleiss"))
     table = inter_rater.aggregate_raters(wide.to_numpy())[0]
     np.testing.assert_allclose(out.estimate[0], inter_rater.fleiss_kappa(table), rtol=1e-12)
-    assert (out.n_targets[0], out.n_raters[0], out.n_ratings[0]) == (30, 6, 180)
+    assert (out.n_items[0], out.n_raters[0], out.n_scores[0]) == (30, 6, 180)
 
 
 def test_fleiss_kappa_complete_data_matches_statsmodels():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 4, (40, 5))
-    out = fleiss_kappa(long_from_wide(y.astype(float)), "target", "rater", "rating")
+    out = fleiss_kappa(long_from_wide(y.astype(float)), item="target", rater="rater", score="rating")
     table = inter_rater.aggregate_raters(y)[0]
     np.testing.assert_allclose(out.estimate[0], inter_rater.fleiss_kappa(table), rtol=1e-12)
 
@@ -78,7 +78,7 @@ def test_cohen_kappa_matches_statsmodels_and_sklearn(weights):
     a = rng.integers(0, 4, 80)
     b = np.where(rng.random(80) < 0.6, a, rng.integers(0, 4, 80))
     long = long_from_wide(np.column_stack([a, b]).astype(float))
-    out = cohen_kappa(long, "target", "rater", "rating", weights=weights)
+    out = cohen_kappa(long, item="target", rater="rater", score="rating", weights=weights)
     # statsmodels cohens_kappa: kappa, its SE and the z test under H0 (SAS formulas)
     ref = inter_rater.cohens_kappa(
         pd.crosstab(a, b).to_numpy(), wt=None if weights == "unweighted" else weights
@@ -94,8 +94,8 @@ def test_cohen_kappa_matches_statsmodels_and_sklearn(weights):
 
 def test_cohen_kappa_drops_targets_rated_once():
     long = long_from_wide(np.array([[1, 1], [2, 2], [1, 2], [2, np.nan]]))
-    out = cohen_kappa(long, "target", "rater", "rating")
-    assert (out.n_targets[0], out.n_ratings[0], out.n_dropped[0]) == (3, 6, 2)
+    out = cohen_kappa(long, item="target", rater="rater", score="rating")
+    assert (out.n_items[0], out.n_scores[0], out.n_dropped[0]) == (3, 6, 2)
     # by hand: pa = 2/3; margins a (2/3, 1/3), b (1/3, 2/3); pe = 4/9; kappa = 0.4
     np.testing.assert_allclose(out.estimate[0], (2 / 3 - 4 / 9) / (1 - 4 / 9), rtol=1e-12)
 
@@ -107,28 +107,28 @@ def test_cohen_kappa_two_wide_columns_equal_long_and_golden_agreement():
     judge = [True] * 30 + [False] * 46
     golden = [1] * 23 + [0] * 7 + [1] * 5 + [0] * 41
     wide = pd.DataFrame({"case": np.arange(100, 176), "judge": judge, "golden": golden})
-    out = cohen_kappa(wide, raters=["judge", "golden"])
+    out = cohen_kappa(wide, rater=["judge", "golden"])
     long = wide.melt(id_vars="case", var_name="rater", value_name="label")
-    pd.testing.assert_frame_equal(out, cohen_kappa(long, "case", "rater", "label"))
-    pd.testing.assert_frame_equal(out, cohen_kappa(wide, "case", ["golden", "judge"]))
+    pd.testing.assert_frame_equal(out, cohen_kappa(long, item="case", rater="rater", score="label"))
+    pd.testing.assert_frame_equal(out, cohen_kappa(wide, item="case", rater=["golden", "judge"]))
     # statsmodels cohens_kappa on the 2x2 table: kappa, SE and limits of Fleiss, Cohen & Everitt (1969)
     ref = inter_rater.cohens_kappa(np.array([[23, 7], [5, 41]]))
     np.testing.assert_allclose(out.loc[0, ["estimate", "se", "ci_low", "ci_high"]].to_numpy(float),
                                [ref.kappa, ref.std_kappa, ref.kappa_low, ref.kappa_upp], rtol=1e-10)
     # golden_agreement takes the same two columns: identical kappa and interval
-    gold = golden_agreement(wide, prediction="judge", truth="golden", n_boot=0).set_index("metric")
+    gold = golden_agreement(wide, score="judge", truth="golden", n_boot=0).set_index("metric")
     np.testing.assert_allclose(gold.loc["cohen_kappa", ["estimate", "ci_low", "ci_high"]].to_numpy(float),
                                out.loc[0, ["estimate", "ci_low", "ci_high"]].to_numpy(float), rtol=1e-12)
-    assert gold.loc["cohen_kappa", "n"] == out.n_targets[0] == 76
+    assert gold.loc["cohen_kappa", "n"] == out.n_items[0] == 76
     # a row missing one rating is dropped and counted, as in the long form
     holed = wide.assign(golden=wide["golden"].astype(float).where(wide.index != 0))
-    assert (cohen_kappa(holed, raters=["judge", "golden"]).loc[0, ["n_targets", "n_dropped"]] == [75, 2]).all()
-    with pytest.raises(DataError, match="leave ratings='label' out"):
-        cohen_kappa(wide, raters=["judge", "golden"], ratings="label")
+    assert (cohen_kappa(holed, rater=["judge", "golden"]).loc[0, ["n_items", "n_dropped"]] == [75, 2]).all()
+    with pytest.raises(DataError, match="leave score='label' out"):
+        cohen_kappa(wide, rater=["judge", "golden"], score="label")
     with pytest.raises(DataError, match="two distinct rating columns"):
-        cohen_kappa(wide, raters=["judge", "golden", "case"])
-    with pytest.raises(DataError, match="give targets=, raters= and ratings="):
-        cohen_kappa(long, "case", "rater")
+        cohen_kappa(wide, rater=["judge", "golden", "case"])
+    with pytest.raises(DataError, match="give item=, rater= and score="):
+        cohen_kappa(long, item="case", rater="rater")
 
 
 def test_strict_agreement_reproduces_seed_004_table_3():
@@ -143,8 +143,8 @@ def test_strict_agreement_reproduces_seed_004_table_3():
     }  # fmt: skip
     for theme, (inc, exc, p_inc, p_exc, p_agree) in table.items():
         rows = [[1, 1, 1]] * inc + [[0, 0, 0]] * exc + [[1, 0, 1]] * (30 - inc - exc)
-        out = strict_agreement(long_from_wide(np.array(rows, float)), "target", "rater", "rating")
-        got = out.set_index("estimator").estimate.round(2)
+        out = strict_agreement(long_from_wide(np.array(rows, float)), item="target", rater="rater", score="rating")
+        got = out.set_index("metric").estimate.round(2)
         assert got["strict inclusion"] == p_inc and got["strict exclusion"] == p_exc, theme
         # the paper adds rounded parts (0.03 + 0.33 = 0.36); the exact 11/30 rounds to 0.37
         assert got["strict agreement"] == (0.37 if theme == "Asse" else p_agree), theme
@@ -152,9 +152,9 @@ def test_strict_agreement_reproduces_seed_004_table_3():
 
 def test_strict_agreement_wilson_interval_and_dropped_targets():
     y = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 1], [1, 1, np.nan]])
-    out = strict_agreement(long_from_wide(y), "target", "rater", "rating").set_index("estimator")
+    out = strict_agreement(long_from_wide(y), item="target", rater="rater", score="rating").set_index("metric")
     assert out.loc["strict agreement", "estimate"] == 2 / 3
-    assert (out.n_targets == 3).all() and (out.n_dropped == 3).all()
+    assert (out.n_items == 3).all() and (out.n_dropped == 3).all()
     # Wilson 95% interval for 2/3 (statsmodels proportion_confint, method="wilson")
     from statsmodels.stats.proportion import proportion_confint
 
@@ -164,18 +164,18 @@ def test_strict_agreement_wilson_interval_and_dropped_targets():
 
 def test_errors():
     with pytest.raises(DataError, match="exactly 2 raters"):
-        cohen_kappa(RAW4RATERS, "target", "rater", "rating")
+        cohen_kappa(RAW4RATERS, item="target", rater="rater", score="rating")
     with pytest.raises(DataError, match=r"not among categories"):
-        gwet_ac(RAW4RATERS, "target", "rater", "rating", categories=[1, 2, 3])
+        gwet_ac(RAW4RATERS, item="target", rater="rater", score="rating", categories=[1, 2, 3])
     with pytest.raises(DataError, match=r"weights='cubic' is not valid"):
-        gwet_ac(RAW4RATERS, "target", "rater", "rating", weights="cubic")
+        gwet_ac(RAW4RATERS, item="target", rater="rater", score="rating", weights="cubic")
     with pytest.raises(DataError, match="must hold 0/1"):
-        strict_agreement(RAW4RATERS, "target", "rater", "rating")
+        strict_agreement(RAW4RATERS, item="target", rater="rater", score="rating")
     same = long_from_wide(np.ones((5, 3)))
     with pytest.raises(DataError, match="chance agreement is 1"):
-        fleiss_kappa(same, "target", "rater", "rating")
+        fleiss_kappa(same, item="target", rater="rater", score="rating")
     # with the possible categories given, AC1 is defined and equals percent agreement
-    out = gwet_ac(same, "target", "rater", "rating", categories=[0, 1])
+    out = gwet_ac(same, item="target", rater="rater", score="rating", categories=[0, 1])
     assert out.estimate[0] == 1.0 and out.pe[0] == 0.0
 
 
@@ -191,17 +191,17 @@ def test_weighted_agreement_on_text_labels_needs_their_order(shared_dir):
     order = ["Not medical", "Non-serious", "Serious", "Critical"]
     for function in (gwet_ac, percent_agreement):
         with pytest.raises(DataError, match=r"weights='linear' on text labels .* needs their order: pass categories="):
-            function(long, "row_idx", "rater", "label", weights="linear")
-    ac2 = gwet_ac(long, "row_idx", "rater", "label", weights="linear", categories=order)
+            function(long, item="row_idx", rater="rater", score="label", weights="linear")
+    ac2 = gwet_ac(long, item="row_idx", rater="rater", score="label", weights="linear", categories=order)
     # 0.707 as issue 18 reports for the labels in their real order (hce's irrCAC-checked AC2).
     assert ac2.loc[0, "estimate"] == pytest.approx(0.707, abs=5e-4)
     # Unweighted agreement does not depend on the order, so it needs none.
-    gwet_ac(long, "row_idx", "rater", "label")
+    gwet_ac(long, item="row_idx", rater="rater", score="label")
     two = queries.dropna(subset=["crowd_1", "crowd_2"])
     with pytest.raises(DataError, match="needs their order"):
-        cohen_kappa(two, raters=["crowd_1", "crowd_2"], weights="quadratic")
+        cohen_kappa(two, rater=["crowd_1", "crowd_2"], weights="quadratic")
     numeric = long.assign(label=long["label"].map({c: i for i, c in enumerate(order)}))
-    same = gwet_ac(numeric, "row_idx", "rater", "label", weights="linear")
+    same = gwet_ac(numeric, item="row_idx", rater="rater", score="label", weights="linear")
     assert same.loc[0, "estimate"] == pytest.approx(ac2.loc[0, "estimate"], rel=1e-12)
 
 
@@ -212,5 +212,5 @@ def test_perfect_agreement_has_kappa_one_and_standard_error_zero():
     codes = np.repeat(["a", "b", "c"], [213, 139, 48])
     pairs = pd.DataFrame({"segment": np.tile(np.arange(codes.size), 2), "coder": np.repeat(["c1", "c2"], codes.size),
                           "code": np.tile(codes, 2)})  # fmt: skip
-    row = cohen_kappa(pairs, "segment", "coder", "code").iloc[0]
+    row = cohen_kappa(pairs, item="segment", rater="coder", score="code").iloc[0]
     assert row["estimate"] == pytest.approx(1.0) and row["se"] == 0.0

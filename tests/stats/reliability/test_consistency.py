@@ -25,7 +25,7 @@ def _exact_sample(cov: np.ndarray, n: int = 200, seed: int = 0) -> np.ndarray:
 def test_cronbach_long_format_pingouin_reference():
     # pingouin tests/test_reliability.py (matches R psych::alpha): 0.592, CI95 [0.195, 0.840]
     long = shared_csv("pingouin_cronbach_alpha.csv")
-    out = cronbach_alpha(long, "Subj", "Items", "Scores")
+    out = cronbach_alpha(long, item="Subj", rater="Items", score="Scores")
     assert round(out.estimate[0], 3) == float(expected("pingouin_cronbach_alpha.csv", "long"))
     np.testing.assert_array_equal(out[["ci_low", "ci_high"]].round(3).iloc[0], [0.195, 0.840])
     est, ci = pg.cronbach_alpha(long, items="Items", scores="Scores", subject="Subj")
@@ -35,8 +35,8 @@ def test_cronbach_long_format_pingouin_reference():
 def test_cronbach_missing_values_pairwise_and_listwise():
     wide = shared_csv("pingouin_cronbach_wide_missing.csv")
     long = wide.rename_axis("subject").reset_index().melt("subject", var_name="item")
-    pair = cronbach_alpha(long, "subject", "item", "value")
-    listwise = cronbach_alpha(long, "subject", "item", "value", nan_policy="listwise")
+    pair = cronbach_alpha(long, item="subject", rater="item", score="value")
+    listwise = cronbach_alpha(long, item="subject", rater="item", score="value", nan_policy="listwise")
     # pingouin tests: pairwise 0.73, listwise 0.80 (R psych::alpha use="pairwise"/"complete.obs")
     name = "pingouin_cronbach_wide_missing.csv"
     assert round(pair.estimate[0], 2) == float(expected(name, "pairwise"))
@@ -47,13 +47,13 @@ def test_cronbach_missing_values_pairwise_and_listwise():
     est, _ = pg.cronbach_alpha(wide, nan_policy="listwise")
     np.testing.assert_allclose(listwise.estimate[0], est, rtol=1e-12)
     # pingouin takes the Feldt df from the 12 rows before deletion; we use the 9 kept
-    assert listwise.n_targets[0] == 9 and listwise.df1[0] == 8
+    assert listwise.n_items[0] == 9 and listwise.df1[0] == 8
 
 
 def test_cronbach_typed_data_matches_pingouin_feldt_interval():
     rng = np.random.default_rng(0)
     y = rng.normal(size=(40, 1)) + rng.normal(size=(40, 6))
-    out = cronbach_alpha(long_from_wide(y), "target", "rater", "rating", confidence=0.9)
+    out = cronbach_alpha(long_from_wide(y), item="target", rater="rater", score="rating", confidence=0.9)
     est, ci = pg.cronbach_alpha(pd.DataFrame(y), ci=0.9)
     np.testing.assert_allclose(out.estimate[0], est, rtol=1e-12)
     np.testing.assert_allclose(out[["ci_low", "ci_high"]].round(3).iloc[0], ci)
@@ -71,7 +71,7 @@ def test_one_factor_recovers_an_exact_model():
 def test_omega_from_exact_one_factor_data():
     cov = np.outer(LOADINGS, LOADINGS) + np.diag(UNIQUE)
     long = long_from_wide(_exact_sample(cov))
-    out = mcdonald_omega(long, "target", "rater", "rating", n_boot=0)
+    out = mcdonald_omega(long, item="target", rater="rater", score="rating", n_boot=0)
     # (sum lambda)^2 / ((sum lambda)^2 + sum psi) = 12.25 / (12.25 + 2.5)
     np.testing.assert_allclose(out.estimate[0], 12.25 / 14.75, rtol=1e-6)
 
@@ -79,8 +79,8 @@ def test_omega_from_exact_one_factor_data():
 def test_omega_equals_alpha_under_tau_equivalence():
     cov = np.full((4, 4), 0.5) + np.diag(np.full(4, 0.5))  # equal loadings sqrt(.5)
     long = long_from_wide(_exact_sample(cov))
-    omega = mcdonald_omega(long, "target", "rater", "rating", n_boot=0).estimate[0]
-    alpha = cronbach_alpha(long, "target", "rater", "rating").estimate[0]
+    omega = mcdonald_omega(long, item="target", rater="rater", score="rating", n_boot=0).estimate[0]
+    alpha = cronbach_alpha(long, item="target", rater="rater", score="rating").estimate[0]
     np.testing.assert_allclose(omega, alpha, rtol=1e-6)
 
 
@@ -114,7 +114,7 @@ def test_one_factor_omega_divides_by_the_model_variance_psych_by_the_observed():
     loadings, psi = one_factor(r)
     assert 1 - psi.sum() / r.sum() == pytest.approx(0.769019, abs=5e-7)
     long = items.rename_axis("t").reset_index().melt("t", var_name="item")
-    got = mcdonald_omega(long, "t", "item", "value", scale="correlation", n_boot=0).estimate[0]
+    got = mcdonald_omega(long, item="t", rater="item", score="value", scale="correlation", n_boot=0).estimate[0]
     # rel 1e-9: mcdonald_omega standardises the covariance matrix, a different rounding path
     assert got == pytest.approx(loadings.sum() ** 2 / (loadings.sum() ** 2 + psi.sum()), rel=1e-9)
     assert got == pytest.approx(0.7235, abs=5e-5)
@@ -123,8 +123,8 @@ def test_omega_bootstrap_is_reproducible_and_brackets_estimate():
     rng = np.random.default_rng(1)
     y = rng.normal(size=(60, 1)) * LOADINGS + rng.normal(size=(60, 5)) * np.sqrt(UNIQUE)
     long = long_from_wide(y)
-    a = mcdonald_omega(long, "target", "rater", "rating", n_boot=200, random_state=3)
-    b = mcdonald_omega(long, "target", "rater", "rating", n_boot=200, random_state=3)
+    a = mcdonald_omega(long, item="target", rater="rater", score="rating", n_boot=200, random_state=3)
+    b = mcdonald_omega(long, item="target", rater="rater", score="rating", n_boot=200, random_state=3)
     pd.testing.assert_frame_equal(a, b)
     assert a.ci_low[0] < a.estimate[0] < a.ci_high[0]
 
@@ -132,7 +132,7 @@ def test_omega_bootstrap_is_reproducible_and_brackets_estimate():
 def test_errors():
     long = long_from_wide(np.ones((5, 1)))
     with pytest.raises(DataError, match="at least 2 items"):
-        cronbach_alpha(long, "target", "rater", "rating")
+        cronbach_alpha(long, item="target", rater="rater", score="rating")
     long = long_from_wide(np.arange(12.0).reshape(4, 3))
     with pytest.raises(DataError, match=r"nan_policy='drop' is not valid"):
-        cronbach_alpha(long, "target", "rater", "rating", nan_policy="drop")
+        cronbach_alpha(long, item="target", rater="rater", score="rating", nan_policy="drop")

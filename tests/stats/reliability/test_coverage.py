@@ -34,8 +34,8 @@ def test_icc_interval_coverage(var_rater, missing):
     rng = np.random.default_rng(2026)
     hits = dict.fromkeys(truth, 0)
     for _ in range(REPS):
-        out = icc(_simulate(rng, 30, 4, var_rater, missing), "target", "rater", "rating")
-        out = out.set_index("estimator")
+        out = icc(_simulate(rng, 30, 4, var_rater, missing), item="target", rater="rater", score="rating")
+        out = out.set_index("metric")
         for form, value in truth.items():
             hits[form] += out.loc[form, "ci_low"] <= value <= out.loc[form, "ci_high"]
     coverage = {form: h / REPS for form, h in hits.items()}
@@ -52,7 +52,7 @@ def test_krippendorff_alpha_bootstrap_coverage():
     for _ in range(REPS):
         y = rng.normal(size=(60, 1)) * np.sqrt(VT) + rng.normal(size=(60, 5)) * np.sqrt(VE)
         y[rng.random(y.shape) < 0.1] = np.nan
-        out = krippendorff_alpha(long_from_wide(y), "target", "rater", "rating",
+        out = krippendorff_alpha(long_from_wide(y), item="target", rater="rater", score="rating",
                                  n_boot=500, random_state=rng)  # fmt: skip
         hits += out.ci_low[0] <= truth <= out.ci_high[0]
     assert abs(hits / REPS - 0.95) < TOLERANCE, hits / REPS

@@ -21,7 +21,7 @@ def _pingouin(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_shrout_fleiss_published_values():
-    out = icc(long_from_wide(SHROUT_FLEISS), "target", "rater", "rating").set_index("estimator")
+    out = icc(long_from_wide(SHROUT_FLEISS), item="target", rater="rater", score="rating").set_index("metric")
     # Shrout & Fleiss (1979) Table 4 (also psych::ICC's example), two decimals
     published = [0.17, 0.29, 0.71, 0.44, 0.62, 0.91]
     np.testing.assert_array_equal(out.loc[FORMS, "estimate"].round(2), published)
@@ -47,7 +47,7 @@ def test_shrout_fleiss_mean_squares_table_2():
 
 def test_matches_pingouin_to_machine_precision():
     long = long_from_wide(SHROUT_FLEISS)
-    ours = icc(long, "target", "rater", "rating")
+    ours = icc(long, item="target", rater="rater", score="rating")
     ref = _pingouin(long)
     np.testing.assert_allclose(ours.estimate, ref.ICC, rtol=1e-12)
     np.testing.assert_allclose(ours.statistic, ref.F, rtol=1e-12)
@@ -56,7 +56,7 @@ def test_matches_pingouin_to_machine_precision():
     np.testing.assert_allclose(ours.p_value, ref.pval, rtol=1e-10)
     ref_ci = np.vstack(ref.CI95.to_numpy())  # pingouin rounds its CI to 2 decimals
     np.testing.assert_allclose(ours[["ci_low", "ci_high"]].round(2), ref_ci, atol=1e-12)
-    assert (ours.n_targets == 6).all() and (ours.n_ratings == 24).all()
+    assert (ours.n_items == 6).all() and (ours.n_scores == 24).all()
     assert (ours.n_dropped == 0).all() and (ours.method == "ANOVA mean squares").all()
 
 
@@ -67,7 +67,7 @@ def test_matches_pingouin_to_machine_precision():
 def test_irr_datasets_match_pingouin_computed_values(name, row):
     # expected_values.csv: values COMPUTED with pingouin 0.7.0 (no published source)
     wide = shared_csv(name).set_index("subject").to_numpy(dtype=float)
-    out = icc(long_from_wide(wide), "target", "rater", "rating")
+    out = icc(long_from_wide(wide), item="target", rater="rater", score="rating")
     values = [float(v) for v in expected(name, row).split(";")]
     np.testing.assert_allclose(out.estimate.round(4), values, atol=1e-12)
 
@@ -75,7 +75,7 @@ def test_irr_datasets_match_pingouin_computed_values(name, row):
 def test_wine_data_from_pingouin_tests():
     # pingouin tests/test_reliability.py (wine data): 0.73 0.73 0.73 0.91 0.91 0.92
     long = shared_csv("pingouin_icc.csv")
-    out = icc(long, "Wine", "Judge", "Scores")
+    out = icc(long, item="Wine", rater="Judge", score="Scores")
     values = [float(v) for v in expected("pingouin_icc.csv", "ICC1").split(";")]
     np.testing.assert_allclose(out.estimate.round(2), values, atol=1e-12)
 
@@ -95,8 +95,8 @@ def _balanced(n=40, k=5, seed=0):
 def test_reml_equals_anova_in_a_complete_design():
     # with interior estimates REML variance components equal the ANOVA ones exactly
     long = _balanced()
-    anova = icc(long, "target", "rater", "rating", method="anova")
-    reml = icc(long, "target", "rater", "rating", method="reml")
+    anova = icc(long, item="target", rater="rater", score="rating", method="anova")
+    reml = icc(long, item="target", rater="rater", score="rating", method="reml")
     cols = ["estimate", "ci_low", "ci_high", "statistic"]
     np.testing.assert_allclose(reml[cols], anova[cols], rtol=1e-6)
     # p-values of 1e-8..1e-14 amplify the optimiser's ~1e-8 relative tolerance on F
@@ -130,21 +130,21 @@ def test_incomplete_design_uses_every_rating_and_says_so():
     long = _balanced(n=50, k=6, seed=3)
     long.loc[np.random.default_rng(4).random(len(long)) < 0.15, "rating"] = np.nan
     n_missing = int(long.rating.isna().sum())
-    out = icc(long, "target", "rater", "rating")
+    out = icc(long, item="target", rater="rater", score="rating")
     assert (out.method == "REML variance components").all()
-    assert (out.n_targets == 50).all() and (out.n_dropped == n_missing).all()
-    assert (out.n_ratings == len(long) - n_missing).all()
+    assert (out.n_items == 50).all() and (out.n_dropped == n_missing).all()
+    assert (out.n_scores == len(long) - n_missing).all()
     assert out.ci_method.str.startswith("F approximation").all()
     assert ((out.ci_low < out.estimate) & (out.estimate < out.ci_high)).all()
     with pytest.warns(UserWarning, match=r"dropped \d+ of 50 targets"):
-        listwise = icc(long, "target", "rater", "rating", method="anova")
-    assert (listwise.n_targets < 50).all()
+        listwise = icc(long, item="target", rater="rater", score="rating", method="anova")
+    assert (listwise.n_items < 50).all()
     assert (listwise.n_dropped > n_missing).all()
 
 
 def test_reml_icc_definitions_from_components():
     long = _balanced(n=25, k=4, seed=5).iloc[3:]  # target 0 lacks three ratings
-    out = icc(long, "target", "rater", "rating").set_index("estimator")
+    out = icc(long, item="target", rater="rater", score="rating").set_index("metric")
     t, r = (pd.factorize(long[c], sort=True)[0] for c in ("target", "rater"))
     vt, vr, ve = reml_components(t, r, long.rating.to_numpy(), 25, 4)
     vt1, _, vw = reml_components(t, None, long.rating.to_numpy(), 25, 4)
@@ -164,30 +164,30 @@ def test_icc_groups_within_and_between():
         for i in range(20) for g in ("expert", "llm") for j in range(3)
     ]  # fmt: skip
     d = pd.DataFrame(rows, columns=["item", "rater", "group", "score"])
-    out = icc_groups(d, "item", "rater", "score", "group")
+    out = icc_groups(d, item="item", rater="rater", score="score", condition="group")
     assert list(out.group.unique()) == ["expert", "llm", "expert vs llm"]
-    within = icc(d[d.group == "llm"], "item", "rater", "score")
+    within = icc(d[d.group == "llm"], item="item", rater="rater", score="score")
     got = out[out.group == "llm"].reset_index(drop=True)
     np.testing.assert_allclose(got.estimate, within.estimate, rtol=1e-12)
     means = d.groupby(["item", "group"], as_index=False).score.mean()
-    between = icc(means, "item", "group", "score")
+    between = icc(means, item="item", rater="group", score="score")
     got = out[out.comparison == "between"].reset_index(drop=True)
     np.testing.assert_allclose(got.estimate, between.estimate, rtol=1e-12)
-    pooled = icc_groups(d, "item", "rater", "score", "group", between="pooled")
+    pooled = icc_groups(d, item="item", rater="rater", score="score", condition="group", between="pooled")
     assert (pooled[pooled.comparison == "between"].n_raters == 6).all()
 
 
 def test_errors_name_the_problem():
     long = long_from_wide(SHROUT_FLEISS)
     with pytest.raises(DataError, match=r"target 0 has 2 ratings by rater 'r0'"):
-        icc(pd.concat([long, long.iloc[:1]]), "target", "rater", "rating")
+        icc(pd.concat([long, long.iloc[:1]]), item="target", rater="rater", score="rating")
     with pytest.raises(DataError, match="at least 2 targets and 2 raters"):
-        icc(long[long.rater == "r0"], "target", "rater", "rating")
+        icc(long[long.rater == "r0"], item="target", rater="rater", score="rating")
     with pytest.raises(DataError, match=r"method='x' is not valid"):
-        icc(long, "target", "rater", "rating", method="x")
+        icc(long, item="target", rater="rater", score="rating", method="x")
     with pytest.raises(DataError, match=r"no column\(s\) \['score'\]"):
-        icc(long, "target", "rater", "score")
+        icc(long, item="target", rater="rater", score="score")
     d = long.assign(group=np.where(long.rater == "r0", "a", "b"))
     d.loc[0, "group"] = "b"
     with pytest.raises(DataError, match="more than one 'group'"):
-        icc_groups(d, "target", "rater", "rating", "group")
+        icc_groups(d, item="target", rater="rater", score="rating", condition="group")

@@ -39,8 +39,8 @@ def _ratings(name: str) -> pd.DataFrame:
 @pytest.mark.parametrize("name", NAMES)
 def test_k_raters_reproduces_psych_icc_lmer(name):
     ref = REFERENCE["designs"][name]["psych"]
-    out = icc(_ratings(name), "target", "rater", "rating", method="reml", k="raters")
-    assert out["estimator"].tolist() == ref["type"]
+    out = icc(_ratings(name), item="target", rater="rater", score="rating", method="reml", k="raters")
+    assert out["metric"].tolist() == ref["type"]
     np.testing.assert_allclose(out["estimate"], ref["ICC"], atol=PSYCH_TOL)
     np.testing.assert_allclose(out["statistic"], ref["F"], rtol=PSYCH_TOL)
     np.testing.assert_array_equal(out["df1"], ref["df1"])
@@ -55,8 +55,8 @@ def test_k_raters_reproduces_psych_icc_lmer(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_k_harmonic_reproduces_lme4_components(name):
     ref = REFERENCE["designs"][name]["harmonic"]
-    out = icc(_ratings(name), "target", "rater", "rating")  # incomplete: REML, harmonic k
-    assert out["estimator"].tolist() == ref["type"]
+    out = icc(_ratings(name), item="target", rater="rater", score="rating")  # incomplete: REML, harmonic k
+    assert out["metric"].tolist() == ref["type"]
     np.testing.assert_allclose(out["estimate"], ref["ICC"], atol=1e-6)
     np.testing.assert_allclose(out["k"].iloc[3:], ref["k"], rtol=1e-12)
 
@@ -66,8 +66,8 @@ def test_conventions_agree_where_psych_and_hce_agree():
     # is that ICC1 and every mean form differ (e.g. ICC3k 0.805 vs 0.861 on one design)
     for name in NAMES:
         data = _ratings(name)
-        a = icc(data, "target", "rater", "rating", k="harmonic")
-        b = icc(data, "target", "rater", "rating", k="raters")
+        a = icc(data, item="target", rater="rater", score="rating", k="harmonic")
+        b = icc(data, item="target", rater="rater", score="rating", k="raters")
         np.testing.assert_allclose(a["estimate"].iloc[1:3], b["estimate"].iloc[1:3], atol=1e-12)
     design = REFERENCE["designs"][NAMES[1]]
     assert abs(design["psych"]["ICC"][5] - design["harmonic"]["ICC"][5]) > 0.02
@@ -77,15 +77,15 @@ def test_k_rules_equal_in_a_complete_design():
     rng = np.random.default_rng(3)
     wide = rng.normal(size=(12, 1)) + rng.normal(size=(1, 4)) + rng.normal(size=(12, 4))
     long = pd.DataFrame(wide).rename_axis("t").reset_index().melt("t", var_name="r")
-    a = icc(long, "t", "r", "value", method="reml", k="harmonic")
-    b = icc(long, "t", "r", "value", method="reml", k="raters")
+    a = icc(long, item="t", rater="r", score="value", method="reml", k="harmonic")
+    b = icc(long, item="t", rater="r", score="value", method="reml", k="raters")
     cols = ["estimate", "ci_low", "ci_high", "statistic", "df2", "k"]
     np.testing.assert_allclose(a[cols], b[cols], rtol=1e-6)
 
 
 def test_unknown_k_rule_is_named():
     with pytest.raises(ValueError, match="k"):
-        icc(_ratings(NAMES[0]), "target", "rater", "rating", k="mean")
+        icc(_ratings(NAMES[0]), item="target", rater="rater", score="rating", k="mean")
 
 
 def test_reference_records_versions():

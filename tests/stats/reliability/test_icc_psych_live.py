@@ -62,7 +62,7 @@ def test_k_raters_matches_live_psych(tmp_path):
     assert len(fits) == DESIGNS
     for (seed, wide), ref in zip(designs.items(), fits):
         long = wide.rename_axis("target").reset_index().melt("target", var_name="rater")
-        got = icc(long, "target", "rater", "value", method="reml", k="raters")
+        got = icc(long, item="target", rater="rater", score="value", method="reml", k="raters")
         where = f"design {seed}"
         np.testing.assert_allclose(got["estimate"], ref["ICC"], atol=1e-4, err_msg=where)
         np.testing.assert_allclose(got["statistic"], ref["F"], rtol=1e-4, err_msg=where)

@@ -21,14 +21,14 @@ def _long(matrix: np.ndarray) -> pd.DataFrame:
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_krippendorff_2011_worked_example(level):
-    out = krippendorff_alpha(_long(KRIPPENDORFF), "target", "rater", "rating",
+    out = krippendorff_alpha(_long(KRIPPENDORFF), item="target", rater="rater", score="rating",
                              level=level, n_boot=0)  # fmt: skip
     assert round(out.estimate[0], 3) == PUBLISHED[level]
     # fast-krippendorff (PyPI `krippendorff`), an independent implementation, to 1e-12
     ref = krippendorff.alpha(reliability_data=KRIPPENDORFF, level_of_measurement=level)
     np.testing.assert_allclose(out.estimate[0], ref, rtol=1e-12)
     # unit 12 has one value, so 11 pairable units and 40 pairable values; 7 cells missing
-    assert (out.n_targets[0], out.n_raters[0], out.n_ratings[0], out.n_dropped[0]) == (
+    assert (out.n_items[0], out.n_raters[0], out.n_scores[0], out.n_dropped[0]) == (
         11, 4, 40, 8
     )
 
@@ -37,7 +37,7 @@ def test_krippendorff_2011_worked_example(level):
 def test_shared_file_expected_values(level):
     wide = shared_csv("krippendorff_2011_4obs_12units.csv").set_index("observer")
     np.testing.assert_array_equal(wide.to_numpy(float), KRIPPENDORFF)
-    out = krippendorff_alpha(_long(wide.to_numpy(float)), "target", "rater", "rating",
+    out = krippendorff_alpha(_long(wide.to_numpy(float)), item="target", rater="rater", score="rating",
                              level=level, n_boot=0)  # fmt: skip
     assert round(out.estimate[0], 3) == float(expected("krippendorff_2011_4obs_12units.csv", level))
 
@@ -53,24 +53,24 @@ def _random_ratings(n_units=300, n_raters=7, seed=0, missing=0.2):
 @pytest.mark.parametrize("level", LEVELS)
 def test_parity_with_krippendorff_package_on_missing_data(level):
     y = _random_ratings()
-    out = krippendorff_alpha(_long(y), "target", "rater", "rating", level=level, n_boot=0)
+    out = krippendorff_alpha(_long(y), item="target", rater="rater", score="rating", level=level, n_boot=0)
     ref = krippendorff.alpha(reliability_data=y, level_of_measurement=level)
     np.testing.assert_allclose(out.estimate[0], ref, rtol=1e-10)
 
 
 def test_distance_callable_and_string_labels():
     long = _long(_random_ratings(seed=1))
-    interval = krippendorff_alpha(long, "target", "rater", "rating", n_boot=0).estimate[0]
+    interval = krippendorff_alpha(long, item="target", rater="rater", score="rating", n_boot=0).estimate[0]
 
     def squared(a, b):
         return (a - b) ** 2
 
-    custom = krippendorff_alpha(long, "target", "rater", "rating", level=squared, n_boot=0)
+    custom = krippendorff_alpha(long, item="target", rater="rater", score="rating", level=squared, n_boot=0)
     np.testing.assert_allclose(custom.estimate[0], interval, rtol=1e-12)
     assert custom.level[0] == "squared"
-    nominal = krippendorff_alpha(long, "target", "rater", "rating", level="nominal", n_boot=0)
+    nominal = krippendorff_alpha(long, item="target", rater="rater", score="rating", level="nominal", n_boot=0)
     labels = long.assign(rating=long.rating.map(lambda v: None if np.isnan(v) else f"c{v:.0f}"))
-    text = krippendorff_alpha(labels, "target", "rater", "rating", level="nominal", n_boot=0)
+    text = krippendorff_alpha(labels, item="target", rater="rater", score="rating", level="nominal", n_boot=0)
     np.testing.assert_allclose(text.estimate[0], nominal.estimate[0], rtol=1e-12)
 
 
@@ -94,16 +94,16 @@ def test_each_bootstrap_replicate_is_alpha_of_the_resampled_units(level):
 
 def test_bootstrap_interval_and_probability_below_minimum():
     long = _long(KRIPPENDORFF)
-    out = krippendorff_alpha(long, "target", "rater", "rating", level="interval",
+    out = krippendorff_alpha(long, item="target", rater="rater", score="rating", level="interval",
                              minimum=[0.667, 0.8], random_state=7)  # fmt: skip
-    again = krippendorff_alpha(long, "target", "rater", "rating", level="interval",
+    again = krippendorff_alpha(long, item="target", rater="rater", score="rating", level="interval",
                                minimum=[0.667, 0.8], random_state=7)  # fmt: skip
     pd.testing.assert_frame_equal(out, again)
     assert list(out.minimum) == [0.667, 0.8]
     assert out.p_below[0] < out.p_below[1]
     assert (out.ci_low < out.estimate).all() and (out.ci_high <= 1.0).all()
     assert out.ci_method[0] == "percentile bootstrap over units (B=1000)"
-    none = krippendorff_alpha(long, "target", "rater", "rating", n_boot=0)
+    none = krippendorff_alpha(long, item="target", rater="rater", score="rating", n_boot=0)
     assert np.isnan(none.ci_low[0]) and np.isnan(none.p_below[0])
 
 
@@ -111,20 +111,20 @@ def test_fleiss_diagnoses_nominal_alpha_computed_value():
     # expected_values.csv: Krippendorff nominal alpha 0.4334 on Fleiss (1971), computed only
     wide = shared_csv("irr_diagnoses.csv").set_index("subject")
     long = wide.stack().rename("rating").rename_axis(["target", "rater"]).reset_index()
-    out = krippendorff_alpha(long, "target", "rater", "rating", level="nominal", n_boot=0)
+    out = krippendorff_alpha(long, item="target", rater="rater", score="rating", level="nominal", n_boot=0)
     assert round(out.estimate[0], 4) == 0.4334
 
 
 def test_errors():
     long = _long(KRIPPENDORFF)
     with pytest.raises(DataError, match=r"level='metric' is not valid"):
-        krippendorff_alpha(long, "target", "rater", "rating", level="metric")
+        krippendorff_alpha(long, item="target", rater="rater", score="rating", level="metric")
     with pytest.raises(DataError, match="n_boot=-1"):
-        krippendorff_alpha(long, "target", "rater", "rating", n_boot=-1)
+        krippendorff_alpha(long, item="target", rater="rater", score="rating", n_boot=-1)
     with pytest.raises(DataError, match="all pairable ratings are equal"):
-        krippendorff_alpha(long.assign(rating=1.0), "target", "rater", "rating")
+        krippendorff_alpha(long.assign(rating=1.0), item="target", rater="rater", score="rating")
     with pytest.raises(DataError, match="no unit has two or more ratings"):
-        krippendorff_alpha(long[long.rater == "r0"], "target", "rater", "rating")
+        krippendorff_alpha(long[long.rater == "r0"], item="target", rater="rater", score="rating")
 
 
 # Issue 22, item 4: the bootstrap draws multinomial counts over distinct units (units with
