@@ -112,3 +112,26 @@ def test_check_identifiable_counts_every_coefficient():
     check_identifiable([("(1 | g)", "g", codes, 5, 1)], 10)
     with pytest.raises(DataError, match="10 random effects"):
         check_identifiable([("(x | g)", "g", None, 5, 2)], 10)
+
+
+def identical_attempts(balanced: bool, conditions: str = "A") -> pd.DataFrame:
+    """Every attempt of an item and condition scores the same (a judge at temperature ~0)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(10):
+        score = float(np.round(10 + 2 * rng.normal()))
+        for k in range(1, 3 + (0 if balanced else i % 2)):
+            rows += [{"item_id": f"T{i}", "condition_id": c, "attempt": k, "total": score + (c == "B")} for c in conditions]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("balanced, facets", [(True, ["item_id"]), (False, ["item_id", "condition_id"])])
+def test_zero_residual_variance_is_refused_by_name(balanced, facets):
+    # Found on hce demo's Experiment 5 (attempts at temperature 0.1 all equal): the balanced
+    # fit's profile interval crashed on log(0) with a bare ValueError; penalised least squares,
+    # which has no optimum here (the deviance falls without bound as the residual variance
+    # goes to 0), stopped anywhere on the ridge: an item variance of 0.38 for item means whose
+    # variance is 2.8, with a confident interval.
+    data = identical_attempts(balanced=balanced, conditions="A" if balanced else "AB")
+    with pytest.raises(DataError, match=f"does not vary within any {' x '.join(facets)} cell"):
+        variance_components(data, score="total", facets=facets, n_attempts=3)

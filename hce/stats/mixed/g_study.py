@@ -262,6 +262,14 @@ def variance_components(
     if not replicated and len(facets) > 1:
         subsets = subsets[:-1]  # the top interaction is the residual
     # (one facet and one score per level: the term stays, for lmer to refuse it by name)
+    if replicated and not (data.groupby(list(facets), observed=True)[score].agg(lambda v: v.max() - v.min()) > 0).any():
+        # the REML likelihood is unbounded at a residual variance of 0: profiles fail on log(0) and
+        # penalised least squares stops anywhere along the ridge, with the other variances wrong
+        raise DataError(
+            f"{score!r} does not vary within any {' x '.join(facets)} cell (every attempt scored as the others "
+            "of its cell): the residual variance is 0 and the REML likelihood unbounded, so there is no variance "
+            "decomposition of the attempts; analyse one score per cell (the cell means) instead"
+        )
     formula = f"{score} ~ 1 + " + " + ".join(f"(1 | {':'.join(s)})" for s in subsets)
     fit = lmer(formula, data)
     estimates = fit.varcorr()["vcov"].to_numpy()
