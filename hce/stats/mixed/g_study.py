@@ -262,7 +262,8 @@ def variance_components(
     if not replicated and len(facets) > 1:
         subsets = subsets[:-1]  # the top interaction is the residual
     # (one facet and one score per level: the term stays, for lmer to refuse it by name)
-    if replicated and not (data.groupby(list(facets), observed=True)[score].agg(lambda v: v.max() - v.min()) > 0).any():
+    cell_scores = data.groupby(list(facets), observed=True)[score]
+    if replicated and not (cell_scores.max() > cell_scores.min()).any():
         # the REML likelihood is unbounded at a residual variance of 0: profiles fail on log(0) and
         # penalised least squares stops anywhere along the ridge, with the other variances wrong
         raise DataError(
