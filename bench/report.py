@@ -14,13 +14,14 @@ the time against the issue's target (30 s for 20k; 60 s and 4 GB for 1M).
 Run: python bench/report.py --10m   (adds the 10,000,000-attempt Parquet log: 100,000 items x 4
 conditions x 25 attempts, made once into the temp folder, read by the report as `hce report` does)
 
-Measured 2026-11-24, 2-core machine, load ~1.2: study-20k 14.7 s / 0.39 GB; study-1m 48.7 s /
-1.12 GB; generic-1m 34.2 s / 1.05 GB (before this session's engine work: 97 s and 57 s). What made
-the difference, all in the variance decomposition (hce.stats.variance_components) that dominated:
-scalar-term models factor on a pattern fixed once (ScalarElimination, 2x per deviance at 10,000
-items x 4 conditions); profile-likelihood limits start from the crossing of the deviance with the
-other variances held, which never lies outside the profile's (half the inner minimisations);
-Friedman's block bootstrap over distinct rank patterns; CSVs by pyarrow's writer.
+Measured 2026-11-24 on an idle 2-core machine: study-20k 10.2 s / 0.41 GB; study-1m 37.1 s /
+1.14 GB; generic-1m 27.7 s / 0.92 GB; generic-10m-parquet 324.8 s / 6.32 GB (peak RSS of the
+child; 7.83 GB before a criterion's sections copied only the columns they read). What made the
+difference since the first 1M runs (97 s and 57 s), mostly in the variance decomposition
+(hce.stats.variance_components): scalar-term models factor on a pattern fixed once
+(ScalarElimination); profile-likelihood limits start from the crossing of the deviance with the
+other variances held (half the inner minimisations); Friedman's block bootstrap over distinct
+rank patterns; CSVs by pyarrow's writer.
 """
 
 from __future__ import annotations
