@@ -237,7 +237,7 @@ def test_environment_table_lists_versions_once():
     assert table["package"].tolist()[:9] == ["python", "hce", "numpy", "scipy", "pandas", "statsmodels", "pymc", "arviz", "openai"]
     assert table["package"].is_unique
     versions = table.set_index("package")["version"]
-    assert versions["pandas"] == metadata.version("pandas") and versions["pingouin"] == metadata.version("pingouin")
+    assert versions["pandas"] == metadata.version("pandas") and versions["python-docx"] == metadata.version("python-docx")
 
 
 def _tool(name: str) -> str:
