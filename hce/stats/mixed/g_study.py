@@ -256,14 +256,13 @@ def variance_components(
     require_columns(data, [score, *facets])
     check_confidence(confidence)
     numeric_column(data, score)
-    counts = data.groupby(list(facets), observed=True).size()
-    replicated = bool(counts.max() > 1)
+    cells = data.groupby(list(facets), observed=True)
+    replicated = bool(cells.size().max() > 1)
     subsets = [c for k in range(1, len(facets) + 1) for c in combinations(facets, k)]
     if not replicated and len(facets) > 1:
         subsets = subsets[:-1]  # the top interaction is the residual
     # (one facet and one score per level: the term stays, for lmer to refuse it by name)
-    cell_scores = data.groupby(list(facets), observed=True)[score]
-    if replicated and not (cell_scores.max() > cell_scores.min()).any():
+    if replicated and not (cells[score].max() > cells[score].min()).any():
         # the REML likelihood is unbounded at a residual variance of 0: profiles fail on log(0) and
         # penalised least squares stops anywhere along the ridge, with the other variances wrong
         raise DataError(
