@@ -22,6 +22,7 @@ models using lme4. Journal of Statistical Software, 67(1), 1-48.
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import combinations
 
 import numpy as np
@@ -31,7 +32,8 @@ from hce._checks import check_choice
 from hce._warnings import warn
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
-from hce.stats.mixed.balanced import balanced_reml, fixed_effects_parts
+from hce.stats.mixed.balanced import StrataFit, balanced_reml, fixed_effects_parts, strata_deviance
+from hce.stats.mixed.ddf import VarparModel
 from hce.stats.mixed.formula import Design, build_design, parse_formula
 from hce.stats.mixed.lmer_result import (
     _SINGULAR_TOL,
@@ -41,7 +43,7 @@ from hce.stats.mixed.lmer_result import (
     SingularFitWarning,
     _factor_column,
 )
-from hce.stats.mixed.pls import RandomBlock, pls_fit
+from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
 
 
 @reads_frame(formula="formula")
@@ -89,9 +91,10 @@ def lmer(
     formula, and every random term is an intercept. Its estimates maximise the exact REML
     (or ML) likelihood (see :mod:`hce.stats.mixed.balanced`): with non-negative ANOVA estimates
     these are the ANOVA estimates, in closed form; otherwise a small bounded optimisation
-    over the variances alone finds the boundary maximum. Fixed-effect tests use Satterthwaite
-    degrees of freedom there (exact F/t reference distributions in balanced designs); from
-    penalised least squares they are Wald z tests.
+    over the variances alone finds the boundary maximum. Fixed-effect tests from either
+    engine use lmerTest's Satterthwaite degrees of freedom by default, or pbkrtest's
+    Kenward-Roger adjustment (:mod:`hce.stats.mixed.ddf`), so the two engines give the same
+    tests on the same data.
 
     Convergence is judged as lme4 judges it: at the optimum the Hessian of the profiled
     deviance (by finite differences) is positive definite on the parameters not at a
@@ -100,8 +103,8 @@ def lmer(
 
     References
     ----------
-    Bates et al. (2015), J Stat Softw 67(1). Satterthwaite, F. E. (1946). Biometrics
-    Bulletin, 2(6), 110-114.
+    Bates et al. (2015), J Stat Softw 67(1). Kuznetsova, A., Brockhoff, P. B., &
+    Christensen, R. H. B. (2017). lmerTest package. J Stat Softw, 82(13).
 
     Examples
     --------
@@ -175,9 +178,35 @@ def _fit_pls(design: Design, reml: bool) -> LmerResult:
         fit.cov_beta,
         varcorr,
         ranef,
-        None,
+        _pls_varpar(fit.problem, fit.theta, fit.sigma2),
         pls=fit.problem if all(block.q == 1 for block in blocks) else None,
     )
+
+
+def _pls_varpar(problem: PlsProblem, theta: np.ndarray, sigma2: float) -> VarparModel:
+    """lmerTest's variance parameters ``(theta, sigma)`` on the penalised least squares
+    engine."""
+    return VarparModel(
+        np.r_[theta, np.sqrt(sigma2)],
+        lambda vp: problem.deviance_at(vp[:-1], vp[-1] ** 2),
+        lambda vp: problem.cov_beta_at(vp[:-1], vp[-1] ** 2),
+    )
+
+
+def _balanced_varpar(fit: StrataFit, parts: list[np.ndarray]) -> VarparModel:
+    """The same parameters on the balanced engine: variances ``theta_j^2 sigma^2`` and
+    ``sigma^2``, the REML (ML) deviance and ``cov(beta) = (sum_k X'Q_k X / lambda_k)^-1`` from
+    the strata."""
+
+    def variances(vp: np.ndarray) -> np.ndarray:
+        return np.r_[vp[:-1] ** 2, 1.0] * vp[-1] ** 2
+
+    def cov_beta(vp: np.ndarray) -> np.ndarray:
+        lam = fit.design @ variances(vp)
+        return np.linalg.inv(sum(part / lam_k for part, lam_k in zip(parts, lam)))
+
+    varpar = np.sqrt(np.r_[fit.theta[:-1] / fit.theta[-1], fit.theta[-1]])
+    return VarparModel(varpar, lambda vp: strata_deviance(fit, variances(vp)), cov_beta)
 
 
 def _fit_balanced(design: Design, reml: bool) -> LmerResult | None:
@@ -197,13 +226,6 @@ def _fit_balanced(design: Design, reml: bool) -> LmerResult | None:
     beta = np.linalg.solve(xtx, design.X.T @ design.y)
     info = sum(part / lam for part, lam in zip(parts, fit.lam))
     cov_beta = np.linalg.inv(info)
-    xtx_inv = np.linalg.inv(xtx)
-    stratum_df = np.where(fit.resid_df > 0, fit.resid_df, np.nan)
-    var_parts = [
-        (xtx_inv @ part @ xtx_inv, lam, d)
-        for part, lam, d in zip(parts, fit.lam, stratum_df)
-        if np.any(part)
-    ]
     n, p = design.X.shape
     _, logdet = np.linalg.slogdet(info)
     if reml:
@@ -265,7 +287,7 @@ def _fit_balanced(design: Design, reml: bool) -> LmerResult | None:
         cov_beta,
         _varcorr_intercepts(terms, fit.theta[:-1], fit.theta[-1]),
         pd.concat(blups, ignore_index=True),
-        var_parts,
+        _balanced_varpar(fit, parts),
         strata=fit,
     )
 
@@ -339,7 +361,7 @@ def _finish(
     cov_beta,
     varcorr,
     ranef,
-    var_parts,
+    varpar,
     strata=None,
     pls=None,
 ):
@@ -370,7 +392,8 @@ def _finish(
         _cov_beta=cov_beta,
         _varcorr=varcorr,
         _ranef=ranef,
-        _var_parts=var_parts,
+        _varpar=varpar,
+        _refit=partial(lmer, design.formula.formula, design.data),
         _strata=strata,
         _pls=pls,
     )

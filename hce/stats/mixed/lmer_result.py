@@ -5,21 +5,25 @@ components, random effects, ICCs, likelihood-ratio tests, contrasts and the lme4
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import combinations
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 import patsy
-from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from hce._checks import check_confidence
 from hce.errors import DataError, FormulaError, HceWarning
 from hce.stats.mixed.balanced import StrataFit
+from hce.stats.mixed.ddf import VarparModel
 from hce.stats.mixed.formula import Design, MixedFormula
+from hce.stats.mixed.lmer_tests import Ddf, FixedEffectTests, lrt_table, type3_table
 from hce.stats.mixed.pls import PlsProblem
+from hce.stats.mixed.type3 import type3_hypotheses
 
 Method = Literal["auto", "anova", "pls"]
 _SINGULAR_TOL = 1e-4  # lme4's isSingular(): a relative standard deviation below 1e-4
@@ -79,26 +83,60 @@ class LmerResult:
     _cov_beta: np.ndarray = field(repr=False)
     _varcorr: pd.DataFrame = field(repr=False)
     _ranef: pd.DataFrame = field(repr=False)
-    _var_parts: list[tuple[np.ndarray, float, float]] | None = field(repr=False, default=None)
+    _varpar: VarparModel = field(repr=False)
+    _refit: Callable[..., LmerResult] = field(repr=False)
     _strata: StrataFit | None = field(repr=False, default=None)
     _pls: PlsProblem | None = field(repr=False, default=None)
 
     # ---- accessors -------------------------------------------------------------------
-    def fixef(self, confidence: float = 0.95) -> pd.DataFrame:
-        """Fixed-effect estimates.
+    def fixef(self, confidence: float = 0.95, ddf: Ddf = "satterthwaite") -> pd.DataFrame:
+        """Fixed-effect estimates with t tests, as lmerTest's ``summary(m)``.
+
+        Parameters
+        ----------
+        confidence : float, default 0.95
+            Level of the intervals.
+        ddf : {"satterthwaite", "kenward-roger", "wald"}, default "satterthwaite"
+            Denominator degrees of freedom: lmerTest's Satterthwaite approximation,
+            pbkrtest's Kenward-Roger (adjusted standard errors too; REML fits only), or none
+            (a Wald z test, as lme4 leaves it).
 
         Returns
         -------
         pandas.DataFrame
             One row per coefficient: ``term``, ``estimate``, ``std_error``, ``statistic``
-            (t value), ``df`` (Satterthwaite, exact for balanced designs; ``inf`` from the
-            penalised least squares engine, i.e. a Wald z), ``p_value``, ``ci_low``, ``ci_high``, ``method``.
+            (t value; z for ``"wald"``), ``df``, ``p_value``, ``ci_low``, ``ci_high``,
+            ``method``.
+
+        Notes
+        -----
+        Satterthwaite: ``df = 2 v^2 / (g' A g)`` with ``v`` the contrast's variance, ``g``
+        its gradient in the variance parameters and ``A`` their asymptotic covariance from
+        the Hessian of the deviance (:mod:`hce.stats.mixed.ddf`); the same computation
+        whichever engine fitted the model.
+
+        References
+        ----------
+        Kuznetsova, A., Brockhoff, P. B., & Christensen, R. H. B. (2017). lmerTest package.
+        J Stat Softw, 82(13). Kenward, M. G., & Roger, J. H. (1997). Biometrics, 53(3),
+        983-997.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from hce.stats import lmer
+        >>> d = pd.DataFrame({"g": list("aabbccdd"), "x": [0, 1] * 4,
+        ...                   "y": [1.0, 2.1, 2.0, 2.9, 0.5, 1.8, 1.4, 2.2]})
+        >>> m = lmer("y ~ x + (1 | g)", d)
+        >>> m.fixef()[["term", "df"]].round(2)   # lmerTest 3.1-3: df 3.24765 and 3
+                  term    df
+        0  (Intercept)  3.25
+        1            x  3.00
 
         """
         check_confidence(confidence)
-        rows = [
-            self._linear(np.eye(len(self._beta))[i], confidence) for i in range(len(self._beta))
-        ]
+        eye = np.eye(len(self._beta))
+        rows = [self._tests.linear(eye[i], confidence, ddf) for i in range(len(self._beta))]
         out = pd.DataFrame(rows)
         out.insert(0, "term", self.design.x_names)
         return out
@@ -165,56 +203,79 @@ class LmerResult:
             }
         )
 
-    def anova(self, other: LmerResult) -> pd.DataFrame:
-        """Likelihood-ratio test against another model of the same data, both refit by ML.
+    def anova(self, other: LmerResult | None = None, ddf: Ddf = "satterthwaite") -> pd.DataFrame:
+        """Type III F tests of the fixed terms (lmerTest's ``anova(m)``), or a
+        likelihood-ratio test against ``other`` (R's ``anova(m1, m2)``).
+
+        Parameters
+        ----------
+        other : LmerResult, optional
+            A second model of the same rows: both are refitted by ML if needed and
+            compared by a likelihood-ratio test.
+        ddf : {"satterthwaite", "kenward-roger", "wald"}, default "satterthwaite"
+            Denominator df of the F tests (see :meth:`fixef`); ignored with ``other``.
 
         Returns
         -------
         pandas.DataFrame
-            One row per model, fewer parameters first: ``model``, ``npar``, ``aic``,
-            ``bic``, ``loglik``, ``deviance``, ``statistic`` (chi-square), ``df``,
-            ``p_value`` (NaN on the first row), as R's ``anova(m1, m2)``.
+            Without ``other``: one row per fixed term (the intercept has none), ``term``,
+            ``statistic`` (F), ``df1`` (numerator df), ``df2`` (denominator df), ``p_value``,
+            ``method``. With ``other``: one row per model, fewer parameters first:
+            ``model``, ``npar``, ``aic``, ``bic``, ``loglik``, ``deviance``, ``statistic``
+            (chi-square), ``df``, ``p_value`` (NaN on the first row).
+
+        Notes
+        -----
+        The Type III hypothesis of a term tests it averaged over the levels of the other
+        factors with equal weights, built as lmerTest builds it from the treatment-coded
+        design (:mod:`hce.stats.mixed.type3`). Its F statistic is ``(L beta)' (L C L')^-1
+        (L beta) / q``; Satterthwaite's denominator df combines the df of the q rotated t
+        tests, ``2 E / (E - q)`` with ``E = sum nu_m / (nu_m - 2)``; Kenward-Roger's uses the
+        adjusted covariance and scales F (pbkrtest's ``KRmodcomp``).
+
+        References
+        ----------
+        Kuznetsova et al. (2017), J Stat Softw 82(13). Halekoh, U., & Hojsgaard, S. (2014).
+        J Stat Softw, 59(9).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from hce.stats import lmer
+        >>> d = pd.DataFrame({"g": list("aabbccdd"), "x": [0, 1] * 4,
+        ...                   "y": [1.0, 2.1, 2.0, 2.9, 0.5, 1.8, 1.4, 2.2]})
+        >>> lmer("y ~ x + (1 | g)", d).anova()[["term", "df1", "df2"]].round(2)
+          term  df1  df2
+        0    x    1  3.0
 
         """
+        if other is None:
+            hypotheses = type3_hypotheses(self.design.X, self.design.design_info, self.design.data)
+            return type3_table(self._tests, hypotheses, ddf)
         if self.n != other.n or not self.design.data.index.equals(other.design.data.index):
             raise DataError(
                 f"anova needs both models fitted to the same rows ({self.n} vs {other.n}); "
                 "drop missing values first"
             )
-        fits = sorted(
-            (
-                m if not m.reml else _refit_ml(m)
-                for m in (self, other)
-            ),
-            key=lambda m: m.npar,
-        )
-        rows = []
-        for m in fits:
-            dev = -2 * m.loglik
-            rows.append(
-                {
-                    "model": str(m.formula),
-                    "npar": m.npar,
-                    "aic": dev + 2 * m.npar,
-                    "bic": dev + np.log(m.n) * m.npar,
-                    "loglik": m.loglik,
-                    "deviance": dev,
-                }
-            )
-        out = pd.DataFrame(rows)
-        stat = max(out["deviance"].iloc[0] - out["deviance"].iloc[1], 0.0)
-        ddf = out["npar"].iloc[1] - out["npar"].iloc[0]
-        out["statistic"] = [np.nan, stat]
-        out["df"] = [np.nan, ddf]
-        out["p_value"] = [np.nan, stats.chi2.sf(stat, ddf) if ddf > 0 else np.nan]
-        return out
+        return lrt_table([m if not m.reml else m._refit(REML=False) for m in (self, other)])
 
-    def contrasts(self, factor: str, confidence: float = 0.95) -> pd.DataFrame:
+    def contrasts(
+        self, factor: str, confidence: float = 0.95, ddf: Ddf = "satterthwaite"
+    ) -> pd.DataFrame:
         """Pairwise differences of estimated marginal means of ``factor``, Holm-adjusted.
 
         Marginal means average the model's predictions over a grid of all levels of the
         other categorical fixed factors, with equal weights (numeric covariates at their
         mean), as R's ``emmeans(m, pairwise ~ factor, adjust = "holm")``.
+
+        Parameters
+        ----------
+        factor : str
+            A categorical fixed effect.
+        confidence : float, default 0.95
+            Level of the (unadjusted) intervals.
+        ddf : {"satterthwaite", "kenward-roger", "wald"}, default "satterthwaite"
+            Denominator df of each t test (see :meth:`fixef`).
 
         Returns
         -------
@@ -230,7 +291,7 @@ class LmerResult:
         means = np.array([x_grid[(grid[factor] == lev).to_numpy()].mean(axis=0) for lev in levels])
         rows = []
         for i, j in combinations(range(len(levels)), 2):
-            row = self._linear(means[i] - means[j], confidence)
+            row = self._tests.linear(means[i] - means[j], confidence, ddf)
             rows.append({"a": levels[i], "b": levels[j], **row})
         out = pd.DataFrame(rows)
         out["p_adjusted"] = multipletests(out["p_value"], method="holm")[1] if len(out) else []
@@ -303,38 +364,16 @@ class LmerResult:
         return self.summary()
 
     # ---- internals -------------------------------------------------------------------
-    def _linear(self, contrast: np.ndarray, confidence: float) -> dict:
-        """Estimate, SE, t, df, p and interval of ``contrast @ beta``."""
-        est = float(contrast @ self._beta)
-        var = float(contrast @ self._cov_beta @ contrast)
-        se = np.sqrt(var)
-        if self._var_parts is None:
-            df, method = np.inf, "Wald z (asymptotic)"
-        else:
-            terms = np.array(
-                [float(contrast @ b @ contrast) * lam for b, lam, _ in self._var_parts]
-            )
-            dfs = np.array([d for _, _, d in self._var_parts])
-            used = terms > 1e-12 * max(var, 1e-300)
-            df = (
-                float(var**2 / np.sum(terms[used] ** 2 / dfs[used]))
-                if np.all(np.isfinite(dfs[used]))
-                else np.nan
-            )
-            method = "t, Satterthwaite df"
-        stat = est / se if se > 0 else np.nan
-        dist = stats.norm if np.isinf(df) else stats.t(df)
-        crit = dist.ppf(0.5 + confidence / 2)
-        return {
-            "estimate": est,
-            "std_error": se,
-            "statistic": stat,
-            "df": df,
-            "p_value": float(2 * dist.sf(abs(stat))),
-            "ci_low": est - crit * se,
-            "ci_high": est + crit * se,
-            "method": method,
-        }
+    @cached_property
+    def _tests(self) -> FixedEffectTests:
+        return FixedEffectTests(self._beta, self._cov_beta, self._varpar, self._kr_inputs, self.reml)
+
+    def _kr_inputs(self) -> tuple:
+        terms = [
+            (g.codes, g.Z, self._cov_matrix(name, g.z_names))
+            for name, g in self.design.groupings.items()
+        ]
+        return self.design.X, terms, self.sigma2
 
     def _cov_matrix(self, group: str, names: list[str]) -> np.ndarray:
         vc = self._varcorr[self._varcorr["group"] == group]
@@ -422,10 +461,3 @@ def _factor_column(code: str, data: pd.DataFrame) -> str | None:
     match = re.fullmatch(r"C\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)", code)
     column = match.group(1) if match else code
     return column if column in data.columns else None
-
-
-def _refit_ml(fit: LmerResult) -> LmerResult:
-    """The same model refitted by ML (likelihood-ratio tests compare ML fits)."""
-    from hce.stats.mixed.lmer_fit import lmer  # lmer_fit imports this module
-
-    return lmer(fit.formula.formula, fit.design.data, REML=False)

@@ -302,9 +302,20 @@ class PlsProblem:
         if self.n_theta != len(self.terms) or any(t.q != 1 for t in self.terms):
             raise ValueError("deviance(variances) needs one column per random term")
         sigma2 = variances[-1]
-        s = self.solve(np.sqrt(np.maximum(variances[:-1], 0.0) / sigma2))
+        return self.deviance_at(np.sqrt(np.maximum(variances[:-1], 0.0) / sigma2), sigma2)
+
+    def deviance_at(self, theta: np.ndarray, sigma2: float) -> float:
+        """-2 log-likelihood at relative factors ``theta`` and residual variance ``sigma2``,
+        not profiled (lmerTest's ``devfun_vp``): ``log|L|^2 (+ log|R_X|^2) + dof log(2 pi
+        sigma^2) + r^2 / sigma^2``."""
+        s = self.solve(theta)
         dev = s.logdet + self.dof * np.log(2 * np.pi * sigma2) + s.r2 / sigma2
         return float(dev + (np.linalg.slogdet(s.rxtrx)[1] if self.reml else 0.0))
+
+    def cov_beta_at(self, theta: np.ndarray, sigma2: float) -> np.ndarray:
+        """``cov(beta) = sigma^2 (R_X' R_X)^-1`` at ``theta`` and ``sigma2`` (lmerTest's
+        ``get_covbeta``)."""
+        return sigma2 * np.linalg.inv(self.solve(theta).rxtrx)
 
     def start(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Start values: moment estimates for intercept columns, lme4's 1 for slopes, 0 off

@@ -1,0 +1,144 @@
+"""``lmer``'s fixed-effect tests against stored R lmerTest and pbkrtest results (issue 32).
+
+``tests/stats/r/lmertest_reference.R`` generates the designs (``tests/stats/data/
+lmertest_reference/``: random intercept, crossed, nested, correlated and uncorrelated slopes, a
+factor x covariate interaction, an unbalanced two-factor design with its interaction, a
+balanced crossed design and the same design less one row) and stores lmerTest's
+``summary(m, ddf = ...)`` and ``anova(m, ddf = ...)`` for Satterthwaite and Kenward-Roger
+(``tests/stats/data/lmertest_reference.json``, R 4.2.2, lme4 1.1-31, lmerTest 3.1-3, pbkrtest
+0.5.2 when written). No R is needed to run these tests.
+
+Tolerance: 1e-3 relative on SE, df, t, p, F and the denominator df (issue 32's bar). lmerTest
+differentiates numerically (numDeriv) as hce does; both sit at the same optimum to ~1e-9, so
+the agreement is far tighter than the bar on these designs.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hce.stats import lmer
+
+DATA = Path(__file__).resolve().parent / "data"
+REFERENCE = json.loads((DATA / "lmertest_reference.json").read_text())
+RTOL = 1e-3
+
+
+def _columns(table: dict) -> dict:
+    """R's JSON writes a length-1 vector as a scalar: make every column a list."""
+    return {k: v if isinstance(v, list) else [v] for k, v in table.items()}
+
+
+FITS = REFERENCE["fits"]
+
+
+def _fit(ref: dict):
+    data = pd.read_csv(DATA / "lmertest_reference" / f"{ref['design']}.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # boundary fits are compared like any other
+        return lmer(ref["formula"], data, REML=ref["reml"])
+
+
+def _case(ref: dict) -> str:
+    return f"{ref['design']}|{ref['formula']}|{'REML' if ref['reml'] else 'ML'}"
+
+
+@pytest.fixture(scope="module")
+def fitted() -> dict:
+    return {_case(ref): _fit(ref) for ref in FITS}
+
+
+def _close(ours, theirs, what: str) -> None:
+    np.testing.assert_allclose(np.asarray(ours, float), np.asarray(theirs, float), rtol=RTOL, err_msg=what)
+
+
+@pytest.mark.parametrize("ref", FITS, ids=_case)
+def test_fixef_satterthwaite_equals_lmertest(fitted, ref):
+    m = fitted[_case(ref)]
+    fe, r = m.fixef(), _columns(ref["satterthwaite"])
+    assert len(fe) == len(r["term"])
+    _close(fe["estimate"], r["estimate"], "estimate")
+    _close(fe["std_error"], r["se"], "std_error")
+    _close(fe["df"], r["df"], "df")
+    _close(fe["statistic"], r["t"], "t")
+    _close(fe["p_value"], r["p"], "p")
+    assert set(fe["method"]) == {"t, Satterthwaite df"}
+
+
+@pytest.mark.parametrize("ref", [f for f in FITS if f["reml"]], ids=_case)
+def test_fixef_kenward_roger_equals_pbkrtest(fitted, ref):
+    fe, r = fitted[_case(ref)].fixef(ddf="kenward-roger"), _columns(ref["kenward_roger"])
+    _close(fe["std_error"], r["se"], "std_error")
+    _close(fe["df"], r["df"], "df")
+    _close(fe["p_value"], r["p"], "p")
+
+
+@pytest.mark.parametrize("ddf", ["satterthwaite", "kenward-roger"])
+@pytest.mark.parametrize("ref", FITS, ids=_case)
+def test_anova_type3_equals_lmertest(fitted, ref, ddf):
+    key = f"anova_{ddf.replace('-', '_')}"
+    if key not in ref:
+        pytest.skip("Kenward-Roger is for REML fits only (pbkrtest)")
+    table, r = fitted[_case(ref)].anova(ddf=ddf), _columns(ref[key])
+    assert table["term"].tolist() == r["term"]
+    _close(table["statistic"], r["F"], "F")
+    np.testing.assert_array_equal(table["df1"], r["num_df"])
+    _close(table["df2"], r["den_df"], "den df")
+    _close(table["p_value"], r["p"], "p")
+
+
+def test_balanced_and_less_one_row_give_lmertests_finite_df(fitted):
+    """Issue 32: the balanced engine used to give NaN df, the PLS engine after dropping one row
+    a Wald z with df = inf; both now give lmerTest's finite Satterthwaite df, close together."""
+    formula = "score ~ 1 + (1 | item_id) + (1 | prompt) + (1 | item_id:prompt)"
+    full = fitted[f"balanced|{formula}|REML"]
+    less = fitted[f"balanced_minus_one|{formula}|REML"]
+    assert full.engine.startswith("closed form")
+    assert less.engine.startswith("penalised")
+    df_full, df_less = full.fixef()["df"].iloc[0], less.fixef()["df"].iloc[0]
+    assert np.isfinite(df_full) and np.isfinite(df_less)
+    assert abs(df_full - df_less) < 0.02 * df_full  # one row of 288 moves it a little
+
+
+def test_both_engines_give_the_same_df_on_the_same_data():
+    data = pd.read_csv(DATA / "lmertest_reference" / "balanced.csv")
+    for formula in ("score ~ 1 + (1 | item_id) + (1 | prompt) + (1 | item_id:prompt)",
+                    "score ~ prompt + (1 | item_id)"):
+        closed, pls = lmer(formula, data), lmer(formula, data, method="pls")
+        assert closed.engine.startswith("closed form") and pls.engine.startswith("penalised")
+        np.testing.assert_allclose(closed.fixef()["df"], pls.fixef()["df"], rtol=1e-5)
+        np.testing.assert_allclose(closed.anova()["df2"], pls.anova()["df2"], rtol=1e-5)
+
+
+def test_wald_keeps_z_and_says_so(fitted):
+    m = fitted[_case(FITS[0])]
+    fe = m.fixef(ddf="wald")
+    assert np.all(np.isinf(fe["df"]))
+    assert set(fe["method"]) == {"Wald z (asymptotic)"}
+    np.testing.assert_allclose(fe["std_error"], m.fixef()["std_error"])
+
+
+def test_kenward_roger_refuses_an_ml_fit(fitted):
+    from hce.errors import DataError
+
+    ml = next(f for f in FITS if not f["reml"])
+    with pytest.raises(DataError, match="REML"):
+        fitted[_case(ml)].fixef(ddf="kenward-roger")
+
+
+def test_unknown_ddf_names_the_choices(fitted):
+    from hce.errors import HceError
+
+    with pytest.raises(HceError, match="satterthwaite"):
+        fitted[_case(FITS[0])].fixef(ddf="containment")
+
+
+def test_reference_records_versions():
+    assert REFERENCE["versions"]["lmerTest"] == "3.1.3"
+    assert REFERENCE["versions"]["pbkrtest"] == "0.5.2"
