@@ -142,3 +142,45 @@ def test_unknown_ddf_names_the_choices(fitted):
 def test_reference_records_versions():
     assert REFERENCE["versions"]["lmerTest"] == "3.1.3"
     assert REFERENCE["versions"]["pbkrtest"] == "0.5.2"
+
+
+@pytest.fixture
+def topical_chat_balanced(shared_dir):
+    """Topical-Chat coherence (Chiang & Lee 2023; ../shared/data README): the 312 items whose
+    7 prompts x 20 samples all parsed to 1-3, a balanced 43,680-row crossed design."""
+    path = shared_dir / "data" / "topicalchat_gpt35_repeated" / "judge_scores_long.csv"
+    if not path.exists():
+        pytest.skip(f"{path} absent")
+    d = pd.read_csv(path)
+    d = d[d["attribute"] == "coherence"]
+    full = d.groupby("item_id")["score"].agg(lambda s: len(s) == 140 and s.between(1, 3).all())
+    d = d[d["item_id"].isin(full[full].index)].reset_index(drop=True)
+    d["auto_cot"] = d["prompt_variant"].str.contains("auto_cot").astype(int)
+    return d
+
+
+TC_FORMULA = "score ~ {} + (1 | item_id) + (1 | prompt_variant) + (1 | item_id:prompt_variant)"
+
+
+def test_topical_chat_issue_case(topical_chat_balanced):
+    """Issue 32's numbers. lmerTest 3.1-3 (lme4 1.1-31, the tolerances of
+    lmertest_reference.R) on these rows: intercept-only: df 7.472328, p 2.458353e-08; less the
+    first row: df 7.472638, p 2.456541e-08; ``auto_cot`` (the prompt-level covariate) less the
+    first row: df 5.000034, p 0.6851386, SE 0.1891845, intercept p 4.197463e-06. (lme4's default
+    optimiser gives df 7.474747 and 4.998929: it stops ~1e-6 short of the optimum.) Before:
+    NaN df on the balanced rows, a Wald z without the first row (p 0.667 for the covariate,
+    5.5e-69 for the intercept). A p of 2e-8 at 7.5 df moves 12 times as fast as its df,
+    hence 1e-3 on p, 1e-4 on df."""
+    d = topical_chat_balanced
+    assert len(d) == 43_680
+    full = lmer(TC_FORMULA.format(1), d).fixef().iloc[0]
+    less = lmer(TC_FORMULA.format(1), d.iloc[1:]).fixef().iloc[0]
+    np.testing.assert_allclose(full["df"], 7.472328, rtol=1e-4)
+    np.testing.assert_allclose(full["p_value"], 2.458353e-08, rtol=1e-3)
+    np.testing.assert_allclose(less["df"], 7.472638, rtol=1e-4)
+    np.testing.assert_allclose(less["p_value"], 2.456541e-08, rtol=1e-3)
+    cov = lmer(TC_FORMULA.format("auto_cot"), d.iloc[1:]).fixef().set_index("term")
+    np.testing.assert_allclose(cov.loc["auto_cot", ["df", "p_value", "std_error"]].astype(float), [5.000034, 0.6851386, 0.1891845], rtol=1e-4)
+    np.testing.assert_allclose(cov.loc["(Intercept)", "p_value"], 4.197463e-06, rtol=1e-3)
+    # the t(5) interval of the issue: -0.0813379 -+ qt(0.975, 5.000034) 0.1891845
+    np.testing.assert_allclose(cov.loc["auto_cot", ["ci_low", "ci_high"]].astype(float), [-0.567651, 0.404975], atol=1e-4)
