@@ -381,9 +381,8 @@ class LmerResult:
         for r in vc.itertuples():
             i = names.index(r.var1)
             j = i if pd.isna(r.var2) else names.index(r.var2)
-            cov[i, j] = cov[j, i] = (
-                r.vcov if pd.isna(r.var2) else r.sdcor * np.sqrt(cov[i, i] * cov[j, j])
-            )
+            cov[i, j] = cov[j, i] = r.vcov  # a covariance row holds the covariance (its
+            # correlation is NaN where a variance is 0)
         return cov
 
     def _random_table(self) -> str:
