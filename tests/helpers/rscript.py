@@ -26,3 +26,17 @@ def run_r_script(rscript: str, script: str, listing: Path, tmp_path: Path) -> di
     source.write_text(script)
     subprocess.run([rscript, str(source), str(listing), str(out)], check=True, capture_output=True, text=True)
     return json.loads(out.read_text())
+
+
+def fit_designs(rscript: str, script: str, designs: dict, tmp_path: Path) -> dict:
+    """Write each ``seed: (formula, data)`` design to CSV, list them in ``todo.csv`` (columns
+    seed, formula, path) and run ``script`` on that listing; its JSON, parsed."""
+    import pandas as pd
+
+    rows = []
+    for seed, (formula, data) in designs.items():
+        path = tmp_path / f"design_{seed}.csv"
+        data.to_csv(path, index=False)
+        rows.append({"seed": seed, "formula": formula, "path": str(path)})
+    pd.DataFrame(rows).to_csv(tmp_path / "todo.csv", index=False)
+    return run_r_script(rscript, script, tmp_path / "todo.csv", tmp_path)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from rscript import rscript_or_skip, run_r_script
+from rscript import fit_designs, rscript_or_skip
 
 from hce.stats import lmer
 
@@ -91,14 +91,7 @@ def random_design(seed: int) -> tuple[str, pd.DataFrame]:
 
 
 def lme4_fits(tmp_path: Path, designs: dict[int, tuple[str, pd.DataFrame]]) -> dict:
-    rscript = rscript_or_skip(("lme4", "jsonlite"), INSTALL)
-    rows = []
-    for seed, (formula, data) in designs.items():
-        path = tmp_path / f"design_{seed}.csv"
-        data.to_csv(path, index=False)
-        rows.append({"seed": seed, "formula": formula, "path": str(path)})
-    pd.DataFrame(rows).to_csv(tmp_path / "todo.csv", index=False)
-    return run_r_script(rscript, R_FIT, tmp_path / "todo.csv", tmp_path)
+    return fit_designs(rscript_or_skip(("lme4", "jsonlite"), INSTALL), R_FIT, designs, tmp_path)
 
 
 def compare(seed: int, formula: str, data: pd.DataFrame, ref: dict) -> str | None:
