@@ -49,7 +49,11 @@ from hce.stats.mixed.sparse_chol import ScalarElimination
 
 _EPS = np.finfo(float).eps
 _TOL = 1e-10  # PIRLS stops when no u moves more than this: the deviance is then exact to
-# rounding, as the finite-difference Hessian of the outer search needs
+# rounding, as the finite-difference Hessian of the outer search needs. With a canonical link
+# (logit, log) a step is Newton's, whose error squares: after a full step below 1e-6 the
+# mode is within ~1e-12, so it stops there
+_NEWTON_TOL = 1e-6
+_CANONICAL = ("logit", "log")
 _MAX_ITER = 200
 
 class PirlsFailure(ArithmeticError):
@@ -280,6 +284,7 @@ class Glmm:
         self.n_theta = len(self.system.lower)
         self.saturated = family.saturated(y, weights)
         self._sat_terms = family.saturated_terms(y)
+        self._newton_tol = _NEWTON_TOL if family.link in _CANONICAL else _TOL
         self._u = np.zeros(self.system.q)
         mustart = (weights * y + 0.5) / (weights + 1) if family.family == "binomial" else y + 0.1
         eta = {
@@ -332,7 +337,7 @@ class Glmm:
                 raise PirlsFailure("step-halving failed to reduce the penalised deviance")
             state = trial
             moved = step * max(np.max(np.abs(del_u), initial=0.0), np.max(np.abs(del_b)))
-            if moved < _TOL:
+            if moved < _TOL or (step == 1.0 and moved < self._newton_tol):
                 break
         else:
             self._u = np.zeros_like(self._u)
