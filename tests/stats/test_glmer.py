@@ -47,6 +47,15 @@ def test_boolean_verdicts_equal_0_1_verdicts():
     assert a.loglik == pytest.approx(b.loglik, abs=1e-9)
 
 
+def test_two_text_levels_are_coded_as_r_codes_a_factor():
+    d = _verdicts()
+    a = hs.glmer("verdict ~ condition + (1 | item)", d)
+    b = hs.glmer("verdict ~ condition + (1 | item)", d.assign(verdict=d["verdict"].map({0: "fail", 1: "pass"})))
+    assert a.loglik == pytest.approx(b.loglik, abs=1e-9)
+    with pytest.raises(DataError, match="two levels.*it has 3"):
+        hs.glmer("verdict ~ condition + (1 | item)", d.assign(verdict=np.resize(["a", "b", "c"], len(d))))
+
+
 def test_quadrature_needs_one_scalar_term():
     d = _verdicts().assign(rater=lambda f: f.index % 3)
     with pytest.raises(DataError, match="single scalar random term"):

@@ -64,7 +64,8 @@ def glmer(
         Long format, one row per observation; rows missing a formula value are dropped with
         a warning.
     family : {"binomial", "poisson"}, default "binomial"
-        Binomial: a 0/1 (or boolean) response, a proportion with ``weights`` trials, or
+        Binomial: a 0/1 or boolean response (or two text levels: the first in sorted
+        order is 0, as R codes a factor), a proportion with ``weights`` trials, or
         ``cbind``; Poisson: non-negative integer counts.
     link : str, optional
         ``"logit"`` (default), ``"probit"`` or ``"cloglog"`` for the binomial; ``"log"`` for
@@ -143,8 +144,8 @@ def glmer(
         raise DataError(f"nAGQ must be an integer from 0 to 25 (lme4's range here), got {nAGQ!r}")
     formula, data, weights = _cbind(formula, data, weights)
     parsed = parse_formula(formula)
-    if parsed.response in data.columns and pd.api.types.is_bool_dtype(data[parsed.response]):
-        data = data.assign(**{parsed.response: data[parsed.response].astype(float)})
+    if parsed.response in data.columns:
+        data = data.assign(**{parsed.response: _binary_codes(data[parsed.response], family)})
     if weights is not None and weights not in data.columns:
         raise DataError(f"weights column {weights!r} not in data; columns: {list(data.columns)}")
     design = build_design(parsed, data, residual=False)
@@ -373,6 +374,26 @@ def _cbind(formula: str, data: pd.DataFrame, weights: str | None):
     name, trials_name = f"{succ}_proportion", f"{succ}_trials"
     data = data.assign(**{name: prop, trials_name: trials})
     return f"{name} ~{rhs}", data, trials_name
+
+
+def _binary_codes(column: pd.Series, family: str) -> pd.Series:
+    """A boolean or two-level text response as 0/1, as R codes a factor response: its first
+    level (sorted, or a categorical's own order) is the failure, the other the success."""
+    if pd.api.types.is_bool_dtype(column):
+        return column.astype(float)
+    if family != "binomial" or pd.api.types.is_numeric_dtype(column):
+        return column
+    levels = (
+        list(column.cat.categories)
+        if isinstance(column.dtype, pd.CategoricalDtype)
+        else sorted(column.dropna().unique(), key=str)
+    )
+    if len(levels) != 2:
+        raise DataError(
+            f"response {column.name!r} must be 0/1, True/False or two levels for "
+            f"family='binomial'; it has {len(levels)}: {levels[:6]}"
+        )
+    return column.map({levels[0]: 0.0, levels[1]: 1.0})
 
 
 def _check_response(design: Design, fam: Family, wt: np.ndarray, weights: str | None) -> np.ndarray:

@@ -95,6 +95,17 @@ counts <- function(seed, n_items, n_att) {
   d
 }
 
+slopes <- function(seed, n_items, n_att) {
+  set.seed(seed)
+  d <- data.frame(item_id = rep(sprintf("i%02d", seq_len(n_items)), each = n_att))
+  d$x <- round(rnorm(nrow(d)), 3)
+  ii <- match(d$item_id, sprintf("i%02d", seq_len(n_items)))
+  u0 <- rnorm(n_items, 0, 1)
+  u1 <- 0.4 * u0 + rnorm(n_items, 0, 0.6)
+  d$verdict <- rbinom(nrow(d), 1, plogis(0.2 + 0.8 * d$x + u0[ii] + u1[ii] * d$x))
+  d
+}
+
 designs <- list(
   intercept = verdicts(101, 40, 3, 4, 0.1, 1.0, 0.0),
   nested = verdicts(102, 60, 4, 5, 0.1, 1.0, 0.6),
@@ -103,7 +114,8 @@ designs <- list(
   covariate = with_covariate(105, 50, 6),
   small_variance = verdicts(106, 30, 2, 4, 0.0, 0.05, 0.0),
   proportions = proportions(107, 25),
-  counts = counts(108, 30, 5)
+  counts = counts(108, 30, 5),
+  slopes = slopes(109, 40, 12)
 )
 
 # design, formula, family, link, nAGQ values, weights column
@@ -117,7 +129,9 @@ fits <- list(
   list("small_variance", "verdict ~ condition + (1 | item_id)", "binomial", "logit", 1, NULL),
   list("proportions", "share ~ condition + (1 | item_id)", "binomial", "logit", c(1, 10), "trials"),
   list("proportions", "cbind(passes, fails) ~ condition + (1 | item_id)", "binomial", "logit", 1, NULL),
-  list("counts", "errors ~ condition + (1 | item_id)", "poisson", "log", c(1, 10), NULL)
+  list("counts", "errors ~ condition + (1 | item_id)", "poisson", "log", c(1, 10), NULL),
+  list("slopes", "verdict ~ x + (x | item_id)", "binomial", "logit", 1, NULL),
+  list("slopes", "verdict ~ x + (x || item_id)", "binomial", "logit", 1, NULL)
 )
 
 summarise <- function(m) {
@@ -130,8 +144,8 @@ summarise <- function(m) {
                        std_error = unname(sqrt(diag(as.matrix(vcov(m)))))),
     varcorr = data.frame(group = vc$grp, var1 = vc$var1, var2 = vc$var2, vcov = vc$vcov,
                          sdcor = vc$sdcor),
-    ranef = data.frame(group = as.character(re$grpvar), level = as.character(re$grp),
-                       estimate = re$condval),
+    ranef = data.frame(group = as.character(re$grpvar), term = as.character(re$term),
+                       level = as.character(re$grp), estimate = re$condval),
     singular = isSingular(m),
     messages = as.list(unlist(m@optinfo$conv$lme4$messages))
   )
