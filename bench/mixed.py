@@ -31,7 +31,12 @@ fits, estimates compared:
 * a 26,000-row unbalanced G study (2,600 items x 2 prompts x 5 attempts, 1% failed calls
   dropped), ``variance_components(log, "total", ["item_id", "prompt_id"])`` (REML fit of
   ``total ~ 1 + (1|item_id) + (1|prompt_id) + (1|item_id:prompt_id)``, standard errors,
-  intervals, G/Phi) against lme4's REML fit alone.
+  intervals, G/Phi) against lme4's REML fit alone;
+* glmer on an 80,000-row crossed binary design (2,000 items x 4 conditions x 10 attempts,
+  ``verdict ~ condition + (1|item) + (1|item:condition)``, Laplace): hce's ``glmer`` against
+  lme4's ``glmer`` (timed inside R), one warm-up then the best of ``--repeats-large``; peak
+  memory of one hce fit from tracemalloc (untimed run) and of R's from ``gc()``'s "max used".
+  ``--glmer-only`` runs this case alone.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.regression.mixed_linear_model import MixedLM
 
-from hce.stats import lmer, variance_components
+from hce.stats import glmer, lmer, variance_components
 from hce.stats.mixed import pls
 
 TOPICAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -127,6 +132,7 @@ def main(repeats: int, repeats_large: int) -> None:
     topical_g_study(repeats)
     insteval(repeats_large)
     large_g_study(repeats_large)
+    glmer_verdicts(repeats_large)
 
 
 def small_g_study(repeats: int, random_state: int = 0) -> None:
@@ -308,11 +314,86 @@ def large_g_study(repeats: int, random_state: int = 0) -> None:
     compare_with_lme4(case, t_hce, g.fit, ref)
 
 
+_GLMER_SCRIPT = r"""
+args <- commandArgs(TRUE)
+suppressMessages(library(lme4))
+d <- read.csv(args[1])
+d$item <- factor(d$item); d$condition <- factor(d$condition)
+form <- verdict ~ condition + (1 | item) + (1 | item:condition)
+m <- glmer(form, d, family = binomial)  # warm-up
+invisible(gc(reset = TRUE))
+times <- replicate(as.integer(args[2]), system.time(glmer(form, d, family = binomial))[["elapsed"]])
+cat("time", min(times), "\n")
+cat("peak_mb", sum(gc()[, 6]), "\n")  # "max used" (Mb) of cons cells and vectors
+cat("loglik", sprintf("%.10f", logLik(m)), "\n")
+for (v in fixef(m)) cat("fixed", sprintf("%.12g", v), "\n")
+cat("version", gsub(" ", "_", R.version.string), as.character(packageVersion("lme4")), "\n")
+"""
+
+
+def verdict_log(random_state: int = 0) -> pd.DataFrame:
+    """2,000 items x 4 conditions x 10 attempts of 0/1 verdicts, item and item:condition
+    effects on the logit scale (SDs 1 and 0.5)."""
+    rng = np.random.default_rng(random_state)
+    items, conditions, attempts = 2000, 4, 10
+    log = pd.MultiIndex.from_product(
+        [range(items), list("abcd"), range(attempts)], names=["item", "condition", "attempt"]
+    ).to_frame(index=False)
+    i = log["item"].to_numpy()
+    c = pd.factorize(log["condition"], sort=True)[0]
+    eta = -0.3 + np.array([0.0, 0.4, -0.2, 0.0])[c] + rng.normal(0, 1, items)[i]
+    eta += rng.normal(0, 0.5, (items, conditions))[i, c]
+    log["verdict"] = (rng.random(len(log)) < 1 / (1 + np.exp(-eta))).astype(int)
+    return log
+
+
+def glmer_verdicts(repeats: int) -> None:
+    """glmer on 80,000 verdicts: hce against lme4, times and peak memory."""
+    data = verdict_log()
+    formula = "verdict ~ condition + (1|item) + (1|item:condition)"
+    t_hce, fit = best_of(lambda: glmer(formula, data), repeats)
+    tracemalloc.start()
+    glmer(formula, data)
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    case = f"glmer {len(data)} rows (2000 items x 4 conditions x 10, item + item:condition, Laplace)"
+    rscript = shutil.which("Rscript")
+    out: dict = {"fixed": []}
+    if rscript is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path, script = Path(tmp) / "verdicts.csv", Path(tmp) / "glmer.R"
+            data.to_csv(path, index=False)
+            script.write_text(_GLMER_SCRIPT)
+            run = subprocess.run([rscript, str(script), str(path), str(repeats)], capture_output=True, text=True, check=False)
+        for line in run.stdout.splitlines():
+            key, *rest = line.split()
+            if key == "fixed":
+                out["fixed"].append(float(rest[0]))
+            elif key == "version":
+                out["version"] = f"{rest[0].replace('_', ' ')}, lme4 {rest[1]}"
+            else:
+                out[key] = float(rest[0])
+    if "time" not in out:
+        print(f"{case}: hce {t_hce:.2f} s, lme4 not run (Rscript with lme4 not found)")
+    else:
+        print(f"{case}: hce {t_hce:.2f} s, lme4 {out['time']:.2f} s, ratio {out['time'] / t_hce:.1f}")
+        fe_diff = np.max(np.abs(fit.fixef()["estimate"].to_numpy() - out["fixed"]))
+        print(
+            f"  {out['version']}; logLik hce - lme4 = {fit.loglik - out['loglik']:.2e}; fixed "
+            f"effects differ by at most {fe_diff:.1e}; lme4 peak memory {out['peak_mb']:.0f} MB (gc max used)"
+        )
+    print(f"  hce peak memory of one fit (tracemalloc): {peak:.0f} MB; converged {fit.converged}")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(
         "--repeats-large", type=int, default=3, help="repeats of the InstEval and G study cases"
     )
+    parser.add_argument("--glmer-only", action="store_true", help="run the glmer case alone")
     options = parser.parse_args()
-    main(options.repeats, options.repeats_large)
+    if options.glmer_only:
+        glmer_verdicts(options.repeats_large)
+    else:
+        main(options.repeats, options.repeats_large)

@@ -31,7 +31,7 @@ _EXPORTS = {
     "hce.stats.subgroup_fairness": ("fairness",),
     "hce.stats.instrument": ("instrument_report", "item_statistics"),
     "hce.stats.mixed": (
-        "LmerResult", "VarianceComponents", "build_design", "lmer", "parse_formula", "spread_model",
+        "GlmerResult", "LmerResult", "VarianceComponents", "build_design", "glmer", "lmer", "parse_formula", "spread_model",
         "variance_components",
     ),
     "hce.stats.power": (
@@ -60,7 +60,7 @@ _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 # The public API, discovered by the dirty-input test (tests/stats/test_dirty_input.py).
 __all__ = [
     "request_variance",
-    "AnalysisResult", "BayesResult", "LmerResult", "MCMCDiagnosticsWarning", "VarianceComponents",
+    "AnalysisResult", "BayesResult", "GlmerResult", "LmerResult", "MCMCDiagnosticsWarning", "VarianceComponents",
     "adaptive_filter_agreement", "agrees_with_mode", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
     "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",
     "brier_score", "build_design", "calibration_metrics", "cfa", "code_frequencies", "cohen_kappa",
@@ -68,7 +68,7 @@ __all__ = [
     "correlation_matrix", "count_sentences", "cronbach_alpha", "dif_ordinal", "discrepancy",
     "discriminant_validity", "edit_counts", "edit_counts_from_matches", "edit_counts_table",
     "edit_f1", "efa", "eigenvalues", "expected_calibration_error", "fairness", "fleiss_kappa", "friedman",
-    "golden_agreement", "gwet_ac", "icc", "icc_groups", "instrument_report",
+    "glmer", "golden_agreement", "gwet_ac", "icc", "icc_groups", "instrument_report",
     "inter_annotator_predictability", "item_spread", "item_statistics", "kl_divergence", "kmo",
     "krippendorff_alpha", "kruskal_wallis", "lmer", "logprob_confidence", "mae_vs_target",
     "majority_vote", "mann_whitney", "mcdonald_omega", "mean_score_ensemble", "normalize_likert",

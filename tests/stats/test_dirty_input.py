@@ -228,6 +228,7 @@ CASES: dict[str, Case] = {
                      ("item_id", "stratum", "total")),
     "fleiss_kappa": Case(rater_table, lambda d: hs.fleiss_kappa(d, **BY_LONG), LONG),
     "friedman": Case(spread_table, lambda d: hs.friedman(d.query("criterion == 'total'"), n_boot=200, random_state=0), ("item_id", "condition_id", "sd"), log=False),
+    "glmer": Case(attempt_log, lambda d: hs.glmer("verdict ~ condition_id + (1 | item_id)", d), ("verdict", "condition_id", "item_id")),
     "golden_agreement": Case(attempt_log, lambda d: hs.golden_agreement(d, n_boot=0), ("verdict", "golden")),
     "gwet_ac": Case(rater_table, lambda d: hs.gwet_ac(d, **BY_LONG), LONG),
     "icc": Case(rater_table, lambda d: hs.icc(d, **BY_LONG), LONG),
@@ -299,7 +300,8 @@ BAYES: dict[str, Case] = {
 }  # fmt: skip
 
 EXEMPT = {
-    "AnalysisResult": "result class", "BayesResult": "result class", "LmerResult": "result class",
+    "AnalysisResult": "result class", "BayesResult": "result class", "GlmerResult": "result class",
+    "LmerResult": "result class",
     "MCMCDiagnosticsWarning": "warning class", "VarianceComponents": "result class",
     "attempts_needed": "power calculation from numbers, no frame",
     "bonett_icc_items": "sample-size formula from numbers, no frame",

@@ -4,6 +4,9 @@ Modules, from the user's entry points down to the engines:
 
 * :mod:`~hce.stats.mixed.lmer_fit`: :func:`lmer`, which picks the engine, and
   :mod:`~hce.stats.mixed.lmer_result`: the :class:`LmerResult` it returns;
+* :mod:`~hce.stats.mixed.glmer_fit`: :func:`glmer` (0/1 verdicts, proportions, counts) and
+  :mod:`~hce.stats.mixed.glmer_result`: the :class:`GlmerResult` it returns, on
+  :mod:`~hce.stats.mixed.pirls` (PIRLS, Laplace and adaptive Gauss-Hermite deviances);
 * :mod:`~hce.stats.mixed.g_study`: :func:`variance_components` and
   :class:`VarianceComponents` (G theory);
 * :mod:`~hce.stats.mixed.spread_models`: :func:`spread_model`, lmer on the SDs of cells;
@@ -19,11 +22,13 @@ Modules, from the user's entry points down to the engines:
 
 from hce.stats.mixed.formula import build_design, parse_formula
 from hce.stats.mixed.g_study import VarianceComponents, variance_components
+from hce.stats.mixed.glmer_fit import glmer
+from hce.stats.mixed.glmer_result import GlmerResult
 from hce.stats.mixed.lmer_fit import lmer
 from hce.stats.mixed.lmer_result import ConvergenceWarning, LmerResult, SingularFitWarning
 from hce.stats.mixed.spread_models import spread_model
 
 __all__ = [
-    "ConvergenceWarning", "LmerResult", "SingularFitWarning", "VarianceComponents", "build_design",
-    "lmer", "parse_formula", "spread_model", "variance_components",
+    "ConvergenceWarning", "GlmerResult", "LmerResult", "SingularFitWarning", "VarianceComponents", "build_design",
+    "glmer", "lmer", "parse_formula", "spread_model", "variance_components",
 ]  # fmt: skip

@@ -386,24 +386,7 @@ class LmerResult:
         return cov
 
     def _random_table(self) -> str:
-        body = [["Groups", "Name", "Variance", "Std.Dev.", "Corr"]]
-        vc = self._varcorr
-        for r in vc[vc["var2"].isna()].itertuples():
-            corr = vc[(vc["group"] == r.group) & (vc["var2"] == r.var1)]["sdcor"]
-            body.append(
-                [
-                    r.group,
-                    r.var1 if isinstance(r.var1, str) else "",
-                    r.vcov,
-                    r.sdcor,
-                    " ".join(f"{c:.2f}" for c in corr),
-                ]
-            )
-        for col in (2, 3):
-            _format_column(body, col)
-        if all(not row[4] for row in body[1:]):
-            body = [row[:4] for row in body]
-        return _table(body, left_cols=2)
+        return random_effects_table(self._varcorr)
 
     def _reference_grid(self, factor: str) -> tuple[pd.DataFrame, list]:
         data = self.design.data
@@ -428,6 +411,27 @@ class LmerResult:
         for column, value in numeric.items():
             grid[column] = value
         return grid, cats[factor]
+
+
+def random_effects_table(vc: pd.DataFrame) -> str:
+    """The ``Random effects:`` table of lme4's summary from ``varcorr()`` rows."""
+    body = [["Groups", "Name", "Variance", "Std.Dev.", "Corr"]]
+    for r in vc[vc["var2"].isna()].itertuples():
+        corr = vc[(vc["group"] == r.group) & (vc["var2"] == r.var1)]["sdcor"]
+        body.append(
+            [
+                r.group,
+                r.var1 if isinstance(r.var1, str) else "",
+                r.vcov,
+                r.sdcor,
+                " ".join(f"{c:.2f}" for c in corr),
+            ]
+        )
+    for col in (2, 3):
+        _format_column(body, col)
+    if all(not row[4] for row in body[1:]):
+        body = [row[:4] for row in body]
+    return _table(body, left_cols=2)
 
 
 def _table(rows: list[list[str]], left_cols: int = 0) -> str:

@@ -151,50 +151,19 @@ class PlsProblem:
         self.terms = list(terms)
         self.reml = reml
         self.dof = n - p if reml else n
-        sizes = [t.levels * t.q for t in terms]
-        self.offsets = np.cumsum([0, *sizes])
-        rows, cols, vals = [], [], []
-        for t, off in zip(terms, self.offsets):
-            for c in range(t.q):
-                rows.append(np.arange(n))
-                cols.append(off + t.codes * t.q + c)
-                vals.append(t.z[:, c])
-        z = sparse.csc_matrix(
-            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-            shape=(n, self.offsets[-1]),
-        )
-        structure = z.copy()
-        structure.data[:] = 1.0  # the pattern, free of cancellation and of zero covariates
-        groups = [
-            (np.arange(off, off + size), t.q) for t, off, size in zip(terms, self.offsets, sizes)
-        ]
-        self.system = BlockElimination(structure.T @ structure, groups)
+        z, self.offsets, self.system = random_effects_matrix(terms, n)
         perm = self.system.perm
         self.inverse_perm = np.argsort(perm)
         z = z[:, perm]
         self.ztz = (z.T @ z).tocsr()
         self.ztx, self.zty = np.asarray(z.T @ x), np.asarray(z.T @ y)
         self.xtx, self.xty, self.yty = x.T @ x, x.T @ y, float(y @ y)
-        # Lambda's pattern in the permuted order: entry k takes theta[param[k]]
-        lam_rows, lam_cols, param = [], [], []
-        self.lower, self.scalar = [], []
-        start = 0
-        for t, off in zip(terms, self.offsets):
-            pattern = t.theta_pattern()
-            for k, (i, j) in enumerate(pattern):
-                base = off + np.arange(t.levels) * t.q
-                lam_rows.append(base + i)
-                lam_cols.append(base + j)
-                param.append(np.full(t.levels, start + k))
-                self.lower.append(0.0 if i == j else -np.inf)
-                # a diagonal entry alone in its column: the deviance is even in it
-                self.scalar.append(i == j and not any(b == j and a != j for a, b in pattern))
-            start += len(pattern)
-        self.n_theta = start
-        self.lower, self.scalar = np.array(self.lower), np.array(self.scalar)
-        self._lam_rows = self.inverse_perm[np.concatenate(lam_rows)]
-        self._lam_cols = self.inverse_perm[np.concatenate(lam_cols)]
-        self._lam_param = np.concatenate(param)
+        lam_rows, lam_cols, self._lam_param, self.lower, self.scalar = lambda_pattern(
+            terms, self.offsets
+        )
+        self.n_theta = len(self.lower)
+        self._lam_rows = self.inverse_perm[lam_rows]
+        self._lam_cols = self.inverse_perm[lam_cols]
         self._eye = sparse.eye(self.offsets[-1], format="csr")
         # with one column per term Lambda is diagonal: A = I + diag(lam) Z'Z diag(lam)
         # scales the stored entries of Z'Z, no sparse products needed
@@ -407,3 +376,48 @@ def moment_start(y: np.ndarray, x: np.ndarray, codes: list[np.ndarray]) -> np.nd
     sigma2 = max(sigma2, 1e-12 * float(resid @ resid) / n, 1e-300)
     relative = np.array([(msb - sigma2) / n0 / sigma2 for msb, n0 in between])
     return np.sqrt(np.maximum(relative, 0.05))
+
+
+def random_effects_matrix(
+    terms: list[RandomBlock], n: int
+) -> tuple[sparse.csc_matrix, np.ndarray, BlockElimination]:
+    """``Z`` (``n x q``, terms stacked, level-major), each term's first column and the
+    elimination plan of ``A`` (its order: :attr:`BlockElimination.perm`)."""
+    sizes = [t.levels * t.q for t in terms]
+    offsets = np.cumsum([0, *sizes])
+    rows, cols, vals = [], [], []
+    for t, off in zip(terms, offsets):
+        for c in range(t.q):
+            rows.append(np.arange(n))
+            cols.append(off + t.codes * t.q + c)
+            vals.append(t.z[:, c])
+    z = sparse.csc_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(n, offsets[-1]),
+    )
+    structure = z.copy()
+    structure.data[:] = 1.0  # the pattern, free of cancellation and of zero covariates
+    groups = [(np.arange(off, off + size), t.q) for t, off, size in zip(terms, offsets, sizes)]
+    return z, offsets, BlockElimination(structure.T @ structure, groups)
+
+
+def lambda_pattern(terms: list[RandomBlock], offsets: np.ndarray):
+    """``Lambda``'s entries in ``Z``'s column order: rows, columns, the ``theta`` index of
+    each, and per ``theta`` its lower bound and whether it is a scalar term's only entry."""
+    lam_rows, lam_cols, param, lower, scalar = [], [], [], [], []
+    start = 0
+    for t, off in zip(terms, offsets):
+        pattern = t.theta_pattern()
+        for k, (i, j) in enumerate(pattern):
+            base = off + np.arange(t.levels) * t.q
+            lam_rows.append(base + i)
+            lam_cols.append(base + j)
+            param.append(np.full(t.levels, start + k))
+            lower.append(0.0 if i == j else -np.inf)
+            # a diagonal entry alone in its column: the deviance is even in it
+            scalar.append(i == j and not any(b == j and a != j for a, b in pattern))
+        start += len(pattern)
+    return (
+        np.concatenate(lam_rows), np.concatenate(lam_cols), np.concatenate(param),
+        np.array(lower), np.array(scalar),
+    )  # fmt: skip
