@@ -31,6 +31,7 @@ _EXPORTS = {
     "hce.stats.subgroup_fairness": ("fairness",),
     "hce.stats.instrument": ("instrument_report", "item_statistics"),
     "hce.stats.mixed": (
+        "ClmmResult", "clmm",
         "LmerResult", "VarianceComponents", "build_design", "lmer", "parse_formula", "spread_model",
         "variance_components",
     ),
@@ -60,6 +61,7 @@ _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 # The public API, discovered by the dirty-input test (tests/stats/test_dirty_input.py).
 __all__ = [
     "request_variance",
+    "ClmmResult", "clmm",
     "AnalysisResult", "BayesResult", "LmerResult", "MCMCDiagnosticsWarning", "VarianceComponents",
     "adaptive_filter_agreement", "agrees_with_mode", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
     "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",

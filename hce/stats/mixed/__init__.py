@@ -4,6 +4,8 @@ Modules, from the user's entry points down to the engines:
 
 * :mod:`~hce.stats.mixed.lmer_fit`: :func:`lmer`, which picks the engine, and
   :mod:`~hce.stats.mixed.lmer_result`: the :class:`LmerResult` it returns;
+* :mod:`~hce.stats.mixed.clmm_fit`: :func:`clmm`, cumulative link mixed models for ordinal
+  scores (:mod:`~hce.stats.mixed.clmm_laplace` its likelihood, :class:`ClmmResult` its fit);
 * :mod:`~hce.stats.mixed.g_study`: :func:`variance_components` and
   :class:`VarianceComponents` (G theory);
 * :mod:`~hce.stats.mixed.spread_models`: :func:`spread_model`, lmer on the SDs of cells;
@@ -17,6 +19,8 @@ Modules, from the user's entry points down to the engines:
   components and of G and Phi.
 """
 
+from hce.stats.mixed.clmm_fit import clmm
+from hce.stats.mixed.clmm_result import ClmmResult
 from hce.stats.mixed.formula import build_design, parse_formula
 from hce.stats.mixed.g_study import VarianceComponents, variance_components
 from hce.stats.mixed.lmer_fit import lmer
@@ -24,6 +28,6 @@ from hce.stats.mixed.lmer_result import ConvergenceWarning, LmerResult, Singular
 from hce.stats.mixed.spread_models import spread_model
 
 __all__ = [
-    "ConvergenceWarning", "LmerResult", "SingularFitWarning", "VarianceComponents", "build_design",
-    "lmer", "parse_formula", "spread_model", "variance_components",
+    "ClmmResult", "ConvergenceWarning", "LmerResult", "SingularFitWarning", "VarianceComponents", "build_design",
+    "clmm", "lmer", "parse_formula", "spread_model", "variance_components",
 ]  # fmt: skip
