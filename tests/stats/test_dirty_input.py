@@ -243,6 +243,7 @@ CASES: dict[str, Case] = {
     "krippendorff_alpha": Case(rater_table, lambda d: hs.krippendorff_alpha(d, **BY_LONG, n_boot=0), LONG),
     "kruskal_wallis": Case(attempt_log, lambda d: hs.kruskal_wallis(d, n_boot=200, random_state=0), ("condition_id", "total")),
     "lmer": Case(attempt_log, lambda d: hs.lmer("total ~ condition_id + (1 | item_id)", d), LOG_SCORE),
+    "clmm": Case(attempt_log, lambda d: hs.clmm("score ~ condition_id + (1 | item_id)", d), ("score", "condition_id", "item_id")),
     "logprob_confidence": Case(logprob_log, lambda d: hs.logprob_confidence(d, scores=range(1, 5)), ("logprobs",), rowwise=True),
     "mae_vs_target": Case(attempt_log, lambda d: hs.mae_vs_target(d), (*LOG_SCORE, "target_total")),
     "majority_vote": Case(attempt_log, lambda d: hs.majority_vote(d), ("item_id", "verdict")),
@@ -301,6 +302,7 @@ BAYES: dict[str, Case] = {
 EXEMPT = {
     "AnalysisResult": "result class", "BayesResult": "result class", "LmerResult": "result class",
     "MCMCDiagnosticsWarning": "warning class", "VarianceComponents": "result class",
+    "ClmmResult": "result class",
     "attempts_needed": "power calculation from numbers, no frame",
     "bonett_icc_items": "sample-size formula from numbers, no frame",
     "reliability_items": "simulation-based sample size from numbers, no frame",
