@@ -242,29 +242,54 @@ def _start(rows: Rows) -> np.ndarray:
     )
 
 
+def _ordered(free: np.ndarray, n_theta: int) -> np.ndarray:
+    """Parameters with ordered thresholds from the optimiser's: the first threshold, then
+    the logarithms of the gaps (so finite-difference steps never cross two thresholds)."""
+    theta = np.cumsum(np.r_[free[:1], np.exp(free[1:n_theta])])
+    return np.r_[theta, free[n_theta:]]
+
+
+def _free(par: np.ndarray, n_theta: int) -> np.ndarray:
+    return np.r_[par[:1], np.log(np.diff(par[:n_theta])), par[n_theta:]]
+
+
 def _optimise(rows: Rows, n_agq: int) -> dict:
     """Maximise the approximate likelihood; Hessian, gradient and modes at the optimum."""
     objective = Laplace(rows, n_agq)
     n_tau = len(rows.codes)
     n_fixed = rows.n_par - n_tau
+    n_theta = rows.n_levels - 1
 
-    def gradient(par: np.ndarray) -> np.ndarray:
-        out = np.empty_like(par)
-        for i in range(len(par)):
-            h = _GRAD_STEP * max(1.0, abs(par[i]))
-            up, down = par.copy(), par.copy()
+    def in_free(free: np.ndarray) -> float:
+        return objective(_ordered(free, n_theta))
+
+    def gradient(free: np.ndarray) -> np.ndarray:
+        out = np.empty_like(free)
+        for i in range(len(free)):
+            h = _GRAD_STEP * max(1.0, abs(free[i]))
+            up, down = free.copy(), free.copy()
             up[i] += h
             down[i] -= h
-            out[i] = (objective(up) - objective(down)) / (2 * h)
+            out[i] = (in_free(up) - in_free(down)) / (2 * h)
         return out
 
-    bounds = [(None, None)] * n_fixed + [(0.0, None)] * n_tau
+    # gaps between thresholds from e^-30 to e^6 (400 on the latent scale) keep every step
+    # finite; an optimum outside would give a level no chance or all of it
+    bounds = [(None, None)] + [(-30.0, 6.0)] * (n_theta - 1) + [(None, None)] * rows.X.shape[1]
+    free = _free(_start(rows), n_theta)
     with one_blas_thread():  # L-BFGS-B's BLAS calls on tiny vectors: threads only contend
+        # ordinal's start: the model without random effects (clm), then the standard deviations
+        fixed_only = optimize.minimize(
+            lambda f: in_free(np.r_[f, np.zeros(n_tau)]), free[:n_fixed],
+            jac=lambda f: gradient(np.r_[f, np.zeros(n_tau)])[:n_fixed], method="L-BFGS-B",
+            bounds=bounds, options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9},
+        )  # fmt: skip
         result = optimize.minimize(
-            objective, _start(rows), jac=gradient, method="L-BFGS-B", bounds=bounds,
+            in_free, np.r_[fixed_only.x, np.ones(n_tau)], jac=gradient, method="L-BFGS-B",
+            bounds=bounds + [(0.0, None)] * n_tau,
             options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9},
         )  # fmt: skip
-    par = result.x
+    par = _ordered(result.x, n_theta)
     # ordinal's parameters for the Hessian: log tau (one term) or tau, boundary ones left out
     interior = par[n_fixed:] >= _BOUNDARY
     keep = np.r_[np.ones(n_fixed, bool), interior]
@@ -285,7 +310,7 @@ def _optimise(rows: Rows, n_agq: int) -> dict:
     return {
         "par": par, "value": value, "gradient": grad, "hessian": hess,
         "u": objective.u.copy(), "cond_var": objective.conditional_variances(par[n_fixed:]),
-        "n_eval": result.nfev, "messages": _converged(result, grad, hess),
+        "n_eval": fixed_only.nfev + result.nfev, "messages": _converged(result, grad, hess),
     }  # fmt: skip
 
 

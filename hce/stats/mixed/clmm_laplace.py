@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import sparse, special
 
-from hce.stats.mixed.sparse_chol import BlockElimination
+from hce.stats.mixed.sparse_chol import BlockElimination, ScalarElimination
 
 _LN_2PI = np.log(2 * np.pi)
 _INNER_TOL = 1e-10  # max |gradient| of g at the modes: tight, so the outer objective is smooth
@@ -159,8 +159,8 @@ class Laplace:
         s_lower = np.where(low, 1.0, link.sf(eta2))
         right = (eta1 + eta2) > 0  # both probabilities near 1: subtract survivals
         p = np.where(right & ~low | high, s_lower - s_upper, upper - lower)
-        with np.errstate(divide="ignore"):
-            return np.log(p)
+        with np.errstate(divide="ignore", invalid="ignore"):  # crossed thresholds: p <= 0
+            return np.where(p > 0, np.log(p), -np.inf)
 
     def _row_derivatives(self, eta1, eta2, log_p):
         """Per row: ``d = (f1 - f2) / p`` (minus the derivative of log p in the shift) and
@@ -185,7 +185,8 @@ class Laplace:
             return self._agq(theta, fixed, tau[0])
         shift = fixed + self._random_shift(tau, self.u)
         log_p = self._log_prob(*self._etas(theta, shift))
-        return float(-log_p.sum() + 0.5 * self.u @ self.u + 0.5 * self._logdet)
+        value = float(-log_p.sum() + 0.5 * self.u @ self.u + 0.5 * self._logdet)
+        return value if np.isfinite(value) else np.inf
 
     def _random_shift(self, tau: np.ndarray, u: np.ndarray) -> np.ndarray:
         out = 0.0
@@ -258,7 +259,8 @@ class Laplace:
             log_p = self._log_prob(*self._etas(theta, fixed + tau * v[codes]))
             log_terms[:, k] = lw + np.bincount(codes, log_p, minlength=m) - 0.5 * v**2
         log_int = special.logsumexp(log_terms, axis=1) + np.log(scale) - 0.5 * _LN_2PI
-        return float(-log_int.sum())
+        value = float(-log_int.sum())
+        return value if np.isfinite(value) else np.inf
 
     def conditional_variances(self, tau: np.ndarray) -> np.ndarray:
         """Conditional variances of ``b = tau * u`` at the modes: ``tau^2 diag(H^-1)``."""
@@ -270,45 +272,46 @@ class Laplace:
 
 class _JointPattern:
     """``H = I + Lambda Z' W Z Lambda`` for crossed terms, factored by block elimination in
-    the pattern of ``Z'Z`` (:mod:`~hce.stats.mixed.sparse_chol`), which is fixed."""
+    the pattern of ``Z'Z`` (:mod:`~hce.stats.mixed.sparse_chol`), which is fixed: the
+    positions of its diagonal and of each pair of terms' entries are found once."""
 
     def __init__(self, rows: Rows):
         offsets = np.cumsum([0, *rows.n_groups])
         q = offsets[-1]
         cols = np.stack([offsets[k] + c for k, c in enumerate(rows.codes)], axis=1)
-        self.q, self.n_terms = q, len(rows.codes)
+        self.q = q
         # every off-diagonal pair of terms (k < l): each row adds to entry (col_k, col_l)
-        pairs = [(k, l) for k in range(self.n_terms) for l in range(k + 1, self.n_terms)]
-        keys = np.concatenate([cols[:, k] * q + cols[:, l] for k, l in pairs])
-        self.entries, self.target = np.unique(keys, return_inverse=True)
-        self.pair_of = np.repeat(np.arange(len(pairs)), len(rows.y))
-        self.pairs = pairs
-        r, c = self.entries // q, self.entries % q
-        pattern = sparse.coo_matrix(
-            (np.ones(len(r) * 2 + q), (np.r_[r, c, np.arange(q)], np.r_[c, r, np.arange(q)])),
-            shape=(q, q),
-        ).tocsr()
-        groups = [(np.arange(offsets[k], offsets[k + 1]), 1) for k in range(self.n_terms)]
-        self.plan = BlockElimination(pattern, groups)
-        self.inverse_perm = np.argsort(self.plan.perm)
-        self._r, self._c = r, c
+        self.pairs = [(k, l) for k in range(len(rows.codes)) for l in range(k + 1, len(rows.codes))]
+        keys = np.concatenate([cols[:, k] * q + cols[:, l] for k, l in self.pairs])
+        entries, self.target = np.unique(keys, return_inverse=True)
+        self.n_entries = len(entries)
+        self.pair_of = np.repeat(np.arange(len(self.pairs)), len(rows.y))
+        r, c = entries // q, entries % q
+        diag = np.arange(q)
+        pattern = sparse.coo_matrix((np.ones(2 * len(r) + q), (np.r_[r, c, diag], np.r_[c, r, diag])), shape=(q, q))
+        groups = [(np.arange(offsets[k], offsets[k + 1]), 1) for k in range(len(rows.codes))]
+        plan = BlockElimination(pattern.tocsr(), groups)
+        self.perm, self.inverse_perm = plan.perm, np.argsort(plan.perm)
+        # the lower triangle in the plan's order, row-major, as ScalarElimination reads it
+        pr, pc = self.inverse_perm[np.r_[r, diag]], self.inverse_perm[np.r_[c, diag]]
+        lower = np.maximum(pr, pc) * q + np.minimum(pr, pc)
+        order = np.unique(lower)
+        self.off_at = np.searchsorted(order, lower[: len(r)])
+        self.diag_at = np.searchsorted(order, lower[len(r) :])
+        self.fast = ScalarElimination(plan, order // q, order % q)
 
     def solve(self, diag, w, tau, grad):
         """Factor ``H`` (diagonal ``diag``, off-diagonal from row weights ``w``); returns
         ``log|H|`` and ``H^-1 grad``."""
         scale = np.array([tau[k] * tau[l] for k, l in self.pairs])[self.pair_of]
-        off = np.bincount(self.target, np.tile(w, len(self.pairs)) * scale, minlength=len(self.entries))
-        q = self.q
-        h = sparse.coo_matrix(
-            (np.r_[off, off, diag], (np.r_[self._r, self._c, np.arange(q)], np.r_[self._c, self._r, np.arange(q)])),
-            shape=(q, q),
-        ).tocsr()
-        perm = self.plan.perm
-        logdet = self.plan.factor(h[perm][:, perm])
-        step = self.plan.solve(grad[perm])[self.inverse_perm]
-        return logdet, step
+        values = np.zeros(len(self.off_at) + len(self.diag_at))
+        values[self.off_at] = np.bincount(
+            self.target, np.tile(w, len(self.pairs)) * scale, minlength=self.n_entries
+        )
+        values[self.diag_at] = diag
+        logdet = self.fast.factor(values)
+        return logdet, self.fast.solve(grad[self.perm])[self.inverse_perm]
 
     def inverse_diagonal(self) -> np.ndarray:
         """``diag(H^-1)`` of the last factored ``H``."""
-        inverse = self.plan.solve(np.eye(self.q))
-        return np.diag(inverse)[self.inverse_perm]
+        return np.diag(self.fast.solve(np.eye(self.q)))[self.inverse_perm]
