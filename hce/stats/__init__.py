@@ -31,7 +31,8 @@ _EXPORTS = {
     "hce.stats.subgroup_fairness": ("fairness",),
     "hce.stats.instrument": ("instrument_report", "item_statistics"),
     "hce.stats.mixed": (
-        "GlmerResult", "LmerResult", "VarianceComponents", "build_design", "glmer", "lmer", "parse_formula", "spread_model",
+        "ClmmResult", "GlmerResult", "LmerResult", "VarianceComponents", "build_design", "clmm", "glmer", "lmer",
+        "parse_formula", "spread_model",
         "variance_components",
     ),
     "hce.stats.power": (
@@ -60,7 +61,8 @@ _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 # The public API, discovered by the dirty-input test (tests/stats/test_dirty_input.py).
 __all__ = [
     "request_variance",
-    "AnalysisResult", "BayesResult", "GlmerResult", "LmerResult", "MCMCDiagnosticsWarning", "VarianceComponents",
+    "AnalysisResult", "BayesResult", "ClmmResult", "GlmerResult", "LmerResult", "MCMCDiagnosticsWarning",
+    "VarianceComponents", "clmm",
     "adaptive_filter_agreement", "agrees_with_mode", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
     "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",
     "brier_score", "build_design", "calibration_metrics", "cfa", "code_frequencies", "cohen_kappa",

@@ -7,6 +7,8 @@ Modules, from the user's entry points down to the engines:
 * :mod:`~hce.stats.mixed.glmer_fit`: :func:`glmer` (0/1 verdicts, proportions, counts) and
   :mod:`~hce.stats.mixed.glmer_result`: the :class:`GlmerResult` it returns, on
   :mod:`~hce.stats.mixed.pirls` (PIRLS, Laplace and adaptive Gauss-Hermite deviances);
+* :mod:`~hce.stats.mixed.clmm_fit`: :func:`clmm`, cumulative link mixed models for ordinal
+  scores (:mod:`~hce.stats.mixed.clmm_laplace` its likelihood, :class:`ClmmResult` its fit);
 * :mod:`~hce.stats.mixed.g_study`: :func:`variance_components` and
   :class:`VarianceComponents` (G theory);
 * :mod:`~hce.stats.mixed.spread_models`: :func:`spread_model`, lmer on the SDs of cells;
@@ -20,6 +22,8 @@ Modules, from the user's entry points down to the engines:
   components and of G and Phi.
 """
 
+from hce.stats.mixed.clmm_fit import clmm
+from hce.stats.mixed.clmm_result import ClmmResult
 from hce.stats.mixed.formula import build_design, parse_formula
 from hce.stats.mixed.g_study import VarianceComponents, variance_components
 from hce.stats.mixed.glmer_fit import glmer
@@ -29,6 +33,6 @@ from hce.stats.mixed.lmer_result import ConvergenceWarning, LmerResult, Singular
 from hce.stats.mixed.spread_models import spread_model
 
 __all__ = [
-    "ConvergenceWarning", "GlmerResult", "LmerResult", "SingularFitWarning", "VarianceComponents", "build_design",
-    "glmer", "lmer", "parse_formula", "spread_model", "variance_components",
+    "ClmmResult", "ConvergenceWarning", "GlmerResult", "LmerResult", "SingularFitWarning", "VarianceComponents",
+    "build_design", "clmm", "glmer", "lmer", "parse_formula", "spread_model", "variance_components",
 ]  # fmt: skip

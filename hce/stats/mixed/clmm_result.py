@@ -1,0 +1,278 @@
+"""The fitted model of :func:`~hce.stats.mixed.clmm_fit.clmm`: thresholds, fixed effects, random
+intercepts and ordinal's summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import linalg, stats
+
+from hce._checks import check_confidence
+from hce.stats.mixed.clmm_laplace import Rows
+from hce.stats.mixed.formula import Design, MixedFormula
+from hce.stats.mixed.lmer_result import _format_column, _table
+
+
+@dataclass
+class ClmmResult:
+    """A fitted cumulative link mixed model; build with :func:`~hce.stats.clmm`.
+
+    Attributes
+    ----------
+    formula : MixedFormula
+    link : str
+        ``logit``, ``probit`` or ``cloglog``.
+    n_agq : int
+        1 for the Laplace approximation, else the adaptive Gauss-Hermite nodes.
+    n : int
+        Observations used.
+    ngroups : dict
+        Levels of each grouping factor.
+    levels : list of str
+        Observed response levels, in order.
+    loglik : float
+        Approximate log-likelihood at the estimates (ordinal's ``logLik``).
+    aic : float
+        ``-2 loglik + 2 npar``.
+    npar : int
+        Thresholds, fixed effects and standard deviations.
+    max_grad : float
+        Largest absolute gradient of ``-loglik`` at the estimates (ordinal's ``max.grad``).
+    cond_hessian : float
+        Condition number of the Hessian (ordinal's ``cond.H``); above about 1e8 the model
+        is close to unidentifiable.
+    converged : bool
+        No convergence message (small gradient, positive definite Hessian).
+    messages : list of str
+        Convergence messages, also emitted as warnings.
+    n_eval : int
+        Evaluations of the likelihood by the optimiser.
+
+    """
+
+    formula: MixedFormula
+    link: str
+    n_agq: int
+    n: int
+    ngroups: dict[str, int]
+    levels: list[str]
+    loglik: float
+    aic: float
+    npar: int
+    max_grad: float
+    cond_hessian: float
+    converged: bool
+    messages: list[str]
+    n_eval: int
+    design: Design = field(repr=False)
+    _names: list[str] = field(repr=False)
+    _n_thresholds: int = field(repr=False)
+    _estimates: np.ndarray = field(repr=False)
+    _std_errors: np.ndarray = field(repr=False)
+    _varcorr: pd.DataFrame = field(repr=False)
+    _ranef: pd.DataFrame = field(repr=False)
+
+    @classmethod
+    def from_fit(cls, *, formula: MixedFormula, design: Design, rows: Rows, y_levels: list[str],
+                 x_names: list[str], n_agq: int, par: np.ndarray, value: float,
+                 gradient: np.ndarray, hessian: np.ndarray, u: np.ndarray, cond_var: np.ndarray,
+                 n_eval: int, messages: list[str]) -> ClmmResult:  # fmt: skip
+        """Assemble the result from the optimiser's output (see ``clmm_fit._optimise``)."""
+        n_theta = rows.n_levels - 1
+        n_fixed = n_theta + rows.X.shape[1]
+        names = [f"{a}|{b}" for a, b in zip(y_levels[:-1], y_levels[1:])] + x_names
+        try:
+            chol = linalg.cho_factor(hessian)
+            cov = linalg.cho_solve(chol, np.eye(len(hessian)))
+            se = np.sqrt(np.diag(cov)[:n_fixed])
+        except (linalg.LinAlgError, ValueError):
+            se = np.full(n_fixed, np.nan)
+        eig = np.linalg.eigvalsh(hessian)
+        tau = par[n_fixed:]
+        groups = list(design.groupings)
+        varcorr = pd.DataFrame(
+            {"group": groups, "var1": "(Intercept)", "var2": None, "vcov": tau**2, "sdcor": tau}
+        )
+        offsets = np.cumsum([0, *rows.n_groups])
+        ranef = pd.concat(
+            [
+                pd.DataFrame(
+                    {
+                        "group": g,
+                        "level": grouping.levels,
+                        "term": "(Intercept)",
+                        "estimate": tau[k] * u[offsets[k] : offsets[k + 1]],
+                        "std_error": np.sqrt(cond_var[offsets[k] : offsets[k + 1]]),
+                    }
+                )
+                for k, (g, grouping) in enumerate(design.groupings.items())
+            ],
+            ignore_index=True,
+        )
+        return cls(
+            formula=formula, link=rows.link.name, n_agq=n_agq, n=len(rows.y),
+            ngroups={g: len(grouping.levels) for g, grouping in design.groupings.items()},
+            levels=list(y_levels), loglik=-value, aic=2 * value + 2 * len(par), npar=len(par),
+            max_grad=float(np.max(np.abs(gradient))),
+            cond_hessian=float(abs(eig.max() / eig.min())) if eig.min() != 0 else np.inf,
+            converged=not messages, messages=list(messages), n_eval=n_eval, design=design,
+            _names=names, _n_thresholds=n_theta, _estimates=par[:n_fixed], _std_errors=se,
+            _varcorr=varcorr, _ranef=ranef,
+        )  # fmt: skip
+
+    # ---- accessors -------------------------------------------------------------------
+    def fixef(self, confidence: float = 0.95) -> pd.DataFrame:
+        """Fixed effects (``beta``), with Wald z tests and intervals.
+
+        Parameters
+        ----------
+        confidence : float, default 0.95
+            Level of the Wald intervals.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per coefficient: ``term``, ``estimate`` (a positive value moves scores
+            up), ``std_error``, ``statistic`` (z), ``df`` (``inf``: a Wald z), ``p_value``,
+            ``ci_low``, ``ci_high``, ``method``.
+
+        """
+        return self._table(slice(self._n_thresholds, None), confidence)
+
+    def thresholds(self, confidence: float = 0.95) -> pd.DataFrame:
+        """Thresholds ``theta_j`` (cut points on the latent scale), named ``"1|2"``, ...
+
+        Parameters
+        ----------
+        confidence : float, default 0.95
+            Level of the intervals, Wald as in :meth:`fixef`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per threshold, with the columns of :meth:`fixef`: ``term``, ``estimate``, ``std_error``, ``statistic``,
+            ``df``, ``p_value``, ``ci_low``, ``ci_high``, ``method``.
+
+        """
+        return self._table(slice(0, self._n_thresholds), confidence)
+
+    def varcorr(self) -> pd.DataFrame:
+        """Variances of the random intercepts, as lme4's ``as.data.frame(VarCorr(m))``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``group`` (grouping factor), ``var1`` (``(Intercept)``), ``var2`` (None),
+            ``vcov`` (variance ``tau^2``), ``sdcor`` (standard deviation ``tau``).
+
+        """
+        return self._varcorr.copy()
+
+    def ranef(self) -> pd.DataFrame:
+        """Conditional modes of the random intercepts (ordinal's ``ranef`` and ``condVar``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``group``, ``level``, ``term`` (``(Intercept)``), ``estimate`` (the mode of
+            ``b``, on the latent scale: positive moves the group's scores up),
+            ``std_error`` (square root of the conditional variance).
+
+        """
+        return self._ranef.copy()
+
+    # ---- display ---------------------------------------------------------------------
+    def summary(self) -> str:
+        """The fit as ordinal's ``summary(clmm(...))`` prints it."""
+        method = (
+            "the Laplace approximation"
+            if self.n_agq == 1
+            else f"the adaptive Gauss-Hermite quadrature approximation with {self.n_agq} quadrature points"
+        )
+        info = [
+            ["link", "threshold", "nobs", "logLik", "AIC", "niter", "max.grad", "cond.H"],
+            [self.link, "flexible", str(self.n), f"{self.loglik:.2f}", f"{self.aic:.2f}",
+             str(self.n_eval), f"{self.max_grad:.2e}", f"{self.cond_hessian:.1e}"],
+        ]  # fmt: skip
+        vc = [["Groups", "Name", "Variance", "Std.Dev."]] + [
+            [r.group, r.var1, r.vcov, r.sdcor] for r in self._varcorr.itertuples()
+        ]
+        for col in (2, 3):
+            _format_column(vc, col)
+        groups = ",  ".join(f"{g} {k}" for g, k in self.ngroups.items())
+        lines = [
+            f"Cumulative Link Mixed Model fitted with {method}",
+            "",
+            f"formula: {self.formula.formula}",
+            "",
+            _table(info, left_cols=len(info[0])),
+            "",
+            "Random effects:",
+            _table(vc, left_cols=2),
+            f"Number of groups:  {groups}",
+            "",
+        ]
+        fe = self.fixef()
+        if len(fe):
+            lines += ["Coefficients:", _coef_table(fe, p_values=True), "---",
+                      "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1", ""]  # fmt: skip
+        else:
+            lines += ["No Coefficients", ""]
+        lines += ["Threshold coefficients:", _coef_table(self.thresholds(), p_values=False)]
+        if self.messages:
+            lines += [""] + [f"Warning: {m}" for m in self.messages]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    # ---- internals -------------------------------------------------------------------
+    def _table(self, rows: slice, confidence: float) -> pd.DataFrame:
+        check_confidence(confidence)
+        est, se = self._estimates[rows], self._std_errors[rows]
+        z = est / se
+        crit = stats.norm.ppf(0.5 + confidence / 2)
+        method = "Wald z, " + (
+            "Laplace approximation" if self.n_agq == 1 else f"adaptive Gauss-Hermite ({self.n_agq} nodes)"
+        )
+        return pd.DataFrame(
+            {
+                "term": self._names[rows],
+                "estimate": est,
+                "std_error": se,
+                "statistic": z,
+                "df": np.inf,
+                "p_value": 2 * stats.norm.sf(np.abs(z)),
+                "ci_low": est - crit * se,
+                "ci_high": est + crit * se,
+                "method": method,
+            }
+        )
+
+
+def _coef_table(table: pd.DataFrame, *, p_values: bool) -> str:
+    """A coefficient table as R's ``printCoefmat`` lays it out (stars after p-values)."""
+    head = ["", "Estimate", "Std. Error", "z value"] + (["Pr(>|z|)", ""] if p_values else [])
+    body = [head]
+    for r in table.itertuples():
+        row = [r.term, r.estimate, r.std_error, r.statistic]
+        if p_values:
+            row += ["<2e-16" if r.p_value < 2e-16 else f"{r.p_value:.3g}", _stars(r.p_value)]
+        body.append(row)
+    for col in (1, 2):
+        _format_column(body, col)
+    for row in body[1:]:
+        row[3] = f"{row[3]:.3f}"
+    return _table(body, left_cols=1)
+
+
+def _stars(p: float) -> str:
+    for cut, mark in ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, ".")):
+        if p < cut:
+            return mark
+    return ""
