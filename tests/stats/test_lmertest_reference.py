@@ -93,6 +93,27 @@ def test_anova_type3_equals_lmertest(fitted, ref, ddf):
     _close(table["p_value"], r["p"], "p")
 
 
+@pytest.mark.parametrize("ddf", ["satterthwaite", "kenward-roger"])
+@pytest.mark.parametrize("ref", [f for f in FITS if "pairs" in f], ids=_case)
+def test_contrasts_equal_lmertest_contest1d(fitted, ref, ddf):
+    """Pairwise differences of equally weighted marginal means (emmeans' ``pairwise ~ f``),
+    each L tested by lmerTest's ``contest1D`` in the R script."""
+    out, r = fitted[_case(ref)].contrasts(ref["pairs"], ddf=ddf), ref[f"pairs_{ddf.replace('-', '_')}"]
+    assert out["a"].tolist() == r["a"] and out["b"].tolist() == r["b"]
+    _close(out["estimate"], r["estimate"], "estimate")
+    _close(out["std_error"], r["se"], "std_error")
+    _close(out["df"], r["df"], "df")
+    _close(out["p_value"], r["p"], "p")
+
+
+def test_a_balanced_boundary_fit_stays_on_the_balanced_engine(fitted):
+    """The balanced design with a variance at 0 is fitted by the balanced engine's bounded
+    maximisation (not the closed form), and still matches lmerTest (the parametrised tests)."""
+    m = fitted["balanced_boundary|score ~ prompt + (1 | item_id) + (1 | item_id:prompt)|REML"]
+    assert m.engine == "balanced-design REML likelihood, boundary"
+    assert m.varcorr()["vcov"].iloc[1] == 0
+
+
 def test_balanced_and_less_one_row_give_lmertests_finite_df(fitted):
     """Issue 32: the balanced engine used to give NaN df, the PLS engine after dropping one row
     a Wald z with df = inf; both now give lmerTest's finite Satterthwaite df, close together."""

@@ -75,7 +75,9 @@ def jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, d: float = 1e
     eye = np.eye(len(x))
     levels = []
     for _ in range(_HALVINGS):
-        levels.append(np.stack([(f(x + h[i] * eye[i]) - f(x - h[i] * eye[i])) / (2 * h[i]) for i in range(len(x))]))
+        levels.append(
+            np.stack([(f(x + h[i] * eye[i]) - f(x - h[i] * eye[i])) / (2 * h[i]) for i in range(len(x))])
+        )
         h = h / 2
     return _richardson(levels)
 
@@ -88,7 +90,9 @@ def hessian(f: Callable[[np.ndarray], float], x: np.ndarray, d: float = 0.1) -> 
     h = _steps(x, d)
     diag_levels, cross_levels = [], []
     for _ in range(_HALVINGS):
-        diag = np.array([(f(x + h[i] * eye[i]) - 2 * fx + f(x - h[i] * eye[i])) / h[i] ** 2 for i in range(k)])
+        diag = np.array(
+            [(f(x + h[i] * eye[i]) - 2 * fx + f(x - h[i] * eye[i])) / h[i] ** 2 for i in range(k)]
+        )
         cross = np.zeros((k, k))
         for i in range(k):
             for j in range(i):
@@ -155,7 +159,9 @@ class Satterthwaite:
         denom = float(grad @ self.vcov_varpar @ grad)
         return 2 * var**2 / denom if denom > 0 else np.inf
 
-    def f_test(self, hypothesis: np.ndarray, beta: np.ndarray, cov_beta: np.ndarray) -> tuple[float, int, float]:
+    def f_test(
+        self, hypothesis: np.ndarray, beta: np.ndarray, cov_beta: np.ndarray
+    ) -> tuple[float, int, float]:
         """F, numerator and denominator df of ``hypothesis @ beta = 0`` (``contestMD``)."""
         values, vectors = np.linalg.eigh(hypothesis @ cov_beta @ hypothesis.T)
         values, vectors = values[::-1], vectors[:, ::-1]  # decreasing, as R's eigen()
@@ -241,7 +247,8 @@ class KenwardRoger:
                 info[r, s] = info[s, r] = (
                     trace[r, s] - 2 * np.sum(phi * q[r, s]) + np.sum((phi @ p_list[r]) * (p_list[s] @ phi))
                 )
-        w = 2 * (np.linalg.inv(info) if np.min(np.abs(np.linalg.eigvalsh(info))) > 1e-10 else np.linalg.pinv(info))
+        regular = np.min(np.abs(np.linalg.eigvalsh(info))) > 1e-10
+        w = 2 * (np.linalg.inv(info) if regular else np.linalg.pinv(info))
         u = np.zeros_like(phi)
         for r in range(k):
             for s in range(r + 1, k):

@@ -343,7 +343,7 @@ class LmerResult:
         lines += ["Random effects:", self._random_table()]
         groups = ", ".join(f"{g}, {k}" for g, k in self.ngroups.items())
         lines += [f"Number of obs: {self.n}, groups:  {groups}", "", "Fixed effects:"]
-        fe = self.fixef()
+        fe = self.fixef(ddf="wald")  # the t values lme4 prints need no df
         body = [["", "Estimate", "Std. Error", "t value"]] + [
             [r.term, r.estimate, r.std_error, r.statistic] for r in fe.itertuples()
         ]

@@ -29,7 +29,9 @@ import patsy
 from hce.errors import FormulaError
 
 
-def type3_hypotheses(x: np.ndarray, design_info: patsy.DesignInfo, data: pd.DataFrame) -> dict[str, np.ndarray]:
+def type3_hypotheses(
+    x: np.ndarray, design_info: patsy.DesignInfo, data: pd.DataFrame
+) -> dict[str, np.ndarray]:
     """One hypothesis matrix (rows: contrasts, columns: ``X``'s coefficients) per term
     except the intercept, keyed by R's term label (``a``, ``a:b``)."""
     terms = [t for t in design_info.terms if t.factors]
