@@ -266,7 +266,8 @@ class LmerResult:
 
         Marginal means average the model's predictions over a grid of all levels of the
         other categorical fixed factors, with equal weights (numeric covariates at their
-        mean), as R's ``emmeans(m, pairwise ~ factor, adjust = "holm")``.
+        mean), as R's ``emmeans(m, pairwise ~ factor, adjust = "holm", lmer.df = ddf)``; each
+        difference is tested as lmerTest's ``contest1D`` tests it.
 
         Parameters
         ----------
