@@ -113,7 +113,9 @@ class LmerResult:
         Satterthwaite: ``df = 2 v^2 / (g' A g)`` with ``v`` the contrast's variance, ``g``
         its gradient in the variance parameters and ``A`` their asymptotic covariance from
         the Hessian of the deviance (:mod:`hce.stats.mixed.ddf`); the same computation
-        whichever engine fitted the model.
+        whichever engine fitted the model, computed once per fit (0.4 s on 43,680 rows with
+        2,503 random effects). Kenward-Roger works with q x q matrices, q the number of random
+        effects: 31 s there (pbkrtest's n x n matrices would not fit in memory).
 
         References
         ----------
@@ -250,7 +252,8 @@ class LmerResult:
 
         """
         if other is None:
-            hypotheses = type3_hypotheses(self.design.X, self.design.design_info, self.design.data)
+            design = self.design
+            hypotheses = type3_hypotheses(design.X, design.design_info, design.data, design.formula.fixed_formula)
             return type3_table(self._tests, hypotheses, ddf)
         if self.n != other.n or not self.design.data.index.equals(other.design.data.index):
             raise DataError(

@@ -132,7 +132,9 @@ designs <- list(
                            list(formula = "y ~ x + (x || g)", reml = TRUE))),
   factor_covariate = list(data = judge(105, 18, 3, 4, 0.1, 0.9, 0, 0.8),
                           fits = list(list(formula = "score ~ condition * x + (1 | item_id)", reml = TRUE,
-                                           pairs = "condition"))),
+                                           pairs = "condition"),
+                                      # R lists x first, as written; patsy puts it last
+                                      list(formula = "score ~ x + condition + (1 | item_id)", reml = TRUE))),
   two_factor = list(data = two_factor(106, 16, 3, 0.15),
                     fits = list(list(formula = "score ~ prompt * model + (1 | item_id) + (1 | item_id:prompt)", reml = TRUE,
                                      pairs = "prompt"),
