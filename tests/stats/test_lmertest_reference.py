@@ -58,11 +58,18 @@ def _close(ours, theirs, what: str) -> None:
     np.testing.assert_allclose(np.asarray(ours, float), np.asarray(theirs, float), rtol=RTOL, err_msg=what)
 
 
+def _in_r_order(fe: pd.DataFrame, r_terms: list[str]) -> pd.DataFrame:
+    """Rows in R's order, matched by name: patsy's ``a[T.b]`` is R's ``ab`` (patsy puts the
+    columns of terms with a numeric factor after the others, R keeps the formula's order)."""
+    r_names = fe["term"].str.replace(r"\[T\.([^\]]*)\]", r"\1", regex=True)
+    return fe.set_index(r_names).loc[r_terms].reset_index(drop=True)
+
+
 @pytest.mark.parametrize("ref", FITS, ids=_case)
 def test_fixef_satterthwaite_equals_lmertest(fitted, ref):
     m = fitted[_case(ref)]
-    fe, r = m.fixef(), _columns(ref["satterthwaite"])
-    assert len(fe) == len(r["term"])
+    r = _columns(ref["satterthwaite"])
+    fe = _in_r_order(m.fixef(), r["term"])
     _close(fe["estimate"], r["estimate"], "estimate")
     _close(fe["std_error"], r["se"], "std_error")
     _close(fe["df"], r["df"], "df")
@@ -73,7 +80,8 @@ def test_fixef_satterthwaite_equals_lmertest(fitted, ref):
 
 @pytest.mark.parametrize("ref", [f for f in FITS if f["reml"]], ids=_case)
 def test_fixef_kenward_roger_equals_pbkrtest(fitted, ref):
-    fe, r = fitted[_case(ref)].fixef(ddf="kenward-roger"), _columns(ref["kenward_roger"])
+    r = _columns(ref["kenward_roger"])
+    fe = _in_r_order(fitted[_case(ref)].fixef(ddf="kenward-roger"), r["term"])
     _close(fe["std_error"], r["se"], "std_error")
     _close(fe["df"], r["df"], "df")
     _close(fe["p_value"], r["p"], "p")
@@ -91,6 +99,40 @@ def test_anova_type3_equals_lmertest(fitted, ref, ddf):
     np.testing.assert_array_equal(table["df1"], r["num_df"])
     _close(table["df2"], r["den_df"], "den df")
     _close(table["p_value"], r["p"], "p")
+
+
+@pytest.mark.parametrize("ddf", ["satterthwaite", "kenward-roger"])
+@pytest.mark.parametrize("ref", [f for f in FITS if "pairs" in f], ids=_case)
+def test_contrasts_equal_lmertest_contest1d(fitted, ref, ddf):
+    """Pairwise differences of equally weighted marginal means (emmeans' ``pairwise ~ f``),
+    each L tested by lmerTest's ``contest1D`` in the R script."""
+    out, r = fitted[_case(ref)].contrasts(ref["pairs"], ddf=ddf), ref[f"pairs_{ddf.replace('-', '_')}"]
+    assert out["a"].tolist() == r["a"] and out["b"].tolist() == r["b"]
+    _close(out["estimate"], r["estimate"], "estimate")
+    _close(out["std_error"], r["se"], "std_error")
+    _close(out["df"], r["df"], "df")
+    _close(out["p_value"], r["p"], "p")
+
+
+def test_a_balanced_boundary_fit_stays_on_the_balanced_engine(fitted):
+    """The balanced design with a variance at 0 is fitted by the balanced engine's bounded
+    maximisation (not the closed form), and still matches lmerTest (the parametrised tests)."""
+    m = fitted["balanced_boundary|score ~ prompt + (1 | item_id) + (1 | item_id:prompt)|REML"]
+    assert m.engine == "balanced-design REML likelihood, boundary"
+    assert m.varcorr()["vcov"].iloc[1] == 0
+
+
+def test_type3_does_not_depend_on_the_coding():
+    """lmerTest maps another coding onto treatment contrasts' hypotheses (L ginv(X_t) X): with
+    sum-to-zero contrasts the Type III F tests are those of the stored treatment-coded fit."""
+    ref = next(f for f in FITS if f["design"] == "two_factor")
+    data = pd.read_csv(DATA / "lmertest_reference" / "two_factor.csv")
+    summed = lmer(
+        "score ~ C(prompt, Sum) * C(model, Sum) + (1 | item_id) + (1 | item_id:prompt)", data
+    ).anova()
+    r = _columns(ref["anova_satterthwaite"])
+    _close(summed["statistic"], r["F"], "F")
+    _close(summed["df2"], r["den_df"], "den df")
 
 
 def test_balanced_and_less_one_row_give_lmertests_finite_df(fitted):

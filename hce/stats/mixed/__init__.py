@@ -3,7 +3,10 @@
 Modules, from the user's entry points down to the engines:
 
 * :mod:`~hce.stats.mixed.lmer_fit`: :func:`lmer`, which picks the engine, and
-  :mod:`~hce.stats.mixed.lmer_result`: the :class:`LmerResult` it returns;
+  :mod:`~hce.stats.mixed.lmer_result`: the :class:`LmerResult` it returns, whose tests of
+  fixed effects are :mod:`~hce.stats.mixed.lmer_tests` (t, F and likelihood-ratio tests),
+  :mod:`~hce.stats.mixed.ddf` (lmerTest's Satterthwaite and pbkrtest's Kenward-Roger df) and
+  :mod:`~hce.stats.mixed.type3` (Type III hypotheses);
 * :mod:`~hce.stats.mixed.glmer_fit`: :func:`glmer` (0/1 verdicts, proportions, counts) and
   :mod:`~hce.stats.mixed.glmer_result`: the :class:`GlmerResult` it returns, on
   :mod:`~hce.stats.mixed.pirls` (PIRLS, Laplace and adaptive Gauss-Hermite deviances);

@@ -47,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
+from scipy import linalg, sparse
 
 from hce.stats.mixed.sparse_chol import one_blas_thread
 
@@ -75,7 +75,9 @@ def jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, d: float = 1e
     eye = np.eye(len(x))
     levels = []
     for _ in range(_HALVINGS):
-        levels.append(np.stack([(f(x + h[i] * eye[i]) - f(x - h[i] * eye[i])) / (2 * h[i]) for i in range(len(x))]))
+        levels.append(
+            np.stack([(f(x + h[i] * eye[i]) - f(x - h[i] * eye[i])) / (2 * h[i]) for i in range(len(x))])
+        )
         h = h / 2
     return _richardson(levels)
 
@@ -88,7 +90,9 @@ def hessian(f: Callable[[np.ndarray], float], x: np.ndarray, d: float = 0.1) -> 
     h = _steps(x, d)
     diag_levels, cross_levels = [], []
     for _ in range(_HALVINGS):
-        diag = np.array([(f(x + h[i] * eye[i]) - 2 * fx + f(x - h[i] * eye[i])) / h[i] ** 2 for i in range(k)])
+        diag = np.array(
+            [(f(x + h[i] * eye[i]) - 2 * fx + f(x - h[i] * eye[i])) / h[i] ** 2 for i in range(k)]
+        )
         cross = np.zeros((k, k))
         for i in range(k):
             for j in range(i):
@@ -155,7 +159,9 @@ class Satterthwaite:
         denom = float(grad @ self.vcov_varpar @ grad)
         return 2 * var**2 / denom if denom > 0 else np.inf
 
-    def f_test(self, hypothesis: np.ndarray, beta: np.ndarray, cov_beta: np.ndarray) -> tuple[float, int, float]:
+    def f_test(
+        self, hypothesis: np.ndarray, beta: np.ndarray, cov_beta: np.ndarray
+    ) -> tuple[float, int, float]:
         """F, numerator and denominator df of ``hypothesis @ beta = 0`` (``contestMD``)."""
         values, vectors = np.linalg.eigh(hypothesis @ cov_beta @ hypothesis.T)
         values, vectors = values[::-1], vectors[:, ::-1]  # decreasing, as R's eigen()
@@ -201,17 +207,23 @@ class KenwardRoger:
         (n x q_t) and its covariance (q_t x q_t); ``sigma2`` the residual variance."""
         n, _ = x.shape
         z, lam, patterns = _random_space(terms, sigma2)
-        ztz = (z.T @ z).toarray()
+        ztz = (z.T @ z).tocsr()
         kzx = np.asarray(z.T @ x)
-        inner = lam.T @ ztz @ lam
+        # M = Lambda (Lambda'Z'Z Lambda + I)^-1 Lambda', the one dense q^3 step (Cholesky and
+        # its inverse); every other product has a sparse factor (Z'Z, Lambda, E_r)
+        inner = (lam.T @ ztz @ lam).toarray()
         inner[np.diag_indices_from(inner)] += 1.0
-        m = lam @ np.linalg.solve(inner, lam.T)
-        ms = m @ ztz
-        b = (ztz - ztz @ ms) / sigma2  # Z'V^-1 Z
-        c = (kzx - ztz @ m @ kzx) / sigma2  # Z'V^-1 X
-        xv = (x.T @ x - kzx.T @ m @ kzx) / sigma2  # X'V^-1 X
+        factor, info_chol = linalg.lapack.dpotrf(inner, lower=1)
+        inverse, info_inv = linalg.lapack.dpotri(factor, lower=1)
+        if info_chol or info_inv:
+            raise np.linalg.LinAlgError("Lambda'Z'Z Lambda + I is not positive definite")
+        inverse = np.tril(inverse) + np.tril(inverse, -1).T
+        m = lam @ (lam @ inverse).T
+        ms = (ztz @ m).T  # M Z'Z
+        b = (ztz.toarray() - ztz @ ms) / sigma2  # Z'V^-1 Z
         f = m @ kzx
-        b2 = b @ (np.eye(len(b)) - ms) / sigma2  # Z'V^-2 Z
+        c = (kzx - ztz @ f) / sigma2  # Z'V^-1 X
+        xv = (x.T @ x - kzx.T @ f) / sigma2  # X'V^-1 X
         c2 = (c - b @ f) / sigma2  # Z'V^-2 X
         x2 = (xv - c.T @ f) / sigma2  # X'V^-2 X
         x3 = (xv - f.T @ c - c.T @ f + f.T @ b @ f) / sigma2**2  # X'V^-3 X
@@ -229,7 +241,10 @@ class KenwardRoger:
                     trace[r, s] = np.sum((patterns[r] @ b) * (patterns[s] @ b).T)
                 elif r < k - 1:
                     q[r, s] = left[r].T @ c2
-                    trace[r, s] = patterns[r].multiply(b2.T).sum()
+                    # tr(E_r Z'V^-2 Z), Z'V^-2 Z = B (I - M Z'Z) / sigma^2: only E_r's entries
+                    rows, cols = patterns[r].nonzero()
+                    entries = b[cols, rows] - np.einsum("ij,ji->i", b[cols], ms[:, rows])
+                    trace[r, s] = float(np.asarray(patterns[r][rows, cols]).ravel() @ entries) / sigma2
                 else:
                     q[r, s] = x3
                     trace[r, s] = tr2
@@ -241,7 +256,8 @@ class KenwardRoger:
                 info[r, s] = info[s, r] = (
                     trace[r, s] - 2 * np.sum(phi * q[r, s]) + np.sum((phi @ p_list[r]) * (p_list[s] @ phi))
                 )
-        w = 2 * (np.linalg.inv(info) if np.min(np.abs(np.linalg.eigvalsh(info))) > 1e-10 else np.linalg.pinv(info))
+        regular = np.min(np.abs(np.linalg.eigvalsh(info))) > 1e-10
+        w = 2 * (np.linalg.inv(info) if regular else np.linalg.pinv(info))
         u = np.zeros_like(phi)
         for r in range(k):
             for s in range(r + 1, k):
@@ -293,8 +309,7 @@ class KenwardRoger:
 
 
 def _random_space(terms, sigma2):
-    """Sparse Z (n x q, level-major within each term), Lambda (relative Cholesky factors,
-    dense) and each covariance parameter's pattern E_r (q x q sparse), pbkrtest's order:
+    """Sparse Z (n x q, level-major within each term), Lambda (relative Cholesky factors) and each covariance parameter's pattern E_r (q x q sparse), pbkrtest's order:
     per term the lower triangle by columns."""
     blocks, lam_blocks, patterns, offset = [], [], [], 0
     total = sum((int(codes.max()) + 1) * zt.shape[1] for codes, zt, _ in terms)
@@ -305,24 +320,19 @@ def _random_space(terms, sigma2):
         cols = (codes[:, None] * qt + np.arange(qt)).ravel()
         blocks.append(sparse.csc_matrix((zt.ravel(), (rows, cols)), shape=(n, levels * qt)))
         chol = _relative_factor(cov / sigma2)
-        lam_blocks.append(np.kron(np.eye(levels), chol))
+        lam_blocks.append(sparse.kron(sparse.identity(levels), chol))
         eye = sparse.identity(levels, format="csr")
         for j in range(qt):
             for i in range(j, qt):
                 e = np.zeros((qt, qt))
                 e[i, j] = e[j, i] = 1.0
-                block = sparse.kron(eye, e, format="csr")
-                full = sparse.lil_matrix((total, total))
-                full[offset : offset + levels * qt, offset : offset + levels * qt] = block
-                patterns.append(full.tocsr())
+                block = sparse.kron(eye, e, format="coo")
+                shape = (total, total)
+                patterns.append(
+                    sparse.csr_matrix((block.data, (block.row + offset, block.col + offset)), shape=shape)
+                )
         offset += levels * qt
-    z = sparse.hstack(blocks, format="csr")
-    lam = np.zeros((total, total))
-    start = 0
-    for block in lam_blocks:
-        lam[start : start + len(block), start : start + len(block)] = block
-        start += len(block)
-    return z, lam, patterns
+    return sparse.hstack(blocks, format="csr"), sparse.block_diag(lam_blocks, format="csr"), patterns
 
 
 def _relative_factor(cov: np.ndarray) -> np.ndarray:

@@ -76,8 +76,8 @@ def lmer(
     -------
     LmerResult
         ``.summary()``, ``.fixef()``, ``.varcorr()``, ``.ranef()``, ``.icc()``,
-        ``.anova(other)``, ``.contrasts(factor)``; attributes ``converged``, ``singular``,
-        ``messages``.
+        ``.anova()`` (Type III) or ``.anova(other)`` (LRT), ``.contrasts(factor)``;
+        attributes ``converged``, ``singular``, ``messages``.
 
     Warns
     -----

@@ -113,7 +113,10 @@ class LmerResult:
         Satterthwaite: ``df = 2 v^2 / (g' A g)`` with ``v`` the contrast's variance, ``g``
         its gradient in the variance parameters and ``A`` their asymptotic covariance from
         the Hessian of the deviance (:mod:`hce.stats.mixed.ddf`); the same computation
-        whichever engine fitted the model.
+        whichever engine fitted the model, computed once per fit (0.4 s on 43,680 rows with
+        2,503 random effects). Kenward-Roger works with q x q matrices, q the number of random
+        effects: 28 s there under heavy load, one q x q Cholesky inverse (pbkrtest works with
+        n x n matrices, which would not fit in memory).
 
         References
         ----------
@@ -250,7 +253,10 @@ class LmerResult:
 
         """
         if other is None:
-            hypotheses = type3_hypotheses(self.design.X, self.design.design_info, self.design.data)
+            design = self.design
+            hypotheses = type3_hypotheses(
+                design.X, design.design_info, design.data, design.formula.fixed_formula
+            )
             return type3_table(self._tests, hypotheses, ddf)
         if self.n != other.n or not self.design.data.index.equals(other.design.data.index):
             raise DataError(
@@ -266,7 +272,8 @@ class LmerResult:
 
         Marginal means average the model's predictions over a grid of all levels of the
         other categorical fixed factors, with equal weights (numeric covariates at their
-        mean), as R's ``emmeans(m, pairwise ~ factor, adjust = "holm")``.
+        mean), as R's ``emmeans(m, pairwise ~ factor, adjust = "holm", lmer.df = ddf)``; each
+        difference is tested as lmerTest's ``contest1D`` tests it.
 
         Parameters
         ----------
@@ -343,7 +350,7 @@ class LmerResult:
         lines += ["Random effects:", self._random_table()]
         groups = ", ".join(f"{g}, {k}" for g, k in self.ngroups.items())
         lines += [f"Number of obs: {self.n}, groups:  {groups}", "", "Fixed effects:"]
-        fe = self.fixef()
+        fe = self.fixef(ddf="wald")  # the t values lme4 prints need no df
         body = [["", "Estimate", "Std. Error", "t value"]] + [
             [r.term, r.estimate, r.std_error, r.statistic] for r in fe.itertuples()
         ]

@@ -22,6 +22,8 @@ in Statistics - Theory and Methods, 9(2), 167-180.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import patsy
@@ -29,12 +31,35 @@ import patsy
 from hce.errors import FormulaError
 
 
-def type3_hypotheses(x: np.ndarray, design_info: patsy.DesignInfo, data: pd.DataFrame) -> dict[str, np.ndarray]:
+def type3_hypotheses(
+    x: np.ndarray, design_info: patsy.DesignInfo, data: pd.DataFrame, formula: str
+) -> dict[str, np.ndarray]:
     """One hypothesis matrix (rows: contrasts, columns: ``X``'s coefficients) per term
-    except the intercept, keyed by R's term label (``a``, ``a:b``)."""
+    except the intercept, keyed by the term's label (``a``, ``a:b``), in R's order: by
+    degree, then as written in ``formula`` (patsy puts terms with a numeric factor last)."""
+    written = patsy.ModelDesc.from_formula(formula).rhs_termlist
+    order = [_label(t) for t in sorted((t for t in written if t.factors), key=lambda t: len(t.factors))]
+    hypotheses = _hypotheses(x, design_info, data)
+    return {label: hypotheses[label] for label in sorted(hypotheses, key=order.index)}
+
+
+def _hypotheses(x, design_info, data) -> dict[str, np.ndarray]:
     terms = [t for t in design_info.terms if t.factors]
     if x.shape[1] <= 1 or len(terms) <= 1:
         return _type1(x, design_info)
+    x_t, info_t = _treatment_design(design_info, data)
+    hypotheses = _type3_treatment(x_t, info_t, data)
+    if x_t.shape != x.shape or not np.allclose(x_t, x):
+        # another coding (C(a, Sum)): the same hypotheses in x's coefficients, as lmerTest maps
+        # them, L ginv(X_treatment) X
+        mapping = _zapsmall(np.linalg.lstsq(x_t, x, rcond=None)[0])
+        hypotheses = [hyp @ mapping for hyp in hypotheses]
+    return {_label(t): hyp for t, hyp in zip(terms, hypotheses)}
+
+
+def _type3_treatment(x, design_info, data) -> list[np.ndarray]:
+    """lmerTest's ``extract_contrasts_type3`` on a treatment-coded design."""
+    terms = [t for t in design_info.terms if t.factors]
     numeric = {f for f, info in design_info.factor_infos.items() if info.type == "numerical"}
     full = [_full_coding(term, design_info, data) for term in design_info.terms]
     rd_x = np.column_stack(full)
@@ -51,13 +76,22 @@ def type3_hypotheses(x: np.ndarray, design_info: patsy.DesignInfo, data: pd.Data
             target = ell[:, cols[term]]
             coef = np.linalg.lstsq(basis, target, rcond=None)[0]
             ell[:, cols[term]] = _zapsmall(target - basis @ coef)
-    rows = _own_rows(x, rd_x, starts, design_info)
-    ell = ell[rows]
-    out = {}
+    ell = ell[_own_rows(x, rd_x, starts, design_info)]
+    out = []
     for term in terms:
         hyp = ell[:, cols[term]].T
-        out[_label(term)] = hyp[np.abs(hyp).sum(axis=1) > 1e-8]
+        out.append(hyp[np.abs(hyp).sum(axis=1) > 1e-8])
     return out
+
+
+def _treatment_design(design_info: patsy.DesignInfo, data: pd.DataFrame):
+    """The same terms with every factor in treatment coding (``C(a, Sum)`` read as ``C(a)``)."""
+    terms = [
+        patsy.Term([patsy.EvalFactor(_CODING.sub(r"C(\1)", f.code)) for f in t.factors])
+        for t in design_info.terms
+    ]
+    x_t = patsy.dmatrix(patsy.ModelDesc([], terms), data, NA_action="raise")
+    return np.asarray(x_t), x_t.design_info
 
 
 def _type1(x: np.ndarray, design_info: patsy.DesignInfo) -> dict[str, np.ndarray]:
@@ -107,6 +141,9 @@ def _own_rows(x, rd_x, starts, design_info) -> np.ndarray:
                 )
             rows.append(starts[k] + hit[0])
     return np.array(rows)
+
+
+_CODING = re.compile(r"^C\(\s*([^,()]+?)\s*,.*\)$")
 
 
 def _label(term: patsy.Term) -> str:

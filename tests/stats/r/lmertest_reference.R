@@ -9,10 +9,12 @@
 # It writes tests/stats/data/lmertest_reference/<design>.csv (the data, generated here from
 # fixed seeds) and tests/stats/data/lmertest_reference.json: for every fit lmerTest's
 # summary() coefficients with Satterthwaite and with Kenward-Roger df (estimate, SE, df, t, p),
-# and anova() (Type III: F, NumDF, DenDF, p) with both, plus the R, lme4, lmerTest and pbkrtest
+# anova() (Type III: F, NumDF, DenDF, p) with both, for some fits the pairwise differences of
+# marginal means of a factor tested by contest1D, plus the R, lme4, lmerTest and pbkrtest
 # versions. The designs: a random intercept, crossed and nested intercepts, correlated and
 # uncorrelated random slopes, a factor x covariate interaction, an unbalanced two-factor design
-# with its interaction, a balanced crossed design and the same design less one row.
+# with its interaction, balanced crossed designs (one with a variance at 0) and the same design
+# less one row.
 #
 # Fits use lme4's default optimiser with tolerances tightened to 1e-12 (as lme4_reference.R),
 # so that the stored df belong to the optimum itself, not to where the optimiser stopped.
@@ -100,7 +102,7 @@ slopes <- function(seed, n_groups) {
 }
 
 # balanced: items x prompts x samples, a prompt-level covariate (cot), every cell full
-balanced <- function(seed, n_items, n_prompts, n_att) {
+balanced <- function(seed, n_items, n_prompts, n_att, s_ip = 0.3) {
   set.seed(seed)
   prompts <- sprintf("p%d", seq_len(n_prompts))
   d <- expand.grid(attempt = seq_len(n_att), prompt = prompts,
@@ -110,7 +112,7 @@ balanced <- function(seed, n_items, n_prompts, n_att) {
   pp <- as.integer(factor(d$prompt))
   d$cot <- ifelse(pp %% 2 == 0, "yes", "no")
   d$score <- round(2 + rnorm(n_items, 0, 0.5)[ii] + rnorm(n_prompts, 0, 0.3)[pp] +
-                     matrix(rnorm(n_items * n_prompts, 0, 0.3), n_items)[cbind(ii, pp)] +
+                     matrix(rnorm(n_items * n_prompts, 0, s_ip), n_items)[cbind(ii, pp)] +
                      rnorm(nrow(d), 0, 0.6), 2)
   d
 }
@@ -129,13 +131,23 @@ designs <- list(
                fits = list(list(formula = "y ~ x + (x | g)", reml = TRUE),
                            list(formula = "y ~ x + (x || g)", reml = TRUE))),
   factor_covariate = list(data = judge(105, 18, 3, 4, 0.1, 0.9, 0, 0.8),
-                          fits = list(list(formula = "score ~ condition * x + (1 | item_id)", reml = TRUE))),
+                          fits = list(list(formula = "score ~ condition * x + (1 | item_id)", reml = TRUE,
+                                           pairs = "condition"),
+                                      # R lists x first, as written; patsy puts it last
+                                      list(formula = "score ~ x + condition + (1 | item_id)", reml = TRUE))),
   two_factor = list(data = two_factor(106, 16, 3, 0.15),
-                    fits = list(list(formula = "score ~ prompt * model + (1 | item_id) + (1 | item_id:prompt)", reml = TRUE),
+                    fits = list(list(formula = "score ~ prompt * model + (1 | item_id) + (1 | item_id:prompt)", reml = TRUE,
+                                     pairs = "prompt"),
                                 list(formula = "score ~ prompt + model + (1 | item_id)", reml = TRUE))),
   balanced = list(data = balanced(107, 12, 6, 4),
                   fits = list(list(formula = crossed_formula, reml = TRUE),
-                              list(formula = "score ~ cot + (1 | item_id) + (1 | prompt) + (1 | item_id:prompt)", reml = TRUE)))
+                              list(formula = "score ~ cot + (1 | item_id) + (1 | prompt) + (1 | item_id:prompt)", reml = TRUE),
+                              list(formula = "score ~ prompt + (1 | item_id) + (1 | item_id:prompt)", reml = TRUE,
+                                   pairs = "prompt"))),
+  # item x prompt variance 0 in truth: its ANOVA estimate is negative, REML puts it at 0
+  balanced_boundary = list(data = balanced(112, 10, 4, 3, s_ip = 0),
+                           fits = list(list(formula = "score ~ prompt + (1 | item_id) + (1 | item_id:prompt)",
+                                            reml = TRUE)))
 )
 designs$balanced_minus_one <- list(data = designs$balanced$data[-1, ], fits = designs$balanced$fits)
 
@@ -152,6 +164,26 @@ anova_table <- function(m, ddf) {
        den_df = unname(a[["DenDF"]]), p = unname(a[["Pr(>F)"]]))
 }
 
+# pairwise differences of equally weighted marginal means (emmeans' pairwise ~ factor, numeric
+# covariates at their mean), each tested by lmerTest's contest1D
+pairs_table <- function(m, d, factor, ddf) {
+  tt <- delete.response(terms(m))
+  vars <- all.vars(tt)
+  grid <- lapply(setNames(vars, vars),
+                 function(v) if (is.numeric(d[[v]])) mean(d[[v]]) else sort(unique(d[[v]])))
+  grid <- expand.grid(grid, stringsAsFactors = FALSE)
+  x <- model.matrix(tt, grid)
+  lev <- sort(unique(d[[factor]]))
+  means <- t(sapply(lev, function(l) colMeans(x[grid[[factor]] == l, , drop = FALSE])))
+  idx <- combn(length(lev), 2)
+  rows <- lapply(seq_len(ncol(idx)), function(k) {
+    contest1D(m, means[idx[1, k], ] - means[idx[2, k], ], ddf = ddf)
+  })
+  r <- do.call(rbind, rows)
+  list(a = lev[idx[1, ]], b = lev[idx[2, ]], estimate = r$Estimate, se = r[["Std. Error"]],
+       df = r$df, p = r[["Pr(>|t|)"]])
+}
+
 fits <- list()
 for (name in names(designs)) {
   d <- designs[[name]]$data
@@ -166,6 +198,11 @@ for (name in names(designs)) {
     if (f$reml) {
       entry$kenward_roger <- coef_table(m, "Kenward-Roger")
       entry$anova_kenward_roger <- anova_table(m, "Kenward-Roger")
+    }
+    if (!is.null(f$pairs)) {
+      entry$pairs <- f$pairs
+      entry$pairs_satterthwaite <- pairs_table(m, d, f$pairs, "Satterthwaite")
+      entry$pairs_kenward_roger <- pairs_table(m, d, f$pairs, "Kenward-Roger")
     }
     fits[[length(fits) + 1]] <- entry
   }
