@@ -97,6 +97,15 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
     return min(times), out
 
 
+def traced_peak_mb(fn) -> float:
+    """Peak memory of one untimed call, by tracemalloc (NumPy's buffers included), in MB."""
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return peak
+
+
 def main(repeats: int, repeats_large: int) -> None:
     data = judge_log()
     formula = "total ~ prompt + model + (1 | item_id) + (1 | item_id:prompt)"
@@ -276,10 +285,7 @@ def insteval(repeats: int) -> None:
     factors = ["s", "d", "dept", "service"]
     data = pd.read_csv(INSTEVAL).astype({f: str for f in factors})
     t_hce, fit = best_of(lambda: lmer(formula, data), repeats)
-    tracemalloc.start()
-    lmer(formula, data)
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
+    peak = traced_peak_mb(lambda: lmer(formula, data))
     case = f"InstEval lmer ({len(data)} rows, s x d crossed + dept:service, REML)"
     compare_with_lme4(case, t_hce, fit, lme4_fit(INSTEVAL, formula, repeats, factors))
     print(f"  hce peak memory of one fit (tracemalloc): {peak:.0f} MB; engine {fit.engine}")
@@ -352,10 +358,7 @@ def glmer_verdicts(repeats: int) -> None:
     data = verdict_log()
     formula = "verdict ~ condition + (1|item) + (1|item:condition)"
     t_hce, fit = best_of(lambda: glmer(formula, data), repeats)
-    tracemalloc.start()
-    glmer(formula, data)
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
+    peak = traced_peak_mb(lambda: glmer(formula, data))
     case = f"glmer {len(data)} rows (2000 items x 4 conditions x 10, item + item:condition, Laplace)"
     rscript = shutil.which("Rscript")
     out: dict = {"fixed": []}
