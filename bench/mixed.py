@@ -32,6 +32,8 @@ fits, estimates compared:
   dropped), ``variance_components(log, "total", ["item_id", "prompt_id"])`` (REML fit of
   ``total ~ 1 + (1|item_id) + (1|prompt_id) + (1|item_id:prompt_id)``, standard errors,
   intervals, G/Phi) against lme4's REML fit alone.
+
+Against R ordinal: ``clmm`` on a 20,000-row Likert design (bench/mixed_clmm.py).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from statsmodels.regression.mixed_linear_model import MixedLM
 
 from hce.stats import lmer, variance_components
 from hce.stats.mixed import pls
+from mixed_clmm import clmm_case
 
 TOPICAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 INSTEVAL = TOPICAL / "lme4_reference" / "InstEval.csv"
@@ -127,6 +130,7 @@ def main(repeats: int, repeats_large: int) -> None:
     topical_g_study(repeats)
     insteval(repeats_large)
     large_g_study(repeats_large)
+    clmm_case(repeats_large)
 
 
 def small_g_study(repeats: int, random_state: int = 0) -> None:
