@@ -37,6 +37,8 @@ fits, estimates compared:
   lme4's ``glmer`` (timed inside R), one warm-up then the best of ``--repeats-large``; peak
   memory of one hce fit from tracemalloc (untimed run) and of R's from ``gc()``'s "max used".
   ``--glmer-only`` runs this case alone.
+
+Against R ordinal: ``clmm`` on a 20,000-row Likert design (bench/mixed_clmm.py).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from statsmodels.regression.mixed_linear_model import MixedLM
 
 from hce.stats import glmer, lmer, variance_components
 from hce.stats.mixed import pls
+from mixed_clmm import clmm_case
 
 TOPICAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 INSTEVAL = TOPICAL / "lme4_reference" / "InstEval.csv"
@@ -142,6 +145,7 @@ def main(repeats: int, repeats_large: int) -> None:
     insteval(repeats_large)
     large_g_study(repeats_large)
     glmer_verdicts(repeats_large)
+    clmm_case(repeats_large)
 
 
 def small_g_study(repeats: int, random_state: int = 0) -> None:

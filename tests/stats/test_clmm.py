@@ -83,3 +83,19 @@ def test_quadrature_needs_one_term_and_a_sane_node_count(scores):
         clmm("score ~ condition + (1 | item)", d, nAGQ=0)
     with pytest.raises(DataError, match="link='logistic' is not valid"):
         clmm("score ~ condition + (1 | item)", d, link="logistic")
+
+
+@pytest.mark.parametrize("link", ["logit", "probit", "cloglog"])
+def test_the_exact_gradient_equals_finite_differences(scores, link):
+    """The Laplace gradient derived through the modes (used by the optimiser and the Hessian
+    for one term) against central differences of the approximation itself."""
+    from hce.stats.mixed.clmm_laplace import LINKS, Laplace, Rows
+
+    codes = scores["item"].to_numpy()
+    rows = Rows(scores["score"].to_numpy() - 1, 5, np.c_[(scores["condition"] == "b"), scores["x"]].astype(float),
+                [codes], [25], LINKS[link])  # fmt: skip
+    laplace = Laplace(rows)
+    par = np.array([-1.3, -0.4, 0.5, 1.4, 0.6, -0.2, 0.9])
+    h = 1e-5
+    numeric = [(laplace(par + e) - laplace(par - e)) / (2 * h) for e in np.eye(len(par)) * h]
+    np.testing.assert_allclose(laplace.gradient(par), numeric, rtol=1e-6, atol=1e-5)

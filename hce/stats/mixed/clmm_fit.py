@@ -30,6 +30,7 @@ LinkName = Literal["logit", "probit", "cloglog"]
 _BOUNDARY = 1e-3  # ordinal's paratBoundary2: a standard deviation below this is on the boundary
 _HESS_STEP = 1e-4  # ordinal's deriv12 step
 _GRAD_STEP = 1e-6
+_VARIANCE_FLOOR = 1e-12  # where the slope of a variance at 0 is taken
 _MAX_GRAD = 1e-3  # max |gradient| above which the fit is reported as not converged
 _MAX_AGQ = 25
 
@@ -103,10 +104,11 @@ def clmm(
 
     at the mode ``u_hat`` of ``g`` (Newton's method, per group for one term and by sparse
     block elimination for crossed terms), ``W`` the second derivatives of ``-log P`` in the
-    linear predictor. It is maximised over ``theta``, ``beta`` and ``tau >= 0`` with
+    linear predictor. It is maximised over ``theta``, ``beta`` and ``tau^2 >= 0`` with
     L-BFGS-B (ordinal uses ``nlminb``). Standard errors come from the inverse of the
-    Hessian of the approximate deviance by central differences with step 1e-4 (ordinal's
-    ``deriv12``) in ordinal's parameters: ``log tau`` for a single term, ``tau`` for several,
+    Hessian of the approximate deviance by central differences with step 1e-4 (as ordinal's
+    ``deriv12``; of the exact gradient, derived through the modes, for one term) in ordinal's
+    parameters: ``log tau`` for a single term, ``tau`` for several,
     a ``tau`` below 1e-3 being left out as on the boundary. Tests and intervals are Wald z.
     ``nAGQ > 1`` replaces the Laplace step by adaptive Gauss-Hermite quadrature centred at
     each group's mode (Pinheiro & Bates 1995).
@@ -242,15 +244,24 @@ def _start(rows: Rows) -> np.ndarray:
     )
 
 
-def _ordered(free: np.ndarray, n_theta: int) -> np.ndarray:
-    """Parameters with ordered thresholds from the optimiser's: the first threshold, then
-    the logarithms of the gaps (so finite-difference steps never cross two thresholds)."""
+def _ordered(free: np.ndarray, n_theta: int, n_tau: int, floor: float = 0.0) -> np.ndarray:
+    """Model parameters from the optimiser's: the first threshold, the logarithms of the
+    gaps (so no step crosses two thresholds), the fixed effects and the variances ``tau^2``.
+
+    Variances, not standard deviations: the likelihood is even in ``tau``, so ``tau = 0`` is
+    always a stationary point, where a bounded search that reaches it stops even when the
+    likelihood rises away from it; in ``tau^2`` the slope at 0 is half the curvature in
+    ``tau`` and says which way to go. ``floor`` bounds the variance below where a derivative
+    in it is taken (the slope at 0 is a limit).
+    """
     theta = np.cumsum(np.r_[free[:1], np.exp(free[1:n_theta])])
-    return np.r_[theta, free[n_theta:]]
+    tau = np.sqrt(np.maximum(free[len(free) - n_tau :], floor))
+    return np.r_[theta, free[n_theta : len(free) - n_tau], tau]
 
 
-def _free(par: np.ndarray, n_theta: int) -> np.ndarray:
-    return np.r_[par[:1], np.log(np.diff(par[:n_theta])), par[n_theta:]]
+def _free(par: np.ndarray, n_theta: int, n_tau: int) -> np.ndarray:
+    tau = par[len(par) - n_tau :]
+    return np.r_[par[:1], np.log(np.diff(par[:n_theta])), par[n_theta : len(par) - n_tau], tau**2]
 
 
 def _optimise(rows: Rows, n_agq: int) -> dict:
@@ -261,14 +272,26 @@ def _optimise(rows: Rows, n_agq: int) -> dict:
     n_theta = rows.n_levels - 1
 
     def in_free(free: np.ndarray) -> float:
-        return objective(_ordered(free, n_theta))
+        return objective(_ordered(free, n_theta, n_tau))
 
     def gradient(free: np.ndarray) -> np.ndarray:
+        if n_tau == 1 and n_agq == 1:  # exact, through the modes
+            natural_par = _ordered(free, n_theta, n_tau, floor=_VARIANCE_FLOOR)
+            natural = objective.gradient(natural_par)
+            theta_part = np.cumsum(natural[:n_theta][::-1])[::-1]  # d/d theta_1 and each gap
+            theta_part[1:] *= np.exp(free[1:n_theta])
+            natural[-1] /= 2 * natural_par[-1]  # d/d tau^2
+            return np.r_[theta_part, natural[n_theta:]]
         out = np.empty_like(free)
+        base = None
         for i in range(len(free)):
             h = _GRAD_STEP * max(1.0, abs(free[i]))
             up, down = free.copy(), free.copy()
             up[i] += h
+            if i >= n_fixed and free[i] < h:  # a variance near 0: one-sided
+                base = in_free(free) if base is None else base
+                out[i] = (in_free(up) - base) / h
+                continue
             down[i] -= h
             out[i] = (in_free(up) - in_free(down)) / (2 * h)
         return out
@@ -276,7 +299,7 @@ def _optimise(rows: Rows, n_agq: int) -> dict:
     # gaps between thresholds from e^-30 to e^6 (400 on the latent scale) keep every step
     # finite; an optimum outside would give a level no chance or all of it
     bounds = [(None, None)] + [(-30.0, 6.0)] * (n_theta - 1) + [(None, None)] * rows.X.shape[1]
-    free = _free(_start(rows), n_theta)
+    free = _free(_start(rows), n_theta, n_tau)
     with one_blas_thread():  # L-BFGS-B's BLAS calls on tiny vectors: threads only contend
         # ordinal's start: the model without random effects (clm), then the standard deviations
         fixed_only = optimize.minimize(
@@ -289,7 +312,7 @@ def _optimise(rows: Rows, n_agq: int) -> dict:
             bounds=bounds + [(0.0, None)] * n_tau,
             options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9},
         )  # fmt: skip
-    par = _ordered(result.x, n_theta)
+    par = _ordered(result.x, n_theta, n_tau)
     # ordinal's parameters for the Hessian: log tau (one term) or tau, boundary ones left out
     interior = par[n_fixed:] >= _BOUNDARY
     keep = np.r_[np.ones(n_fixed, bool), interior]
@@ -305,7 +328,23 @@ def _optimise(rows: Rows, n_agq: int) -> dict:
     at = par[keep].copy()
     if log_tau and interior[0]:
         at[-1] = np.log(at[-1])
-    grad, hess = central_differences(in_r_scale, at, np.full(len(at), _HESS_STEP))
+    if n_tau == 1 and n_agq == 1:  # differences of the exact gradient: 2k evaluations, not 2k^2
+        def gradient_r(sub: np.ndarray) -> np.ndarray:
+            full = par.copy()
+            full[keep] = sub
+            if interior[0]:
+                full[-1] = np.exp(sub[-1])
+            natural = objective.gradient(full)[keep]
+            if interior[0]:
+                natural[-1] *= full[-1]  # d/d log tau
+            return natural
+
+        grad = gradient_r(at)
+        steps = np.eye(len(at)) * _HESS_STEP
+        hess = np.array([gradient_r(at + h) - gradient_r(at - h) for h in steps]) / (2 * _HESS_STEP)
+        hess = (hess + hess.T) / 2
+    else:
+        grad, hess = central_differences(in_r_scale, at, np.full(len(at), _HESS_STEP))
     value = objective(par)  # leaves the modes at the optimum
     return {
         "par": par, "value": value, "gradient": grad, "hessian": hess,
