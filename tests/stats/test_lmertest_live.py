@@ -150,7 +150,7 @@ def compare(seed: int, formula: str, data: pd.DataFrame, ref: dict) -> str | Non
         if table["term"].tolist() != _list(ra["term"]):
             problems.append(f"{ddf} anova terms {table['term'].tolist()} vs {ra['term']}")
             continue
-        for col, rcol in (("statistic", "F"), ("df2", "den_df")):
+        for col, rcol in (("statistic", "F"), ("den_df", "den_df")):
             if _differs(table[col], ra[rcol]):
                 problems.append(f"{ddf} anova {col} {table[col].tolist()} vs {ra[rcol]}")
         if _differs(table["p_value"], ra["p"], log=True):

@@ -222,7 +222,7 @@ class LmerResult:
         -------
         pandas.DataFrame
             Without ``other``: one row per fixed term (the intercept has none), ``term``,
-            ``statistic`` (F), ``df1`` (numerator df), ``df2`` (denominator df), ``p_value``,
+            ``statistic`` (F), ``num_df`` (numerator df), ``den_df`` (denominator df), ``p_value``,
             ``method``. With ``other``: one row per model, fewer parameters first:
             ``model``, ``npar``, ``aic``, ``bic``, ``loglik``, ``deviance``, ``statistic``
             (chi-square), ``df``, ``p_value`` (NaN on the first row).
@@ -247,9 +247,9 @@ class LmerResult:
         >>> from hce.stats import lmer
         >>> d = pd.DataFrame({"g": list("aabbccdd"), "x": [0, 1] * 4,
         ...                   "y": [1.0, 2.1, 2.0, 2.9, 0.5, 1.8, 1.4, 2.2]})
-        >>> lmer("y ~ x + (1 | g)", d).anova()[["term", "df1", "df2"]].round(2)
-          term  df1  df2
-        0    x    1  3.0
+        >>> lmer("y ~ x + (1 | g)", d).anova()[["term", "num_df", "den_df"]].round(2)
+          term  num_df  den_df
+        0    x       1     3.0
 
         """
         if other is None:

@@ -99,7 +99,7 @@ class FixedEffectTests:
         }
 
     def f_test(self, hypothesis: np.ndarray, ddf: Ddf) -> dict:
-        """F statistic, df1, df2 and p of ``hypothesis @ beta = 0`` (lmerTest's ``contestMD``)."""
+        """F statistic, numerator and denominator df and p of ``hypothesis @ beta = 0`` (lmerTest's ``contestMD``)."""
         if ddf == "kenward-roger":
             f, q, df2 = self.kenward_roger.f_test(hypothesis, self.beta)
         elif ddf == "satterthwaite":
@@ -107,7 +107,7 @@ class FixedEffectTests:
         else:
             f, q, df2 = self._wald_f(hypothesis)
         p = stats.chi2.sf(f * q, q) if np.isinf(df2) else stats.f.sf(f, q, df2)
-        return {"statistic": f, "df1": q, "df2": df2, "p_value": float(p), "method": F_METHOD[ddf]}
+        return {"statistic": f, "num_df": q, "den_df": df2, "p_value": float(p), "method": F_METHOD[ddf]}
 
     def _wald_f(self, hypothesis: np.ndarray) -> tuple[float, int, float]:
         """The Wald chi-square over its rank, on ``cov_beta``; df2 infinite."""
@@ -118,11 +118,11 @@ class FixedEffectTests:
 
 
 def type3_table(tests: FixedEffectTests, hypotheses: dict[str, np.ndarray], ddf: Ddf) -> pd.DataFrame:
-    """One F test per term: ``term, statistic, df1, df2, p_value, method``."""
+    """One F test per term: ``term, statistic, num_df, den_df, p_value, method``."""
     check_choice("ddf", ddf, DDF_CHOICES)
     rows = [{"term": term, **tests.f_test(hyp, ddf)} for term, hyp in hypotheses.items() if len(hyp)]
-    table = pd.DataFrame(rows, columns=["term", "statistic", "df1", "df2", "p_value", "method"])
-    return table.astype({"statistic": float, "df1": int, "df2": float, "p_value": float})
+    table = pd.DataFrame(rows, columns=["term", "statistic", "num_df", "den_df", "p_value", "method"])
+    return table.astype({"statistic": float, "num_df": int, "den_df": float, "p_value": float})
 
 
 def lrt_table(fits: list) -> pd.DataFrame:
