@@ -16,7 +16,15 @@ loglog (see tests/stats/r/clmm_reference.R).
 Pass criteria per design (issue 32): hce's log-likelihood at least ordinal's - 1e-4, and the
 thresholds, fixed effects and standard deviations within 2e-3. Where estimates differ by more
 while the log-likelihoods agree to 1e-4, the likelihood is flat there and either optimum is
-as good: such designs pass and are counted in the report line.
+as good; where hce's log-likelihood is higher by more than 1e-4, ordinal's nlminb stopped
+short of the optimum (seen with probit fits: seed 2, 0.017 higher, sd 1.0059 where ordinal
+stops at 1.0013, and ordinal's own general code, ``useMatrix = TRUE``, reaches hce's 1.0059).
+Such designs pass and are counted in the report line.
+
+ordinal runs with its inner Newton tightened (``clmm.control(gradTol = 1e-10)``): with the
+default 1e-4 the log-likelihood it reports is not the Laplace value at its estimates (seed
+59: -764.82907 reported, -764.82927 at its estimates, hce -764.82925 and ordinal with tight
+modes -764.8293), so no fit could be held to it at 1e-4.
 """
 
 from __future__ import annotations
@@ -47,7 +55,11 @@ out <- lapply(seq_len(nrow(todo)), function(i) {
   d <- read.csv(todo$path[i], colClasses = c(item = "character", condition = "character",
                                              rater = "character"))
   d$score <- factor(d$score, ordered = TRUE)
-  m <- clmm(as.formula(todo$formula[i]), data = d, link = todo$link[i])
+  # inner Newton to 1e-10 (default 1e-4): with the default, the Laplace value ordinal reports
+  # can exceed the one at its own estimates by 1e-4 to 2e-2 (inexact modes); steps that cannot
+  # improve at that precision warn, harmlessly
+  m <- suppressWarnings(clmm(as.formula(todo$formula[i]), data = d, link = todo$link[i],
+                             control = clmm.control(gradTol = 1e-10)))
   list(seed = todo$seed[i], loglik = as.numeric(logLik(m)), estimate = unname(coef(m)),
        sd = unname(sapply(m$ST, function(st) st[1, 1])), sd_group = names(m$ST))
 })
@@ -123,6 +135,8 @@ def compare(seed: int, formula: str, link: str, data: pd.DataFrame, ref: dict) -
         return None
     if abs(m.loglik - ref["loglik"]) <= 1e-4:
         return "flat"
+    if m.loglik > ref["loglik"] + 1e-4:
+        return "short"
     return f"seed {seed}: estimates {ours} sd {sd} vs ordinal {theirs} sd {ref['sd']}"
 
 
@@ -134,10 +148,12 @@ def test_random_unbalanced_designs_match_live_ordinal(tmp_path):
         ref["seed"]: compare(ref["seed"], *designs[ref["seed"]], ref) for ref in fitted["fits"]
     }
     assert len(outcomes) == DESIGNS
-    failures = [o for o in outcomes.values() if o not in (None, "flat")]
+    failures = [o for o in outcomes.values() if o not in (None, "flat", "short")]
     flat = sum(o == "flat" for o in outcomes.values())
+    short = sum(o == "short" for o in outcomes.values())
     print(
         f"{DESIGNS} designs vs ordinal {fitted['ordinal']} ({fitted['r']}): "
-        f"{DESIGNS - len(failures)} match ({flat} on a flat likelihood), {len(failures)} differ"
+        f"{DESIGNS - len(failures)} match ({flat} on a flat likelihood, {short} where ordinal "
+        f"stopped below hce's optimum), {len(failures)} differ"
     )
     assert not failures, failures[:10]
