@@ -762,7 +762,7 @@ def write_log(data: pd.DataFrame, path: str | os.PathLike, *, format: Format | N
     else:
         with open(path, "w", encoding="utf-8") as f:
             for record in _records(frame):
-                f.write(_jsonl_line(record))
+                f.write(jsonl_line(record))
 
 
 def _records(frame: pd.DataFrame) -> Iterable[dict]:
@@ -782,7 +782,8 @@ def _is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)) or value is pd.NaT
 
 
-def _jsonl_line(record: Mapping[str, Any]) -> str:
+def jsonl_line(record: Mapping[str, Any]) -> str:
+    """One log row as a JSONL line (finite numbers only; NumPy scalars and timestamps as plain JSON)."""
     return json.dumps(record, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n"
 
 
@@ -816,24 +817,36 @@ class LogWriter:
         self.fsync = fsync
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _set_aside_partial_line(self.path)
-        self._file = open(self.path, "a", encoding="utf-8")
+        # Unbuffered: a failed write (a full disk) leaves nothing behind in a buffer to fail again at close.
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, record: Mapping[str, Any]) -> None:
-        """Write one attempt (a mapping of column -> value) and flush it to the OS."""
-        self._file.write(_jsonl_line(record))
-        self._file.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
+        """Write one attempt (a mapping of column -> value) to the OS."""
+        self.append_many([record])
 
     def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Write several attempts in one write and one flush (the rows of one request land together)."""
-        self._file.write("".join(_jsonl_line(record) for record in records))
-        self._file.flush()
+        """Write several attempts in one write (the rows of one request land together).
+
+        Raises
+        ------
+        OSError
+            When the file cannot take them (a full disk, a quota, a file-size limit);
+            the lines written before are whole, the last may be torn.
+        """
+        self.write_lines("".join(jsonl_line(record) for record in records).encode("utf-8"))
+
+    def write_lines(self, data: bytes) -> None:
+        """Write JSONL lines already encoded (:func:`jsonl_line`, UTF-8): all of them, or raise ``OSError``."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
         if self.fsync:
-            os.fsync(self._file.fileno())
+            os.fsync(self._fd)
 
     def close(self) -> None:
-        self._file.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def __enter__(self) -> LogWriter:
         return self
