@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import plain
-from hce.errors import HceWarning, LogFormatError
+from hce._paths import cause, input_file, output_file
+from hce.errors import HceWarning, LogFormatError, PathError
 
 Format = Literal["jsonl", "csv", "parquet"]
 
@@ -486,8 +487,9 @@ def _read_one(
     path: Path, format: Format | None, columns: Sequence[str] | None, *, unique: bool = True
 ) -> tuple[pd.DataFrame, list[str] | None]:
     """One validated log file and how errors name its rows (None: ``row <n>`` from 1)."""
-    if not path.is_file():
+    if not path.exists():
         raise LogFormatError(f"{path}: no such log file")
+    input_file(path, "log")  # a device (/dev/zero) would be read until memory runs out
     fmt = _format_of(path, format)
     wanted = None if columns is None else list(dict.fromkeys([*(c.name for c in SCHEMA if c.required), *columns]))
     if fmt == "jsonl":
@@ -751,18 +753,21 @@ def write_log(data: pd.DataFrame, path: str | os.PathLike, *, format: Format | N
     >>> len(hce.read_log(path))
     1
     """
-    path = Path(path)
+    path = output_file(path, "log")
     fmt = _format_of(path, format)
     frame = validate_log(data)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "parquet":
-        frame.to_parquet(path, index=False)
-    elif fmt == "csv":
-        frame.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
-    else:
-        with open(path, "w", encoding="utf-8") as f:
-            for record in _records(frame):
-                f.write(jsonl_line(record))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "parquet":
+            frame.to_parquet(path, index=False)
+        elif fmt == "csv":
+            frame.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                for record in _records(frame):
+                    f.write(jsonl_line(record))
+    except OSError as error:  # a full disk, a quota, a file-size limit: found only while writing
+        raise PathError(f"cannot write {path}: {cause(error)}") from None
 
 
 def _records(frame: pd.DataFrame) -> Iterable[dict]:
@@ -813,7 +818,7 @@ class LogWriter:
     """
 
     def __init__(self, path: str | os.PathLike, *, fsync: bool = False):
-        self.path = Path(path)
+        self.path = output_file(path, "log")
         self.fsync = fsync
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _set_aside_partial_line(self.path)
@@ -896,6 +901,7 @@ def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
     path = Path(path)
     if not path.exists():
         return set()
+    input_file(path, "log")
     with warnings.catch_warnings():
         # The truncated last line is dealt with (and reported) by LogWriter.
         warnings.simplefilter("ignore", TruncatedLogWarning)

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hce._paths import cause
 from hce.errors import CollectError
 from hce.log import LogWriter, jsonl_line, logged_attempt_ids
 
@@ -36,14 +37,6 @@ def wal_path(log: str | os.PathLike) -> Path:
     """The write-ahead record of a log: ``<log>.wal`` next to it."""
     log = Path(log)
     return log.with_name(log.name + WAL_SUFFIX)
-
-
-def cause(error: OSError) -> str:
-    """An OSError in words, without its traceback: ``No space left on device (ENOSPC)``."""
-    import errno
-
-    code = errno.errorcode.get(error.errno or 0)
-    return f"{error.strerror or error}" + (f" ({code})" if code else "")
 
 
 def recorded_rows(log: str | os.PathLike) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hce._paths import output_file
 from hce.errors import CollectError
 
 T = TypeVar("T")
@@ -64,6 +65,7 @@ def hold_log(log: str | os.PathLike) -> Iterator[Path]:
     ...         print(f"pid {os.getpid()} on host" in str(exc))
     True
     """
+    output_file(log, "log")  # before the lock file is made beside it: --log /dev/full would make /dev/full.lock
     path = lock_path(log)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
