@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hce._checks import plain, require_columns
+from hce._checks import is_missing_text, plain, require_columns
 from hce.errors import DataError, HceWarning, LogFormatError
 from hce.log import make_attempt_id, validate_log
 from hce.score_extraction import Extracted, extract_score
@@ -121,6 +121,11 @@ def _attempt_log(rows: list[dict[str, Any]], source: str, labels: list[str]) -> 
     return validate_log(pd.DataFrame(rows, columns=columns), source=source, row_labels=labels)
 
 
+def _whole(value: Any) -> bool:
+    """Whether a scale bound was given as a whole number (an int, not a float): the scale is then an integer one."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _number_or_none(value: Any) -> float | None:
     """A human score field: a finite number, or text that holds exactly one number."""
     return extract_score(value).value
@@ -169,7 +174,10 @@ def from_geval(
     score : callable, optional
         Reply -> score or None, replacing the rule above (the range is still checked).
     low, high : float, optional
-        The valid score range; replies outside it are flagged.
+        The valid score range; replies outside it are flagged. Given as whole numbers
+        (``low=1, high=3``) they make an integer scale: a text reply off its levels
+        (``"1.3"``) is flagged with the reason (a number in the JSON is a computed score,
+        kept); give floats (``1.0, 3.0``) for a continuous scale.
     levels : collection of float, optional
         The scale's levels when it has gaps (a rubric with ``allow_gaps``); other values are flagged.
 
@@ -201,6 +209,9 @@ def from_geval(
     problems = _Problems()
     if not isinstance(records, list):
         raise DataError(f"{path}: expected a JSON list of records, got {type(records).__name__}")
+    # Whole-number bounds make an integer scale: a judge's text reply "1.3" is no reply on it (a number
+    # in the JSON, G-Eval's probability-weighted score say, is a computed score and may fall between levels).
+    integer_levels = range(int(low), int(high) + 1) if levels is None and _whole(low) and _whole(high) else levels
     rows: list[dict[str, Any]] = []
     labels: list[str] = []
     seen: set[str] = set()
@@ -227,7 +238,7 @@ def from_geval(
             if value is None and score is not None:
                 read = Extracted(None, f"the score function found no score in reply {reply!r}")
             else:
-                read = extract_score(value, low=low, high=high, levels=levels)
+                read = extract_score(value, low=low, high=high, levels=integer_levels if isinstance(value, str) else levels)
             rows.append(
                 {
                     "experiment_id": experiment_id,
@@ -396,7 +407,7 @@ def _score_value(value: Any, record: Any, field_name: str, problems: _Problems) 
 
 def _is_blank(value: Any) -> bool:
     if isinstance(value, str):
-        return not value.strip()
+        return is_missing_text(value)  # blank, or NA / NaN / null as R and pandas write a missing rating
     return value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value))
 
 

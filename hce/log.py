@@ -24,8 +24,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from hce._checks import plain
+from hce._checks import is_missing_text, plain
 from hce._paths import cause, input_file, output_file
+from hce._warnings import warn
 from hce.errors import HceWarning, LogFormatError, PathError
 
 Format = Literal["jsonl", "csv", "parquet"]
@@ -110,6 +111,10 @@ _FALSE = {"false", "False", "FALSE", "0"}
 
 class TruncatedLogWarning(HceWarning):
     """The last JSONL line is incomplete: a run crashed mid-write; complete lines were read."""
+
+
+class MissingValueWarning(HceWarning):
+    """Cells of a CSV log written ``NA``, ``NaN`` or ``null`` (by R, pandas, a spreadsheet) were read as missing."""
 
 
 class LogValueWarning(HceWarning):
@@ -374,7 +379,7 @@ def _to_bool(series: pd.Series, column: Column, missing: np.ndarray, bad) -> pd.
     for i, value in enumerate(values):
         if missing[i]:
             if column.dtype == "bool!":
-                raise bad(i, value)
+                out[i] = False  # a blank error flag is not a flag (hce._checks.flag_values, the one rule)
             continue
         if isinstance(value, (bool, np.bool_)):
             out[i] = bool(value)
@@ -722,8 +727,34 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
         for name in text_columns:
             if COLUMNS[name].dtype == "float":
                 frame[name] = frame[name].str.replace(r"^(-?\d+),(\d+)$", r"\1.\2", regex=True)
+    _missing_words(frame, path)
     # Data row r sits on file line r + 2 (line 1 is the header).
     return frame, [f"row {i + 1} (line {i + 2})" for i in range(len(frame))]
+
+
+def _missing_words(frame: pd.DataFrame, path: Path) -> None:
+    """Read ``NA``, ``NaN`` and ``null`` cells (R's write.csv, pandas, JSON habits) as missing, and say how many.
+
+    Not in text columns (a reply may be the word "NA"); in the others (numbers, flags,
+    criterion scores) no value is spelt so.
+    """
+    read: dict[str, int] = {}
+    for name in frame.columns:
+        if name in COLUMNS and COLUMNS[name].dtype in ("str", "json", "json_repeated") or \
+                pd.api.types.is_numeric_dtype(frame[name]) or pd.api.types.is_bool_dtype(frame[name]):
+            continue
+        words = frame[name].map(is_missing_text).to_numpy(dtype=bool) & frame[name].notna().to_numpy()
+        if not words.any():
+            continue
+        read[name] = int(words.sum())
+        frame[name] = frame[name].mask(words)
+        if name not in COLUMNS:  # a criterion score column: numbers once the words are out
+            numbers = pd.to_numeric(frame[name], errors="coerce")
+            if numbers.notna().sum() == frame[name].notna().sum():
+                frame[name] = numbers
+    if read:
+        said = ", ".join(f"{count:,} in {name!r}" for name, count in read.items())
+        warn(f"{path}: read {sum(read.values()):,} cells written NA, NaN or null as missing ({said})", MissingValueWarning)
 
 
 def _read_parquet(path: Path, columns: Sequence[str] | None) -> tuple[pd.DataFrame, list[str] | None]:
