@@ -222,6 +222,7 @@ def collect(
     """
     from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
     from hce.collect.fingerprint import set_aside_changed, superseded_path
+    from hce.collect.lock import check_free
     from hce.collect.runner import (
         check_batch,
         estimate,
@@ -259,6 +260,8 @@ def collect(
                           "still missing then", highlight=False)
         return
     if table is not None:
+        with reported():
+            check_free(log)  # the losing collector says so before printing a plan it will not run
         plan = summarise_estimate(table).replace("dry run: ", "to run: ").replace("; nothing was sent", "")
         console.print(plan, highlight=False)
     try:

@@ -103,6 +103,15 @@ def hold_log(log: str | os.PathLike) -> Iterator[Path]:
         os.close(fd)
 
 
+def check_free(log: str | os.PathLike) -> None:
+    """Raise :class:`LogLockedError` now when another collector holds the log, before any plan is shown.
+
+    The run takes the lock again when it starts (a collector starting in between is still stopped then).
+    """
+    with hold_log(log):
+        pass
+
+
 def _holder(fd: int) -> str:
     """Who holds a lock, as its lock file says (it may be mid-write: then say so)."""
     try:

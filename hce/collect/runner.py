@@ -45,7 +45,6 @@ import math
 import os
 import sys
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -78,6 +77,7 @@ from hce.collect.prompts import REPLY_FORMAT, render
 from hce.collect.sampling import Request, group_requests, split_result
 from hce.collect.stops import MAX_SAME_ERRORS, Budget, FailFast, Halt, logged_cost
 from hce.collect.transcripts import clean_text
+from hce._warnings import warn
 from hce.errors import CollectError
 from hce.log import SCHEMA, logged_attempt_ids
 from hce.rubric import load_rubric, log_rubric_path, rubric_yaml
@@ -341,7 +341,7 @@ class Tally:
             counts["cost"] += row["cost_usd"]
         elif result.input_tokens is not None and cond.model not in self._unpriced:
             self._unpriced.add(cond.model)
-            warnings.warn(unpriced_message(cond.price_model or cond.model), UnpricedModelWarning, stacklevel=3)
+            warn(unpriced_message(cond.price_model or cond.model), UnpricedModelWarning)  # at the caller's line
 
     def summary(
         self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0,
