@@ -60,6 +60,7 @@ from hce.collect.fingerprint import (
     Change,
     changed_settings,
     check_resume,
+    keep_settings,
     set_aside_changed,
     settings_hash,
     superseded_path,
@@ -300,10 +301,13 @@ def pending(design: Design, log: str | os.PathLike) -> tuple[list[Attempt], list
     """(every planned attempt, those not yet in ``log``), in plan order.
 
     Raises :class:`CollectError` when the log holds rows of a condition made with other
-    settings (:func:`~hce.collect.fingerprint.check_resume`) or another rubric. A rubric
-    other than v5 is kept beside the log (``<log>.rubric.yaml``) for the report to read.
+    settings or of an item whose text changed (:func:`~hce.collect.fingerprint.check_resume`)
+    or another rubric. What the rows are made of is kept beside the log
+    (``<log>.settings.json``), and a rubric other than v5 (``<log>.rubric.yaml``) for the
+    report to read.
     """
     check_resume(design, log)
+    keep_settings(design, log)  # what the rows are made of, so a later change is named exactly
     keep_rubric(design, log)
     planned = design.plan()
     logged = logged_attempt_ids(log)
