@@ -224,7 +224,9 @@ def collect(
     from hce.collect.fingerprint import set_aside_changed, superseded_path
     from hce.collect.lock import check_free
     from hce.collect.runner import (
+        budget_stop,
         check_batch,
+        check_keys,
         estimate,
         load_design,
         run,
@@ -253,7 +255,11 @@ def collect(
         print_whole(shown)
         console.print(summarise_estimate(table), highlight=False)
         with reported():
+            limit = max_cost if max_cost is not None else parsed.max_cost_usd
+            if limit is not None:
+                console.print(budget_stop(parsed, log if log.exists() else None, limit, batch=batch), highlight=False)
             _print_projection(parsed, hce.read_log(pilot) if pilot is not None else None)
+            check_keys(parsed, base_url)  # the run reads every key before its first call: so does its rehearsal
         if uncollected:
             console.print(f"note: {len(uncollected)} batches in {state_path(log)} are not collected yet; the calls above "
                           "count their requests, and the next --batch run collects them first and sends only what is "

@@ -489,6 +489,52 @@ def _call_estimate(
     )
 
 
+def check_keys(design: Design, base_url: str | None = None) -> None:
+    """Read every used endpoint's key variable, as a run would before its first call (for ``--dry-run``).
+
+    Raises
+    ------
+    CollectError
+        Naming the endpoint and the variable that is unset or empty (never a key).
+    """
+    for endpoint in used_endpoints(design):
+        endpoint_key(endpoint.name, base_url or endpoint.base_url, endpoint.api_key_env, needs_key=endpoint.needs_key)
+
+
+def budget_stop(design: Design, log: str | os.PathLike | None, limit: float, *, batch: bool = False) -> str:
+    """Where ``max_cost_usd=limit`` would stop a run of ``design`` on ``log``, in one line (for ``--dry-run``).
+
+    The calls are taken in plan order at the dry run's estimates, as the run launches them;
+    the run settles each call at its logged cost, so it stops near here, a call or two
+    later when the replies cost less than estimated.
+
+    Examples
+    --------
+    >>> d = load_design({"attempts": 100, "conditions": [{"prompt": "P1.2", "model": "gpt-4o"}],
+    ...                  "items": [{"id": "T1", "text": "Doctor: Hi. Patient: Hello."}]})
+    >>> budget_stop(d, None, 0.05)  # doctest: +ELLIPSIS
+    'with max_cost_usd=$0.0500: the log holds $0.0000; the run would stop after about ... of 100 calls (~$0.04...'
+    """
+    _check_budget(design, limit)
+    spent = logged_cost(log) if log is not None else 0.0
+    done = logged_attempt_ids(log) | {row["attempt_id"] for row in recorded_rows(log)} if log is not None else set()
+    requests = group_requests([a for a in design.plan() if a.attempt_id not in done])
+    messages = prompt_cache(design, 64)
+    total, fit = spent, 0
+    for request in requests:
+        cond = request.attempts[0].condition
+        cost = _call_estimate(cond, messages(request.attempts[0].item.id, cond.id), design.rubric.criteria,
+                              batch=batch, n=request.n) or 0.0
+        if total + cost > limit:
+            break
+        total, fit = total + cost, fit + 1
+    head = f"with max_cost_usd=${limit:,.4f}: the log holds ${spent:,.4f}; "
+    if fit == len(requests):
+        return head + f"all {len(requests):,} calls fit (~${total:,.4f} in all)"
+    return head + (f"the run would stop after about {fit:,} of {len(requests):,} calls (~${total:,.4f} at these estimates; "
+                   "later when the replies cost less than estimated, sooner when more)")
+
+
 def check_batch_budget(
     design: Design,
     log: str | os.PathLike,

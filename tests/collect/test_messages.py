@@ -27,3 +27,32 @@ def test_the_runs_unpriced_warning_points_at_the_callers_line(serve, tmp_path):
             client=fast_client(server))
     unpriced = [w for w in caught if issubclass(w.category, UnpricedModelWarning)]
     assert len(unpriced) == 1 and unpriced[0].filename == __file__, [(w.filename, w.lineno) for w in caught]
+
+
+def test_dry_run_checks_every_key_variable_and_shows_where_max_cost_stops(serve, tmp_path, monkeypatch):
+    # Issue 34: --dry-run passed with the key variable unset and projected the whole spend without saying that
+    # --max-cost 0.05 stops after about 6 calls.
+    import re
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from hce.cli import app
+
+    server = serve(SimJudge(seed=0))
+    spec = design(prompts=("P1.2",), attempts=20, endpoint={"base_url": server.url, "api_key_env": "HCE_TEST_KEY"})
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    log = tmp_path / "log.jsonl"
+    monkeypatch.delenv("HCE_TEST_KEY", raising=False)
+    result = CliRunner().invoke(app, ["collect", str(path), "--log", str(log), "--dry-run", "--max-cost", "0.01"])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 2 and "the environment variable HCE_TEST_KEY that should hold its API key is not set" in output
+    stop = re.search(r"with max_cost_usd=\$0\.0100: the log holds \$0\.0000; the run would stop after about (\d+) of 60 "
+                     r"calls", output)
+    assert stop, output
+    monkeypatch.setenv("HCE_TEST_KEY", "sk-test")
+    result = CliRunner().invoke(app, ["collect", str(path), "--log", str(log), "--max-cost", "0.01"])
+    sent = len(log.read_text().splitlines())
+    # The sim's replies are shorter than the estimates assume, so the run goes on a little past the projection.
+    assert result.exit_code == 2 and int(stop.group(1)) <= sent < 60, (sent, stop.group(1))
