@@ -11,7 +11,6 @@ are validated field by field: an error names the file, the field and what was ex
 from __future__ import annotations
 
 import difflib
-
 import os
 from dataclasses import dataclass, field
 from functools import cache

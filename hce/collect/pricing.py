@@ -22,7 +22,6 @@ them is in this table, so give their rates in your own ``prices=`` (``Price.cach
 from __future__ import annotations
 
 import difflib
-
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
