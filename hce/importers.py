@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import is_missing_text, plain, require_columns
+from hce._warnings import warn
 from hce.errors import DataError, HceWarning, LogFormatError
 from hce.log import make_attempt_id, validate_log
 from hce.score_extraction import Extracted, extract_score
@@ -145,6 +146,8 @@ def from_geval(
     low: float | None = None,
     high: float | None = None,
     levels: Collection[float] | None = None,
+    ids: Mapping[str, Any] | None = None,
+    n_items: int | None = None,
 ) -> Imported:
     """Import a G-Eval-style JSON file: one record per item with its sampled judge replies.
 
@@ -180,6 +183,14 @@ def from_geval(
         kept); give floats (``1.0, 3.0``) for a continuous scale.
     levels : collection of float, optional
         The scale's levels when it has gaps (a rubric with ``allow_gaps``); other values are flagged.
+    ids : mapping, optional
+        Your item id for each record key (the ``item_keys`` fields joined by ``|``): the
+        join to a companion table on a real key, e.g. the response text to ``items.csv``'s
+        ``item_id``. A record whose key it lacks is named in ``.problems`` and left out.
+    n_items : int, optional
+        With ``item_keys=()`` (position ids): the number of items of the companion file
+        the positions stand for. A file of another length has a gap or an extra record,
+        so every position after it names the wrong item: a :class:`MadeUpIdWarning` says so.
 
     Returns
     -------
@@ -222,6 +233,11 @@ def from_geval(
             continue
         parts = [str(record[k]) for k in item_keys if record.get(k) is not None]
         item_id = "|".join(parts) if parts else str(position)
+        if ids is not None:
+            if item_id not in ids:
+                problems.add(position, "|".join(item_keys), f"no item id in ids= for the key {item_id[:60]!r}")
+                continue
+            item_id = str(ids[item_id])
         if item_keys and not parts:
             made_up.append(item_id)
         if item_id in seen:
@@ -255,6 +271,10 @@ def from_geval(
                 }
             )
             labels.append(f"record {position}, reply {attempt}")
+    if not item_keys and n_items is not None and n_items != len(records):
+        warn(f"{path}: {len(records):,} records numbered by position stand for {n_items:,} items: a record is missing "
+             "or extra, so every position after it names the wrong item. Join on a real key instead (item_keys= and "
+             "ids=)", MadeUpIdWarning)
     if made_up:
         warnings.warn(
             f"{path}: {len(made_up):,} item id(s) were made up because records lack {list(item_keys)} or repeat them "

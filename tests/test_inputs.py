@@ -42,3 +42,41 @@ def test_a_fractional_reply_on_an_integer_scale_is_flagged_with_the_reason(tmp_p
     assert data["error_message"].iloc[0] == "score 1.3 is not a level of the scale [1, 2, 3]"
     continuous = from_geval(path, condition_id="c", low=1.0, high=3.0).data  # floats: a continuous scale
     assert continuous["total"].iloc[0] == 1.3
+
+
+def test_importing_by_position_warns_when_the_lengths_differ_and_a_real_key_joins(tmp_path):
+    # Issue 34: the Topical-Chat guide imported by position beside items.csv: 290 of 359 ids off by one, no warning.
+    from hce.importers import MadeUpIdWarning
+
+    records = [{"system_output": f"reply {i}", "all_responses": ["2"]} for i in (0, 1, 3)]  # reply 2 missing
+    path = tmp_path / "geval.json"
+    path.write_text(json.dumps(records))
+    items = pd.DataFrame({"item_id": [10, 11, 12, 13], "response": [f"reply {i}" for i in range(4)]})
+    with pytest.warns(MadeUpIdWarning, match=r"3 records numbered by position stand for 4 items: a record is missing"):
+        from_geval(path, condition_id="c", item_keys=(), n_items=len(items), low=1, high=3)
+    data = from_geval(path, condition_id="c", item_keys=("system_output",), low=1, high=3,
+                      ids=dict(zip(items["response"], items["item_id"]))).data
+    assert data["item_id"].tolist() == ["10", "11", "13"]
+
+
+def test_the_topicalchat_guide_join_gives_the_published_judge_human_correlation(shared_dir):
+    # Issue 34: by position, judge-vs-human r was 0.154 instead of 0.468 (Chiang & Lee 2023 gpt-3.5 G-Eval
+    # coherence replies; items.csv's human coherence, Mehri & Eskenazi 2020), with no warning.
+    from hce.importers import MadeUpIdWarning
+
+    folder = shared_dir / "data/topicalchat_gpt35_repeated"
+    items = pd.read_csv(folder / "items.csv")
+    path = folder / "raw_geval_json/gpt3.5_coh_geval.json"
+    human = items.assign(item_id=items["item_id"].astype(str)).set_index("item_id")["human_coherence"]
+
+    def r(data):
+        judge = data[~data["error_flag"]].groupby("item_id")["total"].mean()
+        both = pd.concat([judge, human], axis=1, join="inner")
+        return len(both), round(both.corr().iloc[0, 1], 3)
+
+    joined = from_geval(path, condition_id="geval", item_keys=("system_output",), low=1, high=3,
+                        ids=dict(zip(items["response"], items["item_id"]))).data
+    assert r(joined) == (359, 0.468)
+    with pytest.warns(MadeUpIdWarning, match="359 records numbered by position stand for 360 items"):
+        by_position = from_geval(path, condition_id="geval", item_keys=(), n_items=len(items), low=1, high=3).data
+    assert r(by_position)[1] < 0.2
