@@ -24,7 +24,7 @@ from hce.errors import RubricError
 
 # The fields a rubric file may hold, at each level: anything else is a typo, refused.
 _RUBRIC_FIELDS = ("name", "version", "description", "source", "total_meaningful", "allow_gaps", "categories")
-_CATEGORY_FIELDS = ("name", "id", "description", "levels")
+_CATEGORY_FIELDS = ("name", "id", "description", "levels", "not_applicable")
 _LEVEL_FIELDS = ("score", "label", "descriptor", "example")
 _PACKAGED_RUBRICS = {"v5": "rubric_v5.yaml", "v5.0": "rubric_v5.yaml"}
 SEVERITIES = ("low", "medium", "high", "critical")
@@ -42,6 +42,15 @@ class Level:
 
 
 @dataclass(frozen=True)
+class NotApplicable:
+    """A category's declared "not applicable" answer: the ``label`` the judge writes instead of a
+    score (``N/A``) and when it applies (``descriptor``). Such a score is missing by design."""
+
+    label: str
+    descriptor: str
+
+
+@dataclass(frozen=True)
 class Category:
     """One rubric category (criterion); ``id`` is the snake_case attempt-log column; ``description``
     what the criterion means, given to the judge after its name."""
@@ -50,6 +59,7 @@ class Category:
     name: str
     levels: tuple[Level, ...]
     description: str | None = None
+    not_applicable: NotApplicable | None = None
 
     @property
     def scores(self) -> tuple[int, ...]:
@@ -146,6 +156,8 @@ class Rubric:
                 if level.example:
                     text += f" Example: {level.example}"
                 lines.append(text)
+            if cat.not_applicable is not None:
+                lines.append(f"- {cat.not_applicable.label}: {cat.not_applicable.descriptor}")
         return "\n".join(lines)
 
 
@@ -368,8 +380,13 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
                 "of the rubric, and judge scores in the gap will be flagged",
                 sorted(scores),
             )
+        not_applicable = None
+        if cat.mapping.get("not_applicable") is not None:
+            na = _Fields(cat.source, cat.mapping["not_applicable"], f"{cat.path}.not_applicable")
+            na.only(("label", "descriptor"))
+            not_applicable = NotApplicable(label=na.text("label"), descriptor=na.text("descriptor"))
         categories.append(Category(cat_id, cat_name, tuple(sorted(levels, key=lambda lv: lv.score)),
-                                   description=cat.text("description", required=False)))
+                                   description=cat.text("description", required=False), not_applicable=not_applicable))
     ids = [c.id for c in categories]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})
     if duplicated:
@@ -404,7 +421,9 @@ def rubric_yaml(rubric: Rubric) -> str:
         doc["allow_gaps"] = True
     doc["categories"] = [
         {"id": c.id, "name": c.name, **({"description": c.description} if c.description else {}),
-         "levels": [_level_fields(level) for level in c.levels]}
+         "levels": [_level_fields(level) for level in c.levels],
+         **({"not_applicable": {"label": c.not_applicable.label, "descriptor": c.not_applicable.descriptor}}
+            if c.not_applicable else {})}
         for c in rubric.categories
     ]
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)

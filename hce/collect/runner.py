@@ -109,6 +109,7 @@ class RunSummary:
     retried: int = 0
     failed: int = 0
     superseded: tuple[Change, ...] = ()  # conditions started afresh with new settings (--new-settings)
+    not_applicable: int = 0  # criterion scores the judge answered with the rubric's "not applicable" label
 
     @property
     def all_failed(self) -> bool:
@@ -123,6 +124,8 @@ class RunSummary:
             names = ", ".join(repr(c.condition_id) for c in self.superseded)
             again += f" (conditions {names} started afresh with new settings; their old rows: {superseded_path(self.log)})"
         failed = f" ({self.failed:,} calls got no reply)" if self.failed else ""
+        if self.not_applicable:
+            failed += f" ({self.not_applicable:,} criterion scores not applicable, missing by the rubric's design)"
         return (
             f"{self.done:,} attempts run, {self.skipped:,} already logged, of {self.planned:,} planned{again}; "
             f"{self.errors:,} flagged{failed}, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s "
@@ -331,7 +334,7 @@ class Tally:
     """Running counts of a run (done, errors, retries, cost) that warns once per unpriced model."""
 
     def __init__(self) -> None:
-        self.counts = {"done": 0, "errors": 0, "failed": 0, "retries": 0, "cost": 0.0}
+        self.counts = {"done": 0, "errors": 0, "failed": 0, "retries": 0, "cost": 0.0, "not_applicable": 0}
         self._unpriced: set[str] = set()
 
     def add(self, row: Mapping[str, Any], result: CallResult, cond: Condition, *, call: bool = True) -> None:
@@ -340,6 +343,7 @@ class Tally:
         counts["done"] += 1
         counts["errors"] += bool(row["error_flag"])
         counts["failed"] += call_failed(row)
+        counts["not_applicable"] += len(row["not_applicable"].split(",")) if row.get("not_applicable") else 0
         counts["retries"] += result.retries if call else 0
         if row["cost_usd"] is not None:
             counts["cost"] += row["cost_usd"]
@@ -364,6 +368,7 @@ class Tally:
             retried=retried,
             failed=counts["failed"],
             superseded=tuple(superseded),
+            not_applicable=counts["not_applicable"],
         )
 
 
