@@ -34,6 +34,8 @@ from hce.log_writer import (  # noqa: F401 (LogWriter: re-exported)
     is_missing,
     jsonl_line,
     records_of,
+    wal_path,
+    wal_records,
 )
 
 Format = Literal["jsonl", "csv", "parquet"]
@@ -114,6 +116,10 @@ _EXPECTED = {
 }
 _TRUE = {"true", "True", "TRUE", "1"}
 _FALSE = {"false", "False", "FALSE", "0"}
+
+
+class WaitingRepliesWarning(HceWarning):
+    """Replies a stopped run received wait in the log's write-ahead record (``<log>.wal``), not yet in the log."""
 
 
 class MissingValueWarning(HceWarning):
@@ -509,7 +515,19 @@ def _read_one(
         frame, labels = _read_parquet(path, wanted)
     if wanted is not None and fmt != "parquet":
         frame = frame[[c for c in wanted if c in frame.columns]]
+    _say_waiting_replies(path, frame)
     return validate_log(frame, source=str(path), row_labels=labels, unique=unique), labels
+
+
+def _say_waiting_replies(path: Path, frame: pd.DataFrame) -> None:
+    """Warn when replies a stopped run received wait in the log's write-ahead record, not in the log."""
+    recorded = {str(row["attempt_id"]) for row in wal_records(path)}
+    if recorded and "attempt_id" in frame:
+        waiting = recorded - set(frame["attempt_id"].astype(str))
+        if waiting:
+            warn(f"{path}: {len(waiting):,} replies received by a run that stopped wait in {wal_path(path)}, not in "
+                 "this log: run the same hce collect command again to log them (nothing is sent for them)",
+                 WaitingRepliesWarning)
 
 
 def _refuse_sidecar(paths: Sequence[Path], frames: Sequence[pd.DataFrame]) -> None:

@@ -151,3 +151,33 @@ def _set_aside_partial_line(path: Path) -> None:
         TruncatedLogWarning,
         stacklevel=3,
     )
+
+
+WAL_SUFFIX = ".wal"
+
+
+def wal_path(log: str | os.PathLike) -> Path:
+    """The write-ahead record of a log (:mod:`hce.collect.journal`): ``<log>.wal`` next to it."""
+    log = Path(log)
+    return log.with_name(log.name + WAL_SUFFIX)
+
+
+def wal_records(log: str | os.PathLike) -> list[dict[str, Any]]:
+    """The rows a log's write-ahead record holds, logged or not (none without a record).
+
+    The record ends at its first NUL byte; a line cut short by the failure it was
+    written through ends it too (what follows is stale).
+    """
+    path = wal_path(log)
+    if not path.is_file():
+        return []
+    data = path.read_bytes().split(b"\0", 1)[0]
+    rows: list[dict[str, Any]] = []
+    for line in data.split(b"\n")[:-1]:  # the part after the last newline is unfinished
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            break
+        if isinstance(row, dict) and row.get("attempt_id") is not None:
+            rows.append(row)
+    return rows

@@ -19,7 +19,6 @@ is never read.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,15 +27,9 @@ from typing import Any
 from hce._paths import cause
 from hce.errors import CollectError
 from hce.log import LogWriter, jsonl_line, logged_attempt_ids
+from hce.log_writer import wal_path, wal_records
 
-WAL_SUFFIX = ".wal"
 RESERVE = 1 << 20  # bytes reserved for the record: replies in flight when a disk fills fit in it
-
-
-def wal_path(log: str | os.PathLike) -> Path:
-    """The write-ahead record of a log: ``<log>.wal`` next to it."""
-    log = Path(log)
-    return log.with_name(log.name + WAL_SUFFIX)
 
 
 def recorded_rows(log: str | os.PathLike) -> list[dict[str, Any]]:
@@ -49,18 +42,9 @@ def recorded_rows(log: str | os.PathLike) -> list[dict[str, Any]]:
     >>> recorded_rows(log)
     []
     """
-    path = wal_path(log)
-    if not path.is_file():
+    rows = wal_records(log)
+    if not rows:
         return []
-    data = path.read_bytes().split(b"\0", 1)[0]
-    rows: list[dict[str, Any]] = []
-    for line in data.split(b"\n")[:-1]:  # the part after the last newline is unfinished
-        try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            break  # a record cut short by the failure it was written through: what follows is stale
-        if isinstance(row, dict) and row.get("attempt_id") is not None:
-            rows.append(row)
     logged = logged_attempt_ids(log)
     seen: set[str] = set()
     missing = []

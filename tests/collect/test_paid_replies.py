@@ -18,11 +18,11 @@ from recording_proxy import RecordingProxy
 
 import hce
 from hce.collect.client import FatalCallError
-from hce.collect.journal import wal_path
+from hce.log_writer import wal_path
 from hce.collect.runner import run
 from hce.collect.sim import SimJudge
 from hce.errors import CollectError
-from hce.log import LogWriter
+from hce.log import LogWriter, WaitingRepliesWarning
 
 
 @pytest.fixture
@@ -91,8 +91,9 @@ def test_a_log_that_cannot_be_written_stops_in_one_line_and_the_resume_pays_noth
     monkeypatch.setattr(LogWriter, "write_lines", full_after_five)
     with pytest.raises(CollectError, match=rf"cannot write {log}: No space left on device \(ENOSPC\)\. The run stopped"):
         run(spec, log)
-    assert len(hce.read_log(log)) == 5 and wal_path(log).exists()
     answered = recorder.answered[200]
+    with pytest.warns(WaitingRepliesWarning, match=rf"{answered - 5} replies received by a run that stopped wait in "):
+        assert len(hce.read_log(log)) == 5 and wal_path(log).exists()  # a report now would miss them: it says so
     assert answered > 5, "no reply arrived after the disk filled: the case is not tested"
     monkeypatch.setattr(LogWriter, "write_lines", real)
     summary = run(spec, log)
