@@ -56,3 +56,26 @@ def test_dry_run_checks_every_key_variable_and_shows_where_max_cost_stops(serve,
     sent = len(log.read_text().splitlines())
     # The sim's replies are shorter than the estimates assume, so the run goes on a little past the projection.
     assert result.exit_code == 2 and int(stop.group(1)) <= sent < 60, (sent, stop.group(1))
+
+
+def test_a_redirect_and_a_401_end_with_what_fixes_them(serve, tmp_path):
+    # Issue 34: a redirect error ended "fix the key or the model"; a 401 read "refused model".
+    import pytest
+
+    from hce.collect.client import FatalCallError
+    from hce.collect.sim import Faults
+
+    target = serve(SimJudge(seed=0))
+    origin = f"http://127.0.0.1:{target.port}"
+    redirecting = serve(SimJudge(seed=0, faults=Faults(redirect=origin)))
+    with pytest.raises(FatalCallError) as caught:
+        run(design(prompts=("P1.2",), attempts=1), tmp_path / "r.jsonl", client=fast_client(redirecting))
+    message = str(caught.value)
+    assert "a redirect to" in message and "set base_url to the address you mean, then run the same command" in message
+    assert "fix the key" not in message and "refused model" not in message
+    keyed = serve(SimJudge(seed=0), api_key="sk-right")
+    with pytest.raises(FatalCallError) as caught:
+        run(design(prompts=("P1.2",), attempts=1), tmp_path / "k.jsonl", client=fast_client(keyed, api_key="sk-wrong"))
+    message = str(caught.value)
+    assert "refused the API key (HTTP 401" in message and "set the right key in the variable" in message
+    assert "refused model" not in message
