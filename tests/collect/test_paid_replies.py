@@ -135,3 +135,33 @@ def test_a_file_size_limit_stops_the_cli_in_one_line_and_the_resume_logs_what_wa
     assert len(rows) == 36 and rows["attempt_id"].is_unique
     assert recorder.answered[200] == 36 and summary.done == 36 - answered
     assert (rows["model"] == MODEL).all()
+
+
+def test_a_full_disk_while_a_batch_is_logged_keeps_it_open_and_the_next_run_logs_the_rest(serve, tmp_path, monkeypatch):
+    from collect_helpers import fast_client
+
+    from hce.collect.batch import run_batch
+    from hce.collect.sim_batch import BatchSettings
+
+    judge = SimJudge(seed=0, batch=BatchSettings(polls=1))
+    server = serve(judge)
+    spec = design(attempts=2)
+    log = tmp_path / "batch.jsonl"
+    real = LogWriter.write_lines
+    writes = []
+
+    def full_after_five(self, data):
+        writes.append(len(data))
+        if len(writes) > 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, data)
+
+    monkeypatch.setattr(LogWriter, "write_lines", full_after_five)
+    with pytest.raises(CollectError, match=rf"cannot write {log}: No space left on device \(ENOSPC\)\. The batch \S+ "
+                                           "stays open"):
+        run_batch(spec, log, client=fast_client(server), poll_interval=0.001, max_poll_interval=0.005)
+    assert len(hce.read_log(log)) == 5
+    monkeypatch.setattr(LogWriter, "write_lines", real)
+    summary = run_batch(spec, log, client=fast_client(server), poll_interval=0.001, max_poll_interval=0.005)
+    rows = hce.read_log(log)
+    assert len(rows) == 12 and rows["attempt_id"].is_unique and judge.batches.created == 1 and summary.done == 7
