@@ -38,6 +38,21 @@ def proxy():
         p.stop()
 
 
+def disk_full_after(writes: int, monkeypatch):
+    """Make every log write after the first ``writes`` fail as on a full disk (ENOSPC); the real writer, to put back."""
+    real = LogWriter.write_lines
+    done = []
+
+    def write_lines(self, data):
+        done.append(len(data))
+        if len(done) > writes:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, data)
+
+    monkeypatch.setattr(LogWriter, "write_lines", write_lines)
+    return real
+
+
 def two_endpoints(good_url, bad_url, attempts=6):
     spec = design(prompts=("P1.2",), attempts=attempts)
     spec["endpoints"] = {"good": {"base_url": good_url, "api_key_env": "GOOD_KEY", "max_retries": 0},
@@ -79,16 +94,7 @@ def test_a_log_that_cannot_be_written_stops_in_one_line_and_the_resume_pays_noth
                   run={"concurrency": 4})
     monkeypatch.setenv("K", "sk-test")
     log = tmp_path / "full.jsonl"
-    real = LogWriter.write_lines
-    writes = []
-
-    def full_after_five(self, data):
-        writes.append(len(data))
-        if len(writes) > 5:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(self, data)
-
-    monkeypatch.setattr(LogWriter, "write_lines", full_after_five)
+    real = disk_full_after(5, monkeypatch)
     with pytest.raises(CollectError, match=rf"cannot write {log}: No space left on device \(ENOSPC\)\. The run stopped"):
         run(spec, log)
     answered = recorder.answered[200]
@@ -147,16 +153,7 @@ def test_a_full_disk_while_a_batch_is_logged_keeps_it_open_and_the_next_run_logs
     server = serve(judge)
     spec = design(attempts=2)
     log = tmp_path / "batch.jsonl"
-    real = LogWriter.write_lines
-    writes = []
-
-    def full_after_five(self, data):
-        writes.append(len(data))
-        if len(writes) > 5:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(self, data)
-
-    monkeypatch.setattr(LogWriter, "write_lines", full_after_five)
+    real = disk_full_after(5, monkeypatch)
     with pytest.raises(CollectError, match=rf"cannot write {log}: No space left on device \(ENOSPC\)\. The batch \S+ "
                                            "stays open"):
         run_batch(spec, log, client=fast_client(server), poll_interval=0.001, max_poll_interval=0.005)
