@@ -73,7 +73,7 @@ def flag_values(flags: pd.Series, column: str, name: str) -> np.ndarray:
             raise DataError(f"{name}: column {column!r} (error flag) holds {shown}; a flag is true/false, 1/0 or blank "
                             "(not flagged)")
         return values == 1
-    read = [_flag(v) for v in flags.to_numpy(dtype=object)]
+    read = [read_flag(v) for v in flags.to_numpy(dtype=object)]
     bad_values = [v for v, r in zip(flags, read) if r is None]
     if bad_values:
         shown = ", ".join(repr(v) for v in list(dict.fromkeys(map(str, bad_values)))[:5])
@@ -82,8 +82,8 @@ def flag_values(flags: pd.Series, column: str, name: str) -> np.ndarray:
     return np.array(read, dtype=bool)
 
 
-def _flag(value: object) -> bool | None:
-    """One flag by :data:`FLAG_TEXT`'s rule; None when it is not a flag."""
+def read_flag(value: object) -> bool | None:
+    """One flag by :data:`FLAG_TEXT`'s rule (missing: False); None when it is not a flag."""
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return False
     if isinstance(value, (bool, np.bool_)):

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from hce._checks import is_missing_text, plain
+from hce._checks import is_missing_text, plain, read_flag
 from hce._paths import cause, input_file, output_file
 from hce._warnings import warn
 from hce.errors import HceWarning, LogFormatError, PathError
@@ -114,8 +114,6 @@ _EXPECTED = {
     "bool!": "true or false",
     "datetime": "an ISO 8601 timestamp",
 }
-_TRUE = {"true", "True", "TRUE", "1"}
-_FALSE = {"false", "False", "FALSE", "0"}
 
 
 class WaitingRepliesWarning(HceWarning):
@@ -390,14 +388,10 @@ def _to_bool(series: pd.Series, column: Column, missing: np.ndarray, bad) -> pd.
             if column.dtype == "bool!":
                 out[i] = False  # a blank error flag is not a flag (hce._checks.flag_values, the one rule)
             continue
-        if isinstance(value, (bool, np.bool_)):
-            out[i] = bool(value)
-        elif isinstance(value, (int, np.integer)) and value in (0, 1):
-            out[i] = bool(value)
-        elif isinstance(value, str) and value in _TRUE | _FALSE:
-            out[i] = value in _TRUE
-        else:
+        flag = read_flag(value)  # the one rule of every reader: booleans, 0/1, true/false text in any case
+        if flag is None:
             raise bad(i, value)
+        out[i] = flag
     result = pd.Series(out, index=series.index)
     return result.astype("bool") if column.dtype == "bool!" else result
 
