@@ -744,7 +744,7 @@ async def run_async(
         if journal.reason is not None:
             lost = f"; {journal.lost:,} replies could be written nowhere" if journal.lost else ""
             raise CollectError(f"{journal.reason} ({journal.unlogged:,} replies wait there{lost}). So far: {so_far}")
-        halt.raise_(str(so_far))
+        halt.reraise(str(so_far))
         for stop in stops:
             if stop.reason is not None:
                 raise CollectError(f"{stop.reason} So far: {so_far}")

@@ -35,7 +35,7 @@ class Halt:
             self.error = error
             self.reason = str(error)
 
-    def raise_(self, so_far: str) -> None:
+    def reraise(self, so_far: str) -> None:
         """Raise the held error, saying what was logged; a no-op when nothing stopped the run."""
         if self.error is None:
             return
