@@ -227,7 +227,28 @@ def _change(cond: Condition, design: Design, rows: pd.DataFrame, fingerprints: d
             for name in sorted(now, key=lambda n: n == "rendered prompt"):
                 if name in parts and parts[name] != now[name]:
                     return Change(cond.id, name, parts[name], now[name], len(rows))
+            sent = _prompt_change(cond, design, rows) if not parts else None
+            if sent is not None:  # a log made before the parts were recorded: the prompt it sent says what changed
+                return Change(cond.id, "prompt sent", sent[0], sent[1], len(rows))
             return Change(cond.id, "prompt template, rubric, logprobs, samples_per_request or endpoint kind", "other", "these", len(rows))
+    return None
+
+
+def _prompt_change(cond: Condition, design: Design, rows: pd.DataFrame) -> tuple[str, str] | None:
+    """Where the prompt a logged row sent first differs from the one the design renders now for its item, quoted."""
+    items = {item.id: item for item in design.items}
+    if "request" not in rows or cond.prompt_id in ("BOOL", "SYNTH", *design.prompts):
+        return None
+    for item_id, request in zip(rows["item_id"].astype(str), rows["request"]):
+        if item_id in items and isinstance(request, str):
+            item = items[item_id]
+            now = render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text,
+                         template=cond.template, examples=cond.examples)
+            old, new = "\n\n".join(m["content"] for m in json.loads(request)), "\n\n".join(m["content"] for m in now)
+            at = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            if old != new:
+                return repr(old[max(0, at - 20): at + 40]), repr(new[max(0, at - 20): at + 40])
+            return None
     return None
 
 

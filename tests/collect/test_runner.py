@@ -13,6 +13,7 @@ from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client, kill_mid_ru
 import hce
 from hce.collect.client import FatalCallError
 from hce.collect.design import load_design
+from hce.collect.fingerprint import settings_path
 from hce.collect.pricing import cost_usd
 from hce.collect.runner import _RateLimit, estimate, run
 from hce.collect.sim import Faults, SimJudge, latent_scores
@@ -421,6 +422,13 @@ def test_a_changed_rubric_template_or_transcript_is_named_on_resume(serve, tmp_p
                                            r"'Patient Health Communication Rubric v5.0' \(sha256 \w{12}\), but the design "
                                            r"now says rubric 'Patient Health Communication Rubric v5.0' \(sha256 \w{12}\)"):
         run({**before, "rubric": str(tmp_path / "mine.yaml")}, log, client=fast_client(server))
+    # A log made before the parts were recorded: the prompt it sent says where it changed.
+    kept = settings_path(log).read_text()
+    settings_path(log).unlink()
+    with pytest.raises(CollectError, match=r"made with prompt sent '.*Clarity of Language: .*', but the design now says "
+                                           r"prompt sent '.*Clarity of Speech: "):
+        run({**before, "rubric": str(tmp_path / "mine.yaml")}, log, client=fast_client(server))
+    settings_path(log).write_text(kept)
     items = [{"id": "T1", "text": TRANSCRIPTS["T1"] + " Doctor: And the pain?"},
              *({"id": k, "text": v} for k, v in TRANSCRIPTS.items() if k != "T1")]
     with pytest.raises(CollectError, match=r"item 'T1' has 2 logged attempts \(conditions '[^']+'\) judged on another "
