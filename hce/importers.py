@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,12 +90,10 @@ class _Problems:
         problems = pd.DataFrame(self.rows, columns=["record", "field", "problem"])
         if len(problems):
             first = self.rows[0]
-            warnings.warn(
+            warn(
                 f"{source}: {len(problems)} record problem(s), e.g. record {first['record']!r} "
                 f"field {first['field']!r}: {first['problem']}; see .problems",
-                ImportProblemWarning,
-                stacklevel=3,
-            )
+                ImportProblemWarning)
         return Imported(data=data, problems=problems, source=source, missing=missing)
 
 
@@ -276,13 +273,11 @@ def from_geval(
              "or extra, so every position after it names the wrong item. Join on a real key instead (item_keys= and "
              "ids=)", MadeUpIdWarning)
     if made_up:
-        warnings.warn(
+        warn(
             f"{path}: {len(made_up):,} item id(s) were made up because records lack {list(item_keys)} or repeat them "
             f"(e.g. {made_up[0]!r}); they cannot be joined back to your items. Pass item_keys= naming the record "
             "fields that identify an item (or item_keys=() for position ids on purpose)",
-            MadeUpIdWarning,
-            stacklevel=2,
-        )
+            MadeUpIdWarning)
     return problems.result(_attempt_log(rows, str(path), labels), str(path))
 
 

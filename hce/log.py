@@ -369,12 +369,10 @@ def _to_datetime(series: pd.Series, column: Column, missing: np.ndarray, bad) ->
         error = _first_bad(failed, series, bad)
         if column.name not in _DESCRIPTIVE:
             raise error
-        warnings.warn(
+        warn(
             f"{error}; {int(failed.sum()):,} value(s) of {column.name!r} are not ISO 8601 timestamps, so the column "
             "is kept as text (no statistic reads it)",
-            LogValueWarning,
-            stacklevel=5,
-        )
+            LogValueWarning)
         return _to_text(series.astype(object).map(lambda v: v if isinstance(v, str) or is_missing(v) else str(v)),
                         Column(column.name, "str", ""), missing, bad)
     return parsed.astype("datetime64[us, UTC]")
@@ -686,12 +684,10 @@ def _read_jsonl_records(path: Path) -> tuple[list[dict], list[str]]:
             record = json.loads(raw, parse_constant=_NonFinite, parse_float=_checked_float)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             if number - 1 == last_index and not ends_clean:
-                warnings.warn(
+                warn(
                     f"{path}: line {number} is incomplete ({len(raw)} bytes, no newline): a run stopped "
                     f"mid-write; the {len(records)} complete line(s) were read. Resuming the run redoes that attempt.",
-                    TruncatedLogWarning,
-                    stacklevel=3,
-                )
+                    TruncatedLogWarning)
                 break
             raise LogFormatError(f"{path}: line {number} is not valid JSON ({exc})") from None
         if not isinstance(record, dict):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from hce._paths import output_file
+from hce._warnings import warn
 from hce.errors import HceWarning
 
 
@@ -145,12 +145,10 @@ def _set_aside_partial_line(path: Path) -> None:
         with open(path.with_name(path.name + ".partial"), "ab") as aside:
             aside.write(torn + b"\n")
         f.truncate(cut)
-    warnings.warn(
+    warn(
         f"{path}: its last line was incomplete ({len(torn)} bytes, a run stopped mid-write); "
         f"moved to {path.name}.partial and that attempt will be redone",
-        TruncatedLogWarning,
-        stacklevel=3,
-    )
+        TruncatedLogWarning)
 
 
 WAL_SUFFIX = ".wal"

@@ -41,7 +41,6 @@ import json
 import os
 import sys
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,6 +50,7 @@ from typing import Any
 from openai.types.chat import ChatCompletion
 
 from hce._paths import cause
+from hce._warnings import warn
 from hce.collect.client import CallResult, JudgeClient, chat_body, fill
 from hce.collect.design import Design, load_design
 from hce.collect.failed import BATCH_FAILED, set_aside_failed
@@ -535,11 +535,9 @@ class _Session:
                     logged.add(row["attempt_id"])
                     self.tally.add(row, part, attempt.condition, call=index == 0)
         if unknown:
-            warnings.warn(
+            warn(
                 f"batch {batch.id}: {unknown} results name attempts this design does not plan (was the design changed?); "
-                "they were not logged",
-                stacklevel=2,
-            )
+                "they were not logged")
 
 
 class _State:
