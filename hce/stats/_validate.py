@@ -146,6 +146,8 @@ LONG_CRITERION = "criterion"
 #: a second, and a report hands one log to dozens of statistics). Weak: storage that goes
 #: away leaves, so a reused ``id()`` never stands for it.
 _UNIQUE_IDS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+#: The same, for long views (ids repeated once per criterion) found free of one attempt under two ids.
+_PAIRS_CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str) -> None:
@@ -176,6 +178,11 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
     keys = data[[ATTEMPT_ID, *within]]
     repeated = keys.duplicated(keep=False).to_numpy()
     if not repeated.any():
+        # A long view: each attempt once per criterion; one attempt under two ids is still caught, once per view.
+        if ids is None or _PAIRS_CHECKED.get(id(ids)) is not ids:
+            refuse_repeated_pairs(data, name)
+            if ids is not None:
+                _PAIRS_CHECKED[id(ids)] = ids
         return
     first = int(np.flatnonzero(repeated)[0])
     same = (keys == keys.iloc[first]).all(axis=1).to_numpy()

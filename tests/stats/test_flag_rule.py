@@ -86,3 +86,14 @@ def test_one_attempt_logged_under_two_ids_is_refused_naming_the_pair_and_both_id
     with pytest.raises(DataError, match=r"the attempt \(item_id='T1', condition_id='C', attempt=1\) is logged twice, "
                                         r"as attempt_id '1-C-1' and 'extra-id'"):
         quietly(CALLS[name], frame)
+
+
+def test_one_attempt_under_two_ids_is_refused_in_the_long_view_too():
+    frame = log_frame()
+    frame["clarity"], frame["tone"] = frame["total"], frame["total"]
+    frame = pd.concat([frame, frame.iloc[[10]].assign(attempt_id="extra-id")], ignore_index=True)
+    long = frame.melt(id_vars=["attempt_id", "item_id", "condition_id", "attempt", "error_flag"],
+                      value_vars=["clarity", "tone"], var_name="criterion", value_name="score")
+    with pytest.raises(DataError, match=r"the attempt \(item_id='T1', condition_id='C', criterion='clarity', attempt=1\) "
+                                        r"is logged twice, as attempt_id '1-C-1' and 'extra-id'"):
+        quietly(lambda d: hs.item_spread(d, score="score", criterion="criterion"), long)
