@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 import hce
+from hce._paths import output_file, output_folder
 from hce.errors import HceError
 
 app = typer.Typer(
@@ -33,11 +34,15 @@ stderr = Console(stderr=True, soft_wrap=True)
 
 @contextmanager
 def reported() -> Iterator[None]:
-    """Turn an HceError into a one-line message and exit status 2 (no traceback)."""
+    """Turn an HceError, or a file that cannot be read or written (a full disk), into one line and exit status 2."""
     try:
         yield
     except HceError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(code=2) from None
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        console.print(f"[red]error:[/red] {where}{exc.strerror or exc}", highlight=False)
         raise typer.Exit(code=2) from None
 
 
@@ -103,6 +108,7 @@ def log_convert(
 ) -> None:
     """Convert a log between JSONL, CSV and Parquet (validating it on the way)."""
     with reported():
+        output_file(target, "target")
         hce.write_log(hce.read_log(source), target)
     console.print(f"wrote {target}", highlight=False)
 
@@ -216,8 +222,11 @@ def collect(
     """
     from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
     from hce.collect.fingerprint import set_aside_changed, superseded_path
+    from hce.collect.lock import check_free
     from hce.collect.runner import (
+        budget_stop,
         check_batch,
+        check_keys,
         estimate,
         load_design,
         run,
@@ -225,6 +234,7 @@ def collect(
     )
 
     with reported():
+        output_file(log, "--log")  # before reading it: /dev/zero would be read until memory runs out
         if cancel and (not batch or dry_run or retry_failed):
             raise HceError("--cancel goes with --batch, and not with --dry-run or --retry-failed")
         parsed = load_design(design)
@@ -245,13 +255,19 @@ def collect(
         print_whole(shown)
         console.print(summarise_estimate(table), highlight=False)
         with reported():
+            limit = max_cost if max_cost is not None else parsed.max_cost_usd
+            if limit is not None:
+                console.print(budget_stop(parsed, log if log.exists() else None, limit, batch=batch), highlight=False)
             _print_projection(parsed, hce.read_log(pilot) if pilot is not None else None)
+            check_keys(parsed, base_url)  # the run reads every key before its first call: so does its rehearsal
         if uncollected:
             console.print(f"note: {len(uncollected)} batches in {state_path(log)} are not collected yet; the calls above "
                           "count their requests, and the next --batch run collects them first and sends only what is "
                           "still missing then", highlight=False)
         return
     if table is not None:
+        with reported():
+            check_free(log)  # the losing collector says so before printing a plan it will not run
         plan = summarise_estimate(table).replace("dry run: ", "to run: ").replace("; nothing was sent", "")
         console.print(plan, highlight=False)
     try:
@@ -414,6 +430,8 @@ def study_init(
     """Write a starting study.yaml (with --demo: the demo corpus and a reduced study for --simulate)."""
     from importlib import resources
 
+    with reported():
+        output_folder(folder, "folder")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "study.yaml"
     with reported():
@@ -515,6 +533,7 @@ def log_merge(
     with reported():
         if out.resolve() in {log.resolve() for log in logs}:
             raise hce.LogFormatError(f"{out}: the merged log would replace one of its inputs; write it elsewhere")
+        output_file(out, "--out")
         merged, dropped = hce.log.merge_logs(logs)
         hce.write_log(merged, out)
     failed = int(dropped["error_flag"].sum())
@@ -550,6 +569,7 @@ def report(
     from hce.report.generic import NOT_COMPUTED, check_columns
 
     with reported(), _progress() as progress:
+        output_folder(out, "--out")
         study_folder = any(path.is_dir() for path in logs)
         if study_folder and len(logs) > 1:
             raise HceError("give one study folder, or attempt log files (not both)")
@@ -624,6 +644,8 @@ def manuscript_command(
     from hce.study.manuscript import manuscript
 
     with reported():
+        if out is not None:
+            output_folder(out, "--out")
         written = manuscript(study, out, title=title, report_dir=report)
     folder = written["out"]
     console.print(f"wrote {folder / 'manuscript.md'}, .docx and .tex, and {folder / 'supplement'}", highlight=False)
@@ -643,6 +665,7 @@ def demo(
     console.print("hce demo: simulated judge on loopback, demo corpus, reduced Experiments 1-5 (no API key, no cost)",
                   highlight=False)
     with reported():
+        output_folder(out, "--out")
         folder = run_demo(out, progress=True)
     console.print(f"report: {folder / 'report.html'} (and report.md, tables/, figures/); SIMULATED judge, not real results",
                   highlight=False)

@@ -25,5 +25,9 @@ class HceWarning(UserWarning):
     """Something the user must see but that does not stop the analysis (dropped rows, NaN SDs)."""
 
 
+class PathError(HceError, ValueError):
+    """A path given to read or write cannot serve (a device, a directory, read-only, no permission)."""
+
+
 class CollectError(HceError):
     """A judge run cannot go on: a bad design, a missing API key, an unusable endpoint."""

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hce._checks import plain, require_columns
+from hce._checks import is_missing_text, plain, require_columns
+from hce._warnings import warn
 from hce.errors import DataError, HceWarning, LogFormatError
 from hce.log import make_attempt_id, validate_log
 from hce.score_extraction import Extracted, extract_score
@@ -90,12 +90,10 @@ class _Problems:
         problems = pd.DataFrame(self.rows, columns=["record", "field", "problem"])
         if len(problems):
             first = self.rows[0]
-            warnings.warn(
+            warn(
                 f"{source}: {len(problems)} record problem(s), e.g. record {first['record']!r} "
                 f"field {first['field']!r}: {first['problem']}; see .problems",
-                ImportProblemWarning,
-                stacklevel=3,
-            )
+                ImportProblemWarning)
         return Imported(data=data, problems=problems, source=source, missing=missing)
 
 
@@ -121,6 +119,11 @@ def _attempt_log(rows: list[dict[str, Any]], source: str, labels: list[str]) -> 
     return validate_log(pd.DataFrame(rows, columns=columns), source=source, row_labels=labels)
 
 
+def _whole(value: Any) -> bool:
+    """Whether a scale bound was given as a whole number (an int, not a float): the scale is then an integer one."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _number_or_none(value: Any) -> float | None:
     """A human score field: a finite number, or text that holds exactly one number."""
     return extract_score(value).value
@@ -140,6 +143,8 @@ def from_geval(
     low: float | None = None,
     high: float | None = None,
     levels: Collection[float] | None = None,
+    ids: Mapping[str, Any] | None = None,
+    n_items: int | None = None,
 ) -> Imported:
     """Import a G-Eval-style JSON file: one record per item with its sampled judge replies.
 
@@ -169,9 +174,20 @@ def from_geval(
     score : callable, optional
         Reply -> score or None, replacing the rule above (the range is still checked).
     low, high : float, optional
-        The valid score range; replies outside it are flagged.
+        The valid score range; replies outside it are flagged. Given as whole numbers
+        (``low=1, high=3``) they make an integer scale: a text reply off its levels
+        (``"1.3"``) is flagged with the reason (a number in the JSON is a computed score,
+        kept); give floats (``1.0, 3.0``) for a continuous scale.
     levels : collection of float, optional
         The scale's levels when it has gaps (a rubric with ``allow_gaps``); other values are flagged.
+    ids : mapping, optional
+        Your item id for each record key (the ``item_keys`` fields joined by ``|``): the
+        join to a companion table on a real key, e.g. the response text to ``items.csv``'s
+        ``item_id``. A record whose key it lacks is named in ``.problems`` and left out.
+    n_items : int, optional
+        With ``item_keys=()`` (position ids): the number of items of the companion file
+        the positions stand for. A file of another length has a gap or an extra record,
+        so every position after it names the wrong item: a :class:`MadeUpIdWarning` says so.
 
     Returns
     -------
@@ -201,6 +217,9 @@ def from_geval(
     problems = _Problems()
     if not isinstance(records, list):
         raise DataError(f"{path}: expected a JSON list of records, got {type(records).__name__}")
+    # Whole-number bounds make an integer scale: a judge's text reply "1.3" is no reply on it (a number
+    # in the JSON, G-Eval's probability-weighted score say, is a computed score and may fall between levels).
+    integer_levels = range(int(low), int(high) + 1) if levels is None and _whole(low) and _whole(high) else levels
     rows: list[dict[str, Any]] = []
     labels: list[str] = []
     seen: set[str] = set()
@@ -211,6 +230,11 @@ def from_geval(
             continue
         parts = [str(record[k]) for k in item_keys if record.get(k) is not None]
         item_id = "|".join(parts) if parts else str(position)
+        if ids is not None:
+            if item_id not in ids:
+                problems.add(position, "|".join(item_keys), f"no item id in ids= for the key {item_id[:60]!r}")
+                continue
+            item_id = str(ids[item_id])
         if item_keys and not parts:
             made_up.append(item_id)
         if item_id in seen:
@@ -227,7 +251,7 @@ def from_geval(
             if value is None and score is not None:
                 read = Extracted(None, f"the score function found no score in reply {reply!r}")
             else:
-                read = extract_score(value, low=low, high=high, levels=levels)
+                read = extract_score(value, low=low, high=high, levels=integer_levels if isinstance(value, str) else levels)
             rows.append(
                 {
                     "experiment_id": experiment_id,
@@ -244,14 +268,16 @@ def from_geval(
                 }
             )
             labels.append(f"record {position}, reply {attempt}")
+    if not item_keys and n_items is not None and n_items != len(records):
+        warn(f"{path}: {len(records):,} records numbered by position stand for {n_items:,} items: a record is missing "
+             "or extra, so every position after it names the wrong item. Join on a real key instead (item_keys= and "
+             "ids=)", MadeUpIdWarning)
     if made_up:
-        warnings.warn(
+        warn(
             f"{path}: {len(made_up):,} item id(s) were made up because records lack {list(item_keys)} or repeat them "
             f"(e.g. {made_up[0]!r}); they cannot be joined back to your items. Pass item_keys= naming the record "
             "fields that identify an item (or item_keys=() for position ids on purpose)",
-            MadeUpIdWarning,
-            stacklevel=2,
-        )
+            MadeUpIdWarning)
     return problems.result(_attempt_log(rows, str(path), labels), str(path))
 
 
@@ -396,7 +422,7 @@ def _score_value(value: Any, record: Any, field_name: str, problems: _Problems) 
 
 def _is_blank(value: Any) -> bool:
     if isinstance(value, str):
-        return not value.strip()
+        return is_missing_text(value)  # blank, or NA / NaN / null as R and pandas write a missing rating
     return value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value))
 
 

@@ -16,7 +16,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,8 +24,19 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from hce._checks import plain
-from hce.errors import HceWarning, LogFormatError
+from hce._checks import is_missing_text, plain, read_flag
+from hce._paths import cause, input_file, output_file
+from hce._warnings import warn
+from hce.errors import HceWarning, LogFormatError, PathError
+from hce.log_writer import (  # noqa: F401 (LogWriter: re-exported)
+    LogWriter,
+    TruncatedLogWarning,
+    is_missing,
+    jsonl_line,
+    records_of,
+    wal_path,
+    wal_records,
+)
 
 Format = Literal["jsonl", "csv", "parquet"]
 
@@ -103,12 +114,14 @@ _EXPECTED = {
     "bool!": "true or false",
     "datetime": "an ISO 8601 timestamp",
 }
-_TRUE = {"true", "True", "TRUE", "1"}
-_FALSE = {"false", "False", "FALSE", "0"}
 
 
-class TruncatedLogWarning(HceWarning):
-    """The last JSONL line is incomplete: a run crashed mid-write; complete lines were read."""
+class WaitingRepliesWarning(HceWarning):
+    """Replies a stopped run received wait in the log's write-ahead record (``<log>.wal``), not yet in the log."""
+
+
+class MissingValueWarning(HceWarning):
+    """Cells of a CSV log written ``NA``, ``NaN`` or ``null`` (by R, pandas, a spreadsheet) were read as missing."""
 
 
 class LogValueWarning(HceWarning):
@@ -356,13 +369,11 @@ def _to_datetime(series: pd.Series, column: Column, missing: np.ndarray, bad) ->
         error = _first_bad(failed, series, bad)
         if column.name not in _DESCRIPTIVE:
             raise error
-        warnings.warn(
+        warn(
             f"{error}; {int(failed.sum()):,} value(s) of {column.name!r} are not ISO 8601 timestamps, so the column "
             "is kept as text (no statistic reads it)",
-            LogValueWarning,
-            stacklevel=5,
-        )
-        return _to_text(series.astype(object).map(lambda v: v if isinstance(v, str) or _is_missing(v) else str(v)),
+            LogValueWarning)
+        return _to_text(series.astype(object).map(lambda v: v if isinstance(v, str) or is_missing(v) else str(v)),
                         Column(column.name, "str", ""), missing, bad)
     return parsed.astype("datetime64[us, UTC]")
 
@@ -373,16 +384,12 @@ def _to_bool(series: pd.Series, column: Column, missing: np.ndarray, bad) -> pd.
     for i, value in enumerate(values):
         if missing[i]:
             if column.dtype == "bool!":
-                raise bad(i, value)
+                out[i] = False  # a blank error flag is not a flag (hce._checks.flag_values, the one rule)
             continue
-        if isinstance(value, (bool, np.bool_)):
-            out[i] = bool(value)
-        elif isinstance(value, (int, np.integer)) and value in (0, 1):
-            out[i] = bool(value)
-        elif isinstance(value, str) and value in _TRUE | _FALSE:
-            out[i] = value in _TRUE
-        else:
+        flag = read_flag(value)  # the one rule of every reader: booleans, 0/1, true/false text in any case
+        if flag is None:
             raise bad(i, value)
+        out[i] = flag
     result = pd.Series(out, index=series.index)
     return result.astype("bool") if column.dtype == "bool!" else result
 
@@ -486,8 +493,9 @@ def _read_one(
     path: Path, format: Format | None, columns: Sequence[str] | None, *, unique: bool = True
 ) -> tuple[pd.DataFrame, list[str] | None]:
     """One validated log file and how errors name its rows (None: ``row <n>`` from 1)."""
-    if not path.is_file():
+    if not path.exists():
         raise LogFormatError(f"{path}: no such log file")
+    input_file(path, "log")  # a device (/dev/zero) would be read until memory runs out
     fmt = _format_of(path, format)
     wanted = None if columns is None else list(dict.fromkeys([*(c.name for c in SCHEMA if c.required), *columns]))
     if fmt == "jsonl":
@@ -499,7 +507,19 @@ def _read_one(
         frame, labels = _read_parquet(path, wanted)
     if wanted is not None and fmt != "parquet":
         frame = frame[[c for c in wanted if c in frame.columns]]
+    _say_waiting_replies(path, frame)
     return validate_log(frame, source=str(path), row_labels=labels, unique=unique), labels
+
+
+def _say_waiting_replies(path: Path, frame: pd.DataFrame) -> None:
+    """Warn when replies a stopped run received wait in the log's write-ahead record, not in the log."""
+    recorded = {str(row["attempt_id"]) for row in wal_records(path)}
+    if recorded and "attempt_id" in frame:
+        waiting = recorded - set(frame["attempt_id"].astype(str))
+        if waiting:
+            warn(f"{path}: {len(waiting):,} replies received by a run that stopped wait in {wal_path(path)}, not in "
+                 "this log: run the same hce collect command again to log them (nothing is sent for them)",
+                 WaitingRepliesWarning)
 
 
 def _refuse_sidecar(paths: Sequence[Path], frames: Sequence[pd.DataFrame]) -> None:
@@ -664,12 +684,10 @@ def _read_jsonl_records(path: Path) -> tuple[list[dict], list[str]]:
             record = json.loads(raw, parse_constant=_NonFinite, parse_float=_checked_float)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             if number - 1 == last_index and not ends_clean:
-                warnings.warn(
+                warn(
                     f"{path}: line {number} is incomplete ({len(raw)} bytes, no newline): a run stopped "
                     f"mid-write; the {len(records)} complete line(s) were read. Resuming the run redoes that attempt.",
-                    TruncatedLogWarning,
-                    stacklevel=3,
-                )
+                    TruncatedLogWarning)
                 break
             raise LogFormatError(f"{path}: line {number} is not valid JSON ({exc})") from None
         if not isinstance(record, dict):
@@ -720,8 +738,34 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
         for name in text_columns:
             if COLUMNS[name].dtype == "float":
                 frame[name] = frame[name].str.replace(r"^(-?\d+),(\d+)$", r"\1.\2", regex=True)
+    _missing_words(frame, path)
     # Data row r sits on file line r + 2 (line 1 is the header).
     return frame, [f"row {i + 1} (line {i + 2})" for i in range(len(frame))]
+
+
+def _missing_words(frame: pd.DataFrame, path: Path) -> None:
+    """Read ``NA``, ``NaN`` and ``null`` cells (R's write.csv, pandas, JSON habits) as missing, and say how many.
+
+    Not in text columns (a reply may be the word "NA"); in the others (numbers, flags,
+    criterion scores) no value is spelt so.
+    """
+    read: dict[str, int] = {}
+    for name in frame.columns:
+        if name in COLUMNS and COLUMNS[name].dtype in ("str", "json", "json_repeated") or \
+                pd.api.types.is_numeric_dtype(frame[name]) or pd.api.types.is_bool_dtype(frame[name]):
+            continue
+        words = frame[name].map(is_missing_text).to_numpy(dtype=bool) & frame[name].notna().to_numpy()
+        if not words.any():
+            continue
+        read[name] = int(words.sum())
+        frame[name] = frame[name].mask(words)
+        if name not in COLUMNS:  # a criterion score column: numbers once the words are out
+            numbers = pd.to_numeric(frame[name], errors="coerce")
+            if numbers.notna().sum() == frame[name].notna().sum():
+                frame[name] = numbers
+    if read:
+        said = ", ".join(f"{count:,} in {name!r}" for name, count in read.items())
+        warn(f"{path}: read {sum(read.values()):,} cells written NA, NaN or null as missing ({said})", MissingValueWarning)
 
 
 def _read_parquet(path: Path, columns: Sequence[str] | None) -> tuple[pd.DataFrame, list[str] | None]:
@@ -751,131 +795,21 @@ def write_log(data: pd.DataFrame, path: str | os.PathLike, *, format: Format | N
     >>> len(hce.read_log(path))
     1
     """
-    path = Path(path)
+    path = output_file(path, "log")
     fmt = _format_of(path, format)
     frame = validate_log(data)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "parquet":
-        frame.to_parquet(path, index=False)
-    elif fmt == "csv":
-        frame.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
-    else:
-        with open(path, "w", encoding="utf-8") as f:
-            for record in _records(frame):
-                f.write(_jsonl_line(record))
-
-
-def _records(frame: pd.DataFrame) -> Iterable[dict]:
-    columns = list(frame.columns)
-    converted = {c: _json_ready(frame[c]) for c in columns}
-    for i in range(len(frame)):
-        yield {c: converted[c][i] for c in columns}
-
-
-def _json_ready(series: pd.Series) -> list:
-    if isinstance(series.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_any_dtype(series):
-        return [None if pd.isna(v) else v.strftime("%Y-%m-%dT%H:%M:%S.%fZ") for v in series]
-    return [None if _is_missing(v) else (v.item() if isinstance(v, np.generic) else v) for v in series.to_numpy(dtype=object)]
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)) or value is pd.NaT
-
-
-def _jsonl_line(record: Mapping[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n"
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    raise TypeError(f"cannot write {type(value).__name__} to a JSONL log")
-
-
-class LogWriter:
-    """Append attempts to a JSONL log, one line each, flushed as soon as written.
-
-    A process killed between two lines leaves a valid log; one killed mid-line leaves a
-    truncated last line, which opening the writer moves to ``<log>.partial`` (nothing is
-    thrown away) before appending, so the log stays readable.
-
-    Examples
-    --------
-    >>> import hce.log, tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
-    >>> with hce.log.LogWriter(path) as log:
-    ...     log.append({"attempt_id": "a1", "item_id": "T1", "attempt": 1, "error_flag": False})
-    >>> sorted(hce.log.logged_attempt_ids(path))
-    ['a1']
-    """
-
-    def __init__(self, path: str | os.PathLike, *, fsync: bool = False):
-        self.path = Path(path)
-        self.fsync = fsync
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _set_aside_partial_line(self.path)
-        self._file = open(self.path, "a", encoding="utf-8")
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        """Write one attempt (a mapping of column -> value) and flush it to the OS."""
-        self._file.write(_jsonl_line(record))
-        self._file.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
-
-    def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Write several attempts in one write and one flush (the rows of one request land together)."""
-        self._file.write("".join(_jsonl_line(record) for record in records))
-        self._file.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        self._file.close()
-
-    def __enter__(self) -> LogWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _set_aside_partial_line(path: Path) -> None:
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb+") as f:
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        f.seek(max(0, size - 1))
-        if f.read(1) == b"\n":
-            return
-        # Walk back to the last newline; everything after it is the torn line.
-        position = size
-        chunk = 65536
-        while position > 0:
-            start = max(0, position - chunk)
-            f.seek(start)
-            block = f.read(position - start)
-            newline = block.rfind(b"\n")
-            if newline >= 0:
-                cut = start + newline + 1
-                break
-            position = start
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "parquet":
+            frame.to_parquet(path, index=False)
+        elif fmt == "csv":
+            frame.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
         else:
-            cut = 0
-        f.seek(cut)
-        torn = f.read()
-        with open(path.with_name(path.name + ".partial"), "ab") as aside:
-            aside.write(torn + b"\n")
-        f.truncate(cut)
-    warnings.warn(
-        f"{path}: its last line was incomplete ({len(torn)} bytes, a run stopped mid-write); "
-        f"moved to {path.name}.partial and that attempt will be redone",
-        TruncatedLogWarning,
-        stacklevel=3,
-    )
+            with open(path, "w", encoding="utf-8") as f:
+                for record in records_of(frame):
+                    f.write(jsonl_line(record))
+    except OSError as error:  # a full disk, a quota, a file-size limit: found only while writing
+        raise PathError(f"cannot write {path}: {cause(error)}") from None
 
 
 def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
@@ -883,6 +817,7 @@ def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
     path = Path(path)
     if not path.exists():
         return set()
+    input_file(path, "log")
     with warnings.catch_warnings():
         # The truncated last line is dealt with (and reported) by LogWriter.
         warnings.simplefilter("ignore", TruncatedLogWarning)

@@ -10,6 +10,7 @@ are validated field by field: an error names the file, the field and what was ex
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from functools import cache
@@ -21,6 +22,10 @@ import yaml
 
 from hce.errors import RubricError
 
+# The fields a rubric file may hold, at each level: anything else is a typo, refused.
+_RUBRIC_FIELDS = ("name", "version", "description", "source", "total_meaningful", "allow_gaps", "categories")
+_CATEGORY_FIELDS = ("name", "id", "description", "levels", "not_applicable")
+_LEVEL_FIELDS = ("score", "label", "descriptor", "example")
 _PACKAGED_RUBRICS = {"v5": "rubric_v5.yaml", "v5.0": "rubric_v5.yaml"}
 SEVERITIES = ("low", "medium", "high", "critical")
 UNCERTAINTY_POLICIES = ("fail_and_flag", "fail")
@@ -37,12 +42,24 @@ class Level:
 
 
 @dataclass(frozen=True)
+class NotApplicable:
+    """A category's declared "not applicable" answer: the ``label`` the judge writes instead of a
+    score (``N/A``) and when it applies (``descriptor``). Such a score is missing by design."""
+
+    label: str
+    descriptor: str
+
+
+@dataclass(frozen=True)
 class Category:
-    """One rubric category (criterion); ``id`` is the snake_case attempt-log column."""
+    """One rubric category (criterion); ``id`` is the snake_case attempt-log column; ``description``
+    what the criterion means, given to the judge after its name."""
 
     id: str
     name: str
     levels: tuple[Level, ...]
+    description: str | None = None
+    not_applicable: NotApplicable | None = None
 
     @property
     def scores(self) -> tuple[int, ...]:
@@ -132,11 +149,15 @@ class Rubric:
         for number, cat in enumerate(self.categories, start=1):
             lines.append("")
             lines.append(f"Criterion {number}: {cat.name}")
+            if cat.description:
+                lines.append(cat.description)
             for level in cat.levels:
                 text = f"- {level.score} ({level.label}): {level.descriptor}"
                 if level.example:
                     text += f" Example: {level.example}"
                 lines.append(text)
+            if cat.not_applicable is not None:
+                lines.append(f"- {cat.not_applicable.label}: {cat.not_applicable.descriptor}")
         return "\n".join(lines)
 
 
@@ -198,6 +219,15 @@ class _Fields:
         if len(shown) > 80:
             shown = shown[:77] + "..."
         raise RubricError(f"{self.source}: field {where!r}: expected {expected}, got {shown}")
+
+    def only(self, known: tuple[str, ...]) -> None:
+        """Refuse a key the format does not have (a typo would be ignored silently), with the nearest known one."""
+        for key in self.mapping:
+            if key not in known:
+                near = difflib.get_close_matches(str(key), known, n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                where = f"{self.path}.{key}" if self.path else str(key)
+                raise RubricError(f"{self.source}: unknown field {where!r}{hint} (known here: {', '.join(known)})")
 
     def text(self, key: str, *, required: bool = True) -> str | None:
         value = self.mapping.get(key)
@@ -319,15 +349,18 @@ def _packaged_rubric(name: str) -> Rubric:
 
 def _parse_rubric(name: str, doc: Any) -> Rubric:
     top = _Fields(name, doc)
+    top.only(_RUBRIC_FIELDS)
     allow_gaps = top.boolean("allow_gaps") if "allow_gaps" in top.mapping else False
     categories = []
     for cat in top.items("categories"):
+        cat.only(_CATEGORY_FIELDS)
         cat_name = cat.text("name")
         cat_id = cat.text("id", required=False) or _snake(cat_name)
         if not cat_id.isidentifier():
             cat.fail("id", "a snake_case identifier usable as a column name", cat_id)
         levels = []
         for lvl in cat.items("levels"):
+            lvl.only(_LEVEL_FIELDS)
             levels.append(
                 Level(
                     score=lvl.integer("score"),
@@ -347,7 +380,13 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
                 "of the rubric, and judge scores in the gap will be flagged",
                 sorted(scores),
             )
-        categories.append(Category(cat_id, cat_name, tuple(sorted(levels, key=lambda lv: lv.score))))
+        not_applicable = None
+        if cat.mapping.get("not_applicable") is not None:
+            na = _Fields(cat.source, cat.mapping["not_applicable"], f"{cat.path}.not_applicable")
+            na.only(("label", "descriptor"))
+            not_applicable = NotApplicable(label=na.text("label"), descriptor=na.text("descriptor"))
+        categories.append(Category(cat_id, cat_name, tuple(sorted(levels, key=lambda lv: lv.score)),
+                                   description=cat.text("description", required=False), not_applicable=not_applicable))
     ids = [c.id for c in categories]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})
     if duplicated:
@@ -381,7 +420,11 @@ def rubric_yaml(rubric: Rubric) -> str:
     if any(c.scores != tuple(range(c.min_score, c.max_score + 1)) for c in rubric.categories):
         doc["allow_gaps"] = True
     doc["categories"] = [
-        {"id": c.id, "name": c.name, "levels": [_level_fields(level) for level in c.levels]} for c in rubric.categories
+        {"id": c.id, "name": c.name, **({"description": c.description} if c.description else {}),
+         "levels": [_level_fields(level) for level in c.levels],
+         **({"not_applicable": {"label": c.not_applicable.label, "descriptor": c.not_applicable.descriptor}}
+            if c.not_applicable else {})}
+        for c in rubric.categories
     ]
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 

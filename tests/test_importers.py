@@ -80,8 +80,11 @@ def test_geval_topicalchat_matches_published_reshaped_scores(shared_dir):
     ok = merged["score"].notna() & ~merged["error_flag"]
     assert ok.sum() >= 0.99 * len(merged)
     differ = merged[ok & (merged["total"] != merged["score"])]
-    # One reply is literally "1.3": hce keeps 1.3, the curator's reshaping kept its leading integer.
-    assert differ[["response_text", "total", "score"]].values.tolist() == [["1.3", 1.3, 1.0]]
+    assert differ.empty
+    # One reply is literally "1.3", off the integer 1-3 scale: flagged with the reason (issue 34; hce kept it as
+    # 1.3 before, the curator's reshaping kept its leading integer).
+    odd = merged[merged["response_text"] == "1.3"]
+    assert odd["error_flag"].tolist() == [True] and odd["error_message"].tolist() == ["score 1.3 is not a level of the scale [1, 2, 3]"]
 
 
 def inspect_log(samples):

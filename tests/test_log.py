@@ -153,8 +153,6 @@ def test_jsonl_bad_line_in_the_middle_is_an_error(tmp_path):
         ("jsonl", '[1, 2]\n', r"line 1: expected a JSON object, got list"),
         ("csv", "attempt_id,item_id,attempt,total\na,T1,1,12\nb,T1,2,twelve\n",
          r"row 2 \(line 3\), column 'total': expected a number, got 'twelve'"),
-        ("csv", "attempt_id,item_id,attempt,error_flag\na,T1,1,\n",
-         r"row 1 \(line 2\), column 'error_flag': expected true or false, got nan"),
     ],
 )
 def test_bad_files_name_line_or_row_and_column(tmp_path, suffix, content, message):

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import hce
+import hce.log_writer
 import hce.stats as hs
 from hce.cli import app
 from hce.collect.failed import retried_path, set_aside_failed
@@ -51,7 +52,7 @@ def retried_run(tmp_path, n_failed: int = 23):
     hce.write_log(first, path)
     assert set_aside_failed(path) == n_failed
     with LogWriter(path) as writer:  # the retry logs the answers of the same attempts
-        for record in hce.log._records(hce.log.validate_log(log.loc[failed])):
+        for record in hce.log_writer.records_of(hce.log.validate_log(log.loc[failed])):
             writer.append(record)
     return log, path
 

@@ -41,7 +41,6 @@ import json
 import os
 import sys
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,6 +49,8 @@ from typing import Any
 
 from openai.types.chat import ChatCompletion
 
+from hce._paths import cause
+from hce._warnings import warn
 from hce.collect.client import CallResult, JudgeClient, chat_body, fill
 from hce.collect.design import Design, load_design
 from hce.collect.failed import BATCH_FAILED, set_aside_failed
@@ -524,16 +525,19 @@ class _Session:
                 messages = self.prompt_for(attempt.item.id, attempt.condition.id)
                 rows = [(row, part) for row, part in request_rows(request, self.design, messages, result, batch=True)
                         if row["attempt_id"] not in logged]  # fmt: skip
-                self.writer.append_many([row for row, _ in rows])
+                try:
+                    self.writer.append_many([row for row, _ in rows])
+                except OSError as error:  # the batch stays open in the state file: the next run collects it again
+                    raise CollectError(f"cannot write {self.log}: {cause(error)}. The batch {batch.id} stays open; its "
+                                       "results stay with the provider, and the next --batch run of the same command "
+                                       "logs the ones not logged yet, without sending them again") from None
                 for index, (row, part) in enumerate(rows):
                     logged.add(row["attempt_id"])
                     self.tally.add(row, part, attempt.condition, call=index == 0)
         if unknown:
-            warnings.warn(
+            warn(
                 f"batch {batch.id}: {unknown} results name attempts this design does not plan (was the design changed?); "
-                "they were not logged",
-                stacklevel=2,
-            )
+                "they were not logged")
 
 
 class _State:

@@ -45,7 +45,28 @@ _REASONING_MODEL = re.compile(r"^(openai/)?(o\d|gpt-5)")
 
 
 class FatalCallError(CollectError):
-    """The endpoint refused in a way every other call would repeat (bad key, no such model)."""
+    """The endpoint refused in a way every other call would repeat (bad key, no such model, a redirect).
+
+    ``fix`` says what to change, for that cause: a 401 is the key, a 404 the model name or
+    the address, a redirect the ``base_url``.
+    """
+
+    def __init__(self, message: str, *, fix: str = "fix the endpoint's settings"):
+        super().__init__(message)
+        self.fix = fix
+
+
+def _refused(base_url: str, status: int, message: str, model: str | None = None, what: str | None = None) -> FatalCallError:
+    """The :class:`FatalCallError` of a 401, 403 or 404, saying what it refused and what to fix."""
+    target = f"model {model!r}" if model is not None else f"the {what}"
+    if status == 401:
+        return FatalCallError(f"{base_url} refused the API key{f' for the {what}' if what else ''} ({message})",
+                              fix="set the right key in the variable the endpoint's api_key_env names")
+    if status == 403:
+        return FatalCallError(f"{base_url} refused this key access to {target} ({message})",
+                              fix="use a key allowed to use it, or another model")
+    return FatalCallError(f"{base_url} does not know {target} ({message})",
+                          fix="fix the model name (or the endpoint's base_url, if it points at the wrong path)")
 
 
 @dataclass
@@ -241,7 +262,7 @@ class JudgeClient:
                 self._refuse_redirect(exc)
                 message = self.scrub(f"HTTP {exc.status_code}: {exc.message}")
                 if exc.status_code in FATAL_STATUS:
-                    raise FatalCallError(f"{self.base_url} refused model {model!r}: {message}") from None
+                    raise _refused(self.base_url, exc.status_code, message, model=model) from None
                 result.tries.append(message)
                 if not _transient(exc.status_code) or attempt == self.max_retries:
                     result.error_message = _final(message, attempt)
@@ -347,7 +368,7 @@ class JudgeClient:
                 self._refuse_redirect(exc)
                 message = self.scrub(f"HTTP {exc.status_code}: {exc.message}")
                 if exc.status_code in FATAL_STATUS:
-                    raise FatalCallError(f"{self.base_url} refused the {what}: {message}") from None
+                    raise _refused(self.base_url, exc.status_code, message, what=what) from None
                 if not _transient(exc.status_code) or attempt == self.max_retries:
                     raise CollectError(f"the {what} failed: {_final(message, attempt)}") from None
                 wait = self._wait(attempt, _retry_after(exc.response.headers))
@@ -366,7 +387,7 @@ class JudgeClient:
             where = f"{target.scheme}://{target.netloc}{target.path}" if target.netloc else (target.path or "nowhere")
             raise FatalCallError(
                 f"{self.base_url} answered HTTP {exc.status_code}, a redirect to {self.scrub(where)}; hce never follows "
-                "redirects, so a key reaches only its own endpoint: set base_url to the address you mean"
+                "redirects, so a key reaches only its own endpoint", fix="set base_url to the address you mean"
             ) from None
 
     def _wait(self, attempt: int, retry_after: float | None) -> float:

@@ -73,6 +73,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from hce._paths import input_file
 from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
 from hce.collect.providers import PROVIDERS, REASONING_MODEL, infer_kind, unsupported
@@ -249,8 +250,9 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
         doc, name, base = dict(source), "design", Path.cwd()
     else:
         path = Path(source)
-        if not path.is_file():
+        if not path.exists():
             raise CollectError(f"design file {path} does not exist")
+        input_file(path, "design file")  # a folder or a device: one line, not an endless read
         name, base = str(path), path.resolve().parent
         try:
             doc = yaml.safe_load(path.read_text(encoding="utf-8"))

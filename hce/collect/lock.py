@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hce._paths import output_file
 from hce.errors import CollectError
 
 T = TypeVar("T")
@@ -64,6 +65,7 @@ def hold_log(log: str | os.PathLike) -> Iterator[Path]:
     ...         print(f"pid {os.getpid()} on host" in str(exc))
     True
     """
+    output_file(log, "log")  # before the lock file is made beside it: --log /dev/full would make /dev/full.lock
     path = lock_path(log)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
@@ -99,6 +101,15 @@ def hold_log(log: str | os.PathLike) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         os.close(fd)
+
+
+def check_free(log: str | os.PathLike) -> None:
+    """Raise :class:`LogLockedError` now when another collector holds the log, before any plan is shown.
+
+    The run takes the lock again when it starts (a collector starting in between is still stopped then).
+    """
+    with hold_log(log):
+        pass
 
 
 def _holder(fd: int) -> str:

@@ -35,6 +35,12 @@ def _label_pattern(label: str) -> re.Pattern[str]:
     )
 
 
+def _na_pattern(label: str, answer: str) -> re.Pattern[str]:
+    """A category's line answered with its declared "not applicable" label (``Medications: N/A``)."""
+    words = r"\s+".join(re.escape(w) for w in label.split())
+    return re.compile(rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_VALUE_DECOR}{re.escape(answer)}(?!\w)")
+
+
 _TOTAL = _label_pattern("Total Score")
 _TOTAL_SHORT = _label_pattern("Total")
 
@@ -158,8 +164,14 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
         block_start = starts[-1] if starts else start
         block = text[block_start:end]
         row["reasoning"] = text[:block_start].strip() or None
+    not_applicable = []
     for category in rubric.categories:
         matches = list(_label_pattern(category.name).finditer(block))
+        if category.not_applicable is not None:
+            said = list(_na_pattern(category.name, category.not_applicable.label).finditer(block))
+            if said and (not matches or said[-1].start() > matches[-1].start()):
+                not_applicable.append(category.id)  # missing by the rubric's design: no score, no error
+                continue
         if not matches:
             return _error(row, f"no score line for {category.name}")
         # The value and the rest of its line: "3 or 4" is conflicting, "3/4" is 3.
@@ -171,6 +183,10 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
         row[category.id] = read.value
         if read.problem is not None:
             _error(row, read.problem)
+    if not_applicable:
+        # The total of fewer criteria is on another scale: none is kept; which criteria did not apply is logged.
+        row["not_applicable"] = ",".join(not_applicable)
+        return row
     totals = _TOTAL.findall(block) or _TOTAL_SHORT.findall(block)
     if not totals:
         return _error(row, "no 'Total Score' line")

@@ -21,13 +21,14 @@ them is in this table, so give their rates in your own ``prices=`` (``Price.cach
 
 from __future__ import annotations
 
+import difflib
 import re
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
+from hce._warnings import warn as warn_at_caller
 from hce.errors import HceWarning
 
 
@@ -148,7 +149,7 @@ def cost_usd(
     price = price_of(model, prices)
     if price is None:
         if warn:
-            warnings.warn(unpriced_message(model), UnpricedModelWarning, stacklevel=2)
+            warn_at_caller(unpriced_message(model), UnpricedModelWarning)
         return None
     if input_tokens is None or output_tokens is None:
         return None
@@ -191,7 +192,16 @@ def price_table(prices: Mapping[str, Price] | None = None) -> pd.DataFrame:
 
 
 def unpriced_message(model: str | None) -> str:
+    """Why a model's cost is left empty, with the nearest priced name when it looks misspelt.
+
+    Examples
+    --------
+    >>> "did you mean 'gpt-4o-2024-08-06'?" in unpriced_message("gpt-4o-2024-0806")
+    True
+    """
+    near = difflib.get_close_matches(str(model), [*PRICES, *ALIASES], n=1, cutoff=0.85) if model else []
+    hint = f" (did you mean {near[0]!r}? a misspelt model name is refused by the API)" if near else ""
     return (
-        f"no price for model {model!r} in hce's price table (read {_OPENAI}): its cost is left empty, "
+        f"no price for model {model!r} in hce's price table (read {_OPENAI}){hint}: its cost is left empty, "
         "never guessed; pass prices= to price it"
     )

@@ -20,10 +20,15 @@ setting the model does not accept, say) or get no answer after their retries (ti
 connection errors: a dead endpoint), nothing more is sent, the calls in flight are
 finished and logged, and :class:`~hce.errors.CollectError` names the condition, the model
 and the error. Attempts not sent are not logged: fixing the design or the endpoint and
-running again with ``retry_failed=True`` sends them and the failed ones. (A wrong key or
-an unknown model, 401, 403 or 404, stops the run at the first call: :class:`FatalCallError`.)
-A spending limit (``max_cost_usd``) stops launching calls the same way, before the log's
-cost plus the estimates of the calls in flight would pass it.
+running again with ``retry_failed=True`` sends them and the failed ones. A wrong key or
+an unknown model (401, 403 or 404) or a redirect, on any endpoint, stops the run the same
+way at its first call, the calls in flight to every endpoint finished and logged, and
+raises :class:`FatalCallError` saying what to fix; so does any unexpected error. A
+spending limit (``max_cost_usd``) stops launching calls the same way, before the log's
+cost plus the estimates of the calls in flight would pass it. A reply received is written
+to a write-ahead record before the log (:mod:`hce.collect.journal`): when the log cannot be
+written (a full disk), the run stops with one line naming it and the cause, and the next
+run logs those replies without sending them again.
 
 Only one run writes a log at a time (:mod:`hce.collect.lock`); transcripts are cleaned by
 :func:`~hce.collect.transcripts.clean_text` before they enter a prompt, and the log's
@@ -40,7 +45,6 @@ import math
 import os
 import sys
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,17 +53,19 @@ from typing import Any
 
 import pandas as pd
 
-from hce.collect.client import CallResult, FatalCallError, JudgeClient, client_error, endpoint_key
+from hce.collect.client import CallResult, JudgeClient, endpoint_key
 from hce.collect.design import Attempt, Condition, Design, Endpoint, Item, load_design
 from hce.collect.failed import call_failed, failed_attempt_ids, retried_path, set_aside_failed
 from hce.collect.fingerprint import (
     Change,
     changed_settings,
     check_resume,
+    keep_settings,
     set_aside_changed,
     settings_hash,
     superseded_path,
 )
+from hce.collect.journal import Journal, recover, recorded_rows
 from hce.collect.lock import one_writer
 from hce.collect.parse import flag, parse_reply, parse_synthetic
 from hce.collect.pricing import (
@@ -70,9 +76,11 @@ from hce.collect.pricing import (
 )
 from hce.collect.prompts import REPLY_FORMAT, render
 from hce.collect.sampling import Request, group_requests, split_result
+from hce.collect.stops import MAX_SAME_ERRORS, Budget, FailFast, Halt, logged_cost
 from hce.collect.transcripts import clean_text
+from hce._warnings import warn
 from hce.errors import CollectError
-from hce.log import SCHEMA, LogWriter, logged_attempt_ids
+from hce.log import SCHEMA, logged_attempt_ids
 from hce.rubric import load_rubric, log_rubric_path, rubric_yaml
 
 # Typical reply lengths in tokens, for estimates only (capped by max_tokens). A score block and a
@@ -101,6 +109,7 @@ class RunSummary:
     retried: int = 0
     failed: int = 0
     superseded: tuple[Change, ...] = ()  # conditions started afresh with new settings (--new-settings)
+    not_applicable: int = 0  # criterion scores the judge answered with the rubric's "not applicable" label
 
     @property
     def all_failed(self) -> bool:
@@ -115,6 +124,8 @@ class RunSummary:
             names = ", ".join(repr(c.condition_id) for c in self.superseded)
             again += f" (conditions {names} started afresh with new settings; their old rows: {superseded_path(self.log)})"
         failed = f" ({self.failed:,} calls got no reply)" if self.failed else ""
+        if self.not_applicable:
+            failed += f" ({self.not_applicable:,} criterion scores not applicable, missing by the rubric's design)"
         return (
             f"{self.done:,} attempts run, {self.skipped:,} already logged, of {self.planned:,} planned{again}; "
             f"{self.errors:,} flagged{failed}, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s "
@@ -202,7 +213,8 @@ def estimate(
         fresh = {change.condition_id for change in changed_settings(design, log)}
     elif log is not None:
         check_resume(design, log)
-    done = logged_attempt_ids(log) if log is not None else set()
+    # Replies an earlier run received but could not log are done: the run logs them without sending them.
+    done = logged_attempt_ids(log) | {row["attempt_id"] for row in recorded_rows(log)} if log is not None else set()
     if retry_failed and log is not None:
         done -= failed_attempt_ids(log)
     rows = {c.id: dict(condition_id=c.id, prompt_id=c.prompt_id, endpoint=c.endpoint, host=design.endpoint_of(c).host,
@@ -292,10 +304,13 @@ def pending(design: Design, log: str | os.PathLike) -> tuple[list[Attempt], list
     """(every planned attempt, those not yet in ``log``), in plan order.
 
     Raises :class:`CollectError` when the log holds rows of a condition made with other
-    settings (:func:`~hce.collect.fingerprint.check_resume`) or another rubric. A rubric
-    other than v5 is kept beside the log (``<log>.rubric.yaml``) for the report to read.
+    settings or of an item whose text changed (:func:`~hce.collect.fingerprint.check_resume`)
+    or another rubric. What the rows are made of is kept beside the log
+    (``<log>.settings.json``), and a rubric other than v5 (``<log>.rubric.yaml``) for the
+    report to read.
     """
     check_resume(design, log)
+    keep_settings(design, log)  # what the rows are made of, so a later change is named exactly
     keep_rubric(design, log)
     planned = design.plan()
     logged = logged_attempt_ids(log)
@@ -319,7 +334,7 @@ class Tally:
     """Running counts of a run (done, errors, retries, cost) that warns once per unpriced model."""
 
     def __init__(self) -> None:
-        self.counts = {"done": 0, "errors": 0, "failed": 0, "retries": 0, "cost": 0.0}
+        self.counts = {"done": 0, "errors": 0, "failed": 0, "retries": 0, "cost": 0.0, "not_applicable": 0}
         self._unpriced: set[str] = set()
 
     def add(self, row: Mapping[str, Any], result: CallResult, cond: Condition, *, call: bool = True) -> None:
@@ -328,12 +343,13 @@ class Tally:
         counts["done"] += 1
         counts["errors"] += bool(row["error_flag"])
         counts["failed"] += call_failed(row)
+        counts["not_applicable"] += len(row["not_applicable"].split(",")) if row.get("not_applicable") else 0
         counts["retries"] += result.retries if call else 0
         if row["cost_usd"] is not None:
             counts["cost"] += row["cost_usd"]
         elif result.input_tokens is not None and cond.model not in self._unpriced:
             self._unpriced.add(cond.model)
-            warnings.warn(unpriced_message(cond.price_model or cond.model), UnpricedModelWarning, stacklevel=3)
+            warn(unpriced_message(cond.price_model or cond.model), UnpricedModelWarning)  # at the caller's line
 
     def summary(
         self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0,
@@ -352,6 +368,7 @@ class Tally:
             retried=retried,
             failed=counts["failed"],
             superseded=tuple(superseded),
+            not_applicable=counts["not_applicable"],
         )
 
 
@@ -447,122 +464,6 @@ def attempt_row(
     return {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}
 
 
-MAX_SAME_ERRORS = 10  # consecutive calls of a condition refused alike (or unanswered) before a run stops
-NO_ANSWER = ("timeout: ", "connection error: ")  # how the client's error_message begins when nothing answered
-
-
-class _FailFast:
-    """Watches each condition for a systematic failure: its calls, one after another, for more
-    than one item, refused with the same HTTP 4xx error, or not answered at all (a timeout or
-    a connection error after the retries: a dead endpoint, a wrong port, a blocked network).
-
-    More than one item, because one item's repeated attempts failing alike is a problem of
-    that item (a transcript too long for the model), not of the design or the endpoint.
-    Per condition, because conditions may use different endpoints.
-    """
-
-    def __init__(self, limit: int | None, hosts: Mapping[str, str] | None = None):
-        self.limit = limit
-        self.hosts = hosts or {}  # endpoint name -> its address, for the message
-        self.runs: dict[str, tuple[str, int, set[str]]] = {}  # condition id -> (error, calls, items)
-        self.reason: str | None = None  # why the run stops, once it must
-
-    def add(self, attempt: Attempt, result: CallResult) -> None:
-        cond = attempt.condition
-        unanswered = not result.ok and result.status is None and result.error_message.startswith(NO_ANSWER)
-        if self.limit is None or not (unanswered or client_error(result.status)):
-            self.runs.pop(cond.id, None)
-            return
-        # The status and the API's message (the key struck out); any timeout or dropped connection is one kind.
-        error = "no answer" if unanswered else result.tries[-1]
-        same, calls, items = self.runs.get(cond.id, (error, 0, set()))
-        if same != error:
-            calls, items = 0, set()
-        items.add(attempt.item.id)
-        self.runs[cond.id] = (error, calls + 1, items)
-        if calls + 1 < self.limit or len(items) < 2 or self.reason is not None:
-            return
-        if unanswered:
-            host = self.hosts.get(cond.endpoint)
-            where = f" from endpoint {cond.endpoint!r} ({host})" if host else ""
-            what = (f"got no answer{where} (the last: {result.error_message}). Is the server up, and are the base_url "
-                    "and its port right? ")
-        else:
-            what = f"were refused with the same error, {error}. "
-        self.reason = (
-            f"the run stopped: {calls + 1} calls in a row of condition {cond.id!r} (model {cond.model!r}) {what}"
-            "Nothing more was sent; the calls in flight were finished and logged. "
-            "Fix the design or the endpoint, then run the same command again with --retry-failed "
-            "(retry_failed=True) to send the failed attempts again and the others for the first time. "
-            f"(The run stops after max_same_errors={self.limit} such calls; --max-same-errors 0 or "
-            "max_same_errors=None never stops it.)"
-        )
-
-
-class _Budget:
-    """Launches a call only while the log's spend plus the estimates of the calls in flight stays
-    within ``limit`` USD (``max_cost_usd``); once one would pass it, nothing more is launched.
-
-    A call's estimate is the dry run's (:func:`estimate`); when it finishes, its estimate gives
-    way to its logged cost. So the spend passes the limit only by the estimates' error on the
-    calls in flight, at most one round of ``concurrency`` calls.
-    """
-
-    def __init__(self, limit: float | None, spent: float):
-        self.limit = limit
-        self.spent = spent  # logged, this run's calls included once they finish
-        self.in_flight = 0.0
-        self.reason: str | None = None
-
-    def launch(self, cost: float) -> bool:
-        """Reserve ``cost`` for a call about to be sent; False (and a reason) when it would pass the limit."""
-        if self.limit is None:
-            return True
-        if self.reason is None and self.spent + self.in_flight + cost > self.limit:
-            self.reason = (
-                f"the run stopped before passing max_cost_usd=${self.limit:,.4f}: the log holds ${self.spent:,.4f} of "
-                f"calls and the next one (~${cost:,.4f}) would pass it, counting ${self.in_flight:,.4f} estimated for "
-                "the calls then in flight (they were finished and logged). Nothing more was sent; attempts not sent "
-                "are not logged. Raise run.max_cost_usd (or --max-cost) and run the same command again to send them."
-            )
-        if self.reason is not None:
-            return False
-        self.in_flight += cost
-        return True
-
-    def settle(self, estimate: float, cost: float | None) -> None:
-        """A launched call finished: its logged cost replaces its estimate."""
-        if self.limit is not None:
-            self.in_flight -= estimate
-            self.spent += cost or 0.0
-
-
-def logged_cost(log: str | os.PathLike) -> float:
-    """The sum of ``cost_usd`` over a JSONL log's rows (0 when there is no log yet); unpriced rows count 0.
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
-    >>> with open(log, "w") as f:
-    ...     _ = f.write('{"attempt_id": "a", "cost_usd": 0.25}\\n{"attempt_id": "b", "cost_usd": null}\\n')
-    >>> logged_cost(log)
-    0.25
-    """
-    path = Path(log)
-    if not path.exists():
-        return 0.0
-    total = 0.0
-    with open(path, encoding="utf-8") as lines:
-        for line in lines:
-            if '"cost_usd"' in line:
-                try:
-                    total += json.loads(line).get("cost_usd") or 0.0
-                except json.JSONDecodeError:  # a torn last line: LogWriter sets it aside
-                    continue
-    return total
-
-
 def _check_texts(design: Design) -> None:
     """Refuse, before any call, a transcript that is empty once cleaned (only control or zero-width characters)."""
     if {c.prompt_id for c in design.conditions} <= {"BOOL", "SYNTH", *design.prompts}:
@@ -591,6 +492,52 @@ def _call_estimate(
     return cost_usd(
         cond.price_model or cond.model, _input_tokens(messages), _expected_output(cond, criteria) * n, batch=batch, warn=False
     )
+
+
+def check_keys(design: Design, base_url: str | None = None) -> None:
+    """Read every used endpoint's key variable, as a run would before its first call (for ``--dry-run``).
+
+    Raises
+    ------
+    CollectError
+        Naming the endpoint and the variable that is unset or empty (never a key).
+    """
+    for endpoint in used_endpoints(design):
+        endpoint_key(endpoint.name, base_url or endpoint.base_url, endpoint.api_key_env, needs_key=endpoint.needs_key)
+
+
+def budget_stop(design: Design, log: str | os.PathLike | None, limit: float, *, batch: bool = False) -> str:
+    """Where ``max_cost_usd=limit`` would stop a run of ``design`` on ``log``, in one line (for ``--dry-run``).
+
+    The calls are taken in plan order at the dry run's estimates, as the run launches them;
+    the run settles each call at its logged cost, so it stops near here, a call or two
+    later when the replies cost less than estimated.
+
+    Examples
+    --------
+    >>> d = load_design({"attempts": 100, "conditions": [{"prompt": "P1.2", "model": "gpt-4o"}],
+    ...                  "items": [{"id": "T1", "text": "Doctor: Hi. Patient: Hello."}]})
+    >>> budget_stop(d, None, 0.05)  # doctest: +ELLIPSIS
+    'with max_cost_usd=$0.0500: the log holds $0.0000; the run would stop after about ... of 100 calls (~$0.04...'
+    """
+    _check_budget(design, limit)
+    spent = logged_cost(log) if log is not None else 0.0
+    done = logged_attempt_ids(log) | {row["attempt_id"] for row in recorded_rows(log)} if log is not None else set()
+    requests = group_requests([a for a in design.plan() if a.attempt_id not in done])
+    messages = prompt_cache(design, 64)
+    total, fit = spent, 0
+    for request in requests:
+        cond = request.attempts[0].condition
+        cost = _call_estimate(cond, messages(request.attempts[0].item.id, cond.id), design.rubric.criteria,
+                              batch=batch, n=request.n) or 0.0
+        if total + cost > limit:
+            break
+        total, fit = total + cost, fit + 1
+    head = f"with max_cost_usd=${limit:,.4f}: the log holds ${spent:,.4f}; "
+    if fit == len(requests):
+        return head + f"all {len(requests):,} calls fit (~${total:,.4f} in all)"
+    return head + (f"the run would stop after about {fit:,} of {len(requests):,} calls (~${total:,.4f} at these estimates; "
+                   "later when the replies cost less than estimated, sooner when more)")
 
 
 def check_batch_budget(
@@ -695,13 +642,16 @@ async def run_async(
     Raises
     ------
     FatalCallError
-        When the endpoint refuses the key or the model (401, 403, 404): the run stops,
-        attempts in flight are not logged, and a rerun after fixing it resumes.
+        When an endpoint refuses the key or the model (401, 403, 404) or redirects: the
+        run stops, the calls in flight to every endpoint are finished and logged, and a
+        rerun after fixing it resumes.
     CollectError
         When ``max_same_errors`` calls in a row were refused alike or not answered (see the
-        module notes), or the next call would pass ``max_cost_usd``: the calls in flight are
-        finished and logged, nothing more is sent, and the message says why (the condition,
-        the model, the HTTP status and the API's error message; or the spend).
+        module notes), or the next call would pass ``max_cost_usd``, or the log cannot be
+        written: the calls in flight are finished and logged (or, for the last, kept in
+        ``<log>.wal`` for the next run to log), nothing more is sent, and the message says
+        why (the condition, the model, the HTTP status and the API's error message; the
+        spend; or the file and the cause).
     """
     design = design if isinstance(design, Design) else load_design(design)
     concurrency = int(concurrency if concurrency is not None else design.concurrency)
@@ -723,14 +673,16 @@ async def run_async(
     async with contextlib.AsyncExitStack() as cleanup:
         # Every endpoint's key is read before anything is sent or the log is touched.
         clients = await _clients(design, cleanup, client, base_url=base_url, api_key=api_key, random_state=random_state)
+        recover(log)  # replies an earlier run received but could not log, before anything reads the log
         retried = set_aside_failed(log) if retry_failed else 0  # before the writer opens the file it replaces
         superseded = set_aside_changed(design, log) if new_settings else []
-        writer = cleanup.enter_context(LogWriter(log))  # sets a torn last line aside before we read the ids
+        journal = cleanup.enter_context(Journal(log))  # sets a torn last line aside before we read the ids
         planned, todo = pending(design, log)
         hosts = {name: getattr(c, "base_url", None) or design.endpoints[name].host for name, c in clients.items()}
-        fail_fast = _FailFast(max_same_errors, hosts)
-        budget = _Budget(max_cost_usd, logged_cost(log) if max_cost_usd is not None else 0.0)
-        stops = (fail_fast, budget)
+        fail_fast = FailFast(max_same_errors, hosts)
+        budget = Budget(max_cost_usd, logged_cost(log) if max_cost_usd is not None else 0.0)
+        halt = Halt()
+        stops = (journal, halt, fail_fast, budget)  # the first with a reason says why the run ended
         # One queue per endpoint, so a slow or rate-limited provider does not hold up the others.
         queues: dict[str, asyncio.Queue[Request]] = {name: asyncio.Queue() for name in clients}
         for request in group_requests(todo):  # one attempt a request unless samples_per_request > 1
@@ -743,29 +695,39 @@ async def run_async(
             bar = _Progress(len(todo), retried) if sys.stderr.isatty() else _ProgressLines(len(todo), progress_every)
         prompt_for = prompt_cache(design, 4 * concurrency)
 
+        def stopped() -> bool:
+            return any(stop.reason for stop in stops)
+
+        async def call(request: Request) -> None:
+            attempt, n = request.attempts[0], request.n
+            cond = attempt.condition
+            messages = prompt_for(attempt.item.id, cond.id)
+            tokens = _input_tokens(messages) + _expected_output(cond, design.rubric.criteria) * n
+            for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
+                if limit is not None:
+                    await limit.take(amount)
+            cost = _call_estimate(cond, messages, design.rubric.criteria, n=n) if budget.limit is not None else 0.0
+            if stopped() or not budget.launch(cost):
+                return  # not sent, so not logged: the next run sends it
+            async with slots:
+                if stopped():  # a stop came while this call waited for a slot
+                    return
+                result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n)
+            rows = request_rows(request, design, messages, result)
+            journal.write([row for row, _ in rows])  # one write: a request's rows land together
+            budget.settle(cost, sum(row["cost_usd"] or 0.0 for row, _ in rows))
+            for index, (row, part) in enumerate(rows):
+                tally.add(row, part, cond, call=index == 0)
+            fail_fast.add(attempt, result)
+            if bar is not None:
+                bar.update(tally.counts)
+
         async def worker(queue: asyncio.Queue[Request]) -> None:
-            while not queue.empty() and not any(stop.reason for stop in stops):
-                request = queue.get_nowait()
-                attempt, n = request.attempts[0], request.n
-                cond = attempt.condition
-                messages = prompt_for(attempt.item.id, cond.id)
-                tokens = _input_tokens(messages) + _expected_output(cond, design.rubric.criteria) * n
-                for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
-                    if limit is not None:
-                        await limit.take(amount)
-                cost = _call_estimate(cond, messages, design.rubric.criteria, n=n) if budget.limit is not None else 0.0
-                if any(stop.reason for stop in stops) or not budget.launch(cost):
-                    return  # not sent, so not logged: the next run sends it
-                async with slots:
-                    result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n)
-                rows = request_rows(request, design, messages, result)
-                writer.append_many([row for row, _ in rows])  # one write: a request's rows land together
-                budget.settle(cost, sum(row["cost_usd"] or 0.0 for row, _ in rows))
-                for index, (row, part) in enumerate(rows):
-                    tally.add(row, part, cond, call=index == 0)
-                fail_fast.add(attempt, result)
-                if bar is not None:
-                    bar.update(tally.counts)
+            while not queue.empty() and not stopped():
+                try:
+                    await call(queue.get_nowait())
+                except Exception as error:  # held, not raised: the other workers' calls in flight are finished first
+                    halt.stop(error)
 
         try:
             if bar is not None:
@@ -775,20 +737,17 @@ async def run_async(
                     width = min(design.endpoints[name].concurrency or concurrency, concurrency)
                     for _ in range(min(width, queue.qsize())):
                         group.create_task(worker(queue))
-        except* CollectError as failure:
-            error = failure.exceptions[0]
-            if isinstance(error, FatalCallError):
-                error = FatalCallError(
-                    f"{error}; the run stopped and its calls in flight were not logged: "
-                    "fix the key or the model, then run the same command again to resume"
-                )
-            raise error from None
         finally:
             if bar is not None:
                 bar.stop()
+        so_far = tally.summary(len(planned), len(todo), started, log)
+        if journal.reason is not None:
+            lost = f"; {journal.lost:,} replies could be written nowhere" if journal.lost else ""
+            raise CollectError(f"{journal.reason} ({journal.unlogged:,} replies wait there{lost}). So far: {so_far}")
+        halt.reraise(str(so_far))
         for stop in stops:
             if stop.reason is not None:
-                raise CollectError(f"{stop.reason} So far: {tally.summary(len(planned), len(todo), started, log)}")
+                raise CollectError(f"{stop.reason} So far: {so_far}")
     return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded)
 
 

@@ -15,7 +15,6 @@ import os
 import re
 import types
 import unicodedata
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
 # What clean_text removes, in this order (an escape sequence before the ESC it starts with).
@@ -153,13 +153,11 @@ def _detect(raw: bytes, where: str) -> str:
     except UnicodeDecodeError:
         text, codec = raw.decode("latin-1"), "Latin-1"
     line = raw[:first].count(b"\n") + 1
-    warnings.warn(
+    warn(
         f"{where}: not UTF-8 (byte {raw[first:first + 1]!r} at line {line}, byte offset {first}); read as {codec}: "
         f"that line now reads {text.split(chr(10))[line - 1].strip()[:60]!r}. If the accents look wrong, save the "
         "file as UTF-8",
-        EncodingWarning,
-        stacklevel=4,
-    )
+        EncodingWarning)
     return text
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hce._checks import _label, require_columns
+from hce._checks import _label, flag_values, plain, require_columns
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -146,6 +146,8 @@ LONG_CRITERION = "criterion"
 #: a second, and a report hands one log to dozens of statistics). Weak: storage that goes
 #: away leaves, so a reused ``id()`` never stands for it.
 _UNIQUE_IDS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+#: The same, for long views (ids repeated once per criterion) found free of one attempt under two ids.
+_PAIRS_CHECKED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str) -> None:
@@ -157,7 +159,10 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
     names in ``named`` (and one per ``criterion``, :func:`hce.log.to_long`'s column):
     there the id must be unique within each combination of those columns.
     """
-    if ATTEMPT_ID not in data.columns or ATTEMPT_ID in named or data.empty:
+    if data.empty or ATTEMPT_ID in named:
+        return
+    if ATTEMPT_ID not in data.columns:
+        refuse_repeated_pairs(data, name)
         return
     # Arrow-backed text (pandas' default) is immutable: a column set anew gets new storage,
     # so the storage's identity says this very column passed already. Others: no memo.
@@ -165,6 +170,7 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
     if ids is not None and _UNIQUE_IDS.get(id(ids)) is ids:
         return
     if not data[ATTEMPT_ID].duplicated().any():
+        refuse_repeated_pairs(data, name)
         if ids is not None:
             _UNIQUE_IDS[id(ids)] = ids
         return
@@ -172,6 +178,11 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
     keys = data[[ATTEMPT_ID, *within]]
     repeated = keys.duplicated(keep=False).to_numpy()
     if not repeated.any():
+        # A long view: each attempt once per criterion; one attempt under two ids is still caught, once per view.
+        if ids is None or _PAIRS_CHECKED.get(id(ids)) is not ids:
+            refuse_repeated_pairs(data, name)
+            if ids is not None:
+                _PAIRS_CHECKED[id(ids)] = ids
         return
     first = int(np.flatnonzero(repeated)[0])
     same = (keys == keys.iloc[first]).all(axis=1).to_numpy()
@@ -182,6 +193,37 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
         f"{_label(data.index[second])} (positions {first} and {second}); {n_ids:,} attempt id(s) appear more than once, "
         "which would count those attempts twice (a log concatenated with itself, or with an overlapping log?); "
         "drop the repeats, or combine overlapping logs with hce.log.merge_logs (`hce log merge`)"
+    )
+
+
+#: The columns that make an attempt what it is (:func:`hce.log.make_attempt_id` hashes them).
+ATTEMPT_KEY = ("experiment_id", "item_id", "condition_id", LONG_CRITERION, "attempt")
+
+
+def refuse_repeated_pairs(data: pd.DataFrame, name: str) -> None:
+    """One attempt (experiment, item, condition, attempt number; and criterion in the long
+    view) logged twice under two ``attempt_id`` values counts one score twice: refuse it,
+    naming the pair and both ids. Checked where the frame has a log's ``item_id``,
+    ``condition_id`` and ``attempt`` (without ``condition_id``, other columns may tell the
+    conditions apart: a table of prompt x model, say).
+    """
+    if not {"item_id", "condition_id", "attempt"} <= set(data.columns):
+        return
+    key = [c for c in ATTEMPT_KEY if c in data.columns]
+    repeated = data.duplicated(key, keep=False).to_numpy()
+    if not repeated.any():
+        return
+    first = int(np.flatnonzero(repeated)[0])
+    values = data[key].iloc[first]
+    same = (data[key] == values).all(axis=1).to_numpy()
+    second = int(np.flatnonzero(same)[1])
+    pair = ", ".join(f"{c}={plain(values[c])!r}" for c in key)
+    ids = (f"attempt_id {data[ATTEMPT_ID].iloc[first]!r} and {data[ATTEMPT_ID].iloc[second]!r}"
+           if ATTEMPT_ID in data.columns else f"rows {_label(data.index[first])} and {_label(data.index[second])}")
+    n = int(data.loc[repeated, key].drop_duplicates().shape[0])
+    raise DataError(
+        f"{name}: the attempt ({pair}) is logged twice, as {ids}; {n:,} attempt(s) are logged more than once, "
+        "which would count one score twice: keep one row per attempt (hce.log.merge_logs picks one)"
     )
 
 
@@ -412,8 +454,8 @@ def key_values(data: pd.DataFrame, column: str, name: str, *, blank_ok: bool = F
 def flagged_rows(data: pd.DataFrame, error: object, name: str, *, required: bool) -> np.ndarray:
     """True for the attempts flagged in column ``error`` (``_UNSET``: the default column).
 
-    An absent column flags nothing unless ``required`` (the caller named it); a flag that
-    is neither boolean nor numeric is refused.
+    An absent column flags nothing unless ``required`` (the caller named it); the flags are
+    read by :func:`hce._checks.flag_values`, the one rule for every statistic and importer.
     """
     column = ERROR_DEFAULT if error is _UNSET else error
     none = np.zeros(len(data), dtype=bool)
@@ -423,12 +465,7 @@ def flagged_rows(data: pd.DataFrame, error: object, name: str, *, required: bool
         if required:
             require_columns(data, [column], what=f"{name}: data")
         return none
-    flags = data[column]
-    if not (pd.api.types.is_bool_dtype(flags) or pd.api.types.is_numeric_dtype(flags)):
-        if required:
-            raise DataError(f"{name}: column {column!r} (error flag) must be boolean, got {flags.dtype}")
-        return none
-    return flags.fillna(False).to_numpy(dtype=bool)
+    return flag_values(data[column], column, name)
 
 
 def report_flagged(data: pd.DataFrame, flagged: np.ndarray, error: object, name: str) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._checks import check_choice, check_confidence, flag_values, numeric_column, require_columns
 from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import ProportionMethod, proportion_ci
@@ -43,14 +43,11 @@ def as_list(columns: str | Sequence[str] | None) -> list[str]:
     return list(columns)
 
 
-def valid_mask(data: pd.DataFrame, error: str | None) -> np.ndarray:
-    """True for attempts that did not error (a missing flag counts as not errored)."""
+def valid_mask(data: pd.DataFrame, error: str | None, name: str = "item_spread") -> np.ndarray:
+    """True for attempts that did not error (a missing flag counts as not errored; :func:`~hce._checks.flag_values`)."""
     if error is None:
         return np.ones(len(data), dtype=bool)
-    flags = data[error]
-    if not (pd.api.types.is_bool_dtype(flags) or pd.api.types.is_numeric_dtype(flags)):
-        raise DataError(f"column {error!r} (error flag) must be boolean, got {flags.dtype}")
-    return ~flags.fillna(False).to_numpy(dtype=bool)
+    return ~flag_values(data[error], error, name)
 
 
 @reads_frame(keys=("item", "condition", "criterion"), numbers=("score",))

@@ -253,7 +253,7 @@ def test_cli_batch_dry_run_no_wait_and_collect(serve, tmp_path, monkeypatch):
 def test_a_refused_key_stops_the_run_and_stays_out_of_the_message(serve, tmp_path):
     # The simulated server quotes the key it was given in its 401, as a careless server might.
     server = serve(SimJudge(seed=0), api_key="sk-right")
-    with pytest.raises(FatalCallError, match="refused the upload") as caught:
+    with pytest.raises(FatalCallError, match="refused the API key for the upload") as caught:
         run_batch(design(attempts=1), tmp_path / "log.jsonl", client=fast_client(server, api_key="sk-wrong-secret"), **FAST)
     assert "sk-wrong-secret" not in str(caught.value) and "[API key removed]" in str(caught.value)
 
@@ -363,7 +363,7 @@ def test_a_refused_cancel_keeps_the_key_out_of_the_message(serve, tmp_path):
     server = serve(SimJudge(seed=0), api_key="sk-right")
     log = tmp_path / "log.jsonl"
     run_batch(design(attempts=1), log, client=fast_client(server, api_key="sk-right"), wait=False, **FAST)
-    with pytest.raises(FatalCallError, match="refused the cancel of batch batch_sim000001") as caught:
+    with pytest.raises(FatalCallError, match="refused the API key for the cancel of batch batch_sim000001") as caught:
         cancel_batches(design(attempts=1), log, client=fast_client(server, api_key="sk-wrong-secret"), **FAST)
     assert "sk-wrong-secret" not in str(caught.value) and "[API key removed]" in str(caught.value)
 

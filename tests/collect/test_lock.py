@@ -70,6 +70,7 @@ def test_two_collectors_on_one_log_the_second_stops_and_nothing_is_sent_twice(se
     assert second.returncode == 2, message
     assert f"another collector is writing {log}" in message
     assert f"pid {first.pid} on host {socket.gethostname()}, since " in message
+    assert "to run:" not in message  # issue 34: it printed "to run: 138 calls" before the lock error
     ids = [json.loads(line)["attempt_id"] for line in log.read_text().splitlines()]
     assert len(ids) == 60 and len(set(ids)) == 60  # 0 duplicated attempts
     assert judge.stats["requests"] == 60  # the second collector sent nothing

@@ -13,6 +13,7 @@ from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client, kill_mid_ru
 import hce
 from hce.collect.client import FatalCallError
 from hce.collect.design import load_design
+from hce.collect.fingerprint import settings_path
 from hce.collect.pricing import cost_usd
 from hce.collect.runner import _RateLimit, estimate, run
 from hce.collect.sim import Faults, SimJudge, latent_scores
@@ -376,9 +377,9 @@ def test_a_401_or_404_stops_the_run_within_the_calls_in_flight(serve, tmp_path, 
         ({"model": "gpt-4o-2024-08-06"}, "model", MODEL, "gpt-4o-2024-08-06"),
         ({"max_tokens": 500}, "max_tokens", "1000", "500"),
         ({"seed": 3}, "seed", "empty", "3"),
-        ({"logprobs": True}, "prompt template, rubric, logprobs, samples_per_request or endpoint kind", "other", "these"),
-        ({"samples_per_request": 5}, "prompt template, rubric, logprobs, samples_per_request or endpoint kind", "other",
-         "these"),
+        # Issue 34: these read "... endpoint kind other, but the design now says ... these", naming nothing.
+        ({"logprobs": True}, "logprobs", "False", "True"),
+        ({"samples_per_request": 5}, "samples_per_request", "1", "5"),
         ({"prompt": "P2.3"}, "prompt_id", "P1.2", "P2.3"),
     ],
 )
@@ -405,3 +406,33 @@ def test_resuming_a_condition_with_changed_settings_stops_before_any_call(serve,
     assert run(after, log, client=fast_client(server)).done == 90
     # The same settings resume as before.
     assert run(before, log, client=fast_client(server)).done == 0
+
+
+def test_a_changed_rubric_template_or_transcript_is_named_on_resume(serve, tmp_path):
+    # Issue 34: the fingerprint did not cover the item text (a transcript changed under the same id resumed into
+    # the old rows), and a changed rubric was named only as "prompt template, rubric, ... other".
+    server = serve(SimJudge(seed=0))
+    log = tmp_path / "log.jsonl"
+    rubric = hce.load_rubric("v5")
+    before = design(prompts=("P1.2",), attempts=2)
+    assert run(before, log, client=fast_client(server)).done == 6
+    text = hce.rubric.rubric_yaml(rubric).replace("Clarity of Language", "Clarity of Speech")
+    (tmp_path / "mine.yaml").write_text(text)
+    with pytest.raises(CollectError, match=r"condition '[^']+' has 6 logged attempts made with rubric "
+                                           r"'Patient Health Communication Rubric v5.0' \(sha256 \w{12}\), but the design "
+                                           r"now says rubric 'Patient Health Communication Rubric v5.0' \(sha256 \w{12}\)"):
+        run({**before, "rubric": str(tmp_path / "mine.yaml")}, log, client=fast_client(server))
+    # A log made before the parts were recorded: the prompt it sent says where it changed.
+    kept = settings_path(log).read_text()
+    settings_path(log).unlink()
+    with pytest.raises(CollectError, match=r"made with prompt sent '.*Clarity of Language: .*', but the design now says "
+                                           r"prompt sent '.*Clarity of Speech: "):
+        run({**before, "rubric": str(tmp_path / "mine.yaml")}, log, client=fast_client(server))
+    settings_path(log).write_text(kept)
+    items = [{"id": "T1", "text": TRANSCRIPTS["T1"] + " Doctor: And the pain?"},
+             *({"id": k, "text": v} for k, v in TRANSCRIPTS.items() if k != "T1")]
+    with pytest.raises(CollectError, match=r"item 'T1' has 2 logged attempts \(conditions '[^']+'\) judged on another "
+                                           r"text \(sha256 \w{12}\), but the design's text is now sha256 \w{12}"):
+        run({**before, "items": items}, log, client=fast_client(server))
+    summary = run({**before, "items": items}, log, client=fast_client(server), new_settings=True)
+    assert summary.done == 2 and len(hce.read_log(log)) == 6  # T1's two attempts judged afresh on the new text
