@@ -1,6 +1,7 @@
 """Benchmark: the study report and the generic report, from 20,000 to 1,000,000 attempts.
 
-Run: python bench/report.py            (20k study report, then the 1M cases)
+Run: python bench/report.py            (the pilot, the 20k study report, then the 1M cases)
+     python bench/report.py --pilot-only --baseline DIR   (the pilot against another tree, e.g. main's)
      python bench/report.py --case study-1m   (one case; also generic-1m, study-20k)
 
 The study logs hold Experiments 1, 2, 3 and 5 at the PRD's proportions from hce's simulated
@@ -10,6 +11,16 @@ The generic case is a non-PRD log of the same size: 10,000 items x 4 conditions 
 1% failed calls. Each 1M case runs in a child process so its peak RSS (getrusage of the
 children) is its own. There is no peer library that writes these reports, so each line prints
 the time against the issue's target (30 s for 20k; 60 s and 4 GB for 1M).
+
+Pilot (issue 35: 10.4 s idle, 34 s under load; target < 5 s): profiled in CPU seconds
+(cProfile with process_time, load 15-19 on 2 cores), 37 s of CPU: the variance decomposition's
+profile-likelihood intervals 17.7 s (294 L-BFGS-B fits of 3-4 variances, each 50-80 ms of CPU
+because OpenBLAS woke its threads for LAPACK calls on 4 x 4 matrices; 1 ms on one thread),
+imports 7.4 s (seaborn and scipy.stats, which parses its distributions' docstrings),
+writing 6.4 s (12 savefig calls: an SVG and a PNG of 6 figures), the rest of the
+criterion sections ~6 s (spread, tests, reliability with its bootstrap). The fits now run
+on one BLAS thread: 23 s of CPU, the variance part 2.8 s. The nine-criterion pilot in a
+fresh process: 7.5 s of CPU against main's 21.6 s in the same run (load 17).
 
 Run: python bench/report.py --10m   (adds the 10,000,000-attempt Parquet log: 100,000 items x 4
 conditions x 25 attempts, made once into the temp folder, read by the report as `hce report` does)
@@ -28,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -36,9 +48,12 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+import hce
+from hce.rubric import load_rubric
 from hce.stats._simulate import simulated_log
 
 STUDY = (  # experiment, condition column, noise per condition
@@ -62,6 +77,22 @@ def generic_log(n_items: int, n_conditions: int, n_attempts: int) -> pd.DataFram
     noise = {f"C{i}": 0.3 + 0.1 * i for i in range(n_conditions)}
     log = simulated_log(experiment_id="my_eval", n_items=n_items, n_attempts=n_attempts, noise=noise, error_rate=0.01)
     return log.assign(attempt_id=[f"a{i}" for i in range(len(log))])
+
+
+PILOT_CRITERIA = ("citation", "accurate", "thorough", "useful", "organized", "comprehensible", "succinct",
+                  "synthesized", "stigmatizing")  # PDSQI-9's nine attributes, scored 1-5
+
+
+def pilot_log() -> pd.DataFrame:
+    """A pilot: 30 items x 3 conditions x 3 attempts = 270 rows, nine 1-5 criteria, no rubric named."""
+    log = simulated_log(experiment_id="PDSQI_pilot", n_items=30, n_attempts=3, noise={"A": 0.3, "B": 0.5, "C": 0.8},
+                        error_rate=0)  # fmt: skip
+    rng = np.random.default_rng(35)
+    latent = rng.uniform(1, 5, size=(30, len(PILOT_CRITERIA)))[log["item_id"].factorize()[0]]
+    sd = log["condition_id"].map({"A": 0.3, "B": 0.5, "C": 0.8}).to_numpy()[:, None]
+    scores = np.clip(np.rint(latent + rng.normal(size=latent.shape) * sd), 1, 5).astype(int)
+    log = log.drop(columns=[*load_rubric("v5").criteria, "total", "target_total", "transcript_words"])
+    return log.assign(attempt_id=[f"a{i}" for i in range(len(log))], **dict(zip(PILOT_CRITERIA, scores.T)))
 
 
 def parquet_log() -> Path:
@@ -125,15 +156,51 @@ def measure(case: str, timeout: float) -> tuple[float, int, float] | None:
     return float(seconds), int(attempts), usage.ru_maxrss / 1e6  # kB on Linux
 
 
+def time_pilot(source: Path, runs: int) -> tuple[float, float]:
+    """Best wall time of ``hce report`` on the pilot log in a fresh process (imports included, as a
+    user waits), with the CPU time of that run; ``source`` is the tree whose hce runs."""
+    best = (float("inf"), float("inf"))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pilot.jsonl"
+        hce.write_log(pilot_log(), path)
+        for k in range(runs):
+            command = [sys.executable, "-c", "from hce.cli import main; main()", "report", str(path), "--out", str(Path(tmp) / f"r{k}")]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            # cwd=source puts that tree first on sys.path ('' for -c), whatever hce is installed
+            subprocess.run(command, cwd=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            wall = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            best = min(best, (wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+            if not (Path(tmp) / f"r{k}" / "report.html").is_file():
+                raise SystemExit(f"the pilot report from {source} wrote no report.html")
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--case", choices=["study-20k", "study-1m", "generic-1m", "generic-10m-parquet"])
     parser.add_argument("--10m", dest="ten_million", action="store_true",
                         help="also the 10,000,000-attempt Parquet log (minutes; target 10 min, 8 GB)")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--baseline", type=Path, help="a source tree of hce (e.g. `git archive main | tar -x -C DIR`) "
+                        "whose pilot report is timed in the same run, as the PEER")
+    parser.add_argument("--runs", type=int, default=3, help="fresh runs of the pilot report; the best is printed")
+    parser.add_argument("--pilot-only", action="store_true")
     args = parser.parse_args()
     if args.case:
         run_case(args.case)
+        return
+    print(f"# cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}")
+    (wall, cpu) = time_pilot(Path(__file__).resolve().parents[1], args.runs)
+    if args.baseline:
+        (b_wall, b_cpu) = time_pilot(args.baseline.resolve(), args.runs)
+        peer = f"PEER hce at {args.baseline} {b_wall:.1f} s (cpu {b_cpu:.1f} s), ratio {b_wall / wall:.2f}"
+    else:
+        peer = "PEER n/a (pass --baseline DIR)"
+    print(f"pilot (270 rows, 9 criteria, 3 conditions; hce report in a fresh process): hce {wall:.1f} s "
+          f"(cpu {cpu:.1f} s), {peer} (target 5 s); load average now {os.getloadavg()[0]:.1f}", flush=True)
+    if args.pilot_only:
         return
     cases = [("study-20k", 30, 4), ("study-1m", 60, 4), ("generic-1m", 60, 4)]
     cases += [("generic-10m-parquet", 600, 8)] if args.ten_million else []

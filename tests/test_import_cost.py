@@ -29,6 +29,8 @@ CASES = {
     "import hce.cli": BAYES_AND_PLOTS | MODEL_FITTERS | CLIENTS | {"scipy.stats", "hce.stats", "hce.collect"},
     # the Bayesian entry points and result type are importable without the Bayesian stack
     "from hce.stats import BayesResult, MCMCDiagnosticsWarning, bayes_binary, bayes_ordinal": BAYES_AND_PLOTS,
+    # `hce sim-server` (issue 35): the simulator serves without the HTTP client or pandas
+    "from hce.collect.sim import SimServer": BAYES_AND_PLOTS | CLIENTS | {"pandas", "hce.stats"},
 }
 
 
@@ -84,10 +86,11 @@ def test_the_check_sees_a_heavy_import():
     assert _matches("xarray", BAYES_AND_PLOTS) and modules["xarray"] == ""
 
 
-def test_every_public_stats_name_has_a_home_and_resolves():
-    # hce.stats loads its modules on first use (PEP 562): the table of homes and __all__ must
-    # name the same functions, and each must be found where the table says.
-    import hce.stats as hs
+@pytest.mark.parametrize("package", ["hce.stats", "hce.collect"])
+def test_every_public_name_has_a_home_and_resolves(package):
+    # hce.stats and hce.collect load their modules on first use (PEP 562): the table of homes
+    # and __all__ must name the same functions, and each must be found where the table says.
+    hs = importlib.import_module(package)
 
     assert set(hs.__all__) == set(hs._HOME)
     for name in hs.__all__:

@@ -1,12 +1,22 @@
 """The collection layer: designs -> OpenAI-compatible calls -> the attempt log."""
 
-from hce.collect.batch import BatchSummary, CancelSummary, cancel_batches, cancel_batches_async, run_batch, run_batch_async
-from hce.collect.client import CallResult, FatalCallError, JudgeClient
-from hce.collect.design import CustomPrompt, Design, Endpoint, load_design
-from hce.collect.runner import RunSummary, estimate, run, run_async
-from hce.collect.schema import SchemaError
-from hce.collect.sim import Faults, Profile, SimJudge, SimServer
-from hce.collect.sim_batch import BatchSettings
+import importlib
+
+# Every public name and the module that defines it. A module is imported at the first use of
+# one of its names (PEP 562): `hce sim-server` needs the simulator, not the openai client
+# (half a second of imports) that the runner and batch modules load.
+_EXPORTS = {
+    "hce.collect.batch": (
+        "BatchSummary", "CancelSummary", "cancel_batches", "cancel_batches_async", "run_batch", "run_batch_async",
+    ),
+    "hce.collect.client": ("CallResult", "FatalCallError", "JudgeClient"),
+    "hce.collect.design": ("CustomPrompt", "Design", "Endpoint", "load_design"),
+    "hce.collect.runner": ("RunSummary", "estimate", "run", "run_async"),
+    "hce.collect.schema": ("SchemaError",),
+    "hce.collect.sim": ("Faults", "Profile", "SimJudge", "SimServer"),
+    "hce.collect.sim_batch": ("BatchSettings",),
+}  # fmt: skip
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "BatchSettings",
@@ -41,6 +51,14 @@ _MOVED_TO_STUDY = {"load_study", "plan", "run_study", "status", "draw_targets", 
 
 
 def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     if name in _MOVED_TO_STUDY:
         raise AttributeError(f"hce.collect.{name} moved to hce.study.{name}")
     raise AttributeError(f"module 'hce.collect' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

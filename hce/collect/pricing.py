@@ -25,11 +25,13 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from hce._warnings import warn as warn_at_caller
 from hce.errors import HceWarning
+
+if TYPE_CHECKING:  # pandas loads where a table is built: the simulator reads only the aliases
+    import pandas as pd
 
 
 class UnpricedModelWarning(HceWarning):
@@ -180,6 +182,8 @@ def price_table(prices: Mapping[str, Price] | None = None) -> pd.DataFrame:
     >>> price_table().set_index("model").loc["gpt-4o-2024-08-06", ["input", "cached_input", "batch_output"]].tolist()
     [2.5, 1.25, 5.0]
     """
+    import pandas as pd
+
     rows = []
     for model, p in (PRICES if prices is None else prices).items():
         nan = float("nan")

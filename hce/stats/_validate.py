@@ -430,7 +430,7 @@ def key_values(data: pd.DataFrame, column: str, name: str, *, blank_ok: bool = F
             f"{name}: id column {column!r} is blank in {int(blank.sum())} row(s), first in row "
             f"{_label(data.index[np.flatnonzero(blank)[0]])}; label every row or drop those rows"
         )
-    if _numeric_dtype(series):
+    if _numeric_dtype(series) and not pd.api.types.is_integer_dtype(series):  # an integer is never infinite
         check_finite(series.to_numpy(dtype=float, na_value=np.nan), column, name, data.index)
     if not _textlike(series) or _all_text(series):
         return None

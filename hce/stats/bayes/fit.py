@@ -364,9 +364,8 @@ def _fit(inputs: ModelInputs, link, priors, draws, tune, chains, target_accept, 
     seed = int(as_generator(random_state).integers(2**31 - 1))
     family, arrays = inputs.family, inputs.arrays
     # same key = same compiled model: structure, shapes and priors (the data may differ)
-    key = (family, link, arrays.n_categories, arrays.X.shape, arrays.n_levels,
-           tuple(None if z is None else z.shape for z in arrays.Z),
-           None if arrays.S is None else arrays.S.shape, tuple(sorted(priors.items())))
+    key = (family, link, arrays.n_levels, tuple((name, v.shape) for name, v in arrays.data().items()),
+           tuple(sorted(priors.items())))
     settings = sampling.SamplerSettings(int(draws), int(tune), int(chains), float(target_accept), seed)
     start = time.perf_counter()
     idata = sampling.run(sampler, lambda: build_model(family, link, arrays, priors), arrays.data(), key, settings)

@@ -37,6 +37,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from hce.stats.mixed.component_intervals import profile_search
+from hce.stats.mixed.sparse_chol import one_blas_thread
 
 Subset = frozenset[int]
 
@@ -207,14 +208,17 @@ def _maximise(
     if fix is not None:
         start[fix[0]] = fix[1] / scale
         bounds[fix[0]] = (fix[1] / scale, fix[1] / scale)
-    res = optimize.minimize(
-        objective,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
-    )
+    # one BLAS thread: L-BFGS-B's LAPACK calls on a few variances cost 1 ms of CPU on one
+    # thread and 50-80 ms with OpenBLAS's threads on a busy 2-core machine (issue 35)
+    with one_blas_thread():
+        res = optimize.minimize(
+            objective,
+            start,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
+        )
     return res.x * scale, bool(res.success)
 
 

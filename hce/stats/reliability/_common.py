@@ -57,15 +57,18 @@ def sorted_codes(values: np.ndarray) -> tuple[np.ndarray, pd.Index]:
     values = np.asarray(values)
     if values.dtype.kind in "iuf" and len(values):
         low, high = values.min(), values.max()
-        whole = values.dtype.kind != "f" or (
-            np.isfinite(low) and np.isfinite(high) and (values == np.round(values)).all()
-        )
-        if whole and high - low <= 4 * len(values):
-            offset = (values - low).astype(np.int64)
+        short = np.isfinite(low) and np.isfinite(high) and high - low <= 4 * len(values)
+        if short:
+            # ints: values - low is a new int64 array already; floats: whole iff it survives the cast
+            shifted = values - low
+            offset = shifted.astype(np.int64, copy=False)
+        if short and (values.dtype.kind != "f" or np.array_equal(offset, shifted)):
             present = np.zeros(int(high - low) + 1, dtype=bool)
             present[offset] = True
-            rank = np.cumsum(present) - 1
             labels = (np.flatnonzero(present) + low).astype(values.dtype)
+            if len(labels) == len(present):  # no gap in the range (ids 0..n-1): offsets are the codes
+                return offset, pd.Index(labels)
+            rank = np.cumsum(present) - 1
             return rank[offset], pd.Index(labels)
     codes, uniques = pd.factorize(values)
     try:
@@ -99,8 +102,9 @@ def long_ratings(
                 f"column {column!r} is missing in row {_label(data.index[missing][0])}; "
                 "label every rating"
             )
-    target, target_labels = sorted_codes(data[targets].to_numpy()[keep])
-    rater, rater_labels = sorted_codes(data[raters].to_numpy()[keep])
+    every = keep.all()  # then no row needs dropping: skip three copies of every column
+    target, target_labels = sorted_codes(data[targets].to_numpy() if every else data[targets].to_numpy()[keep])
+    rater, rater_labels = sorted_codes(data[raters].to_numpy() if every else data[raters].to_numpy()[keep])
     n_targets, n_raters = len(target_labels), len(rater_labels)
     repeats = np.bincount(target * n_raters + rater, minlength=n_targets * n_raters)
     if repeats.max(initial=0) > 1:
@@ -110,7 +114,7 @@ def long_ratings(
             f"{_label(rater_labels[r])}; give each (target, rater) pair one rating, "
             "or aggregate repeats first"
         )
-    return Ratings(target, rater, value[keep], target_labels, rater_labels, int((~keep).sum()))
+    return Ratings(target, rater, value if every else value[keep], target_labels, rater_labels, int((~keep).sum()))
 
 
 def counts(n_targets: int, n_raters: int, n_ratings: int, n_dropped: int) -> dict[str, int]:

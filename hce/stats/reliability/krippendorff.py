@@ -278,10 +278,11 @@ def krippendorff_alpha(
     pairable = per_unit[r.target] >= 2
     if not pairable.any():
         raise DataError("no unit has two or more ratings; alpha is undefined")
-    unit = (np.cumsum(per_unit >= 2) - 1)[r.target[pairable]]  # pairable units as 0..U-1
-    estimate, reps = alpha_core(
-        unit, r.value[pairable], level, n_boot=int(n_boot), random_state=random_state
-    )
+    if pairable.all():  # the common case: the codes are 0..U-1 already, no copy needed
+        unit, value = r.target, r.value
+    else:
+        unit, value = (np.cumsum(per_unit >= 2) - 1)[r.target[pairable]], r.value[pairable]  # pairable units as 0..U-1
+    estimate, reps = alpha_core(unit, value, level, n_boot=int(n_boot), random_state=random_state)
     if not np.isfinite(estimate):
         raise DataError("all pairable ratings are equal, so alpha is undefined (0/0)")
     if n_boot:

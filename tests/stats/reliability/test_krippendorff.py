@@ -190,3 +190,21 @@ def test_bootstrap_distribution_matches_per_unit_row_resampling(level):
         assert abs(np.quantile(new, p) - np.quantile(old, p)) < 5 * 0.060 * sigma
     assert abs(new.std(ddof=1) - sigma) < 5 * 0.016 * sigma
     assert abs(new.mean() - old.mean()) < 5 * np.sqrt(2 / n_boot) * sigma
+
+
+@pytest.mark.parametrize("values", [
+    np.array([3, 1, 2, 1, 3]),  # a dense range: the offsets are the codes
+    np.array([10, 4, 4, 7]),  # gaps in the range
+    np.array([2.0, 5.0, 2.0, 9.0]),  # whole floats with gaps
+    np.array([1.5, 0.5, 1.5]),  # not whole: hash-factorised
+    np.array([np.uint8(3), np.uint8(250)], dtype=np.uint8),
+    np.array(["b", "a", "b"], dtype=object),
+])  # fmt: skip
+def test_sorted_codes_match_a_sorted_factorisation(values):
+    # issue 35 made the short-range path skip its copies and rank lookup where it can
+    from hce.stats.reliability._common import sorted_codes
+
+    codes, labels = sorted_codes(values)
+    expected_codes, expected_labels = pd.factorize(values, sort=True)
+    np.testing.assert_array_equal(codes, expected_codes)
+    assert list(labels) == list(expected_labels)
