@@ -22,6 +22,7 @@ import hce.stats as hs
 from hce.errors import DataError, HceWarning
 from hce.stats.mixed import lmer
 from hce.stats.mixed.cell_fit import fit_cells
+from engine_logs import attempt_log
 
 INSTALL = 'pip install "hce[engines]"  (duckdb, polars)'
 
@@ -54,24 +55,6 @@ ENGINES = {
 @pytest.fixture(params=list(ENGINES))
 def engine(request):
     return ENGINES[request.param]
-
-
-def attempt_log(seed: int = 1, n_items: int = 24, n_conditions: int = 3, n_attempts: int = 4, drop: float = 0.0) -> pd.DataFrame:
-    """A small log: integer scores, an item x condition effect, some errors and blanks."""
-    rng = np.random.default_rng(seed)
-    item, cond = rng.normal(0, 1, n_items), rng.normal(0, 0.5, n_conditions)
-    both = rng.normal(0, 0.7, (n_items, n_conditions))
-    rows = []
-    for i in range(n_items):
-        for c in range(n_conditions):
-            for a in range(n_attempts):
-                if rng.random() < drop:
-                    continue
-                score = float(np.clip(np.round(5 + item[i] + cond[c] + both[i, c] + rng.normal(0, 1)), 0, 10))
-                rows.append({"attempt_id": f"{i}-{c}-{a}", "item_id": f"T{i:02d}", "condition_id": f"C{c}",
-                             "attempt": a + 1, "total": score, "accuracy": int(rng.integers(1, 6)),
-                             "error_flag": False})  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def quiet(call):

@@ -1,0 +1,102 @@
+"""Benchmark: `hce report --engine duckdb` on a partitioned Parquet log of 100,000,000 attempts,
+and the 10,000,000-attempt log side by side with today's pandas path (issue 37).
+
+Run: python bench/scale.py             (the 10M log, pandas then DuckDB; then the 100M log)
+     python bench/scale.py --only 100m  (or 10m)
+
+The 10M log is bench/report.py's (100,000 items x 4 conditions x 25 attempts, 1% failed calls,
+one Parquet file, made once into the temp folder). The 100M log has the same design with
+1,000,000 items, written once as Hive-partitioned Parquet (``condition_id=C0/part-00.parquet``,
+...) in chunks of 50,000 items, so making it never holds more than a chunk; about 25 minutes and
+4 GB of disk under /tmp, kept for the next run. Each report runs as `hce report` in a child
+process; the peak RSS is the child's own (``os.wait4``). The issue's target for the 100M log:
+< 300 s and < 4 GB peak RSS, with per-condition spread and variance-component sections. The
+peer is hce's own pandas path (no other library writes these reports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report import parquet_log  # noqa: E402  (bench/report.py: the 10M log)
+
+from hce.stats._simulate import simulated_log  # noqa: E402
+
+BIG = Path(tempfile.gettempdir()) / "hce-bench-generic-100m"
+BIG_ITEMS, CHUNK = 1_000_000, 50_000
+
+
+def big_log() -> Path:
+    """1,000,000 items x 4 conditions x 25 attempts as partitioned Parquet, made once."""
+    done = BIG / "_complete.txt"
+    if done.exists():
+        return BIG
+    noise = {f"C{i}": 0.3 + 0.1 * i for i in range(4)}  # bench/report.py's generic log, a seed per chunk
+    for k, start in enumerate(range(0, BIG_ITEMS, CHUNK)):
+        chunk = simulated_log(experiment_id="my_eval", n_items=CHUNK, n_attempts=25, noise=noise, error_rate=0.01,
+                              random_state=k + 1)  # fmt: skip
+        number = chunk["item_id"].str.slice(1).astype(int) + start
+        chunk["item_id"] = "T" + number.astype(str).str.zfill(7)
+        chunk["attempt_id"] = [f"a{k}-{i}" for i in range(len(chunk))]
+        for condition, part in chunk.groupby("condition_id", sort=True):
+            folder = BIG / f"condition_id={condition}"
+            folder.mkdir(parents=True, exist_ok=True)
+            part.drop(columns="condition_id").to_parquet(folder / f"part-{k:02d}.parquet", index=False)
+        print(f"  made {start + CHUNK:,} of {BIG_ITEMS:,} items", flush=True)
+    done.touch()
+    return BIG
+
+
+def measure(path: Path, engine: str, timeout: float) -> tuple[float, float] | None:
+    """Seconds and peak RSS (GB) of `hce report PATH --engine ENGINE` in a child process; None
+    past ``timeout`` or when it fails. ``os.wait4`` gives the child's own peak RSS."""
+    with tempfile.TemporaryDirectory() as out:
+        command = [str(Path(sys.executable).parent / "hce"), "report", str(path), "--engine", engine,
+                   "--out", str(Path(out) / "report")]  # fmt: skip
+        start = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        killer = threading.Timer(timeout, child.kill)
+        killer.start()
+        stderr = child.stderr.read()
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        killer.cancel()
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    if child.returncode not in (0, 1):  # 1: a section not computed, listed in the report
+        print(f"  hce report --engine {engine} failed ({child.returncode}): {stderr[-1500:]}")
+        return None
+    return seconds, usage.ru_maxrss / 1e6  # kB on Linux
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", choices=["10m", "100m"])
+    parser.add_argument("--timeout", type=float, default=1200)
+    args = parser.parse_args()
+    load = os.getloadavg()[0]
+    if args.only in (None, "10m"):
+        path = parquet_log()
+        results = {engine: measure(path, engine, args.timeout) for engine in ("duckdb", "pandas")}
+        duck, pandas_ = results["duckdb"], results["pandas"]
+        text = lambda r: "did not finish" if r is None else f"{r[0]:.1f} s, peak RSS {r[1]:.2f} GB"  # noqa: E731
+        ratio = f"{pandas_[0] / duck[0]:.2f}" if duck and pandas_ else "n/a"
+        print(f"generic-10m-parquet (10,000,000 attempts): hce --engine duckdb {text(duck)}, "
+              f"PEER hce --engine pandas {text(pandas_)}, ratio {ratio} (load {load:.1f})")  # fmt: skip
+    if args.only in (None, "100m"):
+        path = big_log()
+        result = measure(path, "duckdb", args.timeout)
+        text = "did not finish" if result is None else f"{result[0]:.1f} s, peak RSS {result[1]:.2f} GB"
+        print(f"generic-100m-partitioned (100,000,000 attempts): hce --engine duckdb {text}, PEER n/a "
+              f"(pandas needs ~60 GB), target 300 s and 4 GB (load {load:.1f})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
