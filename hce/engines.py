@@ -13,6 +13,7 @@ and no ``attempt_id`` appears twice.
 from __future__ import annotations
 
 import os
+import tempfile
 import weakref
 from pathlib import Path
 from typing import Literal
@@ -31,6 +32,9 @@ _INSTALL = {
     "spark": 'pip install "hce[spark]"  (PySpark; it needs Java: apt-get install -y openjdk-17-jre-headless)',
 }
 _REQUIRED = ("attempt_id", "item_id", "attempt")
+#: DuckDB's memory for one lazy log (its own connection): past it, DuckDB spills to the temp
+#: folder instead of growing (its default is 80% of the machine's memory).
+DUCKDB_MEMORY = "2GB"
 #: Lazy logs whose ``attempt_id`` was found unique, by identity (see :func:`known_unique`).
 _UNIQUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
@@ -63,7 +67,7 @@ def choose_engine(path: str | os.PathLike, engine: Engine = "auto") -> str:
     return "duckdb" if sum(p.stat().st_size for p in files) > AUTO_BYTES else "pandas"
 
 
-def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool = True):
+def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool = True, memory: str = DUCKDB_MEMORY):
     """A lazy attempt log over Parquet or JSONL files, in the engine named.
 
     Parameters
@@ -76,6 +80,8 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
         validated pandas DataFrame of :func:`hce.read_log` is returned).
     check : bool, default True
         Check the log in the engine (one grouped pass over ``attempt_id``).
+    memory : str, default "2GB"
+        DuckDB only: the memory its connection may hold before it spills to the temp folder.
 
     Returns
     -------
@@ -111,20 +117,22 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
         files, _ = log_files(path)
         return read_log(files)
     files, fmt = log_files(path)
-    native = _open(chosen, Path(path), files, fmt)
+    native = _open(chosen, Path(path), files, fmt, memory)
     return checked(native, str(path)) if check else native
 
 
-def _open(engine: str, root: Path, files: list[Path], fmt: str):
+def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str):
     hive = root.is_dir()
     pattern = str(root / "**" / f"*{files[0].suffix}") if hive else str(root)
     try:
         if engine == "duckdb":
             import duckdb
 
+            spill = Path(tempfile.gettempdir()) / "hce-duckdb"
+            connection = duckdb.connect(config={"memory_limit": memory, "temp_directory": str(spill)})
             if fmt == "parquet":
-                return duckdb.read_parquet(pattern, hive_partitioning=hive)
-            return duckdb.read_json(pattern, format="newline_delimited")
+                return connection.read_parquet(pattern, hive_partitioning=hive)
+            return connection.read_json(pattern, format="newline_delimited")
         if engine == "polars":
             import polars as pl
 

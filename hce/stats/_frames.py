@@ -184,8 +184,13 @@ class EngineFrame:
         """The wide columns ``values`` stacked into ``variable`` (their name) and ``value``."""
         import narwhals as nw
 
-        numbers = self.frame.with_columns(*[nw.col(c).cast(nw.Float64) for c in values])
-        return EngineFrame(numbers.unpivot(on=list(values), index=list(keys), variable_name=variable, value_name=value))
+        # a union of one select per column, not narwhals' unpivot: DuckDB's runs on the default
+        # connection, which cannot read a relation of another (scan_log's, with its memory limit)
+        parts = [
+            self.frame.select(*[nw.col(k) for k in keys], nw.lit(c).alias(variable), nw.col(c).cast(nw.Float64).alias(value))
+            for c in values
+        ]
+        return EngineFrame(nw.concat(parts) if len(parts) > 1 else parts[0])
 
     def check(self, name: str, *, keys: Sequence[str], blank_keys: Sequence[str], numbers: Sequence[str]) -> None:
         """The door's checks, in one pass: numbers numeric and finite, ids filled.
