@@ -30,30 +30,52 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 from report import parquet_log  # noqa: E402  (bench/report.py: the 10M log)
 
-from hce.stats._simulate import simulated_log  # noqa: E402
+from hce.rubric import load_rubric  # noqa: E402
 
 BIG = Path(tempfile.gettempdir()) / "hce-bench-generic-100m"
 BIG_ITEMS, CHUNK, ATTEMPTS = 100_000, 5_000, 250
 
 
 def big_log() -> Path:
-    """100,000 items x 4 conditions x 250 attempts as partitioned Parquet, made once."""
+    """100,000 items x 4 conditions x 250 attempts as partitioned Parquet, made once.
+
+    The generative model of hce.stats._simulate.simulated_log (latent 1-4 category scores per
+    item, normal noise of SD 0.3 + 0.1 c in condition c, rounded and clipped to 1-4, 1% failed
+    calls without scores), written straight from NumPy arrays with the log's identifiers and
+    the columns the report reads.
+    """
     done = BIG / "_complete.txt"
     if done.exists():
         return BIG
-    noise = {f"C{i}": 0.3 + 0.1 * i for i in range(4)}  # bench/report.py's generic log, a seed per chunk
+    criteria = list(load_rubric("v5").criteria)
     for k, start in enumerate(range(0, BIG_ITEMS, CHUNK)):
-        chunk = simulated_log(experiment_id="my_eval", n_items=CHUNK, n_attempts=ATTEMPTS, noise=noise, error_rate=0.01,
-                              random_state=k + 1)  # fmt: skip
-        number = chunk["item_id"].str.slice(1).astype(int) + start
-        chunk["item_id"] = "T" + number.astype(str).str.zfill(7)
-        chunk["attempt_id"] = [f"a{k}-{i}" for i in range(len(chunk))]
-        for condition, part in chunk.groupby("condition_id", sort=True):
-            folder = BIG / f"condition_id={condition}"
+        rng = np.random.default_rng(k + 1)
+        latent = rng.uniform(1, 4, size=(CHUNK, len(criteria)))
+        for c in range(4):
+            item = np.repeat(np.arange(CHUNK), ATTEMPTS)
+            scores = np.clip(np.rint(latent[item] + rng.normal(size=(item.size, len(criteria))) * (0.3 + 0.1 * c)), 1, 4)
+            errored = rng.random(item.size) < 0.01
+            scores[errored] = np.nan
+            number = pa.array(item + start).cast(pa.string())
+            attempt = np.tile(np.arange(1, ATTEMPTS + 1), CHUNK)
+            columns = {
+                "attempt_id": pc.binary_join_element_wise(f"C{c}-", number, "-", pa.array(attempt).cast(pa.string()), ""),
+                "experiment_id": pa.array(np.full(item.size, "my_eval")),
+                "item_id": pc.binary_join_element_wise("T", pc.utf8_lpad(number, 7, "0"), ""),
+                "attempt": pa.array(attempt),
+                **{name: pa.array(scores[:, j]) for j, name in enumerate(criteria)},
+                "total": pa.array(scores.sum(axis=1)),
+                "error_flag": pa.array(errored),
+            }
+            folder = BIG / f"condition_id=C{c}"
             folder.mkdir(parents=True, exist_ok=True)
-            part.drop(columns="condition_id").to_parquet(folder / f"part-{k:02d}.parquet", index=False)
+            pq.write_table(pa.table(columns), folder / f"part-{k:02d}.parquet")
         print(f"  made {start + CHUNK:,} of {BIG_ITEMS:,} items", flush=True)
     done.touch()
     return BIG

@@ -182,6 +182,8 @@ def item_spread(
     data : DataFrame
         Attempt log, one row per attempt (wide: one column per criterion), or its long
         view, one row per attempt x criterion (:func:`hce.log.to_long`; pass ``criterion``).
+        A Polars, PyArrow, DuckDB, PySpark or Dask frame is summarised in its engine (per
+        cell counts, moments and quartiles; see the guide "Logs larger than memory").
     item : str
         Column identifying the item (transcript).
     condition : str, sequence of str or None

@@ -246,7 +246,9 @@ def variance_components(
     Parameters
     ----------
     data : pandas.DataFrame
-        Long format, one row per attempt.
+        Long format, one row per attempt. A Polars, PyArrow, DuckDB, PySpark or Dask frame
+        is reduced in its engine to the facet-cell table (count, mean, within-cell sum of
+        squares), from which the REML fit is exact (:mod:`hce.stats.mixed.cell_fit`).
     score : str
         Score column.
     facets : list of str
