@@ -8,11 +8,12 @@ The 10M log is bench/report.py's (100,000 items x 4 conditions x 25 attempts, 1%
 one Parquet file, made once into the temp folder). The 100M log has the same items and
 conditions with 250 attempts per cell, written once as Hive-partitioned Parquet
 (``condition_id=C0/part-00.parquet``, ...) in chunks of 5,000 items, so making it never holds
-more than a chunk (about 25 minutes under load, 3 GB of disk under /tmp, kept for the next run).
+more than a chunk (8 minutes under a load of 16, 680 MB of disk under /tmp, kept for the next run).
 The engine returns tables of item x condition cells, so both logs give the report the same
-400,000 cells: what grows is the engine's pass over the attempts. (With 1,000,000 items x 25
-attempts the cell-table REML of 4,000,000 cells, not the engine, sets the time: about 10 times
-the 400,000-cell fit, minutes per criterion.) Each report runs as `hce report` in a child
+400,000 cells: what grows is the engine's pass over the attempts. The cell-table REML fit
+grows with the cells instead: 46-60 s per criterion at 200,000 cells (50,000 items x 4
+conditions x 25 attempts) under a load of 13 on this 2-core machine, so a log of 1,000,000
+items would spend its time there, not in the engine. Each report runs as `hce report` in a child
 process; the peak RSS is the child's own (``os.wait4``). The issue's target for the 100M log:
 < 300 s and < 4 GB peak RSS, with per-condition spread and variance-component sections. The
 peer is hce's own pandas path (no other library writes these reports).
@@ -96,7 +97,8 @@ def measure(path: Path, engine: str, timeout: float) -> tuple[float, float] | No
         seconds = time.perf_counter() - start
         killer.cancel()
         child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    if child.returncode not in (0, 1):  # 1: a section not computed, listed in the report
+        written = (Path(out) / "report" / "report.md").exists()
+    if child.returncode not in (0, 1) or not written:  # 1 and written: a section not computed, listed there
         print(f"  hce report --engine {engine} failed ({child.returncode}): {stderr[-1500:]}")
         return None
     return seconds, usage.ru_maxrss / 1e6  # kB on Linux

@@ -103,6 +103,13 @@ class EngineFrame:
 
         return int(self.frame.select(nw.len().alias("n")).collect().to_pandas()["n"].iloc[0])
 
+    def count_distinct(self, column: str) -> int:
+        """Distinct non-blank values of ``column``."""
+        import narwhals as nw
+
+        found = self.frame.filter(~nw.col(column).is_null()).select(nw.col(column).n_unique().alias("n"))
+        return int(found.collect().to_pandas()["n"].iloc[0])
+
     def count_blank(self, column: str) -> int:
         """Rows whose ``column`` is blank."""
         import narwhals as nw

@@ -92,10 +92,11 @@ def _item_spread_in_engine(
     """:func:`item_spread` on a frame of another engine: from value counts per cell.
 
     The engine returns, per item x condition x criterion cell, how many attempts and errors
-    the cell holds and, where it computes exact grouped quartiles (DuckDB, Polars), the
-    count, mean, variance, extremes and quartiles of the valid scores: cells rows. Other
-    engines return how many valid attempts gave each distinct score, from which the same
-    numbers follow exactly (cells x distinct scores rows, few for judge scores).
+    the cell holds and how many valid attempts gave each distinct score, from which mean, SD,
+    extremes and quartiles follow exactly (cells x distinct scores rows, few for judge
+    scores). Scores of more than ``_FEW_VALUES`` distinct values (continuous ones) are
+    summarised in the engine instead where it computes exact grouped quartiles (DuckDB,
+    Polars): count, mean, variance, extremes and quartiles per cell.
     """
     keys, scores = _spread_keys(item, condition, score, criterion)
     flags = as_list(error)
@@ -114,7 +115,9 @@ def _item_spread_in_engine(
     sizes = sizes.rename(columns={"n": "_size"})
     sizes["n_errors"] = sizes.pop(error).astype(int) if flags else 0
     valid = long.valid(error)
-    if valid.exact_quantiles:  # one grouped pass, cells rows back, whatever the scores
+    # judge scores take few values: a table of cells x values is small, and its grouped count
+    # streams (a grouped quantile holds every score of a cell in memory, 100M at once)
+    if valid.exact_quantiles and valid.count_distinct(_VALUE) > _FEW_VALUES:
         stats = valid.cell_moments(cells, _VALUE, quartiles=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             stats["sd"] = np.sqrt(stats.pop("ss") / (stats["n"] - 1)).where(stats["n"] > 1).round(SD_DECIMALS)
@@ -129,6 +132,8 @@ def _item_spread_in_engine(
 
 
 _VALUE = "_score"
+#: Up to this many distinct scores, quartiles come from value counts per cell (see above).
+_FEW_VALUES = 64
 
 
 def _spread_from_counts(counts: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
