@@ -555,6 +555,9 @@ def report(
     rubric: str | None = typer.Option(None, "--rubric", help="Rubric the log was judged with (packaged name or YAML); generic report."),
     generic: bool = typer.Option(False, "--generic", help="The generic report even for a log of the PRD's Experiments 1-5."),
     seed: int = typer.Option(0, "--seed", help="Seeds the bootstrap and simulation intervals (the same report each run)."),
+    engine: str = typer.Option("pandas", "--engine", help="Where the statistics run: pandas (the log in memory), or duckdb, "
+                               "polars, spark (PATH is one Parquet/JSONL file or directory, read lazily: logs larger than "
+                               "memory), or auto (DuckDB past 256 MB on disk, else pandas)."),
 ) -> None:
     """Write the report of attempt logs, or of a study's output folder (no API calls).
 
@@ -566,15 +569,21 @@ def report(
     reported" in the report and on stderr, with the reason and the fix), 2 on a usage error
     (a bad option value, an unreadable log) before any work.
     """
+    from hce.engines import is_lazy_log
     from hce.report.generic import NOT_COMPUTED, check_columns
 
     with reported(), _progress() as progress:
         output_folder(out, "--out")
-        study_folder = any(path.is_dir() for path in logs)
+        if engine != "pandas" and len(logs) != 1:
+            raise HceError(f"--engine {engine} reads one log file or one directory of log files; got {len(logs)} paths")
+        study_folder = engine == "pandas" and any(path.is_dir() for path in logs)
         if study_folder and len(logs) > 1:
             raise HceError("give one study folder, or attempt log files (not both)")
-        log = None if study_folder else hce.read_log(logs)  # an attempt in two files is refused here
-        if study_folder or not (generic or rubric is not None or not _prd_study(log)):
+        if engine != "pandas":  # a lazy log in its engine (auto: pandas when the files are small)
+            log = hce.read_log(logs[0], engine=engine)
+        else:
+            log = None if study_folder else hce.read_log(logs)  # an attempt in two files is refused here
+        if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):
             from hce.study.report import (
                 bayes_section,
                 study_folder_report,

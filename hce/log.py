@@ -437,6 +437,7 @@ def read_log(
     *,
     format: Format | None = None,
     columns: Sequence[str] | None = None,
+    engine: str = "pandas",
 ) -> pd.DataFrame:
     """Read an attempt log (JSONL, CSV or Parquet), or several as one, into a validated DataFrame.
 
@@ -452,11 +453,16 @@ def read_log(
     columns : list of str, optional
         Read only these columns (Parquet reads nothing else from disk; a fast way to
         analyse very large logs). Required columns are always read.
+    engine : {"pandas", "duckdb", "polars", "spark", "auto"}, default "pandas"
+        Other than pandas: a lazy log over a Parquet or JSONL file or directory (logs
+        larger than memory; :func:`hce.engines.scan_log`), checked in that engine;
+        ``"auto"`` picks DuckDB past 256 MB on disk.
 
     Returns
     -------
     DataFrame
-        One row per attempt, schema columns in schema dtypes, other columns kept.
+        One row per attempt, schema columns in schema dtypes, other columns kept (with
+        another ``engine``: its lazy frame of the log).
 
     Raises
     ------
@@ -477,6 +483,10 @@ def read_log(
       item_id  total  error_flag
     0      T1   14.0       False
     """
+    if engine != "pandas" or (isinstance(path, (str, os.PathLike)) and Path(path).is_dir()):
+        from hce.engines import scan_log  # the lazy log of larger-than-memory files
+
+        return scan_log(path, engine=engine)
     if isinstance(path, (str, os.PathLike)):
         return _read_one(Path(path), format, columns)[0]
     paths = [Path(p) for p in path]

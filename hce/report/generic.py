@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 import hce.stats as hs
+from hce.engines import is_lazy_log
 from hce.errors import DataError, HceError
 from hce.log import COLUMNS, combine_logs, read_log, text_among_numbers
 from hce.report import figures
@@ -73,7 +74,7 @@ class _Context:
 
 
 def report(
-    log: pd.DataFrame | str | os.PathLike | Sequence[pd.DataFrame | str | os.PathLike],
+    log: pd.DataFrame | str | os.PathLike | Sequence[pd.DataFrame | str | os.PathLike] | Any,
     *,
     rubric: Rubric | str | os.PathLike | None = None,
     out: str | os.PathLike | None = None,
@@ -86,8 +87,10 @@ def report(
 
     Parameters
     ----------
-    log : DataFrame, path, or a list of them
-        Attempt logs (:func:`hce.read_log` reads paths); several are concatenated.
+    log : DataFrame, path, or a list of them, or a lazy log
+        Attempt logs (:func:`hce.read_log` reads paths); several are concatenated. A lazy
+        log (``hce.read_log(path, engine="duckdb")``, or any frame of Polars, DuckDB or
+        PySpark) is reported in its engine: see :func:`hce.report.scaled.report_in_engine`.
     rubric : Rubric, packaged name or YAML path, optional
         The rubric the log was judged with: its criteria get a section each, and ``total``
         one only when ``rubric.total_is_meaningful``. Default: the rubric ``hce collect``
@@ -128,6 +131,11 @@ def report(
     >>> [s.title for s in doc.sections][:2]
     ['Attempts and errors by condition', 'Criterion: accuracy']
     """
+    if is_lazy_log(log):  # a log larger than memory: the statistics run in its engine
+        from hce.report.scaled import report_in_engine
+
+        return report_in_engine(log, rubric=rubric, out=out, title=title, confidence=confidence,
+                                random_state=random_state, progress=progress)  # fmt: skip
     frame = _read(log)
     if rubric is None:
         rubric = kept_rubric(log)
@@ -374,16 +382,8 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
     spread: dict[str, pd.DataFrame] = {}
 
     def spread_part() -> None:
-        table = hs.item_spread(log, item=ITEM, condition=CONDITION, score=criterion.column, error="error_flag")
-        spread["table"] = table
-        section.add(Table(_spread_summary(table), f"{criterion.name}: spread of repeated scores per item, by condition",
-                          f"{stem}_spread", context.confidence,
-                          notes=["SD: sample SD of an item's repeated scores within a condition; summarised over items "
-                                 "(median and quartiles). The per-item table is in tables/" + f"{stem}_item_spread.csv."]),
-                    Table(table, f"{criterion.name}: per-item spread", f"{stem}_item_spread", context.confidence, inline=False))  # fmt: skip
-        if table["sd"].notna().any():
-            section.add(Figure(figures.sd_by_condition(table, condition=CONDITION, title=criterion.name),
-                               f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"))  # fmt: skip
+        spread["table"] = add_spread(section, context, criterion, stem, hs.item_spread(
+            log, item=ITEM, condition=CONDITION, score=criterion.column, error="error_flag"))  # fmt: skip
 
     _attempt(context, section, "spread", spread_part)
     if "table" in spread:
@@ -392,6 +392,19 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
                      lambda value=value, label=label: _tests(section, context, spread["table"], value, label, stem, criterion.name))
     _attempt(context, section, "variance decomposition", lambda: _variance(section, context, criterion, stem))
     _attempt(context, section, "reliability", lambda: _reliability(section, context, criterion, stem))
+
+
+def add_spread(section: Section, context: _Context, criterion: Criterion, stem: str, table: pd.DataFrame) -> pd.DataFrame:
+    """Add a criterion's spread tables (summary, per item) and SD figure; return the per-item table."""
+    section.add(Table(_spread_summary(table), f"{criterion.name}: spread of repeated scores per item, by condition",
+                      f"{stem}_spread", context.confidence,
+                      notes=["SD: sample SD of an item's repeated scores within a condition; summarised over items "
+                             "(median and quartiles). The per-item table is in tables/" + f"{stem}_item_spread.csv."]),
+                Table(table, f"{criterion.name}: per-item spread", f"{stem}_item_spread", context.confidence, inline=False))  # fmt: skip
+    if table["sd"].notna().any():
+        section.add(Figure(figures.sd_by_condition(table, condition=CONDITION, title=criterion.name),
+                           f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"))  # fmt: skip
+    return table
 
 
 def _finite_scores(log: pd.DataFrame, column: str) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -498,6 +511,11 @@ def _variance(section: Section, context: _Context, criterion: Criterion, stem: s
         return
     vc = hs.variance_components(valid, score=criterion.column, facets=facets, n_attempts=attempts,
                                 confidence=context.confidence, random_state=context.rng)  # fmt: skip
+    add_variance(section, context, criterion, stem, vc, attempts)
+
+
+def add_variance(section: Section, context: _Context, criterion: Criterion, stem: str, vc: Any, attempts: int) -> None:
+    """Add a criterion's variance components and G and Phi coefficients."""
     section.add(
         "Variance of the score split into item, condition, item x condition and residual (attempt-to-attempt noise); "
         f"G (relative) and Phi (absolute) for the mean of {attempts} attempts per item and condition.",

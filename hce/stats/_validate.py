@@ -29,6 +29,7 @@ import pandas as pd
 from hce._checks import _label, flag_values, plain, require_columns
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
+from hce.stats._frames import EngineFrame, engine_frame, refuse_rows
 
 ERROR_DEFAULT = "error_flag"
 _UNSET = object()
@@ -56,6 +57,8 @@ class FrameSpec:
     ``NaN`` stays a missing value for the statistic to drop and count (every statistic
     here handles missing ratings or refuses them itself). ``log=False`` for tables that are not attempt logs
     (item-by-respondent matrices, spread tables), which get no ``error=`` keyword.
+    ``engine`` says how a frame of another engine (Polars, DuckDB, PySpark, ...) is read:
+    see :mod:`hce.stats._frames`; ``None`` refuses one, naming the alternatives.
     """
 
     frame: str = "data"
@@ -71,6 +74,7 @@ class FrameSpec:
     mapping: str | None = None
     formula: str | None = None
     log: bool = True
+    engine: object = None
 
 
 def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
@@ -106,8 +110,12 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
                 arguments = {**arguments, **arguments["kwargs"]}
             data = arguments[frame_spec.frame]
             if not isinstance(data, pd.DataFrame):
-                raise DataError(f"{func.__name__}: {frame_spec.frame} must be a pandas DataFrame, "
-                                f"got {type(data).__name__}")  # fmt: skip
+                other = engine_frame(data)
+                if other is None:
+                    raise DataError(f"{func.__name__}: {frame_spec.frame} must be a pandas DataFrame or a frame "
+                                    "narwhals reads (Polars, PyArrow, DuckDB, PySpark, Dask), "
+                                    f"got {type(data).__name__}")  # fmt: skip
+                return in_engine(wrapper, func.__name__, frame_spec, bound, other, error, inject)
             if frame_spec.log:
                 refuse_repeated_attempts(data, key_columns(frame_spec, arguments), func.__name__)
             # Flagged attempts are out before the check: a failed reply's garbage is no error.
@@ -254,22 +262,7 @@ def check_frame(
     Returns the frame to use and the columns read anew (numbers stored as text). The
     caller's frame is never modified: a coerced column is replaced in a shallow copy.
     """
-    keys = key_columns(spec, arguments)
-    texts = [c for k in spec.texts for c in columns_of(arguments.get(k))]
-    numbers = [c for k in spec.numbers for c in columns_of(arguments.get(k))] + list(spec.fixed)
-    labels = [columns_of(arguments.get(k)) for k in spec.labels]
-    present = [c for k in spec.optional for c in columns_of(arguments.get(k)) if c in data.columns]
-    if spec.ratings_or_key is not None:
-        value = arguments.get(spec.ratings_or_key)
-        if not isinstance(value, str) and value is not None:
-            labels = [columns_of(value)]  # wide layout: the function checks the rest
-    if spec.mapping is not None and isinstance(arguments.get(spec.mapping), Mapping):
-        numbers += [c for group in arguments[spec.mapping].values() for c in columns_of(group)]
-    if spec.wide is not None:
-        named = arguments.get(spec.wide)
-        numbers += columns_of(named) if named is not None else [
-            c for c in data.columns if c not in keys and c != arguments.get("error", ERROR_DEFAULT)
-        ]
+    keys, texts, numbers, labels, present = named_columns(spec, arguments, list(data.columns))
     if spec.formula is not None and isinstance(arguments.get(spec.formula), str):
         numbers += formula_columns(arguments[spec.formula], data)
     named = keys + texts + numbers + [c for group in labels for c in group]
@@ -288,6 +281,67 @@ def check_frame(
     if not rewritten:
         return data, []
     return data.assign(**rewritten), list(rewritten)
+
+
+def named_columns(
+    spec: FrameSpec, arguments: Mapping, columns: list[str]
+) -> tuple[list[str], list[str], list[str], list[list[str]], list[str]]:
+    """The columns a call names, by role: keys, texts, numbers, label groups, optional
+    numbers present among ``columns`` (formula columns aside: they need the data)."""
+    keys = key_columns(spec, arguments)
+    texts = [c for k in spec.texts for c in columns_of(arguments.get(k))]
+    numbers = [c for k in spec.numbers for c in columns_of(arguments.get(k))] + list(spec.fixed)
+    labels = [columns_of(arguments.get(k)) for k in spec.labels]
+    present = [c for k in spec.optional for c in columns_of(arguments.get(k)) if c in columns]
+    if spec.ratings_or_key is not None:
+        value = arguments.get(spec.ratings_or_key)
+        if not isinstance(value, str) and value is not None:
+            labels = [columns_of(value)]  # wide layout: the function checks the rest
+    if spec.mapping is not None and isinstance(arguments.get(spec.mapping), Mapping):
+        numbers += [c for group in arguments[spec.mapping].values() for c in columns_of(group)]
+    if spec.wide is not None:
+        named = arguments.get(spec.wide)
+        numbers += columns_of(named) if named is not None else [
+            c for c in columns if c not in keys and c != arguments.get("error", ERROR_DEFAULT)
+        ]
+    return keys, texts, numbers, labels, present
+
+
+def in_engine(wrapper: Callable, name: str, spec: FrameSpec, bound: inspect.BoundArguments,
+              frame: EngineFrame, error: object, inject: bool) -> object:
+    """Run a statistic on a frame of another engine (see :mod:`hce.stats._frames`)."""
+    if spec.engine is None or spec.formula is not None:
+        raise refuse_rows(name, frame.engine)
+    arguments = dict(bound.arguments)
+    if "kwargs" in arguments and isinstance(arguments["kwargs"], dict):
+        arguments = {**arguments, **arguments.pop("kwargs")}
+    keys, texts, numbers, labels, present = named_columns(spec, arguments, frame.columns)
+    named = keys + texts + numbers + present + [c for group in labels for c in group]
+    missing = [c for c in dict.fromkeys(named) if c not in frame.columns]
+    if missing:
+        raise DataError(f"{name}: {spec.frame} has no column(s) {missing}; columns present: {frame.columns}")
+    column = arguments.get("error") if not inject else (ERROR_DEFAULT if error is _UNSET else error)
+    if inject and error is not _UNSET and isinstance(column, str) and column not in frame.columns:
+        raise DataError(f"{name}: data has no column(s) {[column]}; columns present: {frame.columns}")
+    if spec.engine == "columns":
+        # one value per row is the statistic's input: only the columns it reads come back,
+        # and pandas' door checks them as it checks any frame
+        extra = [c for c in (column, ATTEMPT_ID, LONG_CRITERION) if isinstance(c, str) and c in frame.columns]
+        bound.arguments[spec.frame] = frame.collect(named + extra)
+        return wrapper(*bound.args, **bound.kwargs, **({} if error is _UNSET else {"error": error}))
+    if spec.log:
+        frame.refuse_repeated_attempts(keys, name)
+    blank_ok = [c for k in spec.blank_keys for c in columns_of(arguments.get(k))]
+    frame.check(name, keys=keys, blank_keys=blank_ok, numbers=numbers + present)
+    if inject and isinstance(column, str) and column in frame.columns:
+        if not frame.is_numeric(column):
+            raise DataError(f"{name}: column {column!r} (error flag) must be boolean, got {frame.schema[column]}")
+        flagged = frame.where(frame.flag(column)).count_rows()
+        if flagged:
+            warn(f"{name}: left out {flagged} attempt(s) flagged in {column!r}", HceWarning)
+        frame = frame.valid(column)
+    arguments.pop(spec.frame)
+    return spec.engine(frame, **arguments)
 
 
 def formula_columns(formula: str, data: pd.DataFrame) -> list[str]:

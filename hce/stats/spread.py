@@ -18,6 +18,7 @@ from hce._checks import check_choice, check_confidence, flag_values, numeric_col
 from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import ProportionMethod, proportion_ci
+from hce.stats._frames import EngineFrame
 from hce.stats._validate import reads_frame
 
 #: Relative slack when comparing an SD with a threshold: an SD computed as
@@ -50,7 +51,123 @@ def valid_mask(data: pd.DataFrame, error: str | None, name: str = "item_spread")
     return ~flag_values(data[error], error, name)
 
 
-@reads_frame(keys=("item", "condition", "criterion"), numbers=("score",))
+def _finish_spread(out: pd.DataFrame, keys: list[str], item: str) -> pd.DataFrame:
+    """Ranges, column order and sort of a spread table; warn about undefined SDs."""
+    out["range"] = out["max"] - out["min"]
+    out["iqr"] = out["q3"] - out["q1"]
+    out = out[keys + _SPREAD_STATS].sort_values(keys + ["criterion"], kind="stable")
+    out = out.reset_index(drop=True)
+    _warn_undefined(out, item)
+    return out
+
+
+def _spread_keys(
+    item: str, condition: str | Sequence[str] | None, score: str | Sequence[str], criterion: str | None
+) -> tuple[list[str], list[str]]:
+    """The key and score columns of :func:`item_spread`, refusing contradictory arguments."""
+    keys = [item, *as_list(condition)]
+    scores = as_list(score)
+    if not scores:
+        raise DataError("score must name at least one column")
+    if "criterion" in keys or (criterion is not None and criterion in keys):
+        raise DataError(f"the criterion column must not be an item or condition key {keys}; "
+                        "pass long data's criterion column as criterion=")  # fmt: skip
+    if criterion is not None and len(scores) != 1:
+        raise DataError(f"with criterion={criterion!r} (long data), score must name one column, got {scores}")
+    return keys, scores
+
+
+def _item_spread_in_engine(
+    frame: EngineFrame,
+    *,
+    item: str,
+    condition: str | Sequence[str] | None,
+    score: str | Sequence[str],
+    error: str | None,
+    criterion: str | None,
+) -> pd.DataFrame:
+    """:func:`item_spread` on a frame of another engine: from value counts per cell.
+
+    The engine returns, per item x condition x criterion cell, how many attempts and errors
+    the cell holds and how many valid attempts gave each distinct score, from which mean, SD,
+    extremes and quartiles follow exactly (cells x distinct scores rows, few for judge
+    scores). Scores of more than ``_FEW_VALUES`` distinct values (continuous ones) are
+    summarised in the engine instead where it computes exact grouped quartiles (DuckDB,
+    Polars): count, mean, variance, extremes and quartiles per cell.
+    """
+    keys, scores = _spread_keys(item, condition, score, criterion)
+    flags = as_list(error)
+    if error is not None and error in frame.columns and not frame.is_numeric(error):
+        raise DataError(f"column {error!r} (error flag) must be boolean, got {frame.schema[error]}")
+    flags = [c for c in flags if c in frame.columns]
+    cells = [*keys, "criterion"]
+    if criterion is None:
+        # attempts and errors per cell are the same for every score column (and an unpivot
+        # may drop blank scores: DuckDB's does)
+        long = frame.unpivot([*keys, *flags], scores, variable="criterion", value=_VALUE)
+        sizes = frame.counts(keys, sums=flags).merge(pd.DataFrame({"criterion": scores}), how="cross")
+    else:
+        long = frame.select({**{k: k for k in keys + flags}, "criterion": criterion, _VALUE: scores[0]})
+        sizes = long.counts(cells, sums=flags)
+    sizes = sizes.rename(columns={"n": "_size"})
+    sizes["n_errors"] = sizes.pop(error).astype(int) if flags else 0
+    valid = long.valid(error)
+    # judge scores take few values: a table of cells x values is small, and its grouped count
+    # streams (a grouped quantile holds every score of a cell in memory, 100M at once)
+    if valid.exact_quantiles and valid.count_distinct(_VALUE) > _FEW_VALUES:
+        stats = valid.cell_moments(cells, _VALUE, quartiles=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stats["sd"] = np.sqrt(stats.pop("ss") / (stats["n"] - 1)).where(stats["n"] > 1).round(SD_DECIMALS)
+    else:
+        counts = valid.value_counts(cells, _VALUE)
+        stats = _spread_from_counts(counts[counts[_VALUE].notna()], cells)
+    table = sizes.merge(stats, on=cells, how="left")
+    table["n"] = table["n"].fillna(0).astype(int)
+    table["n_missing"] = table.pop("_size") - table["n_errors"] - table["n"]
+    table["ddof"] = 1
+    return _finish_spread(table, keys, item)
+
+
+_VALUE = "_score"
+#: Up to this many distinct scores, quartiles come from value counts per cell (see above).
+_FEW_VALUES = 64
+
+
+def _spread_from_counts(counts: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+    """Per cell: ``n``, ``mean``, ``sd``, ``min``, ``max``, ``q1``, ``q3`` from value counts.
+
+    ``counts`` holds one row per cell x distinct value (``_score``, ``n``), sorted by cell
+    and value. The quartiles are R's type 7 (pandas' linear interpolation): at position
+    ``h = (n - 1) p`` of the sorted scores, ``x_(floor h) + (h - floor h)(x_(floor h + 1) -
+    x_(floor h))``, the order statistics read off the cumulative counts.
+    """
+    w = counts["n"].to_numpy(dtype=float)
+    v = counts[_VALUE].to_numpy(dtype=float)
+    cell = counts.groupby(cells, sort=False, observed=True).ngroup().to_numpy()
+    first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+    n = np.add.reduceat(w, first)
+    mean = np.add.reduceat(w * v, first) / n
+    ss = np.add.reduceat(w * (v - np.repeat(mean, np.diff(np.r_[first, len(v)]))) ** 2, first)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.where(n > 1, np.sqrt(ss / (n - 1)), np.nan).round(SD_DECIMALS)
+    cum = np.cumsum(w)
+    before = cum[first] - w[first]
+
+    def order_statistic(j: np.ndarray) -> np.ndarray:  # the j-th (0-based) sorted score of each cell
+        return v[np.searchsorted(cum, before + j, side="right")]
+
+    quartiles = {}
+    for name, p in (("q1", 0.25), ("q3", 0.75)):
+        h = (n - 1) * p
+        low = np.floor(h)
+        lo, hi = order_statistic(low), order_statistic(np.minimum(low + 1, n - 1))
+        quartiles[name] = lo + (h - low) * (hi - lo)
+    table = counts.iloc[first][cells].reset_index(drop=True)
+    return table.assign(n=n.astype(int), mean=mean, sd=sd, min=v[first],
+                        max=v[np.r_[first[1:], len(v)] - 1], **quartiles)  # fmt: skip
+
+
+@reads_frame(keys=("item", "condition", "criterion"), numbers=("score",), engine=_item_spread_in_engine)
 def item_spread(
     data: pd.DataFrame,
     *,
@@ -67,6 +184,8 @@ def item_spread(
     data : DataFrame
         Attempt log, one row per attempt (wide: one column per criterion), or its long
         view, one row per attempt x criterion (:func:`hce.log.to_long`; pass ``criterion``).
+        A Polars, PyArrow, DuckDB, PySpark or Dask frame is summarised in its engine (per
+        cell counts, moments and quartiles; see the guide "Logs larger than memory").
     item : str
         Column identifying the item (transcript).
     condition : str, sequence of str or None
@@ -121,15 +240,7 @@ def item_spread(
     0     total  3  2.0
     1     total  2  0.0
     """
-    keys = [item, *as_list(condition)]
-    scores = as_list(score)
-    if not scores:
-        raise DataError("score must name at least one column")
-    if "criterion" in keys or (criterion is not None and criterion in keys):
-        raise DataError(f"the criterion column must not be an item or condition key {keys}; "
-                        "pass long data's criterion column as criterion=")  # fmt: skip
-    if criterion is not None and len(scores) != 1:
-        raise DataError(f"with criterion={criterion!r} (long data), score must name one column, got {scores}")
+    keys, scores = _spread_keys(item, condition, score, criterion)
     require_columns(data, keys + scores + as_list(error) + as_list(criterion))
     valid = valid_mask(data, error)
     frame = data[keys].copy()
@@ -144,12 +255,7 @@ def item_spread(
         frame["criterion"] = data[criterion].to_numpy()
         groups = frame.groupby([*keys, "criterion"], sort=True, dropna=False, observed=True)
         out = _spread_stats(groups, scores[0]).reset_index()
-    out["range"] = out["max"] - out["min"]
-    out["iqr"] = out["q3"] - out["q1"]
-    out = out[keys + _SPREAD_STATS].sort_values(keys + ["criterion"], kind="stable")
-    out = out.reset_index(drop=True)
-    _warn_undefined(out, item)
-    return out
+    return _finish_spread(out, keys, item)
 
 
 def _spread_stats(groups, column: str) -> pd.DataFrame:

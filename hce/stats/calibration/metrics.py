@@ -150,7 +150,7 @@ def _metric_table(estimates, replicates, confidence, n, extra) -> pd.DataFrame:
 
 
 @renamed(outcome="truth")
-@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",))
+@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",), engine="columns")
 def calibration_metrics(
     data: pd.DataFrame,
     *,
@@ -369,7 +369,7 @@ def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
 
 
 @renamed(outcome="truth")
-@reads_frame(numbers=("prob",), labels=("truth",))
+@reads_frame(numbers=("prob",), labels=("truth",), engine="columns")
 def reliability_table(
     data: pd.DataFrame,
     *,

@@ -109,10 +109,36 @@ def balanced_reml(
         falls back to a general fitter).
 
     """
-    n_factors = y.ndim - 1
-    levels = y.shape[:-1]
-    n = y.size
     cells = y.mean(axis=-1)
+    within = float(np.sum((y - cells[..., None]) ** 2))
+    return balanced_reml_cells(cells, within, y.shape[-1], fixed, random, reml=reml)
+
+
+def balanced_reml_cells(
+    cells: np.ndarray, within: float, n_rep: int, fixed: list[Subset], random: list[Subset], reml: bool = True
+) -> StrataFit | None:
+    """:func:`balanced_reml` from the cell means, the within-cell sum of squares and the
+    replicates per cell: all the REML likelihood of a balanced design reads of the data.
+
+    Parameters
+    ----------
+    cells : ndarray
+        Shape ``(L_1, ..., L_F)``: the mean response of each cell.
+    within : float
+        Sum of squared deviations of the responses from their cell means.
+    n_rep : int
+        Responses per cell.
+    fixed, random, reml
+        As for :func:`balanced_reml`.
+
+    Returns
+    -------
+    StrataFit or None
+        As :func:`balanced_reml`.
+    """
+    n_factors = cells.ndim
+    levels = cells.shape
+    n = cells.size * n_rep
     fixed_set = set(fixed)
     keys: list[Subset] = []
     key_of: dict[Subset, int] = {}
@@ -139,10 +165,9 @@ def balanced_reml(
                 ss[k] += weights[subset] * float(np.sum(e**2))
                 df[k] += d
     k = stratum(frozenset())
-    within = n - cells.size
-    ss[k] += float(np.sum((y - cells[..., None]) ** 2))
-    df[k] += within
-    dim[k] += within
+    ss[k] += within
+    df[k] += n - cells.size
+    dim[k] += n - cells.size
 
     c = np.array([n / np.prod([levels[a] for a in r]) for r in random])
     design = np.array(

@@ -17,8 +17,11 @@ import pandas as pd
 from hce._checks import check_confidence, numeric_column, require_columns
 from hce.errors import DataError
 from hce.stats._resample import as_generator
+from hce._warnings import warn
+from hce.stats._frames import EngineFrame
 from hce.stats._validate import reads_frame
 from hce.stats.mixed.balanced import profile_interval, strata_deviance
+from hce.stats.mixed.cell_fit import CellFit, fit_cells
 from hce.stats.mixed.component_intervals import (
     pivot_draws,
     profile_limits,
@@ -48,8 +51,9 @@ class VarianceComponents:
     covariance : pandas.DataFrame
         Asymptotic covariance of the estimates (component by component); rows and columns
         of components at zero are 0 (held there); all NaN when the engine gives none.
-    fit : LmerResult
-        The underlying random-effects model.
+    fit : LmerResult or CellFit
+        The underlying random-effects model (a :class:`~hce.stats.mixed.cell_fit.CellFit`
+        when the data were a frame of another engine, fitted from its cell table).
 
     """
 
@@ -60,7 +64,7 @@ class VarianceComponents:
     levels: dict[str, int]
     replicated: bool
     covariance: pd.DataFrame
-    fit: LmerResult = field(repr=False)
+    fit: LmerResult | CellFit = field(repr=False)
     _covariance_source: str = field(repr=False, default="")
 
     def d_study(
@@ -170,7 +174,60 @@ class VarianceComponents:
         )
 
 
-@reads_frame(keys=("facets",), numbers=("score",))
+def _variance_components_in_engine(
+    frame: EngineFrame,
+    *,
+    score: str,
+    facets: list[str],
+    n_attempts: int = 1,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+) -> VarianceComponents:
+    """:func:`variance_components` on a frame of another engine: exact REML from the cell
+    table (count, mean and within-cell sum of squares per facet combination, computed in
+    the engine; see :mod:`hce.stats.mixed.cell_fit`)."""
+    _check_facets(facets, confidence)
+    blank = frame.count_blank(score)
+    if blank:
+        warn(f"dropped {blank} rows with missing values in {[score]}")
+    cells = frame.cell_moments(facets, score)
+    if cells.empty:
+        raise DataError(f"no row has values in every formula column {[score, *facets]}")
+    replicated = bool(cells["n"].max() > 1)
+    subsets = _model(score, facets, replicated, varies=bool((cells["max"] > cells["min"]).any()))
+    fit = fit_cells(cells, _formula(score, subsets))
+    levels = {f: int(cells[f].nunique()) for f in facets[1:]}
+    return _g_study(fit, subsets, facets, levels, replicated, n_attempts, confidence, random_state)
+
+
+def _check_facets(facets: list[str], confidence: float) -> None:
+    if not facets:
+        raise DataError("facets must name at least one column (the object of measurement first)")
+    check_confidence(confidence)
+
+
+def _model(score: str, facets: list[str], replicated: bool, *, varies: bool) -> list[tuple[str, ...]]:
+    """The random terms of the G study: every facet and crossing of facets."""
+    subsets = [c for k in range(1, len(facets) + 1) for c in combinations(facets, k)]
+    if not replicated and len(facets) > 1:
+        subsets = subsets[:-1]  # the top interaction is the residual
+    # (one facet and one score per level: the term stays, for lmer to refuse it by name)
+    if replicated and not varies:
+        # the REML likelihood is unbounded at a residual variance of 0: profiles fail on log(0) and
+        # penalised least squares stops anywhere along the ridge, with the other variances wrong
+        raise DataError(
+            f"{score!r} does not vary within any {' x '.join(facets)} cell (every attempt scored as the others "
+            "of its cell): the residual variance is 0 and the REML likelihood unbounded, so there is no variance "
+            "decomposition of the attempts; analyse one score per cell (the cell means) instead"
+        )
+    return subsets
+
+
+def _formula(score: str, subsets: list[tuple[str, ...]]) -> str:
+    return f"{score} ~ 1 + " + " + ".join(f"(1 | {':'.join(s)})" for s in subsets)
+
+
+@reads_frame(keys=("facets",), numbers=("score",), engine=_variance_components_in_engine)
 def variance_components(
     data: pd.DataFrame,
     *,
@@ -189,7 +246,9 @@ def variance_components(
     Parameters
     ----------
     data : pandas.DataFrame
-        Long format, one row per attempt.
+        Long format, one row per attempt. A Polars, PyArrow, DuckDB, PySpark or Dask frame
+        is reduced in its engine to the facet-cell table (count, mean, within-cell sum of
+        squares), from which the REML fit is exact (:mod:`hce.stats.mixed.cell_fit`).
     score : str
         Score column.
     facets : list of str
@@ -251,27 +310,28 @@ def variance_components(
     1    Phi    0.6201
 
     """
-    if not facets:
-        raise DataError("facets must name at least one column (the object of measurement first)")
+    _check_facets(facets, confidence)
     require_columns(data, [score, *facets])
-    check_confidence(confidence)
     numeric_column(data, score)
     cells = data.groupby(list(facets), observed=True)
     replicated = bool(cells.size().max() > 1)
-    subsets = [c for k in range(1, len(facets) + 1) for c in combinations(facets, k)]
-    if not replicated and len(facets) > 1:
-        subsets = subsets[:-1]  # the top interaction is the residual
-    # (one facet and one score per level: the term stays, for lmer to refuse it by name)
-    if replicated and not (cells[score].max() > cells[score].min()).any():
-        # the REML likelihood is unbounded at a residual variance of 0: profiles fail on log(0) and
-        # penalised least squares stops anywhere along the ridge, with the other variances wrong
-        raise DataError(
-            f"{score!r} does not vary within any {' x '.join(facets)} cell (every attempt scored as the others "
-            "of its cell): the residual variance is 0 and the REML likelihood unbounded, so there is no variance "
-            "decomposition of the attempts; analyse one score per cell (the cell means) instead"
-        )
-    formula = f"{score} ~ 1 + " + " + ".join(f"(1 | {':'.join(s)})" for s in subsets)
-    fit = lmer(formula, data)
+    subsets = _model(score, facets, replicated, varies=bool((cells[score].max() > cells[score].min()).any()))
+    fit = lmer(_formula(score, subsets), data)
+    levels = {f: int(data.loc[fit.design.data.index, f].nunique()) for f in facets[1:]}
+    return _g_study(fit, subsets, facets, levels, replicated, n_attempts, confidence, random_state)
+
+
+def _g_study(
+    fit: LmerResult | CellFit,
+    subsets: list[tuple[str, ...]],
+    facets: list[str],
+    levels: dict[str, int],
+    replicated: bool,
+    n_attempts: int,
+    confidence: float,
+    random_state: int | np.random.Generator | None,
+) -> VarianceComponents:
+    """Components with their inference, and G and Phi, from a fitted random model."""
     estimates = fit.varcorr()["vcov"].to_numpy()
     names = [":".join(s) for s in subsets] + ["residual"]
     inference = _component_inference(fit, confidence)
@@ -288,7 +348,6 @@ def variance_components(
             "method": inference.method,
         }
     )
-    levels = {f: int(data.loc[fit.design.data.index, f].nunique()) for f in facets[1:]}
     result = VarianceComponents(
         components,
         pd.DataFrame(),

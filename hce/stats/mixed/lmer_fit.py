@@ -366,15 +366,7 @@ def _finish(
     pls=None,
 ):
     """Assemble the result; flag a boundary fit and emit every message as a warning."""
-    singular = _is_singular(varcorr, sigma2)
-    if singular:
-        messages = [
-            *messages,
-            "boundary (singular) fit: a random-effect variance is (near) zero or a correlation is +-1",
-        ]
-    for m in messages:
-        category = SingularFitWarning if m.startswith("boundary") else ConvergenceWarning
-        warn(m, category)
+    messages, singular, converged = announce(varcorr, sigma2, messages)
     return LmerResult(
         formula=design.formula,
         reml=reml,
@@ -383,7 +375,7 @@ def _finish(
         ngroups={g: len(gr.levels) for g, gr in design.groupings.items()},
         sigma2=float(sigma2),
         loglik=float(loglik),
-        converged=not any(not m.startswith("boundary") for m in messages),
+        converged=converged,
         singular=singular,
         messages=messages,
         residuals=residuals,
@@ -397,6 +389,21 @@ def _finish(
         _strata=strata,
         _pls=pls,
     )
+
+
+def announce(varcorr: pd.DataFrame, sigma2: float, messages: list[str]) -> tuple[list[str], bool, bool]:
+    """Add the boundary message to a fit's ``messages`` when it is singular and emit each as a
+    warning; returns the messages, whether the fit is singular and whether it converged."""
+    singular = _is_singular(varcorr, sigma2)
+    if singular:
+        messages = [
+            *messages,
+            "boundary (singular) fit: a random-effect variance is (near) zero or a correlation is +-1",
+        ]
+    for m in messages:
+        category = SingularFitWarning if m.startswith("boundary") else ConvergenceWarning
+        warn(m, category)
+    return messages, singular, not any(not m.startswith("boundary") for m in messages)
 
 
 def _is_singular(varcorr: pd.DataFrame, sigma2: float) -> bool:

@@ -125,6 +125,14 @@ class PlsProblem:
         Fixed-effects design, full column rank.
     terms : list of RandomBlock
     reml : bool, default True
+    weights : ndarray, shape (n,), optional
+        Rows are cells: ``y`` their means and ``weights`` their numbers of observations,
+        when every column of ``x`` and of the terms is constant within a cell. The cross
+        products are then weighted sums over cells, ``n`` is the number of observations and
+        ``within`` (their sum of squared deviations from the cell means) joins ``y'y``: the
+        same deviances as on the observations themselves.
+    within : float, default 0
+        See ``weights``.
 
     Attributes
     ----------
@@ -142,22 +150,43 @@ class PlsProblem:
     True
     """
 
-    def __init__(self, y: np.ndarray, x: np.ndarray, terms: list[RandomBlock], reml: bool = True):
-        n, p = x.shape
+    def __init__(
+        self,
+        y: np.ndarray,
+        x: np.ndarray,
+        terms: list[RandomBlock],
+        reml: bool = True,
+        *,
+        weights: np.ndarray | None = None,
+        within: float = 0.0,
+    ):
+        n_rows, p = x.shape
+        self.weights = np.ones(n_rows) if weights is None else np.asarray(weights, dtype=float)
+        self.within = float(within)
+        root = np.sqrt(self.weights)
+        n = n_rows if weights is None else float(self.weights.sum())
         # y minus its least-squares fit on X: the same model (beta shifts by beta0), and the
         # penalised residual sum of squares no longer cancels against y'y
-        self.beta0 = np.linalg.lstsq(x, y, rcond=None)[0]
+        self.beta0 = np.linalg.lstsq(x if weights is None else root[:, None] * x,
+                                     y if weights is None else root * y, rcond=None)[0]  # fmt: skip
         y = y - x @ self.beta0
         self.terms = list(terms)
         self.reml = reml
         self.dof = n - p if reml else n
-        z, self.offsets, self.system = random_effects_matrix(terms, n)
+        z, self.offsets, self.system = random_effects_matrix(terms, n_rows)
         perm = self.system.perm
         self.inverse_perm = np.argsort(perm)
         z = z[:, perm]
-        self.ztz = (z.T @ z).tocsr()
-        self.ztx, self.zty = np.asarray(z.T @ x), np.asarray(z.T @ y)
-        self.xtx, self.xty, self.yty = x.T @ x, x.T @ y, float(y @ y)
+        if weights is None:
+            self.ztz = (z.T @ z).tocsr()
+            self.ztx, self.zty = np.asarray(z.T @ x), np.asarray(z.T @ y)
+            self.xtx, self.xty, self.yty = x.T @ x, x.T @ y, float(y @ y)
+        else:
+            wz = sparse.diags(self.weights) @ z
+            self.ztz = (z.T @ wz).tocsr()
+            self.ztx, self.zty = np.asarray(wz.T @ x), np.asarray(wz.T @ y)
+            wx = self.weights[:, None] * x
+            self.xtx, self.xty, self.yty = x.T @ wx, wx.T @ y, float(y @ (self.weights * y)) + self.within
         lam_rows, lam_cols, self._lam_param, self.lower, self.scalar = lambda_pattern(
             terms, self.offsets
         )
@@ -289,7 +318,7 @@ class PlsProblem:
     def start(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Start values: moment estimates for intercept columns, lme4's 1 for slopes, 0 off
         the diagonal (see :func:`moment_start`)."""
-        intercepts = moment_start(y, x, [t.codes for t in self.terms])
+        intercepts = moment_start(y, x, [t.codes for t in self.terms], self.weights, self.within)
         theta = []
         for t, rel in zip(self.terms, intercepts):
             for i, j in t.theta_pattern():
@@ -298,13 +327,21 @@ class PlsProblem:
         return np.array(theta)
 
 
-def pls_fit(y: np.ndarray, x: np.ndarray, terms: list[RandomBlock], reml: bool = True) -> PlsFit:
+def pls_fit(
+    y: np.ndarray,
+    x: np.ndarray,
+    terms: list[RandomBlock],
+    reml: bool = True,
+    *,
+    weights: np.ndarray | None = None,
+    within: float = 0.0,
+) -> PlsFit:
     """Fit a linear mixed model by profiled REML (or ML).
 
     Parameters
     ----------
-    y, x, terms, reml
-        As for :class:`PlsProblem`.
+    y, x, terms, reml, weights, within
+        As for :class:`PlsProblem` (``weights``: ``y`` holds cell means).
 
     Returns
     -------
@@ -319,7 +356,7 @@ def pls_fit(y: np.ndarray, x: np.ndarray, terms: list[RandomBlock], reml: bool =
     >>> fit.converged, round(float(fit.covariances[0][0, 0]), 2)
     (True, 2.9)
     """
-    problem = PlsProblem(y, x, terms, reml)
+    problem = PlsProblem(y, x, terms, reml, weights=weights, within=within)
     with one_blas_thread():  # many small factorisations (see one_blas_thread)
         search = minimise_theta(
             problem.profiled_deviance, problem.start(y, x), problem.lower, problem.scalar
@@ -350,8 +387,13 @@ def pls_fit(y: np.ndarray, x: np.ndarray, terms: list[RandomBlock], reml: bool =
     )
 
 
-def moment_start(y: np.ndarray, x: np.ndarray, codes: list[np.ndarray]) -> np.ndarray:
+def moment_start(
+    y: np.ndarray, x: np.ndarray, codes: list[np.ndarray], weights: np.ndarray | None = None, within: float = 0.0
+) -> np.ndarray:
     """Relative SDs to start from: one-way ANOVA (moment) estimates on the OLS residuals.
+
+    With ``weights`` (and ``within``) rows are cells, as in :class:`PlsProblem`: the same
+    estimates as from the observations.
 
     For each term, ``(MSB - MSW) / n0`` with ``n0 = (N - sum n_l^2 / N) / (a - 1)`` (Searle
     et al. 1992, sec. 3.6) divided by the smallest within-level mean square of the terms
@@ -359,21 +401,27 @@ def moment_start(y: np.ndarray, x: np.ndarray, codes: list[np.ndarray]) -> np.nd
     search starts inside: each term's one-way estimate ignores the others, so it is only
     a start.
     """
-    resid = y - x @ np.linalg.lstsq(x, y, rcond=None)[0]
-    n = len(y)
-    between, within = [], []
+    if weights is None:
+        resid = y - x @ np.linalg.lstsq(x, y, rcond=None)[0]
+        n, weighted, rss = len(y), resid, float(resid @ resid)
+    else:
+        root = np.sqrt(weights)
+        resid = y - x @ np.linalg.lstsq(root[:, None] * x, root * y, rcond=None)[0]
+        n, weighted = float(weights.sum()), weights * resid
+        rss = float(resid @ weighted) + within
+    between, within_ms = [], []
     for c in codes:
-        counts = np.bincount(c).astype(float)
-        sums = np.bincount(c, weights=resid)
+        counts = np.bincount(c).astype(float) if weights is None else np.bincount(c, weights=weights)
+        sums = np.bincount(c, weights=weighted)
         levels = np.count_nonzero(counts)
-        ss_within = float(resid @ resid - np.sum(sums[counts > 0] ** 2 / counts[counts > 0]))
-        msb = (float(resid @ resid) - ss_within - resid.sum() ** 2 / n) / max(levels - 1, 1)
+        ss_within = float(rss - np.sum(sums[counts > 0] ** 2 / counts[counts > 0]))
+        msb = (rss - ss_within - weighted.sum() ** 2 / n) / max(levels - 1, 1)
         msw = ss_within / (n - levels) if n > levels else np.nan
         n0 = (n - np.sum(counts**2) / n) / max(levels - 1, 1)
         between.append((msb, n0))
-        within.append(msw)
-    sigma2 = np.nanmin(within) if np.any(np.isfinite(within)) else float(resid @ resid) / n / 2
-    sigma2 = max(sigma2, 1e-12 * float(resid @ resid) / n, 1e-300)
+        within_ms.append(msw)
+    sigma2 = np.nanmin(within_ms) if np.any(np.isfinite(within_ms)) else rss / n / 2
+    sigma2 = max(sigma2, 1e-12 * rss / n, 1e-300)
     relative = np.array([(msb - sigma2) / n0 / sigma2 for msb, n0 in between])
     return np.sqrt(np.maximum(relative, 0.05))
 

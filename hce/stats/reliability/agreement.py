@@ -123,7 +123,7 @@ def _two_columns(data: pd.DataFrame, targets: str | None, columns: Sequence[str]
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",))
+@reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",), engine="columns")
 def cohen_kappa(
     data: pd.DataFrame,
     *,
@@ -352,7 +352,7 @@ _WEIGHTS_DOC = """weights : {"unweighted", "linear", "quadratic"}, default "unwe
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",))
+@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
 def fleiss_kappa(
     data: pd.DataFrame,
     *,
@@ -396,7 +396,7 @@ def fleiss_kappa(
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",))
+@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
 def gwet_ac(
     data: pd.DataFrame,
     *,
@@ -441,7 +441,7 @@ def gwet_ac(
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",))
+@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
 def percent_agreement(
     data: pd.DataFrame,
     *,
@@ -483,7 +483,7 @@ for _f, _w in ((fleiss_kappa, ""), (gwet_ac, _WEIGHTS_DOC), (percent_agreement, 
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",))
+@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
 def strict_agreement(
     data: pd.DataFrame,
     *,

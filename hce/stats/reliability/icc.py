@@ -248,7 +248,7 @@ def reml_mean_squares(r: Ratings, k_rule: KRule = "harmonic") -> tuple[dict[str,
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",))
+@reads_frame(keys=("item", "rater"), numbers=("score",), engine="columns")
 def icc(
     data: pd.DataFrame,
     *,
@@ -439,7 +439,7 @@ def _oneway_rows(rows: list[dict], ms: dict[str, float], k: float, confidence: f
 
 
 @renamed(targets="item", raters="rater", ratings="score", groups="condition")
-@reads_frame(keys=("item", "rater", "condition"), numbers=("score",))
+@reads_frame(keys=("item", "rater", "condition"), numbers=("score",), engine="columns")
 def icc_groups(
     data: pd.DataFrame,
     *,

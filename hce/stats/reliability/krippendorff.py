@@ -171,7 +171,7 @@ def alpha_core(
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",))
+@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
 def krippendorff_alpha(
     data: pd.DataFrame,
     *,

@@ -1,0 +1,216 @@
+"""Attempt logs larger than memory: a lazy log in the engine that reads the files.
+
+:func:`scan_log` (``hce.read_log(path, engine=...)``) opens a Parquet or JSONL log, one file
+or a directory of them (Hive-partitioned folders such as ``condition_id=A/part-0.parquet``
+included), as a lazy frame of DuckDB (the embedded default), Polars or PySpark. Nothing is
+loaded: the statistics of :mod:`hce.stats` that reduce to per-cell summaries run their
+grouped pass in that engine (see :mod:`hce.stats._frames`). The log's own checks run in
+the engine too, once: the required columns are present, ``error_flag`` is boolean (a
+missing column is no attempt flagged; text ``"true"``/``"false"`` is read as booleans),
+and no ``attempt_id`` appears twice.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Literal
+
+from hce.errors import LogFormatError
+
+Engine = Literal["duckdb", "polars", "spark", "pandas", "auto"]
+ENGINES = ("duckdb", "polars", "spark", "pandas", "auto")
+#: ``engine="auto"`` reads logs up to this many bytes on disk into pandas, larger ones with
+#: DuckDB. A 1,000,000-attempt Parquet log without prompts is about 30 MB and reports in
+#: pandas in half a minute within 1 GB; at 10,000,000 attempts (300 MB) pandas needs 6 GB.
+AUTO_BYTES = 256 * 2**20
+_INSTALL = {
+    "duckdb": 'pip install "hce[engines]"  (DuckDB)',
+    "polars": 'pip install "hce[engines]"  (Polars)',
+    "spark": 'pip install "hce[spark]"  (PySpark; it needs Java: apt-get install -y openjdk-17-jre-headless)',
+}
+_REQUIRED = ("attempt_id", "item_id", "attempt")
+#: DuckDB's memory for one lazy log (its own connection): past it, DuckDB spills to the temp
+#: folder instead of growing (its default is 80% of the machine's memory).
+DUCKDB_MEMORY = "2GB"
+#: Lazy logs whose ``attempt_id`` was found unique, by identity (see :func:`known_unique`).
+_UNIQUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def log_files(path: str | os.PathLike) -> tuple[list[Path], str]:
+    """The Parquet or JSONL files of a log (a file, or a directory searched recursively)
+    and their format; a directory mixing both is refused."""
+    root = Path(path)
+    if root.is_file():
+        files = [root]
+    elif root.is_dir():
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".jsonl", ".json"))
+    else:
+        raise LogFormatError(f"{root}: no such log file or directory")
+    formats = {"parquet" if p.suffix == ".parquet" else "jsonl" for p in files}
+    if not files or len(formats) != 1 or any(p.suffix not in (".parquet", ".jsonl", ".json") for p in files):
+        raise LogFormatError(f"{root}: a lazy log reads Parquet (.parquet) or JSONL (.jsonl) files of one format; "
+                             f"found {sorted({p.suffix for p in files}) or 'none'}")  # fmt: skip
+    return files, formats.pop()
+
+
+def choose_engine(path: str | os.PathLike, engine: Engine = "auto") -> str:
+    """The engine ``engine`` stands for: ``"auto"`` is pandas up to :data:`AUTO_BYTES` on
+    disk, DuckDB past it."""
+    if engine not in ENGINES:
+        raise LogFormatError(f"engine={engine!r} is not valid; choose one of {list(ENGINES)}")
+    if engine != "auto":
+        return engine
+    files, _ = log_files(path)
+    return "duckdb" if sum(p.stat().st_size for p in files) > AUTO_BYTES else "pandas"
+
+
+def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool = True, memory: str = DUCKDB_MEMORY):
+    """A lazy attempt log over Parquet or JSONL files, in the engine named.
+
+    Parameters
+    ----------
+    path : path
+        A log file, or a directory of them (read recursively; Hive partition folders
+        ``column=value`` become columns).
+    engine : {"duckdb", "polars", "spark", "auto"}, default "duckdb"
+        ``"auto"`` picks DuckDB past :data:`AUTO_BYTES` on disk and pandas below (then the
+        validated pandas DataFrame of :func:`hce.read_log` is returned).
+    check : bool, default True
+        Check the log in the engine (one grouped pass over ``attempt_id``).
+    memory : str, default "2GB"
+        DuckDB only: the memory its connection may hold before it spills to the temp folder.
+
+    Returns
+    -------
+    duckdb.DuckDBPyRelation, polars.LazyFrame or pyspark.sql.DataFrame
+        The log, not loaded; pass it to the statistics of :mod:`hce.stats` or to
+        ``hce.report.report``.
+
+    Raises
+    ------
+    LogFormatError
+        No such file, a required column missing, an ``error_flag`` that is not boolean, or
+        an ``attempt_id`` twice (naming it).
+
+    Examples
+    --------
+    >>> import hce, pandas as pd, tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> log = pd.DataFrame({"attempt_id": ["a1", "a2"], "item_id": "T1", "condition_id": "A",
+    ...                     "attempt": [1, 2], "total": [3.0, 5.0], "error_flag": False})
+    >>> log.to_parquet(os.path.join(folder, "part-0.parquet"))
+    >>> lazy = scan_log(folder, engine="polars")
+    >>> hce.stats.item_spread(lazy)[["item_id", "n", "sd"]].round(3)
+      item_id  n     sd
+    0      T1  2  1.414
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise LogFormatError(f"a lazy log reads one file or one directory of files, got {type(path).__name__}; "
+                             "put the files in one directory")  # fmt: skip
+    chosen = choose_engine(path, engine)
+    if chosen == "pandas":
+        from hce.log import read_log
+
+        files, _ = log_files(path)
+        return read_log(files)
+    files, fmt = log_files(path)
+    native = _open(chosen, Path(path), files, fmt, memory)
+    return checked(native, str(path)) if check else native
+
+
+def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str):
+    hive = root.is_dir()
+    pattern = str(root / "**" / f"*{files[0].suffix}") if hive else str(root)
+    try:
+        if engine == "duckdb":
+            import duckdb
+
+            spill = Path(tempfile.gettempdir()) / "hce-duckdb"
+            connection = duckdb.connect(config={"memory_limit": memory, "temp_directory": str(spill)})
+            if fmt == "parquet":
+                return connection.read_parquet(pattern, hive_partitioning=hive)
+            return connection.read_json(pattern, format="newline_delimited")
+        if engine == "polars":
+            import polars as pl
+
+            if fmt == "parquet":
+                return pl.scan_parquet(pattern, hive_partitioning=hive)
+            return pl.scan_ndjson([str(p) for p in files])
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        reader = spark.read
+        return reader.parquet(str(root)) if fmt == "parquet" else reader.json([str(p) for p in files])
+    except ImportError as err:
+        raise LogFormatError(f"engine={engine!r} is not installed: {_INSTALL[engine]}") from err
+
+
+def checked(native, source: str = "log"):
+    """The lazy log with ``error_flag`` boolean (added as False when absent), after the
+    log's checks in its engine (see the module docstring)."""
+    import narwhals as nw
+
+    frame = nw.from_native(native)
+    frame = frame.lazy() if isinstance(frame, nw.DataFrame) else frame
+    schema = dict(frame.collect_schema())
+    missing = [c for c in _REQUIRED if c not in schema]
+    if missing:
+        raise LogFormatError(f"{source}: the log has no column(s) {missing}; columns present: {list(schema)}")
+    flag = schema.get("error_flag")
+    if flag is None:
+        frame = frame.with_columns(nw.lit(False).alias("error_flag"))
+    elif flag == nw.String:
+        text = nw.col("error_flag").str.strip_chars().str.to_lowercase()
+        bad = frame.filter(~text.is_in(["true", "false"]) & ~nw.col("error_flag").is_null())
+        first = bad.select(nw.col("error_flag").min().alias("value"), nw.len().alias("n")).collect().to_pandas()
+        if int(first["n"].iloc[0]):
+            raise LogFormatError(f"{source}: column 'error_flag' holds {first['value'].iloc[0]!r} ({int(first['n'].iloc[0])} "
+                                 "value(s) that are not true/false); give every flag as a boolean")  # fmt: skip
+        frame = frame.with_columns((text == "true").fill_null(False).alias("error_flag"))
+    elif not (flag.is_numeric() or flag == nw.Boolean):
+        raise LogFormatError(f"{source}: column 'error_flag' must be boolean, got {flag}")
+    repeated = (
+        frame.group_by("attempt_id").agg(nw.len().alias("_times")).filter(nw.col("_times") > 1)
+        .select(nw.len().alias("n"), nw.col("attempt_id").min().alias("first")).collect().to_pandas()
+    )  # fmt: skip
+    if int(repeated["n"].iloc[0]):
+        raise LogFormatError(f"{source}: attempt_id {repeated['first'].iloc[0]!r} appears more than once; "
+                             f"{int(repeated['n'].iloc[0]):,} attempt id(s) repeat, which would count those attempts "
+                             "twice; drop the repeats, or combine overlapping logs with `hce log merge`")  # fmt: skip
+    out = frame.to_native()
+    _UNIQUE[id(out)] = out
+    return out
+
+
+def known_unique(native: object) -> bool:
+    """Whether ``native`` is a lazy log :func:`checked` found free of repeated attempts."""
+    return _UNIQUE.get(id(native)) is native
+
+
+def column_kinds(native: object) -> dict[str, str]:
+    """Each column of a lazy log and what it holds: ``"number"``, ``"bool"`` or ``"other"``."""
+    import narwhals as nw
+
+    frame = nw.from_native(native)
+    kinds = {}
+    for name, dtype in frame.collect_schema().items():
+        kinds[name] = "bool" if dtype == nw.Boolean else "number" if dtype.is_numeric() else "other"
+    return kinds
+
+
+def is_lazy_log(log: object) -> bool:
+    """Whether ``log`` is a frame of another engine (not pandas, not a path or a list of them)."""
+    import pandas as pd
+
+    if isinstance(log, (pd.DataFrame, str, os.PathLike, list, tuple)):
+        return False
+    import narwhals as nw
+
+    try:
+        nw.from_native(log)
+    except TypeError:
+        return False
+    return True

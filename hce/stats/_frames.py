@@ -1,0 +1,279 @@
+"""Frames of other engines at the stats door: the grouped pass runs where the data lives.
+
+A statistic that reads a frame accepts, beside pandas, any frame narwhals wraps: Polars
+(eager or lazy), PyArrow tables, DuckDB relations, PySpark and Dask DataFrames. Such a frame
+is never loaded whole: the door (:func:`hce.stats._validate.reads_frame`) checks it in its
+engine (columns present, id columns filled, numeric columns numeric and finite, each
+``attempt_id`` once) and hands the statistic an :class:`EngineFrame`, whose methods run one
+grouped pass in the engine and return a small pandas table (per cell: counts, sums, sums of
+squares, value counts). A statistic declares how it reads another engine's frame with
+``reads_frame(engine=...)``:
+
+* a callable ``engine(frame: EngineFrame, **arguments)``: the statistic's summaries are
+  computed in the engine and only they come back (``item_spread``, ``variance_components``);
+* ``"columns"``: the statistic needs one value per row of a few columns (a targets x raters
+  table, a probability per attempt), so only those columns come back, and the pandas path
+  runs on them, with its checks and numbers;
+* nothing: the statistic needs the whole frame (models with slopes, bootstraps over rows,
+  Bayesian fits) and refuses it, naming the alternatives.
+
+pandas input never comes here: it keeps its own path and numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from hce.engines import known_unique
+from hce.errors import DataError
+
+_INF = float("inf")
+
+
+def engine_frame(data: object) -> EngineFrame | None:
+    """``data`` as an :class:`EngineFrame` when narwhals wraps it; ``None`` otherwise.
+
+    pandas frames give ``None`` too: they keep the pandas path.
+    """
+    if isinstance(data, pd.DataFrame) or data is None:
+        return None
+    try:
+        import narwhals as nw
+    except ImportError:  # pragma: no cover - narwhals is a dependency; a broken install says so
+        return None
+    if isinstance(data, (nw.DataFrame, nw.LazyFrame)):
+        frame = data
+    else:
+        try:
+            frame = nw.from_native(data)
+        except TypeError:
+            return None
+    return EngineFrame(frame.lazy() if isinstance(frame, nw.DataFrame) else frame, native=data)
+
+
+class EngineFrame:
+    """A frame of another engine, read by grouped passes that return small pandas tables.
+
+    Parameters
+    ----------
+    frame : narwhals.LazyFrame
+        The data, never collected whole.
+    native : object, optional
+        The caller's frame it wraps (for the memo of logs already checked).
+    """
+
+    def __init__(self, frame, native: object = None):
+        self.frame = frame
+        self.native = native
+        self.schema = dict(frame.collect_schema())
+        self.columns = list(self.schema)
+        self.engine = str(frame.implementation).rsplit(".", 1)[-1].lower()
+
+    def where(self, keep: object) -> EngineFrame:
+        """The rows where a narwhals boolean expression holds (still lazy)."""
+        return EngineFrame(self.frame.filter(keep))
+
+    def valid(self, error: str | None) -> EngineFrame:
+        """The attempts not flagged in column ``error`` (a missing flag is no error)."""
+        if error is None or error not in self.columns:
+            return self
+        return self.where(~self.flag(error))
+
+    def flag(self, error: str):
+        """The error column as a boolean narwhals expression, blank read as False."""
+        import narwhals as nw
+
+        return nw.col(error).cast(nw.Boolean).fill_null(False)
+
+    def is_numeric(self, column: str) -> bool:
+        """Whether ``column`` holds numbers (booleans count, as pandas' door counts them)."""
+        dtype = self.schema[column]
+        return bool(dtype.is_numeric() or dtype == _boolean())
+
+    def collect(self, columns: Sequence[str]) -> pd.DataFrame:
+        """Only ``columns``, every row, as pandas (for statistics of one value per row)."""
+        return self.frame.select(list(dict.fromkeys(columns))).collect().to_pandas()
+
+    def count_rows(self) -> int:
+        """How many rows (one pass, nothing else comes back)."""
+        import narwhals as nw
+
+        return int(self.frame.select(nw.len().alias("n")).collect().to_pandas()["n"].iloc[0])
+
+    def count_distinct(self, column: str) -> int:
+        """Distinct non-blank values of ``column``."""
+        import narwhals as nw
+
+        found = self.frame.filter(~nw.col(column).is_null()).select(nw.col(column).n_unique().alias("n"))
+        return int(found.collect().to_pandas()["n"].iloc[0])
+
+    def count_blank(self, column: str) -> int:
+        """Rows whose ``column`` is blank."""
+        import narwhals as nw
+
+        return EngineFrame(self.frame.filter(nw.col(column).is_null())).count_rows()
+
+    def value_counts(self, keys: Sequence[str], value: str) -> pd.DataFrame:
+        """Rows per ``keys`` x distinct ``value`` (``n``; a blank value is its own row), sorted.
+
+        Everything about the spread of a discrete score within a cell (counts, mean, SD,
+        quartiles) follows from this table, which holds cells x distinct scores rows.
+        """
+        import narwhals as nw
+
+        table = self.frame.group_by([*keys, value]).agg(nw.len().alias("n")).collect().to_pandas()
+        return table.sort_values([*keys, value], kind="stable", na_position="last").reset_index(drop=True)
+
+    @property
+    def exact_quantiles(self) -> bool:
+        """Whether the engine computes exact grouped quantiles (linear interpolation, R's
+        type 7) that narwhals reaches: DuckDB's ``quantile_cont`` and Polars' ``quantile``."""
+        return self.engine in ("duckdb", "polars")
+
+    def cell_moments(self, keys: Sequence[str], value: str, *, quartiles: bool = False) -> pd.DataFrame:
+        """Per ``keys`` cell: ``n`` (non-blank values), ``mean``, ``ss`` (sum of squared
+        deviations from the cell mean), ``min``, ``max`` (and ``q1``, ``q3`` with
+        ``quartiles``, where :attr:`exact_quantiles`); cells with no value are left out.
+
+        The sum of squares is the engine's sample variance times ``n - 1``: engines compute
+        it from deviations (Welford's update or two passes), never as the cancelling
+        ``sum(x^2) - n mean^2``.
+        """
+        import narwhals as nw
+
+        column = nw.col(value)
+        extra = [column.quantile(q, interpolation="linear").alias(name) for name, q in (("q1", 0.25), ("q3", 0.75))]
+        table = (
+            self.frame.filter(~column.is_null())
+            .group_by(list(keys))
+            .agg(
+                nw.len().alias("n"),
+                column.mean().alias("mean"),
+                column.var(ddof=1).alias("var"),
+                column.min().alias("min"),
+                column.max().alias("max"),
+                *(extra if quartiles else []),
+            )
+            .collect()
+            .to_pandas()
+        )
+        n = table["n"].to_numpy(dtype=float)
+        var = table.pop("var").to_numpy(dtype=float, na_value=np.nan)
+        table["ss"] = np.where(n > 1, np.nan_to_num(var) * (n - 1), 0.0)
+        return table.sort_values(list(keys), kind="stable").reset_index(drop=True)
+
+    def counts(self, keys: Sequence[str], sums: Sequence[str] = ()) -> pd.DataFrame:
+        """Rows per ``keys`` cell (``n``) and the sum of each column in ``sums`` (booleans as
+        0/1, blanks as 0), sorted by ``keys``."""
+        import narwhals as nw
+
+        frame = self.frame.with_columns(
+            *[nw.col(c).cast(nw.Float64).fill_null(0.0).alias(f"_sum_{c}") for c in sums]
+        )
+        table = (
+            frame.group_by(list(keys))
+            .agg(nw.len().alias("n"), *[nw.col(f"_sum_{c}").sum().alias(c) for c in sums])
+            .collect()
+            .to_pandas()
+        )
+        return table.sort_values(list(keys), kind="stable").reset_index(drop=True)
+
+    def select(self, columns: dict[str, str]) -> EngineFrame:
+        """Only the columns named as values of ``columns``, renamed to its keys."""
+        import narwhals as nw
+
+        return EngineFrame(self.frame.select(*[nw.col(old).alias(new) for new, old in columns.items()]))
+
+    def unpivot(self, keys: Sequence[str], values: Sequence[str], *, variable: str, value: str) -> EngineFrame:
+        """The wide columns ``values`` stacked into ``variable`` (their name) and ``value``."""
+        import narwhals as nw
+
+        # a union of one select per column, not narwhals' unpivot: DuckDB's runs on the default
+        # connection, which cannot read a relation of another (scan_log's, with its memory limit)
+        parts = [
+            self.frame.select(*[nw.col(k) for k in keys], nw.lit(c).alias(variable), nw.col(c).cast(nw.Float64).alias(value))
+            for c in values
+        ]
+        return EngineFrame(nw.concat(parts) if len(parts) > 1 else parts[0])
+
+    def check(self, name: str, *, keys: Sequence[str], blank_keys: Sequence[str], numbers: Sequence[str]) -> None:
+        """The door's checks, in one pass: numbers numeric and finite, ids filled.
+
+        Typed engines cannot mix ``1`` and ``"1"`` in a column, so what pandas' door reads
+        anew (numbers stored as text) is refused here, naming the column and its type.
+        """
+        import narwhals as nw
+
+        for column in dict.fromkeys(numbers):
+            if not self.is_numeric(column):
+                raise DataError(
+                    f"{name}: column {column!r} must be numeric, got {self.schema[column]} in the {self.engine} frame; "
+                    f"cast it to a number in the engine first"
+                )
+        probes = [
+            (nw.col(c).abs() == _INF).cast(nw.Int64).sum().alias(f"inf:{c}")
+            for c in dict.fromkeys(numbers)
+            if self.schema[c] != _boolean()
+        ]
+        probes += [
+            nw.col(c).is_null().cast(nw.Int64).sum().alias(f"blank:{c}")
+            for c in dict.fromkeys(keys)
+            if c not in blank_keys
+        ]
+        if not probes:
+            return
+        found = self.frame.select(*probes).collect().to_pandas().iloc[0]
+        for label, count in found.items():
+            if not count:
+                continue
+            kind, column = str(label).split(":", 1)
+            if kind == "inf":
+                raise DataError(f"{name}: column {column!r} holds {int(count)} non-finite value(s) (inf or -inf); "
+                                "scores must be finite numbers")  # fmt: skip
+            raise DataError(f"{name}: id column {column!r} is blank in {int(count)} row(s); label every row or drop those rows")
+
+    def refuse_repeated_attempts(self, named: Sequence[str], name: str) -> None:
+        """An ``attempt_id`` twice (within the other keys the call names) is refused, as in
+        pandas' door (:func:`hce.stats._validate.refuse_repeated_attempts`), by a grouped
+        count in the engine."""
+        import narwhals as nw
+
+        from hce.stats._validate import ATTEMPT_ID, LONG_CRITERION
+
+        if ATTEMPT_ID not in self.columns or ATTEMPT_ID in named or known_unique(self.native):
+            return
+        within = [c for c in dict.fromkeys([*named, LONG_CRITERION]) if c in self.columns]
+        repeated = (
+            self.frame.group_by([ATTEMPT_ID, *within])
+            .agg(nw.len().alias("_times"))
+            .filter(nw.col("_times") > 1)
+        )
+        found = repeated.select(nw.len().alias("n"), nw.col(ATTEMPT_ID).min().alias("first")).collect().to_pandas()
+        n_ids = int(found["n"].iloc[0])
+        if n_ids:
+            raise DataError(
+                f"{name}: attempt_id {found['first'].iloc[0]!r} appears more than once; {n_ids:,} attempt id(s) "
+                "appear more than once, which would count those attempts twice (a log concatenated with itself, "
+                "or with an overlapping log?); drop the repeats, or combine overlapping logs with "
+                "hce.log.merge_logs (`hce log merge`)"
+            )
+
+
+def _boolean():
+    import narwhals as nw
+
+    return nw.Boolean
+
+
+def refuse_rows(name: str, engine: str) -> DataError:
+    """The error of a statistic that needs every row of the frame, naming the alternatives."""
+    return DataError(
+        f"{name} needs the row-level data, which stays in the {engine} engine (models with slopes, bootstraps "
+        "over rows and Bayesian fits do not reduce to per-cell summaries); collect the columns it needs, or a "
+        "sample of items, to pandas first (in narwhals: nw.from_native(frame).lazy().select(columns).collect()"
+        ".to_pandas()), or use a statistic that runs in the engine (item_spread, variance_components, icc, "
+        "krippendorff_alpha, the kappas and agreement, calibration_metrics)"
+    )

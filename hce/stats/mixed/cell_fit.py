@@ -1,0 +1,151 @@
+"""Random-intercept models fitted from their cell table: exact REML without the rows.
+
+When every random term of ``y ~ 1 + (1 | a) + (1 | b) + (1 | a:b) + ...`` is constant within
+a cell (a combination of the grouping factors), the data enter the REML likelihood only
+through, per cell, the number of observations ``n_c`` and their mean, and through the
+within-cell sum of squares ``W = sum_c sum_i (y_ci - ybar_c)^2``: with ``N`` the rows and
+cell-level designs, the cross products of lme4's penalised least squares are weighted sums
+over cells, ``Z'Z = Z_c' D Z_c``, ``Z'y = Z_c' D ybar``, ``y'y = ybar' D ybar + W`` (``D =
+diag(n_c)``), and the degrees of freedom stay ``N - p``. So a table of a few million cells,
+computed in whatever engine holds billions of rows, gives the very estimates ``lmer`` gives
+on the rows (Searle, Casella & McCulloch 1992, sec. 6.2; Bates et al. 2015, eqs. 34-42):
+balanced cells through :func:`~hce.stats.mixed.balanced.balanced_reml_cells`, others through
+:class:`~hce.stats.mixed.pls.PlsProblem` with cell weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hce.errors import DataError
+from hce.stats.mixed.balanced import StrataFit, balanced_reml_cells
+from hce.stats.mixed.formula import MixedFormula, check_identifiable, parse_formula
+from hce.stats.mixed.lmer_fit import _varcorr_intercepts, announce
+from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
+
+
+@dataclass
+class CellFit:
+    """A random-intercept model fitted from its cell table (see the module docstring).
+
+    Attributes
+    ----------
+    formula : MixedFormula
+        The model.
+    n : int
+        Observations (the sum of the cell counts).
+    engine : str
+        How the estimates were found.
+    sigma2 : float
+        Residual variance.
+    converged, singular : bool
+        As :class:`~hce.stats.mixed.lmer_result.LmerResult`'s.
+    messages : list of str
+        Warnings raised by the fit.
+    """
+
+    formula: MixedFormula
+    n: int
+    engine: str
+    sigma2: float
+    converged: bool
+    singular: bool
+    messages: list[str]
+    _varcorr: pd.DataFrame
+    _strata: StrataFit | None = None
+    _pls: PlsProblem | None = None
+
+    def varcorr(self) -> pd.DataFrame:
+        """Random-effect variances, as :meth:`LmerResult.varcorr` (``group``, ``var1``,
+        ``var2``, ``vcov``, ``sdcor``)."""
+        return self._varcorr.copy()
+
+
+def fit_cells(cells: pd.DataFrame, formula: str) -> CellFit:
+    """REML fit of a random-intercept model from its cell table.
+
+    Parameters
+    ----------
+    cells : pandas.DataFrame
+        One row per cell: the grouping columns of ``formula``, ``n`` (observations),
+        ``mean`` (their mean) and ``ss`` (their sum of squared deviations from it).
+    formula : str
+        ``response ~ 1 + (1 | g) + (1 | g:h) + ...``: an intercept and random intercepts on
+        the grouping columns (or their crossings) only.
+
+    Returns
+    -------
+    CellFit
+
+    Examples
+    --------
+    >>> cells = pd.DataFrame({"batch": list("ABCDEF"), "n": 5,
+    ...                       "mean": [1505.0, 1528, 1564, 1498, 1600, 1470],
+    ...                       "ss": [15900.0, 4430, 5770, 18880, 10000, 3850]})
+    >>> fit = fit_cells(cells, "yield_ ~ 1 + (1 | batch)")
+    >>> fit.varcorr()[["group", "vcov"]].round(2)    # lme4 on Dyestuff: 1764.0, 2451.3
+          group     vcov
+    0     batch  1764.05
+    1  Residual  2451.25
+    """
+    parsed = parse_formula(formula)
+    if parsed.fixed_formula.split("~")[1].strip() != "1" or not all(t.intercept_only for t in parsed.random):
+        raise DataError(f"a cell table fits random intercepts and an intercept only; got {formula!r}")
+    factors = list(parsed.grouping_factors)
+    codes, shape = [], []
+    for factor in factors:
+        c, levels = pd.factorize(cells[factor], sort=True)
+        codes.append(c)
+        shape.append(len(levels))
+    n_obs = cells["n"].to_numpy(dtype=float)
+    mean = cells["mean"].to_numpy(dtype=float)
+    within = float(cells["ss"].sum())
+    term_codes = [_term_codes(codes, shape, [factors.index(g) for g in t.groups]) for t in parsed.random]
+    check_identifiable(
+        [(t.written or str(t), t.group, c, int(c.max()) + 1, 1) for t, c in zip(parsed.random, term_codes)],
+        int(n_obs.sum()),
+    )
+    balanced = len(cells) == int(np.prod(shape)) and n_obs.min() == n_obs.max()
+    if balanced:
+        fit = _balanced(parsed, codes, shape, factors, mean, within, int(n_obs[0]))
+        if fit is not None:
+            return fit
+    blocks = [RandomBlock(c, np.ones((len(cells), 1))) for c in term_codes]
+    fit = pls_fit(mean, np.ones((len(cells), 1)), blocks, weights=n_obs, within=within)
+    variances = [float(cov[0, 0]) for cov in fit.covariances]
+    messages = [] if fit.converged else [f"the profiled REML deviance did not converge: {fit.message}"]
+    return _finish(parsed, int(n_obs.sum()), "penalised least squares from the cell table (lme4's profiled deviance)",
+                   variances, fit.sigma2, messages, pls=fit.problem)  # fmt: skip
+
+
+def _term_codes(codes: list[np.ndarray], shape: list[int], axes: list[int]) -> np.ndarray:
+    """Level code of each cell for a term over factors ``axes`` (a crossing: dense codes)."""
+    if len(axes) == 1:
+        return codes[axes[0]]
+    joint = np.ravel_multi_index([codes[a] for a in axes], [shape[a] for a in axes])
+    return pd.factorize(joint, sort=True)[0]
+
+
+def _balanced(parsed, codes, shape, factors, mean, within, n_rep) -> CellFit | None:
+    grid = np.empty(shape)
+    grid[tuple(codes)] = mean
+    random = [frozenset(factors.index(g) for g in t.groups) for t in parsed.random]
+    strata = balanced_reml_cells(grid, within, n_rep, [frozenset()], random)
+    if strata is None:
+        return None
+    if strata.closed_form:
+        engine = "closed form from ANOVA mean squares (cell table)"
+    else:
+        engine = f"balanced-design REML likelihood, {'boundary' if strata.boundary else 'numerical'} (cell table)"
+    messages = [] if strata.converged else ["optimiser for the boundary REML fit did not converge"]
+    return _finish(parsed, grid.size * n_rep, engine, list(strata.theta[:-1]), float(strata.theta[-1]),
+                   messages, strata=strata)  # fmt: skip
+
+
+def _finish(parsed, n, engine, variances, sigma2, messages, *, strata=None, pls=None) -> CellFit:
+    varcorr = _varcorr_intercepts(parsed.random, variances, sigma2)
+    messages, singular, converged = announce(varcorr, sigma2, messages)
+    return CellFit(parsed, n, engine, float(sigma2), converged, singular, messages, varcorr, strata, pls)

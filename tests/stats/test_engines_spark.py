@@ -1,0 +1,80 @@
+"""PySpark frames give pandas' numbers, in Spark's local[2] mode (issue 37; slow: a JVM starts).
+
+Reference: hce's pandas path on the same rows, as in tests/stats/test_engines.py (whose
+tolerances and their reasons apply here too).
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hce
+import hce.stats as hs
+from hce.errors import HceWarning
+from engine_logs import attempt_log
+
+pytestmark = [
+    pytest.mark.slow,
+    # PySpark 4.3 warns on every pandas 3 DataFrame handed to createDataFrame (third-party, not ours)
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+]
+SPARK = 'pip install "hce[spark]" and Java: apt-get install -y openjdk-17-jre-headless'
+
+
+@pytest.fixture(scope="module")
+def spark():
+    pyspark = pytest.importorskip("pyspark", reason=f"PySpark is not installed: {SPARK}")
+    if shutil.which("java") is None:
+        pytest.skip(f"no Java for Spark: {SPARK}")
+    session = (
+        pyspark.sql.SparkSession.builder.master("local[2]").appName("hce-tests")
+        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    )  # fmt: skip
+    yield session
+    session.stop()
+
+
+def _log(drop: float) -> pd.DataFrame:
+    return attempt_log(drop=drop)  # the log of tests/stats/test_engines.py
+
+
+def test_item_spread_in_spark_matches_pandas(spark):
+    log = _log(0.1)
+    log.loc[log.index % 17 == 0, "error_flag"] = True
+    log.loc[log["error_flag"], "total"] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)  # cells with fewer than 2 valid scores: said on both sides
+        expected = hs.item_spread(log, score=["total", "accuracy"])
+        got = hs.item_spread(spark.createDataFrame(log), score=["total", "accuracy"])
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("drop", [0.0, 0.2], ids=["balanced", "unbalanced"])
+def test_variance_components_in_spark_match_pandas(spark, drop):
+    log = _log(drop)
+    call = dict(score="total", facets=["item_id", "condition_id"], n_attempts=4, random_state=1)
+    expected = hs.variance_components(log, **call).components
+    got = hs.variance_components(spark.createDataFrame(log), **call).components
+    np.testing.assert_allclose(got["estimate"], expected["estimate"], rtol=1e-9, atol=1e-12)
+
+
+def test_collected_statistics_in_spark_match_pandas(spark):
+    log = attempt_log(n_conditions=1)  # each attempt a rater of its item
+    call = dict(item="item_id", rater="attempt", score="total")
+    pd.testing.assert_frame_equal(hs.icc(spark.createDataFrame(log), **call), hs.icc(log, **call), check_dtype=False, rtol=1e-9)
+
+
+def test_a_partitioned_parquet_log_is_read_by_spark(spark, tmp_path):
+    log = _log(0.0)
+    for condition, part in log.groupby("condition_id"):
+        (tmp_path / f"condition_id={condition}").mkdir()
+        part.drop(columns="condition_id").to_parquet(tmp_path / f"condition_id={condition}" / "part-0.parquet", index=False)
+    lazy = hce.read_log(tmp_path, engine="spark")
+    got = hs.item_spread(lazy, score="total")
+    pd.testing.assert_frame_equal(got, hs.item_spread(log, score="total"), check_dtype=False, rtol=1e-9)

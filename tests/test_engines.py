@@ -1,0 +1,102 @@
+"""Lazy attempt logs larger than memory: hce.read_log(path, engine=...) and hce report --engine (issue 37)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import hce
+import hce.stats as hs
+from hce.cli import app
+from hce.engines import AUTO_BYTES, choose_engine, known_unique, scan_log
+from hce.errors import LogFormatError
+
+INSTALL = 'pip install "hce[engines]"  (duckdb, polars)'
+duckdb = pytest.importorskip("duckdb", reason=f"DuckDB is not installed: {INSTALL}")
+pl = pytest.importorskip("polars", reason=f"Polars is not installed: {INSTALL}")
+
+
+def small_log(n_items: int = 8, n_conditions: int = 2, n_attempts: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(2)
+    rows = [{"attempt_id": f"{i}-{c}-{a}", "experiment_id": "my_eval", "item_id": f"T{i}", "condition_id": f"C{c}",
+             "attempt": a, "accuracy": float(rng.integers(1, 6)), "error_flag": bool(rng.random() < 0.05)}
+            for i in range(n_items) for c in range(n_conditions) for a in range(1, n_attempts + 1)]  # fmt: skip
+    log = pd.DataFrame(rows)
+    log.loc[log["error_flag"], "accuracy"] = np.nan
+    return log
+
+
+def partitioned(log: pd.DataFrame, folder) -> None:
+    """One Parquet file per condition, in Hive folders (condition_id=C0/part-0.parquet)."""
+    for condition, part in log.groupby("condition_id"):
+        (folder / f"condition_id={condition}").mkdir(parents=True)
+        part.drop(columns="condition_id").to_parquet(folder / f"condition_id={condition}" / "part-0.parquet", index=False)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_a_partitioned_parquet_log_is_read_lazily_and_gives_pandas_numbers(tmp_path, engine):
+    log = small_log()
+    partitioned(log, tmp_path / "log")
+    lazy = hce.read_log(tmp_path / "log", engine=engine)
+    assert not isinstance(lazy, pd.DataFrame) and known_unique(lazy)
+    expected = hs.item_spread(log, score="accuracy")
+    got = hs.item_spread(lazy, score="accuracy")
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9)
+
+
+def test_a_jsonl_log_is_read_lazily(tmp_path):
+    log = small_log()
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in log.astype(object).where(log.notna(), None).to_dict("records")))
+    got = hs.item_spread(scan_log(path, engine="duckdb"), score="accuracy")
+    pd.testing.assert_frame_equal(got, hs.item_spread(log, score="accuracy"), check_dtype=False, rtol=1e-9)
+
+
+def test_the_log_checks_run_in_the_engine(tmp_path):
+    log = small_log()
+    pd.concat([log, log.iloc[[4]]]).to_parquet(tmp_path / "twice.parquet", index=False)
+    with pytest.raises(LogFormatError, match=r"attempt_id '0-1-2' appears more than once; 1 attempt id"):
+        scan_log(tmp_path / "twice.parquet")
+    log.drop(columns="item_id").to_parquet(tmp_path / "no_item.parquet", index=False)
+    with pytest.raises(LogFormatError, match=r"no column\(s\) \['item_id'\]"):
+        scan_log(tmp_path / "no_item.parquet")
+    # a flag written as text (a CSV round trip) is read as booleans, anything else refused by value
+    log.assign(error_flag=log["error_flag"].map({True: "true", False: "False"})).to_parquet(tmp_path / "text.parquet", index=False)
+    lazy = scan_log(tmp_path / "text.parquet", engine="polars")
+    assert lazy.select(pl.col("error_flag").sum()).collect().item() == int(log["error_flag"].sum())
+    log.assign(error_flag="maybe").to_parquet(tmp_path / "bad.parquet", index=False)
+    with pytest.raises(LogFormatError, match="'maybe'"):
+        scan_log(tmp_path / "bad.parquet")
+    log.drop(columns="error_flag").to_parquet(tmp_path / "no_flag.parquet", index=False)
+    assert "error_flag" in scan_log(tmp_path / "no_flag.parquet").columns
+
+
+def test_auto_reads_small_logs_into_pandas(tmp_path):
+    small_log().to_parquet(tmp_path / "log.parquet", index=False)
+    assert (tmp_path / "log.parquet").stat().st_size < AUTO_BYTES
+    assert choose_engine(tmp_path / "log.parquet", "auto") == "pandas"
+    assert isinstance(hce.read_log(tmp_path / "log.parquet", engine="auto"), pd.DataFrame)
+    with pytest.raises(LogFormatError, match="engine='sql' is not valid"):
+        hce.read_log(tmp_path / "log.parquet", engine="sql")
+
+
+def test_hce_report_in_duckdb_gives_the_pandas_report_numbers(tmp_path):
+    log = small_log(n_items=10, n_conditions=3, n_attempts=4)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    partitioned(log, tmp_path / "parts")
+    runner = CliRunner()
+    in_pandas = runner.invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "pandas")])
+    in_duckdb = runner.invoke(app, ["report", str(tmp_path / "parts"), "--engine", "duckdb", "--out", str(tmp_path / "duckdb")])
+    assert in_duckdb.exit_code == 0, in_duckdb.output
+    assert in_pandas.exit_code in (0, 1), in_pandas.output
+    for table in ("accuracy_spread", "accuracy_item_spread", "accuracy_sd_test", "accuracy_variance_components"):
+        expected = pd.read_csv(tmp_path / "pandas" / "tables" / f"{table}.csv")
+        got = pd.read_csv(tmp_path / "duckdb" / "tables" / f"{table}.csv")
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-7)
+    conditions = pd.read_csv(tmp_path / "duckdb" / "tables" / "conditions.csv")
+    assert conditions[["n_attempts", "n_errors"]].sum().tolist() == [len(log), int(log["error_flag"].sum())]
+    assert "needs every attempt in memory" in (tmp_path / "duckdb" / "report.md").read_text()
