@@ -114,6 +114,11 @@ RENAMED_ELSEWHERE: dict[str, str] = {
     "method": "`ci_method` in share_below and success_metric_2 (it was the interval method)",
 }
 
+#: ``random_state`` defaults to None except here, with the reason.
+RANDOM_STATE_OTHER: dict[str, tuple[int, str]] = {
+    "simulated_log": (0, "example data: the same log on every call, so examples and guides print what they say"),
+}
+
 #: The only defaults of ``n_boot``: 1000, or 0 where the bootstrap is opt-in (each listed).
 N_BOOT_DEFAULT = 1000
 N_BOOT_OPT_IN: dict[str, str] = {

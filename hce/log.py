@@ -743,6 +743,15 @@ def write_log(data: pd.DataFrame, path: str | os.PathLike, *, format: Format | N
 
     For appending attempts one at a time while a run is going, use :class:`LogWriter`.
 
+    Parameters
+    ----------
+    data : DataFrame
+        The attempt log.
+    path : str or PathLike
+        The file written.
+    format : {"jsonl", "csv", "parquet"}, optional
+        Default: from the file's extension.
+
     Examples
     --------
     >>> import pandas as pd, hce, tempfile, os

@@ -94,7 +94,8 @@ def test_seeds_intervals_and_resample_counts_use_one_name_and_one_default(name):
     parameters = inspect.signature(FUNCTIONS[name]).parameters
     short = _short(name)
     if "random_state" in parameters:
-        assert parameters["random_state"].default is None, f"{name}: random_state must default to None"
+        want = vocab.RANDOM_STATE_OTHER.get(short, (None,))[0]
+        assert parameters["random_state"].default == want, f"{name}: random_state must default to {want}"
     if "n_boot" in parameters:
         default = parameters["n_boot"].default
         if short in vocab.N_BOOT_OPT_IN:

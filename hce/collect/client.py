@@ -52,9 +52,35 @@ class FatalCallError(CollectError):
 class CallResult:
     """What one attempt's call produced: the reply and its record, or the final error.
 
-    ``retries`` counts tries beyond the first; ``latency_s`` is the wall time of the last
-    try; ``error_message`` is None when a reply came back; ``status`` is the HTTP status
-    of the answer that ended a failed attempt (None otherwise).
+    Attributes
+    ----------
+    response_text, finish_reason : str or None
+        The reply's text and why it ended.
+    model_version, system_fingerprint : str or None
+        The model that answered and the provider's configuration fingerprint.
+    input_tokens, output_tokens, cached_tokens, cache_write_tokens : int or None
+        The reply's token counts.
+    logprobs : list of dict or None
+        The tokens' log probabilities, when asked for.
+    latency_s : float or None
+        Wall time of the last try.
+    retries : int
+        Tries beyond the first.
+    error_message : str or None
+        None when a reply came back.
+    status : int or None
+        HTTP status of the answer that ended a failed attempt (None otherwise).
+    tries : list of str
+        Why each failed try failed, in order.
+    choices : list of tuple
+        Every choice of the reply in index order, ``(text, finish_reason, logprobs)``; the
+        first is also above.
+
+    Examples
+    --------
+    >>> from hce.collect import CallResult
+    >>> CallResult(response_text="Total: 14", finish_reason="stop").ok
+    True
     """
 
     response_text: str | None = None
@@ -76,6 +102,7 @@ class CallResult:
 
     @property
     def ok(self) -> bool:
+        """Whether a reply came back."""
         return self.error_message is None
 
 
@@ -192,6 +219,7 @@ class JudgeClient:
         raise TypeError("a JudgeClient holds an API key and cannot be pickled")
 
     async def aclose(self) -> None:
+        """Close the HTTP connections (``async with`` does it on exit)."""
         await self._openai.close()
 
     async def __aenter__(self) -> JudgeClient:
@@ -201,7 +229,16 @@ class JudgeClient:
         await self.aclose()
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key struck out."""
+        """``text`` with the API key struck out.
+
+        Parameters
+        ----------
+        text : str
+
+        Returns
+        -------
+        str
+        """
         return text.replace(self._secret, "[API key removed]") if self._secret else text
 
     async def complete(self, messages: Sequence[Mapping[str, Any]], *, model: str, **settings: Any) -> CallResult:
@@ -269,19 +306,49 @@ class JudgeClient:
             return result
 
     async def models(self) -> list[str]:
-        """Model ids the endpoint lists (``GET /models``)."""
+        """Model ids the endpoint lists (``GET /models``).
+
+        Returns
+        -------
+        list of str
+        """
         page = await self._openai.models.list()
         return [m.id for m in page.data]
 
     # The Batch API: the same key hygiene and retries, raising when a control call fails.
 
     async def upload_batch_file(self, name: str, data: bytes) -> str:
-        """Upload a batch input file (``POST /files``, purpose ``batch``); returns its file id."""
+        """Upload a batch input file (``POST /files``, purpose ``batch``).
+
+        Parameters
+        ----------
+        name : str
+            The file's name.
+        data : bytes
+            Its JSONL content.
+
+        Returns
+        -------
+        str
+            The file id.
+        """
         made = await self._control("upload of " + name, lambda: self._openai.files.create(file=(name, data), purpose="batch"))
         return made.id
 
     async def create_batch(self, input_file_id: str, metadata: Mapping[str, str] | None = None) -> Any:
-        """Create a 24-hour chat-completions batch over an uploaded file; returns the SDK's ``Batch``."""
+        """Create a 24-hour chat-completions batch over an uploaded file.
+
+        Parameters
+        ----------
+        input_file_id : str
+            The uploaded file's id.
+        metadata : mapping, optional
+            Key-value labels stored with the batch.
+
+        Returns
+        -------
+        openai.types.Batch
+        """
         return await self._control(
             "batch creation",
             lambda: self._openai.batches.create(
@@ -293,7 +360,19 @@ class JudgeClient:
         )
 
     async def find_batch(self, input_file_id: str, *, most: int = 1000) -> Any | None:
-        """The batch made over an uploaded file, looking through the ``most`` newest batches; else None."""
+        """The batch made over an uploaded file, looking through the ``most`` newest batches.
+
+        Parameters
+        ----------
+        input_file_id : str
+            The uploaded file's id.
+        most : int
+            How many of the newest batches are looked through.
+
+        Returns
+        -------
+        openai.types.Batch or None
+        """
         after: str | None = None
         for _ in range(max(1, most // 100)):
             extra = {"after": after} if after else {}
@@ -307,7 +386,16 @@ class JudgeClient:
         return None
 
     async def retrieve_batch(self, batch_id: str) -> Any:
-        """The batch's current state (status, request counts, output and error file ids)."""
+        """The batch's current state (status, request counts, output and error file ids).
+
+        Parameters
+        ----------
+        batch_id : str
+
+        Returns
+        -------
+        openai.types.Batch
+        """
         return await self._control(f"status of batch {batch_id}", lambda: self._openai.batches.retrieve(batch_id))
 
     async def cancel_batch(self, batch_id: str) -> Any:
@@ -320,6 +408,14 @@ class JudgeClient:
         'completed'." (``openai.ConflictError``, as BerriAI/litellm's
         tests/batches_tests/test_openai_batches_and_files.py expects of the live API); that
         is no failure here, so the batch is retrieved and returned as it ended.
+
+        Parameters
+        ----------
+        batch_id : str
+
+        Returns
+        -------
+        openai.types.Batch
         """
 
         async def cancel() -> Any:
@@ -332,7 +428,16 @@ class JudgeClient:
         return batch if batch is not None else await self.retrieve_batch(batch_id)
 
     async def file_content(self, file_id: str) -> bytes:
-        """The bytes of a file (a batch's output or error file)."""
+        """The bytes of a file (a batch's output or error file).
+
+        Parameters
+        ----------
+        file_id : str
+
+        Returns
+        -------
+        bytes
+        """
         reply = await self._control(f"download of {file_id}", lambda: self._openai.files.content(file_id))
         return reply.content
 

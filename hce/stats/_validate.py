@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import _label, require_columns
+from hce._docstrings import add_parameter
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -77,7 +78,8 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
     """Decorate a public statistic so its frame is checked (see the module docstring).
 
     Keywords are the fields of :class:`FrameSpec`. A function that has no ``error``
-    parameter of its own gains a keyword-only ``error: str | None = "error_flag"``.
+    parameter of its own gains a keyword-only ``error: str | None = "error_flag"``, and its
+    docstring the shared text of ``error`` (:data:`hce._docstrings.FRAGMENTS`).
 
     Examples
     --------
@@ -131,6 +133,8 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
             at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
             params.insert(at, extra)
             wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+            before = params[at + 1].name if at + 1 < len(params) else None
+            wrapper.__doc__ = add_parameter(wrapper.__doc__ or "", "error", before=before and f"**{before}")
         wrapper.frame_spec = frame_spec  # type: ignore[attr-defined]
         return wrapper
 

@@ -13,6 +13,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
@@ -196,6 +197,7 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
 
 @renamed(prediction="score")
 @reads_frame(keys=("by", "item"), labels=("score", "truth"))
+@fill_doc
 def golden_agreement(
     data: pd.DataFrame,
     *,
@@ -225,8 +227,7 @@ def golden_agreement(
         Interval level.
     n_boot : int
         Bootstrap replicates for F1 and MCC (and all metrics with ``item``).
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -348,6 +349,17 @@ def mean_score_ensemble(
     aggregate: Literal["mean", "median"] = "mean",
 ) -> pd.DataFrame:
     """Mean (or median) of several judges' scores per item (seed 001, ensembles).
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per judge x item.
+    item : str
+        Item column.
+    score : str
+        Score column (0/1 verdicts or normalised scores).
+    aggregate : {"mean", "median"}
+        How the judges' scores are combined.
 
     Returns
     -------
@@ -481,6 +493,11 @@ def adaptive_filter_agreement(
     The expert majority is ``share of experts saying relevant > 1/2``; a tie (even number
     of experts) raises, because seed 003 used three experts and no tie rule.
 
+    References
+    ----------
+    .. [1] Mallinar, N., Heydari, A. A., Liu, X., et al. (2025). A scalable framework for
+       evaluating health language models (Adaptive Precise Boolean rubrics).
+
     Examples
     --------
     >>> import pandas as pd
@@ -544,6 +561,8 @@ def discrepancy(
         Column naming the prompt version; ``unaltered`` and ``altered`` are its values.
     score : str
         Judge score column.
+    unaltered, altered : object
+        The values of ``version`` naming the unaltered and the altered prompt.
     by : sequence of str
         When given (e.g. ``["query_id"]``), D is averaged over the units of each group with
         a t interval, as seed 003 Fig. 5D averages over participants per query.
@@ -644,6 +663,17 @@ def normalize_likert(
 def binarize_likert(data: pd.DataFrame, *, score: str = "score", threshold: float = 4,
                     low: float = 1, high: float = 5) -> pd.Series:
     """Likert score -> boolean ``score >= threshold``: seed 003's "Binarized @ 4" and "@ 5".
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per judgement.
+    score : str
+        Likert score column.
+    threshold : float
+        Scores at or above it are True.
+    low, high : float
+        The scale's ends; a score outside them is refused.
 
     Returns
     -------

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
@@ -37,6 +38,16 @@ def split_sentences(text: str) -> list[str]:
     Fragments without a letter or digit (stray punctuation left by removing a match) are
     not sentences. Abbreviations such as "Dr." split too; pass your own ``splitter`` to
     :func:`edit_counts` where that matters.
+
+    Parameters
+    ----------
+    text : str
+        The text.
+
+    Returns
+    -------
+    list of str
+        Its sentences, stripped.
 
     Examples
     --------
@@ -75,6 +86,16 @@ def _sentences(texts: Sequence[str]):
 
 def count_sentences(texts: Sequence[str]) -> np.ndarray:
     """``len(split_sentences(t))`` for every text at once, vectorised with Arrow.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The texts.
+
+    Returns
+    -------
+    ndarray
+        Integer count of sentences per text.
 
     Examples
     --------
@@ -386,6 +407,7 @@ def _micro_rows(counts: np.ndarray, units, confidence, n_boot, rng) -> list[dict
 
 
 @reads_frame(keys=("by", "item"), numbers=("em", "ea", "ed"))
+@fill_doc
 def edit_f1(
     data: pd.DataFrame,
     *,
@@ -416,8 +438,7 @@ def edit_f1(
         Level of the percentile bootstrap intervals.
     n_boot : int
         Bootstrap replicates (0: none).
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -635,6 +656,11 @@ def theme_inclusion_agreement(
         annotator's response has the theme), ``strict_exclusion`` (no response has it),
         ``strict_agreement`` (their sum), ``n`` (messages).
 
+    References
+    ----------
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician
+       edit this draft? Evaluating LLM alignment for patient message response drafting.
+
     Examples
     --------
     >>> import pandas as pd
@@ -673,6 +699,17 @@ def annotator_pairs(
     text: str = "response",
 ) -> pd.DataFrame:
     """Every ordered pair of annotators' responses to the same message, for IAP.
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per message x annotator.
+    item : str
+        Message column.
+    rater : str
+        Annotator column.
+    text : str
+        Column of each annotator's response.
 
     Returns
     -------
@@ -727,6 +764,11 @@ def inter_annotator_predictability(
     DataFrame
         Rows per ordered pair (``reference_annotator``, ``draft_annotator``) and a pooled
         ``reference_annotator == "all"`` group; columns as :func:`edit_f1`.
+
+    References
+    ----------
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician
+       edit this draft? Evaluating LLM alignment for patient message response drafting.
 
     Examples
     --------

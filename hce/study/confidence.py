@@ -60,6 +60,30 @@ def logprob_confidence(log: pd.DataFrame, *, rubric: Rubric | None = None, logpr
     logprobs hold no score. Each probability is that of the distribution the score was
     sampled from at the attempt's ``temperature`` (the chance a repeat writes it again),
     given what the logprobs are (``logprobs_are``, default :func:`logprobs_behaviour`).
+
+    Parameters
+    ----------
+    log : DataFrame
+        Attempt log with ``logprobs``, ``prompt_id``, ``error_flag`` and (for the
+        adjustment) ``temperature``.
+    rubric : Rubric, optional
+        The rubric judged with (default Rubric v5.0): its score range and categories.
+    logprobs_are : {"raw", "sampled", "raw_at_zero"}, optional
+        What the logprobs are the log of (default :func:`logprobs_behaviour` of the log).
+
+    Returns
+    -------
+    Series
+        ``confidence`` aligned with ``log``; NaN where none can be read.
+
+    Examples
+    --------
+    On a log collected with ``logprobs: true`` (Experiment 5's does):
+
+    >>> import hce
+    >>> from hce.study import logprob_confidence
+    >>> log = hce.read_log("my_study/exp5.jsonl")  # doctest: +SKIP
+    >>> log["confidence"] = logprob_confidence(log)  # doctest: +SKIP
     """
     rubric = rubric or load_rubric("v5")
     low, high = score_range(rubric)

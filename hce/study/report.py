@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import EFFECT_COLUMNS
 import hce.stats as hs
 from hce.collect.sim import SIM_FINGERPRINT
@@ -772,6 +773,7 @@ def _bayes_skipped(report: Report, results: StudyResults, confidence: float) -> 
 
 
 SectionBuilder = Callable[[Report, StudyResults, float], None]
+@fill_doc
 def study_report(
     logs: pd.DataFrame | Sequence[pd.DataFrame],
     *,
@@ -805,6 +807,8 @@ def study_report(
         Demographic strata (Success Metric 6) and transcript metadata columns for Exp 5.
     extra_sections : list of callables
         Builders ``f(report, results, confidence)`` adding optional sections (e.g. Bayesian).
+    confidence : float, default 0.95
+        Level of every interval.
     settings, decisions : mapping, optional
         A study's ``analysis_settings.json`` and ``decisions.json``: each experiment is
         analysed with the study's own settings and the section says what the study handed
@@ -819,14 +823,22 @@ def study_report(
     rubric : Rubric, packaged name or YAML path, optional
         The rubric the logs were judged with, for the per-criterion sections (default: as
         :func:`hce.report.report` finds it, Rubric v5.0 for logs with its five columns).
-    random_state : int, Generator or None, default None
-        Seed of the bootstrap and simulation intervals of the experiments without saved
-        settings and of the per-criterion sections; pass one for a reproducible report.
+    %(random_state)s
+        It serves the experiments without saved settings and the per-criterion sections.
 
     Returns
     -------
     Report
         ``.write(folder)`` writes Markdown, HTML, CSV, LaTeX, PNG and SVG.
+
+    Examples
+    --------
+    The report of a study's logs (a minute for the PRD's five experiments):
+
+    >>> import hce
+    >>> from hce.study import study_report
+    >>> logs = [hce.read_log(f"my_study/{name}.jsonl") for name in ("exp1", "exp2")]  # doctest: +SKIP
+    >>> study_report(logs).write("reports/my_study")  # doctest: +SKIP
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
     check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section

@@ -454,6 +454,14 @@ def verbal_confidence(
     DataError
         When a non-missing value is not a key of ``mapping`` (the row is named).
 
+    References
+    ----------
+    .. [1] Tian, K., Mitchell, E., Zhou, A., et al. (2023). Just ask for calibration:
+       strategies for eliciting calibrated confidence scores from language models fine-tuned
+       with human feedback. EMNLP, 5433-5442.
+    .. [2] Xiong, M., Hu, Z., Lu, X., et al. (2024). Can LLMs express their uncertainty? An
+       empirical evaluation of confidence elicitation in LLMs. ICLR.
+
     Examples
     --------
     >>> import pandas as pd
@@ -629,6 +637,13 @@ def confidence_spread(
         ``y = "sd"``): ``estimate`` (Spearman rho, or Kendall tau-b), ``ci_low``,
         ``ci_high`` (Bonett-Wright; Fieller for Kendall), ``statistic``, ``df1``,
         ``p_value``, ``n`` (items with an SD), ``method``.
+
+    References
+    ----------
+    .. [1] Spearman, C. (1904). The proof and measurement of association between two things.
+       American Journal of Psychology 15, 72-101.
+    .. [2] Kendall, M. G. (1945). The treatment of ties in ranking problems. Biometrika 33,
+       239-251.
 
     Examples
     --------

@@ -465,8 +465,7 @@ def efa(
         Level of every interval made. By default each keeps its convention: 0.95 for the
         bootstrap intervals, 0.90 for RMSEA (psych's ``p = .05`` and ``alpha = .1``; lavaan
         also prints 90% for RMSEA). A number sets both.
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.stats._resample import as_generator
 from hce.stats._validate import reads_frame
@@ -50,7 +51,36 @@ class VarianceComponents:
         of components at zero are 0 (held there); all NaN when the engine gives none.
     fit : LmerResult
         The underlying random-effects model.
+    facets : list of str
+        The facets, the object of measurement first.
+    levels : dict
+        Levels of each facet other than the object, the D study's defaults.
+    replicated : bool
+        Whether cells hold several scores (repeated attempts), so the residual is separated
+        from the highest interaction.
 
+    Methods
+    -------
+    d_study
+        G and Phi for other numbers of attempts (and facet levels).
+    summary
+        Components and coefficients as text.
+
+    Examples
+    --------
+    >>> from hce.stats import simulated_log, variance_components
+    >>> log = simulated_log(n_items=10, n_attempts=3, noise={"A": 0.3, "B": 0.6}, random_state=1)
+    >>> g = variance_components(log, score="total", facets=["item_id", "condition_id"], random_state=0)
+    >>> g.components[["component", "estimate", "share"]].round(3)
+                  component  estimate  share
+    0               item_id     2.575  0.733
+    1          condition_id     0.060  0.017
+    2  item_id:condition_id     0.062  0.018
+    3              residual     0.817  0.232
+    >>> g.d_study(n_attempts=5, random_state=0)[["metric", "estimate"]].round(3)
+      metric  estimate
+    0      G     0.958
+    1    Phi     0.947
     """
 
     components: pd.DataFrame
@@ -63,6 +93,7 @@ class VarianceComponents:
     fit: LmerResult = field(repr=False)
     _covariance_source: str = field(repr=False, default="")
 
+    @fill_doc
     def d_study(
         self,
         n_attempts: int = 1,
@@ -83,8 +114,7 @@ class VarianceComponents:
             as error).
         confidence : float, default 0.95
             Interval level.
-        random_state : int, Generator or None, default None
-            Seed of the draws behind the intervals; pass one for a reproducible table.
+        %(random_state)s
 
         Returns
         -------
@@ -163,7 +193,12 @@ class VarianceComponents:
         return self.summary()
 
     def summary(self) -> str:
-        """Components and coefficients as text."""
+        """Components and coefficients as text.
+
+        Returns
+        -------
+        str
+        """
         return (
             f"G study of {self.fit.formula.response!r}: object {self.object!r}, facets {self.facets[1:]}\n"
             f"{self.components.to_string(index=False)}\n\n{self.coefficients.to_string(index=False)}"
@@ -171,6 +206,7 @@ class VarianceComponents:
 
 
 @reads_frame(keys=("facets",), numbers=("score",))
+@fill_doc
 def variance_components(
     data: pd.DataFrame,
     *,
@@ -199,8 +235,7 @@ def variance_components(
         Attempts averaged per condition for the G and Phi coefficients.
     confidence : float, default 0.95
         Interval level.
-    random_state : int, Generator or None, default None
-        Seed of the draws behind the G and Phi intervals.
+    %(random_state)s
 
     Returns
     -------

@@ -60,7 +60,27 @@ class LmerResult:
         Convergence and boundary messages raised during the fit, also emitted as warnings.
     residuals : ndarray
         Conditional residuals ``y - X beta - Z b`` in row order of the data used.
+    design : Design
+        The model matrices and the data used (``design.data``).
 
+    Methods
+    -------
+    fixef, varcorr, ranef, icc, anova, contrasts
+        Tidy DataFrames of the fit, as lme4 (and lmerTest, emmeans, performance) give them.
+    summary
+        The fit as lme4's ``summary()`` prints it.
+
+    Examples
+    --------
+    >>> from hce.stats import lmer, simulated_log
+    >>> log = simulated_log(n_items=10, n_attempts=3, noise={"A": 0.3, "B": 0.6}, random_state=1)
+    >>> m = lmer("total ~ condition_id + (1 | item_id)", log)
+    >>> m.n, m.ngroups
+    (60, {'item_id': 10})
+    >>> m.fixef()[["term", "estimate"]].round(3)
+                    term  estimate
+    0        (Intercept)    12.800
+    1  condition_id[T.B]    -0.433
     """
 
     formula: MixedFormula
@@ -87,9 +107,16 @@ class LmerResult:
     def fixef(self, confidence: float = 0.95) -> pd.DataFrame:
         """Fixed-effect estimates.
 
+        Parameters
+        ----------
+        confidence : float, default 0.95
+            Level of the Wald intervals.
+
         Returns
         -------
         pandas.DataFrame
+            One row per coefficient: ``term``, ``estimate``, ``std_error``, ``statistic``
+            (t), ``df``, ``p_value``, ``ci_low``, ``ci_high``, ``method``.
             One row per coefficient: ``term``, ``estimate``, ``std_error``, ``statistic``
             (t value), ``df`` (Satterthwaite, exact for balanced designs; ``inf`` from the
             penalised least squares engine, i.e. a Wald z), ``p_value``, ``ci_low``, ``ci_high``, ``method``.
@@ -109,6 +136,7 @@ class LmerResult:
         Returns
         -------
         pandas.DataFrame
+            ``group``, ``var1``, ``var2``, ``vcov``, ``sdcor``.
             ``group`` (grouping factor or ``Residual``), ``var1``, ``var2`` (``var2`` set:
             a covariance/correlation row), ``vcov`` (variance or covariance), ``sdcor``
             (standard deviation or correlation).
@@ -122,6 +150,7 @@ class LmerResult:
         Returns
         -------
         pandas.DataFrame
+            ``group``, ``level``, ``term``, ``estimate``.
             ``group``, ``level``, ``term`` (``(Intercept)`` or the slope), ``estimate``.
 
         """
@@ -133,6 +162,7 @@ class LmerResult:
         Returns
         -------
         pandas.DataFrame
+            ``type`` (adjusted, conditional) and ``estimate``.
             ``type`` (``adjusted``, ``conditional``) and ``estimate``.
 
         Notes
@@ -168,9 +198,16 @@ class LmerResult:
     def anova(self, other: LmerResult) -> pd.DataFrame:
         """Likelihood-ratio test against another model of the same data, both refit by ML.
 
+        Parameters
+        ----------
+        other : LmerResult
+            The other model, fitted to the same rows.
+
         Returns
         -------
         pandas.DataFrame
+            One row per model: ``model``, ``npar``, ``aic``, ``bic``, ``loglik``, ``deviance``,
+            and on the second row ``statistic`` (chi-squared), ``df``, ``p_value``.
             One row per model, fewer parameters first: ``model``, ``npar``, ``aic``,
             ``bic``, ``loglik``, ``deviance``, ``statistic`` (chi-square), ``df``,
             ``p_value`` (NaN on the first row), as R's ``anova(m1, m2)``.
@@ -216,9 +253,18 @@ class LmerResult:
         other categorical fixed factors, with equal weights (numeric covariates at their
         mean), as R's ``emmeans(m, pairwise ~ factor, adjust = "holm")``.
 
+        Parameters
+        ----------
+        factor : str
+            A categorical fixed factor of the model.
+        confidence : float, default 0.95
+            Level of the (unadjusted) intervals.
+
         Returns
         -------
         pandas.DataFrame
+            One row per pair: ``a``, ``b``, ``estimate``, ``std_error``, ``ci_low``,
+            ``ci_high``, ``statistic``, ``df``, ``p_value``, ``p_adjusted``, ``method``.
             One row per pair: ``a``, ``b``, ``estimate`` (mean a - mean b), ``std_error``,
             ``ci_low``, ``ci_high`` (unadjusted), ``statistic``, ``df``, ``p_value``,
             ``p_adjusted`` (Holm), ``method``.
@@ -256,7 +302,12 @@ class LmerResult:
 
     # ---- display ---------------------------------------------------------------------
     def summary(self) -> str:
-        """The fit as lme4's ``summary()`` prints it."""
+        """The fit as lme4's ``summary()`` prints it.
+
+        Returns
+        -------
+        str
+        """
         crit = "REML criterion at convergence" if self.reml else "deviance"
         q = np.quantile(self.residuals / np.sqrt(self.sigma2), [0, 0.25, 0.5, 0.75, 1])
         lines = [

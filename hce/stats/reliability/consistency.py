@@ -231,6 +231,7 @@ def _omega(s: np.ndarray) -> float:
 
 @renamed(targets="item", items="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), numbers=("score",))
+@fill_doc
 def mcdonald_omega(
     data: pd.DataFrame,
     *,
@@ -265,8 +266,7 @@ def mcdonald_omega(
         Confidence level of the interval.
     n_boot : int, default 1000
         Bootstrap resamples of targets; 0 gives no interval.
-    random_state : int, Generator or None
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -334,6 +334,7 @@ def mcdonald_omega(
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def ordinal_alpha(
     data: pd.DataFrame,
     *,
@@ -357,8 +358,7 @@ def ordinal_alpha(
         Bootstrap resamples of the rows for a percentile interval; 0 gives none.
     confidence : float, default 0.95
         Level of the interval.
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -471,8 +471,7 @@ def omega_hierarchical(
         0 gives none.
     confidence : float, default 0.95
         Level of the intervals.
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
