@@ -24,7 +24,7 @@ FRAGMENTS: dict[str, str] = {
     "error": """\
 error : str or None, default "error_flag"
     Boolean column flagging failed attempts, left out before the analysis and counted (an
-    :class:`~hce.errors.HceWarning` or the result's ``n_errors`` says how many). An absent
+    :class:`~hce.HceWarning` or the result's ``n_errors`` says how many). An absent
     default column flags nothing; None when no column flags failures.""",
     "random_state": """\
 random_state : int, Generator or None, default None
@@ -68,7 +68,8 @@ item, rater, score : str
     Columns naming the rated item, the rater and the category given.""",
     "agreement_weights": """\
 weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
-    Agreement weights on category positions (see :func:`agreement_weights`).""",
+    Agreement weights on category positions (see
+    :func:`~hce.stats.reliability.agreement_weights`).""",
     "agreement_rest": """\
 categories : sequence, optional
     All categories in order; defaults to the sorted observed ones.

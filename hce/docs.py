@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # The arguments of `python -m sphinx`, relative to the repository root; .ci/run runs the same.
-SPHINX_ARGS = ("-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
+SPHINX_ARGS = ("-n", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
 
 
 def build(root: Path = ROOT) -> Path:

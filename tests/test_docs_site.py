@@ -41,7 +41,7 @@ def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("site")
     shutil.copy(README, root / "README.md")
     shutil.copytree(DOCS, root / "docs", ignore=shutil.ignore_patterns(*(Path(g).name for g in GENERATED)))
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-n", "-W", "--keep-going", "-q", "-b", "html",
                            "-D", "plot_gallery=0", "docs", "html"], cwd=root, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -84,6 +84,23 @@ def test_api_page_shows_the_numpydoc_sections(site):
     page = (site / "api" / "generated" / "hce.stats.icc.html").read_text(encoding="utf-8")
     for section in ("Parameters", "Returns", "Examples"):
         assert re.search(rf">{section}<", page), f"hce.stats.icc's page lacks {section}"
+
+
+@pytest.mark.parametrize(("name", "members"), [
+    ("hce.stats.LmerResult", ("summary", "fixef", "varcorr", "ranef", "icc", "anova", "contrasts", "npar")),
+    ("hce.stats.BayesResult", ("summary", "diagnostics", "flags", "converged", "ppc", "plot_ppc", "loo", "compare",
+                               "expected", "expected_pairs", "noise", "noise_pairs", "items", "score_distribution",
+                               "attempts")),
+    ("hce.stats.VarianceComponents", ("d_study", "summary")),
+    ("hce.stats.AnalysisResult", ("summary",)),
+])
+def test_result_class_pages_document_each_method(site, name, members):
+    """Issue 36, item 2: a result class's page has an entry per method and property, and its
+    signature shows no private field (``_beta``)."""
+    page = (site / "api" / "generated" / f"{name}.html").read_text(encoding="utf-8")
+    missing = [m for m in members if f'id="{name}.{m}"' not in page]
+    assert not missing, f"{name}'s page has no entry for {missing}"
+    assert "_beta" not in page and "_cov_beta" not in page
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)

@@ -23,10 +23,16 @@ import inspect
 import textwrap
 import warnings
 
+import sys
+from pathlib import Path
+
 import pytest
 from numpydoc.docscrape import ClassDoc, FunctionDoc, NumpyDocString
 
 from hce._docstrings import FRAGMENTS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
+from hce_api import public_signature  # noqa: E402
 
 MODULES = ("hce", "hce.stats", "hce.study", "hce.report", "hce.collect")
 
@@ -195,3 +201,19 @@ def test_every_public_docstring_matches_its_code():
 @pytest.mark.parametrize("fragment", sorted(set(SHARED.values())))
 def test_each_shared_argument_is_written_once(fragment):
     assert FRAGMENTS[fragment].startswith(f"{fragment} :"), "a shared argument fragment starts with its name"
+
+
+def test_class_pages_hide_private_fields():
+    """Item 2: a result class's page shows no ``_beta``-like constructor argument."""
+    shown = {}
+    for name, obj in public_objects().items():
+        if inspect.isclass(obj):
+            try:
+                signature = str(inspect.signature(obj))
+            except ValueError:  # an exception class: no signature of its own
+                continue
+            changed = public_signature(None, "class", name, obj, {}, signature, None)
+            shown[name] = changed[0] if changed else signature
+    assert "_beta" not in shown["hce.stats.LmerResult"] and "design" in shown["hce.stats.LmerResult"]
+    leaks = {name: s for name, s in shown.items() if s and "(_" in s.replace(", _", "(_")}
+    assert not leaks, leaks

@@ -221,7 +221,7 @@ async def run_batch_async(
     design : Design, path of a design YAML, or mapping
     log : path
         The JSONL log to append to (created if missing); its batches are recorded in
-        :func:`state_path`, and a rerun resumes them.
+        ``state_path``, and a rerun resumes them.
     client : JudgeClient, optional
         Default: one built from the design's endpoint, ``base_url``/``api_key`` (else
         ``$OPENAI_BASE_URL`` and the variable ``endpoint.api_key_env`` names).
@@ -426,7 +426,7 @@ async def cancel_batches_async(
 ) -> CancelSummary:
     """Cancel the open batches of a log and collect what they finished; nothing new is sent.
 
-    Every batch recorded in :func:`state_path` and not yet ingested is asked to cancel
+    Every batch recorded in ``state_path`` and not yet ingested is asked to cancel
     (``POST /batches/{id}/cancel``); one that has ended meanwhile is just collected. An
     uploaded input file whose batch was never created (a run stopped between the two) is
     looked for in the provider's batch list: its batch, if found, is cancelled too, and

@@ -157,7 +157,7 @@ class JudgeClient:
         else OpenAI.
     api_key : str, optional
         Default ``$OPENAI_API_KEY``, but only when the endpoint is OpenAI's own: any other
-        endpoint needs its key given (:func:`endpoint_key` reads it from the variable the
+        endpoint needs its key given (``endpoint_key`` reads it from the variable the
         endpoint names). Local servers accept any non-empty string.
     timeout : float
         Seconds allowed for one try.
@@ -250,7 +250,7 @@ class JudgeClient:
         model : str
         **settings
             ``temperature``, ``max_tokens``, ``top_p``, ``seed``, ``logprobs``,
-            ``top_logprobs``: the body is :func:`chat_body`'s.
+            ``top_logprobs``: the body is ``chat_body``'s.
 
         Returns
         -------

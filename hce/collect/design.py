@@ -37,7 +37,7 @@ Several providers in one design: ``endpoints:`` names them (each with the keys o
 ``tokens_per_minute``, ``batch``), and a condition (or ``defaults``) picks one with
 ``endpoint: NAME``; a single ``endpoint:`` is the endpoint named ``default``. Every
 mapping is checked against :mod:`hce.collect.schema` (unknown keys, types, ranges) and
-each condition against its endpoint's provider (:mod:`hce.collect.providers`).
+each condition against its endpoint's provider (``hce.collect.providers``).
     items:                        # a list, a folder of .txt files, or a .jsonl/.csv file
       - {id: T001, text: "Doctor: ... Patient: ..."}
       - {id: T002, file: transcripts/T002.txt, metadata: {source: DoVA}}
@@ -117,7 +117,7 @@ class Endpoint:
     needs_key : bool
         Whether calls need a key (a local server may not).
     kind : str
-        The provider (:mod:`hce.collect.providers`), inferred from the host unless stated.
+        The provider (``hce.collect.providers``), inferred from the host unless stated.
     timeout : float
         Seconds a call may take.
     max_retries : int
@@ -242,8 +242,8 @@ class Design:
     experiment_id : str
         The ``experiment_id`` of every attempt.
     items, conditions : tuple
-        What is judged (:class:`~hce.collect.design.Item`) and how
-        (:class:`~hce.collect.design.Condition`: prompt x model x settings x endpoint).
+        What is judged (``hce.collect.design.Item``) and how
+        (``hce.collect.design.Condition``: prompt x model x settings x endpoint).
     attempts : int
         Repeated attempts per item and condition.
     rubric : Rubric

@@ -100,7 +100,7 @@ class RunSummary:
     retried : int
         Rows of failed calls moved out of the log to be sent again.
     failed : int
-        Calls that got no reply (:func:`~hce.collect.failed.call_failed`), among the flagged.
+        Calls that got no reply (``hce.collect.failed.call_failed``), among the flagged.
     superseded : tuple
         Conditions whose rows made with other settings were moved out (``new_settings=True``).
 
@@ -701,7 +701,7 @@ async def run_async(
         stay: they are never re-asked.
     new_settings : bool
         A condition whose settings changed under the same id (see
-        :mod:`hce.collect.fingerprint`) starts afresh: its old rows move to
+        ``hce.collect.fingerprint``) starts afresh: its old rows move to
         ``<log>.superseded.jsonl``. Without it such a log stops the run before any call.
     max_same_errors : int or None
         Stop the run when this many consecutive calls of one condition, for more than one

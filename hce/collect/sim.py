@@ -2,7 +2,7 @@
 
 No API key exists in development or CI, and a study should be rehearsed before it costs
 money. :class:`SimServer` serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on
-127.0.0.1 (and the Files and Batch endpoints, :mod:`hce.collect.sim_batch`), so the real
+127.0.0.1 (and the Files and Batch endpoints, ``hce.collect.sim_batch``), so the real
 ``openai`` client, retries, parsing and logging run end to end.
 :class:`SimJudge` is the generative model behind it; because its truth is known, the
 statistics computed from its logs can be checked against that truth.
@@ -38,7 +38,7 @@ the same at any concurrency; a request carrying ``seed`` gets the same reply eve
 
 *Calibration truth.* Every drawn token (a score, a verdict) reports in ``logprobs`` the
 distribution :func:`reported` gives: ``r^f`` renormalised, where ``f`` is the profile's
-``overconfidence`` (default 1) and ``r`` depends on the model's :class:`Family`:
+``overconfidence`` (default 1) and ``r`` depends on the model's ``Family``:
 
 - ``logprobs_are="raw"`` (default, as OpenAI): ``r = P``, the distribution at temperature 1,
   whatever the request's temperature;
@@ -61,7 +61,7 @@ raw and raw-except-at-0 behaviour (standardcompletions/rfcs#11 "Logprobs affecte
 temperature", which names the three behaviours). OpenAI's own reference does not say;
 the evidence is third-party observation, so the default is a choice, made explicit here.
 
-*Provider behaviours* (:data:`FAMILIES`, per model-name pattern; ``families=`` adds or
+*Provider behaviours* (``FAMILIES``, per model-name pattern; ``families=`` adds or
 overrides). OpenAI's reasoning models (o1, o3, o3-mini, o4-mini, gpt-5, gpt-5-mini,
 gpt-5-nano and their snapshots; the pattern of :data:`hce.collect.providers.REASONING_MODEL`)
 answer a temperature other than 1 with HTTP 400 ``unsupported_value`` "Unsupported value:
@@ -165,7 +165,7 @@ class Profile:
         than separate requests do: the case :func:`hce.stats.request_variance` tests for.
     overconfidence : float
         ``f``, default 1 (calibrated): the reported logprobs are of ``r^f`` renormalised,
-        where ``r`` is what the model family's logprobs report (:class:`Family`); ``f > 1``
+        where ``r`` is what the model family's logprobs report (``Family``); ``f > 1``
         is over-confident.
 
     Examples
@@ -385,7 +385,7 @@ def _count_tokens(text: str) -> int:
 
 
 class SimJudge:
-    """The simulated judge: a request body in, a :class:`SimReply` out (see the module notes).
+    """The simulated judge: a request body in, a ``SimReply`` out (see the module notes).
 
     Parameters
     ----------
@@ -401,14 +401,14 @@ class SimJudge:
         Known truth per item: category levels by category name or snake_case id, or
         ``{"total": t}`` (split across categories), or ``{"pass": bool}`` for verdicts.
     batch : BatchSettings, optional
-        How the simulated Batch API behaves (:mod:`hce.collect.sim_batch`): polls before
+        How the simulated Batch API behaves (``hce.collect.sim_batch``): polls before
         completion, failures inside a batch, file limits.
     models : list of str, optional
         The only models served: any other gets OpenAI's 404 ``model_not_found`` (to
         rehearse a misspelt model); ``GET /models`` lists just these. Default: any model.
     families : mapping of model-name pattern -> Family, optional
         Provider behaviour per model family (``re.fullmatch`` on the requested name), looked
-        at before :data:`FAMILIES`: e.g. ``{".*": Family(logprobs_are="sampled")}`` makes
+        at before ``FAMILIES``: e.g. ``{".*": Family(logprobs_are="sampled")}`` makes
         every model's logprobs those of its sampling distribution.
     drift : mapping of model name -> Drift, optional
         Version strings that change after some completions of a model (to rehearse drift).
@@ -559,7 +559,7 @@ class SimJudge:
         return SimReply(200, completion, delay=delay)
 
     def family(self, model: str) -> Family:
-        """The :class:`Family` whose pattern the model name matches first.
+        """The ``Family`` whose pattern the model name matches first.
 
         Parameters
         ----------

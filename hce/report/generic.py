@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 import hce.stats as hs
 from hce._docstrings import fill_doc
 from hce.errors import DataError, HceError
@@ -73,6 +74,7 @@ class _Context:
                                   "reason": reason, "fix": fix})  # fmt: skip
 
 
+@keywords_checked
 @fill_doc
 def report(
     log: pd.DataFrame | str | os.PathLike | Sequence[pd.DataFrame | str | os.PathLike],

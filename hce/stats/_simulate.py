@@ -7,10 +7,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.rubric import load_rubric
 from hce.stats._resample import as_generator
 
 
+@keywords_checked
 def simulated_log(
     *,
     experiment_id: str = "EXP5_FinalToolValidation",

@@ -28,6 +28,7 @@ import pandas as pd
 
 from hce._checks import _label, require_columns
 from hce._docstrings import add_parameter
+from hce._vocabulary import check_keywords
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -100,6 +101,7 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
+            check_keywords(func.__name__, wrapper.__signature__.parameters, kwargs)
             error = kwargs.pop("error", _UNSET) if inject else _UNSET
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -135,6 +137,8 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
             wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
             before = params[at + 1].name if at + 1 < len(params) else None
             wrapper.__doc__ = add_parameter(wrapper.__doc__ or "", "error", before=before and f"**{before}")
+        else:
+            wrapper.__signature__ = signature  # type: ignore[attr-defined]
         wrapper.frame_spec = frame_spec  # type: ignore[attr-defined]
         return wrapper
 

@@ -3,7 +3,7 @@
 inclusion / exclusion agreement (IAA) and inter-annotator predictability (IAP).
 
 Counting is pure: the sentence matcher is any callable ``(sentence, draft) -> span | None``
-(an LLM through :mod:`hce.collect.matcher`, a human annotation, a string rule), or the
+(an LLM through ``hce.collect.matcher``, a human annotation, a string rule), or the
 matches can be computed elsewhere and passed in.
 """
 
@@ -20,7 +20,7 @@ import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
+from hce._vocabulary import keywords_checked, renamed
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
@@ -32,6 +32,7 @@ _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]\u201d]))\s+|\n+")
 _WORD = re.compile(r"\w")
 
 
+@keywords_checked
 def split_sentences(text: str) -> list[str]:
     """Split text into sentences at ``.``, ``!`` or ``?`` followed by space, and at newlines.
 
@@ -84,6 +85,7 @@ def _sentences(texts: Sequence[str]):
     return flat.filter(worded), parent[worded]
 
 
+@keywords_checked
 def count_sentences(texts: Sequence[str]) -> np.ndarray:
     """``len(split_sentences(t))`` for every text at once, vectorised with Arrow.
 
@@ -128,7 +130,7 @@ def sentence_table(
     matcher : callable, optional
         ``matcher(sentence, draft)`` -> matching draft content or None / ``"NO MATCH"``;
         when given, its result fills a ``match`` column. Without it, send the table to an
-        LLM matcher (:mod:`hce.collect.matcher`) and add its replies as ``match``.
+        LLM matcher (``hce.collect.matcher``) and add its replies as ``match``.
 
     Returns
     -------
@@ -175,6 +177,7 @@ def _locate(text: str, span: str) -> tuple[int, int] | None:
     return (found.start(), found.end()) if found else None
 
 
+@keywords_checked
 def edit_counts_from_matches(
     draft: str,
     matches: Sequence[str | None],
@@ -256,6 +259,7 @@ def _warn_unlocated(unlocated: int) -> None:
         )
 
 
+@keywords_checked
 def edit_counts(
     reference: str,
     draft: str,
@@ -320,7 +324,7 @@ def edit_counts_table(
     ----------
     data : DataFrame
         One row per (pair, reference sentence): the matcher's result for that sentence
-        (an LLM matcher's log, :mod:`hce.collect.matcher`, or human annotation) and the
+        (an LLM matcher's log, ``hce.collect.matcher``, or human annotation) and the
         pair's draft (the same text on every row of a pair).
     item : str or sequence of str
         Column(s) naming the reference / draft pair.
@@ -498,7 +502,7 @@ def _grouped(data, by, counts, units, confidence, n_boot, rng, extra=None):
 
 
 def _warn_undefined(out: pd.DataFrame, function: str, labels: Sequence[str], reasons: dict[str, str]) -> None:
-    """One :class:`~hce.errors.HceWarning` naming every metric left NaN by a 0/0 and why.
+    """One :class:`~hce.HceWarning` naming every metric left NaN by a 0/0 and why.
 
     Seed 004 defines precision, recall and Edit-F1 as ratios of counts and says nothing of an
     empty denominator, so hce reports NaN (not 0 or 1, which would be a claim the data do not

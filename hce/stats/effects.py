@@ -385,7 +385,7 @@ def kl_divergence(
         Level of ``condition`` holding the reference (target) distribution.
     support : sequence of float or None
         Every possible score (e.g. ``range(5, 21)`` for totals). By default the values seen
-        in any group. Scores outside a given support raise :class:`DataError`.
+        in any group. Scores outside a given support raise :class:`~hce.DataError`.
     smoothing : float
         Pseudo-count added to every bin of both distributions before normalising
         (default 0.5, Jeffreys/Krichevsky-Trofimov). It keeps the divergence finite when a

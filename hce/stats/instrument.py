@@ -92,7 +92,7 @@ def item_statistics(
         One row per item: ``item, n, mean, sd, r_total`` (correlation with the total score,
         psych ``raw.r``), ``r_drop`` (with the total of the other items, ``r.drop``),
         ``alpha_if_dropped, ci_low, ci_high`` (Cronbach's alpha of the other items with its
-        Feldt interval, from :func:`hce.stats.reliability.cronbach_alpha`), ``method``.
+        Feldt interval, from :func:`~hce.stats.cronbach_alpha`), ``method``.
 
     Notes
     -----

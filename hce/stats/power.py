@@ -25,7 +25,7 @@ from scipy import special, stats
 
 from hce._checks import check_choice, check_confidence
 from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
+from hce._vocabulary import keywords_checked, renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.reliability.icc import icc_core, mean_squares
@@ -289,6 +289,7 @@ def attempts_needed(
     return pd.concat(rows, ignore_index=True)
 
 
+@keywords_checked
 def sd_difference_power_analytic(
     n_items: int | Sequence[int],
     n_attempts: int | Sequence[int],
@@ -357,6 +358,7 @@ def sd_difference_power_analytic(
 # ----------------------------------------------------------------------------- ICC, Bonett
 
 
+@keywords_checked
 @fill_doc
 def bonett_icc_items(
     icc: float, n_raters: int, width: float, *, confidence: float = 0.95

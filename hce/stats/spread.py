@@ -71,7 +71,7 @@ def item_spread(
     ----------
     data : DataFrame
         Attempt log, one row per attempt (wide: one column per criterion), or its long
-        view, one row per attempt x criterion (:func:`hce.log.to_long`; pass ``criterion``).
+        view, one row per attempt x criterion (:func:`~hce.to_long`; pass ``criterion``).
     item : str
         Column identifying the item (transcript).
     condition : str, sequence of str or None
@@ -79,11 +79,11 @@ def item_spread(
         holds a single configuration.
     score : str or sequence of str
         Score column(s); several give one row per criterion. With ``criterion``, the one
-        score column of the long table (``"score"`` for :func:`hce.log.to_long`).
+        score column of the long table (``"score"`` for :func:`~hce.to_long`).
     %(error)s
     criterion : str or None
         Long data: the column naming each row's criterion (``"criterion"`` for
-        :func:`hce.log.to_long`). The result is the same table the wide log gives.
+        :func:`~hce.to_long`). The result is the same table the wide log gives.
         Default None: wide data.
 
     Returns

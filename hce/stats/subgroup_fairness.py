@@ -15,7 +15,7 @@ from hce.errors import DataError
 from hce.stats._resample import as_generator
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import as_list, item_spread
-from hce.stats.tests import Adjustment, kruskal_row, mann_whitney_core, p_adjust
+from hce.stats.tests import Adjustment, adjustment, kruskal_row, mann_whitney_core, p_adjust
 from hce.stats._validate import reads_frame
 
 Worse = Literal["lower", "higher"]
@@ -106,7 +106,7 @@ def fairness(
     1            B        2            False    True
     """
     check_confidence(confidence)
-    check_choice("p_adjust_method", p_adjust_method, ["bonferroni", "holm", "bh", "none"])
+    p_adjust_method = adjustment("p_adjust_method", p_adjust_method)
     measures = dict(_DEFAULT_WORSE if measures is None else measures)
     for name, worse in measures.items():
         check_choice("measures key", name, ["mean", "sd"])

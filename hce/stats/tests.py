@@ -23,7 +23,7 @@ from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
+from hce._vocabulary import default_column, keywords_checked, renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentrality_ci, proportion_ci
 from hce.stats._resample import (
@@ -38,9 +38,25 @@ Alternative = Literal["two-sided", "less", "greater"]
 Adjustment = Literal["bonferroni", "holm", "bh", "none"]
 _ALTERNATIVES = ["two-sided", "less", "greater"]
 _ADJUSTMENTS = ["bonferroni", "holm", "bh", "none"]
+#: The same adjustments as statsmodels' ``multipletests`` and R's ``p.adjust`` name them.
+ADJUSTMENT_ALIASES = {"fdr_bh": "bh", "BH": "bh", "fdr": "bh", "b": "bonferroni", "h": "holm"}
+
+
+def adjustment(name: str, method: str) -> str:
+    """hce's name of a p-value adjustment given as hce, statsmodels or R names it; else refused.
+
+    Examples
+    --------
+    >>> adjustment("p_adjust_method", "fdr_bh")
+    'bh'
+    """
+    method = ADJUSTMENT_ALIASES.get(method, method)
+    check_choice(name, method, _ADJUSTMENTS)
+    return method
 
 
 # --------------------------------------------------------------------------- multiplicity
+@keywords_checked
 def p_adjust(p_values: Sequence[float] | np.ndarray, method: Adjustment = "holm") -> np.ndarray:
     """Adjust p-values for multiple comparisons, as R's ``p.adjust``; NaNs are left out.
 
@@ -49,7 +65,8 @@ def p_adjust(p_values: Sequence[float] | np.ndarray, method: Adjustment = "holm"
     p_values : array_like
         Unadjusted p-values.
     method : {"bonferroni", "holm", "bh", "none"}
-        Bonferroni, Holm's step-down, Benjamini-Hochberg step-up (FDR), or none.
+        Bonferroni, Holm's step-down, Benjamini-Hochberg step-up (FDR), or none; statsmodels'
+        and R's names (``"fdr_bh"``, ``"BH"``, ``"fdr"``) are accepted too.
 
     Returns
     -------
@@ -69,7 +86,7 @@ def p_adjust(p_values: Sequence[float] | np.ndarray, method: Adjustment = "holm"
     >>> p_adjust([0.01, 0.02, 0.04], "holm")
     array([0.03, 0.04, 0.04])
     """
-    check_choice("p_adjust", method, _ADJUSTMENTS)
+    method = adjustment("p_adjust", method)
     p = np.asarray(p_values, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = ~np.isnan(p)
@@ -534,7 +551,8 @@ def posthoc(
         family-wise); ``"conover"``: Conover's t test on rank sums; ``"wilcoxon"``:
         pairwise Wilcoxon signed-rank tests (R's conventions, as :func:`wilcoxon_paired`).
     p_adjust_method : {"bonferroni", "holm", "bh", "none"}
-        Correction for ``conover`` and ``wilcoxon`` (Nemenyi's p is already adjusted).
+        Correction for ``conover`` and ``wilcoxon`` (Nemenyi's p is already adjusted), as
+        :func:`p_adjust` names it (statsmodels' ``"fdr_bh"`` accepted).
     confidence : float
         Level of the interval for the effect size.
 
@@ -574,7 +592,7 @@ def posthoc(
     0  A  B        1.0   0.4795      0.4795
     """
     check_choice("method", method, ["nemenyi", "conover", "wilcoxon"])
-    check_choice("p_adjust_method", p_adjust_method, _ADJUSTMENTS)
+    p_adjust_method = adjustment("p_adjust_method", p_adjust_method)
     check_confidence(confidence)
     matrix, levels, _ = block_matrix(data, item, condition, score)
     n, k = matrix.shape
@@ -741,7 +759,7 @@ def kruskal_wallis(
     data: pd.DataFrame,
     *,
     condition: str = "condition_id",
-    score: str = "total",
+    score: str | None = None,
     confidence: float = 0.95,
     n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
@@ -754,8 +772,10 @@ def kruskal_wallis(
         Long table; rows with a missing ``condition`` or ``score`` are dropped.
     condition : str
         Grouping column (e.g. a demographic stratum).
-    score : str
-        Numeric column.
+    score : str, optional
+        Numeric column. Default: the table's own name for it (``hce._vocabulary.TABLES``):
+        ``"sd"`` in :func:`item_spread`'s table, as :func:`mann_whitney` reads it, else
+        ``"total"`` (an attempt log).
     confidence : float
         Level of the bootstrap interval for epsilon squared.
     n_boot : int
@@ -787,6 +807,7 @@ def kruskal_wallis(
        k   n  statistic  p_value
     0  2  64      1.535   0.2154
     """
+    score = score or default_column(data, "score")
     check_confidence(confidence)
     require_columns(data, [condition, score])
     v = numeric_column(data, score)

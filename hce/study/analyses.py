@@ -180,7 +180,7 @@ def experiment1(
     support : sequence of float
         Possible total scores (5-20) for the distributions of H1c.
     smoothing : float
-        Pseudo-count per score bin for the KL divergence (see :func:`kl_divergence`).
+        Pseudo-count per score bin for the KL divergence (see :func:`~hce.stats.kl_divergence`).
     r_threshold : float
         Success Metric 3's correlation threshold (Pearson r >= 0.7).
     alpha, confidence : float

@@ -88,7 +88,7 @@ def run_study(
     ----------
     study : Study, path or mapping
     simulate : bool
-        Judge with the simulated judge (:mod:`hce.collect.sim`) on loopback instead of an
+        Judge with the simulated judge (``hce.collect.sim``) on loopback instead of an
         API; item targets (``target_<criterion>`` / ``target_total`` columns) are its truth.
     base_url, api_key : str, optional
         Override the study's endpoint (the key otherwise comes from the environment).

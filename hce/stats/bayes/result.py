@@ -47,15 +47,11 @@ class BayesResult:
     link : {"logit", "probit"}
     idata : arviz.InferenceData
         Posterior draws and sampler statistics (``log_likelihood`` is added by
-        :meth:`loo`).
+        :meth:`~hce.stats.BayesResult.loo`).
     sampler : str
         ``"nutpie"`` or ``"pymc"``.
     seconds : float
         Wall time of compilation and sampling.
-    flags : list of str
-        Failed convergence checks with their remedies (empty when converged).
-    converged : bool
-        R-hat <= 1.01 and bulk ESS >= 400 for every parameter, no divergent transition.
     design : Design
         The fixed- and random-effect design of the formula (``design.data``: rows used).
     values, labels : ndarray, list
@@ -70,15 +66,6 @@ class BayesResult:
         Chains, draws, tuning steps and target acceptance.
     groups, x_names : list of str
         Grouping factors of the random effects and names of the fixed-effect columns.
-
-    Methods
-    -------
-    summary, diagnostics
-        Posterior summaries and the convergence checks behind ``converged``.
-    expected, expected_pairs, noise, noise_pairs, items, score_distribution, attempts
-        What the model says about conditions, items and repeated attempts, with HDIs.
-    ppc, plot_ppc, loo, compare
-        Posterior predictive checks and PSIS-LOO model comparison.
 
     Examples
     --------
@@ -288,7 +275,7 @@ class BayesResult:
             noise coefficient): ``term``, ``estimate`` (posterior mean), ``sd``
             (posterior SD), ``ci_low``, ``ci_high`` (HDI), ``r_hat``, ``ess_bulk``,
             ``ess_tail``, ``ok`` (R-hat <= 1.01 and bulk ESS >= 400). The random effects
-            themselves are checked too: see :meth:`diagnostics` and :attr:`flags`.
+            themselves are checked too: see :meth:`diagnostics` and ``flags``.
         """
         import arviz as az
 

@@ -3,7 +3,7 @@
 :func:`variance_components` fits the fully crossed random model of a G study with
 :func:`~hce.stats.mixed.lmer_fit.lmer` and reports each component with its standard error and
 interval, and G and Phi for a chosen number of attempts, with the intervals of
-:mod:`hce.stats.mixed.component_intervals`.
+``hce.stats.mixed.component_intervals``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class VarianceComponents:
         ``share`` (of the total), ``std_error`` (asymptotic), ``ci_low``, ``ci_high``,
         ``df`` (Satterthwaite), ``method``.
     coefficients : pandas.DataFrame
-        G and Phi for the ``n_attempts`` asked for (see :meth:`d_study`).
+        G and Phi for the ``n_attempts`` asked for (see :meth:`~hce.stats.VarianceComponents.d_study`).
     object : str
         The object of measurement (the first facet).
     covariance : pandas.DataFrame
@@ -58,13 +58,6 @@ class VarianceComponents:
     replicated : bool
         Whether cells hold several scores (repeated attempts), so the residual is separated
         from the highest interaction.
-
-    Methods
-    -------
-    d_study
-        G and Phi for other numbers of attempts (and facet levels).
-    summary
-        Components and coefficients as text.
 
     Examples
     --------
@@ -133,7 +126,7 @@ class VarianceComponents:
         Intervals: percentiles of G and Phi over 20,000 joint draws of the components,
         each drawn from its Satterthwaite pivot ``v df / chi2_df`` (so its quantiles are its
         own interval's bounds), tied by a Gaussian copula with the correlation of
-        :attr:`covariance` (see :mod:`hce.stats.mixed.component_intervals`); components at 0 stay
+        ``covariance`` (see ``hce.stats.mixed.component_intervals``); components at 0 stay
         at 0, and those with Satterthwaite df below 1 are clamped into their profile-likelihood
         interval. NaN with the reason in ``method`` when G or Phi is fixed at 0 or 1 or no
         covariance exists.
@@ -264,7 +257,7 @@ def variance_components(
       0 to where the profiled REML deviance rises by chi2_1(confidence) (lme4's profile).
 
     G and Phi intervals are percentiles over joint draws of the components from their
-    Satterthwaite pivots (see :meth:`VarianceComponents.d_study`).
+    Satterthwaite pivots (see :meth:`~hce.stats.VarianceComponents.d_study`).
 
     References
     ----------

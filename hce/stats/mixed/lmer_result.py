@@ -63,13 +63,6 @@ class LmerResult:
     design : Design
         The model matrices and the data used (``design.data``).
 
-    Methods
-    -------
-    fixef, varcorr, ranef, icc, anova, contrasts
-        Tidy DataFrames of the fit, as lme4 (and lmerTest, emmeans, performance) give them.
-    summary
-        The fit as lme4's ``summary()`` prints it.
-
     Examples
     --------
     >>> from hce.stats import lmer, simulated_log

@@ -148,7 +148,7 @@ def cohen_kappa(
         the shape :func:`hce.stats.golden_agreement` takes), ``score`` is left out and
         ``item`` is optional (default: each row is a target).
     weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
-        Agreement weights on category positions (see :func:`agreement_weights`).
+        Agreement weights on category positions (see :func:`~hce.stats.reliability.agreement_weights`).
     categories : sequence, optional
         All categories in order; defaults to the sorted observed ones. Give it when a
         category is possible but unused, since weighted kappa depends on the positions.

@@ -59,6 +59,16 @@ def _wide(
             f"need at least 2 items ({items!r}) and 2 targets ({targets!r}); "
             f"got {r.n_raters} and {r.n_targets}"
         )
+    if r.n_raters > r.n_targets:
+        # The roles read backwards give a number, not an error (0.988 for a scale whose
+        # alpha is 0.827): a scale has fewer items than it has respondents, so more
+        # "items" than "respondents" is the swapped reading.
+        raise DataError(
+            f"rater={items!r} has {r.n_raters} levels and item={targets!r} {r.n_targets}: a scale has fewer "
+            f"items than respondents, so these look swapped. item= names what is measured (the "
+            f"respondents, rated responses: the rows of the matrix), rater= the scale items (its "
+            f"columns): call with item={items!r}, rater={targets!r}"
+        )
     y = r.wide()
     complete = ~np.isnan(y).any(axis=1)
     if nan_policy == "listwise" and not complete.all():

@@ -297,7 +297,7 @@ def icc(
     DataError
         Fewer than 2 targets or raters; under REML, ratings that cannot identify the crossed
         model, such as one rating per target (lme4's checks, see
-        :func:`hce.stats.mixed.formula.check_identifiable`).
+        ``hce.stats.mixed.formula.check_identifiable``).
 
     Notes
     -----
