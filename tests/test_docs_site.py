@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 README = REPO / "README.md"
 sys.path.insert(0, str(DOCS / "_ext"))
-from hce_api import MODULES, SUBPACKAGES, api_names, public  # noqa: E402
+from hce_api import MODULES, SUBPACKAGES, api_names, figure_scraper, public  # noqa: E402
 
 GENERATED = ("_build", "auto_examples", "api/generated", "sg_execution_times.rst")
 
@@ -125,3 +125,20 @@ def test_docs_command_says_where_the_sources_are(tmp_path):
 
     with pytest.raises(FileNotFoundError, match=r"pip install -e"):
         docs.build(tmp_path)
+
+
+def test_gallery_scraper_shows_each_figure_an_example_holds_once(tmp_path):
+    """Issue 36, item 4: hce's figures live outside pyplot, so sphinx-gallery's own scraper saw
+    none and every card showed the placeholder; figure_scraper saves the example's figures."""
+    import hce.stats as hs
+    from hce.report.document import Figure, Report
+    from hce.report.figures import sd_by_condition
+
+    spread = hs.item_spread(hs.simulated_log(n_items=6, n_attempts=3, noise={"A": 0.2, "B": 0.6}))
+    report = Report("demo")
+    report.section("spread").add(Figure(sd_by_condition(spread, condition="condition_id"), "sd", "SD by condition"))
+    paths = (tmp_path / f"image_{k}.png" for k in range(1, 10))
+    block_vars = {"example_globals": {"report": report}, "image_path_iterator": paths}
+    rst = figure_scraper(None, block_vars, {"src_dir": str(tmp_path)})
+    assert (tmp_path / "image_1.png").stat().st_size > 1000 and "image_1.png" in rst
+    assert figure_scraper(None, block_vars, {"src_dir": str(tmp_path)}) == ""  # shown once

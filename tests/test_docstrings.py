@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import textwrap
 import warnings
 
@@ -217,3 +218,19 @@ def test_class_pages_hide_private_fields():
     assert "_beta" not in shown["hce.stats.LmerResult"] and "design" in shown["hce.stats.LmerResult"]
     leaks = {name: s for name, s in shown.items() if s and "(_" in s.replace(", _", "(_")}
     assert not leaks, leaks
+
+
+def test_public_docstrings_name_their_sources_in_words():
+    """Issue 36, item 6: the API pages cite the paper or the protocol, not the project's own
+    file names for them ("seed 004, Table 3")."""
+    shorthand = re.compile(r"[Ss]eed 00\d")
+    found = []
+    for name, obj in public_objects().items():
+        members = vars(obj).items() if inspect.isclass(obj) else ()
+        for where, doc in [(name, obj.__doc__), *((f"{name}.{k}", getattr(v, "__doc__", None)) for k, v in members
+                                                   if not k.startswith("_"))]:
+            found += [f"{where}: {m.group(0)!r}" for m in shorthand.finditer(doc or "")]
+    for module in MODULES:
+        summary = (importlib.import_module(module).__doc__ or "").split("\n\n")[0]
+        found += [f"{module} (module): {m.group(0)!r}" for m in shorthand.finditer(summary)]
+    assert not found, "\n".join(found)

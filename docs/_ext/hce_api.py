@@ -91,6 +91,37 @@ def gallery_pattern(examples: Path, data: Path | None = None) -> str:
     return "|".join(rf"/{re.escape(s)}\.py$" for s in sorted(runnable)) or r"^$"
 
 
+def figure_scraper(block, block_vars, gallery_conf, **kwargs) -> str:
+    """sphinx-gallery image scraper: the figures an example holds, for its page and its card.
+
+    hce draws with matplotlib's ``Figure`` objects, never pyplot's global state (a report must
+    not change it), so sphinx-gallery's matplotlib scraper saw no figure and every gallery
+    card showed the placeholder. This one takes, after each block, every matplotlib Figure
+    the example's variables hold (alone, or in an hce Report's figures) that it has not shown.
+    """
+    from matplotlib.figure import Figure
+    from sphinx_gallery.scrapers import figure_rst
+
+    from hce.report.document import Report
+
+    shown = block_vars.setdefault("hce_shown_figures", set())
+    found = []
+    for value in list(block_vars["example_globals"].values()):
+        if isinstance(value, Figure):
+            found.append(value)
+        elif isinstance(value, Report):
+            found += [f.figure for f in value.figures()]
+    paths = []
+    for figure in found:
+        if id(figure) in shown:
+            continue
+        shown.add(id(figure))
+        path = next(block_vars["image_path_iterator"])
+        figure.savefig(path, dpi=100, bbox_inches="tight")
+        paths.append(path)
+    return figure_rst(paths, gallery_conf["src_dir"]) if paths else ""
+
+
 def public_signature(app, what, name, obj, options, signature, return_annotation):
     """autodoc's ``autodoc-process-signature``: a class's signature without its private fields.
 

@@ -162,7 +162,7 @@ class JudgeClient:
     timeout : float
         Seconds allowed for one try.
     max_retries : int
-        Retries of a transient failure after the first try (3: seed 000 section 12).
+        Retries of a transient failure after the first try (3: the PRD's retry policy).
     backoff_base, backoff_max : float
         The wait before retry ``k`` (from 0) is ``min(backoff_max, backoff_base * 2**k)``
         times a uniform jitter factor in [0.5, 1]; a ``Retry-After`` header replaces it.

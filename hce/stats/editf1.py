@@ -267,7 +267,7 @@ def edit_counts(
     *,
     splitter: Callable[[str], list[str]] = split_sentences,
 ) -> dict[str, int]:
-    """Algorithm 1 of seed 004: count EM, EA and ED for one reference / draft pair.
+    """Algorithm 1 of EditJudge (Seegmiller et al. 2025): count EM, EA and ED for one reference / draft pair.
 
     Parameters
     ----------
@@ -294,7 +294,8 @@ def edit_counts(
 
     References
     ----------
-    .. [1] Seed 004 (EditJudge), Section 3.1 and Appendix C, Algorithm 1.
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician edit
+       this draft? (EditJudge), Section 3.1 and Appendix C, Algorithm 1.
 
     Examples
     --------
@@ -318,7 +319,7 @@ def edit_counts_table(
     draft: str = "draft",
     match: str = "match",
 ) -> pd.DataFrame:
-    """Algorithm 1 of seed 004 for many pairs at once, from matches computed elsewhere.
+    """Algorithm 1 of EditJudge (Seegmiller et al. 2025) for many pairs at once, from matches computed elsewhere.
 
     Parameters
     ----------
@@ -458,7 +459,8 @@ def edit_f1(
 
     References
     ----------
-    .. [1] Seed 004 (EditJudge), Section 3.1.
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician edit
+       this draft? (EditJudge), Section 3.1.
 
     Examples
     --------
@@ -570,7 +572,8 @@ def theme_f1(
 
     References
     ----------
-    .. [1] Seed 004 (EditJudge), Section 3.2.
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician edit
+       this draft? (EditJudge), Section 3.2.
 
     Examples
     --------
@@ -638,7 +641,7 @@ def theme_inclusion_agreement(
     themes: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Strict inclusion / exclusion agreement of several annotators' responses per theme
-    (seed 004 Table 3).
+    (Seegmiller et al. 2025, Table 3).
 
     Parameters
     ----------
@@ -752,7 +755,7 @@ def inter_annotator_predictability(
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Inter-annotator predictability: Edit-F1 of one clinician's response used as the draft
-    for another's, over all ordered pairs (seed 004 Appendix E.2).
+    for another's, over all ordered pairs (Seegmiller et al. 2025, Appendix E.2).
 
     Parameters
     ----------

@@ -432,7 +432,7 @@ def verbal_confidence(
     Parameters
     ----------
     data : DataFrame
-        Attempt log of a boolean judge (seed 001 schema).
+        Attempt log of a boolean judge (the boolean judge specification's verdict).
     verbal : str
         Column with the verbal confidence (the log's ``confidence_level``); case and
         surrounding spaces are ignored.

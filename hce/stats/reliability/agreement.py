@@ -476,7 +476,7 @@ def strict_agreement(
     score: str,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """Strict inclusion, exclusion and agreement of binary judgements (seed 004, Table 3).
+    """Strict inclusion, exclusion and agreement of binary judgements (Seegmiller et al. 2025, Table 3).
 
     Parameters
     ----------
@@ -501,7 +501,7 @@ def strict_agreement(
 
     Notes
     -----
-    Seed 004 (theme-level inter-annotator agreement) counts, per theme, the messages
+    EditJudge's theme-level inter-annotator agreement (Seegmiller et al. 2025) counts, per theme, the messages
     whose three clinician responses all include it (strict inclusion) or all omit it
     (strict exclusion). Only targets rated by every rater count, since unanimity among
     fewer raters is a weaker event. Run once per theme, e.g. with ``groupby``.

@@ -486,7 +486,7 @@ def icc_groups(
 
     Notes
     -----
-    Seed 003 (Adaptive Precise Boolean rubrics) reports ICC3 within expert, non-expert and
+    The Adaptive Precise Boolean rubrics paper (Mallinar et al. 2025) reports ICC3 within expert, non-expert and
     automatic raters and between those groups; with ``between="means"`` a group's
     ratings of a target are averaged over the raters who rated it before the ICC is taken.
 
