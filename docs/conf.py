@@ -13,7 +13,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE / "_ext"), str(HERE / "examples"), str(HERE.parent)]
 
 import hce  # noqa: E402  (after the path: the checkout being documented, not an installed copy)
-from hce_api import figure_scraper, gallery_pattern  # noqa: E402
+from hce_api import gallery_pattern  # noqa: E402
 
 project = "hce"
 author = "the hce authors"
@@ -61,7 +61,7 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
     "min_reported_time": 1,
     # hce's figures are matplotlib Figure objects outside pyplot: hce_api.figure_scraper finds them
-    "image_scrapers": ("matplotlib", figure_scraper),
+    "image_scrapers": ("matplotlib", "hce_api.figure_scraper"),
 }
 
 html_theme = "pydata_sphinx_theme"

@@ -277,7 +277,8 @@ F = TypeVar("F", bound=Callable)
 
 
 def markdown() -> str:
-    """The vocabulary as Markdown tables, for the glossary page: the arguments, then old -> new.
+    """The vocabulary as Markdown tables, for the glossary page: the arguments, old -> new, the
+    result columns and the tables whose column names give the defaults (:data:`TABLES`).
 
     Examples
     --------
@@ -296,7 +297,10 @@ def markdown() -> str:
                f"| `{', '.join(EFFECT_COLUMNS)}` | an effect size beside a test, and its interval |",
                f"| `{', '.join(TEST_COLUMNS)}` | a test |",
                f"| `{', '.join(COUNT_COLUMNS)}` | what was counted |"]  # fmt: skip
-    return "\n".join([*arguments, "", *retired, "", *results]) + "\n"
+    defaults = ["| table hce makes | recognised by its columns | default column names |", "| --- | --- | --- |",
+                *(f"| {t} | {', '.join(f'`{c}`' for c in marks)} | {', '.join(f'{a}=`{c}`' for a, c in names.items())} |"
+                  for t, (marks, names) in TABLES.items())]  # fmt: skip
+    return "\n".join([*arguments, "", *retired, "", *results, "", *defaults]) + "\n"
 
 
 def check_keywords(name: str, parameters: Mapping[str, inspect.Parameter], given: Iterable[str]) -> None:
