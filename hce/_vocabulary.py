@@ -174,6 +174,22 @@ def default_column(data: object, argument: str) -> str:
     raise TypeError(f"{argument}= is required: the data is none of the tables whose {argument} column hce knows: {known}")
 
 
+#: The rule for results: a statistic returns a tidy DataFrame; a model or a multi-table analysis
+#: returns a result object (its tables are DataFrames, :data:`RESULT_CLASSES`); a per-row recoding
+#: returns a Series aligned with the data. The exceptions, with the reason (tests/test_vocabulary.py).
+RESULT_CLASSES = ("AnalysisResult", "BayesResult", "CFAResult", "FactorResult", "InstrumentReport", "LmerResult",
+                  "OmegaResult", "ParallelResult", "VarianceComponents")
+ROW_RECODERS = ("agrees_with_mode", "agrees_with_repeat", "binarize_likert", "normalize_likert")
+RETURNS_OTHER: dict[str, str] = {
+    "p_adjust": "an array of adjusted p-values, as R's p.adjust and statsmodels' multipletests",
+    "count_sentences": "an array of counts, one per text",
+    "split_sentences": "the sentences of one text",
+    "edit_counts": "the counts of one reference/draft pair (edit_counts_table makes the frame)",
+    "edit_counts_from_matches": "as edit_counts",
+    "parse_formula": "the formula layer's objects, under lmer and bayes_*",
+    "build_design": "the formula layer's objects, under lmer and bayes_*",
+}
+
 #: Argument names users bring from pingouin and statsmodels, and hce's word for each: a typo
 #: message suggests it (``friedman(dv=...)``: did you mean ``score``?).
 OUTSIDE: dict[str, str] = {

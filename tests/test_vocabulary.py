@@ -301,3 +301,18 @@ def test_kruskal_wallis_reads_item_spreads_table_as_mann_whitney_does():
 def test_a_table_hce_does_not_know_needs_the_column_named():
     with pytest.raises(TypeError, match=r"score= is required"):
         hs.kruskal_wallis(pd.DataFrame({"condition_id": ["a", "b"], "x": [1.0, 2.0]}))
+
+
+def test_every_statistic_returns_a_frame_a_result_object_or_says_why_not():
+    """Issue 36: one rule for what a statistic returns (hce._vocabulary, RESULT_CLASSES)."""
+    problems = []
+    for name in hs.__all__:
+        function = getattr(hs, name)
+        if not inspect.isfunction(function):
+            continue
+        returns = str(inspect.signature(function).return_annotation)
+        fits = (returns in ("pd.DataFrame", "DataFrame") or returns in vocab.RESULT_CLASSES
+                or (returns in ("pd.Series", "Series") and name in vocab.ROW_RECODERS) or name in vocab.RETURNS_OTHER)
+        if not fits:
+            problems.append(f"{name} returns {returns}: a DataFrame, a result object or an entry in RETURNS_OTHER")
+    assert not problems, "\n".join(problems)
