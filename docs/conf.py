@@ -42,7 +42,8 @@ myst_heading_anchors = 3
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_typehints = "none"  # numpydoc's Parameters section already gives the types, in words
-autodoc_default_options = {"members": False}
+# No autodoc_default_options: {"members": False} there emptied every class page of its
+# methods and properties (the class template asks for :members:).
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
@@ -59,6 +60,8 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "abort_on_example_error": True,
     "min_reported_time": 1,
+    # hce's figures are matplotlib Figure objects outside pyplot: hce_api.figure_scraper finds them
+    "image_scrapers": ("matplotlib", "hce_api.figure_scraper"),
 }
 
 html_theme = "pydata_sphinx_theme"
@@ -74,4 +77,4 @@ html_static_path: list[str] = []
 html_show_sourcelink = False
 
 intersphinx_mapping = {}  # offline: the site links nothing it would have to fetch
-nitpicky = False
+nitpicky = True  # every cross-reference must resolve (CI builds with -n -W)

@@ -6,7 +6,7 @@ Statistics live in :mod:`hce.stats`, collection in :mod:`hce.collect`.
 
 import importlib
 
-from hce.errors import DataError, FormulaError, HceError, LogFormatError, RubricError
+from hce.errors import DataError, FormulaError, HceError, HceWarning, LogFormatError, RubricError
 
 __version__ = "0.1.0"
 
@@ -26,6 +26,7 @@ __all__ = [
     "DataError",
     "FormulaError",
     "HceError",
+    "HceWarning",
     "LogFormatError",
     "RubricError",
     "__version__",

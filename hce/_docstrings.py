@@ -3,18 +3,34 @@
 A docstring holds ``%(name)s`` alone on a line where a shared fragment goes; :func:`fill_doc`
 puts the fragment there, at that line's indentation, when the function is defined, so
 ``help()``, the API pages and the doctests all read the whole text. ``fill_doc`` goes below
-every other decorator: the wrappers copy the docstring it filled.
+every other decorator: the wrappers copy the docstring it filled. The arguments many functions
+share (``error``, ``random_state``) are written here once: :func:`add_parameter` puts one into a
+docstring's Parameters section (``hce.stats``' frame check does so for the ``error`` keyword it
+adds to every statistic of an attempt log), and ``tests/test_docstrings.py`` holds every public
+docstring to this text.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable
 from typing import TypeVar
 
 F = TypeVar("F", bound=Callable)
 
 FRAGMENTS: dict[str, str] = {
+    # the arguments shared by many public functions: one text each, wherever they appear
+    "error": """\
+error : str or None, default "error_flag"
+    Boolean column flagging failed attempts, left out before the analysis and counted (an
+    :class:`~hce.HceWarning` or the result's ``n_errors`` says how many). An absent
+    default column flags nothing; None when no column flags failures.""",
+    "random_state": """\
+random_state : int, Generator or None, default None
+    Seed (or NumPy ``Generator``) of every random draw the function makes: bootstrap
+    resamples, simulations, the sampler. None draws fresh entropy; pass an int to reproduce
+    the result. The command line spells it ``--seed``.""",
     # hce.stats.factor and the scale statistics on a wide table of questionnaire items
     "wide_parameters": """\
 Parameters
@@ -29,11 +45,46 @@ attribute : str, optional
     Column of rubric attributes; one row of output per attribute.
 confidence : float, default 0.95
     Level of the effect-size interval.""",
+    # the Wilson and Clopper-Pearson intervals of a share (hce.stats.spread)
+    "proportion_references": """\
+References
+----------
+.. [1] Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
+   inference. JASA 22, 209-212.
+.. [2] Clopper, C. J., & Pearson, E. S. (1934). The use of confidence or fiducial limits
+   illustrated in the case of the binomial. Biometrika 26, 404-413.""",
     "bonett_reference": """\
 References
 ----------
 .. [1] Bonett DG (2002). Sample size requirements for estimating intraclass
    correlations with desired precision. Stat Med 21, 1331-1335.""",
+    # the chance-corrected agreement coefficients of hce.stats.reliability (Gwet 2014)
+    "agreement_columns": """\
+Parameters
+----------
+data : DataFrame
+    Long format, one row per rating; any number of raters, missing ratings allowed.
+item, rater, score : str
+    Columns naming the rated item, the rater and the category given.""",
+    "agreement_weights": """\
+weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
+    Agreement weights on category positions (see
+    :func:`~hce.stats.reliability.agreement_weights`).""",
+    "agreement_rest": """\
+categories : sequence, optional
+    All categories in order; defaults to the sorted observed ones.
+confidence : float, default 0.95
+    Confidence level of the interval.
+
+Returns
+-------
+DataFrame
+    One row: ``metric``, ``weights``, ``estimate``, ``se`` (Gwet's linearised SE),
+    ``ci_low``, ``ci_high`` (estimate +- t(n-1) se, the upper limit
+    capped at 1 as in irrCAC), ``statistic``
+    (t = estimate / se), ``p_value`` (two-sided, t on n - 1 df), ``pa`` (observed
+    agreement), ``pe`` (chance agreement), ``method``, ``ci_method``, ``n_items``
+    (items with a rating), ``n_raters``, ``n_scores`` and ``n_dropped`` (missing).""",
     # the manuscript writers: the file is given, its folder made
     "writer_parameters": """\
 Parameters
@@ -62,6 +113,7 @@ Examples
 }
 
 _MARK = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", flags=re.M)
+_SECTION = re.compile(r"^([ \t]*)(\w[\w ]*)\n\1-{3,}[ \t]*$", flags=re.M)
 
 
 def fill_doc(func: F) -> F:
@@ -85,5 +137,83 @@ def fill_doc(func: F) -> F:
             raise KeyError(f"{func.__qualname__}: no shared docstring fragment {name!r}; known: {sorted(FRAGMENTS)}")
         return "\n".join(indent + line if line else "" for line in FRAGMENTS[name].splitlines())
 
-    func.__doc__ = _MARK.sub(put, func.__doc__ or "")
+    doc = func.__doc__ or ""
+    while _MARK.search(doc):  # a fragment may hold marks of its own
+        doc = _MARK.sub(put, doc)
+    func.__doc__ = doc
     return func
+
+
+def add_parameter(doc: str, name: str, *, before: str | None = None) -> str:
+    r"""``doc`` with argument ``name``'s shared text (``FRAGMENTS[name]``) in its Parameters section.
+
+    The entry goes before ``before``'s entry (a ``**kwargs`` that must stay last), else at the
+    end of the section; a docstring without Parameters gains the section. A docstring that
+    documents ``name`` already is returned as it is.
+
+    Parameters
+    ----------
+    doc : str
+        A numpydoc docstring, as ``__doc__`` holds it.
+    name : str
+        The argument: a key of ``FRAGMENTS``.
+    before : str, optional
+        The entry the new one goes before.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> doc = "Mean score.\n\n    Parameters\n    ----------\n    data : DataFrame\n\n    Returns\n    -------\n    float\n"
+    >>> print(add_parameter(doc, "error").splitlines()[5])
+        error : str or None, default "error_flag"
+    """
+    if re.search(rf"^[ \t]*{re.escape(name)} :", doc, flags=re.M):
+        return doc
+    sections = list(_SECTION.finditer(doc))
+    indent = sections[0].group(1) if sections else "    "
+    entry = "\n".join(indent + line if line else "" for line in FRAGMENTS[name].splitlines())
+    parameters = next((m for m in sections if m.group(2) == "Parameters"), None)
+    if parameters is None:
+        block = f"{indent}Parameters\n{indent}----------\n{entry}\n"
+        if sections:
+            return doc[: sections[0].start()] + block + "\n" + doc[sections[0].start():]
+        return doc.rstrip() + "\n\n" + block + indent
+    end = next((m.start() for m in sections if m.start() > parameters.start()), len(doc))
+    entries = doc[parameters.end():end]
+    mark = re.search(rf"^{indent}{re.escape(before)} :", entries, flags=re.M) if before else None
+    at = parameters.end() + (mark.start() if mark else len(entries.rstrip()))
+    return doc[:at] + (entry + "\n" if mark else "\n" + entry) + doc[at:]
+
+
+def section(doc: str, name: str) -> str:
+    """Section ``name`` of a numpydoc docstring, heading included and indentation removed.
+
+    So a function that takes another's arguments documents them with that function's text
+    (``FRAGMENTS["calibration_parameters"] = section(calibration_metrics.__doc__,
+    "Parameters")``).
+
+    Parameters
+    ----------
+    doc : str
+        A numpydoc docstring.
+    name : str
+        The section's heading.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> print(section(add_parameter.__doc__, "Returns"))
+    Returns
+    -------
+    str
+    """
+    sections = list(_SECTION.finditer(doc))
+    start = next(m for m in sections if m.group(2) == name)
+    end = next((m.start() for m in sections if m.start() > start.start()), len(doc))
+    return textwrap.dedent(doc[start.start():end]).strip()

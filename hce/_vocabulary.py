@@ -49,9 +49,10 @@ statistic; ``statistic, p_value`` a test.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 #: Canonical argument names and what they mean.
@@ -104,6 +105,107 @@ RETIRED: dict[str, str] = {
     "n_iter": "n_sim",
 }
 
+#: The rule for defaults. A column argument is required, unless the function reads a table hce
+#: makes, whose column names are fixed: then its default is that table's name for the column,
+#: the same in every function that reads the table. A function that reads several of these
+#: tables defaults to None and takes the name of the table it is given (:func:`default_column`).
+#: Each table, the columns that recognise it, and its name for each column argument.
+TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    # hce.stats.item_spread: one row per item x condition x criterion
+    "item_spread": (("criterion", "n", "n_errors", "mean", "sd"), {"item": "item_id", "condition": "condition_id", "score": "sd"}),
+    # hce.stats.mae_vs_target: one row per item x condition
+    "mae_vs_target": (("target", "mean_score", "mae"), {"item": "item_id", "condition": "condition_id", "score": "mae"}),
+    # hce.read_log: the attempt log (design.md, "The attempt log")
+    "attempt log": (("item_id", "attempt"), {"item": "item_id", "condition": "condition_id", "score": "total",
+                                              "truth": "target_total"}),
+}
+#: Defaults older than the rule, kept because callers rely on them: the function, its argument
+#: and the table whose name the default is (a table of another tool, not one hce makes).
+DEFAULTS_KEPT: dict[tuple[str, str], str] = {
+    **{(f, "item"): "EditJudge's clinician responses (message_id)" for f in
+       ("annotator_pairs", "inter_annotator_predictability", "theme_inclusion_agreement")},
+    **{(f, "item"): "EditJudge's draft pairs (pair_id)" for f in ("edit_counts_table", "sentence_table", "theme_f1")},
+    **{(f, "rater"): "EditJudge's annotators" for f in ("annotator_pairs", "theme_inclusion_agreement")},
+    ("discrepancy", "item"): "the Adaptive Precise Boolean study's participants",
+    ("adaptive_filter_agreement", "item"): "the Adaptive Precise Boolean study's queries",
+    ("adaptive_filter_agreement", "rater"): "the Adaptive Precise Boolean study's raters",
+    **{(f, "score"): "a boolean judge's verdict column (hce.log)" for f in
+       ("golden_agreement", "majority_vote", "pass_rates", "rogan_gladen", "uncertain_routing", "vote_stability")},
+    **{(f, "truth"): "a golden set's verdicts" for f in ("golden_agreement", "rogan_gladen")},
+    **{(f, "score"): "a normalised judge score" for f in ("binarize_likert", "discrepancy", "mean_score_ensemble",
+                                                          "normalize_likert")},
+    ("ppi_mean", "score"): "prediction-powered inference's judge scores",
+    ("ppi_mean", "truth"): "prediction-powered inference's human scores",
+    **{(f, "truth"): "a forecast table's outcome (calibration)" for f in
+       ("brier_score", "calibration_metrics", "expected_calibration_error", "reliability_table")},
+    **{(f, "condition"): "the attempt log's model column" for f in ("code_frequencies", "contingency_test", "experiment3",
+                                                                     "experiment4")},
+    **{(f, "condition"): "the attempt log's prompt column" for f in ("experiment1", "experiment2")},
+}
+
+
+def default_column(data: object, argument: str) -> str:
+    """The name the table ``data`` gives column argument ``argument`` (:data:`TABLES`).
+
+    Parameters
+    ----------
+    data : DataFrame
+        A table hce makes.
+    argument : str
+        A column argument (``item``, ``condition``, ``score``, ``truth``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> default_column(pd.DataFrame(columns=["item_id", "criterion", "n", "n_errors", "mean", "sd"]), "score")
+    'sd'
+    >>> default_column(pd.DataFrame(columns=["item_id", "attempt", "total"]), "score")
+    'total'
+    """
+    columns = set(getattr(data, "columns", ()))
+    for table, (marks, names) in TABLES.items():
+        if set(marks) <= columns and argument in names:
+            return names[argument]
+    known = ", ".join(f"{t} ({names[argument]!r})" for t, (_, names) in TABLES.items() if argument in names)
+    raise TypeError(f"{argument}= is required: the data is none of the tables whose {argument} column hce knows: {known}")
+
+
+#: The rule for results: a statistic returns a tidy DataFrame; a model or a multi-table analysis
+#: returns a result object (its tables are DataFrames, :data:`RESULT_CLASSES`); a per-row recoding
+#: returns a Series aligned with the data. The exceptions, with the reason (tests/test_vocabulary.py).
+RESULT_CLASSES = ("AnalysisResult", "BayesResult", "CFAResult", "FactorResult", "InstrumentReport", "LmerResult",
+                  "OmegaResult", "ParallelResult", "VarianceComponents")
+ROW_RECODERS = ("agrees_with_mode", "agrees_with_repeat", "binarize_likert", "normalize_likert")
+RETURNS_OTHER: dict[str, str] = {
+    "p_adjust": "an array of adjusted p-values, as R's p.adjust and statsmodels' multipletests",
+    "count_sentences": "an array of counts, one per text",
+    "split_sentences": "the sentences of one text",
+    "edit_counts": "the counts of one reference/draft pair (edit_counts_table makes the frame)",
+    "edit_counts_from_matches": "as edit_counts",
+    "parse_formula": "the formula layer's objects, under lmer and bayes_*",
+    "build_design": "the formula layer's objects, under lmer and bayes_*",
+}
+
+#: Argument names users bring from pingouin and statsmodels, and hce's word for each: a typo
+#: message suggests it (``friedman(dv=...)``: did you mean ``score``?).
+OUTSIDE: dict[str, str] = {
+    "dv": "score",
+    "between": "condition",
+    "padjust": "p_adjust_method",
+    "p_adjust": "p_adjust_method",
+    "ci": "confidence",
+    "conf_level": "confidence",
+    "seed": "random_state",
+    "nboot": "n_boot",
+    "n_resamples": "n_boot",
+    "tail": "alternative",
+    "nan_policy": "error",
+}
+
 #: Where a retired name became another word than its :data:`RETIRED` replacement, and the
 #: names replaced that were never retired in general (function: old -> new).
 RENAMED_ELSEWHERE: dict[str, str] = {
@@ -112,6 +214,11 @@ RENAMED_ELSEWHERE: dict[str, str] = {
     "groups": "`levels` in rater_expertise and instrument_report (the two levels of `condition` compared)",
     "spread": "`data` in share_below, spread_summary and success_metric_2",
     "method": "`ci_method` in share_below and success_metric_2 (it was the interval method)",
+}
+
+#: ``random_state`` defaults to None except here, with the reason.
+RANDOM_STATE_OTHER: dict[str, tuple[int, str]] = {
+    "simulated_log": (0, "example data: the same log on every call, so examples and guides print what they say"),
 }
 
 #: The only defaults of ``n_boot``: 1000, or 0 where the bootstrap is opt-in (each listed).
@@ -186,7 +293,8 @@ F = TypeVar("F", bound=Callable)
 
 
 def markdown() -> str:
-    """The vocabulary as Markdown tables, for the glossary page: the arguments, then old -> new.
+    """The vocabulary as Markdown tables, for the glossary page: the arguments, old -> new, the
+    result columns and the tables whose column names give the defaults (:data:`TABLES`).
 
     Examples
     --------
@@ -205,7 +313,79 @@ def markdown() -> str:
                f"| `{', '.join(EFFECT_COLUMNS)}` | an effect size beside a test, and its interval |",
                f"| `{', '.join(TEST_COLUMNS)}` | a test |",
                f"| `{', '.join(COUNT_COLUMNS)}` | what was counted |"]  # fmt: skip
-    return "\n".join([*arguments, "", *retired, "", *results]) + "\n"
+    defaults = ["| table hce makes | recognised by its columns | default column names |", "| --- | --- | --- |",
+                *(f"| {t} | {', '.join(f'`{c}`' for c in marks)} | {', '.join(f'{a}=`{c}`' for a, c in names.items())} |"
+                  for t, (marks, names) in TABLES.items())]  # fmt: skip
+    return "\n".join([*arguments, "", *retired, "", *results, "", *defaults]) + "\n"
+
+
+def check_keywords(name: str, parameters: Mapping[str, inspect.Parameter], given: Iterable[str]) -> None:
+    """Refuse a keyword ``name()`` does not take, naming the function and the closest valid keyword.
+
+    The closest keyword is the one hce uses for an outside name (:data:`OUTSIDE`, :data:`RETIRED`),
+    else the nearest spelling; without one, the message lists every keyword.
+
+    Parameters
+    ----------
+    name : str
+        The function, as the message names it.
+    parameters : mapping of str to inspect.Parameter
+        Its signature's parameters.
+    given : iterable of str
+        The keywords of the call.
+
+    Examples
+    --------
+    >>> def friedman(data, *, item="item_id", score="sd"): ...
+    >>> check_keywords("friedman", inspect.signature(friedman).parameters, ["dv"])
+    Traceback (most recent call last):
+    ...
+    TypeError: friedman() got an unexpected keyword argument 'dv'; did you mean score=? (it takes data, item, score)
+    """
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return
+    for word in given:
+        if word in parameters:
+            continue
+        valid = [n for n, p in parameters.items() if p.kind is not p.POSITIONAL_ONLY]
+        guess = next((g for g in (OUTSIDE.get(word), RETIRED.get(word)) if g in parameters), None)
+        guess = guess or next(iter(difflib.get_close_matches(word, valid, n=1, cutoff=0.6)), None)
+        hint = f"; did you mean {guess}=?" if guess else ""
+        raise TypeError(f"{name}() got an unexpected keyword argument {word!r}{hint} (it takes {', '.join(valid)})")
+
+
+def keywords_checked(func: F) -> F:
+    """Make a typo in a keyword of ``func`` name ``func`` and the keyword meant (:func:`check_keywords`).
+
+    :func:`renamed` and the statistics' frame check do this already; this is for the rest.
+
+    Parameters
+    ----------
+    func : callable
+
+    Returns
+    -------
+    callable
+        ``func``, wrapped.
+
+    Examples
+    --------
+    >>> @keywords_checked
+    ... def share(values, *, confidence=0.95):
+    ...     return confidence
+    >>> share([1], confidense=0.9)
+    Traceback (most recent call last):
+    ...
+    TypeError: share() got an unexpected keyword argument 'confidense'; did you mean confidence=? (it takes values, confidence)
+    """
+    parameters = inspect.signature(func).parameters
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        check_keywords(func.__name__, parameters, kwargs)
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def renamed(**retired: str) -> Callable[[F], F]:
@@ -236,7 +416,8 @@ def renamed(**retired: str) -> Callable[[F], F]:
     """
 
     def decorate(func: F) -> F:
-        parameters = inspect.signature(func).parameters.values()
+        signature = inspect.signature(func)
+        parameters = signature.parameters.values()
         n_positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
         keywords = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
 
@@ -245,6 +426,7 @@ def renamed(**retired: str) -> Callable[[F], F]:
             for old in retired.keys() & kwargs.keys():
                 raise TypeError(f"{func.__name__}() no longer takes {old!r}: use "
                                 f"{retired[old]}={kwargs[old]!r} (hce 0.x vocabulary, see the glossary)")  # fmt: skip
+            check_keywords(func.__name__, signature.parameters, kwargs)
             if len(args) > n_positional:
                 moved = ", ".join(f"{k}=..." for k in keywords[: len(args) - n_positional])
                 first = ", ".join(p.name for p in list(parameters)[:n_positional])

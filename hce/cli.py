@@ -71,7 +71,7 @@ def log_validate(
     """Check a log against the schema; report attempts, items, conditions and errors.
 
     Exits 2 when the file breaks the schema, 1 when it holds no attempts, (without
-    ``--allow-torn``) ends in a torn line, or has a score column holding text among its
+    --allow-torn) ends in a torn line, or has a score column holding text among its
     numbers ("three" for 3), 0 when it is valid.
     """
     with reported(), warnings.catch_warnings(record=True) as caught:
@@ -134,7 +134,7 @@ def rubric_validate(path: Path = typer.Argument(..., help="A rubric YAML file.")
 
 @rubric_app.command("behavior")
 def rubric_behavior(source: str = typer.Argument(..., help="A packaged behaviour name or a YAML file.")) -> None:
-    """Check a boolean behaviour spec (seed 001 section 3) and summarise it."""
+    """Check a boolean behaviour spec (the boolean judge specification's format) and summarise it."""
     with reported():
         spec = hce.load_behavior(source)
     console.print(
@@ -413,7 +413,7 @@ def sim_server(
         raise typer.Exit(code=2) from None
 
 
-_STUDY_TEMPLATE = """# A study of seed 000's Experiments 1-5. Only what differs from the packaged defaults
+_STUDY_TEMPLATE = """# A study of the Rubric v5.0 protocol's Experiments 1-5. Only what differs from the packaged defaults
 # (hce/study/data/study_default.yaml, the protocol's numbers) needs to be here.
 name: my-study
 output: study_output
@@ -549,12 +549,12 @@ def report(
     logs: list[Path] = typer.Argument(..., help="A study's output folder, or one or more attempt logs (.jsonl, .csv, .parquet)."),
     out: Path = typer.Option(Path("reports/study"), "--out", help="Folder for report.md, report.html, tables/, figures/."),
     title: str = typer.Option("LLM judge study report", help="Report title."),
-    strata: list[str] = typer.Option([], "--strata", help="Demographic column(s) for the fairness analysis (Success Metric 6)."),
+    strata: list[str] = typer.Option([], "--strata", help="Demographic column(s) for the fairness analysis (the protocol's success metric: no detrimental difference across strata)."),
     metadata: list[str] = typer.Option([], "--metadata", help="Transcript metadata column(s) for Experiment 5."),
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
     rubric: str | None = typer.Option(None, "--rubric", help="Rubric the log was judged with (packaged name or YAML); generic report."),
     generic: bool = typer.Option(False, "--generic", help="The generic report even for a log of the PRD's Experiments 1-5."),
-    seed: int = typer.Option(0, "--seed", help="Seeds the bootstrap and simulation intervals (the same report each run)."),
+    seed: int = typer.Option(0, "--seed", help="Seeds the bootstrap and simulation intervals (the same report each run): the random_state of hce.report.report."),
     engine: str = typer.Option("pandas", "--engine", help="Where the statistics run: pandas (the log in memory), or duckdb, "
                                "polars, spark (PATH is one Parquet/JSONL file or directory, read lazily: logs larger than "
                                "memory), or auto (DuckDB past 256 MB on disk, else pandas)."),

@@ -1,7 +1,8 @@
 """Build the documentation site and open it: ``python -m hce.docs [--no-open]``.
 
 The site's sources are in the repository's ``docs/`` folder (an editable install, as the README
-installs hce, finds them); it is built with Sphinx, warnings as errors, exactly as CI builds it.
+installs hce, finds them); it is built with Sphinx, warnings and unresolved cross-references
+as errors, exactly as CI builds it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # The arguments of `python -m sphinx`, relative to the repository root; .ci/run runs the same.
-SPHINX_ARGS = ("-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
+SPHINX_ARGS = ("-n", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
 
 
 def build(root: Path = ROOT) -> Path:

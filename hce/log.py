@@ -179,7 +179,7 @@ def validate_log(
     otherwise a :class:`~hce.errors.LogFormatError` names the first offending row and
     column. ``error_flag`` may be absent (taken as all False); other required columns
     must be present. Unknown columns are kept untouched. ``attempt_id`` must be unique
-    (unless ``unique=False``, for :func:`merge_logs`, which picks one row per attempt).
+    (unless ``unique=False``, for ``merge_logs``, which picks one row per attempt).
 
     Parameters
     ----------
@@ -448,7 +448,7 @@ def read_log(
         Several files are read as one log, in the order given; an attempt (``attempt_id``)
         in two of them is an error naming both files and lines, as is a log passed with
         the ``<log>.retried.jsonl`` a retry set its failed calls aside in. Combine logs
-        that overlap on purpose with :func:`merge_logs` (``hce log merge``).
+        that overlap on purpose with ``merge_logs`` (``hce log merge``).
     format : {"jsonl", "csv", "parquet"}, optional
     columns : list of str, optional
         Read only these columns (Parquet reads nothing else from disk; a fast way to
@@ -566,7 +566,7 @@ def combine_logs(logs: Sequence[pd.DataFrame], *, row_labels: Sequence[str] | No
     ------
     LogFormatError
         An ``attempt_id`` in two rows, naming both (counting an attempt twice shrinks
-        every spread and inflates every count); :func:`merge_logs` combines overlapping
+        every spread and inflates every count); ``merge_logs`` combines overlapping
         logs on purpose.
 
     Examples
@@ -795,7 +795,16 @@ def _read_parquet(path: Path, columns: Sequence[str] | None) -> tuple[pd.DataFra
 def write_log(data: pd.DataFrame, path: str | os.PathLike, *, format: Format | None = None) -> None:
     """Validate a log and write it whole as JSONL, CSV or Parquet (replacing the file).
 
-    For appending attempts one at a time while a run is going, use :class:`LogWriter`.
+    For appending attempts one at a time while a run is going, use ``LogWriter``.
+
+    Parameters
+    ----------
+    data : DataFrame
+        The attempt log.
+    path : str or PathLike
+        The file written.
+    format : {"jsonl", "csv", "parquet"}, optional
+        Default: from the file's extension.
 
     Examples
     --------
@@ -857,7 +866,7 @@ def to_long(
         ``total`` alone when the log has no numeric column outside the schema. Any other
         log is refused rather than guessed at: name its criteria.
     rubric : Rubric or str or path, optional
-        The rubric the log was judged with (a :class:`~hce.rubric.Rubric`, a packaged
+        The rubric the log was judged with (a ``hce.rubric.Rubric``, a packaged
         name or a YAML file); its criteria must all be columns of the log.
     include_total : bool
         Also stack ``total`` (as criterion ``"total"``) when present.

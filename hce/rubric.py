@@ -461,13 +461,23 @@ def packaged_behaviors() -> list[str]:
 
 
 def load_behavior(source: str | Path) -> BehaviorSpec:
-    """Load a boolean behaviour spec (seed 001 section 3): a packaged name or a YAML file.
+    """Load a boolean behaviour spec (the boolean judge specification's behaviour format): a packaged name or a YAML file.
 
     Required fields: ``behavior_id``, ``description``, ``category``, ``severity`` (one of
     low/medium/high/critical), ``pass_conditions`` (AND-ed). Optional: ``field_name``,
     ``ground_truth_source``, ``input_context`` (``include``/``ignore`` lists),
     ``automatic_fail``, ``acceptable_variations``, ``uncertainty_policy`` (``fail_and_flag``
     by default, or ``fail``), ``examples`` (each with ``name`` and ``expected_pass``).
+
+    Parameters
+    ----------
+    source : str or Path
+        A packaged behaviour's name (``hce/data/behaviors/``) or a YAML file.
+
+    Returns
+    -------
+    BehaviorSpec
+        The checked spec.
 
     Examples
     --------

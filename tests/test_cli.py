@@ -1,3 +1,5 @@
+import re
+
 import pandas as pd
 from typer.testing import CliRunner
 
@@ -142,3 +144,25 @@ def test_log_validate_flags_text_in_a_score_column(tmp_path):
     assert result.exit_code == 1
     assert "column 'accuracy' holds numbers and text: attempt_id 'b' has 'three'" in result.output
     assert "'note'" not in result.output
+
+
+def _help_texts(command, path="hce"):
+    """Every help text of the command line: each command's and each option's."""
+    yield path, command.help or ""
+    for param in command.params:
+        yield f"{path} {(getattr(param, 'opts', None) or [param.name])[0]}", getattr(param, "help", "") or ""
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _help_texts(sub, f"{path} {name}")
+
+
+def test_help_speaks_to_users_not_to_the_spec_files():
+    """Issue 36: no internal shorthand ("seed 001 section 3", "Success Metric 6", "Table 3") and
+    no literal RST markup (``--allow-torn``) in what ``--help`` prints."""
+    import typer
+
+    from hce.cli import app
+
+    shorthand = re.compile(r"seed 00\d|Success Metric \d|Table \d|``")
+    found = [f"{where}: {m.group(0)!r}" for where, text in _help_texts(typer.main.get_command(app))
+             for m in shorthand.finditer(text)]
+    assert not found, "\n".join(found)

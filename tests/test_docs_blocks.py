@@ -233,3 +233,13 @@ def test_page_slow_blocks_run(page, tmp_path, request, sim_url, in_folder):
 def test_every_file_block_has_one_path():
     paths = [b.tags["file"] for b in FILES]
     assert len(paths) == len(set(paths)), f"two blocks write the same file: {sorted(paths)}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_pages_import_only_public_names(page):
+    """Issue 36: a guide shows what a user may rely on; ``hce.stats._simulate`` is not that."""
+    private = [f"{b.where}: {line.strip()}" for b in ALL[page] if b.language == "python"
+               for line in b.code.splitlines()
+               if re.match(r"\s*(from|import)\s+hce(\.\w+)*\._", line) or re.search(r"import .*\b_\w+", line)
+               and "hce" in line]
+    assert not private, "private imports in a guide:\n" + "\n".join(private)

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 README = REPO / "README.md"
 sys.path.insert(0, str(DOCS / "_ext"))
-from hce_api import MODULES, SUBPACKAGES, api_names, public  # noqa: E402
+from hce_api import MODULES, SUBPACKAGES, api_names, figure_scraper, public  # noqa: E402
 
 GENERATED = ("_build", "auto_examples", "api/generated", "sg_execution_times.rst")
 
@@ -41,7 +41,7 @@ def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("site")
     shutil.copy(README, root / "README.md")
     shutil.copytree(DOCS, root / "docs", ignore=shutil.ignore_patterns(*(Path(g).name for g in GENERATED)))
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-n", "-W", "--keep-going", "-q", "-b", "html",
                            "-D", "plot_gallery=0", "docs", "html"], cwd=root, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -86,6 +86,23 @@ def test_api_page_shows_the_numpydoc_sections(site):
         assert re.search(rf">{section}<", page), f"hce.stats.icc's page lacks {section}"
 
 
+@pytest.mark.parametrize(("name", "members"), [
+    ("hce.stats.LmerResult", ("summary", "fixef", "varcorr", "ranef", "icc", "anova", "contrasts", "npar")),
+    ("hce.stats.BayesResult", ("summary", "diagnostics", "flags", "converged", "ppc", "plot_ppc", "loo", "compare",
+                               "expected", "expected_pairs", "noise", "noise_pairs", "items", "score_distribution",
+                               "attempts")),
+    ("hce.stats.VarianceComponents", ("d_study", "summary")),
+    ("hce.stats.AnalysisResult", ("summary",)),
+])
+def test_result_class_pages_document_each_method(site, name, members):
+    """Issue 36, item 2: a result class's page has an entry per method and property, and its
+    signature shows no private field (``_beta``)."""
+    page = (site / "api" / "generated" / f"{name}.html").read_text(encoding="utf-8")
+    missing = [m for m in members if f'id="{name}.{m}"' not in page]
+    assert not missing, f"{name}'s page has no entry for {missing}"
+    assert "_beta" not in page and "_cov_beta" not in page
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 @pytest.mark.parametrize("page, words", [
     ("index.html", ["User guides", "Getting started", "API reference"]),
@@ -108,3 +125,20 @@ def test_docs_command_says_where_the_sources_are(tmp_path):
 
     with pytest.raises(FileNotFoundError, match=r"pip install -e"):
         docs.build(tmp_path)
+
+
+def test_gallery_scraper_shows_each_figure_an_example_holds_once(tmp_path):
+    """Issue 36, item 4: hce's figures live outside pyplot, so sphinx-gallery's own scraper saw
+    none and every card showed the placeholder; figure_scraper saves the example's figures."""
+    import hce.stats as hs
+    from hce.report.document import Figure, Report
+    from hce.report.figures import sd_by_condition
+
+    spread = hs.item_spread(hs.simulated_log(n_items=6, n_attempts=3, noise={"A": 0.2, "B": 0.6}))
+    report = Report("demo")
+    report.section("spread").add(Figure(sd_by_condition(spread, condition="condition_id"), "sd", "SD by condition"))
+    paths = (tmp_path / f"image_{k}.png" for k in range(1, 10))
+    block_vars = {"example_globals": {"report": report}, "image_path_iterator": paths}
+    rst = figure_scraper(None, block_vars, {"src_dir": str(tmp_path)})
+    assert (tmp_path / "image_1.png").stat().st_size > 1000 and "image_1.png" in rst
+    assert figure_scraper(None, block_vars, {"src_dir": str(tmp_path)}) == ""  # shown once

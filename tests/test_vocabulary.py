@@ -94,7 +94,8 @@ def test_seeds_intervals_and_resample_counts_use_one_name_and_one_default(name):
     parameters = inspect.signature(FUNCTIONS[name]).parameters
     short = _short(name)
     if "random_state" in parameters:
-        assert parameters["random_state"].default is None, f"{name}: random_state must default to None"
+        want = vocab.RANDOM_STATE_OTHER.get(short, (None,))[0]
+        assert parameters["random_state"].default == want, f"{name}: random_state must default to {want}"
     if "n_boot" in parameters:
         default = parameters["n_boot"].default
         if short in vocab.N_BOOT_OPT_IN:
@@ -241,4 +242,77 @@ def test_result_frames_bound_estimate_or_effect_size():
                     problems.append(f"{where}: ci_low/ci_high without {point!r}")
             if "effect_size" in columns and not set(vocab.EFFECT_COLUMNS) <= columns:
                 problems.append(f"{where}: effect_size without {vocab.EFFECT_COLUMNS[1:]}")
+    assert not problems, "\n".join(problems)
+
+
+def _typo(word: str) -> str:
+    """A one-letter slip: the last letter doubled (``score`` -> ``scoree``)."""
+    return word + word[-1]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, f in FUNCTIONS.items() if "." not in n.removeprefix("hce.study.").removeprefix("hce.report.")))
+def test_a_keyword_typo_names_the_function_and_the_keyword_meant(name):
+    """Issue 36: ``friedman(dv=...)`` says friedman() and score=, as icc's retired names do."""
+    function = FUNCTIONS[name]
+    parameters = inspect.signature(function).parameters
+    keywords = [p for p in parameters.values() if p.kind is p.KEYWORD_ONLY] or list(parameters.values())[1:]
+    meant = (keywords or list(parameters.values()))[0].name
+    with pytest.raises(TypeError, match=rf"^{_short(name)}\(\) got an unexpected keyword argument "
+                                        rf"'{_typo(meant)}'; did you mean {meant}=\?"):
+        function(**{_typo(meant): None})
+
+
+@pytest.mark.parametrize(("name", "given", "meant"), [("friedman", "dv", "score"), ("posthoc", "padjust", "p_adjust_method"),
+                                                       ("expected_calibration_error", "nbins", "n_bins")])
+def test_the_names_users_bring_from_pingouin_and_statsmodels_are_translated(name, given, meant):
+    with pytest.raises(TypeError, match=rf"{name}\(\) got an unexpected keyword argument '{given}'; did you mean {meant}="):
+        FUNCTIONS[name](pd.DataFrame(), **{given: 1})
+
+
+COLUMN_ARGUMENTS = ("item", "rater", "score", "truth", "condition")
+
+
+def test_column_defaults_follow_the_one_rule():
+    """Issue 36: a column argument is required, or defaults to the name a table hce makes gives
+    the column (hce._vocabulary.TABLES), or is an older default listed with its table in
+    DEFAULTS_KEPT. ``kruskal_wallis(spread)`` then reads ``sd`` as ``mann_whitney(spread)`` does."""
+    table_names = {a: {names[a] for _, names in vocab.TABLES.values() if a in names} for a in COLUMN_ARGUMENTS}
+    problems = []
+    for name, function in FUNCTIONS.items():
+        for p in inspect.signature(function).parameters.values():
+            if p.name in COLUMN_ARGUMENTS and isinstance(p.default, str):
+                if p.default not in table_names[p.name] and (_short(name), p.name) not in vocab.DEFAULTS_KEPT:
+                    problems.append(f"{name}: {p.name}={p.default!r} is no table's name (hce._vocabulary.TABLES): "
+                                    f"make it required, or None read from the table (default_column)")
+    assert not problems, "\n".join(problems)
+
+
+def test_kruskal_wallis_reads_item_spreads_table_as_mann_whitney_does():
+    log = hs.simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    spread = hs.item_spread(log)
+    out = hs.kruskal_wallis(spread, random_state=0)
+    assert out["n"].iloc[0] == len(spread)  # the SDs, one per item x condition
+    # H on two groups is the square of the Mann-Whitney z without continuity correction
+    u = hs.mann_whitney(spread, continuity=False)
+    assert out["p_value"].iloc[0] == pytest.approx(u["p_value"].iloc[0], rel=1e-9)
+    assert hs.kruskal_wallis(log, random_state=0)["n"].iloc[0] == log["total"].notna().sum()  # a log: its totals
+
+
+def test_a_table_hce_does_not_know_needs_the_column_named():
+    with pytest.raises(TypeError, match=r"score= is required"):
+        hs.kruskal_wallis(pd.DataFrame({"condition_id": ["a", "b"], "x": [1.0, 2.0]}))
+
+
+def test_every_statistic_returns_a_frame_a_result_object_or_says_why_not():
+    """Issue 36: one rule for what a statistic returns (hce._vocabulary, RESULT_CLASSES)."""
+    problems = []
+    for name in hs.__all__:
+        function = getattr(hs, name)
+        if not inspect.isfunction(function):
+            continue
+        returns = str(inspect.signature(function).return_annotation)
+        fits = (returns in ("pd.DataFrame", "DataFrame") or returns in vocab.RESULT_CLASSES
+                or (returns in ("pd.Series", "Series") and name in vocab.ROW_RECODERS) or name in vocab.RETURNS_OTHER)
+        if not fits:
+            problems.append(f"{name} returns {returns}: a DataFrame, a result object or an entry in RETURNS_OTHER")
     assert not problems, "\n".join(problems)

@@ -9,6 +9,7 @@ is documented there once; a subpackage's page lists only what no page before it 
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from pathlib import Path
 
@@ -90,7 +91,59 @@ def gallery_pattern(examples: Path, data: Path | None = None) -> str:
     return "|".join(rf"/{re.escape(s)}\.py$" for s in sorted(runnable)) or r"^$"
 
 
+def figure_scraper(block, block_vars, gallery_conf, **kwargs) -> str:
+    """sphinx-gallery image scraper: the figures an example holds, for its page and its card.
+
+    hce draws with matplotlib's ``Figure`` objects, never pyplot's global state (a report must
+    not change it), so sphinx-gallery's matplotlib scraper saw no figure and every gallery
+    card showed the placeholder. This one takes, after each block, every matplotlib Figure
+    the example's variables hold (alone, or in an hce Report's figures) that it has not shown.
+    """
+    from matplotlib.figure import Figure
+    from sphinx_gallery.scrapers import figure_rst
+
+    from hce.report.document import Report
+
+    shown = block_vars.setdefault("hce_shown_figures", set())
+    found = []
+    for value in list(block_vars["example_globals"].values()):
+        if isinstance(value, Figure):
+            found.append(value)
+        elif isinstance(value, Report):
+            found += [f.figure for f in value.figures()]
+    paths = []
+    for figure in found:
+        if id(figure) in shown:
+            continue
+        shown.add(id(figure))
+        path = next(block_vars["image_path_iterator"])
+        figure.savefig(path, dpi=100, bbox_inches="tight")
+        paths.append(path)
+    return figure_rst(paths, gallery_conf["src_dir"]) if paths else ""
+
+
+def public_signature(app, what, name, obj, options, signature, return_annotation):
+    """autodoc's ``autodoc-process-signature``: a class's signature without its private fields.
+
+    A result class made by hce (``LmerResult``) keeps internal state in dataclass fields
+    named ``_beta``, ``_pls``...; ``field(repr=False)`` hides them from ``repr`` but not
+    from the constructor's signature, which the page would show. They are dropped, with
+    the annotations (the docstring gives the types, as everywhere on the site).
+    """
+    if what != "class" or signature is None:
+        return None
+    try:
+        parameters = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if not any(p.name.startswith("_") for p in parameters):
+        return None
+    shown = [p.replace(annotation=inspect.Parameter.empty) for p in parameters if not p.name.startswith("_")]
+    return str(inspect.Signature(shown)), return_annotation
+
+
 def setup(app):
     # Before Sphinx lists the source files, so autosummary sees the pages and writes their stubs.
     app.connect("config-inited", write_pages)
+    app.connect("autodoc-process-signature", public_signature)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -76,11 +76,15 @@ def finish(report: Report, out: Path, rows: list[dict]) -> None:
     print(f"\nwrote {out}/report.md, report.html, headline.csv, tables/ and figures/")
 
 
-def run(name: str, folders: list[str], title: str, *parts: Callable[[Report, Path], list[dict]]) -> None:
-    """The command line of an example: each part adds its sections and returns headline rows."""
+def run(name: str, folders: list[str], title: str, *parts: Callable[[Report, Path], list[dict]]) -> Report:
+    """The command line of an example: each part adds its sections and returns headline rows.
+
+    The report is returned: its figures are the example's on the gallery page and card.
+    """
     args = arguments(name)
     root = data_folder(args.data, *folders)
     report = Report(title)
     with kept_warnings(report):
         rows = [row for part in parts for row in part(report, root)]
     finish(report, args.out, rows)
+    return report

@@ -160,5 +160,5 @@ def corrected_pass_rate(section, items: pd.DataFrame) -> list[dict]:
 
 
 if __name__ == "__main__":
-    run("health_rating_agreement", [KQA, HEALTHBENCH],
+    report = run("health_rating_agreement", [KQA, HEALTHBENCH],
         "Physician agreement as the ceiling for an LLM judge (K-QA, HealthBench)", kqa, healthbench)

@@ -288,5 +288,5 @@ def summeval(report: Report, root: Path) -> list[dict]:
 
 
 if __name__ == "__main__":
-    run("reanalyse_repeated_judges", [TOPICAL, SUMMEVAL],
+    report = run("reanalyse_repeated_judges", [TOPICAL, SUMMEVAL],
         "Reanalysis of published repeated-sample LLM-judge logs", topical, summeval)

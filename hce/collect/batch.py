@@ -51,6 +51,7 @@ from openai.types.chat import ChatCompletion
 
 from hce._paths import cause
 from hce._warnings import warn
+from hce._docstrings import fill_doc
 from hce.collect.client import CallResult, JudgeClient, chat_body, fill
 from hce.collect.design import Design, load_design
 from hce.collect.failed import BATCH_FAILED, set_aside_failed
@@ -80,8 +81,22 @@ CANCELLING = ("cancelling", "cancelled")
 
 @dataclass(frozen=True)
 class BatchSummary(RunSummary):
-    """A :class:`RunSummary` with the ``batch_ids`` of this log's batches and ``waiting``,
-    the batches still open when the run returned (``wait=False`` or a poll timeout)."""
+    """A :class:`RunSummary` of a batch run, as :func:`run_batch` returns it.
+
+    Attributes
+    ----------
+    batch_ids : tuple of str
+        This log's batches.
+    waiting : int
+        Batches still open when the run returned (``wait=False`` or a poll timeout).
+
+    Examples
+    --------
+    >>> from hce.collect import BatchSummary
+    >>> print(BatchSummary(planned=4, skipped=0, done=0, errors=0, retries=0, cost_usd=0.0,
+    ...                    wall_s=1.0, log="run.jsonl", batch_ids=("batch_1",), waiting=1))
+    0 attempts run, 0 already logged, of 4 planned; 0 flagged, 0 retries, $0.0000, 1.0 s -> run.jsonl; batches batch_1; 1 still open: run again to collect them
+    """
 
     batch_ids: tuple[str, ...] = ()
     waiting: int = 0
@@ -182,6 +197,7 @@ def batch_result(entry: Mapping[str, Any]) -> CallResult:
 
 
 @one_writer  # one collector per log (hce.collect.lock)
+@fill_doc
 async def run_batch_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
@@ -206,10 +222,13 @@ async def run_batch_async(
     design : Design, path of a design YAML, or mapping
     log : path
         The JSONL log to append to (created if missing); its batches are recorded in
-        :func:`state_path`, and a rerun resumes them.
+        ``state_path``, and a rerun resumes them.
     client : JudgeClient, optional
         Default: one built from the design's endpoint, ``base_url``/``api_key`` (else
         ``$OPENAI_BASE_URL`` and the variable ``endpoint.api_key_env`` names).
+    base_url, api_key : str, optional
+        The server and key of the design's one endpoint (default: the endpoint's
+        ``base_url``, else ``$OPENAI_BASE_URL``, and the variable ``api_key_env`` names).
     resubmit_failed : bool
         Move the rows of calls that failed (inside a batch, or online after their retries)
         out of the log into ``<log>.retried.jsonl`` and send them again; a malformed reply
@@ -226,8 +245,7 @@ async def run_batch_async(
         batch price) would pass this many USD (default: the design's ``run.max_cost_usd``).
     progress : bool
         Show each batch's status and request counts on stderr.
-    random_state : int, optional
-        Seeds the retry jitter of the control calls.
+    %(random_state)s
 
     Returns
     -------
@@ -238,6 +256,18 @@ async def run_batch_async(
     CollectError
         When the provider rejects a batch file (the batch ends ``failed``: its errors are
         quoted) or a control call keeps failing; batches already created stay recorded.
+
+    Examples
+    --------
+    >>> import asyncio, tempfile, os
+    >>> from hce.collect import SimServer, run_batch_async
+    >>> design = {"attempts": 2, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
+    ...           "items": [{"id": "T1", "text": "Doctor: How are you?\\nPatient: I walk sometimes."}]}
+    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with SimServer().start() as server:
+    ...     summary = asyncio.run(run_batch_async(design, log, base_url=server.url, api_key="local", poll_interval=0.01))
+    >>> summary.done
+    2
     """
     design = design if isinstance(design, Design) else load_design(design)
     check_batch(design)
@@ -292,6 +322,18 @@ def run_batch(design: Design | str | os.PathLike | Mapping[str, Any], log: str |
 
     A ``client=`` given here is closed when the run ends.
 
+    Parameters
+    ----------
+    design : Design, path of a design YAML, or mapping
+    log : path
+        The JSONL attempt log.
+    **kwargs
+        The keywords of :func:`run_batch_async`.
+
+    Returns
+    -------
+    BatchSummary
+
     Examples
     --------
     >>> import tempfile, os, hce
@@ -309,12 +351,34 @@ def run_batch(design: Design | str | os.PathLike | Mapping[str, Any], log: str |
 
 @dataclass(frozen=True)
 class CancelSummary:
-    """What a cancel did: the batches ``cancelled`` now (ids), those ``earlier`` cancelled and
-    still open, those that had ``ended`` before the cancel reached them, the uploaded input
-    files ``withdrawn`` before their batch was created; then, of the results collected,
-    ``done`` rows logged (``errors`` flagged, ``cost_usd``), ``waiting`` batches still
-    cancelling, and ``missing``: the design's attempts not in the log, which the next
-    ``run_batch`` sends (once ``waiting`` is 0)."""
+    """What a cancel did, as :func:`cancel_batches` returns it.
+
+    Attributes
+    ----------
+    cancelled, earlier, ended : tuple of str
+        Batch ids cancelled now, cancelled earlier and still open, and ended before the
+        cancel reached them.
+    withdrawn : tuple of str
+        Uploaded input files withdrawn before their batch was created.
+    done, errors : int
+        Rows logged from the results collected, and those flagged.
+    cost_usd : float
+        Cost of the collected results.
+    waiting : int
+        Batches still cancelling.
+    missing : int
+        The design's attempts not in the log, which the next :func:`run_batch` sends (once
+        ``waiting`` is 0).
+    log : str
+        The attempt log.
+
+    Examples
+    --------
+    >>> from hce.collect import CancelSummary
+    >>> print(CancelSummary(cancelled=(), earlier=(), ended=(), withdrawn=(), done=0, errors=0,
+    ...                     cost_usd=0.0, waiting=0, missing=0, log="run.jsonl"))
+    nothing to cancel: no open batch is recorded in run.jsonl.batch.json
+    """
 
     cancelled: tuple[str, ...]
     earlier: tuple[str, ...]
@@ -363,7 +427,7 @@ async def cancel_batches_async(
 ) -> CancelSummary:
     """Cancel the open batches of a log and collect what they finished; nothing new is sent.
 
-    Every batch recorded in :func:`state_path` and not yet ingested is asked to cancel
+    Every batch recorded in ``state_path`` and not yet ingested is asked to cancel
     (``POST /batches/{id}/cancel``); one that has ended meanwhile is just collected. An
     uploaded input file whose batch was never created (a run stopped between the two) is
     looked for in the provider's batch list: its batch, if found, is cancelled too, and
@@ -383,11 +447,13 @@ async def cancel_batches_async(
         The design the batches were run for (to log their results).
     log : path
         The JSONL attempt log whose batches are cancelled.
-    client, base_url, api_key, poll_interval, max_poll_interval, progress, random_state
+    client, base_url, api_key
         As for :func:`run_batch_async`.
     wait : bool
         Poll until every cancelled batch has ended and is logged (default; OpenAI takes up
         to 10 minutes); False sends the cancels, checks once and returns.
+    poll_interval, max_poll_interval, progress, random_state
+        As for :func:`run_batch_async`.
 
     Returns
     -------
@@ -397,6 +463,18 @@ async def cancel_batches_async(
     ------
     CollectError
         When a control call keeps failing (cancels already accepted stay recorded).
+
+    Examples
+    --------
+    >>> import asyncio, tempfile, os
+    >>> from hce.collect import SimServer, cancel_batches_async
+    >>> design = {"attempts": 2, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
+    ...           "items": [{"id": "T1", "text": "Doctor: How are you?"}]}
+    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with SimServer().start() as server:  # no batch was run: nothing to cancel
+    ...     summary = asyncio.run(cancel_batches_async(design, log, base_url=server.url, api_key="local"))
+    >>> summary.cancelled
+    ()
     """
     design = design if isinstance(design, Design) else load_design(design)
     session = _Session(design, log, client, base_url, api_key, random_state, progress, poll_interval, max_poll_interval)
@@ -430,6 +508,18 @@ def cancel_batches(
     design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any
 ) -> CancelSummary:
     """Synchronous :func:`cancel_batches_async` (for scripts and the CLI).
+
+    Parameters
+    ----------
+    design : Design, path of a design YAML, or mapping
+    log : path
+        The JSONL attempt log.
+    **kwargs
+        The keywords of :func:`cancel_batches_async`.
+
+    Returns
+    -------
+    CancelSummary
 
     Examples
     --------

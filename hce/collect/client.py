@@ -73,9 +73,35 @@ def _refused(base_url: str, status: int, message: str, model: str | None = None,
 class CallResult:
     """What one attempt's call produced: the reply and its record, or the final error.
 
-    ``retries`` counts tries beyond the first; ``latency_s`` is the wall time of the last
-    try; ``error_message`` is None when a reply came back; ``status`` is the HTTP status
-    of the answer that ended a failed attempt (None otherwise).
+    Attributes
+    ----------
+    response_text, finish_reason : str or None
+        The reply's text and why it ended.
+    model_version, system_fingerprint : str or None
+        The model that answered and the provider's configuration fingerprint.
+    input_tokens, output_tokens, cached_tokens, cache_write_tokens : int or None
+        The reply's token counts.
+    logprobs : list of dict or None
+        The tokens' log probabilities, when asked for.
+    latency_s : float or None
+        Wall time of the last try.
+    retries : int
+        Tries beyond the first.
+    error_message : str or None
+        None when a reply came back.
+    status : int or None
+        HTTP status of the answer that ended a failed attempt (None otherwise).
+    tries : list of str
+        Why each failed try failed, in order.
+    choices : list of tuple
+        Every choice of the reply in index order, ``(text, finish_reason, logprobs)``; the
+        first is also above.
+
+    Examples
+    --------
+    >>> from hce.collect import CallResult
+    >>> CallResult(response_text="Total: 14", finish_reason="stop").ok
+    True
     """
 
     response_text: str | None = None
@@ -97,6 +123,7 @@ class CallResult:
 
     @property
     def ok(self) -> bool:
+        """Whether a reply came back."""
         return self.error_message is None
 
 
@@ -151,12 +178,12 @@ class JudgeClient:
         else OpenAI.
     api_key : str, optional
         Default ``$OPENAI_API_KEY``, but only when the endpoint is OpenAI's own: any other
-        endpoint needs its key given (:func:`endpoint_key` reads it from the variable the
+        endpoint needs its key given (``endpoint_key`` reads it from the variable the
         endpoint names). Local servers accept any non-empty string.
     timeout : float
         Seconds allowed for one try.
     max_retries : int
-        Retries of a transient failure after the first try (3: seed 000 section 12).
+        Retries of a transient failure after the first try (3: the PRD's retry policy).
     backoff_base, backoff_max : float
         The wait before retry ``k`` (from 0) is ``min(backoff_max, backoff_base * 2**k)``
         times a uniform jitter factor in [0.5, 1]; a ``Retry-After`` header replaces it.
@@ -213,6 +240,7 @@ class JudgeClient:
         raise TypeError("a JudgeClient holds an API key and cannot be pickled")
 
     async def aclose(self) -> None:
+        """Close the HTTP connections (``async with`` does it on exit)."""
         await self._openai.close()
 
     async def __aenter__(self) -> JudgeClient:
@@ -222,7 +250,16 @@ class JudgeClient:
         await self.aclose()
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key struck out."""
+        """``text`` with the API key struck out.
+
+        Parameters
+        ----------
+        text : str
+
+        Returns
+        -------
+        str
+        """
         return text.replace(self._secret, "[API key removed]") if self._secret else text
 
     async def complete(self, messages: Sequence[Mapping[str, Any]], *, model: str, **settings: Any) -> CallResult:
@@ -234,7 +271,7 @@ class JudgeClient:
         model : str
         **settings
             ``temperature``, ``max_tokens``, ``top_p``, ``seed``, ``logprobs``,
-            ``top_logprobs``: the body is :func:`chat_body`'s.
+            ``top_logprobs``: the body is ``chat_body``'s.
 
         Returns
         -------
@@ -290,19 +327,49 @@ class JudgeClient:
             return result
 
     async def models(self) -> list[str]:
-        """Model ids the endpoint lists (``GET /models``)."""
+        """Model ids the endpoint lists (``GET /models``).
+
+        Returns
+        -------
+        list of str
+        """
         page = await self._openai.models.list()
         return [m.id for m in page.data]
 
     # The Batch API: the same key hygiene and retries, raising when a control call fails.
 
     async def upload_batch_file(self, name: str, data: bytes) -> str:
-        """Upload a batch input file (``POST /files``, purpose ``batch``); returns its file id."""
+        """Upload a batch input file (``POST /files``, purpose ``batch``).
+
+        Parameters
+        ----------
+        name : str
+            The file's name.
+        data : bytes
+            Its JSONL content.
+
+        Returns
+        -------
+        str
+            The file id.
+        """
         made = await self._control("upload of " + name, lambda: self._openai.files.create(file=(name, data), purpose="batch"))
         return made.id
 
     async def create_batch(self, input_file_id: str, metadata: Mapping[str, str] | None = None) -> Any:
-        """Create a 24-hour chat-completions batch over an uploaded file; returns the SDK's ``Batch``."""
+        """Create a 24-hour chat-completions batch over an uploaded file.
+
+        Parameters
+        ----------
+        input_file_id : str
+            The uploaded file's id.
+        metadata : mapping, optional
+            Key-value labels stored with the batch.
+
+        Returns
+        -------
+        openai.types.Batch
+        """
         return await self._control(
             "batch creation",
             lambda: self._openai.batches.create(
@@ -314,7 +381,19 @@ class JudgeClient:
         )
 
     async def find_batch(self, input_file_id: str, *, most: int = 1000) -> Any | None:
-        """The batch made over an uploaded file, looking through the ``most`` newest batches; else None."""
+        """The batch made over an uploaded file, looking through the ``most`` newest batches.
+
+        Parameters
+        ----------
+        input_file_id : str
+            The uploaded file's id.
+        most : int
+            How many of the newest batches are looked through.
+
+        Returns
+        -------
+        openai.types.Batch or None
+        """
         after: str | None = None
         for _ in range(max(1, most // 100)):
             extra = {"after": after} if after else {}
@@ -328,7 +407,16 @@ class JudgeClient:
         return None
 
     async def retrieve_batch(self, batch_id: str) -> Any:
-        """The batch's current state (status, request counts, output and error file ids)."""
+        """The batch's current state (status, request counts, output and error file ids).
+
+        Parameters
+        ----------
+        batch_id : str
+
+        Returns
+        -------
+        openai.types.Batch
+        """
         return await self._control(f"status of batch {batch_id}", lambda: self._openai.batches.retrieve(batch_id))
 
     async def cancel_batch(self, batch_id: str) -> Any:
@@ -341,6 +429,14 @@ class JudgeClient:
         'completed'." (``openai.ConflictError``, as BerriAI/litellm's
         tests/batches_tests/test_openai_batches_and_files.py expects of the live API); that
         is no failure here, so the batch is retrieved and returned as it ended.
+
+        Parameters
+        ----------
+        batch_id : str
+
+        Returns
+        -------
+        openai.types.Batch
         """
 
         async def cancel() -> Any:
@@ -353,7 +449,16 @@ class JudgeClient:
         return batch if batch is not None else await self.retrieve_batch(batch_id)
 
     async def file_content(self, file_id: str) -> bytes:
-        """The bytes of a file (a batch's output or error file)."""
+        """The bytes of a file (a batch's output or error file).
+
+        Parameters
+        ----------
+        file_id : str
+
+        Returns
+        -------
+        bytes
+        """
         reply = await self._control(f"download of {file_id}", lambda: self._openai.files.content(file_id))
         return reply.content
 

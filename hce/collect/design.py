@@ -37,7 +37,7 @@ Several providers in one design: ``endpoints:`` names them (each with the keys o
 ``tokens_per_minute``, ``batch``), and a condition (or ``defaults``) picks one with
 ``endpoint: NAME``; a single ``endpoint:`` is the endpoint named ``default``. Every
 mapping is checked against :mod:`hce.collect.schema` (unknown keys, types, ranges) and
-each condition against its endpoint's provider (:mod:`hce.collect.providers`).
+each condition against its endpoint's provider (``hce.collect.providers``).
     items:                        # a list, a folder of .txt files, or a .jsonl/.csv file
       - {id: T001, text: "Doctor: ... Patient: ..."}
       - {id: T002, file: transcripts/T002.txt, metadata: {source: DoVA}}
@@ -107,9 +107,34 @@ class Item:
 class Endpoint:
     """Where a condition's calls go: an OpenAI-compatible server and how to reach it.
 
-    ``kind`` is the provider (:mod:`hce.collect.providers`), inferred from the host unless
-    stated; ``concurrency`` and the rates are this endpoint's own limits (None: only the
-    run's); ``batch`` None means the provider's default.
+    Attributes
+    ----------
+    name : str
+        The name conditions use for it.
+    base_url : str or None
+        The server (None: ``$OPENAI_BASE_URL``, else OpenAI).
+    api_key_env : str or None
+        The environment variable holding the key.
+    needs_key : bool
+        Whether calls need a key (a local server may not).
+    kind : str
+        The provider (``hce.collect.providers``), inferred from the host unless stated.
+    timeout : float
+        Seconds a call may take.
+    max_retries : int
+        Retries of a failed call.
+    concurrency : int or None
+        This endpoint's own limit on calls in flight (None: only the run's).
+    requests_per_minute, tokens_per_minute : float or None
+        This endpoint's own rate limits (None: only the run's).
+    batch : bool or None
+        Whether the Batch API is used; None means the provider's default.
+
+    Examples
+    --------
+    >>> from hce.collect import Endpoint
+    >>> Endpoint(base_url="http://127.0.0.1:8000/v1", needs_key=False).host
+    'http://127.0.0.1:8000'
     """
 
     name: str = "default"
@@ -133,6 +158,7 @@ class Endpoint:
 
     @property
     def supports_batch(self) -> bool:
+        """Whether calls go through the Batch API (``batch``, else the provider's default)."""
         return self.batch if self.batch is not None else PROVIDERS[self.kind].batch
 
 
@@ -179,7 +205,18 @@ class CustomPrompt:
         Names the template and its settings; hashed into each row's ``settings_hash``, so a
         changed template under the same condition id is caught on resume.
 
+    Notes
+    -----
     Expected output tokens (rate limits, budget, estimates) are the condition's ``max_tokens``.
+
+    Examples
+    --------
+    >>> from hce.collect import CustomPrompt
+    >>> prompt = CustomPrompt(render=lambda item: [{"role": "user", "content": item.text}],
+    ...                       parse=lambda item, text: {"error_flag": text is None, "error_message": None},
+    ...                       version="echo-1")
+    >>> prompt.version
+    'echo-1'
     """
 
     render: Callable[[Item], list[dict[str, str]]]
@@ -199,7 +236,39 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Design:
-    """A parsed design; see the module notes for the YAML form."""
+    """A parsed design; see the module notes for the YAML form.
+
+    Attributes
+    ----------
+    experiment_id : str
+        The ``experiment_id`` of every attempt.
+    items, conditions : tuple
+        What is judged (``hce.collect.design.Item``) and how
+        (``hce.collect.design.Condition``: prompt x model x settings x endpoint).
+    attempts : int
+        Repeated attempts per item and condition.
+    rubric : Rubric
+        The rubric judged with.
+    endpoints : mapping of str to Endpoint
+        The servers, by the name conditions use.
+    concurrency : int
+        Calls in flight at most.
+    requests_per_minute, tokens_per_minute : float or None
+        The run's rate limits.
+    max_cost_usd : float or None
+        The run stops before its estimated cost passes this.
+    prompts : mapping of str to CustomPrompt
+        Prompts the caller renders and parses itself, by the prompt_id its conditions name.
+
+    Examples
+    --------
+    >>> from hce.collect import load_design
+    >>> design = load_design({"experiment_id": "demo", "attempts": 2,
+    ...                       "items": [{"id": "T1", "text": "Doctor: How are you?"}],
+    ...                       "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}]})
+    >>> len(design.plan())
+    2
+    """
 
     experiment_id: str
     items: tuple[Item, ...]
@@ -217,11 +286,25 @@ class Design:
     fingerprints: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def endpoint_of(self, cond: Condition) -> Endpoint:
-        """The endpoint a condition's calls go to."""
+        """The endpoint a condition's calls go to.
+
+        Parameters
+        ----------
+        cond : Condition
+
+        Returns
+        -------
+        Endpoint
+        """
         return self.endpoints[cond.endpoint]
 
     def plan(self) -> list[Attempt]:
-        """Every attempt of the design, item-major (item, condition, attempt number)."""
+        """Every attempt of the design, item-major (item, condition, attempt number).
+
+        Returns
+        -------
+        list of Attempt
+        """
         return [
             Attempt(make_attempt_id(self.experiment_id, item.id, cond.id, n), item, cond, n)
             for item in self.items
@@ -232,6 +315,15 @@ class Design:
 
 def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
     """Read a design from a YAML file or a mapping of the same shape.
+
+    Parameters
+    ----------
+    source : path or mapping
+        A design YAML file, or a mapping of the same shape.
+
+    Returns
+    -------
+    Design
 
     Raises
     ------

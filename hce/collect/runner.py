@@ -53,6 +53,7 @@ from typing import Any
 
 import pandas as pd
 
+from hce._docstrings import fill_doc
 from hce.collect.client import CallResult, JudgeClient, endpoint_key
 from hce.collect.design import Attempt, Condition, Design, Endpoint, Item, load_design
 from hce.collect.failed import call_failed, failed_attempt_ids, retried_path, set_aside_failed
@@ -92,11 +93,32 @@ REASONING_TOKENS = 80  # a step-by-step reply's paragraph per criterion, before 
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a run did: ``planned`` attempts, ``skipped`` (already logged), ``done`` now,
-    of which ``errors`` flagged, ``retries`` in total, ``cost_usd`` (priced calls only), ``wall_s``;
-    ``retried``: rows of failed calls moved out of the log to be sent again; ``failed``: calls
-    that got no reply (:func:`~hce.collect.failed.call_failed`), among the flagged; ``superseded``:
-    conditions whose rows made with other settings were moved out (``new_settings=True``)."""
+    """What a run did, as :func:`run` returns it.
+
+    Attributes
+    ----------
+    planned, skipped, done : int
+        Attempts of the design, those already logged, and those run now.
+    errors, retries : int
+        Attempts flagged among ``done``, and retries in total.
+    cost_usd, wall_s : float
+        Cost of the priced calls, and wall time.
+    log : str
+        The attempt log written.
+    retried : int
+        Rows of failed calls moved out of the log to be sent again.
+    failed : int
+        Calls that got no reply (``hce.collect.failed.call_failed``), among the flagged.
+    superseded : tuple
+        Conditions whose rows made with other settings were moved out (``new_settings=True``).
+
+    Examples
+    --------
+    >>> from hce.collect import RunSummary
+    >>> print(RunSummary(planned=4, skipped=1, done=3, errors=0, retries=0, cost_usd=0.01,
+    ...                  wall_s=2.0, log="run.jsonl"))
+    3 attempts run, 1 already logged, of 4 planned; 0 flagged, 0 retries, $0.0100, 2.0 s -> run.jsonl
+    """
 
     planned: int
     skipped: int
@@ -191,6 +213,14 @@ def estimate(
     and, with ``new_settings=True``, those of conditions whose settings changed (they would
     start afresh; without it such a log raises, as the run would); ``batch=True`` prices
     the calls at the Batch API's discount.
+
+    Parameters
+    ----------
+    design : Design or path of a design YAML
+    log : path, optional
+        The attempt log a run would resume.
+    batch, retry_failed, new_settings : bool
+        As for :func:`run_batch` and :func:`run`.
 
     Returns
     -------
@@ -569,6 +599,7 @@ def check_batch_budget(
 
 
 @one_writer  # one collector per log (hce.collect.lock)
+@fill_doc
 async def run_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
@@ -599,6 +630,9 @@ async def run_async(
         variable its endpoint names (read, for every endpoint, before anything is sent).
         A ``client`` or ``base_url``/``api_key`` stands for the endpoint of a design that
         uses one; for a design with several it is refused.
+    base_url, api_key : str, optional
+        The server and key of the design's one endpoint (default: the endpoint's
+        ``base_url``, else ``$OPENAI_BASE_URL``, and the variable ``api_key_env`` names).
     concurrency : int, optional
         Calls in flight at once in the whole run (default: the design's ``run``, else 8);
         an endpoint's own ``concurrency`` caps its share.
@@ -614,7 +648,7 @@ async def run_async(
         stay: they are never re-asked.
     new_settings : bool
         A condition whose settings changed under the same id (see
-        :mod:`hce.collect.fingerprint`) starts afresh: its old rows move to
+        ``hce.collect.fingerprint``) starts afresh: its old rows move to
         ``<log>.superseded.jsonl``. Without it such a log stops the run before any call.
     max_same_errors : int or None
         Stop the run when this many consecutive calls of one condition, for more than one
@@ -631,8 +665,7 @@ async def run_async(
         ``progress_every`` seconds and a last one at the end.
     progress_every : float
         Seconds between progress lines without a terminal (default 30).
-    random_state : int, optional
-        Seeds the retry jitter.
+    %(random_state)s
 
     Returns
     -------
@@ -652,6 +685,18 @@ async def run_async(
         ``<log>.wal`` for the next run to log), nothing more is sent, and the message says
         why (the condition, the model, the HTTP status and the API's error message; the
         spend; or the file and the cause).
+
+    Examples
+    --------
+    >>> import asyncio, tempfile, os
+    >>> from hce.collect import SimServer, run_async
+    >>> design = {"attempts": 2, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
+    ...           "items": [{"id": "T1", "text": "Doctor: How are you?\\nPatient: I walk sometimes."}]}
+    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with SimServer().start() as server:
+    ...     summary = asyncio.run(run_async(design, log, base_url=server.url, api_key="local"))
+    >>> summary.done
+    2
     """
     design = design if isinstance(design, Design) else load_design(design)
     concurrency = int(concurrency if concurrency is not None else design.concurrency)
@@ -756,6 +801,18 @@ def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.Pa
 
     A ``client=`` given here is closed when the run ends: its connections belong to the
     event loop this function creates and ends.
+
+    Parameters
+    ----------
+    design : Design, path of a design YAML, or mapping
+    log : path
+        The JSONL attempt log.
+    **kwargs
+        The keywords of :func:`run_async`.
+
+    Returns
+    -------
+    RunSummary
 
     Examples
     --------

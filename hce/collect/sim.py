@@ -2,7 +2,7 @@
 
 No API key exists in development or CI, and a study should be rehearsed before it costs
 money. :class:`SimServer` serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on
-127.0.0.1 (and the Files and Batch endpoints, :mod:`hce.collect.sim_batch`), so the real
+127.0.0.1 (and the Files and Batch endpoints, ``hce.collect.sim_batch``), so the real
 ``openai`` client, retries, parsing and logging run end to end.
 :class:`SimJudge` is the generative model behind it; because its truth is known, the
 statistics computed from its logs can be checked against that truth.
@@ -38,7 +38,7 @@ the same at any concurrency; a request carrying ``seed`` gets the same reply eve
 
 *Calibration truth.* Every drawn token (a score, a verdict) reports in ``logprobs`` the
 distribution :func:`reported` gives: ``r^f`` renormalised, where ``f`` is the profile's
-``overconfidence`` (default 1) and ``r`` depends on the model's :class:`Family`:
+``overconfidence`` (default 1) and ``r`` depends on the model's ``Family``:
 
 - ``logprobs_are="raw"`` (default, as OpenAI): ``r = P``, the distribution at temperature 1,
   whatever the request's temperature;
@@ -61,7 +61,7 @@ raw and raw-except-at-0 behaviour (standardcompletions/rfcs#11 "Logprobs affecte
 temperature", which names the three behaviours). OpenAI's own reference does not say;
 the evidence is third-party observation, so the default is a choice, made explicit here.
 
-*Provider behaviours* (:data:`FAMILIES`, per model-name pattern; ``families=`` adds or
+*Provider behaviours* (``FAMILIES``, per model-name pattern; ``families=`` adds or
 overrides). OpenAI's reasoning models (o1, o3, o3-mini, o4-mini, gpt-5, gpt-5-mini,
 gpt-5-nano and their snapshots; the pattern of :data:`hce.collect.providers.REASONING_MODEL`)
 answer a temperature other than 1 with HTTP 400 ``unsupported_value`` "Unsupported value:
@@ -146,21 +146,33 @@ _TINY = 1e-300
 
 @dataclass(frozen=True)
 class Profile:
-    """A simulated condition: ``bias`` (score points added to every category) and ``noise``
-    (the SD-like spread of the judge's distribution at temperature 1, in score points).
+    """A simulated condition: how far off and how noisy the simulated judge is.
 
     With the default noise 1.2, at the PRD's temperature 0.1 the total of a score block
     varies from attempt to attempt with an SD of about 0.5, a bare holistic total (P1.1)
     with about 1.6.
 
-    ``request_sd``: the SD of a shift drawn once per request and added to ``bias`` for all
-    its choices (default 0: none). It stands for what the choices of one request share on
-    the server (its batch, its numerics), so the ``n`` choices of one request agree more
-    than separate requests do: the case :func:`hce.stats.request_variance` tests for.
+    Attributes
+    ----------
+    bias : float
+        Score points added to every category.
+    noise : float
+        The SD-like spread of the judge's distribution at temperature 1, in score points.
+    request_sd : float
+        SD of a shift drawn once per request and added to ``bias`` for all its choices
+        (default 0: none). It stands for what the choices of one request share on the
+        server (its batch, its numerics), so the ``n`` choices of one request agree more
+        than separate requests do: the case :func:`hce.stats.request_variance` tests for.
+    overconfidence : float
+        ``f``, default 1 (calibrated): the reported logprobs are of ``r^f`` renormalised,
+        where ``r`` is what the model family's logprobs report (``Family``); ``f > 1``
+        is over-confident.
 
-    ``overconfidence`` (``f``, default 1: calibrated) miscalibrates the
-    reported logprobs on purpose: they are of ``r^f`` renormalised, where ``r`` is what the
-    model family's logprobs report (:class:`Family`); ``f > 1`` is over-confident.
+    Examples
+    --------
+    >>> from hce.collect import Profile
+    >>> Profile(bias=-0.5, noise=0.8).noise
+    0.8
     """
 
     bias: float = 0.0
@@ -177,15 +189,29 @@ class Profile:
 class Faults:
     """Probabilities of injected faults per request, and their settings.
 
-    ``rate_429`` (answered with ``Retry-After: retry_after`` seconds), ``rate_500``,
-    ``rate_slow`` (the reply waits ``slow_s`` more seconds), ``rate_malformed`` (a reply
-    text that does not follow the asked format: cut short, words for numbers or a refusal;
-    one in four breaks the JSON of the HTTP body itself). ``reject``: a message every
-    completion (only those for ``reject_model`` when given) is refused with, HTTP 400
-    ``invalid_request_error``, before any other fault. ``redirect``: a loopback origin
-    (``http://127.0.0.1:PORT``); every request, before anything else is looked at but the
-    server's own key check, is answered ``307 Temporary Redirect`` with ``Location`` that
-    origin plus the request's path and query (a 307 keeps the method and the body).
+    Attributes
+    ----------
+    rate_429 : float
+        Share of requests answered 429, with ``Retry-After: retry_after`` seconds.
+    rate_500 : float
+        Share answered 500.
+    rate_slow : float
+        Share whose reply waits ``slow_s`` more seconds.
+    rate_malformed : float
+        Share whose reply text does not follow the asked format: cut short, words for
+        numbers or a refusal; one in four breaks the JSON of the HTTP body itself.
+    retry_after, slow_s : float
+        Seconds of the 429's ``Retry-After`` and of a slow reply's wait.
+    reject : str or None
+        A message every completion is refused with, HTTP 400 ``invalid_request_error``,
+        before any other fault.
+    reject_model : str or None
+        Only completions for this model are refused.
+    redirect : str or None
+        A loopback origin (``http://127.0.0.1:PORT``); every request, before anything else
+        is looked at but the server's own key check, is answered ``307 Temporary Redirect``
+        with ``Location`` that origin plus the request's path and query (a 307 keeps the
+        method and the body).
 
     Examples
     --------
@@ -359,7 +385,7 @@ def _count_tokens(text: str) -> int:
 
 
 class SimJudge:
-    """The simulated judge: a request body in, a :class:`SimReply` out (see the module notes).
+    """The simulated judge: a request body in, a ``SimReply`` out (see the module notes).
 
     Parameters
     ----------
@@ -375,14 +401,14 @@ class SimJudge:
         Known truth per item: category levels by category name or snake_case id, or
         ``{"total": t}`` (split across categories), or ``{"pass": bool}`` for verdicts.
     batch : BatchSettings, optional
-        How the simulated Batch API behaves (:mod:`hce.collect.sim_batch`): polls before
+        How the simulated Batch API behaves (``hce.collect.sim_batch``): polls before
         completion, failures inside a batch, file limits.
     models : list of str, optional
         The only models served: any other gets OpenAI's 404 ``model_not_found`` (to
         rehearse a misspelt model); ``GET /models`` lists just these. Default: any model.
     families : mapping of model-name pattern -> Family, optional
         Provider behaviour per model family (``re.fullmatch`` on the requested name), looked
-        at before :data:`FAMILIES`: e.g. ``{".*": Family(logprobs_are="sampled")}`` makes
+        at before ``FAMILIES``: e.g. ``{".*": Family(logprobs_are="sampled")}`` makes
         every model's logprobs those of its sampling distribution.
     drift : mapping of model name -> Drift, optional
         Version strings that change after some completions of a model (to rehearse drift).
@@ -430,6 +456,20 @@ class SimJudge:
         self.batches = SimBatches(self._chat, seed=seed, settings=batch)
 
     def respond(self, method: str, path: str, body: Any) -> SimReply:
+        """The reply to one HTTP request of the OpenAI protocol, faults included.
+
+        Parameters
+        ----------
+        method, path : str
+            The request's method and path (``POST /v1/chat/completions``, ...).
+        body : object
+            The request's parsed JSON body.
+
+        Returns
+        -------
+        SimReply
+            Status, JSON body and headers.
+        """
         if self.faults.redirect is not None:
             self._count("307")
             location = self.faults.redirect.rstrip("/") + path
@@ -519,7 +559,16 @@ class SimJudge:
         return SimReply(200, completion, delay=delay)
 
     def family(self, model: str) -> Family:
-        """The :class:`Family` whose pattern the model name matches first."""
+        """The ``Family`` whose pattern the model name matches first.
+
+        Parameters
+        ----------
+        model : str
+
+        Returns
+        -------
+        Family
+        """
         return next(fam for pattern, fam in self.families.items() if re.fullmatch(pattern, model))
 
     def _as_served(self, completion: dict[str, Any], model: str, family: Family, u: float) -> None:
@@ -757,6 +806,17 @@ class SimServer:
     server might: a test that the client keeps keys out of what it records. ``keys_seen``
     counts the bearer keys presented (tests check that a key reached only its own server).
 
+    Parameters
+    ----------
+    judge : SimJudge, optional
+        The judge served (default ``SimJudge()``).
+    port : int
+        The port; 0 picks a free one.
+    host : str
+        Loopback only.
+    api_key : str, optional
+        The bearer key requests must present.
+
     Examples
     --------
     >>> with SimServer(SimJudge(seed=0)).start() as server:
@@ -778,6 +838,7 @@ class SimServer:
 
     @property
     def url(self) -> str:
+        """The ``base_url`` to give a client."""
         return f"http://{self.host}:{self.port}/v1"
 
     async def _open(self) -> None:
@@ -785,7 +846,13 @@ class SimServer:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def serve(self, on_ready: Callable[[SimServer], None] | None = None) -> None:
-        """Serve until cancelled; ``on_ready(self)`` is called once the port is bound."""
+        """Serve until cancelled, in the current event loop (the CLI).
+
+        Parameters
+        ----------
+        on_ready : callable, optional
+            Called with the server once the port is bound.
+        """
         await self._open()
         if on_ready is not None:
             on_ready(self)
@@ -793,6 +860,13 @@ class SimServer:
             await self._server.serve_forever()
 
     def start(self) -> SimServer:
+        """Serve in a background thread (tests, notebooks) until :meth:`stop`.
+
+        Returns
+        -------
+        SimServer
+            Itself, bound (its ``url`` is ready), and a context manager that stops it.
+        """
         ready = threading.Event()
         failed: list[BaseException] = []
 
@@ -818,6 +892,7 @@ class SimServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and join the background thread (a no-op when not started)."""
         if self._loop is None:
             return
         loop = self._loop

@@ -54,12 +54,30 @@ ENDED = ("completed", "failed", "expired", "cancelled")
 
 @dataclass
 class BatchSettings:
-    """How simulated batches behave: ``polls`` retrievals in progress before completion,
-    ``failure_rate`` of requests failing inside the batch, the input file limits
-    (OpenAI's: 50,000 requests and 200 MB a file), ``busy``: how many of the next
-    files and batches requests are answered 503 (an overloaded provider; counts down), and
-    for a cancelled batch ``cancel_polls`` retrievals ``cancelling`` and ``cancel_share``,
-    the least share of its requests answered before it stops."""
+    """How simulated batches behave.
+
+    Attributes
+    ----------
+    polls : int
+        Retrievals that find a batch in progress before it completes.
+    failure_rate : float
+        Share of requests failing inside the batch.
+    max_requests, max_bytes : int
+        The input file limits (OpenAI's: 50,000 requests and 200 MB a file).
+    busy : int
+        How many of the next files and batches requests are answered 503 (an overloaded
+        provider; counts down).
+    cancel_polls : int
+        Retrievals that find a cancelled batch ``cancelling``.
+    cancel_share : float
+        The least share of a cancelled batch's requests answered before it stops.
+
+    Examples
+    --------
+    >>> from hce.collect import BatchSettings
+    >>> BatchSettings(polls=0, failure_rate=0.1).max_requests
+    50000
+    """
 
     polls: int = 2
     failure_rate: float = 0.0

@@ -1,4 +1,4 @@
-"""Publication tables and figures from attempt logs; :func:`report` writes the report of any log."""
+"""Publication tables and figures from attempt logs; :func:`~hce.report.report` writes the report of any log."""
 
 from hce.report.generic import report
 

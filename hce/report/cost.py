@@ -12,11 +12,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.errors import HceError
 
 _COUNTS = ("input_tokens", "cached_tokens", "output_tokens")
 
 
+@keywords_checked
 def cost_summary(data: pd.DataFrame, *, by: str | Sequence[str] = "condition_id", total: bool = True) -> pd.DataFrame:
     """Cost and tokens of a log's attempts per group, with a total row.
 

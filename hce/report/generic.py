@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 import hce.stats as hs
+from hce._docstrings import fill_doc
 from hce.engines import is_lazy_log
 from hce.errors import DataError, HceError
 from hce.log import COLUMNS, combine_logs, read_log, text_among_numbers
@@ -73,6 +75,8 @@ class _Context:
                                   "reason": reason, "fix": fix})  # fmt: skip
 
 
+@keywords_checked
+@fill_doc
 def report(
     log: pd.DataFrame | str | os.PathLike | Sequence[pd.DataFrame | str | os.PathLike] | Any,
     *,
@@ -103,9 +107,8 @@ def report(
         A report of the simulated judge says so in its title, whatever is passed.
     confidence : float
         Level of every interval.
-    random_state : int, Generator or None, default None
-        Seed of the bootstrap and simulation intervals (one generator for the whole report);
-        pass one for a reproducible report (``hce report`` passes ``--seed``, default 0).
+    %(random_state)s
+        One generator serves the whole report; ``hce report`` passes ``--seed`` (default 0).
     progress : callable, optional
         Called with the name of each part before it is computed (``hce report`` shows it).
 

@@ -40,6 +40,7 @@ _EXPORTS = {
         "sd_difference_power_analytic",
     ),
     "hce.stats.ppi": ("ppi_mean", "rogan_gladen"),
+    "hce.stats._simulate": ("simulated_log",),
     "hce.stats.reliability": (
         "cohen_kappa", "cronbach_alpha", "fleiss_kappa", "gwet_ac", "icc", "icc_groups",
         "krippendorff_alpha", "mcdonald_omega", "omega_hierarchical", "ordinal_alpha", "percent_agreement",
@@ -77,7 +78,7 @@ __all__ = [
     "omega_hierarchical", "ordinal_alpha", "p_adjust", "parallel_analysis", "parse_formula",
     "pass_rates", "percent_agreement", "polychoric", "posthoc", "ppi_mean", "rater_expertise",
     "reliability_items", "reliability_table", "rm_anova", "rogan_gladen",
-    "sd_difference_power", "sd_difference_power_analytic", "sentence_table", "share_below",
+    "sd_difference_power", "sd_difference_power_analytic", "sentence_table", "share_below", "simulated_log",
     "split_sentences", "spread_model", "spread_summary", "strict_agreement", "substantive_validity",
     "success_metric_2", "theme_f1", "theme_inclusion_agreement", "uncertain_routing",
     "variance_components", "verbal_confidence", "vote_confidence", "vote_stability",

@@ -7,10 +7,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.rubric import load_rubric
 from hce.stats._resample import as_generator
 
 
+@keywords_checked
 def simulated_log(
     *,
     experiment_id: str = "EXP5_FinalToolValidation",
@@ -21,12 +23,53 @@ def simulated_log(
     error_rate: float = 0.02,
     random_state: int | None = 0,
 ) -> pd.DataFrame:
-    """A log of ``n_items x len(noise) x n_attempts`` attempts in the attempt-log schema.
+    """A simulated attempt log with known truth: ``n_items x len(noise) x n_attempts`` attempts.
 
-    Each item has latent category scores (uniform 1-4); an attempt rounds latent + normal
-    noise with the condition's SD (``noise``, default one condition with SD 0.3) and clips to
-    1-4. ``target_total`` is the sum of the latent scores, rounded; ``verdict`` is whether the
-    attempt's total is >= 13; errored attempts carry no scores.
+    For examples, guides and dry runs of an analysis: no API call, the attempt-log schema of
+    :func:`hce.read_log` (the five criteria of rubric v5, ``total``, ``verdict``,
+    ``confidence``, ``error_flag``, ...), and a truth to check the statistics against.
+
+    Parameters
+    ----------
+    experiment_id : str
+        The log's ``experiment_id``.
+    n_items, n_attempts : int
+        Items (``T0000``, ``T0001``, ...) and repeated attempts per item and condition.
+    noise : mapping str -> float, optional
+        Each condition's name and the SD of its scores around the item's latent score;
+        default one condition, ``{"C1": 0.3}``.
+    condition : str
+        Name of the condition column.
+    error_rate : float
+        Share of attempts flagged failed (``error_flag``), which carry no scores.
+    random_state : int, Generator or None, default 0
+        Seed of the simulation (unlike the statistics' None, so the default gives the same
+        log every time).
+
+    Returns
+    -------
+    DataFrame
+        One row per attempt: ``experiment_id``, ``item_id``, the condition, ``attempt``, one
+        column per criterion, ``total``, ``target_total`` (the item's true total),
+        ``verdict``, ``confidence``, ``latency_s``, ``cost_usd``, ``error_flag``,
+        ``error_message``, ``sex`` and ``transcript_words`` (item metadata).
+
+    Notes
+    -----
+    Each item has latent category scores, uniform on 1-4; an attempt rounds latent + normal
+    noise with the condition's SD and clips to 1-4. ``target_total`` is the sum of the
+    latent scores, rounded; ``verdict`` is whether the attempt's total is >= 13.
+
+    Examples
+    --------
+    >>> from hce.stats import simulated_log
+    >>> log = simulated_log(n_items=3, n_attempts=2, noise={"A": 0.2, "B": 0.8})
+    >>> log[["item_id", "condition_id", "attempt", "total"]].head(4)
+      item_id condition_id  attempt  total
+    0   T0000            A        1   11.0
+    1   T0000            A        2   11.0
+    2   T0000            B        1   10.0
+    3   T0000            B        2   10.0
     """
     rng = as_generator(random_state)
     noise = dict(noise or {"C1": 0.3})

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import _label, flag_values, plain, require_columns
+from hce._docstrings import add_parameter
+from hce._vocabulary import check_keywords
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._frames import EngineFrame, engine_frame, refuse_rows
@@ -81,7 +83,8 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
     """Decorate a public statistic so its frame is checked (see the module docstring).
 
     Keywords are the fields of :class:`FrameSpec`. A function that has no ``error``
-    parameter of its own gains a keyword-only ``error: str | None = "error_flag"``.
+    parameter of its own gains a keyword-only ``error: str | None = "error_flag"``, and its
+    docstring the shared text of ``error`` (:data:`hce._docstrings.FRAGMENTS`).
 
     Examples
     --------
@@ -102,6 +105,7 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
+            check_keywords(func.__name__, wrapper.__signature__.parameters, kwargs)
             error = kwargs.pop("error", _UNSET) if inject else _UNSET
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -139,6 +143,10 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
             at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
             params.insert(at, extra)
             wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+            before = params[at + 1].name if at + 1 < len(params) else None
+            wrapper.__doc__ = add_parameter(wrapper.__doc__ or "", "error", before=before and f"**{before}")
+        else:
+            wrapper.__signature__ = signature  # type: ignore[attr-defined]
         wrapper.frame_spec = frame_spec  # type: ignore[attr-defined]
         return wrapper
 

@@ -13,6 +13,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
@@ -196,6 +197,7 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
 
 @renamed(prediction="score")
 @reads_frame(keys=("by", "item"), labels=("score", "truth"))
+@fill_doc
 def golden_agreement(
     data: pd.DataFrame,
     *,
@@ -225,8 +227,7 @@ def golden_agreement(
         Interval level.
     n_boot : int
         Bootstrap replicates for F1 and MCC (and all metrics with ``item``).
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -305,7 +306,7 @@ def majority_vote(
     item, score : str
         Column names.
     tie : {"fail", "pass", "missing"}
-        Verdict on a tie: ``"fail"`` (default; seed 001 fails what it cannot decide),
+        Verdict on a tie: ``"fail"`` (default; the boolean judge specification fails what it cannot decide),
         ``"pass"``, or ``<NA>``.
 
     Returns
@@ -347,7 +348,18 @@ def mean_score_ensemble(
     score: str = "score",
     aggregate: Literal["mean", "median"] = "mean",
 ) -> pd.DataFrame:
-    """Mean (or median) of several judges' scores per item (seed 001, ensembles).
+    """Mean (or median) of several judges' scores per item (the boolean judge specification's ensembles).
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per judge x item.
+    item : str
+        Item column.
+    score : str
+        Score column (0/1 verdicts or normalised scores).
+    aggregate : {"mean", "median"}
+        How the judges' scores are combined.
 
     Returns
     -------
@@ -388,7 +400,7 @@ def uncertain_routing(
     Parameters
     ----------
     data : DataFrame
-        Verdicts with the seed 001 ``uncertain`` flag.
+        Verdicts with the boolean judge specification's ``uncertain`` flag.
     uncertain, score : str
         Boolean columns.
     truth : str, optional
@@ -453,8 +465,8 @@ def adaptive_filter_agreement(
     n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
-    """A relevance classifier against the expert majority vote, per rubric element (seed 003
-    Table 2), with a pooled ``"All"`` row.
+    """A relevance classifier against the expert majority vote, per rubric element (Mallinar et al.
+    2025, Table 2), with a pooled ``"All"`` row.
 
     Parameters
     ----------
@@ -479,7 +491,12 @@ def adaptive_filter_agreement(
     Notes
     -----
     The expert majority is ``share of experts saying relevant > 1/2``; a tie (even number
-    of experts) raises, because seed 003 used three experts and no tie rule.
+    of experts) raises, because Mallinar et al. (2025) used three experts and no tie rule.
+
+    References
+    ----------
+    .. [1] Mallinar, N., Heydari, A. A., Liu, X., et al. (2025). A scalable framework for
+       evaluating health language models (Adaptive Precise Boolean rubrics).
 
     Examples
     --------
@@ -528,7 +545,7 @@ def discrepancy(
     by: Sequence[str] = (),
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """Discrepancy score D of seed 003 eq. 1: mean over rubric criteria of the judge's score
+    """Discrepancy score D of Mallinar et al. (2025), equation 1: mean over rubric criteria of the judge's score
     for the response to the unaltered prompt minus that for the altered prompt.
 
     Parameters
@@ -544,9 +561,11 @@ def discrepancy(
         Column naming the prompt version; ``unaltered`` and ``altered`` are its values.
     score : str
         Judge score column.
+    unaltered, altered : object
+        The values of ``version`` naming the unaltered and the altered prompt.
     by : sequence of str
         When given (e.g. ``["query_id"]``), D is averaged over the units of each group with
-        a t interval, as seed 003 Fig. 5D averages over participants per query.
+        a t interval, as Mallinar et al. (2025), Fig. 5D, averages over participants per query.
     confidence : float
         Interval level (``by`` only).
 
@@ -564,7 +583,8 @@ def discrepancy(
 
     References
     ----------
-    .. [1] Seed 003 (Adaptive Precise Boolean rubrics), Methods, equation 1.
+    .. [1] Mallinar, N., Heydari, A. A., Liu, X., et al. (2025). A scalable framework for
+       evaluating health language models (Adaptive Precise Boolean rubrics), Methods, equation 1.
 
     Examples
     --------
@@ -610,7 +630,7 @@ def normalize_likert(
     high: float = 5,
     method: Literal["divide", "minmax"] = "divide",
 ) -> pd.Series:
-    """Likert scores on [0, 1]: ``score / high`` (seed 003, default) or min-max.
+    """Likert scores on [0, 1]: ``score / high`` (Mallinar et al. 2025; the default) or min-max.
 
     Parameters
     ----------
@@ -620,7 +640,7 @@ def normalize_likert(
     low, high : float
         Scale limits; values outside raise.
     method : {"divide", "minmax"}
-        ``"divide"``: ``score / high``, as seed 003 divides the 1-5 average by 5 (so the
+        ``"divide"``: ``score / high``, as Mallinar et al. (2025) divide the 1-5 average by 5 (so the
         scale starts at ``low/high``, 0.2). ``"minmax"``: ``(score - low)/(high - low)``.
 
     Returns
@@ -643,7 +663,18 @@ def normalize_likert(
 @reads_frame(numbers=("score",), log=False)
 def binarize_likert(data: pd.DataFrame, *, score: str = "score", threshold: float = 4,
                     low: float = 1, high: float = 5) -> pd.Series:
-    """Likert score -> boolean ``score >= threshold``: seed 003's "Binarized @ 4" and "@ 5".
+    """Likert score -> boolean ``score >= threshold``: Mallinar et al. (2025)'s "Binarized @ 4" and "@ 5".
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per judgement.
+    score : str
+        Likert score column.
+    threshold : float
+        Scores at or above it are True.
+    low, high : float
+        The scale's ends; a score outside them is refused.
 
     Returns
     -------

@@ -3,7 +3,7 @@
 inclusion / exclusion agreement (IAA) and inter-annotator predictability (IAP).
 
 Counting is pure: the sentence matcher is any callable ``(sentence, draft) -> span | None``
-(an LLM through :mod:`hce.collect.matcher`, a human annotation, a string rule), or the
+(an LLM through ``hce.collect.matcher``, a human annotation, a string rule), or the
 matches can be computed elsewhere and passed in.
 """
 
@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._vocabulary import renamed
+from hce._docstrings import fill_doc
+from hce._vocabulary import keywords_checked, renamed
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
@@ -31,12 +32,23 @@ _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]\u201d]))\s+|\n+")
 _WORD = re.compile(r"\w")
 
 
+@keywords_checked
 def split_sentences(text: str) -> list[str]:
     """Split text into sentences at ``.``, ``!`` or ``?`` followed by space, and at newlines.
 
     Fragments without a letter or digit (stray punctuation left by removing a match) are
     not sentences. Abbreviations such as "Dr." split too; pass your own ``splitter`` to
     :func:`edit_counts` where that matters.
+
+    Parameters
+    ----------
+    text : str
+        The text.
+
+    Returns
+    -------
+    list of str
+        Its sentences, stripped.
 
     Examples
     --------
@@ -73,8 +85,19 @@ def _sentences(texts: Sequence[str]):
     return flat.filter(worded), parent[worded]
 
 
+@keywords_checked
 def count_sentences(texts: Sequence[str]) -> np.ndarray:
     """``len(split_sentences(t))`` for every text at once, vectorised with Arrow.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The texts.
+
+    Returns
+    -------
+    ndarray
+        Integer count of sentences per text.
 
     Examples
     --------
@@ -107,7 +130,7 @@ def sentence_table(
     matcher : callable, optional
         ``matcher(sentence, draft)`` -> matching draft content or None / ``"NO MATCH"``;
         when given, its result fills a ``match`` column. Without it, send the table to an
-        LLM matcher (:mod:`hce.collect.matcher`) and add its replies as ``match``.
+        LLM matcher (``hce.collect.matcher``) and add its replies as ``match``.
 
     Returns
     -------
@@ -154,6 +177,7 @@ def _locate(text: str, span: str) -> tuple[int, int] | None:
     return (found.start(), found.end()) if found else None
 
 
+@keywords_checked
 def edit_counts_from_matches(
     draft: str,
     matches: Sequence[str | None],
@@ -235,6 +259,7 @@ def _warn_unlocated(unlocated: int) -> None:
         )
 
 
+@keywords_checked
 def edit_counts(
     reference: str,
     draft: str,
@@ -242,7 +267,7 @@ def edit_counts(
     *,
     splitter: Callable[[str], list[str]] = split_sentences,
 ) -> dict[str, int]:
-    """Algorithm 1 of seed 004: count EM, EA and ED for one reference / draft pair.
+    """Algorithm 1 of EditJudge (Seegmiller et al. 2025): count EM, EA and ED for one reference / draft pair.
 
     Parameters
     ----------
@@ -269,7 +294,8 @@ def edit_counts(
 
     References
     ----------
-    .. [1] Seed 004 (EditJudge), Section 3.1 and Appendix C, Algorithm 1.
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician edit
+       this draft? (EditJudge), Section 3.1 and Appendix C, Algorithm 1.
 
     Examples
     --------
@@ -293,13 +319,13 @@ def edit_counts_table(
     draft: str = "draft",
     match: str = "match",
 ) -> pd.DataFrame:
-    """Algorithm 1 of seed 004 for many pairs at once, from matches computed elsewhere.
+    """Algorithm 1 of EditJudge (Seegmiller et al. 2025) for many pairs at once, from matches computed elsewhere.
 
     Parameters
     ----------
     data : DataFrame
         One row per (pair, reference sentence): the matcher's result for that sentence
-        (an LLM matcher's log, :mod:`hce.collect.matcher`, or human annotation) and the
+        (an LLM matcher's log, ``hce.collect.matcher``, or human annotation) and the
         pair's draft (the same text on every row of a pair).
     item : str or sequence of str
         Column(s) naming the reference / draft pair.
@@ -386,6 +412,7 @@ def _micro_rows(counts: np.ndarray, units, confidence, n_boot, rng) -> list[dict
 
 
 @reads_frame(keys=("by", "item"), numbers=("em", "ea", "ed"))
+@fill_doc
 def edit_f1(
     data: pd.DataFrame,
     *,
@@ -416,8 +443,7 @@ def edit_f1(
         Level of the percentile bootstrap intervals.
     n_boot : int
         Bootstrap replicates (0: none).
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -433,7 +459,8 @@ def edit_f1(
 
     References
     ----------
-    .. [1] Seed 004 (EditJudge), Section 3.1.
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician edit
+       this draft? (EditJudge), Section 3.1.
 
     Examples
     --------
@@ -477,7 +504,7 @@ def _grouped(data, by, counts, units, confidence, n_boot, rng, extra=None):
 
 
 def _warn_undefined(out: pd.DataFrame, function: str, labels: Sequence[str], reasons: dict[str, str]) -> None:
-    """One :class:`~hce.errors.HceWarning` naming every metric left NaN by a 0/0 and why.
+    """One :class:`~hce.HceWarning` naming every metric left NaN by a 0/0 and why.
 
     Seed 004 defines precision, recall and Edit-F1 as ratios of counts and says nothing of an
     empty denominator, so hce reports NaN (not 0 or 1, which would be a claim the data do not
@@ -545,7 +572,8 @@ def theme_f1(
 
     References
     ----------
-    .. [1] Seed 004 (EditJudge), Section 3.2.
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician edit
+       this draft? (EditJudge), Section 3.2.
 
     Examples
     --------
@@ -613,7 +641,7 @@ def theme_inclusion_agreement(
     themes: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Strict inclusion / exclusion agreement of several annotators' responses per theme
-    (seed 004 Table 3).
+    (Seegmiller et al. 2025, Table 3).
 
     Parameters
     ----------
@@ -634,6 +662,11 @@ def theme_inclusion_agreement(
         One row per theme: ``theme``, ``strict_inclusion`` (share of messages where every
         annotator's response has the theme), ``strict_exclusion`` (no response has it),
         ``strict_agreement`` (their sum), ``n`` (messages).
+
+    References
+    ----------
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician
+       edit this draft? Evaluating LLM alignment for patient message response drafting.
 
     Examples
     --------
@@ -674,6 +707,17 @@ def annotator_pairs(
 ) -> pd.DataFrame:
     """Every ordered pair of annotators' responses to the same message, for IAP.
 
+    Parameters
+    ----------
+    data : DataFrame
+        One row per message x annotator.
+    item : str
+        Message column.
+    rater : str
+        Annotator column.
+    text : str
+        Column of each annotator's response.
+
     Returns
     -------
     DataFrame
@@ -711,7 +755,7 @@ def inter_annotator_predictability(
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Inter-annotator predictability: Edit-F1 of one clinician's response used as the draft
-    for another's, over all ordered pairs (seed 004 Appendix E.2).
+    for another's, over all ordered pairs (Seegmiller et al. 2025, Appendix E.2).
 
     Parameters
     ----------
@@ -727,6 +771,11 @@ def inter_annotator_predictability(
     DataFrame
         Rows per ordered pair (``reference_annotator``, ``draft_annotator``) and a pooled
         ``reference_annotator == "all"`` group; columns as :func:`edit_f1`.
+
+    References
+    ----------
+    .. [1] Seegmiller, P., Gatto, J., Greer, S. E., et al. (2025). How much would a clinician
+       edit this draft? Evaluating LLM alignment for patient message response drafting.
 
     Examples
     --------

@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
@@ -73,6 +74,14 @@ def cohens_d(
     .. [1] Cohen, J. (1988). Statistical Power Analysis for the Behavioral Sciences, 2nd ed.
     .. [2] Steiger, J. H., & Fouladi, R. T. (1997). Noncentrality interval estimation and
        the evaluation of statistical models. In What If There Were No Significance Tests?
+
+    Examples
+    --------
+    >>> from hce.stats import cohens_d, item_spread, simulated_log
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> cohens_d(item_spread(log))[["a", "b", "effect_size", "effect_ci_low", "effect_ci_high"]].round(3)
+       a  b  effect_size  effect_ci_low  effect_ci_high
+    0  A  B        -0.49         -1.478           0.514
     """
     check_confidence(confidence)
     if paired:
@@ -270,6 +279,7 @@ def correlation(
 
 @renamed(target="truth")
 @reads_frame(keys=("item", "condition"), numbers=("score", "truth"))
+@fill_doc
 def mae_vs_target(
     data: pd.DataFrame,
     *,
@@ -285,10 +295,11 @@ def mae_vs_target(
     ----------
     data : DataFrame
         Attempt log with a per-item ``truth`` (constant within an item).
-    item, condition, score, error
-        As in :func:`hce.stats.item_spread`; errored attempts are excluded and counted.
+    item, condition, score
+        As in :func:`hce.stats.item_spread`.
     truth : str
         Target score column (e.g. the synthetic transcript's target total).
+    %(error)s
 
     Returns
     -------
@@ -302,6 +313,22 @@ def mae_vs_target(
     -----
     The PRD (7.1.7, step 3) defines :math:`MAE = |\bar x_{LLM} - TTS|` per transcript and
     condition: the error of the mean, not the mean of per-attempt errors.
+
+    References
+    ----------
+    .. [1] Willmott, C. J., & Matsuura, K. (2005). Advantages of the mean absolute error (MAE)
+       over the root mean square error (RMSE) in assessing average model performance.
+       Climate Research 30, 79-82.
+
+    Examples
+    --------
+    >>> from hce.stats import mae_vs_target, simulated_log
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> mae_vs_target(log).head(3)
+      item_id condition_id  n  n_errors  target  mean_score  error   mae
+    0   T0000            A  4         0    14.0       14.25   0.25  0.25
+    1   T0000            B  4         0    14.0       13.00  -1.00  1.00
+    2   T0001            A  4         0    12.0       11.50  -0.50  0.50
     """
     keys = [item, *as_list(condition)]
     require_columns(data, keys + [score, truth] + as_list(error))
@@ -358,7 +385,7 @@ def kl_divergence(
         Level of ``condition`` holding the reference (target) distribution.
     support : sequence of float or None
         Every possible score (e.g. ``range(5, 21)`` for totals). By default the values seen
-        in any group. Scores outside a given support raise :class:`DataError`.
+        in any group. Scores outside a given support raise :class:`~hce.DataError`.
     smoothing : float
         Pseudo-count added to every bin of both distributions before normalising
         (default 0.5, Jeffreys/Krichevsky-Trofimov). It keeps the divergence finite when a
@@ -382,6 +409,17 @@ def kl_divergence(
     ----------
     .. [1] Kullback, S., & Leibler, R. A. (1951). On information and sufficiency. Ann. Math.
        Statist. 22, 79-86.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hce.stats import kl_divergence
+    >>> d = pd.DataFrame({"condition_id": ["target"] * 6 + ["A"] * 6 + ["B"] * 6,
+    ...                   "total": [1, 2, 2, 3, 3, 4, 1, 2, 3, 3, 4, 4, 1, 1, 1, 2, 2, 4]})
+    >>> kl_divergence(d, reference="target")[["a", "b", "estimate", "reverse"]].round(4)
+       a       b  estimate  reverse
+    0  A  target    0.0639   0.0639
+    1  B  target    0.3441   0.2701
     """
     if smoothing < 0:
         raise DataError(f"smoothing={smoothing!r} must be >= 0")

@@ -92,7 +92,7 @@ def item_statistics(
         One row per item: ``item, n, mean, sd, r_total`` (correlation with the total score,
         psych ``raw.r``), ``r_drop`` (with the total of the other items, ``r.drop``),
         ``alpha_if_dropped, ci_low, ci_high`` (Cronbach's alpha of the other items with its
-        Feldt interval, from :func:`hce.stats.reliability.cronbach_alpha`), ``method``.
+        Feldt interval, from :func:`~hce.stats.cronbach_alpha`), ``method``.
 
     Notes
     -----
@@ -101,6 +101,13 @@ def item_statistics(
     r_drop_j = ((C1)_j - C_jj) / sqrt(C_jj (1'C1 - 2 (C1)_j + C_jj)). An item whose
     ``r_drop`` is low, or whose removal raises alpha, measures something else than the rest
     of the scale.
+
+    References
+    ----------
+    .. [1] Cronbach, L. J. (1951). Coefficient alpha and the internal structure of tests.
+       Psychometrika 16, 297-334.
+    .. [2] Revelle, W. ``psych::alpha`` (item statistics ``r.drop`` and ``alpha.drop``), R
+       package psych.
 
     Examples
     --------
@@ -303,6 +310,7 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
 
 @renamed(target="item", rater_group="condition", groups="levels")
 @reads_frame(keys=("item", "rater", "attribute", "condition"), numbers=("score",))
+@fill_doc
 def instrument_report(
     data: pd.DataFrame,
     *,
@@ -367,10 +375,9 @@ def instrument_report(
         refits the EFA (200 replicates of 9 items x 301 rows, 3 factors: about 2 s with one
         BLAS thread, ``OPENBLAS_NUM_THREADS=1``; 4x that with OpenBLAS's default threads on a
         busy 2-core machine), and polychoric replicates cost more.
-    random_state : int or Generator, optional
-        Seed of the bootstraps and of the parallel analysis: one generator is made from it
-        and drawn from by each in turn (McDonald's omega, Krippendorff's alpha per
-        attribute, parallel analysis, then the ``factor_boot`` intervals).
+    %(random_state)s
+        One generator is drawn from by each statistic in turn (McDonald's omega, Krippendorff's
+        alpha per attribute, parallel analysis, then the ``factor_boot`` intervals).
 
     Returns
     -------

@@ -25,7 +25,7 @@ from scipy import special, stats
 
 from hce._checks import check_choice, check_confidence
 from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
+from hce._vocabulary import keywords_checked, renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, percentile_interval
 from hce.stats.reliability.icc import icc_core, mean_squares
@@ -101,6 +101,7 @@ def _paired_p_values(sd_a: np.ndarray, sd_b: np.ndarray, test: str) -> np.ndarra
 
 
 @renamed(n_sims="n_sim")
+@fill_doc
 def sd_difference_power(
     n_items: int | Sequence[int],
     n_attempts: int | Sequence[int],
@@ -148,8 +149,7 @@ def sd_difference_power(
         Simulated studies per row.
     confidence : float, default 0.95
         Level of the Monte Carlo interval of the power.
-    random_state : int or Generator, optional
-        Seed; the same seed gives the same table.
+    %(random_state)s
 
     Returns
     -------
@@ -167,6 +167,12 @@ def sd_difference_power(
     See Also
     --------
     sd_difference_power_analytic : closed form for ``test="t_log"`` without ``scale``.
+
+    References
+    ----------
+    .. [1] Arnold, B. F., Hogan, D. R., Colford, J. M., & Hubbard, A. E. (2011). Simulation
+       methods to estimate design power: an overview for applied research. BMC Medical
+       Research Methodology 11, 94.
 
     Examples
     --------
@@ -253,6 +259,12 @@ def attempts_needed(
         or the design at ``max_attempts`` when the target is out of reach (a warning says
         so).
 
+    References
+    ----------
+    .. [1] Arnold, B. F., Hogan, D. R., Colford, J. M., & Hubbard, A. E. (2011). Simulation
+       methods to estimate design power: an overview for applied research. BMC Medical
+       Research Methodology 11, 94.
+
     Examples
     --------
     >>> res = attempts_needed(30, sd_a=0.6, sd_b=0.4, scale=(1, 5), n_sim=200,
@@ -277,6 +289,7 @@ def attempts_needed(
     return pd.concat(rows, ignore_index=True)
 
 
+@keywords_checked
 def sd_difference_power_analytic(
     n_items: int | Sequence[int],
     n_attempts: int | Sequence[int],
@@ -311,6 +324,13 @@ def sd_difference_power_analytic(
     approximation is treating ln s as normal; it is close from 4-5 attempts on, while with
     2-3 attempts (ln s strongly skewed) simulated power can differ by a few points.
 
+    References
+    ----------
+    .. [1] Bartlett, M. S., & Kendall, D. G. (1946). The statistical analysis of variance-
+       heterogeneity and the logarithmic transformation. JRSS Supplement 8, 128-138.
+    .. [2] Cohen, J. (1988). Statistical Power Analysis for the Behavioral Sciences (2nd ed.).
+       Erlbaum.
+
     Examples
     --------
     >>> res = sd_difference_power_analytic(30, [3, 5, 10], sd_a=0.6, sd_b=0.4)
@@ -338,6 +358,7 @@ def sd_difference_power_analytic(
 # ----------------------------------------------------------------------------- ICC, Bonett
 
 
+@keywords_checked
 @fill_doc
 def bonett_icc_items(
     icc: float, n_raters: int, width: float, *, confidence: float = 0.95
@@ -462,8 +483,7 @@ def reliability_items(
         Bootstrap replicates per simulated study (Krippendorff only).
     n_max : int, default 5000
         Largest number of items searched.
-    random_state : int or Generator, optional
-        Seed; the same seed gives the same answer.
+    %(random_state)s
 
     Returns
     -------

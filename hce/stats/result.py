@@ -20,6 +20,18 @@ class AnalysisResult(Mapping[str, pd.DataFrame]):
         The tidy tables, in the order of the analysis plan; values keep full precision.
     notes : list of str
         Decisions taken on the data (rows dropped, tests skipped, the winner and why).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hce.stats import AnalysisResult
+    >>> result = AnalysisResult("demo", {"counts": pd.DataFrame({"n": [3, 4]})}, ["one item dropped"])
+    >>> list(result), result["counts"]["n"].sum()
+    (['counts'], np.int64(7))
+    >>> result
+    demo: 1 tables
+      counts: 2 rows x 1 columns
+      note: one item dropped
     """
 
     title: str
@@ -45,7 +57,12 @@ class AnalysisResult(Mapping[str, pd.DataFrame]):
         return "\n".join(lines)
 
     def summary(self) -> str:
-        """Every table as Markdown-like text, rounded for reading only (tables stay exact)."""
+        """Every table as Markdown-like text, rounded for reading only (tables stay exact).
+
+        Returns
+        -------
+        str
+        """
         parts = [f"# {self.title}"]
         for name, table in self.tables.items():
             parts.append(f"\n## {name}\n{table.to_string(index=False, float_format=lambda v: f'{v:.4g}')}")

@@ -15,6 +15,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, flag_values, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import ProportionMethod, proportion_ci
@@ -168,6 +169,7 @@ def _spread_from_counts(counts: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
 
 
 @reads_frame(keys=("item", "condition", "criterion"), numbers=("score",), engine=_item_spread_in_engine)
+@fill_doc
 def item_spread(
     data: pd.DataFrame,
     *,
@@ -183,7 +185,7 @@ def item_spread(
     ----------
     data : DataFrame
         Attempt log, one row per attempt (wide: one column per criterion), or its long
-        view, one row per attempt x criterion (:func:`hce.log.to_long`; pass ``criterion``).
+        view, one row per attempt x criterion (:func:`~hce.to_long`; pass ``criterion``).
         A Polars, PyArrow, DuckDB, PySpark or Dask frame is summarised in its engine (per
         cell counts, moments and quartiles; see the guide "Logs larger than memory").
     item : str
@@ -193,13 +195,11 @@ def item_spread(
         holds a single configuration.
     score : str or sequence of str
         Score column(s); several give one row per criterion. With ``criterion``, the one
-        score column of the long table (``"score"`` for :func:`hce.log.to_long`).
-    error : str or None
-        Boolean column flagging errored attempts; those rows are excluded from every
-        statistic and counted in ``n_errors``. ``None`` when the table has no such column.
+        score column of the long table (``"score"`` for :func:`~hce.to_long`).
+    %(error)s
     criterion : str or None
         Long data: the column naming each row's criterion (``"criterion"`` for
-        :func:`hce.log.to_long`). The result is the same table the wide log gives.
+        :func:`~hce.to_long`). The result is the same table the wide log gives.
         Default None: wide data.
 
     Returns
@@ -370,6 +370,7 @@ def _at_or_below(values: np.ndarray, threshold: float, strict: bool) -> np.ndarr
 
 @renamed(spread="data", value="score", method="ci_method")
 @reads_frame(frame="data", keys=("item", "by"), numbers=("score",), log=False)
+@fill_doc
 def share_below(
     data: pd.DataFrame,
     *,
@@ -392,7 +393,7 @@ def share_below(
         Thresholds applied to every criterion, or per criterion (e.g.
         ``{"total": 1.0, "clarity_of_language": [0.3, 0.5]}``; criteria not in the mapping
         are skipped).
-    item, value, by
+    item, score, by
         As in :func:`spread_summary`.
     strict : bool
         ``False`` counts ``sd <= threshold`` (Success Metric 2), ``True`` counts
@@ -415,12 +416,7 @@ def share_below(
         ``n_undefined``, ``n_below``, ``estimate`` (n_below / n_items), ``ci_low``,
         ``ci_high`` and ``ci_method``.
 
-    References
-    ----------
-    .. [1] Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
-       inference. JASA 22, 209-212.
-    .. [2] Clopper, C. J., & Pearson, E. S. (1934). The use of confidence or fiducial limits
-       illustrated in the case of the binomial. Biometrika 26, 404-413.
+    %(proportion_references)s
 
     Examples
     --------
@@ -486,6 +482,7 @@ def _threshold_pairs(threshold, criteria) -> list[tuple[str, float]]:
 
 @renamed(spread="data", method="ci_method")
 @reads_frame(frame="data", keys=("item", "by"), fixed=("sd",), log=False)
+@fill_doc
 def success_metric_2(
     data: pd.DataFrame,
     *,
@@ -521,7 +518,7 @@ def success_metric_2(
         ``"each"``: every category SD must be.
     target_share : float
         Share of items that must pass (PRD: 0.95).
-    undefined, confidence, method
+    undefined, confidence, ci_method
         As in :func:`share_below`.
 
     Returns
@@ -538,6 +535,23 @@ def success_metric_2(
     -----
     Success Metric 2 of the PRD (section 1) does not say whether the 95 % is an observed
     share or a population claim; both readings are reported so the paper can state which.
+
+    %(proportion_references)s
+
+    Examples
+    --------
+    >>> from hce.stats import item_spread, simulated_log, success_metric_2
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> spread = item_spread(log, score=["clarity_of_language", "lexical_diversity", "total"])
+    >>> sm2 = success_metric_2(spread, categories=["clarity_of_language", "lexical_diversity"])
+    >>> sm2[["condition_id", "metric", "n_items", "estimate", "meets"]]
+      condition_id       metric  n_items  estimate  meets
+    0            A  category_sd        8     0.625  False
+    1            B  category_sd        8     0.625  False
+    2            A     total_sd        8     0.875  False
+    3            B     total_sd        8     0.750  False
+    4            A         both        8     0.625  False
+    5            B         both        8     0.500  False
     """
     check_choice("category_rule", category_rule, ["mean", "each"])
     check_choice("undefined", undefined, ["exclude", "fail"])
@@ -595,6 +609,7 @@ def success_metric_2(
 
 @renamed(verdict="score")
 @reads_frame(keys=("item", "condition"), labels=("score",))
+@fill_doc
 def vote_stability(
     data: pd.DataFrame,
     *,
@@ -612,10 +627,11 @@ def vote_stability(
     ----------
     data : DataFrame
         Attempt log with a boolean (nullable) ``score`` column.
-    item, condition, error
+    item, condition
         As in :func:`item_spread`.
     score : str
         Boolean column (True/False, missing allowed) or 0/1 numbers.
+    %(error)s
     agreement : float
         Probability with which the majority of ``n`` attempts must agree with the
         majority of all attempts for ``n`` to count as enough (default 0.95).

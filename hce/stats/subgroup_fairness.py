@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, require_columns
+from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.stats._resample import as_generator
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import as_list, item_spread
-from hce.stats.tests import Adjustment, kruskal_row, mann_whitney_core, p_adjust
+from hce.stats.tests import Adjustment, adjustment, kruskal_row, mann_whitney_core, p_adjust
 from hce.stats._validate import reads_frame
 
 Worse = Literal["lower", "higher"]
@@ -22,6 +23,7 @@ _DEFAULT_WORSE = {"mean": "lower", "sd": "higher"}
 
 
 @reads_frame(keys=("strata", "item", "condition"), blank_keys=("strata",), numbers=("score",))
+@fill_doc
 def fairness(
     data: pd.DataFrame,
     *,
@@ -48,10 +50,6 @@ def fairness(
     item, condition, score
         As in :func:`hce.stats.item_spread`. Items are the units: each item's repeated
         attempts are first reduced to their mean and SD.
-    error : str or None, default "error_flag"
-        Boolean column flagging errored attempts: they are left out, with an
-        :class:`~hce.errors.HceWarning` giving their count (an absent default column
-        flags nothing).
     measures : mapping {"mean", "sd"} -> {"lower", "higher"} or None
         Item statistics tested and which direction harms a stratum. Default
         ``{"mean": "lower", "sd": "higher"}``: systematically lower scores, or less
@@ -65,8 +63,7 @@ def fairness(
         Level of the effect-size intervals.
     n_boot : int
         Bootstrap resamples for the interval of epsilon squared.
-    random_state : int, Generator or None
-        Seed for the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -88,9 +85,28 @@ def fairness(
     Any significant pairwise difference in the harmful direction is detrimental to the
     level on that side; the omnibus Kruskal-Wallis tests are reported for context and do
     not gate the pairwise tests (the correction already controls the family-wise error).
+
+    References
+    ----------
+    .. [1] Kruskal, W. H., & Wallis, W. A. (1952). Use of ranks in one-criterion variance
+       analysis. JASA 47, 583-621.
+    .. [2] Mann, H. B., & Whitney, D. R. (1947). On a test of whether one of two random
+       variables is stochastically larger than the other. Ann. Math. Statist. 18, 50-60.
+    .. [3] Holm, S. (1979). A simple sequentially rejective multiple test procedure.
+       Scandinavian Journal of Statistics 6, 65-70.
+
+    Examples
+    --------
+    >>> from hce.stats import fairness, simulated_log
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> result = fairness(log, strata="sex", condition="condition_id", n_boot=200, random_state=0)
+    >>> result["verdict"][["condition_id", "n_tests", "any_detrimental", "passes"]]
+      condition_id  n_tests  any_detrimental  passes
+    0            A        2            False    True
+    1            B        2            False    True
     """
     check_confidence(confidence)
-    check_choice("p_adjust_method", p_adjust_method, ["bonferroni", "holm", "bh", "none"])
+    p_adjust_method = adjustment("p_adjust_method", p_adjust_method)
     measures = dict(_DEFAULT_WORSE if measures is None else measures)
     for name, worse in measures.items():
         check_choice("measures key", name, ["mean", "sd"])

@@ -22,7 +22,8 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._vocabulary import renamed
+from hce._docstrings import fill_doc
+from hce._vocabulary import default_column, keywords_checked, renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentrality_ci, proportion_ci
 from hce.stats._resample import (
@@ -37,9 +38,25 @@ Alternative = Literal["two-sided", "less", "greater"]
 Adjustment = Literal["bonferroni", "holm", "bh", "none"]
 _ALTERNATIVES = ["two-sided", "less", "greater"]
 _ADJUSTMENTS = ["bonferroni", "holm", "bh", "none"]
+#: The same adjustments as statsmodels' ``multipletests`` and R's ``p.adjust`` name them.
+ADJUSTMENT_ALIASES = {"fdr_bh": "bh", "BH": "bh", "fdr": "bh", "b": "bonferroni", "h": "holm"}
+
+
+def adjustment(name: str, method: str) -> str:
+    """hce's name of a p-value adjustment given as hce, statsmodels or R names it; else refused.
+
+    Examples
+    --------
+    >>> adjustment("p_adjust_method", "fdr_bh")
+    'bh'
+    """
+    method = ADJUSTMENT_ALIASES.get(method, method)
+    check_choice(name, method, _ADJUSTMENTS)
+    return method
 
 
 # --------------------------------------------------------------------------- multiplicity
+@keywords_checked
 def p_adjust(p_values: Sequence[float] | np.ndarray, method: Adjustment = "holm") -> np.ndarray:
     """Adjust p-values for multiple comparisons, as R's ``p.adjust``; NaNs are left out.
 
@@ -48,19 +65,28 @@ def p_adjust(p_values: Sequence[float] | np.ndarray, method: Adjustment = "holm"
     p_values : array_like
         Unadjusted p-values.
     method : {"bonferroni", "holm", "bh", "none"}
-        Bonferroni, Holm's step-down, Benjamini-Hochberg step-up (FDR), or none.
+        Bonferroni, Holm's step-down, Benjamini-Hochberg step-up (FDR), or none; statsmodels'
+        and R's names (``"fdr_bh"``, ``"BH"``, ``"fdr"``) are accepted too.
 
     Returns
     -------
     ndarray
         Adjusted p-values, capped at 1, NaN where the input was NaN.
 
+    References
+    ----------
+    .. [1] Holm, S. (1979). A simple sequentially rejective multiple test procedure.
+       Scandinavian Journal of Statistics 6, 65-70.
+    .. [2] Benjamini, Y., & Hochberg, Y. (1995). Controlling the false discovery rate: a
+       practical and powerful approach to multiple testing. JRSS B 57, 289-300.
+    .. [3] R Core Team. ``stats::p.adjust``.
+
     Examples
     --------
     >>> p_adjust([0.01, 0.02, 0.04], "holm")
     array([0.03, 0.04, 0.04])
     """
-    check_choice("p_adjust", method, _ADJUSTMENTS)
+    method = adjustment("p_adjust", method)
     p = np.asarray(p_values, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = ~np.isnan(p)
@@ -359,6 +385,15 @@ def wilcoxon_paired(
     ----------
     .. [1] Kerby, D. S. (2014). Comprehensive Psychology 3, 11.IT.3.1.
     .. [2] R Core Team. ``stats::wilcox.test(paired = TRUE)``.
+
+    Examples
+    --------
+    >>> from hce.stats import mae_vs_target, simulated_log, wilcoxon_paired
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> mae = mae_vs_target(log)  # each item's absolute error per condition
+    >>> wilcoxon_paired(mae)[["a", "b", "n_pairs", "statistic", "p_value"]].round(4)
+       a  b  n_pairs  statistic  p_value
+    0  A  B        8        5.0   0.2918
     """
     check_choice("alternative", alternative, _ALTERNATIVES)
     check_confidence(confidence)
@@ -426,6 +461,7 @@ def friedman_core(
 
 @renamed(block="item", group="condition", value="score")
 @reads_frame(keys=("item", "condition"), numbers=("score",))
+@fill_doc
 def friedman(
     data: pd.DataFrame,
     *,
@@ -452,8 +488,7 @@ def friedman(
         Level of the bootstrap interval for W.
     n_boot : int
         Bootstrap resamples of blocks for the interval of W.
-    random_state : int, Generator or None
-        Seed for the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -473,6 +508,15 @@ def friedman(
     ----------
     .. [1] Hollander, M., & Wolfe, D. A. (1973). Nonparametric Statistical Methods, 139-146.
     .. [2] R Core Team. ``stats::friedman.test``.
+
+    Examples
+    --------
+    >>> from hce.stats import friedman, item_spread, simulated_log
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> spread = item_spread(log)  # one row per item x condition: its SD across attempts
+    >>> friedman(spread, random_state=0)[["k", "n", "statistic", "p_value", "effect_size"]]
+       k  n  statistic  p_value  effect_size
+    0  2  8        0.5   0.4795       0.0625
     """
     check_confidence(confidence)
     matrix, levels, dropped = block_matrix(data, item, condition, score)
@@ -500,14 +544,15 @@ def posthoc(
 
     Parameters
     ----------
-    data, block, group, value
+    data, item, condition, score
         As in :func:`friedman` (the same complete blocks are used).
     method : {"nemenyi", "conover", "wilcoxon"}
         ``"nemenyi"``: Nemenyi's test on mean ranks (studentized range, already
         family-wise); ``"conover"``: Conover's t test on rank sums; ``"wilcoxon"``:
         pairwise Wilcoxon signed-rank tests (R's conventions, as :func:`wilcoxon_paired`).
     p_adjust_method : {"bonferroni", "holm", "bh", "none"}
-        Correction for ``conover`` and ``wilcoxon`` (Nemenyi's p is already adjusted).
+        Correction for ``conover`` and ``wilcoxon`` (Nemenyi's p is already adjusted), as
+        :func:`p_adjust` names it (statsmodels' ``"fdr_bh"`` accepted).
     confidence : float
         Level of the interval for the effect size.
 
@@ -536,9 +581,18 @@ def posthoc(
     .. [2] Conover, W. J. (1999). Practical Nonparametric Statistics, 3rd ed. Wiley.
     .. [3] Pohlert, T. PMCMRplus: ``frdAllPairsNemenyiTest``, ``frdAllPairsConoverTest``;
        scikit-posthocs ``posthoc_nemenyi_friedman``, ``posthoc_conover_friedman``.
+
+    Examples
+    --------
+    >>> from hce.stats import posthoc, item_spread, simulated_log
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> spread = item_spread(log)  # one row per item x condition: its SD across attempts
+    >>> posthoc(spread)[["a", "b", "statistic", "p_value", "p_adjusted"]]
+       a  b  statistic  p_value  p_adjusted
+    0  A  B        1.0   0.4795      0.4795
     """
     check_choice("method", method, ["nemenyi", "conover", "wilcoxon"])
-    check_choice("p_adjust_method", p_adjust_method, _ADJUSTMENTS)
+    p_adjust_method = adjustment("p_adjust_method", p_adjust_method)
     check_confidence(confidence)
     matrix, levels, _ = block_matrix(data, item, condition, score)
     n, k = matrix.shape
@@ -637,6 +691,15 @@ def rm_anova(
     ----------
     .. [1] Greenhouse, S. W., & Geisser, S. (1959). Psychometrika 24, 95-112.
     .. [2] Steiger, J. H. (2004). Psychological Methods 9, 164-182.
+
+    Examples
+    --------
+    >>> from hce.stats import rm_anova, item_spread, simulated_log
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> spread = item_spread(log)  # one row per item x condition: its SD across attempts
+    >>> rm_anova(spread)[["statistic", "df1", "df2", "p_value"]].round(4)
+       statistic  df1  df2  p_value
+    0     1.4675    1    7    0.265
     """
     check_choice("transform", transform, ["sqrt", "log", "log1p", "none"])
     check_confidence(confidence)
@@ -691,11 +754,12 @@ def kruskal_core(groups: list[np.ndarray]) -> tuple[float, float, float]:
 
 @renamed(group="condition", value="score")
 @reads_frame(keys=("condition",), numbers=("score",))
+@fill_doc
 def kruskal_wallis(
     data: pd.DataFrame,
     *,
     condition: str = "condition_id",
-    score: str = "total",
+    score: str | None = None,
     confidence: float = 0.95,
     n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
@@ -708,14 +772,15 @@ def kruskal_wallis(
         Long table; rows with a missing ``condition`` or ``score`` are dropped.
     condition : str
         Grouping column (e.g. a demographic stratum).
-    score : str
-        Numeric column.
+    score : str, optional
+        Numeric column. Default: the table's own name for it (``hce._vocabulary.TABLES``):
+        ``"sd"`` in :func:`item_spread`'s table, as :func:`mann_whitney` reads it, else
+        ``"total"`` (an attempt log).
     confidence : float
         Level of the bootstrap interval for epsilon squared.
     n_boot : int
         Bootstrap resamples (stratified by group).
-    random_state : int, Generator or None
-        Seed for the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -733,7 +798,16 @@ def kruskal_wallis(
     ----------
     .. [1] Tomczak, M., & Tomczak, E. (2014). The need to report effect size estimates
        revisited. Trends in Sport Sciences 21, 19-25.
+
+    Examples
+    --------
+    >>> from hce.stats import kruskal_wallis, simulated_log
+    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
+    >>> kruskal_wallis(log, random_state=0)[["k", "n", "statistic", "p_value"]].round(4)
+       k   n  statistic  p_value
+    0  2  64      1.535   0.2154
     """
+    score = score or default_column(data, "score")
     check_confidence(confidence)
     require_columns(data, [condition, score])
     v = numeric_column(data, score)
@@ -851,6 +925,7 @@ def contingency_core(
 
 @renamed(group="condition")
 @reads_frame(keys=("condition", "codes"))
+@fill_doc
 def contingency_test(
     data: pd.DataFrame,
     *,
@@ -881,8 +956,7 @@ def contingency_test(
         Level of the interval for Cramer's V.
     n_sim : int
         Simulated tables for the Monte Carlo p-value.
-    random_state : int, Generator or None
-        Seed for the Monte Carlo p-value.
+    %(random_state)s
 
     Returns
     -------
@@ -901,6 +975,16 @@ def contingency_test(
     ----------
     .. [1] Cramer, H. (1946). Mathematical Methods of Statistics. Princeton.
     .. [2] Agresti, A. (2002). Categorical Data Analysis, 2nd ed. Wiley.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hce.stats import contingency_test
+    >>> d = pd.DataFrame({"model": ["a"] * 12 + ["b"] * 12,
+    ...                   "code": ["q"] * 9 + ["p"] * 3 + ["q"] * 3 + ["p"] * 9})
+    >>> contingency_test(d, random_state=0)[["code", "statistic", "p_value", "effect_size"]].round(4)
+       code  statistic  p_value  effect_size
+    0  code     4.1667   0.0412          0.5
     """
     check_choice("method", method, ["auto", "chi2", "fisher"])
     check_confidence(confidence)
@@ -922,6 +1006,17 @@ def code_frequencies(
     data: pd.DataFrame, *, condition: str = "model", codes: str | Sequence[str] = "code", confidence: float = 0.95
 ) -> pd.DataFrame:
     """Counts and within-group shares of each code level by group (Experiment 4, step 1).
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per coded segment, as :func:`contingency_test` takes.
+    condition : str
+        Column of the groups compared (the model).
+    codes : str or sequence of str
+        Column(s) of the coding dimensions.
+    confidence : float, default 0.95
+        Level of the Wilson interval of each share.
 
     Returns
     -------

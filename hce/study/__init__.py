@@ -1,4 +1,4 @@
-"""The PRD's study (seed 000, Experiments 1-5): the top layer, built on collect, stats and report.
+"""The PRD's study (Rubric v5.0, Experiments 1-5): the top layer, built on collect, stats and report.
 
 Everything specific to the study lives here: its configuration and packaged defaults
 (:mod:`~hce.study.config`), the corpus and its Set A/B/C (:mod:`~hce.study.transcripts`,

@@ -169,16 +169,18 @@ def experiment1(
     ----------
     log : DataFrame
         Attempt log; rows of other experiments are ignored when ``experiment`` is present.
-    item, condition, score, target, error
+    item, condition
         Column names; ``condition`` tells G1 from G2 (the PRD's prompts P1.1 and P1.2).
     non_rubric, rubric : object
         Levels of ``condition`` for G1 and G2.
+    score, truth, error
+        Columns of the score, the item's true total and the failed-attempt flag.
     experiment, experiment_id
         Column naming the experiment and the value kept (``None`` keeps every row).
     support : sequence of float
         Possible total scores (5-20) for the distributions of H1c.
     smoothing : float
-        Pseudo-count per score bin for the KL divergence (see :func:`kl_divergence`).
+        Pseudo-count per score bin for the KL divergence (see :func:`~hce.stats.kl_divergence`).
     r_threshold : float
         Success Metric 3's correlation threshold (Pearson r >= 0.7).
     alpha, confidence : float
@@ -195,6 +197,19 @@ def experiment1(
         each condition from the target distribution), ``success_metric_3`` (Pearson and
         Spearman r between mean total and target per condition, ``meets`` for r >=
         threshold) and ``hypotheses`` (H1a-c, SM3: ``supported`` and the evidence).
+
+    Examples
+    --------
+    >>> from hce.stats import simulated_log
+    >>> from hce.study import experiment1
+    >>> log = simulated_log(experiment_id="EXP1_BaselineRubricUtility", condition="prompt_id",
+    ...                     noise={"P1.1": 1.2, "P1.2": 0.3}, n_items=20, n_attempts=5, random_state=1)
+    >>> experiment1(log)["hypotheses"][["hypothesis", "supported"]]
+      hypothesis  supported
+    0        H1a       True
+    1        H1b       True
+    2        H1c       True
+    3        SM3       True
     """
     data = _rows_of(log, experiment, experiment_id)
     require_columns(data, [item, condition, score, truth] + as_list(error), what="log")
@@ -364,8 +379,7 @@ def experiment2(
         least one of the other strategies, after a significant Friedman test.
     alpha, confidence : float
         Significance level and interval level.
-    random_state : int, Generator or None
-        Seed of the bootstrap interval for Kendall's W.
+    %(random_state)s
 
     Returns
     -------
@@ -375,6 +389,18 @@ def experiment2(
         ``posthoc_wilcoxon`` (the other), ``effect_sizes_dz`` (pairwise Cohen's d_z of SDs)
         and ``winner`` (per condition: median and mean SD, the conditions it is
         significantly lower/higher than, ``winner``). The notes say who won and why.
+
+    Examples
+    --------
+    >>> from hce.stats import simulated_log
+    >>> from hce.study import experiment2
+    >>> log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
+    ...                     noise={"P2.1": 0.6, "P2.2": 0.6, "P2.3": 0.2}, n_items=20, n_attempts=5)
+    >>> experiment2(log, random_state=0)["winner"][["prompt_id", "winner"]]
+      prompt_id  winner
+    0      P2.3    True
+    1      P2.2   False
+    2      P2.1   False
     """
     result, _ = _sd_experiment(
         log, "EXP2_PromptOptimization", item=item, condition=condition, score=score, error=error,
@@ -425,14 +451,18 @@ def experiment3(
     """Experiment 3 (7.3.7): SD of totals across models, mean scores, latency and cost.
 
     %(experiment_log)s
-    item, condition, score, error, experiment, experiment_id
-        Column names (``condition``: the model) and the experiment kept.
+    item, condition, score, error
+        Column names (``condition``: the model).
     latency, cost : str or None
         Per-attempt latency (s) and cost (USD) columns; ``None`` or absent skips step 5.
-    posthoc_method, p_adjust_method, require, alpha, confidence, random_state
+    experiment, experiment_id
+        Column naming the experiment and the value kept.
+    posthoc_method, p_adjust_method, require
         As in :func:`experiment2`.
     transform : {"sqrt", "log", "log1p", "none"}
         Transform of the SDs for the repeated-measures ANOVA (step 2's alternative).
+    alpha, confidence, random_state
+        As in :func:`experiment2`.
 
     Returns
     -------
@@ -442,6 +472,15 @@ def experiment3(
         model), ``mean_friedman`` and ``mean_posthoc`` (systematic scoring differences)
         and ``cost_latency`` (step 5: per model ``n_attempts``, ``mean_latency_s``,
         ``median_latency_s``, ``mean_cost_usd``, ``total_cost_usd``).
+
+    Examples
+    --------
+    >>> from hce.stats import simulated_log
+    >>> from hce.study import experiment3
+    >>> log = simulated_log(experiment_id="EXP3_ModelComparison", condition="model",
+    ...                     noise={"m1": 0.5, "m2": 0.3, "m3": 0.6}, n_items=10, n_attempts=5)
+    >>> sorted(experiment3(log, random_state=0).tables)[:4]
+    ['attempts', 'cost_latency', 'effect_sizes_dz', 'friedman']
     """
     result, data = _sd_experiment(
         log, "EXP3_ModelComparison", item=item, condition=condition, score=score, error=error,
@@ -515,6 +554,23 @@ def experiment4(
         ``frequencies`` (step 1: counts and shares per dimension x model x code) and
         ``tests`` (step 2: one test per dimension with Cramer's V and ``p_adjusted``).
         Step 3 (qualitative summary) is for the researchers.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from hce.study import experiment4
+    >>> from hce.study.analyses import EXP4_CODES
+    >>> rng = np.random.default_rng(0)
+    >>> codes = pd.DataFrame({"model": np.repeat(["a", "b"], 30),
+    ...                       **{c: rng.choice(["x", "y"], 60) for c in EXP4_CODES}})
+    >>> codes["evidence_type"] = np.where(codes["model"] == "a", "quote", "gist")
+    >>> experiment4(codes, random_state=0)["tests"][["code", "p_value"]].round(4)
+                       code  p_value
+    0         evidence_type   0.0000
+    1      rubric_alignment   0.4376
+    2           specificity   0.7958
+    3       reasoning_depth   1.0000
+    4  strengths_weaknesses   0.4376
     """
     dims = as_list(dimensions)
     require_columns(codes, [condition, *dims], what="codes")
@@ -583,6 +639,17 @@ def experiment5(
         max of the scores), ``uncertainty`` (step 5: Spearman between mean confidence and
         total SD per item), ``metadata`` (step 6), and ``fairness_omnibus``,
         ``fairness_pairwise``, ``fairness_verdict`` when ``strata`` are given.
+
+    Examples
+    --------
+    >>> from hce.stats import simulated_log
+    >>> from hce.study import experiment5
+    >>> log = simulated_log(n_items=20, n_attempts=5, error_rate=0.0)
+    >>> experiment5(log, random_state=0)["success_metric_2"][["metric", "n_items", "estimate", "meets"]]
+            metric  n_items  estimate  meets
+    0  category_sd       20      0.70  False
+    1     total_sd       20      0.85  False
+    2         both       20      0.65  False
     """
     data = _rows_of(log, experiment, experiment_id)
     criteria = [*as_list(categories), total]

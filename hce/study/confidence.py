@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.collect.prompts import REPLY_FORMAT
 from hce.collect.sim import SIM_FINGERPRINT, SimJudge
 from hce.rubric import Rubric, load_rubric
@@ -47,6 +48,7 @@ def score_range(rubric: Rubric) -> tuple[int, int]:
     return min(c.min_score for c in rubric.categories), max(c.max_score for c in rubric.categories)
 
 
+@keywords_checked
 def logprob_confidence(log: pd.DataFrame, *, rubric: Rubric | None = None, logprobs_are: str | None = None) -> pd.Series:
     """Per attempt, the judge's mean probability of the category scores it wrote, at the temperature used.
 
@@ -59,7 +61,31 @@ def logprob_confidence(log: pd.DataFrame, *, rubric: Rubric | None = None, logpr
     total (P1.1) it is that total's probability. Missing when the attempt errored or its
     logprobs hold no score. Each probability is that of the distribution the score was
     sampled from at the attempt's ``temperature`` (the chance a repeat writes it again),
-    given what the logprobs are (``logprobs_are``, default :func:`logprobs_behaviour`).
+    given what the logprobs are (``logprobs_are``, default ``logprobs_behaviour``).
+
+    Parameters
+    ----------
+    log : DataFrame
+        Attempt log with ``logprobs``, ``prompt_id``, ``error_flag`` and (for the
+        adjustment) ``temperature``.
+    rubric : Rubric, optional
+        The rubric judged with (default Rubric v5.0): its score range and categories.
+    logprobs_are : {"raw", "sampled", "raw_at_zero"}, optional
+        What the logprobs are the log of (default ``logprobs_behaviour`` of the log).
+
+    Returns
+    -------
+    Series
+        ``confidence`` aligned with ``log``; NaN where none can be read.
+
+    Examples
+    --------
+    On a log collected with ``logprobs: true`` (Experiment 5's does):
+
+    >>> import hce
+    >>> from hce.study import logprob_confidence
+    >>> log = hce.read_log("my_study/exp5.jsonl")  # doctest: +SKIP
+    >>> log["confidence"] = logprob_confidence(log)  # doctest: +SKIP
     """
     rubric = rubric or load_rubric("v5")
     low, high = score_range(rubric)

@@ -40,7 +40,26 @@ class StudyStop(HceError):
 
 @dataclass
 class Study:
-    """A parsed study file: the merged configuration and where its paths are relative to."""
+    """A parsed study file: the merged configuration and where its paths are relative to.
+
+    Made by :func:`load_study`, which checks the configuration.
+
+    Parameters
+    ----------
+    config : dict
+        The study file merged over the packaged defaults (:func:`default_config`).
+    base : Path
+        The folder relative paths of the configuration start from.
+    source : str
+        What the configuration was read from, for messages.
+
+    Examples
+    --------
+    >>> from hce.study import load_study
+    >>> study = load_study({"output": "my_study"})
+    >>> study.output.name, study.rubric.name
+    ('my_study', 'Patient Health Communication Rubric v5.0')
+    """
 
     config: dict[str, Any]
     base: Path
@@ -48,10 +67,12 @@ class Study:
 
     @property
     def output(self) -> Path:
+        """The study's output folder (logs, decisions, report)."""
         return self.base / str(self.config["output"])
 
     @property
     def rubric(self) -> Rubric:
+        """The rubric the study judges with (a packaged name or a YAML file)."""
         rubric = self.config["rubric"]
         path = self.base / str(rubric)
         return load_rubric(path if path.is_file() else rubric)
@@ -62,7 +83,20 @@ class Study:
         return endpoint_from("default", EndpointSpec.model_validate(self.config["endpoint"]))
 
     def settings(self, model: str, **overrides: Any) -> dict[str, Any]:
-        """The sampling settings of a call to ``model``: defaults, then ``overrides``, then its model_settings."""
+        """The sampling settings of a call to ``model``: defaults, then ``overrides``, then its model_settings.
+
+        Parameters
+        ----------
+        model : str
+            The model called (a dated snapshot or its alias).
+        **overrides
+            Settings that replace the defaults.
+
+        Returns
+        -------
+        dict
+            Setting name -> value.
+        """
         settings = dict(self.config["defaults"])
         settings.update(overrides)
         # model_settings may name the dated snapshot or its alias ("o4-mini"): either applies.
@@ -73,12 +107,42 @@ class Study:
         return settings
 
     def exp(self, key: str) -> dict[str, Any]:
+        """The configuration of experiment ``key`` (``"exp1"`` ... ``"exp5"``).
+
+        Parameters
+        ----------
+        key : str
+
+        Returns
+        -------
+        dict
+        """
         return self.config["experiments"][key]
 
     def enabled(self, key: str) -> bool:
+        """Whether experiment ``key`` runs.
+
+        Parameters
+        ----------
+        key : str
+
+        Returns
+        -------
+        bool
+        """
         return bool(self.exp(key).get("enabled", True))
 
     def log_path(self, key: str) -> Path:
+        """Where experiment ``key`` logs its attempts.
+
+        Parameters
+        ----------
+        key : str
+
+        Returns
+        -------
+        Path
+        """
         return self.output / _LOGS[key]
 
 
@@ -88,7 +152,19 @@ def packaged(name: str) -> str:
 
 
 def default_config() -> dict[str, Any]:
-    """The packaged defaults (the protocol's numbers) as a fresh mapping."""
+    """The packaged defaults (the protocol's numbers) as a fresh mapping.
+
+    Returns
+    -------
+    dict
+        The parsed ``study_default.yaml``: a new copy on every call.
+
+    Examples
+    --------
+    >>> from hce.study import default_config
+    >>> default_config()["experiments"]["exp5"]["attempts"]
+    10
+    """
     return copy.deepcopy(yaml.safe_load(packaged("study_default.yaml")))
 
 
@@ -116,6 +192,10 @@ def load_study(source: str | os.PathLike | Mapping[str, Any] | None = None) -> S
     source : path, mapping or None
         A YAML study file (its folder anchors relative paths), a mapping of the same shape
         (relative to the working directory), or None for the defaults alone.
+
+    Returns
+    -------
+    Study
 
     Raises
     ------

@@ -34,6 +34,14 @@ def run_demo(out: str | Path = "reports/demo", *, workdir: str | Path | None = N
     -------
     Path
         The report folder.
+
+    Examples
+    --------
+    The demo study against the simulated judge (a minute or two):
+
+    >>> from hce.study import run_demo
+    >>> run_demo("reports/demo")  # doctest: +SKIP
+    PosixPath('reports/demo')
     """
     out = Path(out)
     workdir = Path(workdir) if workdir is not None else out / "study"

@@ -20,7 +20,23 @@ from hce.study.transcripts import load_transcripts
 
 
 def load_corpus(study: Study) -> pd.DataFrame | None:
-    """The real transcripts named by ``corpus.paths`` (None when no path is given)."""
+    """The real transcripts named by ``corpus.paths`` (None when no path is given).
+
+    Parameters
+    ----------
+    study : Study
+
+    Returns
+    -------
+    DataFrame or None
+        One row per transcript, as :func:`load_transcripts` reads them.
+
+    Examples
+    --------
+    >>> from hce.study import load_corpus, load_study
+    >>> load_corpus(load_study()) is None  # the defaults name no corpus
+    True
+    """
     spec = study.config["corpus"]
     paths = spec["paths"] or []
     if isinstance(paths, str):

@@ -22,7 +22,24 @@ from hce.study.config import Study, StudyStop
 
 
 def read_decisions(study: Study) -> dict[str, Any]:
-    """The decisions the study has made so far (``decisions.json`` of its output folder)."""
+    """The decisions the study has made so far (``decisions.json`` of its output folder).
+
+    Parameters
+    ----------
+    study : Study
+
+    Returns
+    -------
+    dict
+        Kind (``prompt``, ``model``) -> the choice, its source and evidence; empty before
+        any decision.
+
+    Examples
+    --------
+    >>> from hce.study import load_study, read_decisions
+    >>> read_decisions(load_study({"output": "a_new_study"}))
+    {}
+    """
     return decisions_in(study.output)
 
 
@@ -55,7 +72,7 @@ def choose_winner(result: Any, *, kind: str, column: str, rule: Mapping[str, Any
     Parameters
     ----------
     result : AnalysisResult
-        From :func:`hce.stats.experiment2` or :func:`hce.stats.experiment3`, whose
+        From :func:`hce.study.experiment2` or :func:`hce.study.experiment3`, whose
         ``winner`` table flags the condition that has the lowest median SD and is
         significantly lower than the others (after a significant Friedman test).
     kind : {"prompt", "model"}
@@ -76,6 +93,17 @@ def choose_winner(result: Any, *, kind: str, column: str, rule: Mapping[str, Any
     ------
     StudyStop
         No condition meets the rule and ``on_no_winner`` is ``"stop"``.
+
+    Examples
+    --------
+    >>> from hce.stats import simulated_log
+    >>> from hce.study import choose_winner, default_config, experiment2
+    >>> log = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id",
+    ...                     noise={"P2.1": 0.6, "P2.2": 0.6, "P2.3": 0.2}, n_items=20, n_attempts=5)
+    >>> rule = default_config()["experiments"]["exp2"]["winner"]
+    >>> decision = choose_winner(experiment2(log, random_state=0), kind="prompt", column="prompt_id", rule=rule)
+    >>> decision["choice"], decision["source"]
+    ('P2.3', 'rule')
     """
     table = result["winner"]
     evidence = {

@@ -38,6 +38,12 @@ def plan(study: Study, corpus: pd.DataFrame | None = None) -> pd.DataFrame:
     the dearest candidate (an upper bound). Attempts already logged are not subtracted:
     this is the whole study.
 
+    Parameters
+    ----------
+    study : Study
+    corpus : DataFrame, optional
+        The real transcripts (:func:`load_corpus`).
+
     Returns
     -------
     DataFrame
@@ -45,6 +51,15 @@ def plan(study: Study, corpus: pd.DataFrame | None = None) -> pd.DataFrame:
         judging, coding), ``condition_id``, ``prompt_id``, ``model``, ``items``,
         ``attempts``, ``calls``, ``input_tokens``, ``output_tokens``, ``cost_usd`` (NaN when
         unpriced; prompt caching not counted, so an upper bound), ``note``.
+
+    Examples
+    --------
+    >>> from hce.study import load_study, plan
+    >>> costs = plan(load_study())
+    >>> costs[["experiment", "step", "calls"]].head(2)
+                       experiment        step  calls
+    0  EXP1_BaselineRubricUtility  generation     50
+    1  EXP1_BaselineRubricUtility     judging   2500
     """
     assume = study.config["plan"]
     decisions = read_decisions(study)

@@ -1,7 +1,7 @@
 """The study report: the report of any log, per experiment, plus the study's own sections (seed 000 section 9).
 
 :func:`study_report` runs the PRD's analysis plan for each experiment present in a log
-(:mod:`hce.study.analyses`), lays the results out as the paper outline asks (Table 1
+(``hce.study.analyses``), lays the results out as the paper outline asks (Table 1
 descriptives, Table 2 key results, Figures 1-3), adds the success-metrics scorecard, the
 hand-offs between experiments and the cost, and gives each experiment's rows the sections
 of the report of any log (:func:`hce.report.report`: per ``condition_id`` and per
@@ -23,7 +23,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from hce._vocabulary import EFFECT_COLUMNS
+from hce._docstrings import fill_doc
+from hce._vocabulary import EFFECT_COLUMNS, keywords_checked
+from hce._vocabulary import keywords_checked
 import hce.stats as hs
 from hce.collect.sim import SIM_FINGERPRINT
 from hce.errors import DataError, HceError, HceWarning
@@ -109,7 +111,7 @@ class StudyResults:
 
     ``settings`` holds each analysis's effective keyword arguments; ``saved`` names the
     experiments whose settings a study saved (the rest ran on the defaults of
-    :mod:`hce.study.analyses`); ``decisions`` is the study's ``decisions.json`` (empty for bare logs).
+    ``hce.study.analyses``); ``decisions`` is the study's ``decisions.json`` (empty for bare logs).
     """
 
     log: pd.DataFrame
@@ -772,6 +774,8 @@ def _bayes_skipped(report: Report, results: StudyResults, confidence: float) -> 
 
 
 SectionBuilder = Callable[[Report, StudyResults, float], None]
+@keywords_checked
+@fill_doc
 def study_report(
     logs: pd.DataFrame | Sequence[pd.DataFrame],
     *,
@@ -791,42 +795,52 @@ def study_report(
 
     The report of any log (:func:`hce.report.report`) for each experiment's rows, plus the
     study's own sections: Table 1 and 2 and the success-metrics scorecard, each
-    experiment's analysis plan (:mod:`hce.study.analyses`), Experiment 4's codes, the
+    experiment's analysis plan (``hce.study.analyses``), Experiment 4's codes, the
     calibration of the judge's confidence, the hand-offs between experiments and the cost.
 
     Parameters
     ----------
     logs : DataFrame or list of DataFrames
         Attempt logs (:func:`hce.read_log`); several are concatenated, refusing an
-        ``attempt_id`` in two of them (:func:`hce.log.merge_logs` combines them on purpose).
+        ``attempt_id`` in two of them (``hce.log.merge_logs`` combines them on purpose).
     title : str
         A report from the simulated judge says so in its title, whatever is passed.
     strata, metadata : list of str
         Demographic strata (Success Metric 6) and transcript metadata columns for Exp 5.
     extra_sections : list of callables
         Builders ``f(report, results, confidence)`` adding optional sections (e.g. Bayesian).
+    confidence : float, default 0.95
+        Level of every interval.
     settings, decisions : mapping, optional
         A study's ``analysis_settings.json`` and ``decisions.json``: each experiment is
         analysed with the study's own settings and the section says what the study handed
         on. Without them the defaults are used and each section says so
-        (:func:`study_folder_report` reads both from a study folder).
+        (``study_folder_report`` reads both from a study folder).
     reasoning : ReasoningCodes, optional
-        Experiment 4's codes and kappas (:func:`reasoning_codes` of a study folder): its
+        Experiment 4's codes and kappas (``reasoning_codes`` of a study folder): its
         section (Table 3) and Success Metric 4.
     logprobs_are : {"raw", "sampled", "raw_at_zero"}, optional
         What the logprobs are the log of, for the temperature-adjusted confidence
-        (:func:`logprobs_behaviour`: default the simulator's for a simulated log, else raw).
+        (``logprobs_behaviour``: default the simulator's for a simulated log, else raw).
     rubric : Rubric, packaged name or YAML path, optional
         The rubric the logs were judged with, for the per-criterion sections (default: as
         :func:`hce.report.report` finds it, Rubric v5.0 for logs with its five columns).
-    random_state : int, Generator or None, default None
-        Seed of the bootstrap and simulation intervals of the experiments without saved
-        settings and of the per-criterion sections; pass one for a reproducible report.
+    %(random_state)s
+        It serves the experiments without saved settings and the per-criterion sections.
 
     Returns
     -------
     Report
         ``.write(folder)`` writes Markdown, HTML, CSV, LaTeX, PNG and SVG.
+
+    Examples
+    --------
+    The report of a study's logs (a minute for the PRD's five experiments):
+
+    >>> import hce
+    >>> from hce.study import study_report
+    >>> logs = [hce.read_log(f"my_study/{name}.jsonl") for name in ("exp1", "exp2")]  # doctest: +SKIP
+    >>> study_report(logs).write("reports/my_study")  # doctest: +SKIP
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
     check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section
@@ -882,7 +896,7 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     The folder's judged logs (``exp1.jsonl``, ``exp2.jsonl``, ``exp3.jsonl``, ``exp5.jsonl``)
     are reported with the settings the run saved (``analysis_settings.json``: winner rule,
     adjustment, alpha, seeds) and the decisions it handed on (``decisions.json``), so the
-    report names the same winners; Experiment 4 comes from ``exp4/`` (:func:`reasoning_codes`) and what the
+    report names the same winners; Experiment 4 comes from ``exp4/`` (``reasoning_codes``) and what the
     logprobs are from the study's ``experiments.exp5.logprobs_are`` (``study.resolved.yaml``). Other keyword arguments go to :func:`study_report`.
     """
     folder = Path(folder)

@@ -88,7 +88,7 @@ def run_study(
     ----------
     study : Study, path or mapping
     simulate : bool
-        Judge with the simulated judge (:mod:`hce.collect.sim`) on loopback instead of an
+        Judge with the simulated judge (``hce.collect.sim``) on loopback instead of an
         API; item targets (``target_<criterion>`` / ``target_total`` columns) are its truth.
     base_url, api_key : str, optional
         Override the study's endpoint (the key otherwise comes from the environment).
@@ -106,6 +106,15 @@ def run_study(
     StudyStop
         When a decision needs the researcher (no significant winner, say); collected
         attempts are kept and the next run resumes.
+
+    Examples
+    --------
+    The simulated judge runs the whole protocol offline (minutes; a real run takes days):
+
+    >>> from hce.study import run_study
+    >>> run = run_study("study.yaml", simulate=True)  # doctest: +SKIP
+    >>> run.decisions["prompt"]["choice"]  # doctest: +SKIP
+    'P2.3'
     """
     study = study if isinstance(study, Study) else load_study(study)
     if until is not None and until not in EXPERIMENTS:
@@ -146,11 +155,23 @@ def run_study(
 def status(study: Study) -> pd.DataFrame:
     """Where the study stands: per experiment, attempts logged, errors, and its decision.
 
+    Parameters
+    ----------
+    study : Study
+
     Returns
     -------
     DataFrame
         ``experiment``, ``enabled``, ``log``, ``attempts_logged``, ``errors``,
         ``items``, ``decision`` (the chosen prompt/model and its source, where one is made).
+
+    Examples
+    --------
+    >>> from hce.study import load_study, status
+    >>> status(load_study({"output": "a_new_study"}))[["experiment", "attempts_logged"]].head(2)
+                                    experiment  attempts_logged
+    0  EXP1_BaselineRubricUtility (generation)                0
+    1               EXP1_BaselineRubricUtility                0
     """
     decisions = read_decisions(study)
     rows = []

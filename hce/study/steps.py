@@ -29,7 +29,30 @@ ANALYSIS_SEED = 0
 
 @dataclass
 class StudyRun:
-    """What :func:`run_study` did: per-experiment summaries, decisions and where things are."""
+    """What :func:`run_study` did: per-experiment summaries, decisions and where things are.
+
+    Attributes
+    ----------
+    output : Path
+        The study's output folder.
+    summaries : dict
+        Experiment -> its collection summary (:class:`hce.collect.RunSummary`).
+    decisions : dict
+        Kind (prompt, model) -> the choice handed on, its source and evidence.
+    analyses : dict
+        Experiment -> its :class:`~hce.stats.AnalysisResult`.
+    messages : list of str
+        What the run reported along the way.
+    simulated : bool
+        Whether the simulated judge judged (Experiment 4 then simulates its researchers too).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hce.study import StudyRun
+    >>> StudyRun(output=Path("my_study")).decisions
+    {}
+    """
 
     output: Path
     summaries: dict[str, Any] = field(default_factory=dict)

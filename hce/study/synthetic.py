@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from hce._docstrings import fill_doc
 from hce.errors import DataError
 
 #: (low, high, share) of each stratum of target totals (seed 000, 7.1.5).
@@ -46,6 +47,7 @@ def _check_strata(strata: Sequence[Sequence[float]]) -> list[tuple[int, int, flo
     return out
 
 
+@fill_doc
 def draw_targets(
     n: int = 50,
     *,
@@ -68,9 +70,9 @@ def draw_targets(
         per stratum vary around ``n * share``. ``"proportional"``: exactly
         ``round(n * share)`` targets per stratum (largest remainders), in random order.
         Within a stratum the score is uniform over its whole numbers either way.
-    random_state : int or Generator, optional
-        Seed (record it). NumPy's PCG64 ``Generator``: its stream may change across NumPy
-        versions, so the drawn targets are stored with the transcripts rather than redrawn.
+    %(random_state)s
+        Record it: NumPy's PCG64 stream may change across NumPy versions, so the drawn
+        targets are stored with the transcripts rather than redrawn.
     prefix : str
         Prefix of the SyntheticTranscriptIDs.
 

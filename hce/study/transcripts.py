@@ -157,10 +157,10 @@ def load_transcripts(
         Value of the ``source`` column (e.g. ``"DoVA"``); default the table's own ``source``
         column when present, else the file name.
     strip : StripRules or mapping, optional
-        Header and footer rules (see :class:`StripRules`); default none.
+        Header and footer rules (see ``StripRules``); default none.
     encoding : str
         Encoding of the files; decoding is strict. ``"auto"`` detects it (see
-        :func:`decode_bytes`).
+        ``decode_bytes``).
     pattern : str
         Folders: glob pattern of transcript files.
 
@@ -170,7 +170,7 @@ def load_transcripts(
         One row per transcript, in file order: ``transcript_id`` (str), ``text``
         (normalised, stripped), ``source``, ``n_words`` (whitespace-separated tokens),
         ``n_chars``, ``stripped_lines`` (lines removed by the strip rules), ``cleaned_chars``
-        (characters :func:`clean_text` removed or rewrote), then the table's
+        (characters ``clean_text`` removed or rewrote), then the table's
         other columns as metadata (demographics and the like), unchanged.
 
     Raises

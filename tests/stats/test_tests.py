@@ -317,3 +317,21 @@ def test_contingency_auto_choice_and_frequencies():
     freq = code_frequencies(codes, codes="evidence")
     a = freq[(freq["model"] == "a")].set_index("level")
     assert a.loc["q", "count"] == 4 and a.loc["q", "estimate"] == pytest.approx(4 / 6)
+
+
+@pytest.mark.parametrize(("alias", "name"), [("fdr_bh", "bh"), ("BH", "bh"), ("fdr", "bh"), ("bonferroni", "bonferroni"),
+                                             ("holm", "holm"), ("b", "bonferroni"), ("h", "holm")])
+def test_p_adjust_takes_statsmodels_and_r_names(alias, name):
+    # Issue 36: statsmodels.stats.multitest.multipletests(p, method="fdr_bh") and R's
+    # p.adjust(p, "BH") name the adjustments so; the answer is hce's own method's.
+    p = [0.01, 0.02, 0.03, 0.5]
+    np.testing.assert_array_equal(p_adjust(p, alias), p_adjust(p, name))
+
+
+def test_posthoc_takes_statsmodels_names():
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"item_id": np.repeat(np.arange(12), 3), "condition_id": np.tile(["a", "b", "c"], 12),
+                         "sd": rng.random(36)})
+    out = posthoc(data, method="conover", p_adjust_method="fdr_bh")
+    assert (out["adjustment"] == "bh").all()
+    np.testing.assert_array_equal(out["p_adjusted"], posthoc(data, method="conover", p_adjust_method="bh")["p_adjusted"])

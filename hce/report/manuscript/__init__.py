@@ -1,4 +1,4 @@
-"""A manuscript as data (:mod:`.model`) and its writers (Markdown, Word, LaTeX).
+"""A manuscript as data (``hce.report.manuscript.model``) and its writers (Markdown, Word, LaTeX).
 
 The study layer (:mod:`hce.study`) fills a :class:`~hce.report.manuscript.model.Manuscript`
 from a study's saved analyses; the writers here know nothing about any particular study.

@@ -109,9 +109,9 @@ def write_latex(doc: model.Manuscript, path: str | Path) -> Path:
     Notes
     -----
     Text is escaped for pdflatex (``& % $ # _ { } ~ ^ \``, ``<``, ``>``, and symbols the utf8
-    input lacks such as ``≥`` and Greek letters: :func:`hce.report.tables.escape_tex`). Each
+    input lacks such as ``≥`` and Greek letters: ``hce.report.tables.escape_tex``). Each
     number is ``\hcenum{<as printed>}{<source>}``; headings are unnumbered sections; tables are
-    :meth:`hce.report.tables.Table.to_latex` with booktabs rules; figures are set at text width.
+    ``hce.report.tables.Table.to_latex`` with booktabs rules; figures are set at text width.
 
     Examples
     --------

@@ -107,7 +107,7 @@ def to_markdown(doc: model.Manuscript, figure_links: dict[Path, str] | None = No
 def write_markdown(doc: model.Manuscript, path: str | Path) -> Path:
     """Write the manuscript as Markdown to ``path``, its figures copied into ``figures/`` beside it.
 
-    Every :class:`~hce.report.manuscript.model.Number` is followed by
+    Every ``hce.report.manuscript.model.Number`` is followed by
     ``<!-- src: <source> -->``; placeholders read ``[[AUTHOR: ...]]``.
 
     %(writer_parameters)s

@@ -55,10 +55,10 @@ def write_docx(doc: model.Manuscript, path: str | Path) -> Path:
 
     Notes
     -----
-    Every :class:`~hce.report.manuscript.model.Number` is a run of its own with a Word comment
+    Every ``hce.report.manuscript.model.Number`` is a run of its own with a Word comment
     ``src: <source>`` (author ``hce``) anchored to it; placeholders read ``[[AUTHOR: ...]]``
     highlighted yellow. Word's own word count includes tables and captions; the journal counts
-    are :func:`~hce.report.manuscript.counts.word_counts`.
+    are ``hce.report.manuscript.counts.word_counts``.
 
     Examples
     --------

@@ -38,12 +38,12 @@ def write_manuscript(doc: Manuscript, out_dir: str | Path, *, sources_csv: bool 
         copied into ``figures/`` for the Markdown and LaTeX files and embedded in the Word file.
     sources_csv : bool
         Also write ``supplement/number_sources.csv``: ``section, text, source``, one row per
-        number in reading order (:func:`~hce.report.manuscript.model.number_sources`).
+        number in reading order (``hce.report.manuscript.model.number_sources``).
 
     Returns
     -------
     dict
-        ``abstract_words`` and ``main_words`` (:func:`~hce.report.manuscript.counts.word_counts`:
+        ``abstract_words`` and ``main_words`` (``hce.report.manuscript.counts.word_counts``:
         the abstract is the text of role ``"abstract"``; the main text, as JAMA counts it, the
         text of role ``"body"``, so not the title, headings, Key Points and other notes, tables,
         figure captions or references; placeholders not counted), and ``files``, the paths

@@ -14,6 +14,7 @@ import pandas as pd
 import patsy
 
 from hce._checks import _label, check_choice, require_columns
+from hce._docstrings import fill_doc
 from hce.errors import DataError, FormulaError
 from hce.stats._resample import as_generator
 from hce.stats.bayes import sampling
@@ -28,6 +29,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 @reads_frame(formula="formula")
+@fill_doc
 def bayes_ordinal(
     formula: str,
     data: pd.DataFrame,
@@ -78,8 +80,7 @@ def bayes_ordinal(
         NUTS target acceptance rate; raise it (0.95, 0.99) when divergences are flagged.
     sampler : {"auto", "nutpie", "pymc"}, default "auto"
         "auto" takes nutpie when installed (``pip install "hce[fast]"``), else PyMC's NUTS.
-    random_state : int or numpy.random.Generator, optional
-        Seed of the sampler and of posterior predictive draws.
+    %(random_state)s
 
     Returns
     -------

@@ -47,15 +47,37 @@ class BayesResult:
     link : {"logit", "probit"}
     idata : arviz.InferenceData
         Posterior draws and sampler statistics (``log_likelihood`` is added by
-        :meth:`loo`).
+        :meth:`~hce.stats.BayesResult.loo`).
     sampler : str
         ``"nutpie"`` or ``"pymc"``.
     seconds : float
         Wall time of compilation and sampling.
-    flags : list of str
-        Failed convergence checks with their remedies (empty when converged).
-    converged : bool
-        R-hat <= 1.01 and bulk ESS >= 400 for every parameter, no divergent transition.
+    design : Design
+        The fixed- and random-effect design of the formula (``design.data``: rows used).
+    values, labels : ndarray, list
+        The scores as category indices and the category each index stands for.
+    noise_design : NoiseDesign or None
+        The design of the noise formula (``noise=``), None without one.
+    arrays : ModelArrays
+        The arrays the PyMC model was built from.
+    priors : dict
+        The priors used, by name.
+    settings : SamplerSettings
+        Chains, draws, tuning steps and target acceptance.
+    groups, x_names : list of str
+        Grouping factors of the random effects and names of the fixed-effect columns.
+
+    Examples
+    --------
+    Sampling takes a minute (compilation included):
+
+    >>> from hce.stats import bayes_ordinal, simulated_log
+    >>> log = simulated_log(n_items=20, n_attempts=5, noise={"A": 0.3, "B": 0.8})
+    >>> fit = bayes_ordinal("clarity_of_language ~ condition_id + (1 | item_id)", log,
+    ...                     noise="condition_id", random_state=1)  # doctest: +SKIP
+    >>> fit.converged  # doctest: +SKIP
+    True
+    >>> fit.noise_pairs()[["a", "b", "prob_more_consistent"]]  # doctest: +SKIP
     """
 
     family: str
@@ -81,6 +103,7 @@ class BayesResult:
 
     @property
     def title(self) -> str:
+        """The model in one line: formula, noise formula and family."""
         noise = f", noise ~ {self.noise_design.formula}" if self.noise_design else ""
         family = "cumulative " + self.link if self.family == "ordinal" else f"Bernoulli ({self.link})"
         return f"{self.design.formula.formula}{noise} [{family}]"
@@ -120,10 +143,12 @@ class BayesResult:
 
     @property
     def converged(self) -> bool:
+        """R-hat <= 1.01 and bulk ESS >= 400 for every parameter, and no divergence."""
         return not self._diagnostics[1]
 
     @property
     def divergences(self) -> int:
+        """Divergent transitions over all chains."""
         return int(np.asarray(self.idata.sample_stats["diverging"]).sum())
 
     def __repr__(self) -> str:
@@ -250,7 +275,7 @@ class BayesResult:
             noise coefficient): ``term``, ``estimate`` (posterior mean), ``sd``
             (posterior SD), ``ci_low``, ``ci_high`` (HDI), ``r_hat``, ``ess_bulk``,
             ``ess_tail``, ``ok`` (R-hat <= 1.01 and bulk ESS >= 400). The random effects
-            themselves are checked too: see :meth:`diagnostics` and :attr:`flags`.
+            themselves are checked too: see :meth:`diagnostics` and ``flags``.
         """
         import arviz as az
 
@@ -322,6 +347,15 @@ class BayesResult:
 
     def plot_ppc(self, by: str | None = None, confidence: float = 0.95, ax=None, random_state=None):
         """Bar chart of observed score counts with the replicated means and intervals.
+
+        Parameters
+        ----------
+        by, confidence
+            As in :meth:`ppc`.
+        ax : matplotlib Axes, optional
+            Where to draw (default: a new figure).
+        random_state
+            As in :meth:`ppc`.
 
         Returns
         -------
@@ -401,6 +435,11 @@ class BayesResult:
     def compare(self, other: BayesResult, *others: BayesResult) -> pd.DataFrame:
         """Rank models of the same rows by PSIS-LOO (``arviz.compare``).
 
+        Parameters
+        ----------
+        other, *others : BayesResult
+            The models compared with this one.
+
         Returns
         -------
         pandas.DataFrame
@@ -447,6 +486,13 @@ class BayesResult:
         """Expected score (ordinal) or pass rate (Bernoulli) per level of ``by``, averaged
         over that level's observed items and conditions.
 
+        Parameters
+        ----------
+        by : str
+            A column of the data.
+        confidence : float, default 0.95
+            Mass of the highest-density intervals.
+
         Returns
         -------
         pandas.DataFrame
@@ -463,6 +509,13 @@ class BayesResult:
 
     def expected_pairs(self, by: str, confidence: float = 0.95) -> pd.DataFrame:
         """Pairwise differences of :meth:`expected` between levels of ``by``.
+
+        Parameters
+        ----------
+        by : str
+            A column of the data.
+        confidence : float, default 0.95
+            Mass of the highest-density intervals.
 
         Returns
         -------
@@ -506,6 +559,11 @@ class BayesResult:
     def noise(self, confidence: float = 0.95) -> pd.DataFrame:
         """Posterior of each condition's judge noise.
 
+        Parameters
+        ----------
+        confidence : float, default 0.95
+            Mass of the highest-density intervals.
+
         Returns
         -------
         pandas.DataFrame
@@ -526,6 +584,11 @@ class BayesResult:
 
     def noise_pairs(self, confidence: float = 0.95) -> pd.DataFrame:
         """Which condition is the more consistent judge: pairwise noise ratios.
+
+        Parameters
+        ----------
+        confidence : float, default 0.95
+            Mass of the highest-density intervals.
 
         Returns
         -------

@@ -4,7 +4,7 @@ Each function turns an attempt log into one tidy table with a ``prob`` column (t
 probability that its own prediction is right, or of the event);
 :mod:`hce.stats.calibration.metrics` compares it with a 0/1 outcome (golden label,
 agreement with a human score, or with the modal score or a repeat: :mod:`~hce.stats.calibration.outcomes`).
-:func:`logprob_confidence` is the one reader of score-token probabilities in hce: the
+:func:`~hce.stats.logprob_confidence` is the one reader of score-token probabilities in hce: the
 score scale is always passed in (a rubric or the score tokens), never assumed.
 """
 
@@ -31,7 +31,7 @@ from hce.stats.effects import CorrelationMethod, correlation
 ID_COLUMNS = ("item_id", "condition_id", "prompt_id", "model", "attempt")
 VERBAL_DEFAULT = {"high": 0.9, "medium": 0.7, "low": 0.5}
 
-#: What a provider's returned logprobs are the log of (see :func:`logprob_confidence`).
+#: What a provider's returned logprobs are the log of (see :func:`~hce.stats.logprob_confidence`).
 LogprobsAre = Literal["raw", "sampled", "raw_at_zero"]
 LOGPROBS_ARE = ("raw", "sampled", "raw_at_zero")
 
@@ -62,7 +62,7 @@ def logprob_confidence(
         text (as the attempt log stores them).
     scores : Rubric, sequence of numbers, or mapping token -> value
         The score scale; required, because a token is a score only on its scale. A
-        :class:`hce.rubric.Rubric` stands for the scores its categories allow (for a
+        ``hce.rubric.Rubric`` stands for the scores its categories allow (for a
         reply's total, pass ``rubric.total_levels``). Numbers are matched against tokens
         as text (``3`` matches ``"3"`` and ``" 3"``); a mapping such as
         ``{"true": 1, "false": 0}`` serves boolean judges.
@@ -85,7 +85,7 @@ def logprob_confidence(
         What the provider's logprobs are the log of (needs ``temperature``): ``"raw"`` the
         model's distribution at temperature 1 whatever the temperature (the default when
         ``temperature`` is given; OpenAI, Ollama: see docs/guide/calibration.md and
-        :mod:`hce.collect.sim`); ``"sampled"`` the distribution the reply was sampled from
+        ``hce.collect.sim``); ``"sampled"`` the distribution the reply was sampled from
         (no adjustment is made); ``"raw_at_zero"`` sampled, except raw at temperature 0.
 
     Returns
@@ -95,7 +95,7 @@ def logprob_confidence(
         Identifier columns; ``prob_<s>`` for each score ``s``: its probability under the
         sampling distribution (see Notes); ``chosen_score``: the sampled score; ``prob``:
         the sampling probability of the chosen score, i.e. the chance that an independent
-        repeat writes the same score (:func:`~hce.stats.calibration.outcomes.agrees_with_repeat` is the outcome it is
+        repeat writes the same score (:func:`~hce.stats.agrees_with_repeat` is the outcome it is
         calibrated for); ``raw_prob``: the chosen score's probability as the logprobs give
         it, renormalised over the scale, unadjusted; ``expected_score``: sum of s * prob_s;
         ``entropy``: Shannon entropy in nats; ``coverage``: probability mass of score
@@ -200,7 +200,7 @@ def _sampling(
 def sampling_distribution(raw: np.ndarray, temperature: np.ndarray, logprobs_are: str) -> np.ndarray:
     """Rows of score probabilities as sampled at ``temperature``, from rows as the logprobs give them.
 
-    ``raw`` (n x scores) is renormalised over the scale; see :func:`logprob_confidence`,
+    ``raw`` (n x scores) is renormalised over the scale; see :func:`~hce.stats.logprob_confidence`,
     Notes. NaN rows stay NaN.
 
     Examples
@@ -379,7 +379,7 @@ def vote_confidence(
 def vote_table(
     data: pd.DataFrame, *, item: str, score: str, by: Sequence[str], levels: Sequence[float] | None
 ) -> pd.DataFrame:
-    """The table of :func:`vote_confidence`, for callers that need its shares, not its SDs."""
+    """The table of :func:`~hce.stats.vote_confidence`, for callers that need its shares, not its SDs."""
     keys = [*by, item]
     require_columns(data, [*keys, score])
     values = numeric_column(data, score)
@@ -432,7 +432,7 @@ def verbal_confidence(
     Parameters
     ----------
     data : DataFrame
-        Attempt log of a boolean judge (seed 001 schema).
+        Attempt log of a boolean judge (the boolean judge specification's verdict).
     verbal : str
         Column with the verbal confidence (the log's ``confidence_level``); case and
         surrounding spaces are ignored.
@@ -453,6 +453,14 @@ def verbal_confidence(
     ------
     DataError
         When a non-missing value is not a key of ``mapping`` (the row is named).
+
+    References
+    ----------
+    .. [1] Tian, K., Mitchell, E., Zhou, A., et al. (2023). Just ask for calibration:
+       strategies for eliciting calibrated confidence scores from language models fine-tuned
+       with human feedback. EMNLP, 5433-5442.
+    .. [2] Xiong, M., Hu, Z., Lu, X., et al. (2024). Can LLMs express their uncertainty? An
+       empirical evaluation of confidence elicitation in LLMs. ICLR.
 
     Examples
     --------
@@ -507,7 +515,7 @@ def confidence_table(
     item, score, logprobs, numeric, verbal : str
         Column names.
     scores : Rubric, sequence or mapping, optional
-        Score scale for logprobs (see :func:`logprob_confidence`); required when the
+        Score scale for logprobs (see :func:`~hce.stats.logprob_confidence`); required when the
         confidence comes from logprobs.
     level : {"attempt", "item"}
         ``"attempt"`` (default): one row per attempt (votes give every attempt its item's
@@ -516,11 +524,11 @@ def confidence_table(
     by : sequence of str
         Further grouping for ``level="item"`` and for votes.
     levels : sequence of float, optional
-        The scale's possible scores, for votes (see :func:`vote_confidence`): a score
-        outside it raises :class:`DataError`. Default None: no check.
+        The scale's possible scores, for votes (see :func:`~hce.stats.vote_confidence`): a score
+        outside it raises :class:`~hce.DataError`. Default None: no check.
     temperature, logprobs_are : optional
         For logprobs: the sampling temperature (column name or number) and what the
-        provider's logprobs are, as in :func:`logprob_confidence`; ``prob`` is then the
+        provider's logprobs are, as in :func:`~hce.stats.logprob_confidence`; ``prob`` is then the
         probability at the temperature used.
 
     Returns
@@ -617,7 +625,7 @@ def confidence_spread(
     item, score, prob : str
         Column names.
     method : {"spearman", "kendall", "pearson"}, default "spearman"
-        Coefficient, as in :func:`hce.stats.effects.correlation`. Per-item SDs of short
+        Coefficient, as in :func:`~hce.stats.correlation`. Per-item SDs of short
         scales tie often (many are 0); ``"kendall"`` (tau-b) handles the ties explicitly.
     confidence : float
         Interval level.
@@ -625,10 +633,17 @@ def confidence_spread(
     Returns
     -------
     DataFrame
-        :func:`hce.stats.effects.correlation` output over items (``x = "mean_prob"``,
+        :func:`~hce.stats.correlation` output over items (``x = "mean_prob"``,
         ``y = "sd"``): ``estimate`` (Spearman rho, or Kendall tau-b), ``ci_low``,
         ``ci_high`` (Bonett-Wright; Fieller for Kendall), ``statistic``, ``df1``,
         ``p_value``, ``n`` (items with an SD), ``method``.
+
+    References
+    ----------
+    .. [1] Spearman, C. (1904). The proof and measurement of association between two things.
+       American Journal of Psychology 15, 72-101.
+    .. [2] Kendall, M. G. (1945). The treatment of ties in ranking problems. Biometrika 33,
+       239-251.
 
     Examples
     --------

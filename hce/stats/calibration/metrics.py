@@ -10,13 +10,15 @@ The reliability diagram that draws :func:`reliability_table` lives in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._docstrings import FRAGMENTS, fill_doc, section
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import proportion_ci
@@ -33,6 +35,7 @@ from hce.stats.calibration.confidence import _label
 
 Strategy = Literal["uniform", "quantile", "unique"]
 STRATEGIES = ("uniform", "quantile", "unique")
+F = TypeVar("F", bound=Callable)
 _CELLS = 5  # per bin: n, sum p, sum y, sum p^2, sum p*y
 
 
@@ -151,6 +154,7 @@ def _metric_table(estimates, replicates, confidence, n, extra) -> pd.DataFrame:
 
 @renamed(outcome="truth")
 @reads_frame(keys=("item",), numbers=("prob",), labels=("truth",), engine="columns")
+@fill_doc
 def calibration_metrics(
     data: pd.DataFrame,
     *,
@@ -194,8 +198,7 @@ def calibration_metrics(
         Level of the percentile bootstrap intervals.
     n_boot : int
         Bootstrap replicates; 0 gives point estimates only.
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -337,9 +340,40 @@ def calibration_metrics(
     return _metric_table(estimates, replicates, confidence, int(len(p)), extra)
 
 
+# The calibration functions below take calibration_metrics' arguments, documented with its text.
+FRAGMENTS["calibration_parameters"] = section(calibration_metrics.__doc__, "Parameters")
+
+
+def _calibration_arguments(func: F) -> F:
+    """Give ``func(data, **kwargs)``, which passes its keywords on, calibration_metrics' signature.
+
+    ``help()``, the API pages and the frame check (which binds the call to it) then see every
+    keyword; ``error`` stays the frame check's to add, as on calibration_metrics.
+    """
+    func.__signature__ = inspect.signature(inspect.unwrap(calibration_metrics))  # type: ignore[attr-defined]
+    return func
+
+
 @renamed(outcome="truth")
+@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",))
+@fill_doc
+@_calibration_arguments
 def expected_calibration_error(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
-    """ECE and MCE rows of :func:`calibration_metrics` (same parameters).
+    """ECE and MCE rows of :func:`calibration_metrics`.
+
+    %(calibration_parameters)s
+
+    Returns
+    -------
+    DataFrame
+        Rows ``ece`` and ``mce`` of :func:`calibration_metrics`' table.
+
+    References
+    ----------
+    .. [1] Naeini, M. P., Cooper, G., & Hauskrecht, M. (2015). Obtaining well calibrated
+       probabilities using Bayesian binning. AAAI 29, 2901-2907.
+    .. [2] Guo, C., Pleiss, G., Sun, Y., & Weinberger, K. Q. (2017). On calibration of modern
+       neural networks. ICML, 1321-1330.
 
     Examples
     --------
@@ -353,8 +387,27 @@ def expected_calibration_error(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
 
 
 @renamed(outcome="truth")
+@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",))
+@fill_doc
+@_calibration_arguments
 def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     """Brier score and its Murphy decomposition: rows of :func:`calibration_metrics`.
+
+    %(calibration_parameters)s
+
+    Returns
+    -------
+    DataFrame
+        Rows ``brier``, ``reliability``, ``resolution``, ``uncertainty``,
+        ``within_bin_variance`` and ``within_bin_covariance`` of :func:`calibration_metrics`'
+        table.
+
+    References
+    ----------
+    .. [1] Brier, G. W. (1950). Verification of forecasts expressed in terms of probability.
+       Monthly Weather Review 78, 1-3.
+    .. [2] Murphy, A. H. (1973). A new vector partition of the probability score. Journal of
+       Applied Meteorology 12, 595-600.
 
     Examples
     --------
@@ -406,6 +459,13 @@ def reliability_table(
     -----
     ``mean_prob`` and ``estimate`` equal ``prob_pred`` and ``prob_true`` of
     ``sklearn.calibration.calibration_curve`` with the same ``n_bins`` and strategy.
+
+    References
+    ----------
+    .. [1] DeGroot, M. H., & Fienberg, S. E. (1983). The comparison and evaluation of
+       forecasters. The Statistician 32, 12-22.
+    .. [2] Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
+       inference. JASA 22, 209-212.
 
     Examples
     --------

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce.stats._resample import as_generator
 from hce.stats._validate import reads_frame
 from hce.stats.calibration.confidence import _group_codes, vote_table
@@ -22,6 +23,25 @@ def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = 
 
     The outcome for calibrating attempt-level confidence against self-consistency.
     Missing scores give ``<NA>``.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Attempt log, several attempts per item.
+    item : str
+        Item column.
+    score : str
+        Score column.
+
+    Returns
+    -------
+    Series
+        Nullable boolean aligned with ``data``.
+
+    References
+    ----------
+    .. [1] Wang, X., Wei, J., Schuurmans, D., et al. (2023). Self-consistency improves chain of
+       thought reasoning in language models. ICLR.
 
     Examples
     --------
@@ -39,6 +59,7 @@ def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = 
 
 
 @reads_frame(keys=("item", "condition"), labels=("score",))
+@fill_doc
 def agrees_with_repeat(
     data: pd.DataFrame,
     *,
@@ -66,8 +87,7 @@ def agrees_with_repeat(
         Condition column(s) (prompt, model, temperature, ... as one id); None: the item alone.
     score : str
         Score column (a criterion, ``total``, or a 0/1 verdict).
-    random_state : int, Generator or None
-        Seeds the pairing.
+    %(random_state)s
 
     Returns
     -------
@@ -82,6 +102,11 @@ def agrees_with_repeat(
     attempt is thus compared once and serves once as another's repeat, and its partner is
     a different attempt, independent of it when the attempts are independent draws. With
     two attempts the two comparisons are the same pair.
+
+    References
+    ----------
+    .. [1] Wang, X., Wei, J., Schuurmans, D., et al. (2023). Self-consistency improves chain of
+       thought reasoning in language models. ICLR.
 
     Examples
     --------

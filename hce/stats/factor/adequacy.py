@@ -173,6 +173,11 @@ def eigenvalues(
         ``factor`` (1..p), ``eigenvalue``, ``proportion`` (eigenvalue / p), ``cumulative``
         and ``kaiser`` (eigenvalue > 1).
 
+    References
+    ----------
+    .. [1] Kaiser, H. F. (1960). The application of electronic computers to factor analysis.
+       Educational and Psychological Measurement 20, 141-151.
+
     Examples
     --------
     >>> import numpy as np, pandas as pd
@@ -247,8 +252,7 @@ def parallel_analysis(
     quantile : float, optional
         Compare with this quantile of the simulated eigenvalues (e.g. 0.95) instead of
         their mean.
-    random_state : int or Generator, optional
-        Seed for the simulation.
+    %(random_state)s
 
     Returns
     -------

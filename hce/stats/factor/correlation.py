@@ -120,6 +120,12 @@ def correlation_matrix(
     DataFrame
         Square correlation matrix indexed by item on both axes.
 
+    References
+    ----------
+    .. [1] Olsson, U. (1979). Maximum likelihood estimation of the polychoric correlation
+       coefficient. Psychometrika 44, 443-460.
+    .. [2] Revelle, W. ``psych::polychoric`` and ``psych::cor.smooth``, R package psych.
+
     Examples
     --------
     >>> import pandas as pd

@@ -465,15 +465,14 @@ def efa(
         Level of every interval made. By default each keeps its convention: 0.95 for the
         bootstrap intervals, 0.90 for RMSEA (psych's ``p = .05`` and ``alpha = .1``; lavaan
         also prints 90% for RMSEA). A number sets both.
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
     FactorResult
         ``loadings``, ``phi``, ``structure``, ``communalities``, ``variance``, ``fit``,
         ``intervals`` (with ``n_boot``), ``tidy()`` and ``summary()``; see
-        :class:`FactorResult`.
+        :class:`~hce.stats.factor.FactorResult`.
 
     Notes
     -----
@@ -576,7 +575,7 @@ def efa_intervals(
     data : DataFrame
         The data ``result`` was fitted to.
     result : FactorResult
-        The fitted EFA, from :func:`efa`.
+        The fitted EFA, from :func:`~hce.stats.efa`.
     items : list of str, optional
         Item columns; default every numeric column. They must be the items of ``result``.
     n_boot : int
@@ -591,8 +590,8 @@ def efa_intervals(
     Returns
     -------
     FactorResult
-        ``result`` with ``intervals`` filled (see :class:`FactorResult`); the resampling is
-        described under :func:`efa`.
+        ``result`` with ``intervals`` filled (see :class:`~hce.stats.factor.FactorResult`); the resampling is
+        described under :func:`~hce.stats.efa`.
 
     %(two_factor_example)s
     >>> fitted = efa(d, n_factors=2, rotation="varimax")

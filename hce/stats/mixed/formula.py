@@ -43,6 +43,7 @@ import pandas as pd
 import patsy
 
 from hce._checks import require_columns
+from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import DataError, FormulaError
 
@@ -142,6 +143,7 @@ class MixedFormula:
         return f"{self.response} ~ {self.fixed}" + (f" + {bars}" if bars else "")
 
 
+@keywords_checked
 def parse_formula(formula: str) -> MixedFormula:
     """Parse an lme4-style formula into response, fixed part and random terms.
 
@@ -366,6 +368,7 @@ class Design:
     groupings: dict[str, Grouping]
 
 
+@keywords_checked
 def build_design(
     formula: str | MixedFormula, data: pd.DataFrame, *, residual: bool = True
 ) -> Design:
@@ -392,7 +395,7 @@ def build_design(
     ------
     DataError
         A grouping column is missing, no complete rows remain, or the data cannot identify a
-        random term (see :func:`check_identifiable`).
+        random term (see ``check_identifiable``).
     FormulaError
         patsy cannot evaluate the fixed part (the message quotes patsy's).
 

@@ -3,7 +3,7 @@
 :func:`variance_components` fits the fully crossed random model of a G study with
 :func:`~hce.stats.mixed.lmer_fit.lmer` and reports each component with its standard error and
 interval, and G and Phi for a chosen number of attempts, with the intervals of
-:mod:`hce.stats.mixed.component_intervals`.
+``hce.stats.mixed.component_intervals``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.stats._resample import as_generator
 from hce._warnings import warn
@@ -45,7 +46,7 @@ class VarianceComponents:
         ``share`` (of the total), ``std_error`` (asymptotic), ``ci_low``, ``ci_high``,
         ``df`` (Satterthwaite), ``method``.
     coefficients : pandas.DataFrame
-        G and Phi for the ``n_attempts`` asked for (see :meth:`d_study`).
+        G and Phi for the ``n_attempts`` asked for (see :meth:`~hce.stats.VarianceComponents.d_study`).
     object : str
         The object of measurement (the first facet).
     covariance : pandas.DataFrame
@@ -54,7 +55,29 @@ class VarianceComponents:
     fit : LmerResult or CellFit
         The underlying random-effects model (a :class:`~hce.stats.mixed.cell_fit.CellFit`
         when the data were a frame of another engine, fitted from its cell table).
+    facets : list of str
+        The facets, the object of measurement first.
+    levels : dict
+        Levels of each facet other than the object, the D study's defaults.
+    replicated : bool
+        Whether cells hold several scores (repeated attempts), so the residual is separated
+        from the highest interaction.
 
+    Examples
+    --------
+    >>> from hce.stats import simulated_log, variance_components
+    >>> log = simulated_log(n_items=10, n_attempts=3, noise={"A": 0.3, "B": 0.6}, random_state=1)
+    >>> g = variance_components(log, score="total", facets=["item_id", "condition_id"], random_state=0)
+    >>> g.components[["component", "estimate", "share"]].round(3)
+                  component  estimate  share
+    0               item_id     2.575  0.733
+    1          condition_id     0.060  0.017
+    2  item_id:condition_id     0.062  0.018
+    3              residual     0.817  0.232
+    >>> g.d_study(n_attempts=5, random_state=0)[["metric", "estimate"]].round(3)
+      metric  estimate
+    0      G     0.958
+    1    Phi     0.947
     """
 
     components: pd.DataFrame
@@ -67,6 +90,7 @@ class VarianceComponents:
     fit: LmerResult | CellFit = field(repr=False)
     _covariance_source: str = field(repr=False, default="")
 
+    @fill_doc
     def d_study(
         self,
         n_attempts: int = 1,
@@ -87,8 +111,7 @@ class VarianceComponents:
             as error).
         confidence : float, default 0.95
             Interval level.
-        random_state : int, Generator or None, default None
-            Seed of the draws behind the intervals; pass one for a reproducible table.
+        %(random_state)s
 
         Returns
         -------
@@ -107,7 +130,7 @@ class VarianceComponents:
         Intervals: percentiles of G and Phi over 20,000 joint draws of the components,
         each drawn from its Satterthwaite pivot ``v df / chi2_df`` (so its quantiles are its
         own interval's bounds), tied by a Gaussian copula with the correlation of
-        :attr:`covariance` (see :mod:`hce.stats.mixed.component_intervals`); components at 0 stay
+        ``covariance`` (see ``hce.stats.mixed.component_intervals``); components at 0 stay
         at 0, and those with Satterthwaite df below 1 are clamped into their profile-likelihood
         interval. NaN with the reason in ``method`` when G or Phi is fixed at 0 or 1 or no
         covariance exists.
@@ -167,7 +190,12 @@ class VarianceComponents:
         return self.summary()
 
     def summary(self) -> str:
-        """Components and coefficients as text."""
+        """Components and coefficients as text.
+
+        Returns
+        -------
+        str
+        """
         return (
             f"G study of {self.fit.formula.response!r}: object {self.object!r}, facets {self.facets[1:]}\n"
             f"{self.components.to_string(index=False)}\n\n{self.coefficients.to_string(index=False)}"
@@ -228,6 +256,7 @@ def _formula(score: str, subsets: list[tuple[str, ...]]) -> str:
 
 
 @reads_frame(keys=("facets",), numbers=("score",), engine=_variance_components_in_engine)
+@fill_doc
 def variance_components(
     data: pd.DataFrame,
     *,
@@ -258,8 +287,7 @@ def variance_components(
         Attempts averaged per condition for the G and Phi coefficients.
     confidence : float, default 0.95
         Interval level.
-    random_state : int, Generator or None, default None
-        Seed of the draws behind the G and Phi intervals.
+    %(random_state)s
 
     Returns
     -------
@@ -288,7 +316,7 @@ def variance_components(
       0 to where the profiled REML deviance rises by chi2_1(confidence) (lme4's profile).
 
     G and Phi intervals are percentiles over joint draws of the components from their
-    Satterthwaite pivots (see :meth:`VarianceComponents.d_study`).
+    Satterthwaite pivots (see :meth:`~hce.stats.VarianceComponents.d_study`).
 
     References
     ----------

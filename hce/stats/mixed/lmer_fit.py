@@ -1,11 +1,11 @@
 """``lmer``: linear mixed models with lme4 syntax, fitted by one of two engines.
 
-``lmer`` reads an lme4 formula (:mod:`hce.stats.mixed.formula`) and fits it by REML or ML. Two
+``lmer`` reads an lme4 formula (``hce.stats.mixed.formula``) and fits it by REML or ML. Two
 engines give the same estimates:
 
 * balanced crossed designs with categorical fixed effects and random intercepts (the usual
   judge study: items x prompts x models x attempts) are solved from the ANOVA
-  decomposition (:mod:`hce.stats.mixed.balanced`): in closed form from the mean squares when the
+  decomposition (``hce.stats.mixed.balanced``): in closed form from the mean squares when the
   estimates are non-negative, else by maximising the same exact REML (or ML) likelihood
   over non-negative variances;
 * everything else (unbalanced data, numeric covariates, random slopes, any number of
@@ -60,7 +60,7 @@ def lmer(
     ----------
     formula : str
         lme4 formula, e.g. ``"total ~ prompt + model + (1 | item_id) + (1 | item_id:prompt)"``;
-        supported terms are listed in :mod:`hce.stats.mixed.formula`; random intercepts and
+        supported terms are listed in ``hce.stats.mixed.formula``; random intercepts and
         slopes, crossed or nested, any number of levels.
     data : pandas.DataFrame
         Long format, one row per observation. Rows missing a formula value are dropped with
@@ -68,7 +68,7 @@ def lmer(
     REML : bool, default True
         Restricted maximum likelihood (lme4's default); False for maximum likelihood.
     method : {"auto", "anova", "pls"}, default "auto"
-        ``"anova"``: the balanced-design computation (raises :class:`DataError` when the
+        ``"anova"``: the balanced-design computation (raises :class:`~hce.DataError` when the
         design does not qualify); ``"pls"``: lme4's penalised least squares (any design);
         ``"auto"``: the first that applies.
 
@@ -89,7 +89,7 @@ def lmer(
     The balanced-design path applies when every combination of the factors in the model
     occurs equally often, the fixed part has only categorical factors in a hierarchical
     formula, and every random term is an intercept. Its estimates maximise the exact REML
-    (or ML) likelihood (see :mod:`hce.stats.mixed.balanced`): with non-negative ANOVA estimates
+    (or ML) likelihood (see ``hce.stats.mixed.balanced``): with non-negative ANOVA estimates
     these are the ANOVA estimates, in closed form; otherwise a small bounded optimisation
     over the variances alone finds the boundary maximum. Fixed-effect tests from either
     engine use lmerTest's Satterthwaite degrees of freedom by default, or pbkrtest's

@@ -64,7 +64,20 @@ class LmerResult:
         Convergence and boundary messages raised during the fit, also emitted as warnings.
     residuals : ndarray
         Conditional residuals ``y - X beta - Z b`` in row order of the data used.
+    design : Design
+        The model matrices and the data used (``design.data``).
 
+    Examples
+    --------
+    >>> from hce.stats import lmer, simulated_log
+    >>> log = simulated_log(n_items=10, n_attempts=3, noise={"A": 0.3, "B": 0.6}, random_state=1)
+    >>> m = lmer("total ~ condition_id + (1 | item_id)", log)
+    >>> m.n, m.ngroups
+    (60, {'item_id': 10})
+    >>> m.fixef()[["term", "estimate"]].round(3)
+                    term  estimate
+    0        (Intercept)    12.800
+    1  condition_id[T.B]    -0.433
     """
 
     formula: MixedFormula
@@ -150,6 +163,7 @@ class LmerResult:
         Returns
         -------
         pandas.DataFrame
+            ``group``, ``var1``, ``var2``, ``vcov``, ``sdcor``.
             ``group`` (grouping factor or ``Residual``), ``var1``, ``var2`` (``var2`` set:
             a covariance/correlation row), ``vcov`` (variance or covariance), ``sdcor``
             (standard deviation or correlation).
@@ -163,6 +177,7 @@ class LmerResult:
         Returns
         -------
         pandas.DataFrame
+            ``group``, ``level``, ``term``, ``estimate``.
             ``group``, ``level``, ``term`` (``(Intercept)`` or the slope), ``estimate``.
 
         """
@@ -174,6 +189,7 @@ class LmerResult:
         Returns
         -------
         pandas.DataFrame
+            ``type`` (adjusted, conditional) and ``estimate``.
             ``type`` (``adjusted``, ``conditional``) and ``estimate``.
 
         Notes
@@ -287,6 +303,8 @@ class LmerResult:
         Returns
         -------
         pandas.DataFrame
+            One row per pair: ``a``, ``b``, ``estimate``, ``std_error``, ``ci_low``,
+            ``ci_high``, ``statistic``, ``df``, ``p_value``, ``p_adjusted``, ``method``.
             One row per pair: ``a``, ``b``, ``estimate`` (mean a - mean b), ``std_error``,
             ``ci_low``, ``ci_high`` (unadjusted), ``statistic``, ``df``, ``p_value``,
             ``p_adjusted`` (Holm), ``method``.
@@ -324,7 +342,12 @@ class LmerResult:
 
     # ---- display ---------------------------------------------------------------------
     def summary(self) -> str:
-        """The fit as lme4's ``summary()`` prints it."""
+        """The fit as lme4's ``summary()`` prints it.
+
+        Returns
+        -------
+        str
+        """
         crit = "REML criterion at convergence" if self.reml else "deviance"
         q = np.quantile(self.residuals / np.sqrt(self.sigma2), [0, 0.25, 0.5, 0.75, 1])
         lines = [

@@ -60,6 +60,13 @@ def spread_model(
     UserWarning
         Cells with fewer than two attempts (no SD) are dropped; zero-SD cells handled.
 
+    References
+    ----------
+    .. [1] Bates, D., Maechler, M., Bolker, B., & Walker, S. (2015). Fitting linear
+       mixed-effects models using lme4. Journal of Statistical Software 67(1), 1-48.
+    .. [2] Bartlett, M. S., & Kendall, D. G. (1946). The statistical analysis of variance-
+       heterogeneity and the logarithmic transformation. JRSS Supplement 8, 128-138.
+
     Examples
     --------
     >>> rng = np.random.default_rng(1)

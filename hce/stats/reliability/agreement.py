@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
@@ -147,7 +148,7 @@ def cohen_kappa(
         the shape :func:`hce.stats.golden_agreement` takes), ``score`` is left out and
         ``item`` is optional (default: each row is a target).
     weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
-        Agreement weights on category positions (see :func:`agreement_weights`).
+        Agreement weights on category positions (see :func:`~hce.stats.reliability.agreement_weights`).
     categories : sequence, optional
         All categories in order; defaults to the sorted observed ones. Give it when a
         category is possible but unused, since weighted kappa depends on the positions.
@@ -323,36 +324,9 @@ def _chance_corrected(
     )
 
 
-_SHARED_DOC = """
-    Parameters
-    ----------
-    data : DataFrame
-        Long format, one row per rating; any number of raters, missing ratings allowed.
-    targets, raters, ratings : str
-        Columns naming the target, the rater and the category given.
-    {weights}categories : sequence, optional
-        All categories in order; defaults to the sorted observed ones.
-    confidence : float, default 0.95
-        Confidence level of the interval.
-
-    Returns
-    -------
-    DataFrame
-        One row: ``metric``, ``weights``, ``estimate``, ``se`` (Gwet's linearised SE),
-        ``ci_low``, ``ci_high`` (estimate +- t(n-1) se, the upper limit
-        capped at 1 as in irrCAC), ``statistic``
-        (t = estimate / se), ``p_value`` (two-sided, t on n - 1 df), ``pa`` (observed
-        agreement), ``pe`` (chance agreement), ``method``, ``ci_method``, ``n_items``
-        (targets with a rating), ``n_raters``, ``n_scores`` and ``n_dropped`` (missing).
-"""
-
-_WEIGHTS_DOC = """weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
-        Agreement weights on category positions (see :func:`agreement_weights`).
-    """
-
-
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@fill_doc
 def fleiss_kappa(
     data: pd.DataFrame,
     *,
@@ -363,7 +337,10 @@ def fleiss_kappa(
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Fleiss' kappa for any number of raters, with missing ratings, SE and CI.
-    {shared}
+
+    %(agreement_columns)s
+    %(agreement_rest)s
+
     Notes
     -----
     With r_ik the raters putting target i in category k, r_i = sum_k r_ik, and targets
@@ -397,6 +374,7 @@ def fleiss_kappa(
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@fill_doc
 def gwet_ac(
     data: pd.DataFrame,
     *,
@@ -408,7 +386,11 @@ def gwet_ac(
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Gwet's AC1 (unweighted) or AC2 (weighted) agreement coefficient, with variance.
-    {shared}
+
+    %(agreement_columns)s
+    %(agreement_weights)s
+    %(agreement_rest)s
+
     Notes
     -----
     pa as for Fleiss' kappa with weighted agreement (r*_ik = sum_l w_kl r_il replaces r_ik
@@ -442,6 +424,7 @@ def gwet_ac(
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@fill_doc
 def percent_agreement(
     data: pd.DataFrame,
     *,
@@ -453,7 +436,11 @@ def percent_agreement(
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Percent agreement: the share of rater pairs that agree on a target, averaged.
-    {shared}
+
+    %(agreement_columns)s
+    %(agreement_weights)s
+    %(agreement_rest)s
+
     Notes
     -----
     pa = mean over targets with 2+ ratings of sum_k r_ik (r*_ik - 1) / (r_i (r_i - 1)):
@@ -478,9 +465,6 @@ def percent_agreement(
     return _chance_corrected(r, "pa", weights, categories, confidence)
 
 
-for _f, _w in ((fleiss_kappa, ""), (gwet_ac, _WEIGHTS_DOC), (percent_agreement, _WEIGHTS_DOC)):
-    _f.__doc__ = _f.__doc__.replace("{shared}", _SHARED_DOC.replace("{weights}", _w))
-
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
@@ -492,7 +476,7 @@ def strict_agreement(
     score: str,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """Strict inclusion, exclusion and agreement of binary judgements (seed 004, Table 3).
+    """Strict inclusion, exclusion and agreement of binary judgements (Seegmiller et al. 2025, Table 3).
 
     Parameters
     ----------
@@ -517,7 +501,7 @@ def strict_agreement(
 
     Notes
     -----
-    Seed 004 (theme-level inter-annotator agreement) counts, per theme, the messages
+    EditJudge's theme-level inter-annotator agreement (Seegmiller et al. 2025) counts, per theme, the messages
     whose three clinician responses all include it (strict inclusion) or all omit it
     (strict exclusion). Only targets rated by every rater count, since unanimity among
     fewer raters is a weaker event. Run once per theme, e.g. with ``groupby``.

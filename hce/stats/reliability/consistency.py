@@ -59,6 +59,16 @@ def _wide(
             f"need at least 2 items ({items!r}) and 2 targets ({targets!r}); "
             f"got {r.n_raters} and {r.n_targets}"
         )
+    if r.n_raters > r.n_targets:
+        # The roles read backwards give a number, not an error (0.988 for a scale whose
+        # alpha is 0.827): a scale has fewer items than it has respondents, so more
+        # "items" than "respondents" is the swapped reading.
+        raise DataError(
+            f"rater={items!r} has {r.n_raters} levels and item={targets!r} {r.n_targets}: a scale has fewer "
+            f"items than respondents, so these look swapped. item= names what is measured (the "
+            f"respondents, rated responses: the rows of the matrix), rater= the scale items (its "
+            f"columns): call with item={items!r}, rater={targets!r}"
+        )
     y = r.wide()
     complete = ~np.isnan(y).any(axis=1)
     if nan_policy == "listwise" and not complete.all():
@@ -231,6 +241,7 @@ def _omega(s: np.ndarray) -> float:
 
 @renamed(targets="item", items="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), numbers=("score",))
+@fill_doc
 def mcdonald_omega(
     data: pd.DataFrame,
     *,
@@ -265,8 +276,7 @@ def mcdonald_omega(
         Confidence level of the interval.
     n_boot : int, default 1000
         Bootstrap resamples of targets; 0 gives no interval.
-    random_state : int, Generator or None
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -334,6 +344,7 @@ def mcdonald_omega(
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
+@fill_doc
 def ordinal_alpha(
     data: pd.DataFrame,
     *,
@@ -357,8 +368,7 @@ def ordinal_alpha(
         Bootstrap resamples of the rows for a percentile interval; 0 gives none.
     confidence : float, default 0.95
         Level of the interval.
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
@@ -471,8 +481,7 @@ def omega_hierarchical(
         0 gives none.
     confidence : float, default 0.95
         Level of the intervals.
-    random_state : int or Generator, optional
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------

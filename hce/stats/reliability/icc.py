@@ -275,6 +275,10 @@ def icc(
         (listwise, with a warning). ``"reml"``: variance components by REML from every
         rating, no target dropped. ``"auto"``: ANOVA when every target has exactly one
         rating from every rater, else REML.
+    k : {"harmonic", "raters"}, default "harmonic"
+        Under REML, the number of ratings the mean forms (ICC1k, ICC2k, ICC3k) average:
+        the harmonic mean of ratings per item, or the number of raters (see Notes). A
+        complete design gives the same k either way.
 
     Returns
     -------
@@ -293,7 +297,7 @@ def icc(
     DataError
         Fewer than 2 targets or raters; under REML, ratings that cannot identify the crossed
         model, such as one rating per target (lme4's checks, see
-        :func:`hce.stats.mixed.formula.check_identifiable`).
+        ``hce.stats.mixed.formula.check_identifiable``).
 
     Notes
     -----
@@ -482,9 +486,16 @@ def icc_groups(
 
     Notes
     -----
-    Seed 003 (Adaptive Precise Boolean rubrics) reports ICC3 within expert, non-expert and
+    The Adaptive Precise Boolean rubrics paper (Mallinar et al. 2025) reports ICC3 within expert, non-expert and
     automatic raters and between those groups; with ``between="means"`` a group's
     ratings of a target are averaged over the raters who rated it before the ICC is taken.
+
+    References
+    ----------
+    .. [1] Shrout, P. E., & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing
+       rater reliability. Psychological Bulletin 86, 420-428.
+    .. [2] Mallinar, N., Heydari, A. A., Liu, X., et al. (2025). A scalable framework for
+       evaluating health language models (Adaptive Precise Boolean rubrics).
 
     Examples
     --------

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import (
@@ -172,6 +173,7 @@ def alpha_core(
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@fill_doc
 def krippendorff_alpha(
     data: pd.DataFrame,
     *,
@@ -203,8 +205,7 @@ def krippendorff_alpha(
     minimum : float or sequence of float, default 0.667
         Smallest acceptable alpha; ``p_below`` estimates P(alpha < minimum). A sequence
         gives one row per minimum (same estimate and resamples).
-    random_state : int, Generator or None
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------

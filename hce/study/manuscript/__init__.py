@@ -1,6 +1,6 @@
 """The draft manuscript of a study (seed 000 sections 9-11): every number traceable to a table cell.
 
-:func:`draft` builds a :class:`~hce.report.manuscript.model.Manuscript` from a study's output
+``draft`` builds a :class:`~hce.report.manuscript.model.Manuscript` from a study's output
 folder (configuration, logs, decisions) and its study report (the saved tables and figures);
 :func:`manuscript` writes it as Markdown, Word and LaTeX with the supplement. The text is
 assembled by :mod:`.front` (title, abstract, Key Points, Introduction), :mod:`.methods`,
@@ -127,7 +127,7 @@ def manuscript(study_dir: str | os.PathLike, out_dir: str | os.PathLike | None =
     out_dir : path, optional
         Default ``<study_dir>/manuscript``. Replaced as a whole (only a folder this wrote, or an empty one).
     title : str, optional
-        See :func:`draft`.
+        See ``draft``.
     report_dir : path, optional
         The study report to cite (default: the one in ``study_dir``; without one, the study
         report is written first to ``<out_dir>/report``).
@@ -136,7 +136,7 @@ def manuscript(study_dir: str | os.PathLike, out_dir: str | os.PathLike | None =
     -------
     dict
         ``abstract_words``, ``main_words`` (as the writers count them) and ``out`` (the folder).
-        An abstract over :data:`~hce.study.manuscript.front.ABSTRACT_WORDS` (JAMA's 350) warns.
+        An abstract over ``hce.study.manuscript.front.ABSTRACT_WORDS`` (JAMA's 350) warns.
         The cited tables are copied to ``<out>/tables`` so every source key resolves beside the text.
 
     Examples

@@ -136,3 +136,18 @@ def test_errors():
     long = long_from_wide(np.arange(12.0).reshape(4, 3))
     with pytest.raises(DataError, match=r"nan_policy='drop' is not valid"):
         cronbach_alpha(long, item="target", rater="rater", score="rating", nan_policy="drop")
+
+
+def test_cronbach_alpha_refuses_the_swapped_roles():
+    # Issue 36: item= is the respondent (a row of the item-by-respondent matrix), rater= the
+    # scale item; read the other way round the call gave a plausible number. The right
+    # reading matches pingouin.cronbach_alpha on the wide table; the swapped one is refused.
+    rng = np.random.default_rng(7)
+    trait = rng.normal(size=40)
+    wide = pd.DataFrame({f"q{j}": trait + rng.normal(scale=0.8, size=40) for j in range(5)})
+    long = wide.rename_axis("respondent").reset_index().melt(id_vars="respondent", var_name="question",
+                                                             value_name="score")
+    ours = cronbach_alpha(long, item="respondent", rater="question", score="score")["estimate"].iloc[0]
+    assert ours == pytest.approx(pg.cronbach_alpha(wide)[0], rel=1e-9)
+    with pytest.raises(DataError, match=r"rater='respondent' has 40 levels and item='question' 5.*swapped"):
+        cronbach_alpha(long, item="question", rater="respondent", score="score")
