@@ -177,8 +177,8 @@ def default_column(data: object, argument: str) -> str:
 #: The rule for results: a statistic returns a tidy DataFrame; a model or a multi-table analysis
 #: returns a result object (its tables are DataFrames, :data:`RESULT_CLASSES`); a per-row recoding
 #: returns a Series aligned with the data. The exceptions, with the reason (tests/test_vocabulary.py).
-RESULT_CLASSES = ("AnalysisResult", "BayesResult", "CFAResult", "FactorResult", "InstrumentReport", "LmerResult",
-                  "OmegaResult", "ParallelResult", "VarianceComponents")
+RESULT_CLASSES = ("AnalysisResult", "BayesResult", "CFAResult", "ClmmResult", "FactorResult", "GlmerResult",
+                  "InstrumentReport", "LmerResult", "OmegaResult", "ParallelResult", "VarianceComponents")
 ROW_RECODERS = ("agrees_with_mode", "agrees_with_repeat", "binarize_likert", "normalize_likert")
 RETURNS_OTHER: dict[str, str] = {
     "p_adjust": "an array of adjusted p-values, as R's p.adjust and statsmodels' multipletests",
