@@ -20,7 +20,20 @@ imports 7.4 s (seaborn and scipy.stats, which parses its distributions' docstrin
 writing 6.4 s (12 savefig calls: an SVG and a PNG of 6 figures), the rest of the
 criterion sections ~6 s (spread, tests, reliability with its bootstrap). The fits now run
 on one BLAS thread: 23 s of CPU, the variance part 2.8 s. The nine-criterion pilot in a
-fresh process: 7.5 s of CPU against main's 21.6 s in the same run (load 17).
+fresh process: 7.5 s of CPU against main's 21.6 s in the same run (load 17); at load 5-7,
+best of 2-3: hce 7.7-8.7 s (cpu 6.9-7.6 s), main 7.7-16.7 s (cpu 9.2-17.1 s): main's cost swings
+with the load (its OpenBLAS threads), ours does not. The 5 s target is not met yet.
+
+study-20k and ``hce demo`` (issue 35: 40.8 s and 35 s idle; target 30 s each), profiled the same
+way at load 12-16: study-20k took 54.1 s of CPU against main's 64.7 s in the same session
+(``/usr/bin/time python bench/report.py --case study-20k`` on each tree). The demo's 106 s of CPU:
+the study report 33 s (the generic sections 26 s: figures, spread, variance decomposition 6.5 s
+with its profile intervals 3 s after the one-thread fix, reliability 5.6 s), collection
+through the simulated judge ~21 s (the openai client's request building and JSON parsing in
+the same process as the server), imports ~12 s. cProfile inflates matplotlib (many small
+Python calls): one box plot costs 40 ms to build, 75 ms as PNG and 55 ms as SVG (process
+time, one figure, best of 5), ~5 s for the demo's 29 figures, not the 20 s cProfile shows.
+Not done: the figures and the demo's collection were left as they are.
 
 Run: python bench/report.py --10m   (adds the 10,000,000-attempt Parquet log: 100,000 items x 4
 conditions x 25 attempts, made once into the temp folder, read by the report as `hce report` does)
