@@ -111,6 +111,9 @@ class RunSummary:
         Calls that got no reply (``hce.collect.failed.call_failed``), among the flagged.
     superseded : tuple
         Conditions whose rows made with other settings were moved out (``new_settings=True``).
+    not_applicable : int
+        Criterion scores the judge answered with the rubric's "not applicable" label
+        (missing by design, not errors).
 
     Examples
     --------
