@@ -28,12 +28,11 @@ from hce.stats.spread import (
     success_metric_2,
 )
 from hce.stats.subgroup_fairness import fairness
+from hce.stats.contingency import code_frequencies, contingency_test
 from hce.stats.tests import (
     Adjustment,
     PosthocMethod,
     Transform,
-    code_frequencies,
-    contingency_test,
     friedman,
     kruskal_wallis,
     mann_whitney,

@@ -13,10 +13,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from hce.errors import DataError, HceWarning
+from hce.stats.contingency import code_frequencies, contingency_core, contingency_test
 from hce.stats.tests import (
-    code_frequencies,
-    contingency_core,
-    contingency_test,
     friedman,
     kruskal_wallis,
     mann_whitney,
@@ -317,3 +315,20 @@ def test_contingency_auto_choice_and_frequencies():
     freq = code_frequencies(codes, codes="evidence")
     a = freq[(freq["model"] == "a")].set_index("level")
     assert a.loc["q", "count"] == 4 and a.loc["q", "estimate"] == pytest.approx(4 / 6)
+
+
+def test_a_degenerate_rank_biserial_is_not_estimable_and_says_why():
+    # Issue 33: r = -1.00 [-1.00, -1.00] printed as if informative. Every pair ordered one way
+    # (complete separation) leaves the Fisher z interval at a point whatever n: no interval, a reason.
+    data = pd.DataFrame({"condition": ["a"] * 4 + ["b"] * 4, "score": [1, 2, 3, 4, 5, 6, 7, 8]})
+    out = mann_whitney(data, condition="condition", score="score", a="a", b="b").iloc[0]
+    assert out["effect_size"] == -1 and np.isnan(out["effect_ci_low"]) and np.isnan(out["effect_ci_high"])
+    assert "CI not estimable: every pair is ordered one way" in out["method"]
+    # one non-zero difference of eight pairs: r = 1 from a single pair, P = 1
+    paired = pd.DataFrame({"item": list(range(8)) * 2, "condition": ["a"] * 8 + ["b"] * 8,
+                           "score": [1, 2, 3, 4, 5, 6, 7, 9] + [1, 2, 3, 4, 5, 6, 7, 8]})  # fmt: skip
+    out = wilcoxon_paired(paired, item="item", condition="condition", score="score", a="a", b="b").iloc[0]
+    assert out["effect_size"] == 1 and np.isnan(out["effect_ci_low"]) and "not estimable" in out["method"]
+    table = posthoc(pd.concat([paired, paired[paired["condition"] == "b"].assign(condition="c")]), item="item",
+                    condition="condition", score="score", method="wilcoxon")  # fmt: skip
+    assert table["method"].str.contains("not estimable").any()
