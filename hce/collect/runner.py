@@ -757,7 +757,8 @@ async def run_async(
                 if any(stop.reason for stop in stops) or not budget.launch(cost):
                     return  # not sent, so not logged: the next run sends it
                 async with slots:
-                    result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n)
+                    result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n,
+                                                                   request_id=attempt.attempt_id)  # fmt: skip
                 rows = request_rows(request, design, messages, result)
                 writer.append_many([row for row, _ in rows])  # one write: a request's rows land together
                 budget.settle(cost, sum(row["cost_usd"] or 0.0 for row, _ in rows))
