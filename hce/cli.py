@@ -548,12 +548,14 @@ def report(
     (a bad option value, an unreadable log) before any work.
     """
     from hce.report.generic import NOT_COMPUTED, check_columns
+    from hce.report.provenance import read_with_notes
 
     with reported(), _progress() as progress:
         study_folder = any(path.is_dir() for path in logs)
         if study_folder and len(logs) > 1:
             raise HceError("give one study folder, or attempt log files (not both)")
-        log = None if study_folder else hce.read_log(logs)  # an attempt in two files is refused here
+        # An attempt in two files is refused here; a torn last line becomes a note of the report.
+        log = None if study_folder else read_with_notes(hce.read_log, logs)[0]
         if study_folder or not (generic or rubric is not None or not _prd_study(log)):
             from hce.study.report import (
                 bayes_section,
