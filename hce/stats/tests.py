@@ -796,10 +796,15 @@ def kruskal_row(groups, confidence, n_boot, random_state) -> dict[str, object]:
     # a resample with one distinct value has H = 0/0; no separation means epsilon squared 0
     boot_eps2 = np.nan_to_num(_bootstrap_kruskal_h(groups, n_boot, rng) / (n - 1), nan=0.0)
     low, high = percentile_interval(boot_eps2, confidence)
+    # Near its bound at 0, epsilon squared's bootstrap distribution lies above the estimate and the
+    # percentile interval can exclude it; the interval then starts at the bound, and says so.
+    floored = bool(low > eps2)
+    low = 0.0 if floored else float(low)
     return {"statistic": h, "df1": len(groups) - 1, "p_value": p, "effect_size": eps2,
-            "effect_ci_low": float(low), "effect_ci_high": float(high), "n": n, "k": len(groups),
+            "effect_ci_low": low, "effect_ci_high": float(high), "n": n, "k": len(groups),
             "method": f"Kruskal-Wallis H (tie-corrected); epsilon squared, stratified "
-                      f"percentile bootstrap CI (B={n_boot})"}  # fmt: skip
+                      f"percentile bootstrap CI (B={n_boot})"
+                      + ("; lower limit 0, the percentile one excluding the estimate near the bound" if floored else "")}  # fmt: skip
 
 
 def ordered_columns(table: pd.DataFrame) -> pd.DataFrame:

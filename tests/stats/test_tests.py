@@ -332,3 +332,14 @@ def test_a_degenerate_rank_biserial_is_not_estimable_and_says_why():
     table = posthoc(pd.concat([paired, paired[paired["condition"] == "b"].assign(condition="c")]), item="item",
                     condition="condition", score="score", method="wilcoxon")  # fmt: skip
     assert table["method"].str.contains("not estimable").any()
+
+
+def test_epsilon_squared_interval_holds_its_estimate_near_zero():
+    # Issue 33 (demo, Success Metric 6): epsilon squared 0.0068 with a percentile interval
+    # [0.0069, 0.20]. Near the bound, the interval starts at 0 and the method says so.
+    # Seed 5 draws groups alike (epsilon squared 0.0002), where the percentile limit passed it.
+    rng = np.random.default_rng(5)
+    data = pd.DataFrame({"condition": np.repeat(["a", "b", "c"], 30), "score": rng.normal(size=90)})
+    out = kruskal_wallis(data, condition="condition", score="score", random_state=0).iloc[0]
+    assert out["effect_ci_low"] == 0 <= out["effect_size"] <= out["effect_ci_high"]
+    assert "lower limit 0, the percentile one excluding the estimate" in out["method"]
