@@ -241,6 +241,7 @@ N_SIM_DEFAULTS: dict[str, tuple[int, str]] = {
     "reliability_items": (200, "simulated studies per candidate sample size, each bootstrapped"),
     "contingency_test": (10000, "a simulated p-value: Monte-Carlo SE 0.002 at p = 0.05 (R's chisq.test uses B = 2000)"),
     "experiment4": (10000, "as contingency_test"),
+    "cluster_permutation_test": (10000, "permutations: Monte-Carlo SE 0.002 at p = 0.05, as contingency_test"),
     "parallel_analysis": (20, "simulated eigenvalue sets, psych::fa.parallel's default"),
 }
 

@@ -571,6 +571,7 @@ def report(
     """
     from hce.engines import is_lazy_log
     from hce.report.generic import NOT_COMPUTED, check_columns
+    from hce.report.provenance import read_with_notes
 
     with reported(), _progress() as progress:
         output_folder(out, "--out")
@@ -582,7 +583,8 @@ def report(
         if engine != "pandas":  # a lazy log in its engine (auto: pandas when the files are small)
             log = hce.read_log(logs[0], engine=engine)
         else:
-            log = None if study_folder else hce.read_log(logs)  # an attempt in two files is refused here
+            # An attempt in two files is refused here; a torn last line becomes a note of the report.
+            log = None if study_folder else read_with_notes(hce.read_log, logs)[0]
         if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):
             from hce.study.report import (
                 bayes_section,

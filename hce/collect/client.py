@@ -127,6 +127,10 @@ class CallResult:
         return self.error_message is None
 
 
+#: The header naming the attempt a call is for (OpenAI accepts it for tracing).
+REQUEST_ID_HEADER = "X-Client-Request-Id"
+
+
 def chat_body(
     messages: Sequence[Mapping[str, Any]],
     *,
@@ -262,13 +266,18 @@ class JudgeClient:
         """
         return text.replace(self._secret, "[API key removed]") if self._secret else text
 
-    async def complete(self, messages: Sequence[Mapping[str, Any]], *, model: str, **settings: Any) -> CallResult:
+    async def complete(self, messages: Sequence[Mapping[str, Any]], *, model: str, request_id: str | None = None,
+                       **settings: Any) -> CallResult:
         """Send one chat completion, retrying transient failures; never raises on them.
 
         Parameters
         ----------
         messages : list of {role, content}
         model : str
+        request_id : str, optional
+            Sent as the ``X-Client-Request-Id`` header (OpenAI's request tracing; the runner
+            sends the ``attempt_id``). The simulated judge draws an attempt's reply from it, so
+            a seeded dry run gives the same replies whatever order concurrent calls arrive in.
         **settings
             ``temperature``, ``max_tokens``, ``top_p``, ``seed``, ``logprobs``,
             ``top_logprobs``: the body is ``chat_body``'s.
@@ -286,6 +295,8 @@ class JudgeClient:
             On 401, 403 or 404: a wrong key, a forbidden or unknown model.
         """
         kwargs = chat_body(messages, model=model, **settings)
+        if request_id is not None:
+            kwargs["extra_headers"] = {REQUEST_ID_HEADER: request_id}
         result = CallResult()
         attempt = -1
         while True:

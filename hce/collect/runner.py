@@ -760,7 +760,8 @@ async def run_async(
             async with slots:
                 if stopped():  # a stop came while this call waited for a slot
                     return
-                result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n)
+                result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n,
+                                                               request_id=attempt.attempt_id)  # fmt: skip
             rows = request_rows(request, design, messages, result)
             journal.write([row for row, _ in rows])  # one write: a request's rows land together
             budget.settle(cost, sum(row["cost_usd"] or 0.0 for row, _ in rows))

@@ -33,8 +33,11 @@ temperature ``T`` it samples from ``P^(1/T)`` renormalised (greedy at ``T = 0``,
 :func:`tempered`), which is what temperature does to a softmax. A verdict passes with probability
 ``sigmoid(8 (q - 0.5 + b_c) / s_c)`` (``q`` is 0.85 or 0.15 when ``truth=`` gives
 ``pass``), tempered the same way. Draws come from a hash of the server seed, the request
-and how many identical requests came before, so without faults the multiset of replies is
-the same at any concurrency; a request carrying ``seed`` gets the same reply every time.
+and the ``X-Client-Request-Id`` header the runner sends (the ``attempt_id``), so each
+attempt gets the same reply at any concurrency and in any order of arrival (a seeded study
+is reproducible end to end); without that header, identical requests are told apart by how
+many came before (the multiset of replies is then the same, not who gets which). A request
+carrying ``seed`` gets the same reply every time.
 
 *Calibration truth.* Every drawn token (a score, a verdict) reports in ``logprobs`` the
 distribution :func:`reported` gives: ``r^f`` renormalised, where ``f`` is the profile's
@@ -455,8 +458,13 @@ class SimJudge:
         self._lock = threading.Lock()
         self.batches = SimBatches(self._chat, seed=seed, settings=batch)
 
-    def respond(self, method: str, path: str, body: Any) -> SimReply:
+    def respond(self, method: str, path: str, body: Any, *, request_id: str | None = None) -> SimReply:
         """The reply to one HTTP request of the OpenAI protocol, faults included.
+
+        With a ``request_id`` every draw of a chat completion is a function of the seed, the
+        body and that id (and a retry's number for the faults), so the same attempts get the
+        same replies whatever order concurrent requests arrive in; without one, identical
+        bodies are told apart by their order of arrival.
 
         Parameters
         ----------
@@ -464,6 +472,8 @@ class SimJudge:
             The request's method and path (``POST /v1/chat/completions``, ...).
         body : object
             The request's parsed JSON body.
+        request_id : str, optional
+            The client's ``X-Client-Request-Id`` header (hce's runner sends the attempt id).
 
         Returns
         -------
@@ -482,16 +492,18 @@ class SimJudge:
             names = sorted(self.models or {*PRD_MODELS, "sim-judge", *self.profiles})
             return SimReply(200, {"object": "list", "data": [_model(n) for n in names]})
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
-            return self._chat(body)
+            return self._chat(body, request_id)
         return error_reply(404, f"no route {method} {path} on the simulated judge", "invalid_request_error")
 
-    def _chat(self, body: Any) -> SimReply:
+    def _chat(self, body: Any, request_id: str | None = None) -> SimReply:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"] or not body.get("model"):
             return error_reply(400, "the body must be a JSON object with 'model' and non-empty 'messages'", "invalid_request_error")
         canonical = json.dumps(body, sort_keys=True)
         with self._lock:
-            occurrence = self._seen[canonical]
-            self._seen[canonical] += 1
+            # With a request id, the count is of that attempt's tries (its retries); else of identical bodies.
+            seen = canonical if request_id is None else f"{canonical}\x00{request_id}"
+            occurrence = self._seen[seen]
+            self._seen[seen] += 1
             self.stats["requests"] += 1
         if self.models is not None and body["model"] not in self.models:
             self._count("404")
@@ -511,7 +523,8 @@ class SimJudge:
         if refused is not None:
             self._count("400")
             return refused
-        fault = unit(self.seed, "fault", canonical, occurrence)
+        attempt = (canonical,) if request_id is None else (canonical, request_id)
+        fault = unit(self.seed, "fault", *attempt, occurrence)
         if fault < f.rate_429:
             self._count("429")
             reply = error_reply(429, "Rate limit reached (simulated)", "requests", "rate_limit_exceeded")
@@ -530,7 +543,9 @@ class SimJudge:
         malformed = fault < f.rate_malformed
         if malformed:
             self._count("malformed")
-        draw_key = (self.seed, canonical) if body.get("seed") is not None else (self.seed, canonical, occurrence)
+        # A sent seed makes identical bodies answer alike; a request id keys the attempt, not its arrival order.
+        draw_key = ((self.seed, canonical) if body.get("seed") is not None else (self.seed, canonical, request_id)
+                    if request_id is not None else (self.seed, canonical, occurrence))  # fmt: skip
         rng = random.Random(int(unit(*draw_key) * 2**53))
         temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
         prompt = "\n\n".join(str(m.get("content") or "") for m in body["messages"] if isinstance(m, dict))
@@ -541,7 +556,7 @@ class SimJudge:
         shift = rng.gauss(0.0, profile.request_sd) if profile.request_sd > 0 else 0.0  # shared by the choices
         choices = []
         for index in range(n):  # each choice its own draws from the request's stream (n = 1: as before n existed)
-            bad = malformed if index == 0 else unit(self.seed, "malformed", canonical, occurrence, index) < f.rate_malformed
+            bad = malformed if index == 0 else unit(self.seed, "malformed", *attempt, occurrence, index) < f.rate_malformed
             draw = Draw(rng, temperature, family.logprobs_are, profile.overconfidence)
             marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift)
             tokens, draws = _tokens(marked)
@@ -555,7 +570,7 @@ class SimJudge:
         top = int(body.get("top_logprobs") or 0)
         choices = [(t, fin, _logprobs(t, d, dists, top) if body.get("logprobs") else None) for t, fin, d, dists in choices]
         completion = self._completion(model, prompt, body.get("prompt_cache_key"), choices)
-        self._as_served(completion, model, family, unit(self.seed, "reasoning", canonical, occurrence))
+        self._as_served(completion, model, family, unit(self.seed, "reasoning", *attempt, occurrence))
         return SimReply(200, completion, delay=delay)
 
     def family(self, model: str) -> Family:
@@ -946,7 +961,7 @@ class SimServer:
                     if self.api_key is not None and presented != self.api_key:
                         reply = error_reply(401, f"Incorrect API key provided: {presented}", "invalid_request_error")
                     else:
-                        reply = self.judge.respond(method, target, body)
+                        reply = self.judge.respond(method, target, body, request_id=headers.get("x-client-request-id"))
                 if reply.delay:
                     await asyncio.sleep(reply.delay)
                 data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode("utf-8")

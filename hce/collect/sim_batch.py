@@ -107,9 +107,9 @@ class _Batch:
 
 
 class SimBatches:
-    """Files and batches held in memory; ``chat(body)`` answers one chat-completion body."""
+    """Files and batches held in memory; ``chat(body, request_id)`` answers one chat-completion body."""
 
-    def __init__(self, chat: Callable[[Any], SimReply], *, seed: int, settings: BatchSettings | None = None):
+    def __init__(self, chat: Callable[[Any, str | None], SimReply], *, seed: int, settings: BatchSettings | None = None):
         self.chat = chat
         self.seed = seed
         self.settings = settings or BatchSettings()
@@ -289,7 +289,9 @@ class SimBatches:
         batch.record["request_counts"].update(completed=len(batch.output), failed=len(batch.errors))
 
     def _answer(self, batch: _Batch, request: dict[str, Any]) -> None:
-        reply = self.chat(request["body"])  # drawn even when it fails below, as a server would have started it
+        # Drawn even when it fails below, as a server would have started it; keyed by custom_id (the
+        # attempt_id), as the online call is by its X-Client-Request-Id, so both give an attempt one reply.
+        reply = self.chat(request["body"], request["custom_id"])
         custom_id = request["custom_id"]
         key = f"{batch.record['id']}/{custom_id}"
         if reply.status == 200 and reply.raw is not None:

@@ -111,11 +111,13 @@ def bar_with_ci(table: pd.DataFrame, *, label: str, estimate: str = "estimate", 
     return fig
 
 
-def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = None):
+def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = None, min_count: int = 10):
     """Seaborn reliability diagram from :func:`hce.stats.reliability_table` output.
 
-    Points at (mean forecast, observed rate) sized by bin count, Wilson error bars, and the
-    diagonal of perfect calibration. Returns the matplotlib ``Axes``.
+    Points at (mean forecast, observed rate) sized by bin count and labelled with it, Wilson
+    error bars, and the diagonal of perfect calibration. Bins with fewer than ``min_count``
+    forecasts are left out (a line through a bin of 2 and one of 398 looks like perfect
+    calibration) and the axes say how many. Returns the matplotlib ``Axes``.
 
     Parameters
     ----------
@@ -125,6 +127,8 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
         Axes to draw on; a new figure otherwise.
     label : str, optional
         Legend label of the points.
+    min_count : int, default 10
+        Smallest bin drawn.
 
     Returns
     -------
@@ -135,12 +139,19 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     >>> import pandas as pd
     >>> from hce.stats import reliability_table
     >>> df = pd.DataFrame({"prob": [0.9, 0.9, 0.6, 0.6], "outcome": [1, 1, 1, 0]})
-    >>> reliability_diagram(reliability_table(df)).get_xlabel()
+    >>> reliability_diagram(reliability_table(df), min_count=1).get_xlabel()
     'Mean confidence'
     """
     require_columns(table, ["mean_prob", "estimate", "n", "ci_low", "ci_high"], what="table")
+    hidden = table[table["n"] < min_count]
+    table = table[table["n"] >= min_count]
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
+    if len(hidden):
+        ax.text(0.02, 0.98, f"{len(hidden)} bin(s) with < {min_count} forecasts not shown ({int(hidden['n'].sum())} in all)",
+                transform=ax.transAxes, va="top", fontsize=7)  # fmt: skip
+    for row in table.itertuples():  # the bin sizes, so a point's weight is read, not guessed from its area
+        ax.annotate(f"n={int(row.n)}", (row.mean_prob, row.estimate), textcoords="offset points", xytext=(4, -10), fontsize=7)
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect calibration")
     ax.errorbar(
         table["mean_prob"],

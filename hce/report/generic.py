@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,11 +31,13 @@ from hce._vocabulary import keywords_checked
 import hce.stats as hs
 from hce._docstrings import fill_doc
 from hce.engines import is_lazy_log
-from hce.errors import DataError, HceError
+from hce.errors import DataError, HceError, HceWarning
 from hce.log import COLUMNS, combine_logs, read_log, text_among_numbers
 from hce.report import figures
+from hce.report.binary import as_high, binary_levels, binary_summary, nominal_agreement
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
+from hce.report.provenance import NOTES, log_notes, read_with_notes, separate_settings
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
@@ -139,7 +142,8 @@ def report(
 
         return report_in_engine(log, rubric=rubric, out=out, title=title, confidence=confidence,
                                 random_state=random_state, progress=progress)  # fmt: skip
-    frame = _read(log)
+    frame, read_notes = read_with_notes(_read, log)
+    frame, split = separate_settings(frame)  # one condition_id, two settings: kept apart, never pooled
     if rubric is None:
         rubric = kept_rubric(log)
     criteria, notes = _criteria(frame, None if rubric is None else (rubric if isinstance(rubric, Rubric) else load_rubric(rubric)))
@@ -152,7 +156,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    overview.add(*notes)
+    overview.add(*read_notes, *split, *notes)
     _cost_section(document, context)
     for criterion in criteria:
         _criterion_section(document, context, criterion)
@@ -215,7 +219,9 @@ def _read(log: Any) -> pd.DataFrame:
         frame = read_log(parts)  # an attempt in two files is refused here, naming files and lines
     else:
         frame = combine_logs([read_log(p) if isinstance(p, (str, os.PathLike)) else p for p in parts])
+    notes = log_notes(*(p for p in parts if isinstance(p, pd.DataFrame)))  # a torn line of a log read before
     frame = frame.reset_index(drop=True)
+    frame.attrs[NOTES] = notes
     if "error_flag" not in frame:
         frame = frame.assign(error_flag=False)
     return frame
@@ -260,12 +266,31 @@ def _simulated(log: pd.DataFrame) -> bool:
 
 @contextmanager
 def _noting(section: Section) -> Iterator[None]:
-    """Warnings raised by the statistics become notes of the section, not lost on stderr."""
+    """Warnings raised by the statistics become notes of the section in the report's own words.
+
+    hce's warnings speak of the data and are kept; a library's warning text (numpy's "invalid
+    value encountered", matplotlib's open-figure count) never reaches a report: what it means
+    for the reader is said instead, or nothing when it says nothing about the data.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    for message in dict.fromkeys(str(w.message) for w in caught):
-        section.add(f"Note: {message}")
+    for note in dict.fromkeys(filter(None, map(_note_of, caught))):
+        section.add(f"Note: {note}")
+
+
+def _note_of(caught: warnings.WarningMessage) -> str | None:
+    if caught.category.__name__ == "SingularFitWarning":  # hce.stats.mixed's; by name: importing it costs the CLI's startup
+        return ("the variance-component model is at its boundary (a component estimated as zero: Method says "
+                "'boundary'); such a component's interval starts at 0.")  # fmt: skip
+    if issubclass(caught.category, HceWarning):
+        return str(caught.message)
+    if issubclass(caught.category, RuntimeWarning) and re.search(r"invalid value|divide by zero", str(caught.message)):
+        return ("a statistic of this section is undefined for some condition (no variation to divide by, e.g. every "
+                "attempt scored alike) and is shown as —.")  # fmt: skip
+    if "Convergence" in caught.category.__name__:
+        return "a model of this section did not converge; its estimates are uncertain beyond their intervals."
+    return None  # e.g. matplotlib's count of open figures: nothing about the data
 
 
 def _attempt(context: _Context, section: Section, what: str, build: Callable[[], None]) -> None:
@@ -382,6 +407,10 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
         context.skip(section.title, f"no attempt has a score in column {criterion.column!r}",
                      "check that the log was judged with this rubric (--rubric)")  # fmt: skip
         return
+    levels = binary_levels(log[criterion.column], criterion.scores)
+    if levels is not None:  # 0/1 scores have no meaningful SD, ICC or interval-level alpha
+        _binary(section, context, criterion, stem, levels)
+        return
     spread: dict[str, pd.DataFrame] = {}
 
     def spread_part() -> None:
@@ -408,6 +437,34 @@ def add_spread(section: Section, context: _Context, criterion: Criterion, stem: 
         section.add(Figure(figures.sd_by_condition(table, condition=CONDITION, title=criterion.name),
                            f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"))  # fmt: skip
     return table
+
+
+def _binary(section: Section, context: _Context, criterion: Criterion, stem: str, levels: tuple) -> None:
+    """A two-level criterion: shares with Wilson intervals, flips, nominal agreement, tests of per-item shares."""
+    column, low, high = criterion.column, *map(str, levels)
+    context = dataclasses.replace(context, log=as_high(context.log, column, levels))
+    section.add(f"{criterion.name} has two levels ({low}, {high}), so it is analysed as a binary outcome: the share of "
+                f"items at {high}, the flips of repeated attempts and their agreement on the nominal level (no SD, ICC or "
+                "variance decomposition, which describe a scale).")  # fmt: skip
+
+    def shares() -> None:
+        section.add(Table(binary_summary(context.log, column, confidence=context.confidence),
+                          f"{criterion.name}: share of items at {high} (majority of attempts) and flips of repeated attempts",
+                          f"{stem}_binary", context.confidence))  # fmt: skip
+
+    def tests() -> None:
+        spread = hs.item_spread(context.log, item=ITEM, condition=CONDITION, score=column, error="error_flag")
+        _tests(section, context, spread, "mean", f"share of attempts at {high}", stem, criterion.name)
+
+    def agreement() -> None:
+        table, skipped = nominal_agreement(context.log, column, confidence=context.confidence)
+        section.add(*(f"The {reason}." for reason in skipped))
+        if len(table):
+            section.add(Table(table, f"{criterion.name}: agreement of repeated attempts on the nominal level (Fleiss' kappa, "
+                              "each attempt a rater)", f"{stem}_agreement", context.confidence))  # fmt: skip
+
+    for what, build in (("shares", shares), (f"tests of the share at {high}", tests), ("nominal agreement", agreement)):
+        _attempt(context, section, what, build)
 
 
 def _finite_scores(log: pd.DataFrame, column: str) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -478,7 +535,7 @@ def _tests(section: Section, context: _Context, spread: pd.DataFrame, value: str
     common = {"confidence": context.confidence}
     if plan == "friedman":
         omnibus = hs.friedman(data, item=ITEM, condition=CONDITION, score=value, random_state=context.rng, **common)
-        pairs = hs.posthoc(data, item=ITEM, condition=CONDITION, score=value, method="nemenyi", p_adjust_method="holm", **common)
+        pairs = hs.posthoc(data, item=ITEM, condition=CONDITION, score=value, method="nemenyi", **common)
     elif plan == "kruskal":
         omnibus = hs.kruskal_wallis(data, condition=CONDITION, score=value, random_state=context.rng, **common)
         pairs = pd.concat([hs.mann_whitney(data, condition=CONDITION, score=value, a=a, b=b, **common)
@@ -495,7 +552,8 @@ def _tests(section: Section, context: _Context, spread: pd.DataFrame, value: str
     section.add(Table(omnibus, f"{name}: {label} per item compared between conditions — {what}", f"{stem}_{kind}_test", context.confidence))
     if pairs is not None:
         method = "Nemenyi" if plan == "friedman" else "Mann-Whitney U"
-        section.add(Table(pairs, f"{name}: {label}, pairwise comparisons ({method}, Holm-adjusted)", f"{stem}_{kind}_pairs", context.confidence))
+        adjusted = "Holm-adjusted" if plan == "kruskal" else f"P adjusted {pairs['adjustment'].iloc[0]}"  # Nemenyi: single-step
+        section.add(Table(pairs, f"{name}: {label}, pairwise comparisons ({method}, {adjusted})", f"{stem}_{kind}_pairs", context.confidence))
 
 
 def _valid(log: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -51,9 +51,9 @@ _EXPORTS = {
     "hce.stats.spread": (
         "item_spread", "share_below", "spread_summary", "success_metric_2", "vote_stability",
     ),
+    "hce.stats.contingency": ("cluster_permutation_test", "code_frequencies", "contingency_test"),
     "hce.stats.tests": (
-        "code_frequencies", "contingency_test", "friedman", "kruskal_wallis", "mann_whitney", "p_adjust",
-        "posthoc", "rm_anova", "wilcoxon_paired",
+        "friedman", "kruskal_wallis", "mann_whitney", "p_adjust", "posthoc", "rm_anova", "wilcoxon_paired",
     ),
     "hce.stats.validity": ("discriminant_validity", "rater_expertise", "substantive_validity"),
 }
@@ -66,7 +66,7 @@ __all__ = [
     "VarianceComponents", "clmm",
     "adaptive_filter_agreement", "agrees_with_mode", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
     "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",
-    "brier_score", "build_design", "calibration_metrics", "cfa", "code_frequencies", "cohen_kappa",
+    "brier_score", "build_design", "calibration_metrics", "cfa", "cluster_permutation_test", "code_frequencies", "cohen_kappa",
     "cohens_d", "confidence_spread", "confidence_table", "contingency_test", "correlation",
     "correlation_matrix", "count_sentences", "cronbach_alpha", "dif_ordinal", "discrepancy",
     "discriminant_validity", "edit_counts", "edit_counts_from_matches", "edit_counts_table",

@@ -25,7 +25,7 @@ from hce._checks import check_choice, check_confidence, numeric_column, require_
 from hce._docstrings import fill_doc
 from hce._vocabulary import default_column, keywords_checked, renamed
 from hce.errors import DataError, HceWarning
-from hce.stats._intervals import fisher_z_ci, noncentrality_ci, proportion_ci
+from hce.stats._intervals import fisher_z_ci, noncentrality_ci
 from hce.stats._resample import (
     as_generator,
     bootstrap_sums,
@@ -201,13 +201,27 @@ def mann_whitney_core(
     )  # fmt: skip
     u = float(res.statistic)
     r = 2 * u / (n_x * n_y) - 1
-    low, high = fisher_z_ci(r, np.sqrt((n_x + n_y + 1) / (3 * n_x * n_y)), confidence)
+    low, high = _rank_biserial_ci(r, np.sqrt((n_x + n_y + 1) / (3 * n_x * n_y)), confidence)
     return {
         "statistic": u, "p_value": float(res.pvalue), "effect_size": r,
         "effect_ci_low": low, "effect_ci_high": high,
         "method": "Mann-Whitney U, " + ("exact" if use_exact else _approx(continuity))
-                  + "; rank-biserial r",
+                  + "; rank-biserial r" + _not_estimable(r),
     }  # fmt: skip
+
+
+#: Why a rank-biserial interval is not given at |r| = 1 (the method column says it).
+NOT_ESTIMABLE = ("; CI not estimable: every pair is ordered one way (|r| = 1), where the Fisher z interval "
+                 "collapses to a point")
+
+
+def _rank_biserial_ci(r: float, se: float, confidence: float) -> tuple[float, float]:
+    """The Fisher z interval of a rank-biserial r; NaN at |r| = 1, where it would be [r, r] whatever n."""
+    return (np.nan, np.nan) if abs(r) >= 1 else fisher_z_ci(r, se, confidence)
+
+
+def _not_estimable(r: float) -> str:
+    return NOT_ESTIMABLE if abs(r) >= 1 else ""
 
 
 @renamed(group="condition", value="score")
@@ -284,7 +298,7 @@ def mann_whitney(
     row = {"a": a, "b": b, "n_a": len(x), "n_b": len(y),
            "median_a": float(np.median(x)), "median_b": float(np.median(y)),
            **core, "n": len(x) + len(y), "alternative": alternative}  # fmt: skip
-    return _ordered(pd.DataFrame([row]))
+    return ordered_columns(pd.DataFrame([row]))
 
 
 def wilcoxon_core(
@@ -320,11 +334,11 @@ def wilcoxon_core(
     total = n * (n + 1) / 2
     r = (2 * v - total) / total
     se = np.sqrt((2 * n**3 + 3 * n**2 + n) / 6) / total
-    low, high = fisher_z_ci(r, se, confidence)
+    low, high = _rank_biserial_ci(r, se, confidence)
     return {**base, "statistic": v, "p_value": float(res.pvalue), "effect_size": r,
             "effect_ci_low": low, "effect_ci_high": high,
             "method": "Wilcoxon signed-rank, " + ("exact" if use_exact else _approx(continuity))
-                      + ", zeros dropped; matched-pairs rank-biserial r"}  # fmt: skip
+                      + ", zeros dropped; matched-pairs rank-biserial r" + _not_estimable(r)}  # fmt: skip
 
 
 @renamed(pair="item", group="condition", value="score")
@@ -405,7 +419,7 @@ def wilcoxon_paired(
     median_a, median_b = (np.median(matrix, axis=0) if len(matrix) else (np.nan, np.nan))
     row = {"a": a, "b": b, **core, "median_a": float(median_a), "median_b": float(median_b),
            "n": core["n_pairs"] - core["n_zero"], "alternative": alternative}  # fmt: skip
-    return _ordered(pd.DataFrame([row]))
+    return ordered_columns(pd.DataFrame([row]))
 
 
 # --------------------------------------------------------------------------- k related samples
@@ -522,7 +536,7 @@ def friedman(
     matrix, levels, dropped = block_matrix(data, item, condition, score)
     core = friedman_core(matrix, confidence=confidence, n_boot=n_boot, random_state=random_state)
     core.update({"k": len(levels), "n_dropped": dropped})
-    return _ordered(pd.DataFrame([core]))
+    return ordered_columns(pd.DataFrame([core]))
 
 
 PosthocMethod = Literal["nemenyi", "conover", "wilcoxon"]
@@ -632,8 +646,8 @@ def posthoc(
         out["adjustment"] = p_adjust_method
         name = ("Conover (Friedman rank sums, t)" if method == "conover"
                 else "pairwise Wilcoxon signed-rank (R conventions)")  # fmt: skip
-    out["method"] = name + "; effect size: matched-pairs rank-biserial r"
-    return _ordered(out)
+    out["method"] = name + "; effect size: matched-pairs rank-biserial r" + out["effect_size"].map(_not_estimable)
+    return ordered_columns(out)
 
 
 Transform = Literal["sqrt", "log", "log1p", "none"]
@@ -732,7 +746,7 @@ def rm_anova(
            "normality_p": _residual_normality(y), "n": n, "k": k,
            "transform": transform,
            "method": "one-way repeated-measures ANOVA; partial eta squared, noncentral-F CI"}  # fmt: skip
-    return _ordered(pd.DataFrame([row]))
+    return ordered_columns(pd.DataFrame([row]))
 
 
 def _residual_normality(y: np.ndarray) -> float:
@@ -818,7 +832,7 @@ def kruskal_wallis(
     if len(groups) < 2:
         raise DataError(f"Kruskal-Wallis needs >= 2 groups in {condition!r}; found {levels}")
     row = kruskal_row(groups, confidence, n_boot, random_state)
-    return _ordered(pd.DataFrame([row]))
+    return ordered_columns(pd.DataFrame([row]))
 
 
 def _bootstrap_kruskal_h(
@@ -856,13 +870,18 @@ def kruskal_row(groups, confidence, n_boot, random_state) -> dict[str, object]:
     # a resample with one distinct value has H = 0/0; no separation means epsilon squared 0
     boot_eps2 = np.nan_to_num(_bootstrap_kruskal_h(groups, n_boot, rng) / (n - 1), nan=0.0)
     low, high = percentile_interval(boot_eps2, confidence)
+    # Near its bound at 0, epsilon squared's bootstrap distribution lies above the estimate and the
+    # percentile interval can exclude it; the interval then starts at the bound, and says so.
+    floored = bool(low > eps2)
+    low = 0.0 if floored else float(low)
     return {"statistic": h, "df1": len(groups) - 1, "p_value": p, "effect_size": eps2,
-            "effect_ci_low": float(low), "effect_ci_high": float(high), "n": n, "k": len(groups),
+            "effect_ci_low": low, "effect_ci_high": float(high), "n": n, "k": len(groups),
             "method": f"Kruskal-Wallis H (tie-corrected); epsilon squared, stratified "
-                      f"percentile bootstrap CI (B={n_boot})"}  # fmt: skip
+                      f"percentile bootstrap CI (B={n_boot})"
+                      + ("; lower limit 0, the percentile one excluding the estimate near the bound" if floored else "")}  # fmt: skip
 
 
-def _ordered(table: pd.DataFrame) -> pd.DataFrame:
+def ordered_columns(table: pd.DataFrame) -> pd.DataFrame:
     """Put the conventional columns in the conventional order; keep any others after."""
     first = ["a", "b", "k", "n_a", "n_b", "n_pairs", "n_zero", "mean_rank_a", "mean_rank_b",
              "median_a", "median_b", "statistic", "df1", "df2", "p_value", "epsilon", "p_gg",
@@ -870,180 +889,3 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in first if c in table.columns]
     cols += [c for c in table.columns if c not in cols and c != "method"] + ["method"]
     return table[cols]
-
-
-# --------------------------------------------------------------------------- contingency tables
-ContingencyMethod = Literal["auto", "chi2", "fisher"]
-
-
-def contingency_core(
-    table: np.ndarray,
-    *,
-    method: ContingencyMethod = "auto",
-    confidence: float = 0.95,
-    n_sim: int = 10000,
-    random_state: int | np.random.Generator | None = None,
-) -> dict[str, object]:
-    """Chi-squared or Fisher's exact test of an r x c count table, with Cramer's V (NumPy core)."""
-    table = np.asarray(table, dtype=float)
-    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
-    r, c = table.shape
-    if r < 2 or c < 2:
-        raise DataError(f"a contingency test needs >= 2 non-empty rows and columns, got {r} x {c}")
-    n = table.sum()
-    chi2, _, df, expected = stats.chi2_contingency(table, correction=False)
-    min_expected = float(expected.min())
-    if method == "auto":
-        method = "chi2" if min_expected >= 5 else "fisher"
-    m = min(r, c) - 1
-    v = float(np.sqrt(chi2 / (n * m)))
-    ncp_low, ncp_high = noncentrality_ci(chi2, lambda x, nc: stats.ncx2.cdf(x, df, nc) if nc > 0
-                                         else stats.chi2.cdf(x, df), confidence, upper_start=chi2)  # fmt: skip
-    row = {"effect_size": v, "effect_ci_low": float(min(np.sqrt(ncp_low / (n * m)), 1.0)),
-           "effect_ci_high": float(min(np.sqrt(ncp_high / (n * m)), 1.0)), "n": int(n), "min_expected": min_expected}  # fmt: skip
-    if method == "chi2":
-        yates = (r, c) == (2, 2)
-        stat, p, df, _ = stats.chi2_contingency(table, correction=yates)
-        row.update(statistic=float(stat), df1=int(df), p_value=float(p),
-                   method="Pearson chi-squared" + (" with Yates correction" if yates else ""))
-    elif (r, c) == (2, 2):
-        res = stats.fisher_exact(table)
-        row.update(statistic=float(res.statistic), df1=np.nan, p_value=float(res.pvalue),
-                   method="Fisher's exact test (statistic: sample odds ratio, not R's conditional MLE)")
-    else:
-        rows, cols = table.sum(axis=1).astype(int), table.sum(axis=0).astype(int)
-        dist = stats.random_table(rows, cols, seed=random_state)
-        observed = dist.logpmf(table)
-        sims = dist.logpmf(dist.rvs(size=n_sim))
-        # tables as or less probable than the observed one (R's relative tolerance 1e-7)
-        extreme = (sims <= observed + np.log1p(1e-7)).sum()
-        row.update(statistic=np.nan, df1=np.nan, p_value=float((1 + extreme) / (1 + n_sim)),
-                   method=f"Fisher's exact test, Monte Carlo p ({n_sim} tables with fixed margins)")
-    row["method"] += "; Cramer's V (uncorrected chi-squared), noncentral chi-squared CI"
-    return row
-
-
-@renamed(group="condition")
-@reads_frame(keys=("condition", "codes"))
-@fill_doc
-def contingency_test(
-    data: pd.DataFrame,
-    *,
-    condition: str = "model",
-    codes: str | Sequence[str] = "code",
-    method: ContingencyMethod = "auto",
-    confidence: float = 0.95,
-    n_sim: int = 10000,
-    random_state: int | np.random.Generator | None = None,
-) -> pd.DataFrame:
-    r"""Chi-squared / Fisher's exact tests of code frequencies by group, with Cramer's V (Exp 4).
-
-    Parameters
-    ----------
-    data : DataFrame
-        One row per coded segment: a ``condition`` column (the model) and one column per coding
-        dimension (e.g. ``evidence_type``). Missing codes are dropped.
-    condition : str
-        Column whose levels are compared.
-    codes : str or sequence of str
-        Coding dimension(s); one test per dimension.
-    method : {"auto", "chi2", "fisher"}
-        ``"auto"`` uses chi-squared when every expected count is >= 5 (Cochran's rule)
-        and Fisher's exact test otherwise. Chi-squared uses Yates' correction for 2 x 2
-        tables only (R's ``chisq.test`` default). Fisher's test is exact for 2 x 2 tables
-        and Monte Carlo for larger ones (R's ``fisher.test(simulate.p.value = TRUE)``).
-    confidence : float
-        Level of the interval for Cramer's V.
-    n_sim : int
-        Simulated tables for the Monte Carlo p-value.
-    %(random_state)s
-
-    Returns
-    -------
-    DataFrame
-        One row per coding dimension: ``code``, ``statistic`` (chi-squared; odds ratio for
-        a 2 x 2 Fisher test (the sample odds ratio); NaN for Monte Carlo), ``df1``, ``p_value``, ``effect_size``
-        (Cramer's V), ``effect_ci_low``, ``effect_ci_high``, ``n`` (segments), ``min_expected``, ``method``.
-
-    Notes
-    -----
-    :math:`V = \sqrt{\chi^2/(n(\min(r, c) - 1))}` from the uncorrected statistic; its
-    interval inverts the noncentral chi-squared and maps ``ncp`` to
-    :math:`\sqrt{ncp/(n(\min(r,c)-1))}`, capped at 1 (R's ``effectsize::cramers_v``, ``adjust = FALSE``).
-
-    References
-    ----------
-    .. [1] Cramer, H. (1946). Mathematical Methods of Statistics. Princeton.
-    .. [2] Agresti, A. (2002). Categorical Data Analysis, 2nd ed. Wiley.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from hce.stats import contingency_test
-    >>> d = pd.DataFrame({"model": ["a"] * 12 + ["b"] * 12,
-    ...                   "code": ["q"] * 9 + ["p"] * 3 + ["q"] * 3 + ["p"] * 9})
-    >>> contingency_test(d, random_state=0)[["code", "statistic", "p_value", "effect_size"]].round(4)
-       code  statistic  p_value  effect_size
-    0  code     4.1667   0.0412          0.5
-    """
-    check_choice("method", method, ["auto", "chi2", "fisher"])
-    check_confidence(confidence)
-    code_columns = [codes] if isinstance(codes, str) else list(codes)
-    require_columns(data, [condition, *code_columns])
-    rng = as_generator(random_state)
-    rows = []
-    for code in code_columns:
-        table = pd.crosstab(data[condition], data[code]).to_numpy()
-        core = contingency_core(table, method=method, confidence=confidence, n_sim=n_sim,
-                                random_state=rng)  # fmt: skip
-        rows.append({"code": code, **core})
-    return _ordered(pd.DataFrame(rows))
-
-
-@renamed(group="condition")
-@reads_frame(keys=("condition", "codes"))
-def code_frequencies(
-    data: pd.DataFrame, *, condition: str = "model", codes: str | Sequence[str] = "code", confidence: float = 0.95
-) -> pd.DataFrame:
-    """Counts and within-group shares of each code level by group (Experiment 4, step 1).
-
-    Parameters
-    ----------
-    data : DataFrame
-        One row per coded segment, as :func:`contingency_test` takes.
-    condition : str
-        Column of the groups compared (the model).
-    codes : str or sequence of str
-        Column(s) of the coding dimensions.
-    confidence : float, default 0.95
-        Level of the Wilson interval of each share.
-
-    Returns
-    -------
-    DataFrame
-        One row per coding dimension x group x level: ``code``, the ``condition`` column
-        (the group), ``level``, ``count``, ``estimate`` (the share of the group's coded
-        segments), ``n`` (the group's coded segments) and the Wilson interval of the share
-        (``ci_low``, ``ci_high``; R ``prop.test(correct = FALSE)``), which treats segments
-        as independent.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> codes = pd.DataFrame({"model": ["a", "a", "a", "b"], "code": ["q", "q", "p", "p"]})
-    >>> code_frequencies(codes).round(3).to_dict("records")[0]
-    {'code': 'code', 'model': 'a', 'level': 'p', 'count': 1, 'estimate': 0.333, 'n': 3, 'ci_low': 0.061, 'ci_high': 0.792}
-    """
-    check_confidence(confidence)
-    code_columns = [codes] if isinstance(codes, str) else list(codes)
-    require_columns(data, [condition, *code_columns])
-    tables = []
-    for code in code_columns:
-        counts = pd.crosstab(data[condition], data[code]).stack().rename("count").reset_index()
-        counts.columns = [condition, "level", "count"]
-        counts["n"] = counts.groupby(condition)["count"].transform("sum")
-        counts.insert(3, "estimate", counts["count"] / counts["n"])
-        counts["ci_low"], counts["ci_high"] = proportion_ci(counts["count"].to_numpy(), counts["n"].to_numpy(), confidence, "wilson")
-        counts.insert(0, "code", code)
-        tables.append(counts)
-    return pd.concat(tables, ignore_index=True)

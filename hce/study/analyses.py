@@ -17,7 +17,13 @@ from hce._checks import require_columns
 from hce._docstrings import fill_doc
 from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS, renamed
 from hce.errors import DataError
+from hce.stats._resample import as_generator
 from hce.stats._validate import reads_frame
+from hce.stats.contingency import (
+    cluster_permutation_test,
+    code_frequencies,
+    contingency_test,
+)
 from hce.stats.effects import cohens_d, correlation, kl_divergence, mae_vs_target
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import (
@@ -32,8 +38,6 @@ from hce.stats.tests import (
     Adjustment,
     PosthocMethod,
     Transform,
-    code_frequencies,
-    contingency_test,
     friedman,
     kruskal_wallis,
     mann_whitney,
@@ -42,6 +46,7 @@ from hce.stats.tests import (
     rm_anova,
     wilcoxon_paired,
 )
+from hce.study.claims import exp1_claims
 
 #: Rubric v5.0 categories as attempt-log columns (seeds/000, section 3).
 RUBRIC_V5_CATEGORIES = (
@@ -191,12 +196,14 @@ def experiment1(
     AnalysisResult
         ``attempts`` (attempts, errored attempts, undefined SDs per condition), ``sd``
         (step 1: SD per item x condition), ``sd_summary`` (medians, IQRs), ``h1a``
-        (step 2: Mann-Whitney of SDs, G2 vs G1), ``mae`` and ``mae_summary`` (step 3),
+        (step 2: Mann-Whitney of SDs, G2 vs G1, the protocol's test), ``h1a_paired`` (its
+        sensitivity analysis: Wilcoxon signed-rank of the SDs paired by item), ``mae`` and ``mae_summary`` (step 3),
         ``h1b`` (Wilcoxon signed-rank of MAEs paired by item, G2 vs G1), ``distribution``
         (step 4: counts of each total for G1, G2 and the targets), ``h1c`` (KL divergence of
         each condition from the target distribution), ``success_metric_3`` (Pearson and
         Spearman r between mean total and target per condition, ``meets`` for r >=
-        threshold) and ``hypotheses`` (H1a-c, SM3: ``supported`` and the evidence).
+        threshold) and ``hypotheses`` (H1a-c, SM3: each claim with its decision rule and
+        verdict, :func:`hce.study.claims.exp1_claims`).
 
     Examples
     --------
@@ -221,6 +228,9 @@ def experiment1(
     spread = item_spread(data, item=item, condition=condition, score=score, error=error)
     h1a = mann_whitney(spread, condition=condition, score="sd", a=rubric, b=non_rubric,
                        confidence=confidence)  # fmt: skip
+    # Both conditions score the same transcripts: the paired test is the sensitivity analysis of H1a.
+    h1a_paired = wilcoxon_paired(spread, item=item, condition=condition, score="sd", a=rubric, b=non_rubric,
+                                 confidence=confidence)  # fmt: skip
     mae = mae_vs_target(data, item=item, condition=condition, score=score, truth=truth, error=error)
     h1b = wilcoxon_paired(mae, item=item, condition=condition, score="mae", a=rubric, b=non_rubric,
                           confidence=confidence)  # fmt: skip
@@ -244,38 +254,21 @@ def experiment1(
     sm3.insert(0, condition, sm3.pop(condition))
     sm3["threshold"] = r_threshold
     sm3["meets"] = sm3["estimate"] >= r_threshold
-    kl = h1c.set_index("a")["estimate"]
-    pearson_g2 = sm3[(sm3[condition] == rubric) & sm3["method"].str.startswith("Pearson")].iloc[0]
-    hypotheses = pd.DataFrame([
-        {"hypothesis": "H1a", "claim": "G2 has lower SD of totals than G1",
-         "supported": bool(h1a["p_value"].iloc[0] < alpha and h1a["effect_size"].iloc[0] < 0),
-         "evidence": f"Mann-Whitney U = {h1a['statistic'].iloc[0]:g}, p = {h1a['p_value'].iloc[0]:.3g}, "
-                     f"r_rb = {h1a['effect_size'].iloc[0]:.3f}"},
-        {"hypothesis": "H1b", "claim": "G2 has lower MAE from the target than G1",
-         "supported": bool(h1b["p_value"].iloc[0] < alpha and h1b["effect_size"].iloc[0] < 0),
-         "evidence": f"Wilcoxon V = {h1b['statistic'].iloc[0]:g}, p = {h1b['p_value'].iloc[0]:.3g}, "
-                     f"r_rb = {h1b['effect_size'].iloc[0]:.3f}"},
-        {"hypothesis": "H1c", "claim": "G2's score distribution is closer to the targets' than G1's",
-         "supported": bool(kl.get(rubric, np.inf) < kl.get(non_rubric, np.inf)),
-         "evidence": f"KL(target || G2) = {kl.get(rubric, np.nan):.4f}, "
-                     f"KL(target || G1) = {kl.get(non_rubric, np.nan):.4f} nats (descriptive)"},
-        {"hypothesis": "SM3", "claim": f"Pearson r >= {r_threshold} between mean G2 total and target",
-         "supported": bool(pearson_g2["meets"]),
-         "evidence": f"r = {pearson_g2['estimate']:.3f} [{pearson_g2['ci_low']:.3f}, "
-                     f"{pearson_g2['ci_high']:.3f}], n = {pearson_g2['n']}"},
-    ])  # fmt: skip
+    hypotheses = exp1_claims(h1a, h1b, h1c, sm3, rubric=rubric, non_rubric=non_rubric, condition=condition,
+                             alpha=alpha, r_threshold=r_threshold)  # fmt: skip
     counts = _with_errors(_attempt_counts(data, item, condition, error), spread, condition)
     return AnalysisResult(
         title="EXP1_BaselineRubricUtility",
         tables={"attempts": counts, "sd": spread,
                 "sd_summary": spread_summary(spread, item=item, by=condition),
-                "h1a": h1a, "mae": mae,
+                "h1a": h1a, "h1a_paired": h1a_paired, "mae": mae,
                 "mae_summary": spread_summary(mae, item=item, score="mae", by=condition),
                 "h1b": h1b, "distribution": distribution, "h1c": h1c,
                 "success_metric_3": sm3, "hypotheses": hypotheses},
         notes=_undefined_note(spread, item)
-        + [("H1a follows the PRD: Mann-Whitney U on SDs although both conditions score the same "
-            "transcripts (a paired Wilcoxon would also be defensible)"),
+        + [("H1a follows the protocol: Mann-Whitney U on SDs (decides the verdict); both conditions score the same "
+            "transcripts, so the Wilcoxon signed-rank test paired by transcript (h1a_paired) is reported as a "
+            "sensitivity analysis"),
            "H1c is descriptive: no test of the KL difference is made"],
     )  # fmt: skip
 
@@ -552,7 +545,10 @@ def experiment4(
     -------
     AnalysisResult
         ``frequencies`` (step 1: counts and shares per dimension x model x code) and
-        ``tests`` (step 2: one test per dimension with Cramer's V and ``p_adjusted``).
+        ``tests`` (step 2: one test per dimension with Cramer's V and ``p_adjusted``; with
+        ``item_id`` and ``attempt_id`` columns, the segments are nested in replies and
+        ``p_cluster``, ``p_cluster_adjusted``, ``n_replies``, ``cluster_method`` give the test
+        that permutes the models among whole replies within each transcript).
         Step 3 (qualitative summary) is for the researchers.
 
     Examples
@@ -574,15 +570,29 @@ def experiment4(
     """
     dims = as_list(dimensions)
     require_columns(codes, [condition, *dims], what="codes")
+    rng = as_generator(random_state)
     tests = contingency_test(codes, condition=condition, codes=dims, method=method, confidence=confidence,
-                             n_sim=n_sim, random_state=random_state)  # fmt: skip
+                             n_sim=n_sim, random_state=rng)  # fmt: skip
     tests.insert(tests.columns.get_loc("p_value") + 1, "p_adjusted",
                  p_adjust(tests["p_value"].to_numpy(), p_adjust_method))  # fmt: skip
+    notes = [f"{p_adjust_method} correction across {len(dims)} coding dimension(s)",
+             "inter-coder reliability (Cohen's kappa) is computed by hce.stats reliability"]
+    reply = [c for c in ("item_id", condition, "attempt_id") if c in codes]
+    if len(reply) == 3:  # segments nested in replies: the cluster-aware test decides, the segment-level one is shown
+        nested = cluster_permutation_test(codes, condition=condition, codes=dims, cluster=reply, strata="item_id",
+                                          n_sim=n_sim, random_state=rng)  # fmt: skip
+        tests["p_cluster"] = nested["p_value"].to_numpy()
+        tests["p_cluster_adjusted"] = p_adjust(tests["p_cluster"].to_numpy(), p_adjust_method)
+        tests["n_replies"] = nested["n_clusters"].to_numpy()
+        tests["cluster_method"] = nested["method"].to_numpy()
+        notes.append(f"each reply's segments share its model and transcript, so the {len(tests)} tests are also made "
+                     "by permuting the models among the whole replies of each transcript (p_cluster, adjusted: "
+                     "p_cluster_adjusted); the chi-squared and Fisher tests treat the segments as independent and are "
+                     "too liberal")  # fmt: skip
     return AnalysisResult(
         title="EXP4_ReasoningAnalysis",
         tables={"frequencies": code_frequencies(codes, condition=condition, codes=dims, confidence=confidence), "tests": tests},
-        notes=[f"{p_adjust_method} correction across {len(dims)} coding dimension(s)",
-               "inter-coder reliability (Cohen's kappa) is computed by hce.stats reliability"],
+        notes=notes,
     )  # fmt: skip
 
 

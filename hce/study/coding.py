@@ -16,6 +16,7 @@ from hce.study.config import Study, StudyStop, scheme_source
 from hce.study.designs import corpus_items, design_of, exp_design
 from hce.study.handoffs import resolved
 from hce.study.sim_coders import refinement_rounds, true_codes
+from hce.study.steps import ANALYSIS_SEED as KAPPA_SEED
 from hce.study.steps import StudyRun, analyse, current_log, run_design
 
 #: The final coder's codes, one row per coded segment: what the frequency tests and the report read.
@@ -61,12 +62,14 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
     coders = sorted(allcodes["coder"].unique())
     human = sorted(c for c in coders if not c.startswith("llm:"))
     if len(human) >= 2:
-        kappa = reasoning.intercoder_agreement(allcodes, scheme, coders=human[:2], target=exp["kappa_target"])
+        kappa = reasoning.intercoder_agreement(allcodes, scheme, coders=human[:2], target=exp["kappa_target"],
+                                               random_state=KAPPA_SEED)  # fmt: skip
         kappa.to_csv(folder / "kappa.csv", index=False)
     llm_coders = [c for c in coders if c.startswith("llm:")]
     if llm_coders and human:
         # How far the LLM's coding agrees with a researcher's (7.4.6: "AI applies final coding scheme if possible").
-        versus = reasoning.intercoder_agreement(allcodes, scheme, coders=[human[0], llm_coders[0]], target=exp["kappa_target"])
+        versus = reasoning.intercoder_agreement(allcodes, scheme, coders=[human[0], llm_coders[0]],
+                                                target=exp["kappa_target"], random_state=KAPPA_SEED)  # fmt: skip
         versus.to_csv(folder / "kappa_llm_vs_human.csv", index=False)
     final = exp["final_coder"] or (llm_coders[0] if llm_coders else human[0])
     chosen = allcodes[allcodes["coder"] == final].dropna(subset=scheme.ids, how="all")

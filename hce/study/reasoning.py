@@ -34,6 +34,7 @@ from hce._checks import require_columns
 from hce.collect.parse import json_object
 from hce.errors import DataError
 from hce.rubric import Rubric, load_rubric
+from hce.stats._resample import as_generator
 
 SEGMENT_KEY = ("item_id", "model", "attempt_id", "criterion")
 _PACKAGED_SCHEMES = {"prd": "coding_scheme_prd.yaml"}
@@ -345,8 +346,13 @@ def intercoder_agreement(
     coders: Sequence[str] | None = None,
     target: float = 0.70,
     confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Cohen's kappa per coding dimension between two coders (7.4.5: refine until >= 0.70).
+
+    Segments are nested in replies (one segment per rubric category of a reply), so the
+    interval is a percentile bootstrap over replies, inside [-1, 1] by construction: the
+    Wald interval treats the segments as independent and passes 1 near perfect agreement.
 
     Parameters
     ----------
@@ -358,12 +364,15 @@ def intercoder_agreement(
     target : float
         The kappa a dimension must reach.
     confidence : float
+    random_state : int, Generator or None
+        Seed of the bootstrap over replies.
 
     Returns
     -------
     DataFrame
         One row per dimension: ``dimension``, ``coder_a``, ``coder_b``, ``estimate``,
-        ``ci_low``, ``ci_high``, ``p_value``, ``n`` (segments coded by both),
+        ``ci_low``, ``ci_high``, ``ci_method``, ``p_value``, ``n`` (segments coded by both),
+        ``n_replies`` (the replies they come from), ``n_transcripts``,
         ``percent_agreement``, ``target``, ``meets_target``, ``method``. A dimension where
         both coders used a single, identical code has an undefined kappa (NaN) and says so.
     """
@@ -378,6 +387,8 @@ def intercoder_agreement(
         raise DataError(f"coder(s) {missing} have no codes; coders present: {present}")
     data = codes[codes["coder"].isin(pair)].copy()
     data["segment"] = data[list(SEGMENT_KEY)].astype(str).agg("|".join, axis=1)
+    data["reply"] = data[["item_id", "model", "attempt_id"]].astype(str).agg("|".join, axis=1)
+    rng = as_generator(random_state)
     rows = []
     for d in scheme.dimensions:
         cell = data.dropna(subset=[d.id])
@@ -386,19 +397,22 @@ def intercoder_agreement(
         wide = cell.pivot(index="segment", columns="coder", values=d.id)
         n = len(wide)
         agree = float((wide[pair[0]] == wide[pair[1]]).mean()) if n else np.nan
-        row = {"dimension": d.id, "coder_a": pair[0], "coder_b": pair[1], "n": n, "percent_agreement": agree}
+        row = {"dimension": d.id, "coder_a": pair[0], "coder_b": pair[1], "n": n, "n_replies": cell["reply"].nunique(),
+               "n_transcripts": cell["item_id"].nunique(), "percent_agreement": agree}  # fmt: skip
         if n >= 2 and cell[d.id].nunique() >= 2:
-            k = cohen_kappa(cell, item="segment", rater="coder", score=d.id, categories=list(d.codes), confidence=confidence).iloc[0]
-            row.update(estimate=k["estimate"], ci_low=k["ci_low"], ci_high=k["ci_high"], p_value=k["p_value"], method=k["method"])
+            k = cohen_kappa(cell, item="segment", rater="coder", score=d.id, categories=list(d.codes), confidence=confidence,
+                            ci_method="bootstrap", cluster="reply", random_state=rng).iloc[0]  # fmt: skip
+            row.update(estimate=k["estimate"], ci_low=k["ci_low"], ci_high=k["ci_high"], ci_method=k["ci_method"],
+                       p_value=k["p_value"], method=k["method"])  # fmt: skip
         else:
             why = "fewer than 2 segments coded by both" if n < 2 else "both coders used one identical code: kappa undefined"
-            row.update(estimate=np.nan, ci_low=np.nan, ci_high=np.nan, p_value=np.nan, method=why)
+            row.update(estimate=np.nan, ci_low=np.nan, ci_high=np.nan, ci_method="", p_value=np.nan, method=why)
         rows.append(row)
     out = pd.DataFrame(rows)
     out["target"] = target
     out["meets_target"] = out["estimate"] >= target
-    return out[["dimension", "coder_a", "coder_b", "estimate", "ci_low", "ci_high", "p_value", "n",
-                "percent_agreement", "target", "meets_target", "method"]]  # fmt: skip
+    return out[["dimension", "coder_a", "coder_b", "estimate", "ci_low", "ci_high", "ci_method", "p_value", "n",
+                "n_replies", "n_transcripts", "percent_agreement", "target", "meets_target", "method"]]  # fmt: skip
 
 
 # --- LLM coding ----------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """The study report: the report of any log, per experiment, plus the study's own sections (seed 000 section 9).
 
+The claims (hypotheses, scorecard, Table 2) are :mod:`hce.study.claims`; Experiment 4's part
+is :mod:`hce.study.report_exp4`.
+
 :func:`study_report` runs the PRD's analysis plan for each experiment present in a log
 (``hce.study.analyses``), lays the results out as the paper outline asks (Table 1
 descriptives, Table 2 key results, Figures 1-3), adds the success-metrics scorecard, the
@@ -24,7 +27,6 @@ import pandas as pd
 import yaml
 
 from hce._docstrings import fill_doc
-from hce._vocabulary import EFFECT_COLUMNS, keywords_checked
 from hce._vocabulary import keywords_checked
 import hce.stats as hs
 from hce.collect.sim import SIM_FINGERPRINT
@@ -35,7 +37,8 @@ from hce.report import report as generic_report
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
 from hce.report.generic import check_columns, not_reported_section
-from hce.report.tables import Table, format_p
+from hce.report.provenance import log_notes, read_with_notes, separate_settings
+from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
 from hce.stats.result import AnalysisResult
@@ -44,9 +47,9 @@ from hce.study.analyses import (
     experiment1,
     experiment2,
     experiment3,
-    experiment4,
     experiment5,
 )
+from hce.study.claims import hypotheses, key_results, scorecard
 from hce.study.confidence import (
     DEFAULT_LOGPROBS_ARE,
     logprob_confidence,
@@ -55,7 +58,11 @@ from hce.study.confidence import (
 )
 from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
-from hce.study.reasoning import SEGMENT_KEY
+from hce.study.report_exp4 import (
+    ReasoningCodes,
+    reasoning_codes,
+    reasoning_section,
+)
 from hce.study.settings import (
     SETTINGS_FILE,
     describe,
@@ -63,6 +70,10 @@ from hce.study.settings import (
     read_settings,
 )
 
+RULES_NOTE = ("Each verdict comes from its pre-specified rule only (columns test, decides, alpha, direction, threshold): "
+              "'supported' and 'met' where the rule's condition holds; an interval rule that the interval straddles is "
+              "'inconclusive'. Multiplicity: each hypothesis is tested at the protocol's own alpha, as pre-specified; "
+              "p_holm gives the Holm-adjusted P across the confirmatory family H1a, H1b, H2, H3 for the reader.")
 EXPERIMENTS = {
     "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", experiment1),
     "EXP2_PromptOptimization": ("Experiment 2: prompt strategy optimisation", experiment2),
@@ -180,6 +191,16 @@ def analyse(
                         settings=used, saved=set(saved) & set(used))  # fmt: skip
 
 
+def design_order(log: pd.DataFrame) -> pd.DataFrame:
+    """The log in the design's order (experiment, item, condition, attempt), not the order replies arrived in.
+
+    Sums then add up in one order and draws that pick rows pick the same ones, so a seeded
+    report is the same to the last digit whatever the concurrency of the run.
+    """
+    order = [c for c in ("experiment_id", "item_id", "condition_id", "attempt", "attempt_id") if c in log]
+    return log.sort_values(order, kind="stable", na_position="last").reset_index(drop=True) if order else log
+
+
 def with_logprob_confidence(log: pd.DataFrame, experiment_id: str, *, logprobs_are: str | None = None) -> pd.DataFrame:
     """The log with Exp 5's ``confidence`` filled from logprobs where the judge stated none.
 
@@ -267,16 +288,16 @@ def _experiment_figures(experiment_id: str, result: AnalysisResult, prefix: str)
             for source, part in dist.groupby("source", sort=False)
         }
         return [Figure(figures.score_histograms(groups), f"{prefix}_score_histograms",
-                       "Figure 4: Total scores of G1, G2 and the synthetic targets (H1c)")]
+                       "Figure 1: Total scores of G1, G2 and the synthetic targets (H1c)")]
     if experiment_id.startswith(("EXP2", "EXP3")):
         sd = _total_sd(result)
         condition = result["winner"].columns[0]  # the compared factor (prompt_id or model)
-        number, what = ("1", "prompt strategies") if experiment_id.startswith("EXP2") else ("2", "LLM architectures")
+        number, what = ("2", "prompt strategies") if experiment_id.startswith("EXP2") else ("3", "LLM architectures")
         return [Figure(figures.sd_by_condition(sd, condition=condition), f"{prefix}_sd_by_condition",
                        f"Figure {number}: Per-item SD of total scores for the {what}")]
     if experiment_id.startswith("EXP5"):
         return [Figure(figures.sd_histogram(_total_sd(result), thresholds=[1.0]), f"{prefix}_sd_histogram",
-                       "Figure 3: Distribution of per-item SDs of the total score for the final tool")]
+                       "Figure 4: Distribution of per-item SDs of the total score for the final tool")]
     return []
 
 
@@ -298,95 +319,6 @@ def dataset_table(log: pd.DataFrame) -> pd.DataFrame:
                 "sd_total": float(valid.std(ddof=1)) if len(valid) > 1 else np.nan,
             }
         )
-    return pd.DataFrame(rows)
-
-
-def key_results(results: dict[str, AnalysisResult]) -> pd.DataFrame:
-    """Table 2: the hypothesis tests of the prompt and model comparisons in one table."""
-    picks = [
-        ("EXP1_BaselineRubricUtility", "h1a", "H1a: SD, G2 vs G1"),
-        ("EXP1_BaselineRubricUtility", "h1b", "H1b: MAE, G2 vs G1"),
-        ("EXP2_PromptOptimization", "friedman", "H2: SD across prompt strategies"),
-        ("EXP3_ModelComparison", "friedman", "H3: SD across models"),
-    ]
-    rows = []
-    for experiment_id, name, label in picks:
-        if experiment_id in results and name in results[experiment_id]:
-            row = results[experiment_id][name].iloc[0]
-            rows.append({"comparison": label, "method": row.get("method"), "statistic": row.get("statistic"),
-                         "p_value": row.get("p_value"), "effect_size": row.get("effect_size"),
-                         "effect_ci_low": row.get("effect_ci_low"), "effect_ci_high": row.get("effect_ci_high"),
-                         "n": row.get("n")})
-    return pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"])
-
-
-NOT_MEASURABLE = "not measurable from this log"
-
-
-def scorecard(results: StudyResults, *, alpha: float = 0.05) -> pd.DataFrame:
-    """Each PRD success metric (seed 000 section 1) with its value, threshold and verdict.
-
-    Returns
-    -------
-    DataFrame
-        ``metric``, ``criterion``, ``value``, ``threshold``, ``verdict`` (``"met"``,
-        ``"not met"`` or ``"not measurable from this log"``).
-    """
-    exp = results.experiments
-    rows: list[dict[str, object]] = []
-
-    def add(metric: str, criterion: str, value: str, threshold: str, verdict: str) -> None:
-        rows.append({"metric": metric, "criterion": criterion, "value": value, "threshold": threshold, "verdict": verdict})
-
-    tests = [(k, n) for k, n in (("EXP1_BaselineRubricUtility", "h1a"), ("EXP2_PromptOptimization", "friedman"), ("EXP3_ModelComparison", "friedman")) if k in exp]
-    if tests:
-        ps = {f"{k.split('_')[0]} {n}": float(exp[k][n]["p_value"].iloc[0]) for k, n in tests}
-        value = "; ".join(f"{name} p {format_p(p)}" for name, p in ps.items())
-        add("SM1", "significant differences between conditions", value, f"p < {alpha:g}",
-            "met" if any(p < alpha for p in ps.values()) else "not met")
-    else:
-        add("SM1", "significant differences between conditions", "—", f"p < {alpha:g}", NOT_MEASURABLE)
-    if "EXP5_FinalToolValidation" in exp:
-        both = exp["EXP5_FinalToolValidation"]["success_metric_2"].set_index("metric").loc["both"]
-        add("SM2", "items with category SD <= 0.40 and total SD <= 1.0 (Exp 5)",
-            f"{both['estimate']:.1%} [{both['ci_low']:.1%}, {both['ci_high']:.1%}] of {int(both['n_items'])}",
-            f">= {both['target_share']:.0%}", "met" if bool(both["meets"]) else "not met")
-    else:
-        add("SM2", "items with category SD <= 0.40 and total SD <= 1.0 (Exp 5)", "—", ">= 95%", NOT_MEASURABLE)
-    if "EXP1_BaselineRubricUtility" in exp:
-        sm3 = exp["EXP1_BaselineRubricUtility"]["success_metric_3"]
-        g2 = sm3[sm3.iloc[:, 0].astype(str) == "P1.2"].iloc[0] if (sm3.iloc[:, 0].astype(str) == "P1.2").any() else sm3.iloc[-1]
-        add("SM3", "Pearson r of mean G2 total with target (Exp 1)",
-            f"r = {g2['estimate']:.2f} [{g2['ci_low']:.2f}, {g2['ci_high']:.2f}]", f">= {g2['threshold']:g}",
-            "met" if bool(g2["meets"]) else "not met")
-    else:
-        add("SM3", "Pearson r of mean G2 total with target (Exp 1)", "—", ">= 0.7", NOT_MEASURABLE)
-    rows.append(_sm4(results))
-    exp5 = exp.get("EXP5_FinalToolValidation")
-    log = results.log
-    exp5_logprobs = bool("logprobs" in log and "experiment_id" in log
-                         and log.loc[log["experiment_id"] == "EXP5_FinalToolValidation", "logprobs"].notna().any())
-    if exp5 is not None and "uncertainty" in exp5 and len(exp5["uncertainty"]) and pd.notna(exp5["uncertainty"]["estimate"].iloc[0]):
-        unc = exp5["uncertainty"].iloc[0]
-        add("SM5", "a method quantifying score uncertainty explored (Exp 5)",
-            f"{unc['method']}: rho = {unc['estimate']:.2f}, p {format_p(unc['p_value'])}", "reported", "met")
-    elif exp5 is not None and exp5_logprobs:
-        add("SM5", "a method quantifying score uncertainty explored (Exp 5)",
-            "token-probability confidence and its calibration (section below)", "reported", "met")
-    else:
-        add("SM5", "a method quantifying score uncertainty explored (Exp 5)", "—", "reported", NOT_MEASURABLE)
-    fair = exp.get("EXP5_FinalToolValidation")
-    if fair is not None and "fairness_verdict" in fair:
-        verdict = fair["fairness_verdict"].iloc[0]
-        add("SM6", "no detrimental difference across demographic strata",
-            "detrimental difference found" if bool(verdict["any_detrimental"]) else "none found",
-            f"alpha = {verdict['alpha']:g}, {verdict['adjustment']}", "met" if bool(verdict["passes"]) else "not met")
-    else:
-        add("SM6", "no detrimental difference across demographic strata", "—", "alpha = 0.05", NOT_MEASURABLE + " (no strata given)")
-    planned = ["EXP1_BaselineRubricUtility", "EXP2_PromptOptimization", "EXP3_ModelComparison", "EXP5_FinalToolValidation"]
-    done = [p for p in planned if p in exp]
-    add("SM7", "all planned experiments completed", f"{len(done)} of {len(planned)} analysable experiments in the log",
-        "all", "met" if len(done) == len(planned) else "not met")
     return pd.DataFrame(rows)
 
 
@@ -420,8 +352,25 @@ def _renamed(block: str | Table | Figure, prefix: str) -> str | Table | Figure:
     return block
 
 
+def _one_source(block: str | Table | Figure, plan: AnalysisResult | None) -> str | Table | Figure:
+    """A generic table that repeats a test of the experiment's analysis plan shows the plan's rows.
+
+    The same test on the same data (same method, statistic and n) must print one estimate and
+    one interval everywhere; a bootstrap interval drawn twice from two streams would differ.
+    """
+    if plan is None or not isinstance(block, Table) or not {"method", "statistic", "n"} <= set(block.data.columns):
+        return block
+    for frame in plan.tables.values():
+        if frame.shape == block.data.shape and list(frame.columns) == list(block.data.columns) and frame["method"].equals(
+                block.data["method"]) and np.allclose(frame[["statistic", "n"]].to_numpy(float),
+                                                       block.data[["statistic", "n"]].to_numpy(float), equal_nan=True):
+            return replace(block, data=frame)
+    return block
+
+
 def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, *, rubric: Rubric | None,
-                     confidence: float, random_state: np.random.Generator) -> list[dict[str, str]]:
+                     confidence: float, random_state: np.random.Generator,
+                     plan: AnalysisResult | None = None) -> list[dict[str, str]]:
     """The sections of :func:`hce.report.report` on one experiment's rows, titled and named after it.
 
     Every experiment is its own design (its items, its conditions), and the PRD's
@@ -432,6 +381,7 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
     could not be computed. Titles start with the experiment; tables and figures with its
     prefix (``exp2_total_spread``). Returns what could not be computed (``not_reported``
     entries, named after the experiment), for the study report's one "Not reported" list.
+    A test that repeats one of ``plan`` (the experiment's analysis) shows the plan's rows.
     """
     label, prefix = _experiment_label(experiment_id)
     try:
@@ -444,7 +394,7 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
     for section in part.sections:
         if section.title.startswith("Calibration") or section.title == "Not reported":
             continue  # the study's own calibration section replaces it; one "Not reported" list at the end
-        blocks = [_renamed(b, prefix) for b in section.blocks]
+        blocks = [_renamed(_one_source(b, plan), prefix) for b in section.blocks]
         report.sections.append(Section(f"{label}: {section.title}", blocks))
     return [{**entry, "section": f"{label}: {entry['section']}"} for entry in part.not_reported]
 
@@ -512,121 +462,6 @@ def _cost_section(report: Report, results: StudyResults, confidence: float) -> N
     section.add("What each experiment's attempts cost as logged (the collection's dated prices); per condition in each "
                 "experiment's cost section.",
                 Table(table, "Cost and tokens per experiment and per 1,000 attempts", "cost_by_experiment", confidence))  # fmt: skip
-
-
-# --------------------------------------------------------------------------- Experiment 4
-EXP4_ID = "EXP4_ReasoningAnalysis"
-EXP4_TITLE = "Experiment 4: qualitative reasoning analysis"
-
-
-@dataclass
-class ReasoningCodes:
-    """Experiment 4 as a study folder holds it: the final coder's codes and the coders' kappas.
-
-    ``codes`` (``exp4/codes.csv``, one row per coded segment) feed the frequency tests;
-    ``kappa`` (two researchers), ``rounds`` (the refinement loop, 7.4.5) and ``llm_vs_human``
-    are the reliability tables the run wrote (empty when that step did not happen);
-    ``settings`` are the keyword arguments the study analysed the codes with.
-    """
-
-    codes: pd.DataFrame
-    kappa: pd.DataFrame = field(default_factory=pd.DataFrame)
-    rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
-    llm_vs_human: pd.DataFrame = field(default_factory=pd.DataFrame)
-    settings: dict = field(default_factory=dict)
-    result: AnalysisResult | None = None
-    failure: str | None = None
-
-    @property
-    def coded(self) -> dict[str, int]:
-        """Transcripts, models, replies and segments coded."""
-        c = self.codes
-        return {"transcripts": c["item_id"].nunique(), "models": c["model"].nunique(),
-                "replies": len(c.drop_duplicates(["item_id", "model"])), "segments": len(c)}  # fmt: skip
-
-
-def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
-    """Read Experiment 4 from a study's output folder and run its frequency tests (None: not coded).
-
-    The tests are :func:`hce.study.analyses.experiment4` with the settings the study saved
-    (``analysis_settings.json``), so the report's numbers are the run's.
-    """
-    folder = Path(folder)
-    path = folder / "exp4" / "codes.csv"
-    if not path.is_file():
-        return None
-    codes = pd.read_csv(path, dtype=str, keep_default_na=False).replace("", np.nan)
-
-    def table(name: str) -> pd.DataFrame:
-        file = folder / "exp4" / name
-        return pd.read_csv(file) if file.is_file() else pd.DataFrame()
-
-    settings = dict(read_settings(folder).get(EXP4_ID, {}).get("settings", {}))
-    # Without saved settings, the coding dimensions are the CSV's columns beyond the segment and coder.
-    settings.setdefault("dimensions", [c for c in codes.columns if c not in (*SEGMENT_KEY, "coder")])
-    data = ReasoningCodes(codes, table("kappa.csv"), table("kappa_rounds.csv"), table("kappa_llm_vs_human.csv"), settings)
-    try:
-        data.result = experiment4(codes.dropna(subset=settings["dimensions"]), **settings)
-    except HceError as exc:  # e.g. codes of a single model: nothing to compare
-        data.failure = str(exc)
-    return data
-
-
-def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
-    """Table 3: the share of segments per code (rows) and model (columns), from the long frequency table."""
-    condition = frequencies.columns[1]  # code_frequencies: code, then the condition column (the model)
-    wide = frequencies.pivot_table(index=["code", "level"], columns=condition, values="estimate", sort=False)
-    wide.columns = [f"share: {model}" for model in wide.columns]  # a model name stays as written in the header
-    return wide.reset_index().rename(columns={"code": "dimension", "level": "code"})
-
-
-def reasoning_section(report: Report, results: StudyResults, confidence: float) -> None:
-    """Experiment 4's section: Table 3, the chi-squared/Fisher tests and the coders' kappa."""
-    data = results.reasoning
-    if data is None:
-        return
-    section = report.section(EXP4_TITLE)
-    n = data.coded
-    section.add(f"{n['segments']:,} reasoning segments coded: {n['transcripts']} transcripts x {n['models']} models "
-                f"({n['replies']} replies), one segment per rubric category (7.4.6).")  # fmt: skip
-    if data.settings:
-        section.add(f"Analysis settings, as the study analysed this experiment ({SETTINGS_FILE}): {describe(data.settings)}.")
-    if data.result is None:
-        section.add(f"The frequency tests could not be run: {data.failure}")
-    else:
-        frequencies, tests = data.result["frequencies"], data.result["tests"]
-        section.add(Table(code_table(frequencies), "Table 3: Frequencies of reasoning codes per model (share of coded "
-                          "segments; counts and Wilson CIs in tables/exp4_frequencies.csv)", "table3_reasoning_codes", confidence),
-                    Table(tests, "Code distributions compared across models (chi-squared or Fisher's exact test, 7.4.7)",
-                          "exp4_tests", confidence))  # fmt: skip
-        section.blocks.append(Table(frequencies, "Reasoning code frequencies (long)", "exp4_frequencies", confidence, inline=False))
-        for note in data.result.notes:
-            section.add(f"Note: {note}")
-    kappa_columns = ["dimension", "coder_a", "coder_b", "estimate", "ci_low", "ci_high", "n", "percent_agreement", "meets_target"]
-    if len(data.rounds):
-        last = data.rounds[data.rounds["round"] == data.rounds["round"].max()]
-        verdict = "every dimension reached" if last["meets_target"].all() else "NOT every dimension reached"
-        section.add(Table(data.rounds[["round", "agreement", "expected_kappa", *kappa_columns]],
-                          f"Inter-coder reliability: refinement rounds until Cohen's kappa >= {last['target'].iloc[0]:g} "
-                          f"({verdict} it in round {int(last['round'].iloc[0])})", "exp4_kappa_rounds", confidence))  # fmt: skip
-        section.add("The researchers are simulated (hce.study.sim_coders): coder_1 reads the codes the simulated "
-                        "judge planted; coder_2 agrees with coder_1 at the round's agreement, whose expected kappa is shown.")
-    elif len(data.kappa):
-        section.add(Table(data.kappa[kappa_columns], "Inter-coder reliability of the two researchers (Cohen's kappa)",
-                          "exp4_kappa", confidence))  # fmt: skip
-    if len(data.llm_vs_human):
-        section.add(Table(data.llm_vs_human[kappa_columns], "Agreement of the LLM's coding with a researcher's (Cohen's kappa)",
-                          "exp4_kappa_llm_vs_human", confidence))  # fmt: skip
-
-
-def _sm4(results: StudyResults) -> dict[str, str]:
-    """Success Metric 4: the reasoning of >= 15 real transcripts reviewed (Exp 4)."""
-    row = {"metric": "SM4", "criterion": "reasoning of >= 15 real transcripts reviewed (Exp 4)", "threshold": ">= 15 transcripts"}
-    if results.reasoning is None:
-        return row | {"value": "—", "verdict": NOT_MEASURABLE + " (needs the coded reasoning table)"}
-    n = results.reasoning.coded
-    value = f"{n['transcripts']} transcripts x {n['models']} models coded ({n['segments']} segments)"
-    return row | {"value": value, "verdict": "met" if n["transcripts"] >= 15 else "not met"}
 
 
 #: The confidences and outcomes the calibration section shows, in its order.
@@ -843,6 +678,9 @@ def study_report(
     >>> study_report(logs).write("reports/my_study")  # doctest: +SKIP
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
+    read_notes = log_notes(*(logs if isinstance(logs, Sequence) else [logs]))  # a torn last line, say
+    log, split = separate_settings(log)  # one condition_id run with two settings: kept apart, never pooled
+    log = design_order(log)
     check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section
     check_columns(log, "--metadata", metadata)
     # The experiments record their seed in the report's settings: an integer (or None), drawn
@@ -856,11 +694,18 @@ def study_report(
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
     report = Report(title)
     overview = report.section("Datasets and key results")
+    overview.add(*read_notes, *split)
     overview.add(Table(dataset_table(log), "Table 1: Attempt log by experiment", "table1_datasets", confidence))
     key = key_results(results.experiments)
     if len(key):
         overview.add(Table(key, "Table 2: Key statistical results for prompt and model comparisons", "table2_key_results", confidence))
-    overview.add(Table(scorecard(results), "Success metrics scorecard (PRD section 1)", "scorecard", confidence))
+    alpha = float(results.settings.get("EXP1_BaselineRubricUtility", {}).get("alpha", 0.05))
+    overview.add(RULES_NOTE,
+                 Table(hypotheses(results.experiments, alpha=alpha), "Pre-specified hypotheses: rule and verdict",
+                       "hypotheses", confidence),
+                 Table(scorecard(results.experiments, log=log, coded=results.reasoning.coded if results.reasoning else None,
+                                 alpha=alpha), "Success metrics scorecard (PRD section 1): rule and verdict", "scorecard",
+                       confidence))  # fmt: skip
     if not results.experiments and not results.failures:
         overview.add("No rows of Experiments 1, 2, 3 or 5 were found (column experiment_id); their analysis plans are not shown.")
     rubric = rubric if rubric is None or isinstance(rubric, Rubric) else load_rubric(rubric)
@@ -879,7 +724,8 @@ def study_report(
             rows = log
         else:
             rows = log[log["experiment_id"].isna()] if pd.isna(experiment_id) else log[log["experiment_id"] == experiment_id]
-        skipped += generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng)
+        skipped += generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng,
+                                    plan=results.experiments.get(experiment_id))  # fmt: skip
     if "EXP5_FinalToolValidation" not in (_experiment_order(log) or []):
         reasoning_section(report, results, confidence)
     for builder in (_calibration_section, _handoff_section, _cost_section, *extra_sections):
@@ -904,7 +750,7 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     if not paths:
         raise DataError(f"{folder}: no attempt log of a judged experiment ({', '.join(JUDGED_LOGS)}); "
                         "is it a study's output folder?")  # fmt: skip
-    logs = [read_log(path) for path in paths]
+    logs = [read_with_notes(read_log, path)[0] for path in paths]
     kwargs.setdefault("logprobs_are", _study_logprobs_are(folder))
     kwargs.setdefault("rubric", kept_rubric(paths))  # the rubric the study judged with, kept beside its logs
     return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder),

@@ -100,11 +100,12 @@ def refinement_rounds(
     if not len(agreement):
         raise DataError("simulated coders need at least one refinement round (agreement: [...])")
     rng = as_generator(random_state)
+    boot = rng.spawn(1)[0]  # the kappa intervals' own stream: the coders' draws stay as they were
     first = true_codes(segments, scheme)
     frames, codes = [], first
     for number, a in enumerate(agreement, start=1):
         codes = pd.concat([first, second_coder(first, scheme, float(a), rng)], ignore_index=True)
-        kappa = intercoder_agreement(codes, scheme, coders=["coder_1", "coder_2"], target=target)
+        kappa = intercoder_agreement(codes, scheme, coders=["coder_1", "coder_2"], target=target, random_state=boot)
         known = [expected_kappa(first[d.id], d.codes, float(a)) for d in scheme.dimensions]
         frames.append(kappa.assign(round=number, agreement=float(a), expected_kappa=known))
         if bool(kappa["meets_target"].all()):

@@ -16,6 +16,7 @@ from hce.log import read_log
 from hce.stats.result import AnalysisResult
 from hce.study import synthetic
 from hce.study.analyses import experiment1, experiment2, experiment3, experiment5
+from hce.study.claims import DEMOGRAPHIC_STRATA
 from hce.study.confidence import logprob_confidence, logprobs_behaviour
 from hce.study.config import Study, StudyStop
 from hce.study.designs import corpus_items, exp_design, generation_design, synthetic_targets
@@ -170,4 +171,8 @@ def exp5(study: Study, result: StudyRun, corpus, sets, connection) -> None:
                      f"from logprobs assumed {logprobs_behaviour(log, exp['logprobs_are'])!r} "
                      f"(exp5_confidence.csv; {int(log['confidence'].notna().sum())} of {len(log)} attempts)")  # fmt: skip
     meta = [c for c in ("n_words", "source") if c in log.columns and log[c].nunique() >= 2]
-    analyse(study, result, "exp5", experiment5, log, notes=notes, experiment_id=exp["id"], metadata=meta)
+    # Success Metric 6 is assessed on every demographic stratum the corpus records (PRD: "if available").
+    strata = [c for c in DEMOGRAPHIC_STRATA if c in log.columns and log[c].nunique() >= 2]
+    if strata:
+        notes.append(f"Success Metric 6: strata {', '.join(strata)} (the demographic columns the corpus records)")
+    analyse(study, result, "exp5", experiment5, log, notes=notes, experiment_id=exp["id"], metadata=meta, strata=strata)

@@ -65,11 +65,14 @@ def test_every_criterion_gets_its_section_and_a_mixed_total_none():
     titles = [s.title for s in document.sections]
     assert "Criterion: Accurate" in titles and "Criterion: Stigma" in titles
     assert not any("Total" in t for t in titles)  # 1-5 plus 0-1: the sum is not a score
-    for stem in ("accurate", "stigma"):
-        for name in ("spread", "sd_test", "mean_test", "variance_components", "g_coefficients", "reliability"):
-            _table(document, f"{stem}_{name}")
-        components = _table(document, f"{stem}_variance_components")["component"].tolist()
-        assert len(components) == 4  # item, condition, item x condition, residual
+    for name in ("spread", "sd_test", "mean_test", "variance_components", "g_coefficients", "reliability"):
+        _table(document, f"accurate_{name}")
+    components = _table(document, "accurate_variance_components")["component"].tolist()
+    assert len(components) == 4  # item, condition, item x condition, residual
+    # The 0/1 criterion is analysed as binary (issue 33): shares, flips, nominal agreement; no SD, ICC, G study.
+    names = {t.name for t in document.tables()}
+    assert {"stigma_binary", "stigma_mean_test", "stigma_agreement"} <= names
+    assert not {"stigma_spread", "stigma_sd_test", "stigma_variance_components", "stigma_reliability"} & names
     reliability = _table(document, "accurate_reliability")
     assert sorted(reliability["condition_id"].unique()) == ["a", "b", "c"]
     # No logprobs in this log: calibration is listed as not reported, with its reason.
@@ -159,4 +162,31 @@ def test_a_condition_with_a_bad_score_is_named_and_the_others_reported(bad):
     entry = [s for s in document.not_reported if s["section"].endswith("condition c")]
     assert len(entry) == 1 and repr(bad) in entry[0]["reason"] and "1 attempt(s)" in entry[0]["reason"]
     assert "Wilcoxon" in _table(document, "accurate_sd_test")["method"].iloc[0]  # a vs b, paired
-    assert set(_table(document, "stigma_spread")["condition_id"]) == {"a", "b", "c"}  # other criteria keep c
+    assert set(_table(document, "stigma_binary")["condition_id"]) == {"a", "b", "c"}  # other criteria keep c
+
+
+def test_a_binary_criterion_gets_shares_with_wilson_intervals_flips_and_kappa():
+    # Counted by hand from the log: per condition, each item's majority of its 5 attempts, then the
+    # Wilson interval of the share of items at 1 over the items (statsmodels' proportion_confint).
+    from statsmodels.stats.proportion import proportion_confint
+
+    from hce.stats import fleiss_kappa
+
+    log = _log()
+    document = report(log, rubric=MIXED)
+    shares = _table(document, "stigma_binary").set_index("condition_id")
+    for condition, part in log.groupby("condition_id"):
+        per_item = part.groupby("item_id")["stigma"].agg(["sum", "count"])
+        high = int((2 * per_item["sum"] > per_item["count"]).sum())
+        row = shares.loc[condition]
+        assert (row["n_items"], row["n_ties"]) == (12, 0) and row["estimate"] == high / 12
+        np.testing.assert_allclose([row["ci_low"], row["ci_high"]], proportion_confint(high, 12, method="wilson"), atol=1e-12)
+        flips = (np.minimum(per_item["sum"], per_item["count"] - per_item["sum"]) / per_item["count"]).mean()
+        assert row["mean_flip_rate"] == pytest.approx(flips, rel=1e-12)
+        kappa = fleiss_kappa(part, item="item_id", rater="attempt", score="stigma")
+        agreement = _table(document, "stigma_agreement").set_index("condition_id").loc[condition]
+        assert agreement["estimate"] == pytest.approx(kappa["estimate"].iloc[0], rel=1e-12)
+    markdown = document.to_markdown()
+    assert "Stigma has two levels (0, 1), so it is analysed as a binary outcome" in markdown
+    stigma = markdown.split("## Criterion: Stigma", 1)[1].split("\n## ", 1)[0]
+    assert "ICC(" not in stigma and "Median SD" not in stigma

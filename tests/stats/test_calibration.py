@@ -458,3 +458,30 @@ def test_grouped_normal_bootstrap_matches_the_row_bootstrap(monkeypatch):
     width = exact["ci_high"] - exact["ci_low"]
     for limit in ("ci_low", "ci_high"):
         assert ((grouped[limit] - exact[limit]).abs() <= 0.15 * width + 1e-12).all(), (limit, grouped[limit] - exact[limit], width)
+
+
+def test_within_bin_variance_is_never_negative():
+    # Issue 33: every forecast of a bin equal (0.3 x 200, 0.7 x 200 in ten uniform bins) gives a
+    # within-bin variance of exactly 0; computed as sum p^2 - n fbar^2 it came out 4.2e-15 with a
+    # bootstrap interval of [-4.0e-16, -2.5e-16], below 0 and not holding its own estimate.
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"prob": np.repeat([0.3, 0.7], 200), "outcome": rng.random(400) < np.repeat([0.3, 0.7], 200),
+                       "item_id": np.arange(400) // 4})  # fmt: skip
+    out = brier_score(df, strategy="uniform", item="item_id", n_boot=200, random_state=0).set_index("metric")
+    row = out.loc["within_bin_variance"]
+    assert (row["estimate"], row["ci_low"], row["ci_high"]) == (0.0, 0.0, 0.0)
+
+
+def test_reliability_diagram_hides_small_bins_and_shows_bin_sizes():
+    # Issue 33: a line through bins of n = 2 and n = 398 looked like perfect calibration.
+    import matplotlib.pyplot as plt
+
+    table = pd.DataFrame({"mean_prob": [0.35, 0.95], "estimate": [0.5, 0.96], "n": [2, 398],
+                          "ci_low": [0.09, 0.94], "ci_high": [0.91, 0.98]})  # fmt: skip
+    ax = reliability_diagram(table, min_count=10)
+    texts = [t.get_text() for t in ax.texts]
+    assert "n=398" in texts and "n=2" not in texts
+    assert any(t.startswith("1 bin(s) with < 10 forecasts not shown") for t in texts)
+    points = [line.get_xdata() for line in ax.get_lines() if line.get_linestyle() != "--"]
+    assert all(0.35 not in np.asarray(x) for x in points)
+    plt.close("all")

@@ -145,6 +145,14 @@ def codes(rng, n=40):
     return out
 
 
+def nested_codes(rng, n=40):
+    """Codes of 10 replies (4 segments each), each transcript answered by both models."""
+    out = codes(rng, n)
+    out["reply"] = np.arange(n) // 4
+    out["item"] = out["reply"] % 5
+    return out
+
+
 def texts(rng, n=4):
     draft = "Hi Sarah, thank you for reaching out. Please book a visit. Any fever?"
     return pd.DataFrame({"pair_id": np.repeat(range(n), 2), "draft": draft,
@@ -204,6 +212,8 @@ CASES: dict[str, Case] = {
     "confidence_spread": Case(attempt_log, lambda d: hs.confidence_spread(d), ("item_id", "total", "prob")),
     "confidence_table": Case(attempt_log, lambda d: hs.confidence_table(d, source="votes"), ("item_id", "total"), rowwise=True),
     "contingency_test": Case(codes, lambda d: hs.contingency_test(d, method="chi2"), ("model", "code")),
+    "cluster_permutation_test": Case(nested_codes, lambda d: hs.cluster_permutation_test(
+        d, codes="code", cluster=["reply"], strata="item", n_sim=200, random_state=0), ("model", "code", "reply"), log=False),
     "correlation": Case(attempt_log, lambda d: hs.correlation(d, x="judge_score", y="total"), ("judge_score", "total")),
     "correlation_matrix": Case(item_matrix, lambda d: hs.correlation_matrix(d, columns=[f"i{j}" for j in range(6)]),
                                ("i0", "i1"), log=False),

@@ -13,10 +13,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from hce.errors import DataError, HceWarning
+from hce.stats.contingency import code_frequencies, contingency_core, contingency_test
 from hce.stats.tests import (
-    code_frequencies,
-    contingency_core,
-    contingency_test,
     friedman,
     kruskal_wallis,
     mann_whitney,
@@ -335,3 +333,31 @@ def test_posthoc_takes_statsmodels_names():
     out = posthoc(data, method="conover", p_adjust_method="fdr_bh")
     assert (out["adjustment"] == "bh").all()
     np.testing.assert_array_equal(out["p_adjusted"], posthoc(data, method="conover", p_adjust_method="bh")["p_adjusted"])
+
+
+def test_a_degenerate_rank_biserial_is_not_estimable_and_says_why():
+    # Issue 33: r = -1.00 [-1.00, -1.00] printed as if informative. Every pair ordered one way
+    # (complete separation) leaves the Fisher z interval at a point whatever n: no interval, a reason.
+    data = pd.DataFrame({"condition": ["a"] * 4 + ["b"] * 4, "score": [1, 2, 3, 4, 5, 6, 7, 8]})
+    out = mann_whitney(data, condition="condition", score="score", a="a", b="b").iloc[0]
+    assert out["effect_size"] == -1 and np.isnan(out["effect_ci_low"]) and np.isnan(out["effect_ci_high"])
+    assert "CI not estimable: every pair is ordered one way" in out["method"]
+    # one non-zero difference of eight pairs: r = 1 from a single pair, P = 1
+    paired = pd.DataFrame({"item": list(range(8)) * 2, "condition": ["a"] * 8 + ["b"] * 8,
+                           "score": [1, 2, 3, 4, 5, 6, 7, 9] + [1, 2, 3, 4, 5, 6, 7, 8]})  # fmt: skip
+    out = wilcoxon_paired(paired, item="item", condition="condition", score="score", a="a", b="b").iloc[0]
+    assert out["effect_size"] == 1 and np.isnan(out["effect_ci_low"]) and "not estimable" in out["method"]
+    table = posthoc(pd.concat([paired, paired[paired["condition"] == "b"].assign(condition="c")]), item="item",
+                    condition="condition", score="score", method="wilcoxon")  # fmt: skip
+    assert table["method"].str.contains("not estimable").any()
+
+
+def test_epsilon_squared_interval_holds_its_estimate_near_zero():
+    # Issue 33 (demo, Success Metric 6): epsilon squared 0.0068 with a percentile interval
+    # [0.0069, 0.20]. Near the bound, the interval starts at 0 and the method says so.
+    # Seed 5 draws groups alike (epsilon squared 0.0002), where the percentile limit passed it.
+    rng = np.random.default_rng(5)
+    data = pd.DataFrame({"condition": np.repeat(["a", "b", "c"], 30), "score": rng.normal(size=90)})
+    out = kruskal_wallis(data, condition="condition", score="score", random_state=0).iloc[0]
+    assert out["effect_ci_low"] == 0 <= out["effect_size"] <= out["effect_ci_high"]
+    assert "lower limit 0, the percentile one excluding the estimate" in out["method"]

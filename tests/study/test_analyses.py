@@ -33,8 +33,12 @@ def test_experiment1_runs_the_plan_on_its_own_rows(exp1_log):
     attempts = out["attempts"].set_index("prompt_id")
     assert attempts["n_errors"].sum() == rows["error_flag"].sum()
     assert attempts["n_attempts"].sum() == len(rows)
-    hyp = out["hypotheses"].set_index("hypothesis")
-    assert bool(hyp.loc["H1a", "supported"]) and bool(hyp.loc["SM3", "supported"])
+    hyp = out["hypotheses"].set_index("id")
+    assert hyp.loc["H1a", "verdict"] == "supported" and hyp.loc["SM3", "verdict"] in ("met", "inconclusive")
+    assert hyp.loc["H1a", "decides"] == "p" and hyp.loc["SM3", "decides"] == "interval"
+    # the paired sensitivity analysis of H1a: the same SDs, paired by item
+    pd.testing.assert_frame_equal(out["h1a_paired"], wilcoxon_paired(spread, condition="prompt_id", score="sd",
+                                                                      a="P1.2", b="P1.1"))
     target = out["distribution"].query("source == 'target'")
     assert target["count"].sum() == 20
 

@@ -7,7 +7,7 @@ import pytest
 import hce
 from hce.study.confidence import logprob_confidence
 from hce.study.demo import run_demo
-from hce.study.report import calibration_data, calibration_tables
+from hce.study.report import calibration_data, calibration_tables, design_order
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_demo_runs_the_study_and_writes_the_report(demo):
 def test_demo_calibration_equals_calibration_metrics(demo):
     exp5 = hce.read_log(demo / "study" / "study_output" / "exp5.jsonl")
     written = pd.read_csv(demo / "tables" / "exp5_calibration.csv")
-    part = exp5[~exp5["error_flag"]].reset_index(drop=True)
+    part = design_order(exp5[~exp5["error_flag"]])  # the report reads the log in the design's order
     # The simulated judge's logprobs are raw (its default family, hce.collect.sim), sampled at 0.1.
     data = calibration_data(part, hce.load_rubric("v5").criteria, logprobs_are="raw")
     assert set(data["temperature"]) == {0.1} and set(data["logprobs_are"]) == {"raw"}
@@ -66,7 +66,7 @@ def test_demo_reports_experiment_4(demo):
     rounds = pd.read_csv(demo / "tables" / "exp4_kappa_rounds.csv")
     last = rounds[rounds["round"] == rounds["round"].max()]
     assert last["meets_target"].all() and not rounds.groupby("round")["meets_target"].all().iloc[:-1].any()
-    score = pd.read_csv(demo / "tables" / "scorecard.csv").set_index("metric")
+    score = pd.read_csv(demo / "tables" / "scorecard.csv").set_index("id")
     # The demo corpus's Set B holds 8 transcripts: SM4 is measured (not met: the PRD asks for 15).
     assert score.loc["SM4", "value"] == "8 transcripts x 4 models coded (160 segments)"
     assert score.loc["SM4", "verdict"] == "not met"

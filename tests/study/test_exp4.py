@@ -11,7 +11,9 @@ import hce.study as st
 from hce.collect.sim_reasoning import style
 from hce.errors import CollectError
 from hce.stats import code_frequencies, cohen_kappa
-from hce.study.report import ReasoningCodes, StudyResults, scorecard
+from hce.study.claims import scorecard
+from hce.study.report import StudyResults
+from hce.study.report_exp4 import ReasoningCodes
 from hce.study.sim_coders import expected_kappa, second_coder
 
 DEMO = str(resources.files("hce.data").joinpath("demo_corpus.jsonl"))
@@ -87,10 +89,14 @@ def _codes(transcripts):
 
 def test_success_metric_4_reads_the_transcripts_coded():
     base = StudyResults(log=pd.DataFrame({"experiment_id": []}), experiments={}, simulated=True)
-    assert scorecard(base).set_index("metric").loc["SM4", "verdict"].startswith("not measurable")
+    def sm4(results):
+        coded = results.reasoning.coded if results.reasoning else None
+        return scorecard(results.experiments, log=results.log, coded=coded).set_index("id").loc["SM4"]
+
+    assert sm4(base)["verdict"].startswith("not measurable")
     for n, verdict in ((15, "met"), (14, "not met")):
         base.reasoning = ReasoningCodes(_codes(n))
-        row = scorecard(base).set_index("metric").loc["SM4"]
+        row = sm4(base)
         assert (row["value"], row["verdict"]) == (f"{n} transcripts x 2 models coded ({n * 4} segments)", verdict)
 
 
@@ -113,7 +119,7 @@ def test_reasoning_codes_read_from_a_study_folder(tmp_path):
     # A folder with human codes only (no refinement rounds): the section shows the two researchers' kappa;
     # codes of a single model cannot be compared, and the section says so instead of failing.
     from hce.report.document import Report
-    from hce.study.report import reasoning_codes, reasoning_section
+    from hce.study.report_exp4 import reasoning_codes, reasoning_section
 
     assert reasoning_codes(tmp_path) is None
     (tmp_path / "exp4").mkdir()

@@ -9,7 +9,9 @@ from hce.errors import HceWarning
 from hce.stats._simulate import simulated_log
 from hce.stats.result import AnalysisResult
 from hce.study import experiment2
-from hce.study.report import NOT_MEASURABLE, StudyResults, scorecard, study_report
+from hce.study.claims import scorecard
+from hce.study.report import StudyResults, study_report
+from hce.study.rules import NOT_MEASURABLE
 
 
 def with_conditions(log, model="gpt-4.1-2025-04-14"):
@@ -53,7 +55,7 @@ def test_report_tables_equal_direct_statistics(exp2_log, exp2_report, tmp_path):
             else:  # CSV cannot tell an empty string from a missing one
                 assert written[column].fillna("").astype(str).tolist() == expected[column].fillna("").astype(str).tolist()
     markdown = (out / "report.md").read_text()
-    assert "Figure 1: Per-item SD of total scores for the prompt strategies" in markdown
+    assert "Figure 2: Per-item SD of total scores for the prompt strategies" in markdown  # numbered as they appear
     assert "tables/exp2_sd.csv" in markdown  # the long per-item table is a file, not printed
 
 
@@ -75,33 +77,51 @@ def fake(tables):
     return AnalysisResult("x", {k: pd.DataFrame(v) for k, v in tables.items()})
 
 
+def card_of(results: StudyResults) -> pd.DataFrame:
+    coded = results.reasoning.coded if results.reasoning else None
+    return scorecard(results.experiments, log=results.log, coded=coded).set_index("id")
+
+
 def test_scorecard_hand_computed_cases():
+    sm2 = {"metric": ["both"], "estimate": [0.99], "ci_low": [0.96], "ci_high": [1.0], "n_items": [100],
+           "target_share": [0.95], "meets": [True]}
     results = StudyResults(
         log=pd.DataFrame(),
         simulated=False,
         experiments={
+            "EXP1_BaselineRubricUtility": fake({"h1a": {"p_value": [0.001]}}),
             "EXP2_PromptOptimization": fake({"friedman": {"p_value": [0.20]}}),
             "EXP3_ModelComparison": fake({"friedman": {"p_value": [0.01]}}),
             "EXP5_FinalToolValidation": fake({
-                "success_metric_2": {"metric": ["both"], "estimate": [0.96], "ci_low": [0.9], "ci_high": [0.99],
-                                     "n_items": [100], "target_share": [0.95], "meets": [True]},
+                "success_metric_2": sm2,
                 "uncertainty": {"method": []},
                 "fairness_verdict": {"any_detrimental": [False], "alpha": [0.05], "adjustment": ["holm"], "passes": [True]},
             }),
         },
     )
-    card = scorecard(results).set_index("metric")
-    assert card.loc["SM1", "verdict"] == "met"  # 0.01 < 0.05 (one significant comparison suffices)
-    assert card.loc["SM1", "value"] == "EXP2 friedman p .200; EXP3 friedman p .010"
-    assert card.loc["SM2", "verdict"] == "met" and card.loc["SM2", "value"] == "96.0% [90.0%, 99.0%] of 100"
-    assert card.loc["SM3", "verdict"] == NOT_MEASURABLE  # no Experiment 1
+    card = card_of(results)
+    # SM1 needs every pre-specified comparison significant: Experiment 2's P = .20 fails it (issue 33).
+    assert card.loc["SM1", "verdict"] == "not met"
+    assert card.loc["SM1", "value"] == "H1a P .001; H2 P .200; H3 P .010"
+    # SM2 is decided by the interval: the Wilson lower limit 96% >= the 95% target.
+    assert card.loc["SM2", "verdict"] == "met" and card.loc["SM2", "value"] == "99.0% [96.0%, 100.0%] of 100"
+    assert card.loc["SM2", "decides"] == "interval"
+    assert card.loc["SM3", "verdict"] == NOT_MEASURABLE  # no hypotheses table from Experiment 1
     assert card.loc["SM5", "verdict"] == NOT_MEASURABLE  # empty uncertainty table
     assert card.loc["SM6", "verdict"] == "met"
+    results.experiments["EXP2_PromptOptimization"] = fake({"friedman": {"p_value": [0.04]}})
+    assert card_of(results).loc["SM1", "verdict"] == "met"
+    # The point estimate above the target with the interval holding it: inconclusive, never "met" (8/8, issue 33).
+    sm2.update(estimate=[1.0], ci_low=[0.676], ci_high=[1.0], n_items=[8])
+    results.experiments["EXP5_FinalToolValidation"].tables["success_metric_2"] = pd.DataFrame(sm2)
+    assert card_of(results).loc["SM2", "verdict"] == "inconclusive"
+    sm2.update(estimate=[0.5], ci_low=[0.4], ci_high=[0.6])
+    results.experiments["EXP5_FinalToolValidation"].tables["success_metric_2"] = pd.DataFrame(sm2)
+    assert card_of(results).loc["SM2", "verdict"] == "not met"
+    del results.experiments["EXP1_BaselineRubricUtility"]
+    card = card_of(results)
+    assert card.loc["SM1", "verdict"] == NOT_MEASURABLE + " (no test of H1a)"
     assert card.loc["SM7", "verdict"] == "not met" and card.loc["SM7", "value"].startswith("3 of 4")
-    results.experiments["EXP3_ModelComparison"] = fake({"friedman": {"p_value": [0.051]}})
-    results.experiments["EXP5_FinalToolValidation"].tables["success_metric_2"]["meets"] = [False]
-    card = scorecard(results).set_index("metric")
-    assert card.loc["SM1", "verdict"] == "not met" and card.loc["SM2", "verdict"] == "not met"
 
 
 def test_an_experiment_that_cannot_be_analysed_is_reported_not_fatal():
@@ -135,7 +155,7 @@ def test_exp5_without_confidence_column():
     log = simulated_log(n_items=12, n_attempts=4).drop(columns=["confidence"])
     from hce.study.report import analyse
 
-    card = scorecard(analyse(log)).set_index("metric")
+    card = card_of(analyse(log))
     assert card.loc["SM5", "verdict"] == NOT_MEASURABLE
 
 
@@ -171,7 +191,7 @@ def test_sm5_met_by_logprob_confidence_without_confidence_column():
 
     log = simulated_log(n_items=12, n_attempts=4).drop(columns=["confidence"])
     log["logprobs"] = '[{"token": "3", "logprob": -0.1, "top_logprobs": []}]'
-    card = scorecard(analyse(log)).set_index("metric")
+    card = card_of(analyse(log))
     assert card.loc["SM5", "verdict"] == "met"
     assert card.loc["SM5", "value"].startswith("token-probability confidence")
 

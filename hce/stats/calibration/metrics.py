@@ -96,6 +96,9 @@ def _decompose(sums: np.ndarray, n_bins: int) -> dict[str, np.ndarray]:
         rel = np.nansum(filled * n_b * (fbar - obar) ** 2, axis=-1) / total
         res = np.nansum(filled * n_b * (obar - o_all[..., None]) ** 2, axis=-1) / total
         wbv = np.nansum(filled * (spp - n_b * fbar**2), axis=-1) / total
+        # A sum of squared deviations computed as sum p^2 - n fbar^2: cancellation leaves +-1e-15
+        # where every p of a bin is equal. The variance is >= 0; residue below 1e-12 of E[p^2] is 0.
+        wbv = np.where(wbv < 1e-12 * spp.sum(-1) / total, 0.0, wbv)
         wbc = 2 * np.nansum(filled * (spy - n_b * fbar * obar), axis=-1) / total
         brier = (spp.sum(-1) - 2 * spy.sum(-1) + sy.sum(-1)) / total
         ece = np.nansum(filled * n_b * np.nan_to_num(gap), axis=-1) / total

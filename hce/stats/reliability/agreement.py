@@ -13,10 +13,12 @@ from hce._checks import check_choice, check_confidence, require_columns
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
 from hce.stats._validate import reads_frame
+from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 
 Weights = Literal["unweighted", "linear", "quadratic"]
+KappaInterval = Literal["wald", "bootstrap"]
 
 COLUMNS = [
     "metric", "weights", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value",
@@ -112,6 +114,26 @@ def kappa_core(table: np.ndarray, w: np.ndarray) -> dict[str, float]:
             "pa": pa, "pe": pe}  # fmt: skip
 
 
+def kappa_replicates(tables: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted kappa of each of ``(B, q, q)`` count tables at once (NaN where pe = 1)."""
+    n = tables.sum(axis=(1, 2))
+    p = tables / n[:, None, None]
+    row, col = p.sum(axis=2), p.sum(axis=1)
+    pa = (p * w).sum(axis=(1, 2))
+    pe = np.einsum("bi,ij,bj->b", row, w, col)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pe < 1 - 1e-12, (pa - pe) / (1 - pe), np.nan)
+
+
+def _kappa_bootstrap(a, b, units, q, w, n_boot, confidence, rng) -> tuple[float, float]:
+    """Percentile interval of kappa over resamples of the units (targets, or the clusters holding them)."""
+    _, unit = np.unique(units, return_inverse=True)
+    per_unit = unit_sums(unit, a * q + b, np.ones(len(a)), int(unit.max()) + 1, q * q)
+    tables = bootstrap_sums(per_unit, n_boot, rng, collapse=True).reshape(n_boot, q, q)
+    low, high = percentile_interval(kappa_replicates(tables, w)[:, None], confidence)
+    return float(low[0]), float(high[0])
+
+
 def _two_columns(data: pd.DataFrame, targets: str | None, columns: Sequence[str]) -> pd.DataFrame:
     """Wide ratings (one column per rater, one row per target) in the long form."""
     columns = list(columns)
@@ -134,6 +156,10 @@ def cohen_kappa(
     weights: Weights = "unweighted",
     categories: Sequence | None = None,
     confidence: float = 0.95,
+    ci_method: KappaInterval = "wald",
+    cluster: str | None = None,
+    n_boot: int = 1000,
+    random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Cohen's kappa for two raters, unweighted or weighted, with SE, CI and z test.
 
@@ -153,13 +179,26 @@ def cohen_kappa(
         All categories in order; defaults to the sorted observed ones. Give it when a
         category is possible but unused, since weighted kappa depends on the positions.
     confidence : float, default 0.95
-        Confidence level of the Wald interval.
+        Confidence level of the interval.
+    ci_method : {"wald", "bootstrap"}, default "wald"
+        ``"wald"``: estimate +- z se (R's ``psych::cohen.kappa``), which can leave [-1, 1]
+        near perfect agreement or with few targets; ``"bootstrap"``: the percentile
+        interval over ``n_boot`` resamples of the targets (of the clusters with ``cluster``),
+        inside [-1, 1] by construction.
+    cluster : str, optional
+        Long data: a column constant within a target naming the unit the bootstrap
+        resamples (e.g. the reply that several coded segments come from), for targets that
+        are not independent. Only with ``ci_method="bootstrap"``.
+    n_boot : int, default 1000
+        Bootstrap resamples (``ci_method="bootstrap"``).
+    random_state : int, Generator or None, default None
+        Seed of the bootstrap.
 
     Returns
     -------
     DataFrame
         One row: ``metric`` ("Cohen's kappa"), ``weights``, ``estimate``, ``se``
-        (large-sample, non-null), ``ci_low``, ``ci_high`` (estimate +- z se), ``statistic``
+        (large-sample, non-null), ``ci_low``, ``ci_high`` (``ci_method``'s), ``statistic``
         (z = kappa / se0 with the null SE), ``p_value`` (two-sided, normal), ``pa``
         (weighted observed agreement), ``pe`` (chance agreement), ``method``,
         ``ci_method``, ``n_items`` (rated by both), ``n_raters``, ``n_scores``,
@@ -198,6 +237,12 @@ def cohen_kappa(
        estimate     se  ci_low  ci_high
     0       0.5  0.273  -0.036    1.036
 
+    The Wald upper limit passes 1; the bootstrap percentile interval stays inside [-1, 1]:
+
+    >>> k = cohen_kappa(d, item="item", rater="rater", score="label", ci_method="bootstrap", random_state=1)
+    >>> bool(-1 <= k["ci_low"].iloc[0] <= k["estimate"].iloc[0] <= k["ci_high"].iloc[0] <= 1), k["ci_method"].iloc[0]
+    (True, 'percentile bootstrap over targets (B=1000)')
+
     The same ratings side by side, one column per rater:
 
     >>> wide = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3], "b": [1, 2, 2, 2, 3, 1]})
@@ -206,10 +251,18 @@ def cohen_kappa(
     0       0.5  0.273
     """
     _check_options(weights, confidence)
+    check_choice("ci_method", ci_method, ("wald", "bootstrap"))
+    check_n_boot(n_boot)
+    if cluster is not None and ci_method != "bootstrap":
+        raise DataError(f"cluster={cluster!r} is used by the bootstrap interval only; pass ci_method='bootstrap'")
+    if ci_method == "bootstrap" and n_boot == 0:
+        raise DataError("ci_method='bootstrap' needs n_boot >= 1")
     if rater is not None and not isinstance(rater, str):
         if score is not None:
             raise DataError(f"rater={list(rater)!r} names two rating columns (wide data); "
                             f"leave score={score!r} out, or give one rater column for long data")  # fmt: skip
+        if cluster is not None:
+            raise DataError(f"cluster={cluster!r} takes long data (item=, rater=, score=): one row per rating")
         data = _two_columns(data, item, rater)
         item, rater, score = "target", "rater", "rating"
     elif item is None or rater is None or score is None:
@@ -227,26 +280,50 @@ def cohen_kappa(
     n = int(both.sum() // 2)
     if n < 2:
         raise DataError("fewer than 2 targets are rated by both raters")
-    a = position[both & (r.rater == 0)][np.argsort(r.target[both & (r.rater == 0)])]
+    order = np.argsort(r.target[both & (r.rater == 0)])
+    a = position[both & (r.rater == 0)][order]
     b = position[both & (r.rater == 1)][np.argsort(r.target[both & (r.rater == 1)])]
-    core = kappa_core(np.bincount(a * q + b, minlength=q * q).reshape(q, q), agreement_weights(q, weights))
+    w = agreement_weights(q, weights)
+    core = kappa_core(np.bincount(a * q + b, minlength=q * q).reshape(q, q), w)
     _check_chance(core["pe"])
     kappa, se = core["kappa"], core["se"]
     z = kappa / core["se0"]
-    half = stats.norm.ppf((1 + confidence) / 2) * se
+    if ci_method == "wald":
+        half = stats.norm.ppf((1 + confidence) / 2) * se
+        low, high, how = kappa - half, kappa + half, "Wald, SE of Fleiss, Cohen & Everitt (1969)"
+    else:
+        targets = np.sort(r.target[both & (r.rater == 0)])
+        units = targets if cluster is None else _clusters(data, item, cluster, r, targets)
+        low, high = _kappa_bootstrap(a, b, units, q, w, n_boot, confidence, as_generator(random_state))
+        how = f"percentile bootstrap over {'targets' if cluster is None else cluster} (B={n_boot})"
     return pd.DataFrame(
         [
             _row(
                 "Cohen's kappa", weights, estimate=kappa, se=se,
-                ci_low=kappa - half, ci_high=kappa + half, statistic=float(z),
+                ci_low=low, ci_high=high, statistic=float(z),
                 p_value=float(2 * stats.norm.sf(abs(z))), pa=core["pa"], pe=core["pe"],
-                method="Cohen (1960, 1968)",
-                ci_method="Wald, SE of Fleiss, Cohen & Everitt (1969)",
+                method="Cohen (1960, 1968)", ci_method=how,
                 **counts(n, 2, 2 * n, r.n_missing + len(r.value) - 2 * n),
             )  # fmt: skip
         ],
         columns=COLUMNS,
     )
+
+
+def _clusters(data: pd.DataFrame, item: str, cluster: str, r: Ratings, targets: np.ndarray) -> np.ndarray:
+    """The ``cluster`` of each target (codes in ``targets`` order), refusing a target in two clusters."""
+    require_columns(data, [cluster])
+    pairs = data[[item, cluster]].dropna().drop_duplicates()
+    split = pairs[item].duplicated(keep=False)
+    if split.any():
+        raise DataError(f"cluster={cluster!r} must be constant within each {item}; {item} "
+                        f"{pairs.loc[split, item].iloc[0]!r} lies in several clusters")  # fmt: skip
+    of = dict(zip(pairs[item], pairs[cluster]))
+    labels = r.target_labels[targets]
+    missing = [t for t in labels if t not in of]
+    if missing:
+        raise DataError(f"cluster={cluster!r} is missing for {item} {missing[:5]}")
+    return pd.factorize(pd.Series([of[t] for t in labels]))[0]
 
 
 def _category_counts(

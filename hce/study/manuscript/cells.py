@@ -154,6 +154,24 @@ class Cells:
         return [e, f" ({level * 100:g}% CI [", lo, ", ", hi, "])"]
 
 
+    def claim(self, claim_id: str, *, rule: bool = True) -> str:
+        """A claim's verdict from the hypotheses or scorecard table: ``H1a was supported by ...``.
+
+        The verdict word is the table's, never the text's own: "supported" and "met" appear only where the
+        pre-specified rule (:mod:`hce.study.rules`) says so; Methods 2.5 states each rule. ``rule=False``
+        leaves the pointer out (the abstract's word budget).
+        """
+        for name in ("hypotheses", "scorecard"):
+            if self.has(name):
+                frame = self.frame(name)
+                row = frame[frame["id"].astype(str) == claim_id]
+                if len(row):
+                    row = row.iloc[0]
+                    said = f"{claim_id} was {row['verdict']}"
+                    return f"{said} by its pre-specified rule (Methods 2.5)" if rule else said
+        return f"{claim_id} was not assessed (no verdict in the study report)"
+
+
 def p_phrase(number: Number) -> list[Inline]:
     """``P = .012`` or ``P < .001`` (the sign is part of the formatted p-value when it is a bound).
 

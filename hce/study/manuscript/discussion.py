@@ -13,6 +13,7 @@ Example
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from hce.report.manuscript.model import (
@@ -23,9 +24,10 @@ from hce.report.manuscript.model import (
     Paragraph,
     Placeholder,
 )
+from hce.stats._intervals import proportion_ci
 from hce.study.manuscript.cells import Cells
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
-from hce.study.report import NOT_MEASURABLE
+from hce.study.rules import INCONCLUSIVE, NOT_MEASURABLE
 
 SIMULATED_LIMITATION = ("The scores were produced by a simulated judge (hce sim-server), a generative model with known "
                         "truth answering in the name of the models requested; no LLM was called, and no result here "
@@ -39,11 +41,13 @@ def _summary(facts: StudyFacts, cells: Cells) -> list[Block]:
         if kind in ("prompt", "model"):
             route = "by the prespecified rule" if decision.get("source") == "rule" else f"by {str(decision.get('source')).replace('_', ' ')}"
             items.append([f"The {kind} carried forward was {decision['choice']} ({route})."])
-    if cells.has("scorecard"):
-        card = cells.frame("scorecard")
-        items += [[f"{row.metric} ({row.criterion}): {row.verdict}."] for row in card.itertuples(index=False)]
+    for name in ("hypotheses", "scorecard"):
+        if cells.has(name):
+            items += [[f"{row.id} ({row.claim}): {row.verdict} ({row.value}; rule: {row.rule})."]
+                      for row in cells.frame(name).itertuples(index=False)]
     paragraph = Paragraph(["In this simulated run, " if facts.simulated else "",
-                           "the study's own record reads as follows (decisions.json and the report's success-metrics scorecard)."])
+                           ("the study's own record reads as follows (decisions.json, and the report's pre-specified "
+                            "hypotheses and success-metrics scorecard, each verdict from its pre-specified rule).")])
     return [Heading(2, "4.1 Summary of Key Findings"), paragraph, Bullets(items or [["No decision or metric was recorded."]])]
 
 
@@ -52,14 +56,15 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
     items: list[list[Inline]] = []
     if facts.simulated:
         items.append([SIMULATED_LIMITATION])
-    if cells.has("scorecard"):
-        card = cells.frame("scorecard")
-        unmeasured = card[card["verdict"].astype(str).str.startswith(NOT_MEASURABLE)]
-        for row in unmeasured.itertuples(index=False):
-            items.append([f"{row.metric} ({row.criterion}) could not be measured: {row.verdict}."])
-        failed = card[card["verdict"].astype(str) == "not met"]
-        for row in failed.itertuples(index=False):
-            items.append([f"{row.metric} ({row.criterion}) was not met ({row.value}; threshold {row.threshold})."])
+    for name in ("hypotheses", "scorecard"):
+        if not cells.has(name):
+            continue
+        card = cells.frame(name)
+        verdicts = card["verdict"].astype(str)
+        for row in card[verdicts.str.startswith(NOT_MEASURABLE)].itertuples(index=False):
+            items.append([f"{row.id} ({row.claim}) could not be assessed: {row.verdict}."])
+        for row in card[verdicts.isin(["not met", "not supported", INCONCLUSIVE])].itertuples(index=False):
+            items.append([f"{row.id} ({row.claim}) was {row.verdict} ({row.value}; rule: {row.rule})."])
     errors = facts.log[facts.log["error_flag"].astype(bool)]
     items.append([f"{len(errors)} of {len(facts.log)} logged attempts ended in an error and were excluded."
                   if len(errors) else "No attempt was excluded for an error; exclusions cannot explain the results."])  # fmt: skip
@@ -71,11 +76,25 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
         if not facts.ran(experiment_id):
             items.append([f"{name} was not run; its questions remain open."])
     items.append([_drift(facts)])
+    items += _sample_sizes(cells)
     items.append([("Real transcripts have no reference scores: Experiments 2, 3 and 5 measure consistency, not accuracy; "
                   "only Experiment 1's synthetic transcripts have targets.")])  # fmt: skip
     items.append([Placeholder("4.4 other limitations: scope of the transcripts, the specific LLMs tested, consistency vs "
                               "accuracy, generalisability")])  # fmt: skip
     return [Heading(2, "4.4 Limitations"), Bullets(items)]
+
+
+def _sample_sizes(cells: Cells) -> list[list[Inline]]:
+    """The transcripts per experiment (Table 1) and what the smallest lets a share show at best."""
+    if not cells.has("table1_datasets"):
+        return []
+    table = cells.frame("table1_datasets")
+    sizes = "; ".join(f"{EXPERIMENTS.get(e, (e,))[0]}, {n}" for e, n in zip(table["experiment_id"], table["n_items"]))
+    n = int(table["n_items"].min())
+    best = float(proportion_ci(np.array([n]), np.array([n]), 0.95, "wilson")[0][0])
+    return [[(f"Transcripts per experiment: {sizes} (Table 1). With {n} transcripts, even {n} of {n} under a threshold "
+              f"has a Wilson 95% CI lower limit of {best:.1%}: a share target above that cannot be shown at this size, and "
+              "the tests have little power for moderate differences.")]]  # fmt: skip
 
 
 def _drift(facts: StudyFacts) -> str:

@@ -109,8 +109,9 @@ def _abstract_results(facts: StudyFacts, cells: Cells) -> list[Inline]:
         r = cells.find("exp1_success_metric_3", prompt_id=g2, method=lambda m: str(m).startswith("Pearson"))
         parts += ["On synthetic transcripts, the median SD of total scores was ", cells.number("exp1_sd_summary", g2, "median"),
                   " with the rubric-based prompt vs ", cells.number("exp1_sd_summary", g1, "median"), " without it (",
-                  *p_phrase(cells.p("exp1_h1a", h1a)), "); mean rubric-based totals correlated with the targets with r = ",
-                  *cells.interval("exp1_success_metric_3", r), ". "]  # fmt: skip
+                  *p_phrase(cells.p("exp1_h1a", h1a)), f"; {cells.claim('H1a', rule=False)})",
+                  "; mean rubric-based totals correlated with the targets with r = ", *cells.interval("exp1_success_metric_3", r),
+                  ". "]  # fmt: skip
     for experiment_id, kind, what in (("EXP2_PromptOptimization", "prompt", "prompt strategies"),
                                       ("EXP3_ModelComparison", "model", "LLMs")):  # fmt: skip
         prefix = experiment_id.split("_")[0].lower()
@@ -119,18 +120,20 @@ def _abstract_results(facts: StudyFacts, cells: Cells) -> list[Inline]:
         key = cells.find(f"{prefix}_friedman")
         parts += ["Across ", cells.number("table1_datasets", experiment_id, "n_conditions"), (f" {what}, the Friedman test "
                   "of SDs gave "), *p_phrase(cells.p(f"{prefix}_friedman", key)),
-                  " (Kendall W = ", cells.number(f"{prefix}_friedman", key, "effect_size"), ")"]  # fmt: skip
+                  # W with its interval, so it has the decimals the Results give it (one statistic, one rounding)
+                  " (Kendall W = ", *cells.interval(f"{prefix}_friedman", key, estimate="effect_size"), ")"]  # fmt: skip
+        parts.append(f"; {cells.claim('H2' if kind == 'prompt' else 'H3', rule=False)}")
         decision = facts.decisions.get(kind)
         if decision:
-            route = "by the prespecified rule" if decision.get("source") == "rule" else \
-                "as the lowest-SD fallback (the prespecified rule was not met)" if decision.get("source") == "lowest_sd_fallback" \
-                else "as fixed by the researchers"  # fmt: skip
+            route = "by the prespecified winner rule" if decision.get("source") == "rule" else \
+                "as the lowest-SD fallback (no condition satisfied the prespecified winner rule)" \
+                if decision.get("source") == "lowest_sd_fallback" else "as fixed by the researchers"  # fmt: skip
             parts.append(f"; {decision['choice']} was carried forward {route}")
         parts.append(". ")
     if facts.ran("EXP5_FinalToolValidation") and cells.has("exp5_success_metric_2"):
         parts += ["With the final configuration, ", *cells.interval("exp5_success_metric_2", "both", percent=True),
                   " of ", cells.number("exp5_success_metric_2", "both", "n_items"),
-                  " held-out transcripts met both SD thresholds."]  # fmt: skip
+                  f" held-out transcripts had every SD within its threshold; {cells.claim('SM2', rule=False)}."]  # fmt: skip
     return parts or ["No experiment's results are in the study folder."]
 
 
@@ -149,8 +152,8 @@ def key_points(facts: StudyFacts, cells: Cells) -> list[Block]:
     if chosen:
         findings.append(f"the study carried forward {' and '.join(chosen)}")
     if facts.ran("EXP5_FinalToolValidation") and cells.has("exp5_success_metric_2"):
-        findings += [", and " if chosen else "", cells.percent("exp5_success_metric_2", "both"),
-                     " of held-out transcripts met the prespecified SD thresholds"]  # fmt: skip
+        findings += [", and " if chosen else "", *cells.interval("exp5_success_metric_2", "both", percent=True),
+                     f" of held-out transcripts had every SD within the prespecified thresholds ({cells.claim('SM2', rule=False)})"]  # fmt: skip
     findings.append(".")
     meaning: list[Inline] = ["Meaning: "]
     if facts.simulated:

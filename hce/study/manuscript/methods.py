@@ -174,10 +174,14 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
     if facts.ran("EXP1_BaselineRubricUtility"):
         items.append([(f"Experiment 1 (objective: rubric utility on synthetic transcripts): per-transcript SD of total scores "
                       f"compared between {s.get('rubric')} (G2) and {s.get('non_rubric')} (G1) with the Mann-Whitney U test "
-                      "(H1a); the absolute error of each transcript's mean total from its target with the Wilcoxon "
-                      f"signed-rank test paired by transcript (H1b); Kullback-Leibler divergence of the score distributions "
-                      f"from the targets' (additive smoothing {s.get('smoothing')}; H1c, descriptive); Pearson r of mean G2 "
-                      f"totals with the targets against a threshold of {s.get('r_threshold')} (Success Metric 3).")])  # fmt: skip
+                      "(H1a, the protocol's test, which decides its verdict; because both prompts scored the same transcripts, "
+                      "the Wilcoxon signed-rank test pairing the SDs by transcript is reported as a sensitivity analysis); the "
+                      "absolute error of each transcript's mean total from its target with the Wilcoxon signed-rank test "
+                      "paired by transcript (H1b); effect sizes as rank-biserial r with their intervals; the Kullback-Leibler "
+                      "divergence of each prompt's total-score distribution from the targets', D(target ‖ G) = Σ p_target "
+                      f"log(p_target / p_G) in nats (additive smoothing {s.get('smoothing')} per score; H1c, descriptive: "
+                      f"no test); Pearson r of mean G2 totals with the targets (Fisher z CI) against a threshold of "
+                      f"{s.get('r_threshold')} (Success Metric 3).")])  # fmt: skip
     for experiment_id, what in (("EXP2_PromptOptimization", "prompt strategy"), ("EXP3_ModelComparison", "LLM")):
         if not facts.ran(experiment_id):
             continue
@@ -191,19 +195,59 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
                       f"others{extra}.")])  # fmt: skip
     if facts.ran("EXP5_FinalToolValidation"):
         s = _settings(facts, "EXP5_FinalToolValidation")
-        strata = _joined(s.get("strata") or []) or "none given, so Success Metric 6 was not assessed"
+        strata = (f"{_joined(s['strata'])} (Kruskal-Wallis tests across each stratum's levels, Holm-adjusted; Success "
+                  "Metric 6)") if s.get("strata") else "none analysed, so Success Metric 6 was not assessed"
         items.append([(f"Experiment 5 (objective: benchmark the final tool): the share of transcripts with every category "
                       f"SD and the total SD under thresholds (category {_joined(s.get('category_thresholds') or [])}; total "
-                      f"{_joined(s.get('total_thresholds') or [])}), with {s.get('interval_method')} intervals; Spearman "
+                      f"{_joined(s.get('total_thresholds') or [])}), with {INTERVAL_NAMES.get(s.get('ci_method'), s.get('ci_method'))} "
+                      "intervals for the shares; Spearman "
                       f"correlation of the judge's confidence with per-transcript SD; calibration of token-probability "
                       f"confidence; demographic strata: {strata}."), *_success_metric_2(cells)])  # fmt: skip
     alphas = sorted({str(_settings(facts, e).get("alpha")) for e in EXPERIMENTS if _settings(facts, e).get("alpha") is not None})
+    seeds = sorted({str(_settings(facts, e).get("random_state")) for e in EXPERIMENTS if _settings(facts, e).get("random_state") is not None})
     blocks: list[Block] = [Heading(2, "2.5 Outcome Measures and Statistical Analysis"), Bullets(items)]
+    blocks += _rules(cells)
     blocks.append(Paragraph([
-        (f"Two-sided tests at α = {_joined(alphas) or 'not recorded'}; 95% CIs throughout. The settings of each analysis are "
-        f"those the study saved with it (analysis_settings.json). Analyses used hce {hce.__version__} on Python "
+        (f"Two-sided tests at α = {_joined(alphas) or 'not recorded'}; 95% CIs throughout. Multiplicity: each pre-specified "
+        "hypothesis is tested at the protocol's own α (no familywise correction across H1a-H3, as pre-specified); the "
+        "Holm-adjusted P across the confirmatory family H1a, H1b, H2 and H3 is reported beside each P in the study report's "
+        "hypotheses table, and post hoc and Experiment 4 P values are adjusted within their families as stated above. "
+        f"Bootstrap and simulation intervals used the random seed {_joined(seeds) or 'not recorded'}. The settings of each "
+        f"analysis are those the study saved with it (analysis_settings.json). Analyses used {_software()} on Python "
         f"{platform.python_version()}; versions of every package are listed in the Supplement (environment).")]))  # fmt: skip
     return blocks
+
+
+#: Interval methods as the Methods name them (the saved ``ci_method`` setting).
+INTERVAL_NAMES = {"wilson": "Wilson score", "clopper-pearson": "Clopper-Pearson exact"}
+#: The packages whose code computed the numbers, named with their versions in the Methods.
+SOFTWARE = ("numpy", "scipy", "pandas", "statsmodels")
+
+
+def _software() -> str:
+    """hce and the numerical packages under it, with the versions installed (the run's environment)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def named(package: str) -> str:
+        try:
+            return f"{package} {version(package)}"
+        except PackageNotFoundError:  # pragma: no cover - every one is a dependency of hce
+            return f"{package} (version unknown)"
+
+    return _joined([f"hce {hce.__version__}", *map(named, SOFTWARE)])
+
+
+def _rules(cells: Cells) -> list[Block]:
+    """The pre-specified decision rule of every hypothesis and success metric (the report's tables)."""
+    items: list[list[Inline]] = []
+    for name in ("hypotheses", "scorecard"):
+        if cells.has(name):
+            items += [[f"{row.id} ({row.claim}): {row.test}; {row.rule}."] for row in cells.frame(name).itertuples(index=False)]
+    if not items:
+        return []
+    return [Paragraph([("Decision rules. Each hypothesis and success metric was judged by one pre-specified rule, and the "
+                        "verdicts reported are that rule's: 'supported' or 'met' only where its condition holds; an "
+                        "interval rule whose 95% CI contains the threshold is 'inconclusive'.")]), Bullets(items)]
 
 
 def _reasoning_section(facts: StudyFacts) -> list[Block]:
@@ -224,9 +268,13 @@ def _reasoning_section(facts: StudyFacts) -> list[Block]:
         f"quality) by {codes['model'].nunique()} models was segmented by rubric category and coded with the "
         f"{config.get('coding_scheme')} scheme ({_joined(s.get('dimensions') or [])}). {who}"
         + (f"An LLM ({llm.get('model')}, temperature {llm.get('temperature')}) also coded every segment. " if llm.get("enabled") else "")
-        + f"The final codes (coder {coders}) were analysed. Inter-coder agreement was Cohen κ with a target of "
-        f"{config.get('kappa_target')}; code distributions were compared across models with chi-squared or Fisher exact "
-        f"tests ({s.get('p_adjust_method')} adjustment) and Cramér V."])]  # fmt: skip
+        + f"The final codes (coder {coders}) were analysed. Inter-coder agreement was Cohen κ (its 95% CI a percentile "
+        "bootstrap over replies, because a reply's segments are not independent) with a target of "
+        f"{config.get('kappa_target')}; code distributions were compared across models with Cramér V (noncentral "
+        "chi-squared CI) and, because the segments are nested in replies, a permutation test that reassigns the models "
+        "among each transcript's whole replies (Pearson χ² statistic); the segment-level chi-squared or Fisher exact "
+        f"tests are reported in the study report for comparison ({s.get('p_adjust_method')} adjustment across the "
+        "dimensions for both)."])]  # fmt: skip
 
 
 def methods(facts: StudyFacts, cells: Cells) -> list[Block]:

@@ -11,7 +11,10 @@ Example
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+
+import pandas as pd
 
 from hce.report.manuscript.model import (
     Block,
@@ -25,19 +28,20 @@ from hce.report.tables import Table
 from hce.study.manuscript.cells import Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
 
-#: The study report's figures the outline places (seed 000 section 9), by label.
+#: The study report's figures the outline places (seed 000 section 9), by file stem. They are numbered
+#: in the order the text first shows them (JAMA), when the Results are laid out (:func:`_numbered`).
 FIGURES = {
-    "Figure 1": ("exp2_sd_by_condition", "EXP2_PromptOptimization",
-                 "Per-transcript SD of repeated total scores for each prompt strategy (Experiment 2)"),
-    "Figure 2": ("exp3_sd_by_condition", "EXP3_ModelComparison",
-                 "Per-transcript SD of repeated total scores for each LLM (Experiment 3)"),
-    "Figure 3": ("exp5_sd_histogram", "EXP5_FinalToolValidation",
-                 "Distribution of per-transcript SDs of the total score for the final tool (Experiment 5)"),
-    "Figure 4": ("exp1_score_histograms", "EXP1_BaselineRubricUtility",
-                 "Total scores of the non-rubric (G1) and rubric-based (G2) prompts and the synthetic targets (Experiment 1)"),
-    "Figure 5": ("exp5_reliability_diagram", "EXP5_FinalToolValidation",
-                 ("Reliability diagram of the judge's token-probability confidence against agreement with a repeat "
-                 "(Experiment 5)")),
+    "exp1_score_histograms": ("EXP1_BaselineRubricUtility",
+                              ("Total scores of the non-rubric (G1) and rubric-based (G2) prompts and the synthetic "
+                               "targets (Experiment 1)")),
+    "exp2_sd_by_condition": ("EXP2_PromptOptimization",
+                             "Per-transcript SD of repeated total scores for each prompt strategy (Experiment 2)"),
+    "exp3_sd_by_condition": ("EXP3_ModelComparison", "Per-transcript SD of repeated total scores for each LLM (Experiment 3)"),
+    "exp5_sd_histogram": ("EXP5_FinalToolValidation",
+                          "Distribution of per-transcript SDs of the total score for the final tool (Experiment 5)"),
+    "exp5_reliability_diagram": ("EXP5_FinalToolValidation",
+                                 ("Reliability diagram of the judge's token-probability confidence against agreement with "
+                                  "a repeat (Experiment 5)")),
 }  # fmt: skip
 #: The study report's tables the outline names: file, caption.
 TABLES = {
@@ -59,14 +63,21 @@ def _absent(facts: StudyFacts, experiment_id: str) -> Paragraph:
     return Paragraph([f"{name} was not run: the study folder holds no results for it, so nothing is reported."])
 
 
-def _figure(label: str, figures: Path, facts: StudyFacts) -> Block:
-    """A figure of the study report in place, or a sentence saying why it is absent."""
-    stem, experiment_id, caption = FIGURES[label]
+def _figure(stem: str, figures: Path, facts: StudyFacts) -> Block:
+    """A figure of the study report in place (numbered later), or a sentence saying why it is absent."""
+    experiment_id, caption = FIGURES[stem]
     path = figures / f"{stem}.png"
     if path.is_file():
-        return FigureBlock(path, label, caption)
+        return FigureBlock(path, "", caption)
     reason = "was not run" if not facts.ran(experiment_id) else "has no data for it in the study report"
-    return Paragraph([f"{label} ({caption}) is not shown: {EXPERIMENTS[experiment_id][0]} {reason}."], role="note")
+    return Paragraph([f"The figure of the {caption[0].lower()}{caption[1:]} is not shown: {EXPERIMENTS[experiment_id][0]} {reason}."],
+                     role="note")  # fmt: skip
+
+
+def _numbered(blocks: list[Block]) -> list[Block]:
+    """The figures numbered 1, 2, ... in the order they appear (JAMA: in order of first mention)."""
+    figures = iter(range(1, len(blocks) + 1))
+    return [replace(b, label=f"Figure {next(figures)}") if isinstance(b, FigureBlock) else b for b in blocks]
 
 
 def _table(label: str, cells: Cells) -> Block | None:
@@ -87,8 +98,19 @@ def _median_iqr(cells: Cells, name: str, key: str) -> list[Inline]:
 
 def _test(cells: Cells, name: str, key: str, *, statistic: str, effect: str) -> list[Inline]:
     """``statistic = s; P = p; effect = e (95% CI [l, h])`` from one row of a test table."""
-    return [f"{statistic} = ", cells.number(name, key, "statistic"), "; ", *p_phrase(cells.p(name, key)),
-            f"; {effect} = ", *cells.interval(name, key, estimate="effect_size")]  # fmt: skip
+    head = [f"{statistic} = ", cells.number(name, key, "statistic"), "; ", *p_phrase(cells.p(name, key)), f"; {effect} = "]
+    if pd.isna(cells.value(name, key, "effect_ci_low")):  # |r| = 1: the method column says why
+        return [*head, cells.number(name, key, "effect_size"), " (CI not estimable: every pair ordered one way)"]
+    return [*head, *cells.interval(name, key, estimate="effect_size")]
+
+
+def _paired(cells: Cells, g1: str, g2: str) -> list[Inline]:
+    """H1a's sensitivity analysis: the same SDs paired by transcript (both prompts scored every transcript)."""
+    if not cells.has("exp1_h1a_paired"):
+        return ["no paired sensitivity analysis in the study report"]
+    key = cells.find("exp1_h1a_paired", a=g2, b=g1)
+    return ["sensitivity analysis pairing the SDs by transcript, Wilcoxon signed-rank test: ",
+            *_test(cells, "exp1_h1a_paired", key, statistic="V", effect="matched-pairs rank-biserial r")]
 
 
 def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
@@ -106,16 +128,18 @@ def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         "median per-transcript SD of repeated total scores was "), *_median_iqr(cells, sd, g2),
         f" with the rubric-based prompt (G2, {g2}) and ", *_median_iqr(cells, sd, g1), (f" with the non-rubric prompt "
         f"(G1, {g1}) (H1a, Mann-Whitney U test: "), *_test(cells, "exp1_h1a", h1a, statistic="U", effect="rank-biserial r"),
-        "). The median absolute error of the mean total score from the target total was ", *_median_iqr(cells, mae, g2),
+        "; ", *_paired(cells, g1, g2), f"). {cells.claim('H1a')}. ",
+        "The median absolute error of the mean total score from the target total was ", *_median_iqr(cells, mae, g2),
         " for G2 and ", *_median_iqr(cells, mae, g1), " for G1 (H1b, Wilcoxon signed-rank test: ",
         *_test(cells, "exp1_h1b", h1b, statistic="V", effect="matched-pairs rank-biserial r"),
-        "). The Kullback-Leibler divergence of the target score distribution from G2's was ",
-        cells.number("exp1_h1c", kl[g2], "estimate"), " nats and from G1's ", cells.number("exp1_h1c", kl[g1], "estimate"),
-        " nats (H1c, descriptive). The mean G2 total correlated with the target total with Pearson r = ",
+        f"). {cells.claim('H1b')}. ",
+        "The Kullback-Leibler divergence of G2's total-score distribution from the targets', D(target ‖ G2), was ", cells.number("exp1_h1c", kl[g2], "estimate"), " nats and D(target ‖ G1) was ",
+        cells.number("exp1_h1c", kl[g1], "estimate"), f" nats; {cells.claim('H1c')}. ",
+        "The mean G2 total correlated with the target total with Pearson r = ",
         *cells.interval("exp1_success_metric_3", r), " (Success Metric 3 threshold, r ≥ ",
-        cells.number("exp1_success_metric_3", r, "threshold"), "). " + _INTERVALS,
+        cells.number("exp1_success_metric_3", r, "threshold"), f"); {cells.claim('SM3')}. " + _INTERVALS,
     ]))  # fmt: skip
-    blocks.append(_figure("Figure 4", figures, facts))
+    blocks.append(_figure("exp1_score_histograms", figures, facts))
     return blocks
 
 
@@ -137,6 +161,7 @@ def _comparison(facts: StudyFacts, cells: Cells, experiment_id: str, kind: str, 
     parts += ["The Friedman test gave χ²(", cells.number(f"{prefix}_friedman", friedman, "df1"), ") = ",
               cells.number(f"{prefix}_friedman", friedman, "statistic"), "; ", *p_phrase(cells.p(f"{prefix}_friedman", friedman)),
               "; Kendall W = ", *cells.interval(f"{prefix}_friedman", friedman, estimate="effect_size"), ". "]  # fmt: skip
+    parts.append(f"{cells.claim('H2' if kind == 'prompt' else 'H3')}. ")
     decision = facts.decisions.get(kind)
     if decision:
         parts.append(_decision_sentence(kind, decision))
@@ -163,7 +188,7 @@ def _exp2(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     if not (facts.ran("EXP2_PromptOptimization") and cells.has("exp2_friedman")):
         return blocks + [_absent(facts, "EXP2_PromptOptimization")]
     blocks.append(Paragraph(_comparison(facts, cells, "EXP2_PromptOptimization", "prompt", "prompt strategies")))
-    blocks.append(_figure("Figure 1", figures, facts))
+    blocks.append(_figure("exp2_sd_by_condition", figures, facts))
     return blocks
 
 
@@ -177,12 +202,41 @@ def _exp3(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         parts += [" Mean total scores compared across models gave Friedman χ²(", cells.number("exp3_mean_friedman", key, "df1"),
                   ") = ", cells.number("exp3_mean_friedman", key, "statistic"), "; ",
                   *p_phrase(cells.p("exp3_mean_friedman", key)), " (systematic differences in level, not in consistency)."]  # fmt: skip
+    parts += _exp3_sensitivity(cells)
     blocks.append(Paragraph(parts))
-    blocks.append(_figure("Figure 2", figures, facts))
+    blocks.append(_figure("exp3_sd_by_condition", figures, facts))
     key_table = _table("Table 2", cells)
     if key_table is not None:
         blocks.append(key_table)
     return blocks
+
+
+def _kappa_basis(cells: Cells, key: str, row) -> list[Inline]:
+    """What a kappa rests on: its segments, the replies and transcripts they come from, and the interval method."""
+    if "n_replies" not in row:  # a study folder written before the replies were counted
+        return [cells.number("exp4_kappa_rounds", key, "n"), " segments"]
+    interval = "percentile bootstrap CI over replies" if "bootstrap" in str(row["ci_method"]) else "Wald CI"
+    return [cells.number("exp4_kappa_rounds", key, "n"), " segments from ", cells.number("exp4_kappa_rounds", key, "n_replies"),
+            " replies to ", cells.number("exp4_kappa_rounds", key, "n_transcripts"), f" transcripts; {interval}"]
+
+
+def _exp3_sensitivity(cells: Cells) -> list[Inline]:
+    """What the Methods announce for Experiment 3 beyond the Friedman test: the RM-ANOVA and latency and cost."""
+    parts: list[Inline] = []
+    if cells.has("exp3_rm_anova"):
+        key = cells.find("exp3_rm_anova")
+        parts += [" In the sensitivity analysis, a repeated-measures ANOVA of the transformed SDs gave F(",
+                  cells.number("exp3_rm_anova", key, "df1"), ", ", cells.number("exp3_rm_anova", key, "df2"), ") = ",
+                  cells.number("exp3_rm_anova", key, "statistic"), "; Greenhouse-Geisser ", *p_phrase(cells.p("exp3_rm_anova", key, "p_gg")),
+                  "; partial η² = ", *cells.interval("exp3_rm_anova", key, estimate="effect_size"), "."]  # fmt: skip
+    if cells.has("exp3_cost_latency"):
+        frame = cells.frame("exp3_cost_latency")
+        parts.append(" Median latency and mean cost per call were ")
+        for i, model in enumerate(frame["model"].astype(str)):
+            key = cells.find("exp3_cost_latency", model=model)
+            parts += [f"{model}, ", cells.number("exp3_cost_latency", key, "median_latency_s"), " s and US $",
+                      cells.number("exp3_cost_latency", key, "mean_cost_usd"), "; " if i < len(frame) - 1 else "."]  # fmt: skip
+    return parts
 
 
 def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
@@ -190,14 +244,21 @@ def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
     if not (facts.ran("EXP4_ReasoningAnalysis") and cells.has("exp4_tests")):
         return blocks + [_absent(facts, "EXP4_ReasoningAnalysis")]
     first = cells.rows("exp4_tests")[0]
+    frame = cells.frame("exp4_tests")
+    adjustment = str((facts.settings.get("EXP4_ReasoningAnalysis") or {}).get("settings", {}).get("p_adjust_method", "holm"))
+    nested = "p_cluster_adjusted" in frame
+    how = (f"permuting the models among each transcript's whole replies, because a reply's segments are not independent; "
+           f"{adjustment.capitalize()}-adjusted P" if nested else f"{adjustment.capitalize()}-adjusted P")
     parts: list[Inline] = [
-        "Of ", cells.number("exp4_tests", first, "n"), (" coded reasoning segments (Table 3), the distribution of codes across "
-        "models compared as follows (Holm-adjusted P): ")]  # fmt: skip
-    dimensions = cells.frame("exp4_tests")["code"].astype(str).tolist()
+        "Of ", cells.number("exp4_tests", first, "n"), " coded reasoning segments",
+        *([" from ", cells.number("exp4_tests", first, "n_replies"), " replies"] if nested else []),
+        f" (Table 3), the distribution of codes across models compared as follows ({how}): "]  # fmt: skip
+    dimensions = frame["code"].astype(str).tolist()
     for i, dimension in enumerate(dimensions):
         key = cells.find("exp4_tests", code=dimension)
         parts += [f"{dimension.replace('_', ' ')}, Cramér V = ", *cells.interval("exp4_tests", key, estimate="effect_size"),
-                  ", ", *p_phrase(cells.p("exp4_tests", key, "p_adjusted")), "; " if i < len(dimensions) - 1 else ". "]  # fmt: skip
+                  ", ", *p_phrase(cells.p("exp4_tests", key, "p_cluster_adjusted" if nested else "p_adjusted")),
+                  "; " if i < len(dimensions) - 1 else ". "]  # fmt: skip
     if cells.has("exp4_kappa_rounds"):
         rounds = cells.frame("exp4_kappa_rounds")
         last = rounds[rounds["round"] == rounds["round"].max()]
@@ -206,7 +267,8 @@ def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
         reached = "met" if bool(last["meets_target"].all()) else "did not all meet"
         parts += ["After refinement round ", cells.number("exp4_kappa_rounds", low, "round"), (", the lowest inter-coder "
                   "Cohen κ across dimensions was "), *cells.interval("exp4_kappa_rounds", low),
-                  f" ({weakest['dimension'].replace('_', ' ')}); the dimensions {reached} the prespecified κ target."]  # fmt: skip
+                  f" ({weakest['dimension'].replace('_', ' ')}; ", *_kappa_basis(cells, low, weakest),
+                  f"); the dimensions {reached} the prespecified κ target."]  # fmt: skip
     blocks.append(Paragraph(parts))
     code_table = _table("Table 3", cells)
     if code_table is not None:
@@ -228,7 +290,8 @@ def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         " attempts in all). The median per-transcript SD of the total score was ", *_median_iqr(cells, sd, "total"),
         " (maximum ", cells.number(sd, "total", "max"), "). Of the transcripts, ", *cells.interval(sm2, "both", percent=True),
         " had every category SD ≤ ", cells.number(sm2, "category_sd", "threshold"), " and a total SD ≤ ",
-        cells.number(sm2, "total_sd", "threshold"), " (Success Metric 2 target, ", cells.percent(sm2, "both", "target_share"), ")."]  # fmt: skip
+        cells.number(sm2, "total_sd", "threshold"), " (Success Metric 2 target, ", cells.percent(sm2, "both", "target_share"),
+        f"); {cells.claim('SM2')}."]  # fmt: skip
     if cells.has("exp5_uncertainty"):
         key = cells.find("exp5_uncertainty")
         parts += [" The mean confidence of a transcript's scores and its total-score SD correlated with Spearman ρ = ",
@@ -238,7 +301,7 @@ def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         parts += [(" The expected calibration error of the temperature-adjusted token-probability confidence against "
                   "agreement with a repeat was "), *cells.interval("exp5_calibration", key), "."]  # fmt: skip
     blocks.append(Paragraph(parts))
-    blocks += [_figure("Figure 3", figures, facts), _figure("Figure 5", figures, facts)]
+    blocks += [_figure("exp5_sd_histogram", figures, facts), _figure("exp5_reliability_diagram", figures, facts)]
     return blocks
 
 
@@ -251,7 +314,7 @@ def results(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     --------
     >>> blocks = results(facts, cells, Path("reports/demo/figures"))  # doctest: +SKIP
     >>> [b.label for b in blocks if hasattr(b, "label")]  # doctest: +SKIP
-    ['Table 1', 'Figure 4', 'Figure 1', 'Figure 2', 'Table 2', 'Table 3', 'Figure 3', 'Figure 5']
+    ['Table 1', 'Figure 1', 'Figure 2', 'Figure 3', 'Table 2', 'Table 3', 'Figure 4', 'Figure 5']
     """
     blocks: list[Block] = [Heading(1, "Results")]
     if facts.simulated:
@@ -265,4 +328,4 @@ def results(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         blocks.append(overview)
     blocks += _exp1(facts, cells, figures) + _exp2(facts, cells, figures) + _exp3(facts, cells, figures)
     blocks += _exp4(facts, cells) + _exp5(facts, cells, figures)
-    return blocks
+    return _numbered(blocks)

@@ -12,6 +12,7 @@ Example
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -77,16 +78,21 @@ def _transcript_ids(facts: StudyFacts) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["set", "transcript_id"])
 
 
-def _reproduce_script(facts: StudyFacts) -> str:
-    """``reproduce.sh``: rebuild the study report's tables from the logs, then compare them with the cited ones."""
-    study = shlex.quote(str(facts.folder.resolve()))
+def _reproduce_script(facts: StudyFacts, out_dir: Path) -> str:
+    """``reproduce.sh``: rebuild the study report's tables from the logs, then compare them with the cited ones.
+
+    Paths are relative to the manuscript folder (``out_dir``), so the study folder and its
+    manuscript can be moved or shared together and the script still runs.
+    """
+    study = shlex.quote(os.path.relpath(facts.folder.resolve(), Path(out_dir).resolve()))
     return f"""#!/bin/sh
 # Rebuild every table this manuscript cites from the study's attempt logs (no API calls), then
 # compare them with the tables the manuscript was written from. Usage: sh reproduce.sh [STUDY_OUTPUT] [OUT]
+# (default: the study folder and OUT=reproduced, both relative to the manuscript folder).
 set -e
 HERE=$(cd "$(dirname "$0")/.." && pwd)
-STUDY=${{1:-{study}}}
-OUT=${{2:-reproduced}}
+STUDY=${{1:-"$HERE"/{study}}}
+OUT=${{2:-"$HERE"/reproduced}}
 mkdir -p "$OUT"
 # exit 1: some section the log cannot support (listed in the report and in report.stderr)
 hce report "$STUDY" --out "$OUT/report" 2> "$OUT/report.stderr" || test $? -eq 1
@@ -112,7 +118,7 @@ def write_supplement(facts: StudyFacts, report_dir: Path, out_dir: Path) -> list
     (folder / "per_item").mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (("S1_rubric.md", _rubric_text(facts)), ("S2_prompts.md", _prompts_text(facts)),
-                       ("reproduce.sh", _reproduce_script(facts))):  # fmt: skip
+                       ("reproduce.sh", _reproduce_script(facts, out_dir))):  # fmt: skip
         (folder / name).write_text(text, encoding="utf-8")
         written.append(folder / name)
     _transcript_ids(facts).to_csv(folder / "S3_transcript_ids.csv", index=False)

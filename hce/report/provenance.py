@@ -1,0 +1,106 @@
+"""What the logs a report reads are: complete or torn, and which settings made each condition.
+
+A condition is its ``condition_id`` *and* the settings that made it (model, prompt, sampling,
+endpoint: the ``settings_hash`` fingerprint the runner logs). Two logs may use one id for
+different settings (a ``plain`` condition run against two servers with two ``max_tokens``);
+pooling them would mix two judges into one. :func:`separate_settings` keeps them apart under
+ids that say so, and the report says it did. :func:`read_with_notes` reads logs and turns a
+torn last line (a run stopped mid-write) into a note the report prints, not only a warning on
+stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from hce.log import TruncatedLogWarning
+
+#: Columns that fingerprint a condition's settings, where the log has them.
+SETTINGS = ("settings_hash", "model", "prompt_id", "temperature", "max_tokens", "top_p", "seed", "endpoint")
+
+
+def separate_settings(log: pd.DataFrame, *, condition: str = "condition_id") -> tuple[pd.DataFrame, list[str]]:
+    """The log with each ``condition`` value run under different settings split into one id per settings.
+
+    Returns the log (a copy when an id was split: ``plain`` becomes ``plain#3f2a1c`` and
+    ``plain#9b0e47``, suffixes from the settings' digest) and one note per id split, naming the
+    settings that differ and the rows of each. A log whose conditions each have one set of
+    settings is returned as it is, with no note.
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"condition_id": ["plain"] * 4, "max_tokens": [1000, 1000, 500, 500]})
+    >>> out, notes = separate_settings(log)
+    >>> sorted(out["condition_id"].unique())
+    ['plain#0604cd', 'plain#405101']
+    >>> notes[0][:80]
+    "Condition 'plain' was run with 2 different settings (max_tokens 1000 / 500): kep"
+    """
+    if condition not in log:
+        return log, []
+    columns = [c for c in SETTINGS if c in log]
+    if not columns:
+        return log, []
+    text = log[columns].astype("string").fillna("")
+    notes, renamed = [], None
+    for cid, rows in text.groupby(log[condition], sort=True):
+        used = [c for c in columns if not (c == "settings_hash" and (rows[c] == "").any())]  # old rows lack the hash
+        keys = rows[used].agg("\x1f".join, axis=1)
+        if keys.nunique() < 2:
+            continue
+        renamed = log[condition].astype(object).copy() if renamed is None else renamed
+        tags = {key: hashlib.sha256(key.encode()).hexdigest()[:6] for key in keys.unique()}
+        for key, tag in tags.items():
+            renamed.loc[keys.index[keys == key]] = f"{cid}#{tag}"
+        differing = [c for c in used if c != "settings_hash" and rows[c].nunique() > 1]
+        what = "; ".join(f"{c} {' / '.join(rows[c].unique())}" for c in differing) or "settings_hash only"
+        parts = ", ".join(f"'{cid}#{tags[key]}' ({int((keys == key).sum())} rows)" for key in keys.unique())
+        notes.append(f"Condition {cid!r} was run with {len(tags)} different settings ({what}): kept apart as {parts}. "
+                     "A condition is its condition_id and its settings; rows of different settings are never pooled.")  # fmt: skip
+    if renamed is None:
+        return log, []
+    return log.assign(**{condition: renamed}), notes
+
+
+#: Where a log read by :func:`read_with_notes` keeps its notes, so they reach the report with it.
+NOTES = "hce_log_notes"
+
+
+def read_with_notes(read: Callable[[Any], pd.DataFrame], logs: Any) -> tuple[pd.DataFrame, list[str]]:
+    """``read(logs)`` with a torn last line turned into a note for the report (and still warned).
+
+    The notes are also kept in the frame's ``attrs[NOTES]``, which :func:`log_notes` reads: a
+    report built from the frame prints them.
+
+    Examples
+    --------
+    >>> def torn(_):
+    ...     warnings.warn("log.jsonl: line 9 is incomplete", TruncatedLogWarning)
+    ...     return pd.DataFrame({"item_id": ["a"]})
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     frame, notes = read_with_notes(torn, "log.jsonl")
+    >>> notes
+    ['Incomplete log: log.jsonl: line 9 is incomplete. The attempts of that line are not in this report.']
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TruncatedLogWarning)
+        frame = read(logs)
+    notes = []
+    for w in caught:
+        if issubclass(w.category, TruncatedLogWarning):
+            notes.append(f"Incomplete log: {str(w.message).rstrip('.')}. The attempts of that line are not in this report.")
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)  # still on stderr, as before
+    notes = [*frame.attrs.get(NOTES, []), *notes]  # a frame given may carry the notes of its own reading
+    frame.attrs[NOTES] = notes
+    return frame, notes
+
+
+def log_notes(*logs: pd.DataFrame) -> list[str]:
+    """The notes :func:`read_with_notes` kept with these frames (none for a frame read otherwise)."""
+    return [note for log in logs for note in log.attrs.get(NOTES, [])]

@@ -1,0 +1,227 @@
+"""The study's claims: every pre-specified hypothesis and success metric with its rule and verdict.
+
+Each verdict is :func:`hce.study.rules.verdict` of the rule on the evidence table that the
+report prints beside it, so a table, the report and the manuscript cannot disagree. Every
+pre-specified hypothesis gets a row, supported or not; one that this log cannot decide says
+why. Table 2 (:func:`key_results`) gathers the tests the hypotheses read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from hce._vocabulary import EFFECT_COLUMNS
+from hce.report.tables import format_p
+from hce.stats.result import AnalysisResult
+from hce.stats.tests import p_adjust
+from hce.study.rules import (
+    NEGATIVE,
+    NOT_MEASURABLE,
+    POSITIVE,
+    rule,
+    verdict,
+    verdict_row,
+    verdicts_frame,
+)
+
+#: The experiments whose omnibus tests make Success Metric 1, with the hypothesis each tests.
+OMNIBUS = (("EXP1_BaselineRubricUtility", "h1a", "H1a"), ("EXP2_PromptOptimization", "friedman", "H2"),
+           ("EXP3_ModelComparison", "friedman", "H3"))  # fmt: skip
+#: The chain-of-thought prompt of H2 (seed 000, 7.2.2: P2.3).
+COT_PROMPT = "P2.3"
+#: Corpus columns read as demographic strata for Success Metric 6 when present with two or more levels.
+DEMOGRAPHIC_STRATA = ("gender", "sex", "age_band", "age_group", "race", "ethnicity")
+#: The confirmatory family across which the Holm-adjusted P is reported (Methods: multiplicity).
+FAMILY = ("H1a", "H1b", "H2", "H3")
+
+
+def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd.DataFrame, *, rubric: object,
+                non_rubric: object, condition: str, alpha: float, r_threshold: float) -> pd.DataFrame:
+    """Experiment 1's hypotheses H1a-c and Success Metric 3, each with its rule and verdict.
+
+    ``h1a``/``h1b`` are the rubric-vs-non-rubric tests (effect < 0: G2 lower), ``h1c`` the KL
+    divergences ``D(target || group)`` of each condition, ``sm3`` the correlations of mean
+    totals with the targets.
+    """
+    rows = []
+    for rid, test, name in (("H1a", h1a, "Mann-Whitney U"), ("H1b", h1b, "Wilcoxon V")):
+        t = test.iloc[0]
+        r = rule(rid, alpha=alpha)
+        word = verdict(r, p_value=t["p_value"], estimate=t["effect_size"])
+        rows.append(verdict_row(r, f"{name} = {t['statistic']:g}, P {format_p(t['p_value'])}, r = {t['effect_size']:.2f}",
+                                word, p_value=t["p_value"]))  # fmt: skip
+    kl = h1c.set_index("a")["estimate"]
+    g2, g1 = float(kl.get(rubric, np.nan)), float(kl.get(non_rubric, np.nan))
+    r = rule("H1c")
+    rows.append(verdict_row(r, f"D(target || G2) = {g2:.2f}, D(target || G1) = {g1:.2f} nats", verdict(r, estimate=g2 - g1),
+                            p_value=np.nan))  # fmt: skip
+    pearson = sm3[(sm3[condition] == rubric) & sm3["method"].str.startswith("Pearson")].iloc[0]
+    r = rule("SM3", threshold=r_threshold)
+    rows.append(verdict_row(r, f"r = {pearson['estimate']:.2f} [{pearson['ci_low']:.2f}, {pearson['ci_high']:.2f}], "
+                            f"n = {pearson['n']}", verdict(r, estimate=pearson["estimate"], ci_low=pearson["ci_low"],
+                                                           ci_high=pearson["ci_high"]), p_value=np.nan))  # fmt: skip
+    return _with_p(rows)
+
+
+def _with_p(rows: list[dict[str, object]]) -> pd.DataFrame:
+    out = verdicts_frame(rows)
+    out.insert(out.columns.get_loc("verdict"), "p_value", [row.get("p_value", np.nan) for row in rows])
+    return out
+
+
+def hypotheses(experiments: Mapping[str, AnalysisResult], *, alpha: float = 0.05) -> pd.DataFrame:
+    """Every pre-specified hypothesis (H1a-c, H2, H3) with its rule, evidence and verdict.
+
+    A hypothesis whose experiment is absent or could not be analysed is listed as
+    :data:`NOT_MEASURABLE` with the reason. ``p_holm`` is the Holm-adjusted P across the
+    confirmatory family :data:`FAMILY` (reported beside the protocol's per-hypothesis alpha).
+    """
+    exp1 = experiments.get("EXP1_BaselineRubricUtility")
+    rows: list[dict[str, object]] = []
+    if exp1 is not None and "hypotheses" in exp1:
+        claims = exp1["hypotheses"]
+        rows += claims[claims["id"].str.startswith("H")].to_dict("records")
+    else:
+        rows += [verdict_row(rule(rid), "—", f"{NOT_MEASURABLE} (Experiment 1 not analysed)", p_value=np.nan)
+                 for rid in ("H1a", "H1b", "H1c")]  # fmt: skip
+    rows.append(_h2(experiments.get("EXP2_PromptOptimization"), alpha))
+    rows.append(_h3(experiments.get("EXP3_ModelComparison"), alpha))
+    out = _with_p(rows)
+    family = out["id"].isin(FAMILY) & out["p_value"].notna()
+    out["p_holm"] = np.nan
+    out.loc[family, "p_holm"] = p_adjust(out.loc[family, "p_value"].to_numpy(float), "holm")
+    return out
+
+
+def _h2(exp2: AnalysisResult | None, alpha: float) -> dict[str, object]:
+    r = rule("H2", alpha=alpha)
+    if exp2 is None or "winner" not in exp2:
+        return verdict_row(r, "—", f"{NOT_MEASURABLE} (Experiment 2 not analysed)", p_value=np.nan)
+    winner, fr = exp2["winner"], exp2["friedman"].iloc[0]
+    factor = winner.columns[0]
+    if COT_PROMPT not in set(winner[factor].astype(str)):
+        return verdict_row(r, "—", f"{NOT_MEASURABLE} (no condition {COT_PROMPT}, the chain-of-thought prompt)", p_value=np.nan)
+    cot = winner[winner[factor].astype(str) == COT_PROMPT].iloc[0]
+    # The post hoc must find the CoT prompt lower than every other: the winner rule, with P2.3 the winner.
+    word = POSITIVE["hypothesis"] if bool(cot["winner"]) else NEGATIVE["hypothesis"]
+    beaten = cot["significantly_lower_than"] or "none"
+    value = f"Friedman P {format_p(fr['p_value'])}; {COT_PROMPT} significantly lower than: {beaten}"
+    return verdict_row(r, value, word, p_value=fr["p_value"])
+
+
+def _h3(exp3: AnalysisResult | None, alpha: float) -> dict[str, object]:
+    r = rule("H3", alpha=alpha)
+    if exp3 is None or "friedman" not in exp3:
+        return verdict_row(r, "—", f"{NOT_MEASURABLE} (Experiment 3 not analysed)", p_value=np.nan)
+    fr = exp3["friedman"].iloc[0]
+    value = f"Friedman chi2({fr['df1']:g}) = {fr['statistic']:.2f}, P {format_p(fr['p_value'])}"
+    return verdict_row(r, value, verdict(r, p_value=fr["p_value"]), p_value=fr["p_value"])
+
+
+def key_results(results: Mapping[str, AnalysisResult]) -> pd.DataFrame:
+    """Table 2: the hypothesis tests of the prompt and model comparisons in one table."""
+    picks = [
+        ("EXP1_BaselineRubricUtility", "h1a", "H1a: SD, G2 vs G1"),
+        ("EXP1_BaselineRubricUtility", "h1a_paired", "H1a sensitivity: SD, G2 vs G1, paired"),
+        ("EXP1_BaselineRubricUtility", "h1b", "H1b: MAE, G2 vs G1"),
+        ("EXP2_PromptOptimization", "friedman", "H2: SD across prompt strategies"),
+        ("EXP3_ModelComparison", "friedman", "H3: SD across models"),
+    ]
+    rows = []
+    for experiment_id, name, label in picks:
+        if experiment_id in results and name in results[experiment_id]:
+            row = results[experiment_id][name].iloc[0]
+            statistic = row.get("statistic")
+            if float(statistic).is_integer() and str(row.get("method")).startswith(("Mann-Whitney", "Wilcoxon")):
+                statistic = int(statistic)  # U and V are rank sums: a count prints as one ("0", not "0.00")
+            rows.append({"comparison": label, "method": row.get("method"), "statistic": statistic,
+                         "p_value": row.get("p_value"), "effect_size": row.get("effect_size"),
+                         "effect_ci_low": row.get("effect_ci_low"), "effect_ci_high": row.get("effect_ci_high"),
+                         "n": row.get("n")})  # fmt: skip
+    out = pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"])
+    out["statistic"] = pd.Series([row["statistic"] for row in rows], index=out.index, dtype=object)  # ints stay ints
+    return out
+
+
+def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, coded: Mapping[str, int] | None,
+              alpha: float = 0.05) -> pd.DataFrame:
+    """Each PRD success metric (seed 000 section 1) with its value, rule and verdict.
+
+    ``coded`` is Experiment 4's count of coded transcripts, models and segments (None: not coded).
+
+    Returns
+    -------
+    DataFrame
+        ``id``, ``claim``, ``value``, the rule's ``test``, ``decides``, ``alpha``,
+        ``direction``, ``threshold``, ``rule``, and ``verdict`` (``"met"``, ``"not met"``,
+        ``"inconclusive"`` or ``"not measurable from this log ..."``).
+    """
+    exp = experiments
+    rows: list[dict[str, object]] = []
+    tests = [(k, n, h) for k, n, h in OMNIBUS if k in exp]
+    r = rule("SM1", alpha=alpha)
+    if len(tests) == len(OMNIBUS):
+        ps = {h: float(exp[k][n]["p_value"].iloc[0]) for k, n, h in tests}
+        value = "; ".join(f"{h} P {format_p(p)}" for h, p in ps.items())
+        rows.append(verdict_row(r, value, verdict(r, p_value=max(ps.values()))))  # every comparison must be significant
+    else:
+        missing = [h for k, _, h in OMNIBUS if k not in exp]
+        rows.append(verdict_row(r, "—", f"{NOT_MEASURABLE} (no test of {', '.join(missing)})"))
+    if "EXP5_FinalToolValidation" in exp:
+        both = exp["EXP5_FinalToolValidation"]["success_metric_2"].set_index("metric").loc["both"]
+        r = rule("SM2", threshold=float(both["target_share"]))
+        rows.append(verdict_row(r, f"{both['estimate']:.1%} [{both['ci_low']:.1%}, {both['ci_high']:.1%}] of {int(both['n_items'])}",
+                                verdict(r, estimate=both["estimate"], ci_low=both["ci_low"], ci_high=both["ci_high"])))  # fmt: skip
+    else:
+        rows.append(verdict_row(rule("SM2"), "—", NOT_MEASURABLE))
+    exp1 = exp.get("EXP1_BaselineRubricUtility")
+    if exp1 is not None and "hypotheses" in exp1:
+        sm3 = exp1["hypotheses"].set_index("id").loc["SM3"]
+        rows.append(verdict_row(rule("SM3", threshold=sm3["threshold"]), sm3["value"], sm3["verdict"]))
+    else:
+        rows.append(verdict_row(rule("SM3"), "—", NOT_MEASURABLE))
+    r = rule("SM4")
+    if coded is None:
+        rows.append(verdict_row(r, "—", NOT_MEASURABLE + " (needs the coded reasoning table)"))
+    else:
+        rows.append(verdict_row(r, f"{coded['transcripts']} transcripts x {coded['models']} models coded "
+                                f"({coded['segments']} segments)", verdict(r, estimate=coded["transcripts"])))  # fmt: skip
+    rows.append(_sm5(exp.get("EXP5_FinalToolValidation"), log))
+    fair = exp.get("EXP5_FinalToolValidation")
+    r = rule("SM6", alpha=alpha)
+    if fair is not None and "fairness_verdict" in fair:
+        v = fair["fairness_verdict"].iloc[0]
+        r = rule("SM6", alpha=float(v["alpha"]))
+        rows.append(verdict_row(r, "detrimental difference found" if bool(v["any_detrimental"]) else "none found",
+                                POSITIVE["metric"] if bool(v["passes"]) else NEGATIVE["metric"]))  # fmt: skip
+    else:
+        rows.append(verdict_row(r, "—", NOT_MEASURABLE + f" ({_strata_reason(log)})"))
+    planned = ["EXP1_BaselineRubricUtility", "EXP2_PromptOptimization", "EXP3_ModelComparison", "EXP5_FinalToolValidation"]
+    done = [p for p in planned if p in exp]
+    r = rule("SM7", threshold=len(planned))
+    rows.append(verdict_row(r, f"{len(done)} of {len(planned)} analysable experiments in the log", verdict(r, estimate=len(done))))
+    return verdicts_frame(rows)
+
+
+def _strata_reason(log: pd.DataFrame) -> str:
+    """Why Success Metric 6 was not assessed, from the log's own columns."""
+    rows = log[log["experiment_id"] == "EXP5_FinalToolValidation"] if "experiment_id" in log else log
+    present = [c for c in DEMOGRAPHIC_STRATA if c in rows and rows[c].nunique() >= 2]
+    if present:
+        return f"the log records strata {', '.join(present)}, but no stratum was analysed (pass strata)"
+    return "the log records no demographic stratum"
+
+
+def _sm5(exp5: AnalysisResult | None, log: pd.DataFrame) -> dict[str, object]:
+    r = rule("SM5")
+    logprobs = bool("logprobs" in log and "experiment_id" in log
+                    and log.loc[log["experiment_id"] == "EXP5_FinalToolValidation", "logprobs"].notna().any())  # fmt: skip
+    if exp5 is not None and "uncertainty" in exp5 and len(exp5["uncertainty"]) and pd.notna(exp5["uncertainty"]["estimate"].iloc[0]):
+        unc = exp5["uncertainty"].iloc[0]
+        return verdict_row(r, f"{unc['method']}: rho = {unc['estimate']:.2f}, P {format_p(unc['p_value'])}", verdict(r, estimate=1))
+    if exp5 is not None and logprobs:
+        return verdict_row(r, "token-probability confidence and its calibration (section below)", verdict(r, estimate=1))
+    return verdict_row(r, "—", NOT_MEASURABLE)

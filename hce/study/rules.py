@@ -1,0 +1,198 @@
+"""Decision rules of the study's pre-specified hypotheses and success metrics, as data.
+
+A claim ("H1a supported", "Success Metric 2 met") is the verdict of one rule applied to one
+row of evidence, and nothing else: the report's hypotheses table and scorecard and every
+sentence of the manuscript print :func:`verdict`'s word. A rule says what decides:
+
+- ``"p"``: a test at ``alpha``; with ``direction`` ``"less"`` (``"greater"``) the effect must
+  also point that way (a significant difference the wrong way does not support the claim).
+- ``"interval"``: the confidence interval against ``threshold``; ``direction`` ``"greater"``
+  asks the whole interval at or above it (``ci_low >= threshold``: met), the whole interval
+  below it is "not met", and an interval holding the threshold is "inconclusive".
+- ``"point"``: the estimate against ``threshold`` (counts and descriptive comparisons, which
+  have no sampling interval); the verdict says it rests on a point.
+
+Examples
+--------
+>>> rule = RULES["SM2"]
+>>> verdict(rule, estimate=1.0, ci_low=0.676, ci_high=1.0, threshold=0.95)
+'inconclusive'
+>>> verdict(RULES["H1a"], p_value=0.0001, estimate=-0.9, alpha=0.05)
+'supported'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Literal
+
+import pandas as pd
+
+Decides = Literal["p", "interval", "point"]
+Direction = Literal["less", "greater", "two-sided"]
+#: The words a verdict may use; "met"/"supported" only where the rule's condition holds.
+POSITIVE = {"hypothesis": "supported", "metric": "met"}
+NEGATIVE = {"hypothesis": "not supported", "metric": "not met"}
+INCONCLUSIVE = "inconclusive"
+NOT_MEASURABLE = "not measurable from this log"
+#: Columns a rule adds to a table of verdicts, in order.
+RULE_COLUMNS = ["test", "decides", "alpha", "direction", "threshold", "rule"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One pre-specified claim and what decides it.
+
+    Attributes
+    ----------
+    id : str
+        ``"H1a"`` ... (hypotheses) or ``"SM1"`` ... (success metrics).
+    claim : str
+        The claim as the protocol states it.
+    kind : {"hypothesis", "metric"}
+        Hypotheses are "supported"/"not supported", metrics "met"/"not met".
+    test : str
+        The test or estimate the verdict reads (named as the Methods name it).
+    decides : {"p", "interval", "point"}
+        What decides (module docstring).
+    direction : {"less", "greater", "two-sided"}
+        The direction the claim needs (of the effect for ``"p"``; of the estimate against
+        ``threshold`` otherwise).
+    alpha : float or None
+        Significance level of a ``"p"`` rule (the study's ``alpha`` replaces it).
+    threshold : float or None
+        Threshold of an ``"interval"`` or ``"point"`` rule.
+    condition : str or None
+        The rule in words where the generic wording of ``decides`` would not say it all
+        (several tests, a post hoc step).
+    """
+
+    id: str
+    claim: str
+    kind: Literal["hypothesis", "metric"]
+    test: str
+    decides: Decides
+    direction: Direction = "two-sided"
+    alpha: float | None = None
+    threshold: float | None = None
+    condition: str | None = None
+
+    def text(self) -> str:
+        """The rule in words, as the report's table and the Methods print it.
+
+        Examples
+        --------
+        >>> RULES["SM2"].text()
+        'the 95% CI lower limit >= 0.95 (interval decides; its upper limit beyond 0.95: not met; an interval holding it: inconclusive)'
+        >>> RULES["H1a"].text()
+        'P < 0.05 with the effect in the claimed direction (less) (test decides)'
+        """
+        if self.condition is not None:
+            return self.condition.format(alpha=self.alpha, threshold=self.threshold) + f" ({'test' if self.decides == 'p' else self.decides} decides)"
+        if self.decides == "p":
+            way = "" if self.direction == "two-sided" else f" with the effect in the claimed direction ({self.direction})"
+            return f"P < {self.alpha:g}{way} (test decides)"
+        if self.decides == "interval":
+            side, other = ("lower limit >= ", "upper limit") if self.direction == "greater" else ("upper limit <= ", "lower limit")
+            return (f"the 95% CI {side}{self.threshold:g} (interval decides; its {other} beyond {self.threshold:g}: "
+                    "not met; an interval holding it: inconclusive)")
+        sign = ">=" if self.direction == "greater" else "<" if self.direction == "less" else "=="
+        return f"the estimate {sign} the threshold (point decides: no sampling interval)"
+
+    def columns(self) -> dict[str, object]:
+        """The rule as the columns :data:`RULE_COLUMNS` of a verdicts table."""
+        data = asdict(self)
+        return {"test": data["test"], "decides": data["decides"], "alpha": data["alpha"],
+                "direction": data["direction"], "threshold": data["threshold"], "rule": self.text()}  # fmt: skip
+
+
+#: The PRD's pre-specified hypotheses (seed 000, 7.1.3-7.3.3) and success metrics (section 1).
+RULES: dict[str, Rule] = {r.id: r for r in (
+    Rule("H1a", "G2 (rubric) has a lower SD of repeated totals than G1 (non-rubric)", "hypothesis",
+         "Mann-Whitney U (two-sided, protocol)", "p", "less", 0.05),
+    Rule("H1b", "G2 has a lower MAE from the target total than G1", "hypothesis",
+         "Wilcoxon signed-rank paired by transcript (two-sided)", "p", "less", 0.05),
+    Rule("H1c", "G2's score distribution is closer to the targets' than G1's", "hypothesis",
+         "KL divergence D(target || group), G2 minus G1 (descriptive: no test)", "point", "less", None, 0.0, condition=
+         "D(target || G2) < D(target || G1), a descriptive comparison with no sampling interval"),
+    Rule("H2", "chain-of-thought prompting has a lower SD than zero-shot and few-shot", "hypothesis",
+         "Friedman test, then the study's post hoc test and adjustment", "p", "less", 0.05, condition=
+         "Friedman P < {alpha:g}, and the chain-of-thought prompt has the lowest median SD with an adjusted post hoc "
+         "P < {alpha:g} against every other prompt"),
+    Rule("H3", "the LLMs differ in the SD of repeated totals", "hypothesis",
+         "Friedman test of per-transcript SDs", "p", "two-sided", 0.05),
+    Rule("SM1", "significant differences between conditions (Exp 1, 2 and 3)", "metric",
+         "H1a's, H2's and H3's omnibus tests", "p", "two-sided", 0.05, condition=
+         "every one of the three tests P < {alpha:g}"),
+    Rule("SM2", "items with every category SD <= 0.40 and total SD <= 1.0 (Exp 5)", "metric",
+         "share of transcripts, Wilson 95% CI", "interval", "greater", None, 0.95),
+    Rule("SM3", "Pearson r of mean G2 total with target (Exp 1)", "metric",
+         "Pearson r, Fisher z 95% CI", "interval", "greater", None, 0.7),
+    Rule("SM4", "reasoning of >= 15 real transcripts reviewed (Exp 4)", "metric",
+         "count of coded transcripts", "point", "greater", None, 15, condition="at least {threshold:g} transcripts coded"),
+    Rule("SM5", "a method quantifying score uncertainty explored (Exp 5)", "metric",
+         "an uncertainty analysis reported", "point", "greater", None, 1, condition=
+         "at least one uncertainty analysis reported"),
+    Rule("SM6", "no detrimental difference across demographic strata", "metric",
+         "Kruskal-Wallis tests across each stratum's levels, Holm", "p", "two-sided", 0.05, condition=
+         "no stratum level significantly worse at Holm-adjusted P < {alpha:g}"),
+    Rule("SM7", "all planned experiments completed", "metric",
+         "count of analysable experiments", "point", "greater", None, 4, condition=
+         "all {threshold:g} judged experiments analysable"),
+)}  # fmt: skip
+
+
+def rule(rule_id: str, **changes: object) -> Rule:
+    """The rule ``rule_id`` with the study's own settings (``alpha``, ``threshold``) in place of the defaults."""
+    return replace(RULES[rule_id], **{k: v for k, v in changes.items() if v is not None})
+
+
+def verdict(rule: Rule, *, p_value: float | None = None, estimate: float | None = None, ci_low: float | None = None,
+            ci_high: float | None = None, alpha: float | None = None, threshold: float | None = None) -> str:
+    """The word the rule gives this evidence: supported/met, not supported/not met, or inconclusive.
+
+    Missing evidence (NaN) gives :data:`NOT_MEASURABLE`. ``alpha`` and ``threshold`` override the rule's.
+
+    Examples
+    --------
+    >>> verdict(RULES["H1a"], p_value=0.066, estimate=-0.5)
+    'not supported'
+    >>> verdict(RULES["SM3"], estimate=0.99, ci_low=0.98, ci_high=1.0)
+    'met'
+    >>> verdict(RULES["H1c"], estimate=0.16)
+    'not supported'
+    """
+    alpha = rule.alpha if alpha is None else alpha
+    threshold = rule.threshold if threshold is None else threshold
+    yes, no = POSITIVE[rule.kind], NEGATIVE[rule.kind]
+
+    def missing(*values: float | None) -> bool:
+        return any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values)
+
+    if rule.decides == "p":
+        if missing(p_value):
+            return NOT_MEASURABLE
+        pointing = (rule.direction == "two-sided" or (estimate is not None and not missing(estimate)
+                    and (estimate < 0 if rule.direction == "less" else estimate > 0)))  # fmt: skip
+        return yes if p_value < alpha and pointing else no
+    if rule.decides == "interval":
+        if missing(ci_low, ci_high):
+            return NOT_MEASURABLE
+        low, high = (ci_low, ci_high) if rule.direction == "greater" else (-ci_high, -ci_low)
+        bound = threshold if rule.direction == "greater" else -threshold
+        return yes if low >= bound else no if high < bound else INCONCLUSIVE
+    if missing(estimate):
+        return NOT_MEASURABLE
+    ok = estimate >= threshold if rule.direction == "greater" else estimate < threshold if rule.direction == "less" else estimate == threshold
+    return yes if ok else no
+
+
+def verdict_row(rule: Rule, value: str, verdict_word: str, **extra: object) -> dict[str, object]:
+    """One row of a verdicts table: the claim, the value shown, the rule's columns and the verdict."""
+    return {"id": rule.id, "claim": rule.claim, "value": value, **rule.columns(), "verdict": verdict_word, **extra}
+
+
+def verdicts_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+    """Rows of :func:`verdict_row` as a table with the columns in one order."""
+    return pd.DataFrame(rows, columns=["id", "claim", "value", *RULE_COLUMNS, "verdict"])

@@ -1,0 +1,61 @@
+"""A condition is its condition_id and its settings; a torn log says so in the report (issue 33)."""
+
+import warnings
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import hce
+from hce.cli import app
+from hce.log import TruncatedLogWarning
+from hce.report import report
+from hce.report.provenance import separate_settings
+
+
+def one_log(condition_id: str, *, max_tokens: int, endpoint: str, seed: int, n_items: int = 6) -> pd.DataFrame:
+    """A generic log: one condition, 6 items x 4 attempts, two criteria (the id shared across logs)."""
+    rng = pd.Series(range(n_items * 4)).sample(frac=1, random_state=seed).to_numpy()
+    rows = []
+    for k, (item, attempt) in enumerate((i, a) for i in range(n_items) for a in range(1, 5)):
+        rows.append({"attempt_id": f"{endpoint}-{item}-{attempt}", "experiment_id": "MINE", "item_id": f"T{item}",
+                     "condition_id": condition_id, "model": "m", "prompt_id": "p", "attempt": attempt,
+                     "temperature": 0.1, "max_tokens": max_tokens, "endpoint": endpoint,
+                     "clarity": 1 + (item + rng[k]) % 4, "ok": int((item + rng[k]) % 3 == 0), "error_flag": False})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_two_logs_sharing_a_condition_id_with_other_settings_are_kept_apart(tmp_path):
+    a = one_log("plain", max_tokens=1000, endpoint="server-a", seed=1)
+    b = one_log("plain", max_tokens=400, endpoint="server-b", seed=2)
+    for name, frame in (("a.jsonl", a), ("b.jsonl", b)):
+        hce.write_log(frame, tmp_path / name)
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                                      "--out", str(tmp_path / "out")])  # fmt: skip
+    assert result.exit_code in (0, 1), result.output
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "Condition 'plain' was run with 2 different settings (max_tokens 1000 / 400; endpoint server-a / server-b)" in markdown
+    spread = pd.read_csv(tmp_path / "out" / "tables" / "clarity_spread.csv")
+    assert sorted(spread["condition_id"].str.split("#").str[0]) == ["plain", "plain"]  # two conditions, never one
+    assert (spread["n_items"] == 6).all()
+
+
+def test_one_settings_per_condition_is_left_as_it_is():
+    log = one_log("plain", max_tokens=1000, endpoint="server-a", seed=1)
+    out, notes = separate_settings(log)
+    assert out is log and notes == []
+
+
+def test_a_torn_last_line_is_in_the_report_itself(tmp_path):
+    path = tmp_path / "log.jsonl"
+    hce.write_log(one_log("plain", max_tokens=1000, endpoint="a", seed=1), path)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"attempt_id": "a-9-1", "item_id": "T9", "condi')  # a run stopped mid-write
+    with pytest.warns(TruncatedLogWarning):
+        doc = report(path)
+    assert "Incomplete log: " in doc.to_markdown() and "line 25 is incomplete" in doc.to_markdown()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TruncatedLogWarning)
+        result = CliRunner().invoke(app, ["report", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code in (0, 1), result.output
+    assert "Incomplete log: " in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
