@@ -22,7 +22,8 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, require_columns
-from hce._vocabulary import renamed
+from hce._docstrings import fill_doc
+from hce._vocabulary import keywords_checked, renamed
 from hce.errors import DataError
 from hce.stats._intervals import noncentrality_ci, proportion_ci
 from hce.stats._resample import as_generator
@@ -81,6 +82,7 @@ def contingency_core(
 
 @renamed(group="condition")
 @reads_frame(keys=("condition", "codes"))
+@fill_doc
 def contingency_test(
     data: pd.DataFrame,
     *,
@@ -111,8 +113,7 @@ def contingency_test(
         Level of the interval for Cramer's V.
     n_sim : int
         Simulated tables for the Monte Carlo p-value.
-    random_state : int, Generator or None
-        Seed for the Monte Carlo p-value.
+    %(random_state)s
 
     Returns
     -------
@@ -131,6 +132,16 @@ def contingency_test(
     ----------
     .. [1] Cramer, H. (1946). Mathematical Methods of Statistics. Princeton.
     .. [2] Agresti, A. (2002). Categorical Data Analysis, 2nd ed. Wiley.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hce.stats import contingency_test
+    >>> d = pd.DataFrame({"model": ["a"] * 12 + ["b"] * 12,
+    ...                   "code": ["q"] * 9 + ["p"] * 3 + ["q"] * 3 + ["p"] * 9})
+    >>> contingency_test(d, random_state=0)[["code", "statistic", "p_value", "effect_size"]].round(4)
+       code  statistic  p_value  effect_size
+    0  code     4.1667   0.0412          0.5
     """
     check_choice("method", method, ["auto", "chi2", "fisher"])
     check_confidence(confidence)
@@ -152,6 +163,17 @@ def code_frequencies(
     data: pd.DataFrame, *, condition: str = "model", codes: str | Sequence[str] = "code", confidence: float = 0.95
 ) -> pd.DataFrame:
     """Counts and within-group shares of each code level by group (Experiment 4, step 1).
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per coded segment, as :func:`contingency_test` takes.
+    condition : str
+        Column of the groups compared (the model).
+    codes : str or sequence of str
+        Column(s) of the coding dimensions.
+    confidence : float, default 0.95
+        Level of the Wilson interval of each share.
 
     Returns
     -------
@@ -193,6 +215,8 @@ def _chi2(table: np.ndarray) -> np.ndarray:
     return cells.sum(axis=(-2, -1))
 
 
+@keywords_checked
+@fill_doc
 def cluster_permutation_test(
     data: pd.DataFrame,
     *,
@@ -221,8 +245,7 @@ def cluster_permutation_test(
         replies trade models); None permutes across all clusters.
     n_sim : int
         Permutations.
-    random_state : int, Generator or None
-        Seed of the permutations.
+    %(random_state)s
 
     Returns
     -------

@@ -147,6 +147,7 @@ def _two_columns(data: pd.DataFrame, targets: str | None, columns: Sequence[str]
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",), engine="columns")
+@fill_doc
 def cohen_kappa(
     data: pd.DataFrame,
     *,
@@ -191,8 +192,7 @@ def cohen_kappa(
         are not independent. Only with ``ci_method="bootstrap"``.
     n_boot : int, default 1000
         Bootstrap resamples (``ci_method="bootstrap"``).
-    random_state : int, Generator or None, default None
-        Seed of the bootstrap.
+    %(random_state)s
 
     Returns
     -------
