@@ -138,7 +138,8 @@ DEFAULTS_KEPT: dict[tuple[str, str], str] = {
     ("ppi_mean", "truth"): "prediction-powered inference's human scores",
     **{(f, "truth"): "a forecast table's outcome (calibration)" for f in
        ("brier_score", "calibration_metrics", "expected_calibration_error", "reliability_table")},
-    **{(f, "condition"): "the attempt log's model column" for f in ("code_frequencies", "contingency_test", "experiment3",
+    **{(f, "condition"): "the attempt log's model column" for f in ("cluster_permutation_test", "code_frequencies",
+                                                                     "contingency_test", "experiment3",
                                                                      "experiment4")},
     **{(f, "condition"): "the attempt log's prompt column" for f in ("experiment1", "experiment2")},
 }

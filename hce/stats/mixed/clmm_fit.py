@@ -186,7 +186,7 @@ def clmm(
     rows = Rows(y, len(present), X, [g.codes for g in design.groupings.values()],
                 [len(g.levels) for g in design.groupings.values()], LINKS[link])  # fmt: skip
     fit = _optimise(rows, nAGQ)
-    return ClmmResult.from_fit(
+    return ClmmResult._from_fit(
         formula=parsed, design=design, rows=rows, y_levels=y_levels, x_names=x_names,
         n_agq=nAGQ, **fit,
     )  # fmt: skip

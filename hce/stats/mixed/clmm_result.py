@@ -49,7 +49,17 @@ class ClmmResult:
         Convergence messages, also emitted as warnings.
     n_eval : int
         Evaluations of the likelihood by the optimiser.
+    design : Design
+        The model matrices and the data used (``design.data``).
 
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from hce.stats import clmm
+    >>> d = pd.DataFrame({"item": np.repeat(np.arange(20), 4), "condition": np.tile(["a", "b"], 40)})
+    >>> d["score"] = (np.arange(80) * 7 % 5) // 2 + 1 + (d["condition"] == "b")
+    >>> clmm("score ~ condition + (1 | item)", d).thresholds()["term"].tolist()
+    ['1|2', '2|3', '3|4']
     """
 
     formula: MixedFormula
@@ -75,7 +85,7 @@ class ClmmResult:
     _ranef: pd.DataFrame = field(repr=False)
 
     @classmethod
-    def from_fit(cls, *, formula: MixedFormula, design: Design, rows: Rows, y_levels: list[str],
+    def _from_fit(cls, *, formula: MixedFormula, design: Design, rows: Rows, y_levels: list[str],
                  x_names: list[str], n_agq: int, par: np.ndarray, value: float,
                  gradient: np.ndarray, hessian: np.ndarray, u: np.ndarray, cond_var: np.ndarray,
                  n_eval: int, messages: list[str]) -> ClmmResult:  # fmt: skip
@@ -185,7 +195,12 @@ class ClmmResult:
 
     # ---- display ---------------------------------------------------------------------
     def summary(self) -> str:
-        """The fit as ordinal's ``summary(clmm(...))`` prints it."""
+        """The fit as ordinal's ``summary(clmm(...))`` prints it.
+
+        Returns
+        -------
+        str
+        """
         method = (
             "the Laplace approximation"
             if self.n_agq == 1

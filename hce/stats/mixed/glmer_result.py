@@ -47,7 +47,20 @@ class GlmerResult:
     vcov_method : str
         ``"Hessian"`` (lme4's default: the finite-difference Hessian of the deviance in
         ``theta`` and ``beta``) or ``"RX"`` (the PIRLS cross products, lme4's fallback).
+    design : Design
+        The model matrices and the data used (``design.data``).
 
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from hce.stats import glmer
+    >>> rng = np.random.default_rng(3)
+    >>> d = pd.DataFrame({"item": np.repeat(np.arange(40), 6), "condition": np.tile(["a", "b"], 120)})
+    >>> eta = -0.2 + 0.8 * (d["condition"] == "b") + rng.normal(0, 1, 40)[d["item"]]
+    >>> d["verdict"] = (rng.random(240) < 1 / (1 + np.exp(-eta))).astype(int)
+    >>> m = glmer("verdict ~ condition + (1 | item)", d)
+    >>> m.fixef()["term"].tolist(), m.singular
+    (['(Intercept)', 'condition[T.b]'], False)
     """
 
     formula: MixedFormula
@@ -162,7 +175,12 @@ class GlmerResult:
         return self._ranef.copy()
 
     def summary(self) -> str:
-        """The fit as lme4's ``summary()`` prints it."""
+        """The fit as lme4's ``summary()`` prints it.
+
+        Returns
+        -------
+        str
+        """
         how = (
             "Laplace Approximation"
             if self.nAGQ == 1
