@@ -455,7 +455,7 @@ def read_log(
         analyse very large logs). Required columns are always read.
     engine : {"pandas", "duckdb", "polars", "spark", "auto"}, default "pandas"
         Other than pandas: a lazy log over a Parquet or JSONL file or directory (logs
-        larger than memory; :func:`hce.engines.scan_log`), checked in that engine;
+        larger than memory; ``hce.engines.scan_log``), checked in that engine;
         ``"auto"`` picks DuckDB past 256 MB on disk.
 
     Returns

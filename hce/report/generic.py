@@ -97,7 +97,7 @@ def report(
     log : DataFrame, path, or a list of them, or a lazy log
         Attempt logs (:func:`hce.read_log` reads paths); several are concatenated. A lazy
         log (``hce.read_log(path, engine="duckdb")``, or any frame of Polars, DuckDB or
-        PySpark) is reported in its engine: see :func:`hce.report.scaled.report_in_engine`.
+        PySpark) is reported in its engine: see ``hce.report.scaled.report_in_engine``.
     rubric : Rubric, packaged name or YAML path, optional
         The rubric the log was judged with: its criteria get a section each, and ``total``
         one only when ``rubric.total_is_meaningful``. Default: the rubric ``hce collect``

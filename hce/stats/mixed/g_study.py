@@ -53,7 +53,7 @@ class VarianceComponents:
         Asymptotic covariance of the estimates (component by component); rows and columns
         of components at zero are 0 (held there); all NaN when the engine gives none.
     fit : LmerResult or CellFit
-        The underlying random-effects model (a :class:`~hce.stats.mixed.cell_fit.CellFit`
+        The underlying random-effects model (a ``CellFit`` (``hce.stats.mixed.cell_fit``)
         when the data were a frame of another engine, fitted from its cell table).
     facets : list of str
         The facets, the object of measurement first.
@@ -277,7 +277,7 @@ def variance_components(
     data : pandas.DataFrame
         Long format, one row per attempt. A Polars, PyArrow, DuckDB, PySpark or Dask frame
         is reduced in its engine to the facet-cell table (count, mean, within-cell sum of
-        squares), from which the REML fit is exact (:mod:`hce.stats.mixed.cell_fit`).
+        squares), from which the REML fit is exact (``hce.stats.mixed.cell_fit``).
     score : str
         Score column.
     facets : list of str

@@ -93,7 +93,7 @@ def lmer(
     these are the ANOVA estimates, in closed form; otherwise a small bounded optimisation
     over the variances alone finds the boundary maximum. Fixed-effect tests from either
     engine use lmerTest's Satterthwaite degrees of freedom by default, or pbkrtest's
-    Kenward-Roger adjustment (:mod:`hce.stats.mixed.ddf`), so the two engines give the same
+    Kenward-Roger adjustment (``hce.stats.mixed.ddf``), so the two engines give the same
     tests on the same data.
 
     Convergence is judged as lme4 judges it: at the optimum the Hessian of the profiled
