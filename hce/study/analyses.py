@@ -203,7 +203,7 @@ def experiment1(
         each condition from the target distribution), ``success_metric_3`` (Pearson and
         Spearman r between mean total and target per condition, ``meets`` for r >=
         threshold) and ``hypotheses`` (H1a-c, SM3: each claim with its decision rule and
-        verdict, :func:`hce.study.claims.exp1_claims`).
+        verdict, ``hce.study.claims.exp1_claims``).
 
     Examples
     --------
