@@ -340,8 +340,13 @@ def test_pdsqi9_example_reports_every_criterion_per_condition(tmp_path):
     assert [s for s in sections if s.startswith("Criterion: ")] == shown
     assert "Criterion: Total" not in sections
     produced = {p.stem for p in (out / "report" / "tables").glob("*.csv")}
-    for c in criteria:
-        assert {f"{c}_spread", f"{c}_sd_test", f"{c}_variance_components", f"{c}_reliability"} <= produced
+    for category in rubric["categories"]:
+        c = category["id"]
+        if len(category["levels"]) == 2:  # a yes/no block (abstraction) is analysed as binary (issue 33)
+            assert {f"{c}_binary", f"{c}_mean_test", f"{c}_agreement"} <= produced
+            assert not {f"{c}_spread", f"{c}_reliability"} & produced
+        else:
+            assert {f"{c}_spread", f"{c}_sd_test", f"{c}_variance_components", f"{c}_reliability"} <= produced
     # Independent check: Friedman over the three condition_ids (two share the few-shot prompt) with scipy.
     log = pd.read_json(out / "pdsqi.jsonl", lines=True)
     assert log["condition_id"].nunique() == 3 and log["prompt_id"].nunique() == 2

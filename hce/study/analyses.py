@@ -211,12 +211,12 @@ def experiment1(
     >>> from hce.study import experiment1
     >>> log = simulated_log(experiment_id="EXP1_BaselineRubricUtility", condition="prompt_id",
     ...                     noise={"P1.1": 1.2, "P1.2": 0.3}, n_items=20, n_attempts=5, random_state=1)
-    >>> experiment1(log)["hypotheses"][["hypothesis", "supported"]]
-      hypothesis  supported
-    0        H1a       True
-    1        H1b       True
-    2        H1c       True
-    3        SM3       True
+    >>> experiment1(log)["hypotheses"][["id", "verdict"]]
+        id    verdict
+    0  H1a  supported
+    1  H1b  supported
+    2  H1c  supported
+    3  SM3        met
     """
     data = _rows_of(log, experiment, experiment_id)
     require_columns(data, [item, condition, score, truth] + as_list(error), what="log")

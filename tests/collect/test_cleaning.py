@@ -28,10 +28,10 @@ class RecordingJudge(SimJudge):
         super().__init__(**kwargs)
         self.received = []
 
-    def respond(self, method, target, body):
+    def respond(self, method, target, body, **kwargs):
         if target.endswith("/chat/completions"):
             self.received.append(body)
-        return super().respond(method, target, body)
+        return super().respond(method, target, body, **kwargs)
 
 
 @pytest.mark.parametrize(

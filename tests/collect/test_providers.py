@@ -19,9 +19,9 @@ class RecordingJudge(SimJudge):
         super().__init__(**kwargs)
         self.asked = []
 
-    def _chat(self, body):
+    def _chat(self, body, request_id=None):
         self.asked.append(body.get("model") if isinstance(body, dict) else None)
-        return super()._chat(body)
+        return super()._chat(body, request_id)
 
 
 # Three providers, as Experiment 3 of seed 000 compares them (7.3.4); simulated on loopback.

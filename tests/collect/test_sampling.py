@@ -174,7 +174,7 @@ def test_prompt_cache_key_is_sent(serve, tmp_path):
     spec["defaults"]["prompt_cache_key"] = "exp5-p21"
     seen = []
     original = judge._chat
-    judge._chat = lambda body: (seen.append(body.get("prompt_cache_key")), original(body))[1]
+    judge._chat = lambda body, *rest: (seen.append(body.get("prompt_cache_key")), original(body, *rest))[1]
     run(spec, tmp_path / "key.jsonl", client=fast_client(server))
     assert seen and set(seen) == {"exp5-p21"}
 
