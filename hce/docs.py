@@ -43,7 +43,7 @@ def build(root: Path = ROOT) -> Path:
     --------
     >>> from hce.docs import SPHINX_ARGS
     >>> " ".join(SPHINX_ARGS)
-    '-W --keep-going -b html docs docs/_build/html'
+    '-n -W --keep-going -b html docs docs/_build/html'
     """
     if not (root / "docs" / "conf.py").is_file():
         raise FileNotFoundError(f"{root / 'docs' / 'conf.py'} not found: the documentation sources are in the "
