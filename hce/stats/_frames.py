@@ -88,6 +88,16 @@ class EngineFrame:
 
         return nw.col(error).cast(nw.Boolean).fill_null(False)
 
+    def blank(self, column: str):
+        """Whether ``column`` is blank, as a narwhals expression: null, or NaN in a float
+        column (pandas' missing value, which Spark keeps as NaN where Arrow makes it null)."""
+        import narwhals as nw
+
+        missing = nw.col(column).is_null()
+        if self.schema[column] in (nw.Float64, nw.Float32):
+            missing = missing | nw.col(column).is_nan().fill_null(False)
+        return missing
+
     def is_numeric(self, column: str) -> bool:
         """Whether ``column`` holds numbers (booleans count, as pandas' door counts them)."""
         dtype = self.schema[column]

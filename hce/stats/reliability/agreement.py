@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -14,8 +14,10 @@ from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
+from hce.stats._frames import EngineFrame
 from hce.stats._validate import reads_frame
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats.reliability._engine import count_matrix, rated, unit_counts
 
 Weights = Literal["unweighted", "linear", "quadratic"]
 KappaInterval = Literal["wald", "bootstrap"]
@@ -48,7 +50,13 @@ def _categories(
     sorted text is alphabetical ("mild" < "moderate" < "none" < "severe"), which is not
     a scale. Numbers and booleans order themselves.
     """
-    observed = pd.unique(r.value)
+    cats = category_order(pd.unique(r.value), categories, weights)
+    position = pd.Index(cats).get_indexer(r.value)
+    return position, cats
+
+
+def category_order(observed: np.ndarray, categories: Sequence | None, weights: Weights = "unweighted") -> list:
+    """The ordered categories of the distinct ratings ``observed`` (see :func:`_categories`)."""
     if categories is None and weights != "unweighted":
         text = [v for v in observed if not isinstance(v, (bool, int, float, np.bool_, np.number))]
         if text:
@@ -67,8 +75,7 @@ def _categories(
         unknown = [v for v in observed if v not in set(cats)]
         if unknown:
             raise DataError(f"ratings {unknown[:5]} are not among categories={cats}")
-    position = pd.Index(cats).get_indexer(r.value)
-    return position, cats
+    return cats
 
 
 def _check_options(weights: str, confidence: float) -> None:
@@ -145,8 +152,43 @@ def _two_columns(data: pd.DataFrame, targets: str | None, columns: Sequence[str]
                          "rating": pd.concat([data[columns[0]], data[columns[1]]], ignore_index=True)})  # fmt: skip
 
 
+def _cohen_in_engine(frame: EngineFrame, *, item: str | None, rater: str | Sequence[str] | None, score: str | None,
+                     weights: Weights, categories: Sequence | None, confidence: float, ci_method: KappaInterval,
+                     cluster: str | None, n_boot: int, random_state) -> pd.DataFrame:  # fmt: skip
+    """:func:`cohen_kappa` of long ratings in a frame of another engine: the pair of
+    ratings of each target both raters rated, from one join in the engine (a row per
+    target, two small integers; the cross table and the bootstrap over targets read them)."""
+    import narwhals as nw
+
+    _check_options(weights, confidence)
+    check_choice("ci_method", ci_method, ("wald", "bootstrap"))
+    check_n_boot(n_boot)
+    if ci_method == "bootstrap" and n_boot == 0:
+        raise DataError("ci_method='bootstrap' needs n_boot >= 1")
+    if item is None or not isinstance(rater, str) or score is None or cluster is not None:
+        raise DataError(f"cohen_kappa on a {frame.engine} frame takes long ratings (item=, rater=, score=) without "
+                        "cluster=; for wide ratings or clusters collect the columns to pandas first")  # fmt: skip
+    ratings = rated(frame, item, rater, score, numeric=False)
+    raters = ratings.frame.frame.select(nw.col(rater)).unique().collect().to_pandas()[rater]
+    if len(raters) != 2:
+        raise DataError(f"Cohen's kappa needs exactly 2 raters in {rater!r}; found {len(raters)}: "
+                        f"{sorted(raters.tolist())[:10]}. Use fleiss_kappa or gwet_ac for more.")  # fmt: skip
+    first, second = sorted(raters.tolist())
+    side = [ratings.frame.frame.filter(nw.col(rater) == who).select(nw.col(item), nw.col(score).alias(f"_{k}"))
+            for k, who in (("a", first), ("b", second))]  # fmt: skip
+    pairs = side[0].join(side[1], on=item).sort(item).collect().to_pandas()
+    values = ratings.frame.frame.select(nw.col(score)).unique().collect().to_pandas()[score]
+    cats = category_order(values.to_numpy(), categories, weights)
+    if len(pairs) < 2:
+        raise DataError("fewer than 2 targets are rated by both raters")
+    a, b = (pd.Index(cats).get_indexer(pairs[c]) for c in ("_a", "_b"))
+    n_rated = ratings.frame.count_rows()
+    return _cohen_table(a, b, len(cats), np.arange(len(pairs)), n_rated, ratings.n_missing, weights, confidence,
+                        ci_method, None, n_boot, random_state)  # fmt: skip
+
+
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",), engine="columns")
+@reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",), engine=_cohen_in_engine)
 @fill_doc
 def cohen_kappa(
     data: pd.DataFrame,
@@ -275,14 +317,24 @@ def cohen_kappa(
             f"{list(r.rater_labels[:10])}. Use fleiss_kappa or gwet_ac for more."
         )
     position, cats = _categories(r, categories, weights)
-    q = len(cats)
     both = np.bincount(r.target, minlength=r.n_targets)[r.target] == 2
-    n = int(both.sum() // 2)
-    if n < 2:
+    if int(both.sum() // 2) < 2:
         raise DataError("fewer than 2 targets are rated by both raters")
     order = np.argsort(r.target[both & (r.rater == 0)])
     a = position[both & (r.rater == 0)][order]
     b = position[both & (r.rater == 1)][np.argsort(r.target[both & (r.rater == 1)])]
+    targets = np.sort(r.target[both & (r.rater == 0)])
+    units = targets if cluster is None else _clusters(data, item, cluster, r, targets)
+    return _cohen_table(a, b, len(cats), units, len(r.value), r.n_missing, weights, confidence, ci_method,
+                        cluster, n_boot, random_state)  # fmt: skip
+
+
+def _cohen_table(a: np.ndarray, b: np.ndarray, q: int, units: np.ndarray, n_rated: int, n_missing: int,
+                 weights: Weights, confidence: float, ci_method: KappaInterval, cluster: str | None, n_boot: int,
+                 random_state) -> pd.DataFrame:  # fmt: skip
+    """Cohen's kappa table of the category positions ``a``, ``b`` the two raters gave each
+    target rated by both (``units``: the target, or its cluster, for the bootstrap)."""
+    n = len(a)
     w = agreement_weights(q, weights)
     core = kappa_core(np.bincount(a * q + b, minlength=q * q).reshape(q, q), w)
     _check_chance(core["pe"])
@@ -292,8 +344,6 @@ def cohen_kappa(
         half = stats.norm.ppf((1 + confidence) / 2) * se
         low, high, how = kappa - half, kappa + half, "Wald, SE of Fleiss, Cohen & Everitt (1969)"
     else:
-        targets = np.sort(r.target[both & (r.rater == 0)])
-        units = targets if cluster is None else _clusters(data, item, cluster, r, targets)
         low, high = _kappa_bootstrap(a, b, units, q, w, n_boot, confidence, as_generator(random_state))
         how = f"percentile bootstrap over {'targets' if cluster is None else cluster} (B={n_boot})"
     return pd.DataFrame(
@@ -303,7 +353,7 @@ def cohen_kappa(
                 ci_low=low, ci_high=high, statistic=float(z),
                 p_value=float(2 * stats.norm.sf(abs(z))), pa=core["pa"], pe=core["pe"],
                 method="Cohen (1960, 1968)", ci_method=how,
-                **counts(n, 2, 2 * n, r.n_missing + len(r.value) - 2 * n),
+                **counts(n, 2, 2 * n, n_missing + n_rated - 2 * n),
             )  # fmt: skip
         ],
         columns=COLUMNS,
@@ -335,11 +385,28 @@ def _category_counts(
     return np.bincount(r.target * q + position, minlength=r.n_targets * q).reshape(-1, q)
 
 
+def _chance_corrected_in_engine(kind: Literal["fleiss", "gwet", "pa"]) -> Callable[..., pd.DataFrame]:
+    """Fleiss' kappa, Gwet's AC or percent agreement of a frame of another engine: the
+    targets x categories counts come back from one grouped pass, nothing else."""
+
+    def run(frame: EngineFrame, *, item: str, rater: str, score: str, categories: Sequence | None = None,
+            confidence: float = 0.95, weights: Weights = "unweighted") -> pd.DataFrame:  # fmt: skip
+        _check_options(weights, confidence)
+        ratings = rated(frame, item, rater, score, numeric=False)
+        units, values, n = unit_counts(ratings.frame, item, score)
+        cats = category_order(pd.unique(values), categories, weights)
+        agree = count_matrix(units, values, n, cats)
+        return _chance_corrected(agree, ratings.n_raters, ratings.n_missing, kind, weights, confidence)
+
+    return run
+
+
 def _chance_corrected(
-    r: Ratings,
+    agree: np.ndarray,
+    n_raters: int,
+    n_missing: int,
     kind: Literal["fleiss", "gwet", "pa"],
     weights: Weights,
-    categories: Sequence | None,
     confidence: float,
 ) -> pd.DataFrame:
     """Fleiss' kappa, Gwet's AC1/AC2 or percent agreement with Gwet's (2014) variance.
@@ -347,9 +414,11 @@ def _chance_corrected(
     Follows irrCAC (``fleiss.kappa.raw``, ``gwet.ac1.raw``, ``pa.coeff.raw``): targets with a
     single rating enter the chance term but not observed agreement; the variance is the
     linearisation of Gwet (2008, 2014) with an infinite population, and the interval uses
-    Student's t on n - 1 df, its upper limit capped at 1.
+    Student's t on n - 1 df, its upper limit capped at 1. ``agree`` is the targets x
+    categories table of :func:`_category_counts` (every target with a rating; a frame of
+    another engine counts it there); ``n_missing`` the rows without a rating.
     """
-    agree = _category_counts(r, categories, weights).astype(float)
+    agree = agree.astype(float)
     n, q = agree.shape
     w = agreement_weights(q, weights)
     r_i = agree.sum(axis=1)
@@ -394,7 +463,7 @@ def _chance_corrected(
                 statistic=float(t), p_value=float(2 * stats.t.sf(abs(t), n - 1)),
                 pa=float(pa), pe=pe, method=method,
                 ci_method="t on n-1 df, linearised variance of Gwet (2008)",
-                **counts(n, r.n_raters, n_used, r.n_missing),
+                **counts(n, n_raters, n_used, n_missing),
             )  # fmt: skip
         ],
         columns=COLUMNS,
@@ -402,7 +471,7 @@ def _chance_corrected(
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@reads_frame(keys=("item", "rater"), labels=("score",), engine=_chance_corrected_in_engine("fleiss"))
 @fill_doc
 def fleiss_kappa(
     data: pd.DataFrame,
@@ -446,11 +515,12 @@ def fleiss_kappa(
     """
     check_confidence(confidence)
     r = long_ratings(data, item, rater, score, numeric=False)
-    return _chance_corrected(r, "fleiss", "unweighted", categories, confidence)
+    agree = _category_counts(r, categories, "unweighted")
+    return _chance_corrected(agree, r.n_raters, r.n_missing, "fleiss", "unweighted", confidence)
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@reads_frame(keys=("item", "rater"), labels=("score",), engine=_chance_corrected_in_engine("gwet"))
 @fill_doc
 def gwet_ac(
     data: pd.DataFrame,
@@ -496,11 +566,12 @@ def gwet_ac(
     """
     _check_options(weights, confidence)
     r = long_ratings(data, item, rater, score, numeric=False)
-    return _chance_corrected(r, "gwet", weights, categories, confidence)
+    agree = _category_counts(r, categories, weights)
+    return _chance_corrected(agree, r.n_raters, r.n_missing, "gwet", weights, confidence)
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@reads_frame(keys=("item", "rater"), labels=("score",), engine=_chance_corrected_in_engine("pa"))
 @fill_doc
 def percent_agreement(
     data: pd.DataFrame,
@@ -539,7 +610,8 @@ def percent_agreement(
     """
     _check_options(weights, confidence)
     r = long_ratings(data, item, rater, score, numeric=False)
-    return _chance_corrected(r, "pa", weights, categories, confidence)
+    agree = _category_counts(r, categories, weights)
+    return _chance_corrected(agree, r.n_raters, r.n_missing, "pa", weights, confidence)
 
 
 

@@ -1,0 +1,69 @@
+"""Ratings in a frame of another engine: the door of :func:`long_ratings`, run in the engine.
+
+The agreement coefficients and Krippendorff's alpha depend on the ratings only through
+tables that one grouped pass computes where the data lives: per target, how many ratings
+fell in each category (Fleiss, Gwet, percent agreement, alpha), or the two raters' cross
+table (Cohen). :func:`rated` checks the ratings as :func:`~hce.stats.reliability._common.long_ratings`
+does (one rating per target and rater; a blank rating is dropped and counted) and returns
+the rows holding a rating, still in the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hce.errors import DataError
+from hce.stats._frames import EngineFrame
+
+
+@dataclass(frozen=True)
+class Rated:
+    """The rows holding a rating (``frame``, in the engine), how many raters gave them and
+    how many rows had no rating (``n_missing``)."""
+
+    frame: EngineFrame
+    n_raters: int
+    n_missing: int
+
+
+def rated(frame: EngineFrame, item: str, rater: str, score: str, *, numeric: bool) -> Rated:
+    """Check long ratings in the engine and keep the rows holding one.
+
+    Two ratings of one target by one rater are refused, naming the pair, as in pandas.
+    """
+    if numeric and not frame.is_numeric(score):
+        raise DataError(f"column {score!r} must be numeric, got {frame.schema[score]} in the {frame.engine} "
+                        "frame; cast it to a number in the engine first")  # fmt: skip
+    blank = frame.blank(score)
+    kept = frame.where(~blank)
+    n_missing = frame.where(blank).count_rows()
+    import narwhals as nw
+
+    repeats = (
+        kept.frame.group_by([item, rater]).agg(nw.len().alias("_n")).filter(nw.col("_n") > 1)
+        .sort([item, rater]).head(1).collect().to_pandas()
+    )  # fmt: skip
+    if len(repeats):
+        t, r, n = repeats.iloc[0][[item, rater, "_n"]]
+        raise DataError(f"target {t!r} has {n} ratings by rater {r!r}; give each (target, rater) pair one rating, "
+                        "or aggregate repeats first")  # fmt: skip
+    return Rated(kept, kept.count_distinct(rater), n_missing)
+
+
+def unit_counts(frame: EngineFrame, item: str, score: str) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Per target x distinct rating, how many ratings (one grouped pass): the target
+    labels, the ratings and the counts, sorted by target then rating."""
+    table = frame.value_counts([item], score)
+    return table[item], table[score], table["n"]
+
+
+def count_matrix(units: pd.Series, values: pd.Series, n: pd.Series, cats: list) -> np.ndarray:
+    """Targets (sorted, as :func:`~hce.stats.reliability._common.sorted_codes` orders them) x
+    ``cats`` matrix of counts, from the long table of :func:`unit_counts`."""
+    row, _ = pd.factorize(units, sort=True)
+    column = pd.Index(cats).get_indexer(values)
+    q = len(cats)
+    return np.bincount(row * q + column, weights=n.to_numpy(float), minlength=(row.max() + 1) * q).reshape(-1, q)
