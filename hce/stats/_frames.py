@@ -180,9 +180,9 @@ class EngineFrame:
         0/1, blanks as 0), sorted by ``keys``."""
         import narwhals as nw
 
-        frame = self.frame.with_columns(
-            *[nw.col(c).cast(nw.Float64).fill_null(0.0).alias(f"_sum_{c}") for c in sums]
-        )
+        frame = self.frame
+        if sums:
+            frame = frame.with_columns(*[nw.col(c).cast(nw.Float64).fill_null(0.0).alias(f"_sum_{c}") for c in sums])
         table = (
             frame.group_by(list(keys))
             .agg(nw.len().alias("n"), *[nw.col(f"_sum_{c}").sum().alias(c) for c in sums])

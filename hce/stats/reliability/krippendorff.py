@@ -26,6 +26,7 @@ from hce.stats._resample import (
     multinomial_counts,
     percentile_interval,
 )
+from hce.stats._frames import EngineFrame
 from hce.stats._validate import reads_frame
 from hce.stats.reliability._common import (
     COUNT_COLUMNS,
@@ -33,12 +34,16 @@ from hce.stats.reliability._common import (
     long_ratings,
     sorted_codes,
 )
+from hce.stats.reliability._engine import count_matrix, rated, unit_counts
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 #: Most cells (units x distinct values) the count matrix may hold before we refuse.
 MAX_CELLS = 50_000_000
+#: Distinct interval-level values up to which alpha reads per-unit value counts (judge
+#: scores), past which per-unit moments (continuous ratings).
+FEW_VALUES = 64
 #: Cells of a resample-weight block (resamples x distinct units) held in memory at once.
 BLOCK_CELLS = 4_000_000
 
@@ -58,33 +63,33 @@ class _Alpha:
 
     _PER_UNIT = ("m", "inv", "d", "c", "f")
 
-    def __init__(self, unit: np.ndarray, value: np.ndarray, level: Level | Distance):
-        self.m = np.bincount(unit).astype(float)
+    def __init__(self, m: np.ndarray, level: Level | Distance, *, counts: np.ndarray | None = None,
+                 values: np.ndarray | None = None, moments: tuple[np.ndarray, np.ndarray] | None = None):  # fmt: skip
+        """Alpha of units with ``m`` pairable values each, from their ``counts`` of the
+        distinct ``values`` (units x values), or at the interval level from ``moments``:
+        per unit, the sum and the sum of squares of the values minus their overall mean."""
+        self.m = np.asarray(m, dtype=float)
         self.inv = 1.0 / (self.m - 1.0)
         self.level = level
-        if level == "interval":
+        if level == "interval" and moments is None:
+            # the counts of few distinct values give the moments, exactly alike in every engine
+            v = np.asarray(values, dtype=float)
+            x = v - (counts.sum(axis=0) @ v) / counts.sum()
+            moments = (counts @ x, counts @ (x * x))
+        if moments is not None:
             # (c - k)^2 expands into per-unit moments: sum_{i != j} (x_i - x_j)^2 = 2 m S2 - 2 S1^2
-            x = value - value.mean()
-            s1 = np.bincount(unit, weights=x)
-            s2 = np.bincount(unit, weights=x * x)
+            s1, s2 = moments
             self.d = self.inv * (2 * self.m * s2 - 2 * s1**2)
             self.f = self.key = np.column_stack([self.m, s1, s2])
             return
-        code, distinct = sorted_codes(value)
-        n_units, n_values = len(self.m), len(distinct)
-        if n_units * n_values > MAX_CELLS:
-            raise DataError(
-                f"{n_values} distinct ratings in {n_units} units is too many for level "
-                f"{level!r}; round the ratings or use level='interval'"
-            )
-        c = np.bincount(unit * n_values + code, minlength=n_units * n_values)
-        self.c = self.key = c.reshape(n_units, n_values).astype(float)
+        self.c = self.key = np.asarray(counts, dtype=float)
+        n_values = self.c.shape[1]
         if level == "nominal":
             self.d = self.inv * (self.m**2 - (self.c**2).sum(axis=1))
         elif level == "ordinal":
             self.d = None  # the ordinal metric depends on the margins: see _ordinal
         else:
-            v = np.asarray(distinct, dtype=float)
+            v = np.asarray(values, dtype=float)
             if level == "ratio":
                 with np.errstate(divide="ignore", invalid="ignore"):
                     delta = ((v[:, None] - v[None, :]) / (v[:, None] + v[None, :])) ** 2
@@ -98,6 +103,18 @@ class _Alpha:
                     )
             self.delta = delta
             self.d = self.inv * ((self.c @ delta) * self.c).sum(axis=1)
+
+    @classmethod
+    def of_values(cls, unit: np.ndarray, value: np.ndarray, level: Level | Distance) -> _Alpha:
+        """Alpha of the values ``value`` of units ``unit`` (codes 0..U-1, each unit 2+ values)."""
+        m = np.bincount(unit).astype(float)
+        code, distinct = sorted_codes(value)
+        if level == "interval" and len(distinct) > FEW_VALUES:
+            x = value - value.mean()
+            return cls(m, level, moments=(np.bincount(unit, weights=x), np.bincount(unit, weights=x * x)))
+        check_cells(len(m), len(distinct), level)
+        c = np.bincount(unit * len(distinct) + code, minlength=len(m) * len(distinct))
+        return cls(m, level, counts=c.reshape(len(m), len(distinct)), values=np.asarray(distinct))
 
     def distinct(self) -> tuple[_Alpha, np.ndarray]:
         """The same alpha over distinct units, and how many units each one stands for."""
@@ -156,7 +173,11 @@ def alpha_core(
     ``value`` the values (numeric, or any hashable for ``"nominal"``). Returns the estimate
     and ``n_boot`` replicates from resampling units with replacement.
     """
-    model = _Alpha(unit, value, level)
+    return _estimate(_Alpha.of_values(unit, value, level), n_boot, random_state)
+
+
+def _estimate(model: _Alpha, n_boot: int, random_state) -> tuple[float, np.ndarray]:
+    """The estimate and ``n_boot`` bootstrap replicates of alpha over resampled units."""
     estimate = float(model.alphas(np.ones((1, len(model.m))))[0])
     if not n_boot:
         return estimate, np.empty(0)
@@ -171,8 +192,48 @@ def alpha_core(
     return estimate, np.concatenate(reps)
 
 
+def _alpha_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, level: Level | Distance,
+                     confidence: float, n_boot: int, minimum: float | Sequence[float], random_state) -> pd.DataFrame:  # fmt: skip
+    """:func:`krippendorff_alpha` of a frame of another engine, from per-unit summaries.
+
+    The engine keeps the units with two or more ratings (a join with its per-unit counts)
+    and returns, per unit, how many times each distinct rating occurs, or at the interval
+    level with more than :data:`FEW_VALUES` distinct ratings, each unit's count, mean and
+    sum of squared deviations: units x values numbers, never the ratings.
+    """
+    import narwhals as nw
+
+    _check_options(level, confidence, n_boot)
+    ratings = rated(frame, item, rater, score, numeric=level != "nominal")
+    sizes = ratings.frame.counts([item])
+    keep = sizes["n"] >= 2
+    if not keep.any():
+        raise DataError("no unit has two or more ratings; alpha is undefined")
+    units = ratings.frame.frame.group_by(item).agg(nw.len().alias("_m")).filter(nw.col("_m") >= 2).select(item)
+    pairable = EngineFrame(ratings.frame.frame.join(units, on=item))
+    if level == "interval" and pairable.count_distinct(score) > FEW_VALUES:
+        cells = pairable.cell_moments([item], score)
+        n, mean = cells["n"].to_numpy(float), cells["mean"].to_numpy(float)
+        shift = mean - (n @ mean) / n.sum()
+        model = _Alpha(n, level, moments=(n * shift, cells["ss"].to_numpy(float) + n * shift**2))
+    else:
+        unit, value, n = unit_counts(pairable, item, score)
+        distinct = np.sort(pd.unique(value)) if level != "nominal" else _sorted(pd.unique(value))
+        check_cells(int(keep.sum()), len(distinct), level)
+        c = count_matrix(unit, value, n, list(distinct))
+        model = _Alpha(c.sum(axis=1), level, counts=c, values=np.asarray(distinct))
+    n_used = int(sizes.loc[keep, "n"].sum())
+    n_count = counts(int(keep.sum()), ratings.n_raters, n_used, ratings.n_missing + int(sizes.loc[~keep, "n"].sum()))
+    return _alpha_table(model, level, n_count, confidence, n_boot, minimum, random_state)
+
+
+def _sorted(values: np.ndarray) -> np.ndarray:
+    """Distinct labels in :func:`sorted_codes`' order (first appearance where they do not sort)."""
+    return np.asarray(sorted_codes(values)[1])
+
+
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@reads_frame(keys=("item", "rater"), labels=("score",), engine=_alpha_in_engine)
 @fill_doc
 def krippendorff_alpha(
     data: pd.DataFrame,
@@ -269,11 +330,7 @@ def krippendorff_alpha(
     interval 0.849
     ratio 0.797
     """
-    check_confidence(confidence)
-    if not callable(level):
-        check_choice("level", level, ["nominal", "ordinal", "interval", "ratio"])
-    if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
-        raise DataError(f"n_boot={n_boot!r} must be a whole number >= 0")
+    _check_options(level, confidence, n_boot)
     r = long_ratings(data, item, rater, score, numeric=level != "nominal")
     per_unit = np.bincount(r.target, minlength=r.n_targets)
     pairable = per_unit[r.target] >= 2
@@ -283,7 +340,32 @@ def krippendorff_alpha(
         unit, value = r.target, r.value
     else:
         unit, value = (np.cumsum(per_unit >= 2) - 1)[r.target[pairable]], r.value[pairable]  # pairable units as 0..U-1
-    estimate, reps = alpha_core(unit, value, level, n_boot=int(n_boot), random_state=random_state)
+    model = _Alpha.of_values(unit, value, level)
+    n_count = counts((per_unit >= 2).sum(), r.n_raters, pairable.sum(), r.n_missing + (~pairable).sum())
+    return _alpha_table(model, level, n_count, confidence, n_boot, minimum, random_state)
+
+
+def _check_options(level, confidence: float, n_boot: int) -> None:
+    check_confidence(confidence)
+    if not callable(level):
+        check_choice("level", level, ["nominal", "ordinal", "interval", "ratio"])
+    if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+        raise DataError(f"n_boot={n_boot!r} must be a whole number >= 0")
+
+
+def check_cells(n_units: int, n_values: int, level) -> None:
+    """Refuse a units x values count matrix too large to hold."""
+    if n_units * n_values > MAX_CELLS:
+        raise DataError(
+            f"{n_values} distinct ratings in {n_units} units is too many for level "
+            f"{level!r}; round the ratings or use level='interval'"
+        )
+
+
+def _alpha_table(model: _Alpha, level, n_count: dict, confidence: float, n_boot: int, minimum,
+                 random_state) -> pd.DataFrame:  # fmt: skip
+    """krippendorff_alpha's table: the estimate, its bootstrap interval, one row per minimum."""
+    estimate, reps = _estimate(model, int(n_boot), random_state)
     if not np.isfinite(estimate):
         raise DataError("all pairable ratings are equal, so alpha is undefined (0/0)")
     if n_boot:
@@ -293,9 +375,6 @@ def krippendorff_alpha(
     else:
         ci_low = ci_high = se = np.nan
         ci_method = "none (n_boot=0)"
-    n_count = counts(
-        (per_unit >= 2).sum(), r.n_raters, pairable.sum(), r.n_missing + (~pairable).sum()
-    )
     minima = [minimum] if np.ndim(minimum) == 0 else list(minimum)
     rows = [
         dict(

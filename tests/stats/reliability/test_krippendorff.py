@@ -82,7 +82,7 @@ def test_each_bootstrap_replicate_is_alpha_of_the_resampled_units(level):
     y = y[:, (~np.isnan(y)).sum(axis=0) >= 2]
     long = _long(y).dropna()
     unit = pd.factorize(long.target, sort=True)[0]
-    model = _Alpha(unit, long.rating.to_numpy(), level)
+    model = _Alpha.of_values(unit, long.rating.to_numpy(), level)
     rng = np.random.default_rng(3)
     weights = rng.multinomial(y.shape[1], np.full(y.shape[1], 1 / y.shape[1]), size=3)
     reps = model.alphas(weights.astype(float))
@@ -155,7 +155,7 @@ def test_distinct_unit_replicates_equal_the_per_unit_replicates(level):
     y = y[:, (~np.isnan(y)).sum(axis=0) >= 2]
     long = _long(y).dropna()
     unit = pd.factorize(long.target, sort=True)[0]
-    model = _Alpha(unit, long.rating.to_numpy(), level)
+    model = _Alpha.of_values(unit, long.rating.to_numpy(), level)
     distinct, multiplicity = model.distinct()
     assert len(multiplicity) < len(model.m) / 2 and multiplicity.sum() == len(model.m)
     counts = np.random.default_rng(6).multinomial(len(model.m), multiplicity / len(model.m), size=5)
@@ -178,7 +178,7 @@ def test_bootstrap_distribution_matches_per_unit_row_resampling(level):
     long = _long(y).dropna()
     unit = pd.factorize(long.target, sort=True)[0]
     n_units, n_boot = unit.max() + 1, 4000
-    old = _Alpha(unit, long.rating.to_numpy(), level).alphas(
+    old = _Alpha.of_values(unit, long.rating.to_numpy(), level).alphas(
         np.random.default_rng(9).multinomial(n_units, np.full(n_units, 1 / n_units), size=n_boot).astype(float)
     )
     _, new = alpha_core(unit, long.rating.to_numpy(), level, n_boot=n_boot, random_state=10)
