@@ -10,6 +10,7 @@ The reliability diagram that draws :func:`reliability_table` lives in
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
@@ -30,6 +31,7 @@ from hce.stats._resample import (
     percentile_interval,
     unit_sums,
 )
+from hce.stats._frames import EngineFrame, refuse_rows
 from hce.stats._validate import reads_frame
 from hce.stats.calibration.confidence import _label
 
@@ -75,7 +77,8 @@ def _check_binary(data, prob, outcome):
 
 def _units(data: pd.DataFrame, item: str, keep: np.ndarray) -> tuple[np.ndarray, int]:
     """Cluster code of each kept row and the number of clusters."""
-    codes, uniques = pd.factorize(data[item].to_numpy()[keep], use_na_sentinel=False)
+    # sorted, so the clusters are drawn in the order a frame of another engine gives them
+    codes, uniques = pd.factorize(data[item].to_numpy()[keep], use_na_sentinel=False, sort=True)
     return codes, len(uniques)
 
 
@@ -142,6 +145,29 @@ def _class_probs(data: pd.DataFrame, prob: Sequence[str], outcome: str, labels):
     return P, np.asarray(position, dtype=int)[codes], keep
 
 
+def _evaluate(sums: np.ndarray, *, sizes: list[int], strategy: str, multiclass: bool) -> dict[str, np.ndarray]:
+    """The metrics of per-cell sums (bins x 5 cells per block, then the log loss), over
+    leading replicate axes: the top-label block gives ECE and MCE, the class blocks (or the
+    top-label block of a binary forecast) the Brier score and its parts."""
+    top = _decompose(sums[..., : _CELLS * sizes[0]], sizes[0])
+    out = {"ece": top["ece"], "mce": top["mce"]}
+    if not multiclass:
+        parts = top
+    else:
+        start = _CELLS * sizes[0]
+        parts = None
+        for size in sizes[1:]:
+            part = _decompose(sums[..., start : start + _CELLS * size], size)
+            parts = part if parts is None else {k: parts[k] + part[k] for k in part}
+            start += _CELLS * size
+    for key in ("brier", "reliability", "resolution", "uncertainty", "within_bin_variance", "within_bin_covariance"):
+        out[key] = parts[key]
+    if strategy == "unique":  # zero by construction; avoid reporting rounding residue
+        out["within_bin_variance"] = out["within_bin_covariance"] = np.zeros_like(out["brier"])
+    out["log_loss"] = sums[..., -1] / (sums[..., 0 : _CELLS * sizes[0] : _CELLS].sum(-1))
+    return out
+
+
 def _metric_table(estimates, replicates, confidence, n, extra) -> pd.DataFrame:
     rows = []
     for name, est in estimates.items():
@@ -155,8 +181,111 @@ def _metric_table(estimates, replicates, confidence, n, extra) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _calibration_in_engine(frame: EngineFrame, *, prob: str | Sequence[str], truth: str, labels: Sequence | None,
+                           item: str | None, n_bins: int, strategy: Strategy, confidence: float, n_boot: int,
+                           random_state, **_: object) -> pd.DataFrame:  # fmt: skip
+    """:func:`calibration_metrics` of a binary forecast in a frame of another engine.
+
+    One grouped pass returns the five sums of each bin (of each cluster x bin for the
+    cluster bootstrap; of each distinct forecast x outcome pair for the row bootstrap of
+    few-valued forecasts) and the log loss; the bins, the metrics and the bootstrap follow
+    in NumPy from those sums exactly as from the rows. A bootstrap over the rows of
+    continuous forecasts needs the rows, and is refused naming the alternatives.
+    """
+    import narwhals as nw
+
+    _check_calibration_options(strategy, confidence, n_boot, n_bins)
+    if not isinstance(prob, str):
+        raise DataError(f"calibration_metrics on a {frame.engine} frame takes one probability column (binary); "
+                        f"collect the columns {list(prob)} and {truth!r} to pandas for the multi-class form")  # fmt: skip
+    for column in (prob, truth):
+        if not frame.is_numeric(column):
+            raise DataError(f"column {column!r} must be numeric, got {frame.schema[column]} in the {frame.engine} frame")
+    kept = frame.where(~frame.blank(prob) & ~frame.blank(truth))
+    p, y = nw.col(prob).cast(nw.Float64), nw.col(truth).cast(nw.Float64)
+    found = kept.frame.select(nw.len().alias("n"), p.min().alias("p0"), p.max().alias("p1"),
+                              ((y != 0) & (y != 1)).cast(nw.Int64).sum().alias("bad_y"),
+                              nw.when((y != 0) & (y != 1)).then(y).min().alias("y")).collect().to_pandas().iloc[0]  # fmt: skip
+    if not found["n"]:
+        raise DataError("no rows with both a probability and an outcome")
+    if found["p0"] < 0 or found["p1"] > 1:
+        raise DataError(f"column {prob!r} must hold probabilities in [0, 1]; it holds "
+                        f"{found['p0'] if found['p0'] < 0 else found['p1']!r}")  # fmt: skip
+    if found["bad_y"]:
+        raise DataError(f"column {truth!r} must be 0/1 or boolean; it holds {found['y']!r}")
+    eps = np.finfo(float).eps
+    clipped = p.clip(eps, 1 - eps)
+    # per row first, then plain sums: every engine groups elementary aggregations (PyArrow only those)
+    terms = {"_sp": p, "_sy": y, "_spp": p * p, "_spy": p * y, "_loss": -(y * clipped.log() + (1 - y) * (1 - clipped).log())}
+    if strategy == "unique":
+        key, inner = p.alias("_bin"), None
+    else:
+        edges = (np.linspace(0.0, 1.0, n_bins + 1) if strategy == "uniform" else _engine_quantiles(kept, p, n_bins))
+        inner = edges[1:-1]
+        # searchsorted(inner, p, side="left"): how many inner edges lie below p
+        key = nw.sum_horizontal(*[(p > float(e)).cast(nw.Int64) for e in inner]) if len(inner) else nw.lit(0)
+        key = key.alias("_bin")
+    units = [item] if item is not None else []
+    table = (kept.frame.with_columns(key, *[expr.alias(name) for name, expr in terms.items()])
+             .group_by([*units, "_bin"]).agg(nw.len().alias("_n"), *[nw.col(name).sum() for name in terms])
+             .collect().to_pandas())  # fmt: skip
+    if strategy == "unique":
+        values = np.sort(pd.unique(table["_bin"].to_numpy(float)))
+        size, index = len(values), np.searchsorted(values, table["_bin"].to_numpy(float))
+    else:
+        size, index = n_bins, table["_bin"].to_numpy(int)
+    n_cells = _CELLS * size + 1
+    per_cell = table[["_n", "_sp", "_sy", "_spp", "_spy"]].to_numpy(float)
+    cell = index[:, None] * _CELLS + np.arange(_CELLS)
+    sums = np.bincount(cell.ravel(), weights=per_cell.ravel(), minlength=n_cells - 1)
+    sums = np.concatenate([sums, [table["_loss"].sum()]])
+    evaluate = functools.partial(_evaluate, sizes=[size], strategy=strategy, multiclass=False)
+    replicates = None
+    rng = as_generator(random_state)
+    if n_boot and item is not None:
+        unit, n_units = pd.factorize(table[item], sort=True)[0], table[item].nunique()
+        S = unit_sums(np.repeat(unit, _CELLS), cell.ravel(), per_cell.ravel(), n_units, n_cells)
+        S[:, -1] = np.bincount(unit, weights=table["_loss"].to_numpy(float), minlength=n_units)
+        replicates = evaluate(bootstrap_sums(S, n_boot, rng))
+    elif n_boot:
+        pairs = kept.frame.group_by(prob, truth).agg(nw.len().alias("_n")).collect().to_pandas()
+        if len(pairs) > int(found["n"]) // 2:
+            raise refuse_rows("calibration_metrics(item=None, n_boot > 0) of continuous forecasts (it resamples rows)",
+                              frame.engine)  # fmt: skip
+        pp, py = pairs[prob].to_numpy(float), pairs[truth].to_numpy(float)
+        order = np.argsort(pp + 2 * py)
+        pp, py, multiplicity = pp[order], py[order], pairs["_n"].to_numpy()[order]
+        at = np.searchsorted(values, pp) if strategy == "unique" else np.searchsorted(inner, pp)
+        pc = np.clip(pp, eps, 1 - eps)
+        loss = -(py * np.log(pc) + (1 - py) * np.log(1 - pc))
+        cell_idx = np.column_stack([at[:, None] * _CELLS + np.arange(_CELLS), np.full(len(pp), n_cells - 1)])
+        values_ = np.column_stack([np.ones_like(pp), pp, py, pp * pp, pp * py, loss])
+        S = unit_sums(np.repeat(np.arange(len(pp)), _CELLS + 1), cell_idx.ravel(), values_.ravel(), len(pp), n_cells)
+        replicates = evaluate(bootstrap_sums(S, n_boot, rng, multiplicity=multiplicity))
+    n_filled = int((sums[0 : _CELLS * size : _CELLS] > 0).sum())
+    return _metric_table(evaluate(sums), replicates, confidence, int(found["n"]), {"n_bins": n_filled, "strategy": strategy})
+
+
+def _engine_quantiles(frame: EngineFrame, p, n_bins: int) -> np.ndarray:
+    """``np.percentile``'s edges (linear interpolation), computed by an engine that has it."""
+    if not frame.exact_quantiles:
+        raise DataError(f"strategy='quantile' needs exact quantiles, which the {frame.engine} engine does not give; "
+                        "use strategy='uniform' or 'unique', or collect the columns to pandas")  # fmt: skip
+    qs = np.linspace(0, 1, n_bins + 1)
+    row = frame.frame.select(*[p.quantile(float(q), interpolation="linear").alias(f"q{i}") for i, q in enumerate(qs)])
+    return row.collect().to_pandas().iloc[0].to_numpy(float)
+
+
+def _check_calibration_options(strategy: str, confidence: float, n_boot: int, n_bins: int) -> None:
+    check_choice("strategy", strategy, STRATEGIES)
+    check_confidence(confidence)
+    check_n_boot(n_boot)
+    if strategy != "unique" and (not isinstance(n_bins, (int, np.integer)) or n_bins < 1):
+        raise DataError(f"n_bins={n_bins!r} must be a positive integer")
+
+
 @renamed(outcome="truth")
-@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",), engine="columns")
+@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",), engine=_calibration_in_engine)
 @fill_doc
 def calibration_metrics(
     data: pd.DataFrame,
@@ -245,11 +374,7 @@ def calibration_metrics(
     >>> round(float(out.loc["ece", "estimate"]), 3), round(float(out.loc["brier", "estimate"]), 3)
     (0.1, 0.135)
     """
-    check_choice("strategy", strategy, STRATEGIES)
-    check_confidence(confidence)
-    check_n_boot(n_boot)
-    if strategy != "unique" and (not isinstance(n_bins, (int, np.integer)) or n_bins < 1):
-        raise DataError(f"n_bins={n_bins!r} must be a positive integer")
+    _check_calibration_options(strategy, confidence, n_boot, n_bins)
     rng = as_generator(random_state)
     if item is not None:
         require_columns(data, [item])
@@ -289,24 +414,7 @@ def calibration_metrics(
         values.append(loss[:, None])
         return np.concatenate(cells, axis=1), np.concatenate(values, axis=1)
 
-    def evaluate(sums):
-        top = _decompose(sums[..., : _CELLS * sizes[0]], sizes[0])
-        out = {"ece": top["ece"], "mce": top["mce"]}
-        if P is None:
-            parts = top
-        else:
-            start = _CELLS * sizes[0]
-            parts = None
-            for size in sizes[1:]:
-                part = _decompose(sums[..., start : start + _CELLS * size], size)
-                parts = part if parts is None else {k: parts[k] + part[k] for k in part}
-                start += _CELLS * size
-        for key in ("brier", "reliability", "resolution", "uncertainty", "within_bin_variance", "within_bin_covariance"):
-            out[key] = parts[key]
-        if strategy == "unique":  # zero by construction; avoid reporting rounding residue
-            out["within_bin_variance"] = out["within_bin_covariance"] = np.zeros_like(out["brier"])
-        out["log_loss"] = sums[..., -1] / (sums[..., 0 : _CELLS * sizes[0] : _CELLS].sum(-1))
-        return out
+    evaluate = functools.partial(_evaluate, sizes=sizes, strategy=strategy, multiclass=P is not None)
 
     point = [
         np.bincount(index, weights=w, minlength=size)
@@ -322,7 +430,7 @@ def calibration_metrics(
         if item is None and P is None:
             # Rows sharing (prob, outcome) are exchangeable: resample the distinct pairs with
             # multinomial counts (exact, and fast for verbal or vote confidences).
-            types = pd.factorize(p + 2 * y)[0]
+            types = pd.factorize(p + 2 * y, sort=True)[0]  # sorted: as another engine's grouped pairs
             first = np.unique(types, return_index=True)[1]
             if len(first) <= len(p) // 2:
                 S = unit_sums(np.repeat(np.arange(len(first)), cell_idx.shape[1]), cell_idx[first].ravel(),
@@ -357,8 +465,21 @@ def _calibration_arguments(func: F) -> F:
     return func
 
 
+def _rows_in_engine(metrics: Sequence[str]) -> Callable[..., pd.DataFrame]:
+    """The rows ``metrics`` of :func:`calibration_metrics` of a frame of another engine."""
+
+    def run(frame: EngineFrame, **arguments: object) -> pd.DataFrame:
+        out = _calibration_in_engine(frame, **arguments)
+        return out[out["metric"].isin(metrics)].reset_index(drop=True)
+
+    return run
+
+
+_BRIER = ["brier", "reliability", "resolution", "uncertainty", "within_bin_variance", "within_bin_covariance"]
+
+
 @renamed(outcome="truth")
-@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",))
+@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",), engine=_rows_in_engine(["ece", "mce"]))
 @fill_doc
 @_calibration_arguments
 def expected_calibration_error(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
@@ -390,7 +511,7 @@ def expected_calibration_error(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
 
 
 @renamed(outcome="truth")
-@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",))
+@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",), engine=_rows_in_engine(_BRIER))
 @fill_doc
 @_calibration_arguments
 def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
@@ -420,8 +541,7 @@ def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     [0.135, 0.01, 0.0625, 0.1875, 0.0, 0.0]
     """
     out = calibration_metrics(data, **kwargs)
-    keep = ["brier", "reliability", "resolution", "uncertainty", "within_bin_variance", "within_bin_covariance"]
-    return out[out["metric"].isin(keep)].reset_index(drop=True)
+    return out[out["metric"].isin(_BRIER)].reset_index(drop=True)
 
 
 @renamed(outcome="truth")
