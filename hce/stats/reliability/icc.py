@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -15,7 +16,9 @@ from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
 from hce.stats.mixed.formula import check_identifiable
-from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats.reliability._common import COUNT_COLUMNS, counts, long_ratings
+from hce.stats.reliability._engine import rated
+from hce.stats._frames import EngineFrame
 from hce.stats._validate import reads_frame
 
 Method = Literal["auto", "anova", "reml"]
@@ -45,11 +48,16 @@ def mean_squares(y: np.ndarray) -> dict[str, float]:
     Returns ``msr`` (targets), ``msc`` (raters), ``mse`` (residual) and ``msw`` (within
     targets, the one-way error) with their degrees of freedom ``df_r, df_c, df_e, df_w``.
     """
-    n, k = y.shape
     grand = y.mean()
-    ss_r = k * ((y.mean(axis=1) - grand) ** 2).sum()
-    ss_c = n * ((y.mean(axis=0) - grand) ** 2).sum()
-    ss_t = ((y - grand) ** 2).sum()
+    return mean_squares_of_means(y.mean(axis=1), y.mean(axis=0), grand, ((y - grand) ** 2).sum())
+
+
+def mean_squares_of_means(row_means: np.ndarray, column_means: np.ndarray, grand: float, ss_t: float) -> dict[str, float]:
+    """:func:`mean_squares` of a complete n x k matrix from its row means, column means,
+    grand mean and total sum of squared deviations (what an engine's grouped pass gives)."""
+    n, k = len(row_means), len(column_means)
+    ss_r = k * ((row_means - grand) ** 2).sum()
+    ss_c = n * ((column_means - grand) ** 2).sum()
     ss_w = ss_t - ss_r
     ss_e = ss_w - ss_c
     df_r, df_c, df_e, df_w = n - 1, k - 1, (n - 1) * (k - 1), n * (k - 1)
@@ -129,18 +137,49 @@ def reml_components(
     The deviance is even in each theta, so it is minimised without bounds by
     :func:`newton_even` and |theta| taken (theta = 0, a zero variance, is allowed).
     """
-    nobs = len(y)
-    yy, sy = float(y @ y), float(y.sum())
-    # Targets rated the same number of times share their diagonal entry theta_t^2 n_i + 1,
-    # so the eliminated block only needs sums over each such class: after this set-up an
-    # evaluation costs O(classes x k^2), independent of the number of targets.
+    return reml_of_sums(design_sums(target, rater, y, n, k), crossed=rater is not None)
+
+
+@dataclass(frozen=True)
+class DesignSums:
+    """What the REML deviance of the ICC models reads from the ratings (see :func:`reml_components`).
+
+    Targets rated the same number of times (a class) share their diagonal entry of the
+    eliminated block, so besides the totals (``nobs``, ``yy`` = sum y^2, ``sy`` = sum y) the
+    deviance needs, per class c of ``sizes[c]`` ratings: how many targets (``n_cls``), the sum
+    of their totals and of their squared totals (``ty_cls``, ``tyty_cls``); per rater, the
+    ratings and their sum (``nr``, ``ry``); per class and rater(s), how many targets the rater
+    rated (``w_cls``), the sum of their totals (``wty_cls``), and how many both raters rated
+    (``ww_cls``). ``per_target`` holds the ratings of each target.
+    """
+
+    nobs: int
+    yy: float
+    sy: float
+    sizes: np.ndarray
+    n_cls: np.ndarray
+    ty_cls: np.ndarray
+    tyty_cls: np.ndarray
+    nr: np.ndarray
+    ry: np.ndarray
+    w_cls: np.ndarray
+    wty_cls: np.ndarray
+    ww_cls: np.ndarray
+    per_target: np.ndarray
+
+
+def design_sums(target: np.ndarray, rater: np.ndarray | None, y: np.ndarray, n: int, k: int) -> DesignSums:
+    """:class:`DesignSums` of ratings ``y`` of targets ``target`` (codes 0..n-1) by raters
+    ``rater`` (codes 0..k-1; None: the one-way model, no rater sums)."""
     nt = np.bincount(target, minlength=n)
     ty = np.bincount(target, weights=y, minlength=n)
     sizes, cls = np.unique(nt, return_inverse=True)
-    n_cls = np.bincount(cls, minlength=len(sizes)).astype(float)
-    sizes = sizes.astype(float)
     ty_cls = np.bincount(cls, weights=ty)  # sum over the class of target totals
     tyty_cls = np.bincount(cls, weights=ty**2)
+    empty = np.zeros((len(sizes), 0))
+    nr = ry = np.zeros(0)
+    w_cls = wty_cls = empty
+    ww_cls = np.zeros((len(sizes), 0, 0))
     if rater is not None:
         nr = np.bincount(rater, minlength=k).astype(float)
         ry = np.bincount(rater, weights=y, minlength=k)
@@ -149,6 +188,17 @@ def reml_components(
         ww_cls = np.stack([w[cls == c].T @ w[cls == c] for c in range(len(sizes))])
         w_cls = np.stack([w[cls == c].sum(axis=0) for c in range(len(sizes))])
         wty_cls = np.stack([ty[cls == c] @ w[cls == c] for c in range(len(sizes))])
+    return DesignSums(len(y), float(y @ y), float(y.sum()), sizes.astype(float),
+                      np.bincount(cls, minlength=len(sizes)).astype(float), ty_cls, tyty_cls, nr, ry, w_cls, wty_cls,
+                      ww_cls, nt)  # fmt: skip
+
+
+def reml_of_sums(d: DesignSums, *, crossed: bool) -> tuple[float, float, float]:
+    """REML ``(var_target, var_rater, var_error)`` of the crossed model (``crossed``) or of
+    the one-way model from the design's sums (see :func:`reml_components`)."""
+    nobs, yy, sy, sizes, n_cls = d.nobs, d.yy, d.sy, d.sizes, d.n_cls
+    ty_cls, tyty_cls, nr, ry, w_cls, wty_cls, ww_cls = d.ty_cls, d.tyty_cls, d.nr, d.ry, d.w_cls, d.wty_cls, d.ww_cls
+    k = len(nr)
 
     def deviance_parts(theta: np.ndarray) -> tuple[float, float]:
         tt2 = theta[0] ** 2
@@ -156,7 +206,7 @@ def reml_components(
         # fixed-effect row: g_i = n_i for the intercept
         s00 = nobs - tt2 * (inv_d * n_cls * sizes**2).sum()
         r0 = sy - tt2 * (inv_d * sizes * ty_cls).sum()
-        if rater is None:
+        if not crossed:
             s, r = np.array([[s00]]), np.array([r0])
         else:
             tr = theta[1]
@@ -177,11 +227,11 @@ def reml_components(
         logdet, q = deviance_parts(theta)
         return (nobs - 1) * np.log(q / (nobs - 1)) + logdet
 
-    npar = 1 if rater is None else 2
+    npar = 2 if crossed else 1
     fits = [newton_even(deviance, np.full(npar, x0)) for x0 in (1.0, 0.2)]
     theta = min(fits, key=deviance)
     var_e = deviance_parts(theta)[1] / (nobs - 1)
-    var_r = 0.0 if rater is None else var_e * theta[1] ** 2
+    var_r = var_e * theta[1] ** 2 if crossed else 0.0
     return var_e * theta[0] ** 2, var_r, var_e
 
 
@@ -216,9 +266,10 @@ def newton_even(f, x: np.ndarray, *, max_iter: int = 100) -> np.ndarray:
     return np.abs(x)
 
 
-def reml_mean_squares(r: Ratings, k_rule: KRule = "harmonic") -> tuple[dict[str, float], float]:
+def reml_mean_squares(d: DesignSums, n: int, k: int, k_rule: KRule = "harmonic") -> tuple[dict[str, float], float]:
     """Pseudo mean squares rebuilt from REML components, and the k they refer to.
 
+    ``d`` holds the sums of ratings of ``n`` targets by ``k`` raters (:func:`design_sums`).
     ``k_rule="harmonic"``: ``k`` is the harmonic mean of ratings per target, the degrees of
     freedom are the design's own, and ``msr_oneway`` carries the one-way fit for ICC1.
     ``k_rule="raters"``: psych's ``ICC(x, lmer=TRUE)``: ``k`` is the number of raters, MSW is
@@ -226,18 +277,16 @@ def reml_mean_squares(r: Ratings, k_rule: KRule = "harmonic") -> tuple[dict[str,
     design. In a complete design with interior REML estimates both equal the ANOVA mean
     squares exactly, so :func:`icc_core` gives the classical answer.
     """
-    n, k = r.n_targets, r.n_raters
-    nobs = len(r.value)
-    vt, vr, ve = reml_components(r.target, r.rater, r.value, n, k)
+    nobs = d.nobs
+    vt, vr, ve = reml_of_sums(d, crossed=True)
     if k_rule == "raters":
         ms = dict(
             msr=ve + k * vt, msc=ve + n * vr, mse=ve, msw=ve + vr,
             df_r=n - 1, df_c=k - 1, df_e=(n - 1) * (k - 1), df_w=n * (k - 1),
         )  # fmt: skip
         return ms, float(k)
-    per_target = np.bincount(r.target, minlength=n)
-    k_bar = len(per_target) / (1.0 / per_target).sum()
-    vt1, _, vw = reml_components(r.target, None, r.value, n, k)
+    k_bar = len(d.per_target) / (1.0 / d.per_target).sum()
+    vt1, _, vw = reml_of_sums(d, crossed=False)
     ms = dict(
         msr=ve + k_bar * vt, msc=ve + n * vr, mse=ve, msw=vw,
         df_r=n - 1, df_c=k - 1, df_e=nobs - n - k + 1, df_w=nobs - n,
@@ -247,8 +296,92 @@ def reml_mean_squares(r: Ratings, k_rule: KRule = "harmonic") -> tuple[dict[str,
     return ms, k_bar
 
 
+def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, confidence: float, method: Method,
+                   k: KRule) -> pd.DataFrame:  # fmt: skip
+    """:func:`icc` of a frame of another engine, from grouped sums.
+
+    ANOVA: the means of each target and rater and the total sum of squares (targets not
+    rated by every rater left out by a join, as in pandas). REML: the :class:`DesignSums`,
+    from grouped passes over the ratings joined with their target's count and total (per
+    class of targets and rater, and per class and pair of raters): numbers of the order of
+    classes x raters^2, never the ratings.
+    """
+    import narwhals as nw
+
+    check_confidence(confidence)
+    check_choice("method", method, ["auto", "anova", "reml"])
+    check_choice("k", k, ["harmonic", "raters"])
+    ratings = rated(frame, item, rater, score, numeric=True)
+    f, y = ratings.frame, nw.col(score).cast(nw.Float64)
+    targets = f.frame.with_columns(y.alias("_y")).group_by(item).agg(nw.len().alias("_ni"), nw.col("_y").sum().alias("_ty"))
+    per_target = targets.collect().to_pandas().sort_values(item, kind="stable")
+    n_targets, n_raters = len(per_target), ratings.n_raters
+    if n_raters < 2 or n_targets < 2:
+        raise DataError(f"ICC needs at least 2 targets and 2 raters; got {n_targets} targets ({item!r}) and "
+                        f"{n_raters} raters ({rater!r})")  # fmt: skip
+    total = f.frame.select(nw.len().alias("n"), y.min().alias("low"), y.max().alias("high")).collect().to_pandas().iloc[0]
+    nobs = int(total["n"])
+    if total["low"] == total["high"]:
+        raise DataError(f"all {nobs} ratings in {score!r} equal {total['low']:g}, so the ICC is undefined (0/0)")
+    if method == "auto":
+        method = "anova" if nobs == n_targets * n_raters else "reml"
+    if method == "anova":
+        full = per_target["_ni"].to_numpy() == n_raters
+        if not full.all():
+            warnings.warn(f"icc(method='anova') dropped {int((~full).sum())} of {n_targets} targets not rated by all "
+                          f"{n_raters} raters ({int(per_target.loc[~full, '_ni'].sum())} ratings); method='reml' uses "
+                          "every rating", UserWarning, stacklevel=2)  # fmt: skip
+        if full.sum() < 2:
+            raise DataError("fewer than 2 targets are rated by every rater; use method='reml'")
+        kept = f if full.all() else EngineFrame(f.frame.join(
+            targets.filter(nw.col("_ni") == n_raters).select(item), on=item))  # fmt: skip
+        rows, columns = kept.cell_moments([item], score), kept.cell_moments([rater], score)
+        grand = kept.frame.select(y.mean().alias("m"), y.var(ddof=1).alias("v")).collect().to_pandas().iloc[0]
+        n_kept = int(full.sum())
+        ms = mean_squares_of_means(rows["mean"].to_numpy(float), columns["mean"].to_numpy(float), float(grand["m"]),
+                                   float(grand["v"]) * (n_kept * n_raters - 1))  # fmt: skip
+        n_count = counts(n_kept, n_raters, n_kept * n_raters, ratings.n_missing + nobs - n_kept * n_raters)
+        return _icc_table(ms, n_kept, float(n_raters), method, k, confidence, n_count)
+    # identical partitions need as many levels as ratings, which the level counts refuse first
+    check_identifiable([(f"(1 | {item})", item, None, n_targets, 1), (f"(1 | {rater})", rater, None, n_raters, 1)], nobs)
+    ms, k_used = reml_mean_squares(_engine_design_sums(f, targets, per_target, item, rater, score), n_targets,
+                                   n_raters, k)  # fmt: skip
+    return _icc_table(ms, n_targets, k_used, method, k, confidence, counts(n_targets, n_raters, nobs, ratings.n_missing))
+
+
+def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item: str, rater: str, score: str) -> DesignSums:
+    """:class:`DesignSums` of the ratings in an engine (see :func:`_icc_in_engine`)."""
+    import narwhals as nw
+
+    y = nw.col(score).cast(nw.Float64)
+    totals = f.frame.with_columns(y.alias("_y"), (y * y).alias("_yy")).select(
+        nw.len().alias("n"), nw.col("_y").sum().alias("sy"), nw.col("_yy").sum().alias("yy")).collect().to_pandas().iloc[0]  # fmt: skip
+    nt, ty = per_target["_ni"].to_numpy(), per_target["_ty"].to_numpy(float)
+    sizes, cls = np.unique(nt, return_inverse=True)
+    by_rater = f.frame.with_columns(y.alias("_y")).group_by(rater).agg(nw.len().alias("_n"), nw.col("_y").sum().alias("_s"))
+    by_rater = by_rater.collect().to_pandas().sort_values(rater, kind="stable")
+    raters = pd.Index(by_rater[rater])
+    k, c = len(raters), len(sizes)
+    pairs = f.frame.select(nw.col(item), nw.col(rater)).join(targets, on=item)
+    per_cls = pairs.group_by("_ni", rater).agg(nw.len().alias("_w"), nw.col("_ty").sum().alias("_wty"))
+    per_cls = per_cls.collect().to_pandas()
+    at = np.searchsorted(sizes, per_cls["_ni"].to_numpy()) * k + raters.get_indexer(per_cls[rater])
+    w_cls = np.bincount(at, weights=per_cls["_w"].to_numpy(float), minlength=c * k).reshape(c, k)
+    wty_cls = np.bincount(at, weights=per_cls["_wty"].to_numpy(float), minlength=c * k).reshape(c, k)
+    other = f.frame.select(nw.col(item), nw.col(rater).alias("_r2"))
+    both = pairs.select(nw.col(item), nw.col(rater), nw.col("_ni")).join(other, on=item)
+    both = both.group_by("_ni", rater, "_r2").agg(nw.len().alias("_ww")).collect().to_pandas()
+    at = (np.searchsorted(sizes, both["_ni"].to_numpy()) * k + raters.get_indexer(both[rater])) * k
+    at += raters.get_indexer(both["_r2"])
+    ww_cls = np.bincount(at, weights=both["_ww"].to_numpy(float), minlength=c * k * k).reshape(c, k, k)
+    return DesignSums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), sizes.astype(float),
+                      np.bincount(cls, minlength=c).astype(float), np.bincount(cls, weights=ty),
+                      np.bincount(cls, weights=ty**2), by_rater["_n"].to_numpy(float), by_rater["_s"].to_numpy(float),
+                      w_cls, wty_cls, ww_cls, nt)  # fmt: skip
+
+
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",), engine="columns")
+@reads_frame(keys=("item", "rater"), numbers=("score",), engine=_icc_in_engine)
 def icc(
     data: pd.DataFrame,
     *,
@@ -400,7 +533,6 @@ def icc(
         if len(y) < 2:
             raise DataError("fewer than 2 targets are rated by every rater; use method='reml'")
         ms, k, n = mean_squares(y), float(r.n_raters), len(y)
-        label, ci_label = "ANOVA mean squares", EXACT_CI
         n_used = y.size
     else:
         # the crossed model rating ~ 1 + (1 | target) + (1 | rater) must be identifiable
@@ -409,8 +541,19 @@ def icc(
              (f"(1 | {rater})", rater, r.rater, r.n_raters, 1)],
             len(r.value),
         )  # fmt: skip
-        ms, k = reml_mean_squares(r, k_rule)
-        n = r.n_targets
+        ms, k = reml_mean_squares(design_sums(r.target, r.rater, r.value, r.n_targets, r.n_raters), r.n_targets,
+                                  r.n_raters, k_rule)  # fmt: skip
+        n, n_used = r.n_targets, len(r.value)
+    n_count = counts(n, r.n_raters, n_used, r.n_missing + len(r.value) - n_used)
+    return _icc_table(ms, n, k, method, k_rule, confidence, n_count)
+
+
+def _icc_table(ms: dict[str, float], n: int, k: float, method: str, k_rule: KRule, confidence: float,
+               n_count: dict[str, int]) -> pd.DataFrame:  # fmt: skip
+    """icc's table of the six forms from the mean squares (ANOVA's, or REML's pseudo ones)."""
+    if method == "anova":
+        label, ci_label = "ANOVA mean squares", EXACT_CI
+    else:
         label = "REML variance components"
         # equal to the exact intervals only when the design is complete and no variance
         # component is truncated at zero
@@ -419,11 +562,9 @@ def icc(
             if k_rule == "harmonic"
             else "F approximation at REML components (k = raters, psych::ICC(lmer=TRUE))"
         )
-        n_used = len(r.value)
     rows = icc_core(ms, n, k, confidence)
     if method == "reml" and k_rule == "harmonic":
         _oneway_rows(rows, ms, k, confidence)
-    n_count = counts(n, r.n_raters, n_used, r.n_missing + len(r.value) - n_used)
     out = pd.DataFrame(
         [
             dict(
