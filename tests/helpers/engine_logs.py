@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+import hce.stats as hs
+
 
 def attempt_log(seed: int = 1, n_items: int = 24, n_conditions: int = 3, n_attempts: int = 4, drop: float = 0.0) -> pd.DataFrame:
     """A small log: integer scores, an item x condition effect, some errors and blanks."""
@@ -22,3 +24,46 @@ def attempt_log(seed: int = 1, n_items: int = 24, n_conditions: int = 3, n_attem
                              "attempt": a + 1, "total": score, "accuracy": int(rng.integers(1, 6)),
                              "error_flag": False})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def ratings_log(seed: int = 5, drop: float = 0.0) -> pd.DataFrame:
+    """Each attempt a rater of its item; a blank score here and there, some lone ratings."""
+    log = attempt_log(seed, n_items=30, n_conditions=1, n_attempts=4, drop=drop)
+    rng = np.random.default_rng(seed)
+    log.loc[rng.random(len(log)) < 0.05, "total"] = np.nan
+    log["prob"] = rng.uniform(0.05, 0.95, len(log))
+    log["outcome"] = (rng.random(len(log)) < log["prob"]).astype(float)
+    log["stated"] = np.round(log["prob"] * 4) / 4  # a verbal confidence: five values
+    log["smooth"] = log["total"] + rng.normal(0, 0.1, len(log))  # continuous ratings
+    return log
+
+
+RATED = dict(item="item_id", rater="attempt")
+#: Each statistic that reduces in the engine, called as the tests call it (on ratings_log).
+REDUCED = {
+    "icc": lambda d: hs.icc(d, **RATED, score="total"),
+    "icc-reml": lambda d: hs.icc(d, **RATED, score="total", method="reml"),
+    "icc-reml-raters": lambda d: hs.icc(d, **RATED, score="total", method="reml", k="raters"),
+    "icc-anova-dropping": lambda d: hs.icc(d, **RATED, score="total", method="anova"),
+    "alpha-interval": lambda d: hs.krippendorff_alpha(d, **RATED, score="total", n_boot=200, random_state=1),
+    "alpha-interval-continuous": lambda d: hs.krippendorff_alpha(d, **RATED, score="smooth", n_boot=200, random_state=1),
+    "alpha-nominal": lambda d: hs.krippendorff_alpha(d, **RATED, score="accuracy", level="nominal", n_boot=200,
+                                                     random_state=2),
+    "alpha-ordinal": lambda d: hs.krippendorff_alpha(d, **RATED, score="total", level="ordinal", n_boot=200,
+                                                     random_state=3, minimum=[0.5, 0.8]),
+    "alpha-ratio": lambda d: hs.krippendorff_alpha(d, **RATED, score="accuracy", level="ratio", n_boot=0),
+    "fleiss_kappa": lambda d: hs.fleiss_kappa(d, **RATED, score="accuracy"),
+    "gwet_ac1": lambda d: hs.gwet_ac(d, **RATED, score="accuracy"),
+    "gwet_ac2": lambda d: hs.gwet_ac(d, **RATED, score="total", weights="quadratic", categories=list(range(11))),
+    "percent_agreement": lambda d: hs.percent_agreement(d, **RATED, score="total", weights="linear"),
+    "calibration-clusters": lambda d: hs.calibration_metrics(d, prob="prob", truth="outcome", item="item_id",
+                                                             n_boot=200, random_state=1),
+    "calibration-pairs": lambda d: hs.calibration_metrics(d, prob="stated", truth="outcome", n_boot=200, random_state=2),
+    "calibration-unique": lambda d: hs.calibration_metrics(d, prob="stated", truth="outcome", strategy="unique",
+                                                           item="item_id", n_boot=100, random_state=3),
+    "calibration-point": lambda d: hs.calibration_metrics(d, prob="prob", truth="outcome", n_bins=7, n_boot=0),
+    "expected_calibration_error": lambda d: hs.expected_calibration_error(d, prob="prob", truth="outcome", n_boot=0),
+    "brier_score": lambda d: hs.brier_score(d, prob="prob", truth="outcome", item="item_id", n_boot=100,
+                                            random_state=4),
+    "reliability_table": lambda d: hs.reliability_table(d, prob="prob", truth="outcome"),
+}  # fmt: skip

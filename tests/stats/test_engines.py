@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 import hce.stats as hs
 from hce.errors import DataError, HceWarning
 from hce.stats.mixed import lmer
+from hce.stats._frames import EngineFrame
 from hce.stats.mixed.cell_fit import fit_cells
-from engine_logs import attempt_log
+from engine_logs import REDUCED, RATED, attempt_log, ratings_log
 
 INSTALL = 'pip install "hce[engines]"  (duckdb, polars)'
 
@@ -176,43 +177,63 @@ def test_cell_table_reml_equals_lmer_on_the_rows(seed, n_items, n_conditions, n_
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7 * expected.max())
 
 
-# --- statistics that read one value per row: only their columns come back --------------------
+# --- reliability and calibration: reduced in the engine, only their summaries come back ------
 
 
-def _ratings() -> pd.DataFrame:
-    log = attempt_log(n_items=20, n_conditions=1, n_attempts=3)
-    rng = np.random.default_rng(5)
-    log["prob"] = rng.uniform(0.05, 0.95, len(log))
-    log["outcome"] = (rng.random(len(log)) < log["prob"]).astype(float)
-    return log
+#: The statistics whose input is one value per row, so that only those columns come back.
+COLLECTED = {"reliability_table"}
 
 
-COLLECTED = {
-    "icc": lambda d: hs.icc(d, item="item_id", rater="attempt", score="total"),
-    "krippendorff_alpha": lambda d: hs.krippendorff_alpha(d, item="item_id", rater="attempt", score="total",
-                                                          n_boot=200, random_state=1),
-    "fleiss_kappa": lambda d: hs.fleiss_kappa(d, item="item_id", rater="attempt", score="accuracy"),
-    "gwet_ac": lambda d: hs.gwet_ac(d, item="item_id", rater="attempt", score="accuracy"),
-    "percent_agreement": lambda d: hs.percent_agreement(d, item="item_id", rater="attempt", score="accuracy"),
-    "calibration_metrics": lambda d: hs.calibration_metrics(d, prob="prob", truth="outcome", item="item_id",
-                                                            n_boot=100, random_state=1),
-    "reliability_table": lambda d: hs.reliability_table(d, prob="prob", truth="outcome"),
-}  # fmt: skip
+@pytest.fixture
+def no_columns_back(monkeypatch):
+    """Fail a statistic that would bring a frame's columns back to pandas."""
+
+    def refuse(self, columns):
+        raise AssertionError(f"the columns {list(columns)} came back from the {self.engine} engine")
+
+    monkeypatch.setattr(EngineFrame, "collect", refuse)
 
 
-@pytest.mark.parametrize("name", list(COLLECTED))
-def test_collected_statistics_match_pandas(engine, name):
-    log = _ratings()
-    expected = COLLECTED[name](log)
-    got = COLLECTED[name](engine(log))
-    pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9)
+@pytest.mark.parametrize("drop", [0.0, 0.15], ids=["complete", "incomplete"])
+@pytest.mark.parametrize("name", [n for n in REDUCED if n not in COLLECTED])
+def test_reduced_statistics_match_pandas(engine, name, drop, no_columns_back):
+    # the same rows: every coefficient, interval, bootstrap replicate and count to 1e-9
+    log = ratings_log(drop=drop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # icc(method="anova") drops targets alike on both sides
+        expected = REDUCED[name](log)
+        got = REDUCED[name](engine(log))
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9, atol=1e-12)
 
 
-def test_cohen_kappa_matches_pandas(engine):
-    log = _ratings()
+def test_collected_statistics_match_pandas(engine):
+    log = ratings_log()
+    for name in COLLECTED:
+        pd.testing.assert_frame_equal(REDUCED[name](engine(log)), REDUCED[name](log), check_dtype=False, rtol=1e-9)
+
+
+@pytest.mark.parametrize("ci_method", ["wald", "bootstrap"])
+def test_cohen_kappa_matches_pandas(engine, ci_method, no_columns_back):
+    log = ratings_log(drop=0.1)
     log = log[log["attempt"] <= 2]
-    call = dict(item="item_id", rater="attempt", score="accuracy", weights="quadratic")
-    pd.testing.assert_frame_equal(hs.cohen_kappa(engine(log), **call), hs.cohen_kappa(log, **call), check_dtype=False, rtol=1e-9)
+    call = dict(item="item_id", rater="attempt", score="total", weights="quadratic", ci_method=ci_method, random_state=1)
+    pd.testing.assert_frame_equal(hs.cohen_kappa(engine(log), **call), hs.cohen_kappa(log, **call), check_dtype=False,
+                                  rtol=1e-9)  # fmt: skip
+
+
+def test_reduced_statistics_refuse_what_needs_rows_naming_the_alternative(engine):
+    log = ratings_log()
+    with pytest.raises(DataError, match="target 'T00' has 2 ratings by rater 1"):
+        hs.fleiss_kappa(engine(pd.concat([log, log.iloc[[0]].assign(attempt_id="x")])), **RATED, score="accuracy")
+    with pytest.raises(DataError, match=r"calibration_metrics\(item=None, n_boot > 0\) of continuous forecasts.*"
+                                        r"needs the row-level data"):  # fmt: skip
+        hs.calibration_metrics(engine(log), prob="prob", truth="outcome", n_boot=10)
+    two = log.assign(prob_b=1 - log["prob"], prob_a=log["prob"], y=np.where(log["outcome"] == 1, "a", "b"))
+    with pytest.raises(DataError, match="takes one probability column.*collect the columns"):
+        hs.calibration_metrics(engine(two), prob=["prob_a", "prob_b"], truth="y", n_boot=0)
+    with pytest.raises(DataError, match="takes long ratings"):
+        hs.cohen_kappa(engine(log[log["attempt"] <= 2]), **RATED, score="total", cluster="condition_id",
+                       ci_method="bootstrap")  # fmt: skip
 
 
 # --- the door's checks, in the engine ----------------------------------------------------------

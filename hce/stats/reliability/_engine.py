@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from hce._checks import _label, plain
 from hce.errors import DataError
 from hce.stats._frames import EngineFrame
 
@@ -48,7 +49,7 @@ def rated(frame: EngineFrame, item: str, rater: str, score: str, *, numeric: boo
     )  # fmt: skip
     if len(repeats):
         t, r, n = repeats.iloc[0][[item, rater, "_n"]]
-        raise DataError(f"target {t!r} has {n} ratings by rater {r!r}; give each (target, rater) pair one rating, "
+        raise DataError(f"target {_label(t)} has {plain(n)} ratings by rater {_label(r)}; give each (target, rater) pair one rating, "
                         "or aggregate repeats first")  # fmt: skip
     return Rated(kept, kept.count_distinct(rater), n_missing)
 
