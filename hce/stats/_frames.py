@@ -10,10 +10,11 @@ squares, value counts). A statistic declares how it reads another engine's frame
 ``reads_frame(engine=...)``:
 
 * a callable ``engine(frame: EngineFrame, **arguments)``: the statistic's summaries are
-  computed in the engine and only they come back (``item_spread``, ``variance_components``);
-* ``"columns"``: the statistic needs one value per row of a few columns (a targets x raters
-  table, a probability per attempt), so only those columns come back, and the pandas path
-  runs on them, with its checks and numbers;
+  computed in the engine and only they come back (``item_spread``, ``variance_components``,
+  ``icc``, ``krippendorff_alpha``, the kappas and agreement, the calibration metrics);
+* ``"columns"``: the statistic needs one value per row of a few columns (``strict_agreement``,
+  ``icc_groups``, ``reliability_table``), so only those columns come back, and the pandas
+  path runs on them, with its checks and numbers;
 * nothing: the statistic needs the whole frame (models with slopes, bootstraps over rows,
   Bayesian fits) and refuses it, naming the alternatives.
 
