@@ -15,8 +15,10 @@ _EXPORTS = {
     "hce.collect.run_summary": ("RunSummary",),
     "hce.collect.runner": ("run", "run_async"),
     "hce.collect.schema": ("SchemaError",),
-    "hce.collect.sim": ("Faults", "Profile", "SimJudge", "SimServer"),
     "hce.collect.sim_batch": ("BatchSettings",),
+    "hce.collect.sim_judge": ("SimJudge",),
+    "hce.collect.sim_server": ("SimServer",),
+    "hce.collect.sim_settings": ("Faults", "Profile"),
 }  # fmt: skip
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
