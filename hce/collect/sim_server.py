@@ -137,20 +137,7 @@ class SimServer:
         """Stop serving and join the background thread (a no-op when not started)."""
         if self._loop is None:
             return
-        loop = self._loop
-
-        async def close() -> None:
-            self._server.close()
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await asyncio.sleep(0)  # let the closed transports finish closing
-
-        asyncio.run_coroutine_threadsafe(close(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        self._thread.join(10)
-        loop.close()
+        stop_serving(self._server, self._loop, self._thread)
         self._loop = None
 
     def __enter__(self) -> SimServer:
@@ -203,3 +190,21 @@ class SimServer:
             pass  # the client went away (a timed-out try) or sent garbage
         finally:
             writer.close()
+
+
+def stop_serving(server: asyncio.base_events.Server, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Stop a server whose event loop runs forever in ``thread``: close it, cancel its connections'
+    tasks, stop and close the loop, and join the thread (each wait at most 10 s)."""
+
+    async def close() -> None:
+        server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.sleep(0)  # let the closed transports finish closing
+
+    asyncio.run_coroutine_threadsafe(close(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    loop.close()
