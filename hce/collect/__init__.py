@@ -11,10 +11,14 @@ _EXPORTS = {
     ),
     "hce.collect.client": ("CallResult", "FatalCallError", "JudgeClient"),
     "hce.collect.design": ("CustomPrompt", "Design", "Endpoint", "load_design"),
-    "hce.collect.runner": ("RunSummary", "estimate", "run", "run_async"),
+    "hce.collect.estimates": ("estimate",),
+    "hce.collect.run_summary": ("RunSummary",),
+    "hce.collect.runner": ("run", "run_async"),
     "hce.collect.schema": ("SchemaError",),
-    "hce.collect.sim": ("Faults", "Profile", "SimJudge", "SimServer"),
     "hce.collect.sim_batch": ("BatchSettings",),
+    "hce.collect.sim_judge": ("SimJudge",),
+    "hce.collect.sim_server": ("SimServer",),
+    "hce.collect.sim_settings": ("Faults", "Profile"),
 }  # fmt: skip
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 

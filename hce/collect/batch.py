@@ -54,21 +54,16 @@ from hce._warnings import warn
 from hce._docstrings import fill_doc
 from hce.collect.client import CallResult, JudgeClient, chat_body, fill
 from hce.collect.design import Design, load_design
+from hce.collect.endpoints import check_batch, client_for
 from hce.collect.failed import BATCH_FAILED, set_aside_failed
 from hce.collect.lock import one_writer
-from hce.collect.runner import (
-    RunSummary,
-    Tally,
-    call_settings,
-    check_batch,
-    check_batch_budget,
-    client_for,
-    in_new_loop,
-    pending,
-    prompt_cache,
-    request_rows,
-)
+from hce.collect.log_rows import request_rows
+from hce.collect.messages import call_settings, prompt_cache
+from hce.collect.resume import pending
+from hce.collect.run_summary import RunSummary, Tally
+from hce.collect.runner import in_new_loop
 from hce.collect.sampling import Request, group_requests
+from hce.collect.spend_limit import check_batch_budget
 from hce.errors import CollectError
 from hce.log import LogWriter, logged_attempt_ids
 

@@ -14,7 +14,7 @@
 The assumptions, stated with every projection (:data:`ASSUMPTIONS`): prompt tokens are the
 rendered prompt's characters / 4 (the simulated judge counts the same way; a real tokenizer
 differs by some percent); output tokens are a typical reply length per prompt format
-grown with the rubric (:func:`hce.collect.runner._expected_output`, capped by ``max_tokens``) per attempt,
+grown with the rubric (:func:`hce.collect.estimates.expected_output`, capped by ``max_tokens``) per attempt,
 whatever ``n``; cache hits as modelled (no eviction, no overflow to other machines: real
 hit rates can be lower); the batch half applies to cached input too
 (:mod:`hce.collect.pricing`); prices from the dated table.
@@ -29,8 +29,9 @@ from dataclasses import replace
 import pandas as pd
 
 from hce.collect.design import Attempt, Condition, Design, load_design
+from hce.collect.estimates import expected_output, input_tokens
+from hce.collect.messages import prompt_cache
 from hce.collect.pricing import _OPENAI, cost_usd
-from hce.collect.runner import _expected_output, _input_tokens, prompt_cache
 from hce.collect.sampling import group_requests
 from hce.collect.sim_cache import PrefixCache
 
@@ -105,7 +106,7 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
                 messages = messages_for(request.attempts[0].item.id, cond.id)
                 prompt = "\n\n".join(m["content"] for m in messages)
                 calls += 1
-                tokens_in += _input_tokens(messages)
+                tokens_in += input_tokens(messages)
                 tokens_cached += cache.hit(cond.model, cond.prompt_cache_key, prompt) if cache is not None else 0
                 tokens_out += reply * request.n
             cost = cost_usd(priced, tokens_in, tokens_out, tokens_cached, batch=how["batch"], warn=False)
@@ -129,7 +130,7 @@ def _reply_tokens(cond: Condition, criteria: Sequence[str], pilot: pd.DataFrame 
             rows = answered.loc[answered[column] == value, "output_tokens"]
             if len(rows):
                 return float(rows.astype(float).mean()), "pilot"
-    return float(_expected_output(cond, criteria)), "typical"
+    return float(expected_output(cond, criteria)), "typical"
 
 
 def _with_k(attempt: Attempt, k: int) -> Attempt:

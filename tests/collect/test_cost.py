@@ -65,7 +65,7 @@ def test_dry_run_projection_equals_the_logged_cost_within_5_percent(serve, tmp_p
             got = hce.read_log(tmp_path / log).groupby("condition_id")[["cost_usd", "input_tokens", "cached_tokens"]].sum()
             assert (want["input_tokens"] == got["input_tokens"]).all()
             assert (want["cached_tokens"] == got["cached_tokens"]).all()
-            # Without a pilot the replies are assumed from the rubric (runner._expected_output: 53 tokens for
+            # Without a pilot the replies are assumed from the rubric (estimates.expected_output: 53 tokens for
             # the score block, 453 with reasoning) against the simulator's 51 and ~450 of its own tokens.
             # Seen: P2.1 +1.5% (combined: the prompt billed once, so replies weigh most), P2.3 +0.3%.
             # With a pilot, exact where the simulator's reply length is constant (the score block: seen 1.0000).
@@ -75,7 +75,7 @@ def test_dry_run_projection_equals_the_logged_cost_within_5_percent(serve, tmp_p
 
 def test_projection_by_hand_for_one_item():
     # One item, 4 attempts of P2.1 at gpt-4o-2024-08-06 ($2.50 in, $1.25 cached, $10 out per million); a reply
-    # of Rubric v5.0's score block is assumed 53 tokens (runner._expected_output).
+    # of Rubric v5.0's score block is assumed 53 tokens (estimates.expected_output).
     design = load_design({**spec(attempts=4, items=1), "conditions": [{"prompt": "P2.1"}]})
     table = project(design).set_index("strategy")
     p = int(table.loc["separate", "input_tokens"]) // 4  # prompt tokens of one call

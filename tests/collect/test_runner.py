@@ -15,7 +15,8 @@ from hce.collect.client import FatalCallError
 from hce.collect.design import load_design
 from hce.collect.fingerprint import settings_path
 from hce.collect.pricing import cost_usd
-from hce.collect.runner import _RateLimit, estimate, run
+from hce.collect.rate_limit import RateLimit
+from hce.collect.runner import estimate, run
 from hce.collect.sim import Faults, SimJudge, latent_scores
 from hce.errors import CollectError
 from hce.log import TruncatedLogWarning, make_attempt_id
@@ -198,13 +199,13 @@ def test_dry_run_estimate_sends_nothing(serve, tmp_path):
 
 def test_rate_limit_token_bucket():
     async def go():
-        limit = _RateLimit(per_minute=600)  # 10 a second; the bucket holds one second's worth
+        limit = RateLimit(per_minute=600)  # 10 a second; the bucket holds one second's worth
         started = time.perf_counter()
         await limit.take(10)
         immediate = time.perf_counter() - started
         await limit.take(3)  # waits for 3 units to refill: 0.3 s
         paced = time.perf_counter() - started
-        debt = _RateLimit(per_minute=600)
+        debt = RateLimit(per_minute=600)
         await debt.take(25)  # larger than the bucket: goes at once, leaving a debt of 15
         started = time.perf_counter()
         await debt.take(1)  # waits (1 + 15) / 10 = 1.6 s

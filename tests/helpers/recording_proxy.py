@@ -6,6 +6,8 @@ import asyncio
 import threading
 from collections import Counter
 
+from hce.collect.sim_server import stop_serving
+
 
 class RecordingProxy:
     """Forward HTTP/1.1 requests to ``upstream`` (host, port) and count the answers by status.
@@ -35,19 +37,7 @@ class RecordingProxy:
         return self
 
     def stop(self) -> None:
-        async def close() -> None:
-            self._server.close()
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await self._server.wait_closed()
-            await asyncio.sleep(0)  # let the closed transports finish closing
-
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+        stop_serving(self._server, self._loop, self._thread)  # as the simulated judge's server stops
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection(*self.upstream)

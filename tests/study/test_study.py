@@ -232,7 +232,7 @@ class _CodingClient:
 def test_llm_coding_through_the_client(demo_run, tmp_path, monkeypatch):
     path, _ = demo_run
     shutil.copytree(path.parent / "out", tmp_path / "out")
-    monkeypatch.setattr("hce.collect.runner.JudgeClient", _CodingClient)  # Exp 4's coding goes through runner.run
+    monkeypatch.setattr("hce.collect.endpoints.JudgeClient", _CodingClient)  # Exp 4's coding goes through runner.run
     config = _demo_config(tmp_path / "out")
     config["experiments"]["exp4"]["llm_coding"] = {"enabled": True, "model": "gpt-4.1"}
     result = st.run_study(st.load_study(config), simulate=True, until="exp4")

@@ -12,7 +12,7 @@ from scipy import linalg, stats
 from hce._checks import check_confidence
 from hce.stats.mixed.clmm_laplace import Rows
 from hce.stats.mixed.formula import Design, MixedFormula
-from hce.stats.mixed.lmer_result import _format_column, _table
+from hce.stats.mixed.lmer_result import _table, coefficient_table, random_effects_table
 
 
 @dataclass
@@ -211,11 +211,6 @@ class ClmmResult:
             [self.link, "flexible", str(self.n), f"{self.loglik:.2f}", f"{self.aic:.2f}",
              str(self.n_eval), f"{self.max_grad:.2e}", f"{self.cond_hessian:.1e}"],
         ]  # fmt: skip
-        vc = [["Groups", "Name", "Variance", "Std.Dev."]] + [
-            [r.group, r.var1, r.vcov, r.sdcor] for r in self._varcorr.itertuples()
-        ]
-        for col in (2, 3):
-            _format_column(vc, col)
         groups = ",  ".join(f"{g} {k}" for g, k in self.ngroups.items())
         lines = [
             f"Cumulative Link Mixed Model fitted with {method}",
@@ -225,17 +220,18 @@ class ClmmResult:
             _table(info, left_cols=len(info[0])),
             "",
             "Random effects:",
-            _table(vc, left_cols=2),
+            random_effects_table(self._varcorr),  # intercepts only: no Corr column
             f"Number of groups:  {groups}",
             "",
         ]
         fe = self.fixef()
         if len(fe):
-            lines += ["Coefficients:", _coef_table(fe, p_values=True), "---",
+            coefficients = coefficient_table(fe, "z value", p_text=_p_text, stars=_stars, statistic_decimals=3)
+            lines += ["Coefficients:", coefficients, "---",
                       "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1", ""]  # fmt: skip
         else:
             lines += ["No Coefficients", ""]
-        lines += ["Threshold coefficients:", _coef_table(self.thresholds(), p_values=False)]
+        lines += ["Threshold coefficients:", coefficient_table(self.thresholds(), "z value", statistic_decimals=3)]
         if self.messages:
             lines += [""] + [f"Warning: {m}" for m in self.messages]
         return "\n".join(lines)
@@ -270,20 +266,9 @@ class ClmmResult:
         )
 
 
-def _coef_table(table: pd.DataFrame, *, p_values: bool) -> str:
-    """A coefficient table as R's ``printCoefmat`` lays it out (stars after p-values)."""
-    head = ["", "Estimate", "Std. Error", "z value"] + (["Pr(>|z|)", ""] if p_values else [])
-    body = [head]
-    for r in table.itertuples():
-        row = [r.term, r.estimate, r.std_error, r.statistic]
-        if p_values:
-            row += ["<2e-16" if r.p_value < 2e-16 else f"{r.p_value:.3g}", _stars(r.p_value)]
-        body.append(row)
-    for col in (1, 2):
-        _format_column(body, col)
-    for row in body[1:]:
-        row[3] = f"{row[3]:.3f}"
-    return _table(body, left_cols=1)
+def _p_text(p: float) -> str:
+    """A p-value as ordinal's ``summary`` prints it (``printCoefmat``'s ``<2e-16``)."""
+    return "<2e-16" if p < 2e-16 else f"{p:.3g}"
 
 
 def _stars(p: float) -> str:

@@ -11,7 +11,7 @@ from scipy import stats
 
 from hce._checks import check_confidence
 from hce.stats.mixed.formula import Design, MixedFormula
-from hce.stats.mixed.lmer_result import _format_column, _table, random_effects_table
+from hce.stats.mixed.lmer_result import _table, coefficient_table, random_effects_table
 
 
 @dataclass
@@ -211,14 +211,7 @@ class GlmerResult:
         ]
         groups = ", ".join(f"{g}, {k}" for g, k in self.ngroups.items())
         lines += [f"Number of obs: {self.n}, groups:  {groups}", "", "Fixed effects:"]
-        fe = self.fixef()
-        body = [["", "Estimate", "Std. Error", "z value", "Pr(>|z|)"]] + [
-            [r.term, r.estimate, r.std_error, r.statistic, _p_text(r.p_value)]
-            for r in fe.itertuples()
-        ]
-        for col in (1, 2, 3):
-            _format_column(body, col)
-        lines.append(_table(body, left_cols=1))
+        lines.append(coefficient_table(self.fixef(), "z value", p_text=_p_text))
         # as lme4's .prt.warn: the optimiser's code, then each of checkConv's messages
         status = "0 (OK)" if self.converged else "-1 (see the messages below)"
         lines += ["", f"optimizer (hce: projected Newton) convergence code: {status}", *self.messages]

@@ -373,13 +373,7 @@ class LmerResult:
         lines += ["Random effects:", self._random_table()]
         groups = ", ".join(f"{g}, {k}" for g, k in self.ngroups.items())
         lines += [f"Number of obs: {self.n}, groups:  {groups}", "", "Fixed effects:"]
-        fe = self.fixef(ddf="wald")  # the t values lme4 prints need no df
-        body = [["", "Estimate", "Std. Error", "t value"]] + [
-            [r.term, r.estimate, r.std_error, r.statistic] for r in fe.itertuples()
-        ]
-        for col in (1, 2, 3):
-            _format_column(body, col)
-        lines.append(_table(body, left_cols=1))
+        lines.append(coefficient_table(self.fixef(ddf="wald"), "t value"))  # the t values lme4 prints need no df
         if self.singular:
             lines += ["", "boundary (singular) fit: see help('isSingular') in lme4"]
         warned = [m for m in self.messages if not m.startswith("boundary")]
@@ -462,6 +456,38 @@ def random_effects_table(vc: pd.DataFrame) -> str:
     if all(not row[4] for row in body[1:]):
         body = [row[:4] for row in body]
     return _table(body, left_cols=2)
+
+
+def coefficient_table(
+    table: pd.DataFrame,
+    statistic: str,
+    *,
+    p_text: Callable[[float], str] | None = None,
+    stars: Callable[[float], str] | None = None,
+    statistic_decimals: int | None = None,
+) -> str:
+    """A coefficient table from ``fixef()`` rows, as R's summaries lay it out (``printCoefmat``).
+
+    Columns: the term, ``Estimate``, ``Std. Error`` and ``statistic`` (``"t value"``, ``"z value"``);
+    ``Pr(>|t|)`` or ``Pr(>|z|)`` as ``p_text`` writes each p-value, when given; a last column of
+    ``stars``, when given. The numbers share decimals per column (:func:`_format_column`), the
+    statistic's fixed at ``statistic_decimals`` when given (ordinal prints three).
+    """
+    head = ["", "Estimate", "Std. Error", statistic]
+    head += [f"Pr(>|{statistic[0]}|)"] if p_text is not None else []
+    head += [""] if stars is not None else []
+    body = [head]
+    for r in table.itertuples():
+        row = [r.term, r.estimate, r.std_error, r.statistic]
+        row += [p_text(r.p_value)] if p_text is not None else []
+        row += [stars(r.p_value)] if stars is not None else []
+        body.append(row)
+    for col in (1, 2) if statistic_decimals is not None else (1, 2, 3):
+        _format_column(body, col)
+    if statistic_decimals is not None:
+        for row in body[1:]:
+            row[3] = f"{row[3]:.{statistic_decimals}f}"
+    return _table(body, left_cols=1)
 
 
 def _table(rows: list[list[str]], left_cols: int = 0) -> str:

@@ -1,0 +1,158 @@
+"""Calls, tokens and cost a run would make, estimated before anything is sent (the dry run).
+
+Input tokens are the rendered prompt's characters / :data:`CHARS_PER_TOKEN`; output tokens a
+typical reply of the prompt's format (:func:`expected_output`). The spending limit
+(:mod:`hce.collect.spend_limit`) and the run's reservations price calls the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import pandas as pd
+
+from hce.collect.design import Condition, Design, load_design
+from hce.collect.failed import failed_attempt_ids
+from hce.collect.fingerprint import changed_settings, check_resume
+from hce.collect.journal import recorded_rows
+from hce.collect.messages import item_messages
+from hce.collect.pricing import cost_usd
+from hce.collect.prompts import REPLY_FORMAT
+from hce.collect.sampling import group_requests
+from hce.log import logged_attempt_ids
+
+# Typical reply lengths in tokens, for estimates only (capped by max_tokens). A score block and a
+# step-by-step reply grow with the rubric (:func:`expected_output`); these are their Rubric v5.0 sizes.
+TYPICAL_OUTPUT_TOKENS = {"total": 2, "scores": 53, "cot": 453, "verdict": 45, "synthetic": 700}
+CHARS_PER_TOKEN = 4  # a rough rule for English text; the estimate says it is rough
+REASONING_TOKENS = 80  # a step-by-step reply's paragraph per criterion, before its score block
+
+
+def expected_output(cond: Condition, criteria: Sequence[str]) -> int:
+    """Output tokens one reply of ``cond`` is assumed to take, capped by ``max_tokens`` (estimates only).
+
+    A score block (``scores``) is a line per criterion of the design's rubric, ``name: score``,
+    and a total line: each line its name's characters / 4 (the prompt's token rule) plus 3 for
+    ": ", the score and the newline, and 5 for the total; a step-by-step reply (``cot``) writes
+    :data:`REASONING_TOKENS` of reasoning per criterion before that block. So the estimate
+    follows the rubric (53 and 453 for Rubric v5.0's five criteria; the simulated judge writes
+    51 and about 450 of its tokens). Other formats: :data:`TYPICAL_OUTPUT_TOKENS`.
+
+    >>> from hce.collect.design import Condition
+    >>> expected_output(Condition("c", "P2.1", "m"), ["accuracy", "completeness"])  # (2 + 3) + (3 + 3) + 5
+    16
+    >>> expected_output(Condition("c", "P2.3", "m"), ["accuracy", "completeness"])  # and 2 x 80 of reasoning
+    176
+    """
+    if cond.template is None and cond.prompt_id not in REPLY_FORMAT:  # a CustomPrompt: no typical length known, so the cap
+        return cond.max_tokens or TYPICAL_OUTPUT_TOKENS["cot"]
+    typical = TYPICAL_OUTPUT_TOKENS[cond.reply_format]
+    if cond.reply_format in ("scores", "cot") and criteria:
+        typical = sum(math.ceil(len(name) / CHARS_PER_TOKEN) + 3 for name in criteria) + 5
+        typical += REASONING_TOKENS * len(criteria) if cond.reply_format == "cot" else 0
+    return min(typical, cond.max_tokens) if cond.max_tokens else typical
+
+
+def input_tokens(messages: list[dict[str, str]]) -> int:
+    return math.ceil(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
+
+
+def estimate(
+    design: Design | str | os.PathLike,
+    *,
+    log: str | os.PathLike | None = None,
+    batch: bool = False,
+    retry_failed: bool = False,
+    new_settings: bool = False,
+) -> pd.DataFrame:
+    """Calls, tokens and cost a run would make, per condition, before anything is sent.
+
+    Input tokens are the rendered prompts' characters / 4; output tokens a typical reply
+    length for the prompt's format (2 for a bare total, 45 for a score block, 450 for
+    step-by-step reasoning), capped by ``max_tokens``. Both are rough: use them to decide
+    whether to run, not to budget to the cent. Attempts already in ``log`` are left out,
+    except, with ``retry_failed=True``, those whose call failed (they would be sent again)
+    and, with ``new_settings=True``, those of conditions whose settings changed (they would
+    start afresh; without it such a log raises, as the run would); ``batch=True`` prices
+    the calls at the Batch API's discount.
+
+    Parameters
+    ----------
+    design : Design or path of a design YAML
+    log : path, optional
+        The attempt log a run would resume.
+    batch, retry_failed, new_settings : bool
+        As for :func:`run_batch` and :func:`run`.
+
+    Returns
+    -------
+    DataFrame
+        One row per condition: ``condition_id``, ``prompt_id``, ``endpoint`` (its name),
+        ``host``, ``model``, ``temperature``, ``max_tokens``, ``calls`` (requests: one per
+        ``samples_per_request`` attempts, the prompt counted once), ``input_tokens``,
+        ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
+
+    Examples
+    --------
+    >>> d = load_design({"attempts": 10, "conditions": [{"prompt": "P1.1", "model": "gpt-4o"}],
+    ...                  "items": [{"id": "T1", "text": "Doctor: Hi. Patient: Hello."}]})
+    >>> estimate(d)[["calls", "output_tokens"]].to_dict("records")
+    [{'calls': 10, 'output_tokens': 20}]
+    """
+    design = design if isinstance(design, Design) else load_design(design)
+    fresh: set[str] = set()
+    if log is not None and new_settings:
+        fresh = {change.condition_id for change in changed_settings(design, log)}
+    elif log is not None:
+        check_resume(design, log)
+    # Replies an earlier run received but could not log are done: the run logs them without sending them.
+    done = logged_attempt_ids(log) | {row["attempt_id"] for row in recorded_rows(log)} if log is not None else set()
+    if retry_failed and log is not None:
+        done -= failed_attempt_ids(log)
+    rows = {c.id: dict(condition_id=c.id, prompt_id=c.prompt_id, endpoint=c.endpoint, host=design.endpoint_of(c).host,
+                       model=c.model, temperature=c.temperature, max_tokens=c.max_tokens, calls=0, input_tokens=0,
+                       output_tokens=0)
+            for c in design.conditions}  # fmt: skip
+    sizes: dict[tuple[str, str], int] = {}
+    todo = [a for a in design.plan() if a.attempt_id not in done or a.condition.id in fresh]
+    for request in group_requests(todo):  # a call per request: n attempts when samples_per_request > 1
+        attempt = request.attempts[0]
+        cond, row = attempt.condition, rows[attempt.condition.id]
+        key = (attempt.item.id, cond.id)
+        if key not in sizes:
+            sizes[key] = input_tokens(item_messages(attempt.item, cond, design))
+        row["calls"] += 1
+        row["input_tokens"] += sizes[key]
+        row["output_tokens"] += expected_output(cond, design.rubric.criteria) * request.n
+    table = pd.DataFrame(list(rows.values()))
+    costs = []
+    for cond in design.conditions:
+        row = rows[cond.id]
+        cost = cost_usd(cond.price_model or cond.model, row["input_tokens"], row["output_tokens"], batch=batch)
+        costs.append(float("nan") if cost is None else cost)
+    table["cost_usd"] = costs
+    return table
+
+
+def call_estimate(
+    cond: Condition, messages: list[dict[str, str]], criteria: Sequence[str], *, batch: bool = False, n: int = 1
+) -> float | None:
+    """The estimated cost of one call asking for ``n`` choices (as :func:`estimate` prices it); None for an unpriced model."""
+    return cost_usd(
+        cond.price_model or cond.model, input_tokens(messages), expected_output(cond, criteria) * n, batch=batch, warn=False
+    )
+
+
+def summarise_estimate(table: pd.DataFrame) -> str:
+    """One line for a dry run: calls, tokens and cost (and which models are unpriced)."""
+    cost = table["cost_usd"].sum(min_count=1)
+    unpriced = sorted(set(table.loc[table["cost_usd"].isna(), "model"]))
+    text = (
+        f"dry run: {int(table['calls'].sum()):,} calls, ~{int(table['input_tokens'].sum()):,} input tokens, "
+        f"~{int(table['output_tokens'].sum()):,} output tokens, ~${0.0 if pd.isna(cost) else cost:,.2f}"
+    )
+    if unpriced:
+        text += f" (not counting unpriced models {unpriced})"
+    return text + "; nothing was sent"
