@@ -44,6 +44,8 @@ HEADERS = {
     "std_error": "Standard error", "df": "df", "df1": "df1", "df2": "df2", "ddof": "ddof",
     "n_below": "Items below", "n_undefined": "Items with undefined SD",
     "n_items_sd_undefined": "Items with undefined SD", "sd_total": "SD of total",
+    "n_attempts_high": "Attempts at higher level", "n_items_high": "Items at higher level",
+    "n_items_decided": "Items with a majority", "n_items_flipping": "Items flipping",
 }  # fmt: skip
 #: Words written as abbreviations or in capitals inside headers.
 _WORDS = {"sd": "SD", "iqr": "IQR", "ci": "CI", "mae": "MAE", "kl": "KL", "icc": "ICC", "q1": "Q1", "q3": "Q3",
