@@ -369,7 +369,15 @@ def _criteria(log: pd.DataFrame, rubric: Rubric | None) -> tuple[list[Criterion]
     for column, row in text_among_numbers(log).items():  # a score column with a typo is named, never dropped silently
         notes.append(f"Column {column!r} is mostly numbers but also holds text (e.g. {log[column].iloc[row]!r}), so it is not "
                      "taken as a criterion: correct it, or pass rubric= to analyse it (the conditions holding text are then named).")  # fmt: skip
-    found = [Criterion(c, c) for c in numeric] + ([Criterion("total", "Total")] if "total" in log else [])
+    found = [Criterion(c, c) for c in numeric]
+    if "total" in log:
+        scales = {c: tuple(pd.to_numeric(log[c], errors="coerce").agg(["min", "max"])) for c in numeric}
+        if len(set(scales.values())) <= 1 and not any(binary_levels(log[c], None) for c in numeric):
+            found.append(Criterion("total", "Total"))
+        else:  # a 0/1 item beside 1-5 ones: their sum is no score (the README's analysis asks the rubric the same)
+            ranges = ", ".join(f"{c} {lo:g}-{hi:g}" for c, (lo, hi) in scales.items())
+            notes.append(f"The total is not analysed: no rubric says the sum of the criteria is a score, and the criteria "
+                         f"have different scales or two levels ({ranges}); pass a rubric with total_meaningful: true to analyse it.")  # fmt: skip
     if not found:
         raise DataError("the log has no score column: no rubric criterion, no numeric column outside the schema, no total")
     if numeric:
@@ -553,8 +561,10 @@ def add_spread(section: Section, context: _Context, criterion: Criterion, stem: 
                              "(median and quartiles). The per-item table is in tables/" + f"{stem}_item_spread.csv."]),
                 Table(table, f"{criterion.name}: per-item spread", f"{stem}_item_spread", context.confidence, inline=False))  # fmt: skip
     if table["sd"].notna().any():
+        _, key = figures.condition_ticks(sorted(table.loc[table["sd"].notna(), CONDITION].astype(str).unique()))
         section.add(Figure(figures.sd_by_condition(table, condition=CONDITION, title=criterion.name),
-                           f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"))  # fmt: skip
+                           f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"
+                           + (f" (conditions: {key.replace(chr(160), ' ')})" if key else "")))  # fmt: skip
     return table
 
 

@@ -199,3 +199,109 @@ def test_a_torn_log_with_missing_planned_attempts_is_reported_as_such(tmp_path):
 
 def test_a_complete_log_has_no_incomplete_note(document):
     assert "Incomplete log" not in document.to_markdown()
+
+
+# --- 5. presentation ----------------------------------------------------------------------------------
+LIBRARY_TEXT = re.compile(r"Warning\b|invalid value encountered|divide by zero|More than 20 figures|boundary \(singular\) fit"
+                          r"|isSingular|Traceback|FutureWarning|DeprecationWarning")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """The report of two logs sharing ids with other settings (six long condition labels), written out."""
+    folder = tmp_path_factory.mktemp("generic")
+    logs = [_write(folder, name, own_log(max_tokens=m)) for name, m in (("a.jsonl", 1000), ("b.jsonl", 500))]
+    report(logs, rubric=RUBRIC, out=folder / "out", random_state=0)
+    return folder / "out"
+
+
+def test_no_library_warning_text_in_any_output(written):
+    for path in [written / "report.md", written / "report.html", *sorted((written / "tables").glob("*.csv"))]:
+        found = LIBRARY_TEXT.search(path.read_text(encoding="utf-8"))
+        assert found is None, (path.name, found and found.group(0))
+
+
+def _markdown_tables(markdown: str):
+    """(header cells, rows of cells) of every Markdown table."""
+    blocks = re.findall(r"((?:^\|.*\|\n)+)", markdown + "\n", flags=re.MULTILINE)
+    for block in blocks:
+        lines = [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in block.strip().splitlines()]
+        yield lines[0], lines[2:]
+
+
+COUNT_HEADERS = {"Items", "Attempts", "N", "Scores", "Raters", "Errors", "Ties", "Items at higher level",
+                 "Items with a majority", "Items flipping", "Attempts at higher level", "Pairs", "Zero", "df"}
+P_CELL = re.compile(r"^(< \.001|> \.999|\.\d{3}|—)$")
+
+
+def test_decimals_follow_one_rule_per_statistic_type(written):
+    markdown = (written / "report.md").read_text(encoding="utf-8")
+    checked = 0
+    for head, rows in _markdown_tables(markdown):
+        methods = [row[head.index("Method")] for row in rows] if "Method" in head else [""] * len(rows)
+        for column, name in enumerate(head):
+            cells = [row[column] for row in rows]
+            if name in COUNT_HEADERS:
+                assert all(re.fullmatch(r"[\d,]+|—", c) for c in cells), (name, cells)
+            elif "P value" in name:
+                assert all(P_CELL.match(c) for c in cells), (name, cells)
+            elif name == "Statistic":
+                for cell, method in zip(cells, methods):
+                    if re.search("Wilcoxon|Mann-Whitney", method):  # a rank sum: a whole or half number
+                        assert re.fullmatch(r"-?[\d,]+(\.5)?", cell), (cell, method)
+                    else:
+                        assert re.fullmatch(r"-?[\d,]+\.\d\d|—", cell), (cell, method)
+                checked += 1
+    assert checked >= 3
+
+
+def test_halves_are_rounded_by_one_rule():
+    from hce.report.tables import format_ci, format_number
+
+    assert [format_number(v) for v in (0.125, 0.375, 2.675, -0.125)] == ["0.13", "0.38", "2.68", "-0.13"]
+    assert format_ci(0.125, 0.875, estimate=0.5) == "0.50 [0.13, 0.88]"
+
+
+def test_tables_with_an_estimate_give_their_counts(written):
+    for path in sorted((written / "tables").glob("*.csv")):
+        frame = pd.read_csv(path)
+        if "estimate" in frame and "component" not in frame and "metric" not in frame or path.stem.endswith("_binary"):
+            assert any(c == "n" or c.startswith("n_") for c in frame.columns), path.stem
+
+
+def test_condition_ticks_never_overlap():
+    from hce.report.figures import sd_by_condition
+
+    for names in (["plain [max_tokens 1000]", "plain [max_tokens 500]"],
+                  [f"a_condition_with_a_long_name_{k} [max_tokens 1000]" for k in range(4)],
+                  [f"cond_{k}" for k in range(12)]):  # fmt: skip
+        spread = pd.DataFrame({"condition_id": np.repeat(names, 5), "sd": np.tile(np.linspace(0, 1, 5), len(names))})
+        fig = sd_by_condition(spread, condition="condition_id")
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        boxes = [label.get_window_extent(renderer) for label in fig.axes[0].get_xticklabels()]
+        assert all(not a.overlaps(b) for a, b in zip(boxes, boxes[1:])), names
+        labels = [label.get_text() for label in fig.axes[0].get_xticklabels()]
+        if labels[0] == "C1":  # codes: the key is printed with the figure, every name in it
+            key = " ".join(t.get_text() for t in fig.texts).replace("\u00a0", " ").replace("\n", " ")
+            assert all(name in key for name in names)
+        assert all(fig.bbox.contains(b.x0, b.y0) and fig.bbox.contains(b.x1, b.y1) for b in boxes)
+
+
+# --- 4. the total only where it is a score -------------------------------------------------------------
+def test_a_meaningless_total_is_never_analysed_even_without_a_rubric():
+    log = own_log().assign(total=lambda d: d["accurate"] + d["stigma"])
+    for rubric in (RUBRIC, None):  # the rubric says so; with none, the 0/1 beside the 1-5 column says so
+        doc = report(log, rubric=rubric, random_state=0)
+        assert not any(s.title.startswith("Criterion: Total") for s in doc.sections)
+        assert "The total is not analysed" in doc.to_markdown()
+    same = log.assign(stigma=lambda d: 6 - d["accurate"], total=lambda d: d["accurate"] + d["stigma"])  # two 1-5 scales
+    assert any(s.title.startswith("Criterion: Total") for s in report(same, random_state=0).sections)
+
+
+def test_the_readme_analysis_asks_the_rubric_before_taking_the_total():
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    analysis = readme.split("<!-- analysis-start -->", 1)[1].split("<!-- analysis-end -->", 1)[0]
+    assert 'score = "total" if rubric.total_is_meaningful else' in analysis
