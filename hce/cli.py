@@ -583,8 +583,11 @@ def report(
         if engine != "pandas":  # a lazy log in its engine (auto: pandas when the files are small)
             log = hce.read_log(logs[0], engine=engine)
         else:
-            # An attempt in two files is refused here; a torn last line becomes a note of the report.
-            log = None if study_folder else read_with_notes(hce.read_log, logs)[0]
+            # An attempt in two files is refused here (unless made with other settings: hce.report.generic.read_logs);
+            # a torn last line becomes a note of the report.
+            from hce.report.generic import read_logs
+
+            log = None if study_folder else read_with_notes(read_logs, logs)[0]
         if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):
             from hce.study.report import (
                 bayes_section,

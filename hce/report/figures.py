@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib
@@ -18,6 +19,49 @@ from hce._checks import require_columns  # noqa: E402
 _LINES = ("-", "--", ":", "-.")
 #: Most items per condition drawn as points in :func:`sd_by_condition`.
 MAX_POINTS = 500
+
+
+#: Most lines a wrapped tick label may take before the labels become codes with a key.
+MAX_TICK_LINES = 3
+
+
+def condition_ticks(names: Sequence[str], *, width_in: float = 6.0) -> tuple[list[str], str | None]:
+    """Tick labels that do not overlap: the names wrapped to their slot, or codes C1, C2, ... and their key.
+
+    A slot is the axis width shared by the ticks, at about 13 characters an inch (10 pt). A
+    name that wraps to more than :data:`MAX_TICK_LINES` lines in its slot, or holds a word
+    longer than the slot, makes every tick a code; the key (``C1: name; C2: name``) is then
+    returned to be printed with the figure.
+
+    Examples
+    --------
+    >>> condition_ticks(["a", "b"])
+    (['a', 'b'], None)
+    >>> condition_ticks([f"plain [max_tokens {m}]" for m in (100, 200, 300, 400, 500)])[0][0]
+    'plain\\n[max_tokens\\n100]'
+
+    >>> condition_ticks([f"condition_with_a_long_name_{k}" for k in range(8)])[1][:41].replace("\\u00a0", " ")
+    'C1: condition_with_a_long_name_0; C2: con'
+    """
+    names = [str(n) for n in names]
+    chars = max(4, int(width_in * 13 / max(len(names), 1)) - 1)
+    wrapped = [textwrap.fill(n, chars, break_long_words=False) for n in names]  # a word cut in two is misread
+    if all(w.count("\n") < MAX_TICK_LINES and max(map(len, w.split("\n"))) <= chars for w in wrapped):
+        return wrapped, None
+    codes = [f"C{k + 1}" for k in range(len(names))]
+    # A no-break space keeps each code on the line of its name when the key is wrapped.
+    return codes, "; ".join(f"{c}:\u00a0{n}" for c, n in zip(codes, names))
+
+
+def _set_condition_ticks(fig: Figure, ax: plt.Axes, names: Sequence[str]) -> None:
+    """Condition ticks via :func:`condition_ticks`; a key of codes is printed under the axes."""
+    ticks, key = condition_ticks(names, width_in=fig.get_figwidth())
+    ax.set_xticks(range(len(ticks)), ticks)
+    if key is not None:
+        text = textwrap.fill(f"Key: {key}", int(fig.get_figwidth() * 15))
+        fig.set_figheight(fig.get_figheight() + 0.18 * (text.count("\n") + 1))
+        fig.text(0.01, 0.01, text, fontsize=8, va="bottom", ha="left")
+        fig.tight_layout(rect=(0, 0.18 * (text.count("\n") + 1) / fig.get_figheight() + 0.01, 1, 1))
 
 
 def _axes(width: float = 6.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
@@ -50,12 +94,12 @@ def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", tit
     rng = np.random.default_rng(0)
     for position, values in enumerate(groups if max(map(len, groups), default=0) <= MAX_POINTS else []):
         ax.scatter(position + rng.uniform(-0.2, 0.2, values.size), values, s=6, color="0.15", alpha=0.6, zorder=3)
-    ax.set_xticks(range(len(order)), order)
     ax.set_xlabel(condition.replace("_", " "))
     ax.set_ylabel("SD of repeated scores (per item)")
     if title:
         ax.set_title(title)
     fig.tight_layout()
+    _set_condition_ticks(fig, ax, order)  # after the layout: a key of codes takes room under it
     return fig
 
 
@@ -105,9 +149,9 @@ def bar_with_ci(table: pd.DataFrame, *, label: str, estimate: str = "estimate", 
     low = y - table["ci_low"].to_numpy(dtype=float)
     high = table["ci_high"].to_numpy(dtype=float) - y
     ax.errorbar(x, y, yerr=[low, high], fmt="o", color="0.1", capsize=4)
-    ax.set_xticks(x, table[label].astype(str), rotation=0)
     ax.set_ylabel(ylabel)
     fig.tight_layout()
+    _set_condition_ticks(fig, ax, table[label].astype(str).tolist())
     return fig
 
 

@@ -16,12 +16,14 @@ Every number comes from :mod:`hce.stats`; nothing here computes a statistic of i
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,19 +33,21 @@ from hce._vocabulary import keywords_checked
 import hce.stats as hs
 from hce._docstrings import fill_doc
 from hce.engines import is_lazy_log
-from hce.errors import DataError, HceError, HceWarning
+from hce.errors import DataError, HceError, HceWarning, LogFormatError
 from hce.log import COLUMNS, combine_logs, read_log, text_among_numbers
 from hce.report import figures
-from hce.report.binary import as_high, binary_levels, binary_summary, nominal_agreement
+from hce.report.binary import as_high, binary_levels, binary_summary, condition_effects, nominal_agreement
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
-from hce.report.provenance import NOTES, log_notes, read_with_notes, separate_settings
+from hce.report.provenance import NOTES, SETTINGS, log_notes, read_with_notes, separate_settings
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
 
 CONDITION = "condition_id"
 ITEM = "item_id"
+#: Where a frame read by :func:`read_logs` keeps the items its logs planned (``<log>.settings.json``).
+PLANNED = "hce_planned_items"
 #: Condition attributes shown beside ``condition_id`` (never grouped on).
 ATTRIBUTES = ("experiment_id", "prompt_id", "model", "temperature", "top_p", "max_tokens")
 SIM_FINGERPRINT = "fp_hce_sim_"  # hce.collect.sim's system_fingerprint prefix
@@ -156,7 +160,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    overview.add(*read_notes, *split, *notes)
+    overview.add(*read_notes, *missing_attempts(frame, frame.attrs.get(PLANNED) or planned_items(log)), *split, *notes)
     _cost_section(document, context)
     for criterion in criteria:
         _criterion_section(document, context, criterion)
@@ -216,7 +220,7 @@ def _read(log: Any) -> pd.DataFrame:
     if not parts:
         raise DataError("no attempt log given")
     if all(isinstance(p, (str, os.PathLike)) for p in parts):
-        frame = read_log(parts)  # an attempt in two files is refused here, naming files and lines
+        frame = read_logs(parts)
     else:
         frame = combine_logs([read_log(p) if isinstance(p, (str, os.PathLike)) else p for p in parts])
     notes = log_notes(*(p for p in parts if isinstance(p, pd.DataFrame)))  # a torn line of a log read before
@@ -225,6 +229,121 @@ def _read(log: Any) -> pd.DataFrame:
     if "error_flag" not in frame:
         frame = frame.assign(error_flag=False)
     return frame
+
+
+def read_logs(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """Log files as one; an attempt id in two files is refused unless its rows were made with different settings.
+
+    Attempt ids hash experiment, item, condition id and attempt number, not the settings, so
+    a condition id run again with other settings (another ``max_tokens``, model or endpoint)
+    into another log repeats the ids of the first run. Those rows are other attempts: their
+    ids are qualified by their file's name and :func:`separate_settings` keeps the two
+    conditions apart. Rows repeated with the same settings are the same attempts twice and
+    stay refused (by :func:`hce.log.read_log`, naming files and lines).
+    """
+    try:
+        frame = read_log(paths)
+    except LogFormatError as refused:
+        frame = _apart(paths, refused)
+    frame.attrs[PLANNED] = planned_items(paths)  # a report of this frame knows the plan recorded beside the files
+    return frame
+
+
+def _apart(paths: Sequence[str | os.PathLike], refused: LogFormatError) -> pd.DataFrame:
+    """The logs with attempt ids repeated under other settings qualified by file name, or ``refused`` raised."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the first reading already warned (a torn line is noted from it)
+        frames = [read_log(p) for p in paths]
+    columns = [c for c in SETTINGS if all(c in f for f in frames)]
+    if not columns:
+        raise refused
+    keys = [f[columns].astype("string").fillna("").agg("\x1f".join, axis=1) for f in frames]
+    seen: dict[str, str] = {}
+    qualified = False
+    for k, frame in enumerate(frames):
+        ids = frame["attempt_id"].astype(str)
+        repeated = ids.isin(seen.keys())
+        same = repeated & (ids.map(seen) == keys[k])
+        if same.any():
+            _refuse_other_server(frames[:k], paths[:k], frame.loc[same], paths[k])
+            raise refused  # the same attempt, same settings, twice: counted once only
+        if repeated.any():
+            frames[k] = frame.assign(attempt_id=ids.where(~repeated, ids + "@" + Path(paths[k]).name))
+            qualified = True
+        seen.update(zip(frames[k]["attempt_id"].astype(str), keys[k]))
+    if not qualified:
+        raise refused  # refused for another reason than settings (a retry's sidecar with its log)
+    return combine_logs(frames)
+
+
+def planned_items(log: Any) -> dict[str, set[str]]:
+    """The items each experiment planned, from the ``<log>.settings.json`` hce collect keeps beside each log file."""
+    parts = list(log) if isinstance(log, Sequence) and not isinstance(log, str) else [log]
+    planned: dict[str, set[str]] = {}
+    for part in parts:
+        if not isinstance(part, (str, os.PathLike)):
+            continue
+        sidecar = Path(part).with_name(Path(part).name + ".settings.json")
+        try:
+            kept = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else {}
+        except ValueError:
+            continue  # hce collect refuses it on the next resume; the report counts from the log alone
+        for experiment, items in (kept.get("items") or {}).items():
+            planned.setdefault(str(experiment), set()).update(map(str, items))
+    return planned
+
+
+def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = None) -> list[str]:
+    """Notes for conditions with fewer attempts than planned: every planned item times the most attempts of any item.
+
+    The plan is each item of the experiment (those of ``planned``, the design's items hce
+    collect recorded, and those in the log) judged as often as the condition's most-judged
+    item; an item x attempt number absent from the log is a planned attempt missing (a run
+    stopped early, or a log cut short).
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"condition_id": "a", "item_id": ["T1", "T1", "T2"], "attempt": [1, 2, 1]})
+    >>> missing_attempts(log, {})
+    ['Incomplete log: condition a has 3 of 4 planned attempts (2 items x 2 attempts); 1 missing (T2: 1).']
+    """
+    if "attempt" not in log or not len(log):
+        return []
+    experiment = log["experiment_id"].astype(str) if "experiment_id" in log else pd.Series("", index=log.index)
+    notes = []
+    for (exp, condition), part in log.groupby([experiment, log[CONDITION]], sort=True):
+        items = sorted(set(part[ITEM].astype(str)) | (planned or {}).get(exp, set()))
+        most = pd.to_numeric(part["attempt"], errors="coerce").max()
+        if not np.isfinite(most):
+            continue
+        attempts = int(most)
+        done = set(zip(part[ITEM].astype(str), pd.to_numeric(part["attempt"], errors="coerce")))
+        missing = {item: sum((item, a) not in done for a in range(1, attempts + 1)) for item in items}
+        missing = {item: n for item, n in missing.items() if n}
+        if not missing:
+            continue
+        total = len(items) * attempts
+        listed = ", ".join(f"{item}: {n}" for item, n in list(missing.items())[:10]) + (", ..." if len(missing) > 10 else "")
+        notes.append(f"Incomplete log: condition {condition} has {total - sum(missing.values()):,} of {total:,} planned attempts "
+                     f"({len(items)} items x {attempts} attempts); {sum(missing.values()):,} missing ({listed}).")  # fmt: skip
+    return notes
+
+
+def _refuse_other_server(earlier: Sequence[pd.DataFrame], names: Sequence[Any], rows: pd.DataFrame, name: Any) -> None:
+    """Same ids, same settings, but another server answered (its ``system_fingerprint``): name it, never pool."""
+    if "system_fingerprint" not in rows:
+        return
+    for frame, first in zip(earlier, names):
+        if "system_fingerprint" not in frame:
+            continue
+        match = frame.set_index("attempt_id")["system_fingerprint"].reindex(rows["attempt_id"].astype(str))
+        differ = rows["system_fingerprint"].astype(str).to_numpy() != match.astype(str).to_numpy()
+        if match.notna().to_numpy().any() and differ.any():
+            row = rows[differ].iloc[0]
+            raise DataError(f"condition {row[CONDITION]!r} has the same settings in {first} and {name} but was answered by "
+                            f"different servers (system_fingerprint {match[differ].iloc[0]} / {row['system_fingerprint']}), "
+                            "and its attempts share ids: report the logs one at a time, or run one of them under another "
+                            "condition id; rows of two servers are never pooled as one condition")  # fmt: skip
 
 
 def _criteria(log: pd.DataFrame, rubric: Rubric | None) -> tuple[list[Criterion], list[str]]:
@@ -250,7 +369,15 @@ def _criteria(log: pd.DataFrame, rubric: Rubric | None) -> tuple[list[Criterion]
     for column, row in text_among_numbers(log).items():  # a score column with a typo is named, never dropped silently
         notes.append(f"Column {column!r} is mostly numbers but also holds text (e.g. {log[column].iloc[row]!r}), so it is not "
                      "taken as a criterion: correct it, or pass rubric= to analyse it (the conditions holding text are then named).")  # fmt: skip
-    found = [Criterion(c, c) for c in numeric] + ([Criterion("total", "Total")] if "total" in log else [])
+    found = [Criterion(c, c) for c in numeric]
+    if "total" in log:
+        scales = {c: tuple(pd.to_numeric(log[c], errors="coerce").agg(["min", "max"])) for c in numeric}
+        if len(set(scales.values())) <= 1 and not any(binary_levels(log[c], None) for c in numeric):
+            found.append(Criterion("total", "Total"))
+        else:  # a 0/1 item beside 1-5 ones: their sum is no score (the README's analysis asks the rubric the same)
+            ranges = ", ".join(f"{c} {lo:g}-{hi:g}" for c, (lo, hi) in scales.items())
+            notes.append(f"The total is not analysed: no rubric says the sum of the criteria is a score, and the criteria "
+                         f"have different scales or two levels ({ranges}); pass a rubric with total_meaningful: true to analyse it.")  # fmt: skip
     if not found:
         raise DataError("the log has no score column: no rubric criterion, no numeric column outside the schema, no total")
     if numeric:
@@ -434,8 +561,10 @@ def add_spread(section: Section, context: _Context, criterion: Criterion, stem: 
                              "(median and quartiles). The per-item table is in tables/" + f"{stem}_item_spread.csv."]),
                 Table(table, f"{criterion.name}: per-item spread", f"{stem}_item_spread", context.confidence, inline=False))  # fmt: skip
     if table["sd"].notna().any():
+        _, key = figures.condition_ticks(sorted(table.loc[table["sd"].notna(), CONDITION].astype(str).unique()))
         section.add(Figure(figures.sd_by_condition(table, condition=CONDITION, title=criterion.name),
-                           f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"))  # fmt: skip
+                           f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"
+                           + (f" (conditions: {key.replace(chr(160), ' ')})" if key else "")))  # fmt: skip
     return table
 
 
@@ -444,8 +573,8 @@ def _binary(section: Section, context: _Context, criterion: Criterion, stem: str
     column, low, high = criterion.column, *map(str, levels)
     context = dataclasses.replace(context, log=as_high(context.log, column, levels))
     section.add(f"{criterion.name} has two levels ({low}, {high}), so it is analysed as a binary outcome: the share of "
-                f"items at {high}, the flips of repeated attempts and their agreement on the nominal level (no SD, ICC or "
-                "variance decomposition, which describe a scale).")  # fmt: skip
+                f"items at {high}, the flips of repeated attempts, their agreement on the nominal level and a binomial model of "
+                "the conditions (no SD, rank tests of means, ICC, interval alpha or variance decomposition, which describe a scale).")  # fmt: skip
 
     def shares() -> None:
         section.add(Table(binary_summary(context.log, column, confidence=context.confidence),
@@ -453,8 +582,16 @@ def _binary(section: Section, context: _Context, criterion: Criterion, stem: str
                           f"{stem}_binary", context.confidence))  # fmt: skip
 
     def tests() -> None:
-        spread = hs.item_spread(context.log, item=ITEM, condition=CONDITION, score=column, error="error_flag")
-        _tests(section, context, spread, "mean", f"share of attempts at {high}", stem, criterion.name)
+        if context.log.loc[context.log[column].notna(), CONDITION].nunique() < 2:
+            context.skip(f"{section.title}: comparison of conditions", "fewer than two conditions with a valid score",
+                         "compare conditions: log two or more condition_id values", applicable=False)  # fmt: skip
+            return
+        effects, omnibus, why = condition_effects(context.log, column, confidence=context.confidence, random_state=context.rng)
+        section.add(why, Table(omnibus, f"{criterion.name}: does the share at {high} differ between conditions?",
+                               f"{stem}_condition_test", context.confidence),
+                    Table(effects, f"{criterion.name}: each condition against {effects['reference'].iloc[0]} "
+                          f"({effects['effect'].iloc[0]} of an attempt at {high})", f"{stem}_condition_effects",
+                          context.confidence))  # fmt: skip
 
     def agreement() -> None:
         table, skipped = nominal_agreement(context.log, column, confidence=context.confidence)
@@ -463,7 +600,7 @@ def _binary(section: Section, context: _Context, criterion: Criterion, stem: str
             section.add(Table(table, f"{criterion.name}: agreement of repeated attempts on the nominal level (Fleiss' kappa, "
                               "each attempt a rater)", f"{stem}_agreement", context.confidence))  # fmt: skip
 
-    for what, build in (("shares", shares), (f"tests of the share at {high}", tests), ("nominal agreement", agreement)):
+    for what, build in (("shares", shares), (f"comparison of the share at {high}", tests), ("nominal agreement", agreement)):
         _attempt(context, section, what, build)
 
 

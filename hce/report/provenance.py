@@ -4,7 +4,7 @@ A condition is its ``condition_id`` *and* the settings that made it (model, prom
 endpoint: the ``settings_hash`` fingerprint the runner logs). Two logs may use one id for
 different settings (a ``plain`` condition run against two servers with two ``max_tokens``);
 pooling them would mix two judges into one. :func:`separate_settings` keeps them apart under
-ids that say so, and the report says it did. :func:`read_with_notes` reads logs and turns a
+ids that name the differing settings, and the report says it did. :func:`read_with_notes` reads logs and turns a
 torn last line (a run stopped mid-write) into a note the report prints, not only a warning on
 stderr.
 """
@@ -27,17 +27,18 @@ SETTINGS = ("settings_hash", "model", "prompt_id", "temperature", "max_tokens", 
 def separate_settings(log: pd.DataFrame, *, condition: str = "condition_id") -> tuple[pd.DataFrame, list[str]]:
     """The log with each ``condition`` value run under different settings split into one id per settings.
 
-    Returns the log (a copy when an id was split: ``plain`` becomes ``plain#3f2a1c`` and
-    ``plain#9b0e47``, suffixes from the settings' digest) and one note per id split, naming the
-    settings that differ and the rows of each. A log whose conditions each have one set of
-    settings is returned as it is, with no note.
+    Returns the log (a copy when an id was split: ``plain`` becomes ``plain [max_tokens 1000]``
+    and ``plain [max_tokens 500]``, labelled by the settings that differ, or by the settings'
+    digest, ``plain [settings 3f2a1c]``, when only the fingerprint does) and one note per id
+    split, naming the settings that differ and the rows of each. A log whose conditions each
+    have one set of settings is returned as it is, with no note.
 
     Examples
     --------
     >>> log = pd.DataFrame({"condition_id": ["plain"] * 4, "max_tokens": [1000, 1000, 500, 500]})
     >>> out, notes = separate_settings(log)
     >>> sorted(out["condition_id"].unique())
-    ['plain#0604cd', 'plain#405101']
+    ['plain [max_tokens 1000]', 'plain [max_tokens 500]']
     >>> notes[0][:80]
     "Condition 'plain' was run with 2 different settings (max_tokens 1000 / 500): kep"
     """
@@ -54,12 +55,16 @@ def separate_settings(log: pd.DataFrame, *, condition: str = "condition_id") -> 
         if keys.nunique() < 2:
             continue
         renamed = log[condition].astype(object).copy() if renamed is None else renamed
-        tags = {key: hashlib.sha256(key.encode()).hexdigest()[:6] for key in keys.unique()}
-        for key, tag in tags.items():
-            renamed.loc[keys.index[keys == key]] = f"{cid}#{tag}"
         differing = [c for c in used if c != "settings_hash" and rows[c].nunique() > 1]
+        # Labelled by what differs, so a reader sees which is which; by the digest where that is not unique.
+        tags = {key: "; ".join(f"{c} {rows.loc[keys == key, c].iloc[0]}" for c in differing) for key in keys.unique()}
+        if len(set(tags.values())) < len(tags):
+            tags = {key: f"settings {hashlib.sha256(key.encode()).hexdigest()[:6]}" for key in tags}
+        tags = {key: f"{cid} [{tag}]" for key, tag in tags.items()}
+        for key, tag in tags.items():
+            renamed.loc[keys.index[keys == key]] = tag
         what = "; ".join(f"{c} {' / '.join(rows[c].unique())}" for c in differing) or "settings_hash only"
-        parts = ", ".join(f"'{cid}#{tags[key]}' ({int((keys == key).sum())} rows)" for key in keys.unique())
+        parts = ", ".join(f"'{tags[key]}' ({int((keys == key).sum())} rows)" for key in keys.unique())
         notes.append(f"Condition {cid!r} was run with {len(tags)} different settings ({what}): kept apart as {parts}. "
                      "A condition is its condition_id and its settings; rows of different settings are never pooled.")  # fmt: skip
     if renamed is None:

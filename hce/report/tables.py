@@ -19,6 +19,7 @@ import io
 import math
 import re
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +30,9 @@ import pyarrow.csv as pa_csv
 from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS
 
 P_COLUMNS = ("p_value", "p_adjusted", "p")
-INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "count")
+INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "count", "attempts_per_item")
+#: A method naming one of these makes ``statistic`` a rank sum (U, V, T): shown as the whole or half number it is.
+RANK_SUMS = re.compile(r"Wilcoxon|Mann-Whitney|rank-sum|signed-rank", re.IGNORECASE)
 #: Each point column and the two columns of its interval (the vocabulary's result columns).
 INTERVALS = {point: (low, high) for point, low, high in (ESTIMATE_COLUMNS, EFFECT_COLUMNS)}
 #: Most decimals shown; a smaller number is shown in scientific notation.
@@ -44,6 +47,8 @@ HEADERS = {
     "std_error": "Standard error", "df": "df", "df1": "df1", "df2": "df2", "ddof": "ddof",
     "n_below": "Items below", "n_undefined": "Items with undefined SD",
     "n_items_sd_undefined": "Items with undefined SD", "sd_total": "SD of total",
+    "n_attempts_high": "Attempts at higher level", "n_items_high": "Items at higher level",
+    "n_items_decided": "Items with a majority", "n_items_flipping": "Items flipping",
 }  # fmt: skip
 #: Words written as abbreviations or in capitals inside headers.
 _WORDS = {"sd": "SD", "iqr": "IQR", "ci": "CI", "mae": "MAE", "kl": "KL", "icc": "ICC", "q1": "Q1", "q3": "Q3",
@@ -141,13 +146,19 @@ def decimals_needed(values: Sequence[float], digits: int = 2, *, width: float | 
 
 
 def _fixed(x: float, decimals: int | None) -> str:
+    """``x`` to ``decimals`` places, halves rounded away from zero on the decimal digits shown.
+
+    Binary floats make ``f"{0.125:.2f}"`` "0.12" but ``f"{0.375:.2f}"`` "0.38"; rounding the
+    shortest decimal form of ``x`` gives one rule for every half (0.13, 0.38).
+    """
     if math.isnan(x):
         return "—"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
     if decimals is None or abs(x) >= LARGE:
         return f"{x:.1e}"
-    return f"{x:,.{decimals}f}"
+    rounded = Decimal(repr(x)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    return f"{rounded:,.{decimals}f}".replace("-0.", "0.") if rounded == 0 else f"{rounded:,.{decimals}f}"
 
 
 def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | None = None) -> str:
@@ -236,6 +247,7 @@ class Table:
         merged = {point: ends for point, ends in intervals.items() if point in raw.columns}
         alone = {low: high for point, (low, high) in intervals.items() if point not in merged}
         hidden = {end for ends in merged.values() for end in ends} | set(alone.values())
+        methods = raw["method"].astype(str) if "method" in raw else pd.Series("", index=raw.index)
         for column in raw.columns:
             values = raw[column]
             if column in hidden:
@@ -248,6 +260,8 @@ class Table:
                 out.append((level, [format_ci(a, b, self.digits) for a, b in zip(values, raw[alone[column]])], False))
             elif column in P_COLUMNS:
                 out.append((header(column), [format_p(v) for v in values], False))
+            elif column == "statistic" and pd.api.types.is_numeric_dtype(values):
+                out.append((header(column), [_statistic(v, m) for v, m in zip(values, methods)], False))
             elif _looks_integer(column, values):
                 out.append((header(column), [format_number(None if pd.isna(v) else int(v)) for v in values], False))
             else:
@@ -322,6 +336,21 @@ class Table:
             body = io.BytesIO()
             pa_csv.write_csv(table, body, pa_csv.WriteOptions(include_header=False, quoting_style="needed"))
         return header.getvalue() + body.getvalue().decode()
+
+
+def _statistic(value: float, method: str) -> str:
+    """A test statistic to 2 decimals (JAMA); a rank sum (U, V) as its whole or half number, never "11.00".
+
+    Examples
+    --------
+    >>> _statistic(11.0, "Mann-Whitney U"), _statistic(40.5, "Wilcoxon signed-rank"), _statistic(0.4554, "Wald z")
+    ('11', '40.5', '0.46')
+    """
+    if pd.isna(value):
+        return "—"
+    if RANK_SUMS.search(method) and float(value) * 2 == round(float(value) * 2):
+        return _fixed(float(value), 0 if float(value) == round(float(value)) else 1)
+    return _fixed(float(value), 2)
 
 
 _INTERVAL = re.compile(r"\[[^\[\]()]*[\])]")

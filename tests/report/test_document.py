@@ -21,12 +21,13 @@ def test_table_keeps_raw_values_and_formats_for_display():
     table = Table(raw, caption="H1a", name="h1a", notes=["two-sided"])
     shown = table.display_frame()
     assert shown.columns.tolist() == ["Method", "Statistic", "P value", "Estimate (95% CI)", "N"]
-    assert shown.iloc[0].tolist() == ["Mann-Whitney U", "1,234.50", "< .001", "0.41 [0.20, 0.60]", "50"]
+    # U is a rank sum: the half number it is, not "1,234.50" (issue 33)
+    assert shown.iloc[0].tolist() == ["Mann-Whitney U", "1,234.5", "< .001", "0.41 [0.20, 0.60]", "50"]
     # floats in their shortest form that reads back exactly
     assert table.to_csv().splitlines()[1] == "Mann-Whitney U,1234.5,0.00012,0.41234,0.2,0.6,50"
     quoted = Table(raw.assign(method="U, exact"), caption="H1a", name="h1a").to_csv()
     pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(quoted)), raw.assign(method="U, exact"), check_dtype=False)
-    assert "| Mann-Whitney U | 1,234.50 | < .001 | 0.41 [0.20, 0.60] | 50 |" in table.to_markdown()
+    assert "| Mann-Whitney U | 1,234.5 | < .001 | 0.41 [0.20, 0.60] | 50 |" in table.to_markdown()
     assert r"$<$ .001" in table.to_latex() and r"\label{tab:h1a}" in table.to_latex()
     assert "<caption>H1a</caption>" in table.to_html()
 

@@ -69,10 +69,11 @@ def test_every_criterion_gets_its_section_and_a_mixed_total_none():
         _table(document, f"accurate_{name}")
     components = _table(document, "accurate_variance_components")["component"].tolist()
     assert len(components) == 4  # item, condition, item x condition, residual
-    # The 0/1 criterion is analysed as binary (issue 33): shares, flips, nominal agreement; no SD, ICC, G study.
+    # The 0/1 criterion is analysed as binary (issue 33): shares, flips, nominal agreement, a binomial GLMM of the
+    # conditions; no SD, rank test of means, ICC or G study.
     names = {t.name for t in document.tables()}
-    assert {"stigma_binary", "stigma_mean_test", "stigma_agreement"} <= names
-    assert not {"stigma_spread", "stigma_sd_test", "stigma_variance_components", "stigma_reliability"} & names
+    assert {"stigma_binary", "stigma_condition_test", "stigma_condition_effects", "stigma_agreement"} <= names
+    assert not {"stigma_spread", "stigma_sd_test", "stigma_mean_test", "stigma_variance_components", "stigma_reliability"} & names
     reliability = _table(document, "accurate_reliability")
     assert sorted(reliability["condition_id"].unique()) == ["a", "b", "c"]
     # No logprobs in this log: calibration is listed as not reported, with its reason.

@@ -36,7 +36,8 @@ def test_two_logs_sharing_a_condition_id_with_other_settings_are_kept_apart(tmp_
     markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "Condition 'plain' was run with 2 different settings (max_tokens 1000 / 400; endpoint server-a / server-b)" in markdown
     spread = pd.read_csv(tmp_path / "out" / "tables" / "clarity_spread.csv")
-    assert sorted(spread["condition_id"].str.split("#").str[0]) == ["plain", "plain"]  # two conditions, never one
+    assert sorted(spread["condition_id"]) == ["plain [max_tokens 1000; endpoint server-a]",
+                                              "plain [max_tokens 400; endpoint server-b]"]  # two conditions, never one
     assert (spread["n_items"] == 6).all()
 
 
