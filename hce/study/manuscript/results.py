@@ -47,7 +47,7 @@ FIGURES = {
 TABLES = {
     "Table 1": ("table1_datasets", "Attempts, transcripts, conditions, errors and total scores per experiment"),
     "Table 2": ("table2_key_results", "Key statistical results for the prompt and model comparisons"),
-    "Table 3": ("table3_reasoning_codes", "Share of coded reasoning segments per code and model (Experiment 4)"),
+    "Table 3": ("table3_reasoning_codes", "Reasoning segments per code and model: segments with the code / segments coded for the model (%) (Experiment 4)"),
 }
 SIMULATED_RESULTS = ("Every score below was produced by hce's simulated judge (hce sim-server), not by the models "
                      "named: the numbers test the pipeline and its analyses, and say nothing about those models.")
