@@ -15,6 +15,7 @@ import base64
 import html
 import io
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -29,6 +30,9 @@ from matplotlib.figure import Figure as MplFigure  # noqa: E402
 
 from hce.errors import HceError  # noqa: E402
 from hce.report.tables import Table  # noqa: E402
+
+#: A figure number a builder wrote at the start of a caption ("Figure 4: ", "Figure 4. ").
+_FIGURE_LABEL = re.compile(r"^Figure \d+[.:]\s*")
 
 #: The file that marks a folder as written by :meth:`Report.write` (and so safe to replace).
 MANIFEST = ".hce-report"
@@ -91,6 +95,26 @@ class Report:
 
     def figures(self) -> list[Figure]:
         return [b for s in self.sections for b in s.blocks if isinstance(b, Figure)]
+
+    def number_figures(self) -> Report:
+        """Number every figure 1, 2, ... in the order the report shows it (JAMA: order of first mention).
+
+        Each figure sits after the text that first refers to it, so the order shown is the order
+        of first mention. A number a builder already wrote (``Figure 4: ...``) is replaced, so
+        sections put together from several builders still count up from 1 without a gap.
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> doc = Report("Demo")
+        >>> _ = doc.section("A").add(Figure(plt.figure(), "a", "Figure 4: Spread"), Figure(plt.figure(), "b", "Bias"))
+        >>> [f.caption for f in doc.number_figures().figures()]
+        ['Figure 1. Spread', 'Figure 2. Bias']
+        >>> plt.close("all")
+        """
+        for number, figure in enumerate(self.figures(), start=1):
+            figure.caption = f"Figure {number}. {_FIGURE_LABEL.sub('', figure.caption)}"
+        return self
 
     def to_markdown(self) -> str:
         lines = [f"# {self.title}", ""]

@@ -5,7 +5,7 @@ is :mod:`hce.study.report_exp4`.
 
 :func:`study_report` runs the PRD's analysis plan for each experiment present in a log
 (``hce.study.analyses``), lays the results out as the paper outline asks (Table 1
-descriptives, Table 2 key results, Figures 1-3), adds the success-metrics scorecard, the
+descriptives, Table 2 key results, every figure numbered as it appears), adds the success-metrics scorecard, the
 hand-offs between experiments and the cost, and gives each experiment's rows the sections
 of the report of any log (:func:`hce.report.report`: per ``condition_id`` and per
 criterion). Nothing here computes a statistic of its own: every number comes from
@@ -16,6 +16,7 @@ last digit.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -288,16 +289,16 @@ def _experiment_figures(experiment_id: str, result: AnalysisResult, prefix: str)
             for source, part in dist.groupby("source", sort=False)
         }
         return [Figure(figures.score_histograms(groups), f"{prefix}_score_histograms",
-                       "Figure 1: Total scores of G1, G2 and the synthetic targets (H1c)")]
+                       "Total scores of G1, G2 and the synthetic targets (H1c)")]
     if experiment_id.startswith(("EXP2", "EXP3")):
         sd = _total_sd(result)
         condition = result["winner"].columns[0]  # the compared factor (prompt_id or model)
-        number, what = ("2", "prompt strategies") if experiment_id.startswith("EXP2") else ("3", "LLM architectures")
+        what = "prompt strategies" if experiment_id.startswith("EXP2") else "LLM architectures"
         return [Figure(figures.sd_by_condition(sd, condition=condition), f"{prefix}_sd_by_condition",
-                       f"Figure {number}: Per-item SD of total scores for the {what}")]
+                       f"Per-item SD of total scores for the {what}")]
     if experiment_id.startswith("EXP5"):
         return [Figure(figures.sd_histogram(_total_sd(result), thresholds=[1.0]), f"{prefix}_sd_histogram",
-                       "Figure 4: Distribution of per-item SDs of the total score for the final tool")]
+                       "Distribution of per-item SDs of the total score for the final tool")]
     return []
 
 
@@ -558,7 +559,7 @@ def _calibration_section(report: Report, results: StudyResults, confidence: floa
                           f"{prefix}_calibration", confidence),
                     Table(bins, f"{EXPERIMENTS[experiment_id][0]}: reliability table", f"{prefix}_reliability_bins", confidence, inline=False),
                     Figure(fig, f"{prefix}_reliability_diagram",
-                           f"Figure 5: Reliability diagram of category-score confidence against agreement with a repeat, "
+                           f"Reliability diagram of category-score confidence against agreement with a repeat, "
                            f"temperature-adjusted beside raw ({prefix})"))  # fmt: skip
 
 
@@ -598,7 +599,47 @@ def bayes_section(report: Report, results: StudyResults, confidence: float, *, r
                             Table(fit.attempts(target_sd=1.0), f"{title}: attempts needed for a mean total with SD <= 1",
                                   f"{prefix}_bayes_attempts", confidence))
         verdict = "converged" if fit.converged else "NOT CONVERGED: " + "; ".join(map(str, fit.flags))
-        section.add(f"{title}: MCMC diagnostics {verdict}.", *(f"Note ({prefix}): {w.message}" for w in caught))
+        section.add(f"{title}: MCMC diagnostics {verdict}.", *(f"Note ({prefix}): {note}" for note in sampler_notes(caught)))
+
+
+#: What a sampling library's warnings are about, in the report's words (their text is not a reader's).
+SAMPLER_TOPICS = (
+    (r"diverg", "the sampler reported divergent transitions: the posterior may be biased where the sampler could not go"),
+    (r"r.?hat", "some R-hat values are above the convergence limit: the chains disagree"),
+    (r"effective sample size|\bess\b", "the effective sample size is small for some parameters: their intervals are imprecise"),
+    (r"tree ?depth", "the sampler reached its maximum tree depth: sampling was inefficient"),
+)
+
+
+def sampler_notes(caught: Sequence[warnings.WarningMessage]) -> list[str]:
+    """The library warnings of a Bayesian fit, rephrased as the report's notes (no library text in any output).
+
+    hce's own diagnostics warning is the section's verdict line already; every other warning
+    is named by what it is about, and what matches no known topic is counted, not quoted.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("There were 3 divergences after tuning. Increase `target_accept`.", UserWarning)
+    ...     warnings.warn("invalid value encountered in log", RuntimeWarning)
+    >>> sampler_notes(caught)
+    ['the sampler reported divergent transitions: the posterior may be biased where the sampler could not go', '1 other message of the numerical libraries during sampling (not about convergence; the diagnostics above decide)']
+    """
+    from hce.stats.bayes.sampling import MCMCDiagnosticsWarning
+
+    notes, other = [], 0
+    for w in caught:
+        if issubclass(w.category, MCMCDiagnosticsWarning):
+            continue
+        topics = [text for pattern, text in SAMPLER_TOPICS if re.search(pattern, str(w.message), flags=re.IGNORECASE)]
+        notes += [t for t in topics if t not in notes]
+        other += not topics
+    if other:
+        notes.append(f"{other} other message{'s' * (other > 1)} of the numerical libraries during sampling (not about "
+                     "convergence; the diagnostics above decide)")
+    return notes
 
 
 def _bayes_skipped(report: Report, results: StudyResults, confidence: float) -> None:
@@ -733,7 +774,7 @@ def study_report(
     if bayes_section not in extra_sections:
         _bayes_skipped(report, results, confidence)
     not_reported_section(report, skipped, confidence)
-    return report
+    return report.number_figures()
 
 
 def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,11 +84,31 @@ def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
     return data
 
 
+def count_and_percent(count: int, n: int) -> str:
+    """``count/n (percent%)``, the percent to one decimal with halves rounded up, from the exact fraction.
+
+    A share printed alone hides its denominator, and a float rounded half-to-even prints 5/40
+    as 0.12 but 15/40 as 0.38; the count and n beside it, and one rounding rule on the exact
+    ratio, leave nothing to guess.
+
+    Examples
+    --------
+    >>> [count_and_percent(k, 40) for k in (1, 5, 15)], count_and_percent(1, 3), count_and_percent(0, 0)
+    (['1/40 (2.5%)', '5/40 (12.5%)', '15/40 (37.5%)'], '1/3 (33.3%)', '0/0 (—)')
+    """
+    if n == 0:
+        return "0/0 (—)"
+    percent = (Decimal(int(count)) * 100 / Decimal(int(n))).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    return f"{int(count)}/{int(n)} ({percent}%)"
+
+
 def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
-    """Table 3: the share of segments per code (rows) and model (columns), from the long frequency table."""
+    """Table 3: segments per code (rows) and model (columns) as ``count/n (percent%)``, from the long frequency table."""
     condition = frequencies.columns[1]  # code_frequencies: code, then the condition column (the model)
-    wide = frequencies.pivot_table(index=["code", "level"], columns=condition, values="estimate", sort=False)
-    wide.columns = [f"share: {model}" for model in wide.columns]  # a model name stays as written in the header
+    cells = frequencies.assign(cell=[count_and_percent(k, n) for k, n in zip(frequencies["count"], frequencies["n"])])
+    wide = cells.pivot(index=["code", "level"], columns=condition, values="cell")
+    wide = wide.reindex(index=cells.set_index(["code", "level"]).index.unique(), columns=cells[condition].unique())
+    wide.columns = [f"count/n (%): {model}" for model in wide.columns]  # a model name stays as written in the header
     return wide.reset_index().rename(columns={"code": "dimension", "level": "code"})
 
 
@@ -106,8 +127,8 @@ def reasoning_section(report: Report, results: StudyResults, confidence: float) 
         section.add(f"The frequency tests could not be run: {data.failure}")
     else:
         frequencies, tests = data.result["frequencies"], data.result["tests"]
-        section.add(Table(code_table(frequencies), "Table 3: Frequencies of reasoning codes per model (share of coded "
-                          "segments; counts and Wilson CIs in tables/exp4_frequencies.csv)", "table3_reasoning_codes", confidence),
+        section.add(Table(code_table(frequencies), "Table 3: Reasoning codes per model: segments with the code / segments "
+                          "coded for the model (percent; Wilson CIs in tables/exp4_frequencies.csv)", "table3_reasoning_codes", confidence),
                     Table(tests, "Code distributions compared across models (chi-squared or Fisher's exact test, 7.4.7, segments as "
                           "independent; p_cluster: the models permuted among whole replies, which decides since segments "
                           "are nested in replies)",

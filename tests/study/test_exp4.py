@@ -1,5 +1,6 @@
 """Experiment 4 end to end against the simulated judge, whose reasoning styles are the known truth (issue 23)."""
 
+import re
 from importlib import resources
 
 import numpy as np
@@ -136,7 +137,8 @@ def test_reasoning_codes_read_from_a_study_folder(tmp_path):
     report = Report("t")
     reasoning_section(report, results, 0.95)
     text = report.to_markdown()
-    assert "Table 3: Frequencies of reasoning codes" in text and "Inter-coder reliability of the two researchers" in text
+    assert "Table 3: Reasoning codes per model" in text and "Inter-coder reliability of the two researchers" in text
+    assert re.search(r"\| \d+/\d+ \(\d+\.\d%\) \|", text)  # count/n (percent), never a bare share
     codes[codes["model"] == "a"].to_csv(tmp_path / "exp4" / "codes.csv", index=False)
     single = reasoning_codes(tmp_path)
     assert single.result is None and single.failure

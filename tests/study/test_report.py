@@ -1,3 +1,4 @@
+import re
 import warnings
 
 import numpy as np
@@ -55,7 +56,9 @@ def test_report_tables_equal_direct_statistics(exp2_log, exp2_report, tmp_path):
             else:  # CSV cannot tell an empty string from a missing one
                 assert written[column].fillna("").astype(str).tolist() == expected[column].fillna("").astype(str).tolist()
     markdown = (out / "report.md").read_text()
-    assert "Figure 2: Per-item SD of total scores for the prompt strategies" in markdown  # numbered as they appear
+    numbers = [int(n) for n in re.findall(r"^\*Figure (\d+)\. ", markdown, flags=re.MULTILINE)]
+    assert numbers == list(range(1, len(numbers) + 1))  # every figure, numbered as it appears (JAMA)
+    assert re.search(r"\*Figure \d+\. Per-item SD of total scores for the prompt strategies\*", markdown)
     assert "tables/exp2_sd.csv" in markdown  # the long per-item table is a file, not printed
 
 

@@ -263,3 +263,177 @@ def test_a_seeded_demo_is_reproducible_end_to_end(demo, tables, tmp_path):
         pd.testing.assert_frame_equal(frame, other, check_exact=True, obj=name)
         compared += 1
     assert compared > 100
+
+
+# --- 6. the study report numbers every figure, in order -------------------------------------------
+def test_the_study_report_numbers_every_figure_in_order_of_first_appearance(demo):
+    # The report showed "Figure 1".."Figure 5" beside two dozen unnumbered per-criterion figures.
+    for name in ("report.md", "report.html"):
+        text = (demo / name).read_text(encoding="utf-8")
+        shown = re.findall(r"!\[([^\]]*)\]\(|<figcaption>([^<]*)</figcaption>", text)
+        captions = [md or html for md, html in shown]
+        assert len(captions) >= 5, name
+        numbers = [re.match(r"Figure (\d+)\. \S", c) for c in captions]
+        assert all(numbers), [c for c, n in zip(captions, numbers) if not n][:3]
+        assert [int(n[1]) for n in numbers] == list(range(1, len(captions) + 1)), name
+
+
+# --- 6. tables of shares give counts and n, halves rounded by one rule ----------------------------
+def half_up(count: int, n: int) -> str:
+    """The percent of count/n to one decimal, halves up, from the exact ratio (the test's own arithmetic)."""
+    from fractions import Fraction
+
+    tenths = Fraction(1000 * count, n)
+    return f"{(tenths.numerator * 2 + tenths.denominator) // (2 * tenths.denominator) / 10:.1f}"
+
+
+SHARE_CELL = re.compile(r"(\d+)/(\d+) \((\d+\.\d)%\)")
+
+
+def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Every Markdown table of a document: its header cells and its body rows."""
+    found = []
+    for block in re.findall(r"((?:^\|.*\|\n)+)", re.sub(r"<!--.*?-->", "", text), flags=re.MULTILINE):
+        rows = [[c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))] for line in block.strip().splitlines()]
+        found.append((rows[0], rows[2:]))
+    return found
+
+
+def test_every_table_of_shares_gives_counts_and_n_with_one_rounding_rule(demo, tables):
+    # Table 3 printed shares alone (0.075, 0.12 for 5/40 but 0.38 for 15/40: halves to even on a float).
+    for name in ("report.md", "manuscript/manuscript.md"):
+        text = (demo / name).read_text(encoding="utf-8")
+        # "Share" alone is a variance component's share of the variance, not a share of counted things.
+        share_tables = [(head, body) for head, body in markdown_tables(text)
+                        if any("(%)" in h or (h.lower().startswith("share ") or h.endswith(" share")) for h in head)]
+        assert any(any("gpt" in h for h in head) for head, _ in share_tables), f"{name}: no Table 3 of shares per model"
+        for head, body in share_tables:
+            if not any("(%)" in h for h in head):  # a share column of the per-criterion sections: its n beside it
+                assert {"Items", "N", "Attempts", "Segments", "Transcripts"} & set(head), (name, head)
+                continue
+            columns = [j for j, h in enumerate(head) if "(%)" in h]
+            for row in body:
+                for j in columns:
+                    cell = SHARE_CELL.fullmatch(row[j])
+                    assert cell, (name, head[j], row[j])  # count/n (percent), never a bare share
+                    assert cell[3] == half_up(int(cell[1]), int(cell[2])), (name, row[j])
+    for name, frame in tables.items():  # a share estimated from counts carries its count and n
+        if "estimate" in frame and frame.filter(regex="^(method|ci_method)$").astype(str).apply(
+                lambda c: c.str.contains("Wilson")).any().any():
+            assert {"n", "n_items"} & set(frame) and {"count", "n_below"} & set(frame), name
+
+
+# --- 6. Word tables follow journal rules ----------------------------------------------------------
+def test_word_tables_have_journal_rules_only(demo):
+    docx = pytest.importorskip("docx")
+    from docx.oxml.ns import qn
+
+    word = docx.Document(demo / "manuscript" / "manuscript.docx")
+    assert len(word.tables) >= 3
+    for i, table in enumerate(word.tables):
+        assert table.style is None or table.style.name != "Table Grid", i  # Table Grid rules every cell
+        borders = {e.tag.split("}")[1]: e.get(qn("w:val")) for e in table._tbl.tblPr.find(qn("w:tblBorders"))}
+        assert borders["top"] == borders["bottom"] == "single", (i, borders)
+        assert all(borders[side] == "nil" for side in ("left", "right", "insideH", "insideV")), (i, borders)
+        header = [c._tc.tcPr.find(qn("w:tcBorders")).find(qn("w:bottom")).get(qn("w:val")) for c in table.rows[0].cells]
+        assert set(header) == {"single"}, i  # the rule below the header
+        for row in table.rows[1:]:
+            for cell in row.cells:
+                own = cell._tc.tcPr.find(qn("w:tcBorders")) if cell._tc.tcPr is not None else None
+                assert own is None, i  # no rule inside the body
+        assert not table._tbl.xpath(".//w:shd[@w:fill and @w:fill!='auto' and @w:fill!='FFFFFF']"), i  # no shading
+
+
+# --- 4. Methods: versions, intervals, multiplicity; Results: all the Methods announce -------------
+def section(text: str, start: str, end: str) -> str:
+    return re.sub(r"<!--.*?-->", "", text).split(start, 1)[1].split(end, 1)[0]
+
+
+def test_methods_name_every_interval_method_of_a_cited_interval(demo, text):
+    from hce.study.manuscript.cells import Cells
+    from hce.study.manuscript.methods import INTERVAL_METHODS, _interval_methods
+
+    methods = section(text, "## Methods", "## Results").replace("\\|", "|")
+    sources = pd.read_csv(demo / "manuscript" / "supplement" / "number_sources.csv")
+    cited = sources[sources["source"].str.contains(r";col=(?:effect_)?ci_low$")]["source"]
+    tables_cited = set(cited.str.extract(r"tables/(\w+)\.csv", expand=False))
+    assert len(tables_cited) >= 5
+    covered = {name for names in INTERVAL_METHODS for name in names}
+    assert not tables_cited - covered  # every interval the text cites has its method named
+    for named in _interval_methods(Cells(demo)):
+        assert named in methods, named
+
+
+def test_methods_state_a_multiplicity_strategy_for_the_whole_family(text):
+    strategy = section(text, "## Methods", "## Results").split("Multiplicity:", 1)[1].split(" Bootstrap", 1)[0]
+    for member in ("H1a", "H1b", "H2", "H3", "H1c", "Experiment 4", "Success Metric 5", "post hoc", "Success Metric 6"):
+        assert member in strategy, member
+
+
+def test_methods_name_pymc_and_arviz_where_a_bayesian_model_ran(tmp_path):
+    from hce.study.manuscript.cells import Cells
+    from hce.study.manuscript.methods import _software
+
+    (tmp_path / "tables").mkdir()
+    assert "pymc" not in _software(Cells(tmp_path))
+    (tmp_path / "tables" / "exp2_bayes_summary.csv").write_text("parameter,mean\nsigma,1\n", encoding="utf-8")
+    assert re.search(r"pymc \d+\.\d+.*arviz \d+\.\d+", _software(Cells(tmp_path)))
+
+
+#: What the Methods announce (left) and the words the Results report it with (right).
+ANNOUNCED = {
+    r"repeated-measures ANOVA": r"repeated-measures ANOVA of the transformed SDs gave F\(",
+    r"latency and cost per model": r"Median latency and mean cost per call were",
+    r"post hoc comparisons": r"Post hoc comparisons \(.*adjusted P\): \S+ vs \S+, P",
+    r"Kruskal-Wallis": r"Kruskal-Wallis tests, Holm-adjusted P\): \w+ \(",
+    r"Spearman correlation of the judge's confidence": r"Spearman ρ = ",
+    r"calibration of token-probability": r"expected calibration error",
+    r"Wilcoxon signed-rank test pairing the SDs": r"sensitivity analysis pairing the SDs by transcript",
+    r"Friedman test of mean totals": r"Mean total scores compared across models gave Friedman",
+    r"Cohen κ": r"Cohen κ across dimensions was",
+}
+
+
+def test_results_report_every_analysis_the_methods_announce(text):
+    methods, results = section(text, "## Methods", "## Results"), section(text, "## Results", "## Discussion")
+    announced = [(m, r) for m, r in ANNOUNCED.items() if re.search(m, methods, flags=re.IGNORECASE)]
+    assert len(announced) >= 7
+    missing = [m for m, r in announced if not re.search(r, results)]
+    assert not missing
+
+
+def test_test_statistics_print_to_two_decimals(text):
+    # "H = 0.048" beside "H = 1.67": JAMA prints test statistics to 2 decimals.
+    results = section(text, "## Results", "## Discussion")
+    for value in re.findall(r"(?:χ²\(\d+\)|F\(\d+, \d+\)|\bH) = (-?[\d.]+)", results):
+        assert re.fullmatch(r"-?\d+\.\d{2}", value), value
+
+
+def test_limitations_state_the_strata_levels_too_small_to_test(demo, text):
+    limitations = section(text, "### 4.4 Limitations", "### 4.5")
+    exp5 = pd.read_json(demo / "study" / "study_output" / "exp5.jsonl", lines=True).drop_duplicates("item_id")
+    for stratum in ("gender", "age_band"):
+        counts = exp5[stratum].value_counts()
+        if counts.min() < 5:
+            level, written = counts.idxmin(), stratum.replace("_", r"\\?_")  # Markdown escapes the underscore
+            assert re.search(rf"{written}: [^;]*{re.escape(str(level))} {counts.min()}\b", limitations), stratum
+
+
+# --- 5. no library warning text in the Bayes section ----------------------------------------------
+def test_bayes_sampler_warnings_are_rephrased_not_quoted():
+    import warnings
+
+    from hce.study.report import sampler_notes
+
+    raw = ["There were 12 divergences after tuning. Increase `target_accept` or reparameterize.",
+           "The rhat statistic is larger than 1.01 for some parameters. This indicates problems during sampling.",
+           "The effective sample size per chain is smaller than 100 for some parameters.",
+           "invalid value encountered in log"]  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for message in raw:
+            warnings.warn(message, RuntimeWarning if "invalid" in message else UserWarning, stacklevel=1)
+    notes = sampler_notes(caught)
+    assert len(notes) == 4 and any("divergent" in n for n in notes) and any("R-hat" in n for n in notes)
+    for note in notes:
+        assert not any(message[:25] in note for message in raw) and "Warning" not in note and "`" not in note

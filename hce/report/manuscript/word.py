@@ -1,7 +1,8 @@
 """A manuscript as a Word file (python-docx): what journals and co-authors edit.
 
 Headings in Word's heading styles, bullet lists in "List Bullet", tables as real Word tables
-(header row bold and repeated on each page, numbers right-aligned), figures embedded at text
+(header row bold and repeated on each page, numbers right-aligned; JAMA's rules: a horizontal
+rule above and below the header row and at the bottom, no vertical rules, no shading), figures embedded at text
 width with their captions, page breaks. Each number carries its source cell as a Word comment
 (python-docx >= 1.2), shown in the margin while editing and not printed;
 placeholders are highlighted yellow.
@@ -129,9 +130,9 @@ def _add_table(word: docx.document.Document, block: model.TableBlock) -> None:
     caption.add_run(table.caption).bold = True
     caption.paragraph_format.keep_with_next = True
     columns = table.display_columns()
-    grid = word.add_table(rows=len(table.data) + 1, cols=len(columns))
-    grid.style = "Table Grid"
+    grid = word.add_table(rows=len(table.data) + 1, cols=len(columns))  # the default style: no rules, no shading
     grid.alignment = WD_TABLE_ALIGNMENT.CENTER
+    _journal_rules(grid)
     _repeat_as_header(grid.rows[0])
     for j, (name, cells, text) in enumerate(columns):
         align = WD_ALIGN_PARAGRAPH.LEFT if text else WD_ALIGN_PARAGRAPH.RIGHT
@@ -144,6 +145,34 @@ def _add_table(word: docx.document.Document, block: model.TableBlock) -> None:
     for note in table.notes:
         run = word.add_paragraph().add_run(note)
         run.italic, run.font.size = True, Pt(8)
+
+
+#: The rules of a journal table (JAMA): one above and one below the header row, one at the bottom.
+RULE = {"val": "single", "sz": "4", "space": "0", "color": "000000"}
+
+
+#: The elements that follow a border element in its parent (OOXML's sequence; Word refuses another order).
+_AFTER = {"w:tblBorders": ("w:shd", "w:tblLayout", "w:tblCellMar", "w:tblLook", "w:tblCaption", "w:tblDescription"),
+          "w:tcBorders": ("w:shd", "w:noWrap", "w:tcMar", "w:textDirection", "w:tcFitText", "w:vAlign", "w:hideMark")}
+
+
+def _borders(parent, tag: str, rules: dict[str, bool]) -> None:
+    """Give ``parent`` (a table's or a cell's properties) a ``tag`` border element: a rule or none per side."""
+    borders = OxmlElement(tag)
+    for side, ruled in rules.items():
+        edge = OxmlElement(f"w:{side}")
+        for key, value in (RULE if ruled else {"val": "nil"}).items():
+            edge.set(qn(f"w:{key}"), value)
+        borders.append(edge)
+    parent.insert_element_before(borders, *_AFTER[tag])
+
+
+def _journal_rules(grid) -> None:
+    """Horizontal rules above and below the header and at the bottom; no vertical or inner rules."""
+    _borders(grid._tbl.tblPr, "w:tblBorders", {"top": True, "left": False, "bottom": True, "right": False,
+                                               "insideH": False, "insideV": False})  # fmt: skip
+    for cell in grid.rows[0].cells:
+        _borders(cell._tc.get_or_add_tcPr(), "w:tcBorders", {"bottom": True})
 
 
 def _repeat_as_header(row) -> None:

@@ -128,6 +128,10 @@ class Cells:
             value = int(value)  # a count read as float because of a missing cell elsewhere in the column
         return Number(format_number(value), self.source(name, key, column))
 
+    def statistic(self, name: str, key: str, column: str = "statistic") -> Number:
+        """A test statistic (chi-squared, F, H) to 2 decimals, as JAMA prints them, whatever its size."""
+        return Number(f"{float(self.value(name, key, column)):.2f}", self.source(name, key, column))
+
     def p(self, name: str, key: str, column: str = "p_value") -> Number:
         """A p-value in journal style (``.012``, ``< .001``)."""
         return Number(format_p(float(self.value(name, key, column))), self.source(name, key, column))

@@ -76,7 +76,7 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
         if not facts.ran(experiment_id):
             items.append([f"{name} was not run; its questions remain open."])
     items.append([_drift(facts)])
-    items += _sample_sizes(cells)
+    items += _sample_sizes(cells) + _strata_sizes(facts)
     items.append([("Real transcripts have no reference scores: Experiments 2, 3 and 5 measure consistency, not accuracy; "
                   "only Experiment 1's synthetic transcripts have targets.")])  # fmt: skip
     items.append([Placeholder("4.4 other limitations: scope of the transcripts, the specific LLMs tested, consistency vs "
@@ -95,6 +95,23 @@ def _sample_sizes(cells: Cells) -> list[list[Inline]]:
     return [[(f"Transcripts per experiment: {sizes} (Table 1). With {n} transcripts, even {n} of {n} under a threshold "
               f"has a Wilson 95% CI lower limit of {best:.1%}: a share target above that cannot be shown at this size, and "
               "the tests have little power for moderate differences.")]]  # fmt: skip
+
+
+#: A stratum level with fewer transcripts than this cannot show a difference worth the name.
+FEW_PER_LEVEL = 5
+
+
+def _strata_sizes(facts: StudyFacts) -> list[list[Inline]]:
+    """The transcripts in each level of each stratum Experiment 5 compared (Success Metric 6), when a level is small."""
+    strata = ((facts.settings.get("EXP5_FinalToolValidation") or {}).get("settings") or {}).get("strata") or []
+    rows = facts.rows("EXP5_FinalToolValidation") if facts.ran("EXP5_FinalToolValidation") else pd.DataFrame()
+    sizes = {s: rows.drop_duplicates("item_id")[s].value_counts().sort_index() for s in strata if s in rows}
+    if not sizes or all(counts.min() >= FEW_PER_LEVEL for counts in sizes.values()):
+        return []
+    listed = "; ".join(f"{s}: " + ", ".join(f"{level} {n}" for level, n in counts.items()) for s, counts in sizes.items())
+    return [[(f"Transcripts per stratum level in Experiment 5: {listed}. Levels with fewer than {FEW_PER_LEVEL} "
+              "transcripts give the strata tests little power, so finding no detrimental difference (Success Metric 6) "
+              "is weak evidence of none.")]]  # fmt: skip
 
 
 def _drift(facts: StudyFacts) -> str:

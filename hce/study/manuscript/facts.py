@@ -73,9 +73,13 @@ class StudyFacts:
             raise DataError(f"{folder}: not a study's output folder (needs study.resolved.yaml and one of "
                             f"{', '.join(JUDGED_LOGS)}); give the folder `hce study run` wrote")  # fmt: skip
         logs = [read_log(p) for p in paths]
-        log = pd.concat([frame[[c for c in _COLUMNS if c in frame]] for frame in logs], ignore_index=True)
+        settings = read_settings(folder)
+        # The strata Experiment 5 compared stay in the log: the limitations name their levels' sizes.
+        strata = ((settings.get("EXP5_FinalToolValidation") or {}).get("settings") or {}).get("strata") or []
+        columns = [*_COLUMNS, *(s for s in strata if s not in _COLUMNS)]
+        log = pd.concat([frame[[c for c in columns if c in frame]] for frame in logs], ignore_index=True)
         facts = cls(folder, yaml.safe_load(resolved.read_text(encoding="utf-8")) or {}, log,
-                    decisions=decisions_in(folder), settings=read_settings(folder))  # fmt: skip
+                    decisions=decisions_in(folder), settings=settings)  # fmt: skip
         facts.simulated = any(is_simulated(frame) for frame in logs)
         for frame in logs:
             if "request" in frame and "prompt_id" in frame:

@@ -13,6 +13,7 @@ Example
 from __future__ import annotations
 
 import platform
+import re
 
 import pandas as pd
 
@@ -207,25 +208,80 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
     seeds = sorted({str(_settings(facts, e).get("random_state")) for e in EXPERIMENTS if _settings(facts, e).get("random_state") is not None})
     blocks: list[Block] = [Heading(2, "2.5 Outcome Measures and Statistical Analysis"), Bullets(items)]
     blocks += _rules(cells)
+    intervals = _interval_methods(cells)
     blocks.append(Paragraph([
-        (f"Two-sided tests at α = {_joined(alphas) or 'not recorded'}; 95% CIs throughout. Multiplicity: each pre-specified "
-        "hypothesis is tested at the protocol's own α (no familywise correction across H1a-H3, as pre-specified); the "
-        "Holm-adjusted P across the confirmatory family H1a, H1b, H2 and H3 is reported beside each P in the study report's "
-        "hypotheses table, and post hoc and Experiment 4 P values are adjusted within their families as stated above. "
-        f"Bootstrap and simulation intervals used the random seed {_joined(seeds) or 'not recorded'}. The settings of each "
-        f"analysis are those the study saved with it (analysis_settings.json). Analyses used {_software()} on Python "
-        f"{platform.python_version()}; versions of every package are listed in the Supplement (environment).")]))  # fmt: skip
+        (f"Two-sided tests at α = {_joined(alphas) or 'not recorded'}; 95% CIs throughout"
+         + (f", computed as follows: {'; '.join(intervals)}. " if intervals else ". ") + _multiplicity(facts) + " "
+         + f"Bootstrap and simulation intervals used the random seed {_joined(seeds) or 'not recorded'}. The settings of each "
+         f"analysis are those the study saved with it (analysis_settings.json). Analyses used {_software(cells)} on Python "
+         f"{platform.python_version()}; versions of every package are listed in the Supplement (environment).")]))  # fmt: skip
     return blocks
+
+
+#: The interval of each statistic the manuscript reports, by the study report's table it is read from, named as
+#: the code computes it (hce.stats); a table the report did not write is left out.
+INTERVAL_METHODS = {
+    ("exp1_h1a", "exp1_h1a_paired", "exp1_h1b"): "rank-biserial r, Fisher z interval (not estimable when every pair is "
+                                                  "ordered one way, |r| = 1)",
+    ("exp1_success_metric_3",): "Pearson r, Fisher z interval",
+    ("exp2_friedman", "exp3_friedman"): "Kendall W, percentile bootstrap over transcripts",
+    ("exp2_posthoc", "exp3_posthoc"): "post hoc rank-biserial r, Fisher z interval",
+    ("exp3_rm_anova",): "partial η², noncentral F interval",
+    ("exp5_success_metric_2",): "shares of transcripts, {ci_method} interval",
+    ("exp5_uncertainty",): "Spearman ρ, Bonett-Wright Fisher z interval",
+    ("exp5_calibration",): "expected calibration error, percentile bootstrap over transcripts",
+    ("exp5_fairness_omnibus",): "ε² of the strata tests, stratified percentile bootstrap",
+    ("exp4_tests",): "Cramér V, noncentral chi-squared interval",
+    ("exp4_kappa_rounds",): "Cohen κ, percentile bootstrap over replies",
+}  # fmt: skip
+
+
+def _interval_methods(cells: Cells) -> list[str]:
+    """Every interval method of the statistics reported, by name, with the bootstrap's replicates where it says them."""
+    named = []
+    for names, text in INTERVAL_METHODS.items():
+        present = [name for name in names if cells.has(name)]
+        if not present:
+            continue
+        frame = cells.frame(present[0])
+        method = " ".join(frame[c].astype(str).iloc[0] for c in ("method", "ci_method") if c in frame and len(frame))
+        replicates = re.search(r"B\s*=\s*(\d+)", method)
+        ci_method = frame["ci_method"].iloc[0] if "ci_method" in frame and len(frame) else ""
+        text = text.format(ci_method=INTERVAL_NAMES.get(ci_method, ci_method))
+        named.append(f"{text} ({replicates[1]} replicates)" if replicates and "bootstrap" in text else text)
+    return named
+
+
+def _multiplicity(facts: StudyFacts) -> str:
+    """The multiplicity strategy for the whole family of hypotheses and tests, from what the study ran."""
+    adjust = {e: _settings(facts, e).get("p_adjust_method") for e in (*EXPERIMENTS, "EXP4_ReasoningAnalysis")}
+    within = [f"post hoc comparisons within Experiment {e[3]} ({str(adjust[e]).capitalize()})" for e in ("EXP2_PromptOptimization", "EXP3_ModelComparison")
+              if facts.ran(e) and adjust.get(e)]  # fmt: skip
+    if facts.ran("EXP4_ReasoningAnalysis"):
+        within.append(f"the Experiment 4 tests across the coding dimensions ({str(adjust.get('EXP4_ReasoningAnalysis') or 'holm').capitalize()})")
+    if _settings(facts, "EXP5_FinalToolValidation").get("strata"):
+        within.append("the strata tests of Success Metric 6 (Holm)")
+    return ("Multiplicity: the confirmatory family is H1a, H1b, H2 and H3; as pre-specified, each is tested at the "
+            "protocol's own α with no familywise correction, and their Holm-adjusted P values are given beside each P in "
+            "the study report's hypotheses table, so a reader can apply a familywise error rate; H1c is descriptive "
+            "(no test). Within families, P values were adjusted for " + (_joined(within) or "nothing (no family ran)")
+            + ". The Spearman correlation of confidence with SD (Success Metric 5), the repeated-measures ANOVA and the "
+            "paired H1a analysis are single secondary or sensitivity tests, not adjusted, and decide no claim.")
 
 
 #: Interval methods as the Methods name them (the saved ``ci_method`` setting).
 INTERVAL_NAMES = {"wilson": "Wilson score", "clopper-pearson": "Clopper-Pearson exact"}
 #: The packages whose code computed the numbers, named with their versions in the Methods.
 SOFTWARE = ("numpy", "scipy", "pandas", "statsmodels")
+#: Named too where a Bayesian model ran.
+BAYES_SOFTWARE = ("pymc", "arviz")
 
 
-def _software() -> str:
-    """hce and the numerical packages under it, with the versions installed (the run's environment)."""
+def _software(cells: Cells) -> str:
+    """hce and the numerical packages under it, with the versions installed (the run's environment).
+
+    PyMC and ArviZ are named where a Bayesian model ran (the report wrote a ``*_bayes_summary`` table).
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     def named(package: str) -> str:
@@ -234,7 +290,8 @@ def _software() -> str:
         except PackageNotFoundError:  # pragma: no cover - every one is a dependency of hce
             return f"{package} (version unknown)"
 
-    return _joined([f"hce {hce.__version__}", *map(named, SOFTWARE)])
+    bayes = BAYES_SOFTWARE if any((cells.root / "tables").glob("*_bayes_summary.csv")) else ()
+    return _joined([f"hce {hce.__version__}", *map(named, (*SOFTWARE, *bayes))])
 
 
 def _rules(cells: Cells) -> list[Block]:

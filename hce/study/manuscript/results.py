@@ -47,7 +47,7 @@ FIGURES = {
 TABLES = {
     "Table 1": ("table1_datasets", "Attempts, transcripts, conditions, errors and total scores per experiment"),
     "Table 2": ("table2_key_results", "Key statistical results for the prompt and model comparisons"),
-    "Table 3": ("table3_reasoning_codes", "Share of coded reasoning segments per code and model (Experiment 4)"),
+    "Table 3": ("table3_reasoning_codes", "Reasoning segments per code and model: segments with the code / segments coded for the model (%) (Experiment 4)"),
 }
 SIMULATED_RESULTS = ("Every score below was produced by hce's simulated judge (hce sim-server), not by the models "
                      "named: the numbers test the pipeline and its analyses, and say nothing about those models.")
@@ -159,12 +159,41 @@ def _comparison(facts: StudyFacts, cells: Cells, experiment_id: str, kind: str, 
         parts += [f"{condition}, ", *_median_iqr(cells, summary, key), "; " if i < len(conditions) - 1 else ". "]
     friedman = cells.find(f"{prefix}_friedman")
     parts += ["The Friedman test gave χ²(", cells.number(f"{prefix}_friedman", friedman, "df1"), ") = ",
-              cells.number(f"{prefix}_friedman", friedman, "statistic"), "; ", *p_phrase(cells.p(f"{prefix}_friedman", friedman)),
+              cells.statistic(f"{prefix}_friedman", friedman), "; ", *p_phrase(cells.p(f"{prefix}_friedman", friedman)),
               "; Kendall W = ", *cells.interval(f"{prefix}_friedman", friedman, estimate="effect_size"), ". "]  # fmt: skip
+    parts += _posthoc(cells, f"{prefix}_posthoc")
     parts.append(f"{cells.claim('H2' if kind == 'prompt' else 'H3')}. ")
     decision = facts.decisions.get(kind)
     if decision:
         parts.append(_decision_sentence(kind, decision))
+    return parts
+
+
+def _posthoc(cells: Cells, name: str) -> list[Inline]:
+    """Every post hoc pair the Methods announce, with its adjusted P (the winner rule and H2 rest on them)."""
+    if not cells.has(name):
+        return []
+    frame = cells.frame(name)
+    adjustment = str(frame["adjustment"].iloc[0]).capitalize() if "adjustment" in frame and len(frame) else "Unadjusted"
+    parts: list[Inline] = [f"Post hoc comparisons ({frame['method'].iloc[0].split(';')[0]}, {adjustment}-adjusted P): "]
+    for i, row in enumerate(frame.itertuples(index=False)):
+        key = cells.find(name, a=row.a, b=row.b)
+        parts += [f"{row.a} vs {row.b}, ", *p_phrase(cells.p(name, key, "p_adjusted")), "; " if i < len(frame) - 1 else ". "]
+    return parts
+
+
+def _strata(cells: Cells) -> list[Inline]:
+    """Success Metric 6: the strata tests the Methods announce, each stratum and measure with its adjusted P."""
+    name = "exp5_fairness_omnibus"
+    if not cells.has(name):
+        return []
+    frame = cells.frame(name)
+    parts: list[Inline] = [" Across the demographic strata (Kruskal-Wallis tests, Holm-adjusted P): "]
+    for i, row in enumerate(frame.itertuples(index=False)):
+        key = cells.find(name, stratum=row.stratum, measure=row.measure)
+        parts += [f"{row.stratum} ({'mean total' if row.measure == 'mean' else 'total-score SD'}), H = ",
+                  cells.statistic(name, key), ", ", *p_phrase(cells.p(name, key, "p_adjusted")),
+                  "; " if i < len(frame) - 1 else f"; {cells.claim('SM6')}."]  # fmt: skip
     return parts
 
 
@@ -200,7 +229,7 @@ def _exp3(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
     if cells.has("exp3_mean_friedman"):
         key = cells.find("exp3_mean_friedman")
         parts += [" Mean total scores compared across models gave Friedman χ²(", cells.number("exp3_mean_friedman", key, "df1"),
-                  ") = ", cells.number("exp3_mean_friedman", key, "statistic"), "; ",
+                  ") = ", cells.statistic("exp3_mean_friedman", key), "; ",
                   *p_phrase(cells.p("exp3_mean_friedman", key)), " (systematic differences in level, not in consistency)."]  # fmt: skip
     parts += _exp3_sensitivity(cells)
     blocks.append(Paragraph(parts))
@@ -227,7 +256,7 @@ def _exp3_sensitivity(cells: Cells) -> list[Inline]:
         key = cells.find("exp3_rm_anova")
         parts += [" In the sensitivity analysis, a repeated-measures ANOVA of the transformed SDs gave F(",
                   cells.number("exp3_rm_anova", key, "df1"), ", ", cells.number("exp3_rm_anova", key, "df2"), ") = ",
-                  cells.number("exp3_rm_anova", key, "statistic"), "; Greenhouse-Geisser ", *p_phrase(cells.p("exp3_rm_anova", key, "p_gg")),
+                  cells.statistic("exp3_rm_anova", key), "; Greenhouse-Geisser ", *p_phrase(cells.p("exp3_rm_anova", key, "p_gg")),
                   "; partial η² = ", *cells.interval("exp3_rm_anova", key, estimate="effect_size"), "."]  # fmt: skip
     if cells.has("exp3_cost_latency"):
         frame = cells.frame("exp3_cost_latency")
@@ -300,6 +329,7 @@ def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         key = cells.find("exp5_calibration", confidence="adjusted", outcome="agrees_with_repeat", metric="ece")
         parts += [(" The expected calibration error of the temperature-adjusted token-probability confidence against "
                   "agreement with a repeat was "), *cells.interval("exp5_calibration", key), "."]  # fmt: skip
+    parts += _strata(cells)
     blocks.append(Paragraph(parts))
     blocks += [_figure("exp5_sd_histogram", figures, facts), _figure("exp5_reliability_diagram", figures, facts)]
     return blocks
