@@ -13,23 +13,28 @@ from rich.console import Console
 from rich.table import Table
 
 import hce
+from hce._cli_format import ERROR, App, stderr
 from hce._paths import output_file, output_folder
 from hce.errors import HceError
 
-app = typer.Typer(
+app = App(
     help="hce: LLM judges of patient health communication, and the statistics to publish them.",
     no_args_is_help=True,
     add_completion=False,
 )
-log_app = typer.Typer(help="Inspect, validate and convert attempt logs.", no_args_is_help=True)
-rubric_app = typer.Typer(help="Show and validate rubrics and boolean behaviour specs.", no_args_is_help=True)
+log_app = App(help="Inspect, validate and convert attempt logs.", no_args_is_help=True)
+rubric_app = App(help="Show and validate rubrics and boolean behaviour specs.", no_args_is_help=True)
 app.add_typer(log_app, name="log")
 app.add_typer(rubric_app, name="rubric")
-study_app = typer.Typer(help="The Rubric v5.0 study (Experiments 1-5): plan, run, status.", no_args_is_help=True)
+study_app = App(help="The Rubric v5.0 study (Experiments 1-5): plan, run, status.", no_args_is_help=True)
 app.add_typer(study_app, name="study")
 
 console = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
+
+
+def _out(default: Path | None, what: str, metavar: str = "FOLDER"):
+    """The option of every command that writes files: ``-o/--out``, its help saying what goes there."""
+    return typer.Option(default, "-o", "--out", metavar=metavar, help=f"Where to write {what}.")
 
 
 @contextmanager
@@ -38,11 +43,11 @@ def reported() -> Iterator[None]:
     try:
         yield
     except HceError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        stderr.print(f"{ERROR} {exc}", highlight=False)
         raise typer.Exit(code=2) from None
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        console.print(f"[red]error:[/red] {where}{exc.strerror or exc}", highlight=False)
+        stderr.print(f"{ERROR} {where}{exc.strerror or exc}", highlight=False)
         raise typer.Exit(code=2) from None
 
 
@@ -104,13 +109,13 @@ def log_validate(
 @log_app.command("convert")
 def log_convert(
     source: Path = typer.Argument(..., help="The log to read."),
-    target: Path = typer.Argument(..., help="Where to write it; the format follows the suffix."),
+    out: Path = _out(..., "the converted log; its format follows the suffix (.jsonl, .csv, .parquet)", "FILE"),
 ) -> None:
     """Convert a log between JSONL, CSV and Parquet (validating it on the way)."""
     with reported():
-        output_file(target, "target")
-        hce.write_log(hce.read_log(source), target)
-    console.print(f"wrote {target}", highlight=False)
+        output_file(out, "--out")
+        hce.write_log(hce.read_log(source), out)
+    console.print(f"wrote {out}", highlight=False)
 
 
 @rubric_app.command("show")
@@ -167,16 +172,16 @@ def _http_url(value: str | None) -> str | None:
 @app.command()
 def collect(
     design: Path = typer.Argument(..., help="The design YAML (items x conditions x attempts)."),
-    log: Path = typer.Option(..., "--log", help="The JSONL attempt log; rerunning resumes it."),
+    log: Path = typer.Option(..., "--log", metavar="FILE", help="The JSONL attempt log; rerunning resumes it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print calls, tokens and cost; send nothing."),
     pilot: Path = typer.Option(
-        None, "--pilot", help="With --dry-run: a pilot's attempt log; its mean reply lengths replace the typical ones."
+        None, "--pilot", metavar="FILE", help="With --dry-run: a pilot's attempt log; its mean reply lengths replace the typical ones."
     ),
     concurrency: int = typer.Option(
         None, "--concurrency", min=1, help="Calls in flight at once (default: the design's, else 8)."
     ),
     base_url: str = typer.Option(
-        None, "--base-url", callback=_http_url,
+        None, "--base-url", callback=_http_url, metavar="URL",
         help="The endpoint of a one-endpoint design (default: the design's, else $OPENAI_BASE_URL).",
     ),
     batch: bool = typer.Option(False, "--batch", help="Send through the OpenAI Batch API: half the price, within 24 h."),
@@ -196,7 +201,7 @@ def collect(
         "answer (timeouts, connection errors), for more than one item (0: never).",
     ),
     max_cost: float = typer.Option(
-        None, "--max-cost", callback=_positive,
+        None, "--max-cost", callback=_positive, metavar="USD",
         help="Launch no call once the log's spend plus the calls in flight would pass this many USD "
         "(default: the design's run.max_cost_usd).",
     ),
@@ -206,7 +211,7 @@ def collect(
         "(rerun to collect).",
     ),
     poll_interval: float = typer.Option(
-        15.0, "--poll-interval", callback=_positive,
+        15.0, "--poll-interval", callback=_positive, metavar="SECONDS",
         help="With --batch: seconds between polls at first (growing 1.5-fold to 5 min).",
     ),
     cancel: bool = typer.Option(
@@ -290,7 +295,7 @@ def collect(
         raise typer.Exit(code=130) from None
     console.print(str(summary), highlight=False)
     if getattr(summary, "all_failed", False):
-        console.print(f"[red]error:[/red] every call failed (no reply from the endpoint): see error_message in {log}; "
+        stderr.print(f"{ERROR} every call failed (no reply from the endpoint): see error_message in {log}; "
                       "fix the endpoint, then run again with --retry-failed", highlight=False)
         raise typer.Exit(code=2)
 
@@ -319,7 +324,7 @@ def _print_projection(parsed, pilot) -> None:
 @app.command()
 def cost(
     logs: list[Path] = typer.Argument(..., help="One or more attempt logs (JSONL, CSV or Parquet)."),
-    by: str = typer.Option("condition_id", "--by", help="The column to group by."),
+    by: str = typer.Option("condition_id", "--by", metavar="COLUMN", help="The column to group by."),
 ) -> None:
     """Cost and tokens per condition and per 1,000 attempts, cached and batch shares, latency."""
     import pandas as pd
@@ -346,22 +351,22 @@ def _money(value: float) -> str:
 @app.command("sim-server")
 def sim_server(
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free port)."),
-    seed: int = typer.Option(0, "--seed", help="Seeds every draw and fault."),
-    latency: float = typer.Option(0.0, "--latency", min=0, help="Seconds each completion waits."),
+    seed: int = typer.Option(0, "--seed", help="Seeds every draw and fault: the command line's spelling of SimJudge's seed."),
+    latency: float = typer.Option(0.0, "--latency", min=0, metavar="SECONDS", help="Seconds each completion waits."),
     bias: float = typer.Option(0.0, "--bias", help="Score points added to every category (all models)."),
     noise: float = typer.Option(1.2, "--noise", min=0, help="Spread of the judge's scores at temperature 1."),
-    profile: list[str] = typer.Option([], "--profile", help="Per-model bias and noise: MODEL=BIAS,NOISE (repeatable)."),
+    profile: list[str] = typer.Option([], "--profile", metavar="MODEL=BIAS,NOISE", help="Per-model bias and noise: MODEL=BIAS,NOISE (repeatable)."),
     fail_429: float = typer.Option(0.0, "--fail-429", min=0, max=1, help="Share of requests answered 429 with Retry-After."),
     fail_500: float = typer.Option(0.0, "--fail-500", min=0, max=1, help="Share of requests answered 500."),
     slow: float = typer.Option(0.0, "--slow", min=0, max=1, help="Share of requests answered --slow-seconds late."),
     malformed: float = typer.Option(0.0, "--malformed", min=0, max=1, help="Share of replies that break the asked format."),
-    retry_after: float = typer.Option(1.0, "--retry-after", min=0, help="Seconds a 429 asks the client to wait."),
-    slow_seconds: float = typer.Option(5.0, "--slow-seconds", min=0, help="Extra wait of a slow reply."),
+    retry_after: float = typer.Option(1.0, "--retry-after", min=0, metavar="SECONDS", help="Seconds a 429 asks the client to wait."),
+    slow_seconds: float = typer.Option(5.0, "--slow-seconds", min=0, metavar="SECONDS", help="Extra wait of a slow reply."),
     reject: str = typer.Option(
-        None, "--reject", help="Refuse every completion with HTTP 400 and this message (rehearse a refused setting)."
+        None, "--reject", metavar="MESSAGE", help="Refuse every completion with HTTP 400 and this message (rehearse a refused setting)."
     ),
     redirect: str = typer.Option(
-        None, "--redirect",
+        None, "--redirect", metavar="URL",
         help="Answer every request with 307 to this loopback origin (http://127.0.0.1:PORT), same path: rehearse a "
         "redirect that must not carry the key.",
     ),
@@ -371,10 +376,10 @@ def sim_server(
         0.5, "--batch-cancel-share", min=0, max=1, help="Share of a cancelled batch's requests it finishes before it stops."
     ),
     api_key: str = typer.Option(
-        None, "--api-key", help="Answer 401 to any request without this bearer key (rehearse a wrong key)."
+        None, "--api-key", metavar="KEY", help="Answer 401 to any request without this bearer key (rehearse a wrong key)."
     ),
     models: str = typer.Option(
-        None, "--models", help="Serve only these models, comma-separated; others get 404 (rehearse a misspelt model)."
+        None, "--models", metavar="MODEL,...", help="Serve only these models, comma-separated; others get 404 (rehearse a misspelt model)."
     ),
 ) -> None:
     """Serve a simulated OpenAI-compatible judge with known truth on 127.0.0.1 (Ctrl-C stops it)."""
@@ -409,7 +414,7 @@ def sim_server(
     except KeyboardInterrupt:
         pass
     except OSError as exc:  # the port is taken, say
-        console.print(f"[red]error:[/red] cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}", highlight=False)
+        stderr.print(f"{ERROR} cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}", highlight=False)
         raise typer.Exit(code=2) from None
 
 
@@ -477,9 +482,9 @@ def study_plan(study: Path = typer.Argument(..., help="The study YAML.")) -> Non
 def study_run(
     study: Path = typer.Argument(..., help="The study YAML."),
     simulate: bool = typer.Option(False, "--simulate", help="Judge with the local simulated judge (no API, no cost)."),
-    until: str = typer.Option(None, "--until", help="Stop after this experiment (exp1 ... exp5)."),
+    until: str = typer.Option(None, "--until", metavar="[exp1|exp2|exp3|exp4|exp5]", help="Stop after this experiment (exp1 ... exp5)."),
     base_url: str = typer.Option(
-        None, "--base-url", callback=_http_url, help="The endpoint (default: the study's, else $OPENAI_BASE_URL)."
+        None, "--base-url", callback=_http_url, metavar="URL", help="The endpoint (default: the study's, else $OPENAI_BASE_URL)."
     ),
 ) -> None:
     """Run the experiments in order, each feeding the next; rerun to resume."""
@@ -522,7 +527,7 @@ def study_status(study: Path = typer.Argument(..., help="The study YAML.")) -> N
 @log_app.command("merge")
 def log_merge(
     logs: list[Path] = typer.Argument(..., help="Logs that overlap on purpose (.jsonl, .csv, .parquet)."),
-    out: Path = typer.Option(..., "-o", "--out", help="The merged log to write; the format follows the suffix."),
+    out: Path = _out(..., "the merged log; its format follows the suffix (.jsonl, .csv, .parquet)", "FILE"),
 ) -> None:
     """Combine overlapping logs into one with one row per attempt id.
 
@@ -547,15 +552,19 @@ def log_merge(
 @app.command()
 def report(
     logs: list[Path] = typer.Argument(..., help="A study's output folder, or one or more attempt logs (.jsonl, .csv, .parquet)."),
-    out: Path = typer.Option(Path("reports/study"), "--out", help="Folder for report.md, report.html, tables/, figures/."),
-    title: str = typer.Option("LLM judge study report", help="Report title."),
-    strata: list[str] = typer.Option([], "--strata", help="Demographic column(s) for the fairness analysis (the protocol's success metric: no detrimental difference across strata)."),
-    metadata: list[str] = typer.Option([], "--metadata", help="Transcript metadata column(s) for Experiment 5."),
+    out: Path = _out(Path("reports/study"), "report.md, report.html, tables/ and figures/ (the folder is replaced)"),
+    title: str = typer.Option(
+        None, "--title", help="The report's title (default: 'LLM judge report', or 'LLM judge study report' for the "
+        "PRD's study, as in Python)."
+    ),
+    strata: list[str] = typer.Option([], "--strata", metavar="COLUMN", help="Demographic column(s) for the fairness analysis (the protocol's success metric: no detrimental difference across strata)."),
+    metadata: list[str] = typer.Option([], "--metadata", metavar="COLUMN", help="Transcript metadata column(s) for Experiment 5 (repeatable)."),
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
-    rubric: str | None = typer.Option(None, "--rubric", help="Rubric the log was judged with (packaged name or YAML); generic report."),
+    rubric: str | None = typer.Option(None, "--rubric", metavar="RUBRIC", help="Rubric the log was judged with (packaged name or YAML); generic report."),
     generic: bool = typer.Option(False, "--generic", help="The generic report even for a log of the PRD's Experiments 1-5."),
-    seed: int = typer.Option(0, "--seed", help="Seeds the bootstrap and simulation intervals (the same report each run): the random_state of hce.report.report."),
-    engine: str = typer.Option("pandas", "--engine", help="Where the statistics run: pandas (the log in memory), or duckdb, "
+    seed: int = typer.Option(0, "--seed", help="Seeds the bootstrap and simulation intervals, so each run gives the same report: "
+                             "the command line's spelling of random_state (hce.report.report(..., random_state=0))."),
+    engine: str = typer.Option("pandas", "--engine", metavar="[pandas|duckdb|polars|spark|auto]", help="Where the statistics run: pandas (the log in memory), or duckdb, "
                                "polars, spark (PATH is one Parquet/JSONL file or directory, read lazily: logs larger than "
                                "memory), or auto (DuckDB past 256 MB on disk, else pandas)."),
 ) -> None:
@@ -573,6 +582,7 @@ def report(
     from hce.report.generic import NOT_COMPUTED, check_columns
     from hce.report.provenance import read_with_notes
 
+    titled = {} if title is None else {"title": title}  # else each report's own default, as in Python
     with reported(), _progress() as progress:
         output_folder(out, "--out")
         if engine != "pandas" and len(logs) != 1:
@@ -596,14 +606,14 @@ def report(
             )
 
             extra = [bayes_section] if bayes else []
-            options = {"title": title, "strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed}
+            options = {"strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed}
             progress("analysing the experiments")
             if study_folder:
-                built = study_folder_report(logs[0], **options)
+                built = study_folder_report(logs[0], **options, **titled)
             else:  # the per-criterion sections use the rubric kept beside the logs, if any
                 from hce.rubric import kept_rubric
 
-                built = study_report(log, rubric=kept_rubric(logs), **options)
+                built = study_report(log, rubric=kept_rubric(logs), **options, **titled)
             folder = built.write(out, progress=progress)
         else:
             from hce.report import report as generic_report
@@ -614,9 +624,8 @@ def report(
                 if names:
                     raise HceError(f"{option} applies to the study report's Experiment 5 (a log of the PRD's experiments); "
                                    "the generic report has no fairness or metadata section: drop the option")  # fmt: skip
-            title = "LLM judge report" if title == "LLM judge study report" else title
-            built = generic_report(log, rubric=rubric if rubric is not None else kept_rubric(logs), out=out, title=title,
-                                   random_state=seed, progress=progress)
+            built = generic_report(log, rubric=rubric if rubric is not None else kept_rubric(logs), out=out,
+                                   random_state=seed, progress=progress, **titled)
             folder = out
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
     missing = [e for e in built.not_reported if e.get("status", NOT_COMPUTED) == NOT_COMPUTED]
@@ -650,9 +659,9 @@ def _prd_study(log) -> bool:
 @app.command("manuscript")
 def manuscript_command(
     study: Path = typer.Argument(..., help="A study's output folder, or hce demo's report folder (which holds one)."),
-    out: Path = typer.Option(None, "-o", "--out", help="Folder for manuscript.md/.docx/.tex and supplement/ (default STUDY/manuscript)."),
-    title: str = typer.Option(None, "--title", help="Title (default: the study file's manuscript.title, else the outline's)."),
-    report: Path = typer.Option(None, "--report", help="The study report to cite (default: the one in STUDY, else written first)."),
+    out: Path = _out(None, "manuscript.md, .docx and .tex, and supplement/ (default: STUDY/manuscript)"),
+    title: str = typer.Option(None, "--title", metavar="TEXT", help="Title (default: the study file's manuscript.title, else the outline's)."),
+    report: Path = typer.Option(None, "--report", metavar="FOLDER", help="The study report to cite (default: the one in STUDY, else written first)."),
 ) -> None:
     """Write the draft manuscript of a study: every number from the study report's tables, with its source."""
     from hce.study.manuscript import manuscript
@@ -671,7 +680,7 @@ def manuscript_command(
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("reports/demo"), "--out", help="Report folder; the study's logs go to OUT/study."),
+    out: Path = _out(Path("reports/demo"), "the report; the study's logs go to OUT/study"),
 ) -> None:
     """Run the whole study offline on the demo corpus with the simulated judge, then write its report."""
     from hce.study.demo import run_demo

@@ -24,7 +24,7 @@ def test_log_validate_and_convert(tmp_path):
     result = runner.invoke(app, ["log", "validate", str(src)])
     assert result.exit_code == 0
     assert "2 attempts, 1 items, 1 conditions, 1 flagged errors" in result.output
-    result = runner.invoke(app, ["log", "convert", str(src), str(tmp_path / "log.parquet")])
+    result = runner.invoke(app, ["log", "convert", str(src), "-o", str(tmp_path / "log.parquet")])
     assert result.exit_code == 0
     assert len(hce.read_log(tmp_path / "log.parquet")) == 2
 

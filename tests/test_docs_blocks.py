@@ -23,10 +23,10 @@ Each page runs in a fresh folder, its blocks in order:
   the docs use no deprecated name.
 
 The folder holds what the pages take as given: ``reports/demo`` from one ``hce demo`` run (the
-README's line, run once for all pages by the ``demo`` fixture, exactly as written),
-``transcripts/`` and ``summaries.jsonl``
-(the packaged demo dialogues), ``logs/2026-11-21_meds.json`` (an Inspect AI log) and
-``../shared/data`` when it exists. ``OPENAI_BASE_URL`` points at hce's simulated judge on
+README's line, run once for all pages by the ``demo`` fixture, exactly as written), and
+``transcripts/`` and ``summaries.jsonl`` (the packaged demo dialogues). Nothing else: a block
+that reads a file writes it first or names a file hce ships, so every block runs in a fresh
+clone; none reads ``../shared/data`` (which a clone lacks) and none is skipped. ``OPENAI_BASE_URL`` points at hce's simulated judge on
 loopback, so a design that names no ``base_url`` is judged by it, as in a rehearsal: nothing is
 sent off this machine and no key is needed.
 """
@@ -49,10 +49,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from inspect_logs import inspect_log
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 CI = (REPO / ".ci" / "run").read_text(encoding="utf-8")
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "guide").glob("*.md"))]
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", flags=re.S | re.M)
@@ -140,10 +138,6 @@ def prepare(folder: Path, demo: Path) -> None:
         (folder / "transcripts" / f"{row['transcript_id']}.txt").write_text(row["text"], encoding="utf-8")
     (folder / "summaries.jsonl").write_text(
         "".join(json.dumps({"id": r["transcript_id"], "text": r["text"]}) + "\n" for r in corpus), encoding="utf-8")
-    (folder / "logs").mkdir()
-    (folder / "logs" / "2026-11-21_meds.json").write_text(json.dumps(inspect_log()), encoding="utf-8")
-    if SHARED.is_dir():
-        (folder.parent / "shared").symlink_to(SHARED)
     for block in FILES:
         path = folder / block.tags["file"]
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,10 +146,6 @@ def prepare(folder: Path, demo: Path) -> None:
 
 def expand(word: str, env: dict[str, str]) -> str:
     return re.sub(r"\$(\w+)", lambda m: env[m.group(1)], word)
-
-
-def needs_shared(block: Block) -> bool:
-    return "../shared/data" in block.code
 
 
 def run_page(page: Path, tmp_path: Path, demo: Callable[[], Path], sim_url: str, slow: bool) -> int:
@@ -170,7 +160,7 @@ def run_page(page: Path, tmp_path: Path, demo: Callable[[], Path], sim_url: str,
     ran = 0
     os.chdir(folder)
     for block in ALL[page]:
-        if ("slow" in block.tags and not slow) or (needs_shared(block) and not SHARED.is_dir()):
+        if "slow" in block.tags and not slow:
             printed = None
             continue
         if block.language == "python":
@@ -243,3 +233,10 @@ def test_pages_import_only_public_names(page):
                if re.match(r"\s*(from|import)\s+hce(\.\w+)*\._", line) or re.search(r"import .*\b_\w+", line)
                and "hce" in line]
     assert not private, "private imports in a guide:\n" + "\n".join(private)
+
+
+def test_no_block_needs_files_a_clone_lacks():
+    """Issue 36: a block reading the shared reference data ran only where that folder was, so a
+    fresh clone skipped it."""
+    reads_shared = [b.where for bs in ALL.values() for b in bs if "shared/data" in b.code]
+    assert not reads_shared, reads_shared

@@ -142,3 +142,20 @@ def test_gallery_scraper_shows_each_figure_an_example_holds_once(tmp_path):
     rst = figure_scraper(None, block_vars, {"src_dir": str(tmp_path)})
     assert (tmp_path / "image_1.png").stat().st_size > 1000 and "image_1.png" in rst
     assert figure_scraper(None, block_vars, {"src_dir": str(tmp_path)}) == ""  # shown once
+
+
+def test_every_gallery_example_keeps_its_figures_where_the_card_finds_them():
+    """Issue 36: two cards showed the placeholder, as their examples' figures were local to a
+    function (pdsqi9's report) or there were none (health_rating_agreement's tables only). The
+    scraper reads the example's module-level names: the main block keeps its report in one."""
+    import ast
+
+    problems = []
+    for script in sorted((DOCS / "examples").glob("[!_]*.py")):
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+        main = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        if main and not any(isinstance(s, ast.Assign) for s in main[0].body):
+            problems.append(f"{script.name}: the __main__ block drops what it makes; assign the report to a name")
+    assert not problems, "\n".join(problems)
+    source = (DOCS / "examples" / "health_rating_agreement.py").read_text(encoding="utf-8")
+    assert "Figure(" in source, "health_rating_agreement adds no figure: its card would show the placeholder"

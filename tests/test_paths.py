@@ -72,8 +72,8 @@ def test_log_convert_merge_and_report_refuse_outputs_that_cannot_be_written(tmp_
     source = tmp_path / "log.jsonl"
     hce.write_log(pd.DataFrame({"attempt_id": ["a"], "item_id": ["T1"], "attempt": [1], "total": [3.0]}), source)
     # Issue 34: log convert to /dev/full printed a 15 KB traceback.
-    one_line_error(runner.invoke(app, ["log", "convert", str(source), "/dev/full"]), "/dev/full is a character device")
-    one_line_error(runner.invoke(app, ["log", "convert", str(source), str(read_only / "x.csv")]), "cannot be written")
+    one_line_error(runner.invoke(app, ["log", "convert", str(source), "-o", "/dev/full"]), "/dev/full is a character device")
+    one_line_error(runner.invoke(app, ["log", "convert", str(source), "-o", str(read_only / "x.csv")]), "cannot be written")
     one_line_error(runner.invoke(app, ["log", "merge", str(source), "--out", str(tmp_path)]), "is a directory")
     # Issue 34: a read-only folder gave a 45-line traceback for report --out.
     one_line_error(runner.invoke(app, ["report", str(source), "--out", str(read_only / "report")]), "cannot be written")
@@ -100,10 +100,10 @@ def test_a_write_error_the_checks_cannot_foresee_is_one_line_too(tmp_path):
 
         resource.setrlimit(resource.RLIMIT_FSIZE, (2_000, 2_000))
 
-    done = subprocess.run([sys.executable, "-c", code, "log", "convert", str(source), str(tmp_path / "out.csv")],
+    done = subprocess.run([sys.executable, "-c", code, "log", "convert", str(source), "-o", str(tmp_path / "out.csv")],
                           capture_output=True, text=True, preexec_fn=limit, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 2 and "Traceback" not in done.stderr + done.stdout, done.stderr
-    assert f"error: cannot write {tmp_path / 'out.csv'}: File too large (EFBIG)" in " ".join(done.stdout.split())
+    assert f"error: cannot write {tmp_path / 'out.csv'}: File too large (EFBIG)" in " ".join(done.stderr.split())
 
 
 def test_a_design_path_that_is_a_folder_or_a_device_is_refused_in_one_line(tmp_path):

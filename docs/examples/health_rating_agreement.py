@@ -32,7 +32,8 @@ from _common import run, table
 
 import hce.stats as hs
 from hce.importers import ratings_lists, ratings_wide
-from hce.report.document import Report
+from hce.report.document import Figure, Report
+from hce.report.figures import bar_with_ci
 
 KQA = "kqa"
 HEALTHBENCH = "healthbench_meta_subset"
@@ -70,6 +71,8 @@ def kqa(report: Report, root: Path) -> list[dict]:
               "Physician-physician agreement on K-QA claims (nominal)",
               "Fleiss, Gwet and percent agreement: linearised variance of Gwet (2008), t interval; "
               "Krippendorff: percentile bootstrap over claims."),
+        Figure(bar_with_ci(table_[table_["subset"] == "all claims"], label="metric", ylabel="agreement, all claims"),
+               "kqa_physician_agreement", "Physician-physician agreement on all K-QA claims, with 95% intervals"),
     )
     return [{"dataset": "kqa", "quantity": f"{r.metric}, physicians, {r.subset}", "estimate": r.estimate,
              "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n_items} for r in table_.itertuples()

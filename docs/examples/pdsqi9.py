@@ -38,6 +38,7 @@ from _common import arguments
 import hce
 from hce.collect import Faults, SimJudge, SimServer, run
 from hce.report import report
+from hce.report.document import Report
 
 INSTRUMENT = "pdsqi9_rubric/pdsqi9_rubric_set.txt"
 CONSULTATIONS = "primock57/consultations.csv"
@@ -108,13 +109,13 @@ def items(data: Path) -> list[dict]:
             for row in consultations.itertuples()]  # fmt: skip
 
 
-def main() -> None:
+def main() -> Report | None:
     args = arguments("pdsqi9")
     missing = [p for p in (INSTRUMENT, CONSULTATIONS) if not (args.data / p).is_file()]
     if missing:
         print(f"skipped: {args.data / missing[0]} is absent; this example reads the PDSQI-9 text and primock57 "
               "from ../shared/data (see its README), or give --data", file=sys.stderr)  # fmt: skip
-        return
+        return None
     out: Path = args.out
     (out / "prompts").mkdir(parents=True, exist_ok=True)
     rubric_file = out / "pdsqi9.yaml"
@@ -143,9 +144,10 @@ def main() -> None:
         (out / "design.yaml").write_text(yaml.safe_dump(design, sort_keys=False))
         summary = run(out / "design.yaml", log)
     print(summary)
-    report(log, rubric=rubric, out=out / "report", title="PDSQI-9 pilot: three conditions, 18 primock57 consultations")
+    built = report(log, rubric=rubric, out=out / "report", title="PDSQI-9 pilot: three conditions, 18 primock57 consultations")
     print(f"wrote {out / 'report' / 'report.html'} and report.md (rubric {rubric_file}, design {out / 'design.yaml'})")
+    return built
 
 
 if __name__ == "__main__":
-    main()
+    built = main()  # the report: its figures are the example's on the gallery page and card

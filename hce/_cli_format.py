@@ -1,0 +1,101 @@
+"""How the ``hce`` command line prints its help and its usage errors.
+
+Typer's help names a value by its Python type (``--seed <int>``, a flag as ``<bool>``, an
+argument as ``{logs}``) and frames a usage error in a box titled "Error", while hce's own errors
+read ``error: ...``. The classes here make both read as the rest of the command line does: a value
+by what the user types (``--out FOLDER``, ``--seed INTEGER``, ``LOGS...``), a flag bare, and every
+error on one line after the one prefix :data:`ERROR`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+try:  # Typer 0.2x carries its own copy of Click; older Typer uses Click itself
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - depends on the installed Typer
+    from click.exceptions import ClickException
+
+#: The prefix of every error the command line prints (usage errors and hce's own).
+ERROR = "[red]error:[/red]"
+
+#: A value's name in help, by the type Typer names it by, where no option gives its own ``metavar``.
+TYPE_WORDS = {"int": "INTEGER", "int range": "INTEGER", "float": "NUMBER", "float range": "NUMBER", "str": "TEXT",
+              "path": "PATH", "list[str]": "TEXT", "list[path]": "PATH", "list[Path]": "PATH"}
+
+stderr = Console(stderr=True, soft_wrap=True)
+
+
+class _Argument(TyperArgument):
+    """An argument shown as Click shows it: ``LOGS...`` in the usage line, its name alone in the table."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None  # the name (PATH, LOGS...) says it already
+
+    def _usage_display_name(self) -> str:
+        name = self.metavar or self.name.upper()
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+
+def readable(param: Any, ctx: Any) -> Any:
+    """``param`` with a metavar in the user's words (FOLDER, INTEGER), a flag with none.
+
+    Typer before 0.2x printed Click's metavars (``PATH``, ``INTEGER``) already and has no
+    ``display_type``: its parameters are left as they are.
+    """
+    if not hasattr(param, "display_type"):  # pragma: no cover - depends on the installed Typer
+        return param
+    if isinstance(param, TyperArgument) and not isinstance(param, _Argument):
+        param.metavar = param.metavar or param.name.upper()
+        param.__class__ = _Argument  # the same fields; only how it prints differs
+    elif isinstance(param, TyperOption) and param.metavar is None:
+        label = param.display_type(ctx)[1:-1]  # "<int>" -> "int", "<a|b>" -> "a|b"
+        param.metavar = "" if param.is_flag else TYPE_WORDS.get(label, f"[{label}]" if "|" in label else label.upper())
+    return param
+
+
+class ReadableCommand(TyperCommand):
+    """A command whose help names values as the user types them."""
+
+    def get_params(self, ctx: Any) -> list:
+        return [readable(p, ctx) for p in super().get_params(ctx)]
+
+
+class ReadableGroup(TyperGroup):
+    """A command group as :class:`ReadableCommand`, printing usage errors as ``error: ...``."""
+
+    def get_params(self, ctx: Any) -> list:
+        return [readable(p, ctx) for p in super().get_params(ctx)]
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except ClickException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # the help was printed: no error to add (as Typer does)
+                sys.exit(exc.exit_code)
+            command = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else "hce"
+            stderr.print(f"{ERROR} {exc.format_message().rstrip('.')}; see {command} --help", highlight=False)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            stderr.print(f"{ERROR} aborted", highlight=False)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+class App(typer.Typer):
+    """A Typer app whose commands and groups print as :class:`ReadableCommand` and :class:`ReadableGroup`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cls=ReadableGroup, **kwargs)
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", ReadableCommand)
+        return super().command(*args, **kwargs)
