@@ -6,6 +6,7 @@ Statistics live in :mod:`hce.stats`, collection in :mod:`hce.collect`.
 
 import importlib
 
+from hce._lazy import import_public
 from hce.errors import DataError, FormulaError, HceError, HceWarning, LogFormatError, RubricError
 
 __version__ = "0.1.0"
@@ -40,9 +41,7 @@ __all__ = [
 
 def __getattr__(name: str):
     if name in _HOME:
-        value = getattr(importlib.import_module(_HOME[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
+        return import_public(globals(), _HOME, name)
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

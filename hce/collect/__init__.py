@@ -1,6 +1,6 @@
 """The collection layer: designs -> OpenAI-compatible calls -> the attempt log."""
 
-import importlib
+from hce._lazy import import_public
 
 # Every public name and the module that defines it. A module is imported at the first use of
 # one of its names (PEP 562): `hce sim-server` needs the simulator, not the openai client
@@ -56,9 +56,7 @@ _MOVED_TO_STUDY = {"load_study", "plan", "run_study", "status", "draw_targets", 
 
 def __getattr__(name: str):
     if name in _HOME:
-        value = getattr(importlib.import_module(_HOME[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
+        return import_public(globals(), _HOME, name)
     if name in _MOVED_TO_STUDY:
         raise AttributeError(f"hce.collect.{name} moved to hce.study.{name}")
     raise AttributeError(f"module 'hce.collect' has no attribute {name!r}")

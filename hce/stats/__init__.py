@@ -3,6 +3,8 @@
 import importlib
 import warnings
 
+from hce._lazy import import_public
+
 # Every public name and the module that defines it. A module is imported at the first use of
 # one of its names (PEP 562), so `import hce.stats` costs what `import hce` does and a script
 # pays for SciPy, statsmodels or PyMC only when it calls what needs them.
@@ -102,9 +104,7 @@ def _moved(name: str, old_module: str):
 
 def __getattr__(name: str):
     if name in _HOME:
-        value = getattr(importlib.import_module(_HOME[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
+        return import_public(globals(), _HOME, name)
     if name in _MOVED:
         return _moved(name, __name__)
     if name in _MOVED_TO_STUDY:

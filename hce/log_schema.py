@@ -1,0 +1,100 @@
+"""The attempt log's schema: its columns, their dtypes and meaning, and the attempt id."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
+
+Format = Literal["jsonl", "csv", "parquet"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the schema: its name, dtype (``str``, ``json``, ``int``, ``bool!``, ...), meaning and whether it is required."""
+
+    name: str
+    dtype: str
+    description: str
+    required: bool = False
+
+
+# Order follows seed 000 section 8 (in snake_case); "json" columns hold JSON text.
+SCHEMA: tuple[Column, ...] = (
+    Column("attempt_id", "str", "Deterministic hash of experiment, item, condition and attempt number", True),
+    Column("experiment_id", "str", "Experiment, e.g. EXP2_PromptOptimization"),
+    Column("item_id", "str", "The judged item (TranscriptID / SyntheticTranscriptID)", True),
+    Column("condition_id", "str", "Condition: prompt x model x settings"),
+    Column("prompt_id", "str", "Prompt template, e.g. P2.3"),
+    Column("model", "str", "Model requested"),
+    Column("model_version", "str", "Model version as returned by the API"),
+    Column("attempt", "int", "Attempt number within item x condition, from 1", True),
+    Column("request_id", "str", "The request that answered this attempt, shared by the attempts of one request with n > 1 (samples_per_request); empty for one attempt a request"),
+    Column("timestamp", "datetime", "UTC time the call finished (ISO 8601)"),
+    Column("temperature", "float", "Sampling temperature"),
+    Column("max_tokens", "int", "Maximum output tokens"),
+    Column("top_p", "float", "Nucleus sampling parameter (empty: API default)"),
+    Column("seed", "int", "Sampling seed sent to the API, if any"),
+    Column("endpoint", "str", "Name of the design's endpoint the call went to (its address is in the design)"),
+    Column("settings_hash", "str", "Fingerprint of the condition's settings (model, prompt, sampling, endpoint)"),
+    Column("request", "json_repeated", "The messages sent (JSON text; dictionary-encoded, as each prompt repeats per attempt)"),
+    Column("cleaned_chars", "int", "Characters of the transcript removed or rewritten before it was sent (BOM, NUL, ANSI escapes, control and zero-width characters, NFC: hce.collect.transcripts.clean_text)"),
+    Column("response_text", "str", "The full reply text"),
+    Column("finish_reason", "str", "Why generation stopped (stop, length, ...)"),
+    Column("logprobs", "json", "Token logprobs with top_logprobs, when asked (JSON text)"),
+    Column("input_tokens", "int", "Prompt tokens billed"),
+    Column("output_tokens", "int", "Completion tokens billed"),
+    Column("cached_tokens", "int", "Prompt tokens served from cache"),
+    Column("cache_write_tokens", "int", "Prompt tokens written to the provider's cache, where its usage reports them (prompt_tokens_details.cache_write_tokens; billed at the model's cache-write rate)"),
+    Column("cost_usd", "float", "Cost from the dated price table (empty when the model is unpriced)"),
+    Column("latency_s", "float", "Wall time of the successful try, seconds"),
+    Column("retries", "int", "Tries beyond the first (transient errors retried)"),
+    Column("total", "float", "Parsed total score"),
+    Column("verdict", "bool", "Parsed boolean verdict (boolean judges)"),
+    Column("reasoning", "str", "Parsed reasoning text (chain-of-thought prompts)"),
+    Column("confidence", "float", "Numeric confidence in the score, 0-1, when a method gives one (PRD: LLM_Output_Confidence_Score)"),
+    Column("confidence_level", "str", "Verbalised confidence as the judge gave it (high/medium/low; boolean judges)"),
+    Column("error_flag", "bool!", "True when the call failed or the reply could not be parsed", True),
+    Column("error_message", "str", "Why error_flag is set"),
+)
+COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}
+# Where a retry keeps the rows of failed calls it sends again (hce.collect.failed): the
+# same attempts as the new rows in the log, so the two files are never read together.
+RETRIED_SUFFIX = ".retried.jsonl"
+ID_COLUMNS = ("attempt_id", "experiment_id", "item_id", "condition_id", "prompt_id", "model", "attempt")
+
+
+def schema_table() -> pd.DataFrame:
+    """The attempt-log schema as a table (column, dtype, required, description).
+
+    Examples
+    --------
+    >>> import hce.log
+    >>> hce.log.schema_table().head(3)[["column", "dtype", "required"]]
+              column dtype  required
+    0     attempt_id   str      True
+    1  experiment_id   str     False
+    2        item_id   str      True
+    """
+    return pd.DataFrame(
+        {
+            "column": [c.name for c in SCHEMA],
+            "dtype": [c.dtype for c in SCHEMA],
+            "required": [c.required for c in SCHEMA],
+            "description": [c.description for c in SCHEMA],
+        }
+    )
+
+
+def make_attempt_id(experiment_id: str, item_id: str, condition_id: str, attempt: int) -> str:
+    """Deterministic attempt id, so a resumed run recognises what it already did.
+
+    Examples
+    --------
+    >>> make_attempt_id("EXP2_PromptOptimization", "T001", "P2.1|gpt-4o-mini|t0.1", 1)
+    '9669804c9e12d6832f1d8ffb'
+    """
+    key = "\x1f".join([str(experiment_id), str(item_id), str(condition_id), str(int(attempt))])
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
