@@ -161,10 +161,24 @@ def _fixed(x: float, decimals: int | None) -> str:
     return f"{rounded:,.{decimals}f}".replace("-0.", "0.") if rounded == 0 else f"{rounded:,.{decimals}f}"
 
 
-def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | None = None) -> str:
+def _column_decimals(digits: int, values: pd.Series, *limits: pd.Series) -> int | None:
+    """One number of decimals for a whole column (each row's need, the most of them), so a column
+    reads alike; None (each cell its own) when some row needs scientific notation."""
+    needs = []
+    for row in zip(values, *limits):
+        finite = [float(v) for v in row if not pd.isna(v) and math.isfinite(float(v))]
+        width = float(row[2]) - float(row[1]) if len(row) == 3 and len(finite) == 3 else None
+        needed = decimals_needed(finite, digits, width=width)
+        if needed is None or any(abs(v) >= LARGE for v in finite):
+            return None
+        needs.append(needed)
+    return max(needs, default=digits)
+
+
+def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | None = None, decimals: int | None = None) -> str:
     """``[low, high]``, or ``estimate [low, high]``, all with the decimals the interval needs.
 
-    A limit at infinity (no bound on that side) is shown open: ``[0.12, ∞)``.
+    ``decimals`` fixes the places instead (a table column shown alike). A limit at infinity (no bound on that side) is shown open: ``[0.12, ∞)``.
 
     Examples
     --------
@@ -176,7 +190,7 @@ def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | Non
     '0.020 [0.000, ∞)'
     """
     numbers = [v for v in (estimate, low, high) if v is not None and not pd.isna(v)]
-    decimals = decimals_needed([float(v) for v in numbers], digits, width=float(high) - float(low)
+    decimals = decimals if decimals is not None else decimals_needed([float(v) for v in numbers], digits, width=float(high) - float(low)
                                if not (pd.isna(low) or pd.isna(high)) else None)  # fmt: skip
     shown = [_fixed(float(v), decimals) if not pd.isna(v) else "—" for v in (low, high)]
     opening = "(" if not pd.isna(low) and math.isinf(low) else "["
@@ -254,16 +268,22 @@ class Table:
                 continue
             if column in merged:
                 low, high = merged[column]
-                cells = [format_ci(a, b, self.digits, estimate=e) for e, a, b in zip(values, raw[low], raw[high])]
+                places = _column_decimals(self.digits, values, raw[low], raw[high])
+                cells = [format_ci(a, b, self.digits, estimate=e, decimals=places) for e, a, b in zip(values, raw[low], raw[high])]
                 out.append((f"{header(column)} ({level})", cells, False))
             elif column in alone:
-                out.append((level, [format_ci(a, b, self.digits) for a, b in zip(values, raw[alone[column]])], False))
+                places = _column_decimals(self.digits, values, raw[alone[column]])
+                out.append((level, [format_ci(a, b, self.digits, decimals=places) for a, b in zip(values, raw[alone[column]])], False))
             elif column in P_COLUMNS:
                 out.append((header(column), [format_p(v) for v in values], False))
             elif column == "statistic" and pd.api.types.is_numeric_dtype(values):
                 out.append((header(column), [_statistic(v, m) for v, m in zip(values, methods)], False))
             elif _looks_integer(column, values):
                 out.append((header(column), [format_number(None if pd.isna(v) else int(v)) for v in values], False))
+            elif pd.api.types.is_float_dtype(values):
+                places = _column_decimals(self.digits, values)
+                out.append((header(column), [format_number(v, self.digits) if places is None else _fixed(float(v), places)
+                                             for v in values], False))  # fmt: skip
             else:
                 out.append((header(column), [format_number(v, self.digits) for v in values], _is_text(values)))
         return out
