@@ -63,14 +63,14 @@ def header(column: object) -> str:
 
     Examples
     --------
-    >>> [header(c) for c in ("n_items", "n_attempts", "p_value", "effect_size", "condition_id", "sd", "95% CI")]
-    ['Items', 'Attempts', 'P value', 'Effect size', 'Condition', 'SD', '95% CI']
+    >>> [header(c) for c in ("n_items", "n_attempts", "p_value", "effect_size", "condition_id", "sd", "95% CI", "n_a")]
+    ['Items', 'Attempts', 'P value', 'Effect size', 'Condition', 'SD', '95% CI', 'N a']
     """
     name = str(column)
     if name in HEADERS:
         return HEADERS[name]
     words = name.split("_")
-    if len(words) > 1 and words[0] == "n":
+    if len(words) > 1 and words[0] == "n" and len(words[1]) > 1:  # n_a stays "N a": "A" names the group itself
         words = words[1:]
     if len(words) > 1 and words[-1] == "id":
         words = words[:-1]
@@ -247,13 +247,29 @@ class Table:
         ``effect_ci_high`` with ``effect_size``) into one ``Estimate (95% CI)`` column, or
         into a ``95% CI`` column when the table has no such estimate.
         """
-        return pd.DataFrame({name: cells for name, cells, _ in self.display_columns()})
+        columns = self.display_columns()
+        frame = pd.DataFrame({k: cells for k, (_, cells, _) in enumerate(columns)})
+        frame.columns = [name for name, _, _ in columns]
+        return frame
 
     def display_columns(self) -> list[tuple[str, list[str], bool]]:
         """Each displayed column: header, cells as printed, and whether it holds text.
 
-        Text columns are set left-aligned, numbers right-aligned (HTML, LaTeX, Word).
+        Text columns are set left-aligned, numbers right-aligned (HTML, LaTeX, Word). Two
+        columns that would get one header keep their own names instead, so neither hides the other.
         """
+        out = self._display_columns()
+        names = [name for name, _, _ in out]
+        raw = [c for c in self.data.columns if c not in self._hidden()]
+        return [(str(raw[k]) if names.count(name) > 1 else name, cells, text) for k, (name, cells, text) in enumerate(out)]
+
+    def _hidden(self) -> set:
+        """Interval limits shown inside another column."""
+        columns = set(self.data.columns)
+        intervals = {point: ends for point, ends in INTERVALS.items() if set(ends) <= columns}
+        return {end for point, ends in intervals.items() for end in (ends if point in columns else ends[1:])}
+
+    def _display_columns(self) -> list[tuple[str, list[str], bool]]:
         raw = self.data.reset_index(drop=True)
         out = []
         level = f"{self.confidence * 100:g}% CI"

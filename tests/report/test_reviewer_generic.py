@@ -318,3 +318,15 @@ def test_calibration_plot_shows_bin_sizes_and_hides_small_bins():
     assert 0.15 not in drawn[:, 0] and {0.55, 0.9} <= set(np.round(drawn[:, 0], 9))
     assert sorted(t.get_text() for t in ax.texts) == ["n=398", "n=40"]
     assert "1 bin(s) with < 10 forecasts not shown (2 in all)" in ax.get_xlabel()
+
+
+def test_every_column_keeps_its_own_header():
+    # "n_a" and "a" were both headed "A": the pairwise table showed the counts where the conditions belong.
+    log = own_log()
+    log = log[~((log["condition_id"] == "c") & (log["item_id"] == "T0"))]  # items differ: Kruskal-Wallis, Mann-Whitney pairs
+    doc = report(log, rubric=RUBRIC, random_state=0)
+    for name, table in tables(doc).items():
+        shown = table.display_frame()
+        assert shown.columns.is_unique, (name, list(shown.columns))
+    pairs = tables(doc)["accurate_sd_pairs"].display_frame()
+    assert set(pairs["A"]) | set(pairs["B"]) == set(CONDITIONS) and {"N a", "N b"} <= set(pairs.columns)
