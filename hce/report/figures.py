@@ -191,11 +191,10 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     table = table[table["n"] >= min_count]
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
-    if len(hidden):
-        ax.text(0.02, 0.98, f"{len(hidden)} bin(s) with < {min_count} forecasts not shown ({int(hidden['n'].sum())} in all)",
-                transform=ax.transAxes, va="top", fontsize=7)  # fmt: skip
     for row in table.itertuples():  # the bin sizes, so a point's weight is read, not guessed from its area
-        ax.annotate(f"n={int(row.n)}", (row.mean_prob, row.estimate), textcoords="offset points", xytext=(4, -10), fontsize=7)
+        right = row.mean_prob > 0.85  # near the right edge the label goes left of its point, inside the axes
+        ax.annotate(f"n={int(row.n)}", (row.mean_prob, row.estimate), textcoords="offset points",
+                    xytext=(-4 if right else 4, -10), ha="right" if right else "left", fontsize=7)  # fmt: skip
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect calibration")
     ax.errorbar(
         table["mean_prob"],
@@ -209,6 +208,10 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     # Greyscale, so the figure reads the same printed in black and white.
     sns.lineplot(data=table, x="mean_prob", y="estimate", ax=ax, marker=None, label=label, sort=True, color="0.2")
     sns.scatterplot(data=table, x="mean_prob", y="estimate", size="n", ax=ax, legend=False, color="0.2")
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="Mean confidence", ylabel="Observed rate")
+    # Under the axis, not over the points: the bins left out and how many forecasts they hold.
+    left_out = (f"\n{len(hidden)} bin(s) with < {min_count} forecasts not shown ({int(hidden['n'].sum())} in all)"
+                if len(hidden) else "")  # fmt: skip
+    # A little room past 0 and 1, so a point at an observed rate of 1 and its label are not cut.
+    ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.06), xlabel="Mean confidence" + left_out, ylabel="Observed rate")
     ax.set_aspect("equal")
     return ax

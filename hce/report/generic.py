@@ -50,6 +50,8 @@ ITEM = "item_id"
 PLANNED = "hce_planned_items"
 #: Condition attributes shown beside ``condition_id`` (never grouped on).
 ATTRIBUTES = ("experiment_id", "prompt_id", "model", "temperature", "top_p", "max_tokens")
+#: Smallest calibration bin drawn: a line through a bin of 2 scores and one of 398 looks like perfect calibration.
+MIN_BIN = 10
 SIM_FINGERPRINT = "fp_hce_sim_"  # hce.collect.sim's system_fingerprint prefix
 #: Status of a "Not reported" entry: the log holds the data but the statistic failed on it
 #: (``hce report`` exits 1), or the log holds nothing for it (no logprobs, one condition).
@@ -804,8 +806,15 @@ def _calibration_section(document: Report, context: _Context) -> None:
                              for condition, part in data.groupby(CONDITION, sort=True)], ignore_index=True)  # fmt: skip
         metrics = metrics[[CONDITION, *[c for c in metrics.columns if c != CONDITION]]]
         bins = hs.reliability_table(data, prob="prob", truth="outcome", confidence=context.confidence)
+        ax = figures.reliability_diagram(bins, min_count=MIN_BIN)
+        hidden = bins[bins["n"] < MIN_BIN]
         section.add(Table(metrics, "Calibration of score confidence per condition", "calibration", context.confidence),
-                    Table(bins, "Reliability table (all conditions)", "calibration_bins", context.confidence))  # fmt: skip
+                    Table(bins, "Reliability table (all conditions)", "calibration_bins", context.confidence),
+                    Figure(ax.figure, "reliability_diagram",
+                           f"Reliability diagram (all conditions): observed rate against mean confidence per bin, each "
+                           f"labelled with its number of scores; bins of fewer than {MIN_BIN} scores are not drawn"
+                           + (f" ({len(hidden)} bin(s), {int(hidden['n'].sum())} scores; they are in the table)" if len(hidden) else "")
+                           + "."))  # fmt: skip
 
     _attempt(context, section, "calibration", build)
 

@@ -63,14 +63,14 @@ def header(column: object) -> str:
 
     Examples
     --------
-    >>> [header(c) for c in ("n_items", "n_attempts", "p_value", "effect_size", "condition_id", "sd", "95% CI")]
-    ['Items', 'Attempts', 'P value', 'Effect size', 'Condition', 'SD', '95% CI']
+    >>> [header(c) for c in ("n_items", "n_attempts", "p_value", "effect_size", "condition_id", "sd", "95% CI", "n_a")]
+    ['Items', 'Attempts', 'P value', 'Effect size', 'Condition', 'SD', '95% CI', 'N a']
     """
     name = str(column)
     if name in HEADERS:
         return HEADERS[name]
     words = name.split("_")
-    if len(words) > 1 and words[0] == "n":
+    if len(words) > 1 and words[0] == "n" and len(words[1]) > 1:  # n_a stays "N a": "A" names the group itself
         words = words[1:]
     if len(words) > 1 and words[-1] == "id":
         words = words[:-1]
@@ -161,10 +161,24 @@ def _fixed(x: float, decimals: int | None) -> str:
     return f"{rounded:,.{decimals}f}".replace("-0.", "0.") if rounded == 0 else f"{rounded:,.{decimals}f}"
 
 
-def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | None = None) -> str:
+def _column_decimals(digits: int, values: pd.Series, *limits: pd.Series) -> int | None:
+    """One number of decimals for a whole column (each row's need, the most of them), so a column
+    reads alike; None (each cell its own) when some row needs scientific notation."""
+    needs = []
+    for row in zip(values, *limits):
+        finite = [float(v) for v in row if not pd.isna(v) and math.isfinite(float(v))]
+        width = float(row[2]) - float(row[1]) if len(row) == 3 and len(finite) == 3 else None
+        needed = decimals_needed(finite, digits, width=width)
+        if needed is None or any(abs(v) >= LARGE for v in finite):
+            return None
+        needs.append(needed)
+    return max(needs, default=digits)
+
+
+def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | None = None, decimals: int | None = None) -> str:
     """``[low, high]``, or ``estimate [low, high]``, all with the decimals the interval needs.
 
-    A limit at infinity (no bound on that side) is shown open: ``[0.12, ∞)``.
+    ``decimals`` fixes the places instead (a table column shown alike). A limit at infinity (no bound on that side) is shown open: ``[0.12, ∞)``.
 
     Examples
     --------
@@ -176,7 +190,7 @@ def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | Non
     '0.020 [0.000, ∞)'
     """
     numbers = [v for v in (estimate, low, high) if v is not None and not pd.isna(v)]
-    decimals = decimals_needed([float(v) for v in numbers], digits, width=float(high) - float(low)
+    decimals = decimals if decimals is not None else decimals_needed([float(v) for v in numbers], digits, width=float(high) - float(low)
                                if not (pd.isna(low) or pd.isna(high)) else None)  # fmt: skip
     shown = [_fixed(float(v), decimals) if not pd.isna(v) else "—" for v in (low, high)]
     opening = "(" if not pd.isna(low) and math.isinf(low) else "["
@@ -233,13 +247,29 @@ class Table:
         ``effect_ci_high`` with ``effect_size``) into one ``Estimate (95% CI)`` column, or
         into a ``95% CI`` column when the table has no such estimate.
         """
-        return pd.DataFrame({name: cells for name, cells, _ in self.display_columns()})
+        columns = self.display_columns()
+        frame = pd.DataFrame({k: cells for k, (_, cells, _) in enumerate(columns)})
+        frame.columns = [name for name, _, _ in columns]
+        return frame
 
     def display_columns(self) -> list[tuple[str, list[str], bool]]:
         """Each displayed column: header, cells as printed, and whether it holds text.
 
-        Text columns are set left-aligned, numbers right-aligned (HTML, LaTeX, Word).
+        Text columns are set left-aligned, numbers right-aligned (HTML, LaTeX, Word). Two
+        columns that would get one header keep their own names instead, so neither hides the other.
         """
+        out = self._display_columns()
+        names = [name for name, _, _ in out]
+        raw = [c for c in self.data.columns if c not in self._hidden()]
+        return [(str(raw[k]) if names.count(name) > 1 else name, cells, text) for k, (name, cells, text) in enumerate(out)]
+
+    def _hidden(self) -> set:
+        """Interval limits shown inside another column."""
+        columns = set(self.data.columns)
+        intervals = {point: ends for point, ends in INTERVALS.items() if set(ends) <= columns}
+        return {end for point, ends in intervals.items() for end in (ends if point in columns else ends[1:])}
+
+    def _display_columns(self) -> list[tuple[str, list[str], bool]]:
         raw = self.data.reset_index(drop=True)
         out = []
         level = f"{self.confidence * 100:g}% CI"
@@ -254,16 +284,22 @@ class Table:
                 continue
             if column in merged:
                 low, high = merged[column]
-                cells = [format_ci(a, b, self.digits, estimate=e) for e, a, b in zip(values, raw[low], raw[high])]
+                places = _column_decimals(self.digits, values, raw[low], raw[high])
+                cells = [format_ci(a, b, self.digits, estimate=e, decimals=places) for e, a, b in zip(values, raw[low], raw[high])]
                 out.append((f"{header(column)} ({level})", cells, False))
             elif column in alone:
-                out.append((level, [format_ci(a, b, self.digits) for a, b in zip(values, raw[alone[column]])], False))
+                places = _column_decimals(self.digits, values, raw[alone[column]])
+                out.append((level, [format_ci(a, b, self.digits, decimals=places) for a, b in zip(values, raw[alone[column]])], False))
             elif column in P_COLUMNS:
                 out.append((header(column), [format_p(v) for v in values], False))
             elif column == "statistic" and pd.api.types.is_numeric_dtype(values):
                 out.append((header(column), [_statistic(v, m) for v, m in zip(values, methods)], False))
             elif _looks_integer(column, values):
                 out.append((header(column), [format_number(None if pd.isna(v) else int(v)) for v in values], False))
+            elif pd.api.types.is_float_dtype(values):
+                places = _column_decimals(self.digits, values)
+                out.append((header(column), [format_number(v, self.digits) if places is None else _fixed(float(v), places)
+                                             for v in values], False))  # fmt: skip
             else:
                 out.append((header(column), [format_number(v, self.digits) for v in values], _is_text(values)))
         return out

@@ -97,7 +97,8 @@ def test_numbers_get_the_digits_they_need():
                               "ci_high": [0.99962]}), caption="ICC", name="icc")  # fmt: skip
     assert icc.display_frame().iloc[0, 1] == "0.99937 [0.99901, 0.99962]"
     small = Table(pd.DataFrame({"share": [0.0004, 0.25], "mean": [12.34567, 3e-9]}), caption="s", name="s")
-    assert small.display_frame().to_numpy().tolist() == [["0.00040", "12.35"], ["0.25", "3.0e-09"]]
+    # one number of decimals per column (issue 33: a column reads alike), each cell its own past scientific notation
+    assert small.display_frame().to_numpy().tolist() == [["0.00040", "12.35"], ["0.25000", "3.0e-09"]]
 
 
 def test_an_unbounded_interval_is_shown_as_such():

@@ -305,3 +305,28 @@ def test_the_readme_analysis_asks_the_rubric_before_taking_the_total():
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     analysis = readme.split("<!-- analysis-start -->", 1)[1].split("<!-- analysis-end -->", 1)[0]
     assert 'score = "total" if rubric.total_is_meaningful else' in analysis
+
+
+def test_calibration_plot_shows_bin_sizes_and_hides_small_bins():
+    # Figure 5 of the issue: a line through two bins (n = 2 and 398) looked like perfect calibration.
+    from hce.report.figures import reliability_diagram
+
+    bins = pd.DataFrame({"mean_prob": [0.15, 0.55, 0.9], "estimate": [0.0, 0.5, 0.95], "n": [2, 40, 398],
+                         "ci_low": [0.0, 0.35, 0.92], "ci_high": [0.66, 0.65, 0.97]})  # fmt: skip
+    ax = reliability_diagram(bins, min_count=10)
+    drawn = np.vstack([c.get_offsets() for c in ax.collections if len(c.get_offsets()) and hasattr(c, "get_sizes")])
+    assert 0.15 not in drawn[:, 0] and {0.55, 0.9} <= set(np.round(drawn[:, 0], 9))
+    assert sorted(t.get_text() for t in ax.texts) == ["n=398", "n=40"]
+    assert "1 bin(s) with < 10 forecasts not shown (2 in all)" in ax.get_xlabel()
+
+
+def test_every_column_keeps_its_own_header():
+    # "n_a" and "a" were both headed "A": the pairwise table showed the counts where the conditions belong.
+    log = own_log()
+    log = log[~((log["condition_id"] == "c") & (log["item_id"] == "T0"))]  # items differ: Kruskal-Wallis, Mann-Whitney pairs
+    doc = report(log, rubric=RUBRIC, random_state=0)
+    for name, table in tables(doc).items():
+        shown = table.display_frame()
+        assert shown.columns.is_unique, (name, list(shown.columns))
+    pairs = tables(doc)["accurate_sd_pairs"].display_frame()
+    assert set(pairs["A"]) | set(pairs["B"]) == set(CONDITIONS) and {"N a", "N b"} <= set(pairs.columns)
