@@ -26,6 +26,7 @@ import pandas as pd
 
 from hce._checks import is_missing_text, plain, read_flag
 from hce._paths import cause, input_file, output_file
+from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import HceWarning, LogFormatError, PathError
 from hce.log_writer import (  # noqa: F401 (LogWriter: re-exported)
@@ -432,6 +433,7 @@ def _format_of(path: Path, fmt: Format | None) -> Format:
     return mapping[suffix]
 
 
+@keywords_checked
 def read_log(
     path: str | os.PathLike | Sequence[str | os.PathLike],
     *,
@@ -792,6 +794,7 @@ def _read_parquet(path: Path, columns: Sequence[str] | None) -> tuple[pd.DataFra
     return table.to_pandas(), None
 
 
+@keywords_checked
 def write_log(data: pd.DataFrame, path: str | os.PathLike, *, format: Format | None = None) -> None:
     """Validate a log and write it whole as JSONL, CSV or Parquet (replacing the file).
 
@@ -847,6 +850,7 @@ def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
 # --- the long view -----------------------------------------------------------------------
 
 
+@keywords_checked
 def to_long(
     log: pd.DataFrame,
     criteria: Sequence[str] | None = None,

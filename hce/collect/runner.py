@@ -54,6 +54,7 @@ from typing import Any
 import pandas as pd
 
 from hce._docstrings import fill_doc
+from hce._vocabulary import keywords_checked, keywords_of
 from hce.collect.client import CallResult, JudgeClient, endpoint_key
 from hce.collect.design import Attempt, Condition, Design, Endpoint, Item, load_design
 from hce.collect.failed import call_failed, failed_attempt_ids, retried_path, set_aside_failed
@@ -198,6 +199,7 @@ def _input_tokens(messages: list[dict[str, str]]) -> int:
     return math.ceil(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
 
 
+@keywords_checked
 def estimate(
     design: Design | str | os.PathLike,
     *,
@@ -601,6 +603,7 @@ def check_batch_budget(
         )
 
 
+@keywords_checked
 @one_writer  # one collector per log (hce.collect.lock)
 @fill_doc
 async def run_async(
@@ -800,6 +803,7 @@ async def run_async(
     return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded)
 
 
+@keywords_of(run_async)
 def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> RunSummary:
     """Synchronous :func:`run_async` (for scripts and the CLI; in a notebook, ``await run_async(...)``).
 
