@@ -59,10 +59,10 @@ def fairness(
     p_adjust_method : {"bonferroni", "holm", "bh", "none"}
         Correction applied within each condition across all omnibus tests, and separately
         across all pairwise tests (every stratum column x measure x pair).
-    confidence : float
-        Level of the effect-size intervals.
-    n_boot : int
-        Bootstrap resamples for the interval of epsilon squared.
+    %(confidence)s
+        Here: the effect-size intervals.
+    %(n_boot)s
+        Here: resamples for the interval of epsilon squared.
     %(random_state)s
 
     Returns

@@ -179,8 +179,7 @@ def cohen_kappa(
     categories : sequence, optional
         All categories in order; defaults to the sorted observed ones. Give it when a
         category is possible but unused, since weighted kappa depends on the positions.
-    confidence : float, default 0.95
-        Confidence level of the interval.
+    %(confidence)s
     ci_method : {"wald", "bootstrap"}, default "wald"
         ``"wald"``: estimate +- z se (R's ``psych::cohen.kappa``), which can leave [-1, 1]
         near perfect agreement or with few targets; ``"bootstrap"``: the percentile
@@ -190,8 +189,8 @@ def cohen_kappa(
         Long data: a column constant within a target naming the unit the bootstrap
         resamples (e.g. the reply that several coded segments come from), for targets that
         are not independent. Only with ``ci_method="bootstrap"``.
-    n_boot : int, default 1000
-        Bootstrap resamples (``ci_method="bootstrap"``).
+    %(n_boot)s
+        Here: resamples (``ci_method="bootstrap"``).
     %(random_state)s
 
     Returns
@@ -545,6 +544,7 @@ def percent_agreement(
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@fill_doc
 def strict_agreement(
     data: pd.DataFrame,
     *,
@@ -562,8 +562,8 @@ def strict_agreement(
     item, rater, score : str
         Columns naming the target (e.g. a patient message), the rater (annotator) and the
         binary judgement (1/True: the theme is included; 0/False: excluded).
-    confidence : float, default 0.95
-        Confidence level of the Wilson intervals.
+    %(confidence)s
+        Here: the Wilson intervals.
 
     Returns
     -------

@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
@@ -249,6 +250,7 @@ def reml_mean_squares(r: Ratings, k_rule: KRule = "harmonic") -> tuple[dict[str,
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), numbers=("score",), engine="columns")
+@fill_doc
 def icc(
     data: pd.DataFrame,
     *,
@@ -268,8 +270,7 @@ def icc(
     item, rater, score : str
         Columns naming the rated target (item), the rater (a person, a model, or a judge's
         repeated attempt) and the numeric rating. Missing ratings (NaN) are allowed.
-    confidence : float, default 0.95
-        Confidence level of the intervals.
+    %(confidence)s
     method : {"auto", "anova", "reml"}, default "auto"
         ``"anova"``: the classical mean squares; targets lacking a rating are dropped
         (listwise, with a warning). ``"reml"``: variance components by REML from every
@@ -444,6 +445,7 @@ def _oneway_rows(rows: list[dict], ms: dict[str, float], k: float, confidence: f
 
 @renamed(targets="item", raters="rater", ratings="score", groups="condition")
 @reads_frame(keys=("item", "rater", "condition"), numbers=("score",), engine="columns")
+@fill_doc
 def icc_groups(
     data: pd.DataFrame,
     *,
@@ -471,8 +473,7 @@ def icc_groups(
         How two groups are compared. ``"means"``: each group's mean rating of a target acts
         as one rater, so the ICC measures agreement between the groups' consensus ratings.
         ``"pooled"``: the raters of both groups are pooled into one panel.
-    confidence : float, default 0.95
-        Confidence level of the intervals.
+    %(confidence)s
     method : {"auto", "anova", "reml"}, default "auto"
         As in :func:`icc`.
     k : {"harmonic", "raters"}, default "harmonic"
