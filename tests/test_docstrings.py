@@ -255,3 +255,24 @@ def test_shared_arguments_state_the_signatures_default():
                     if stated != str(default) and not (isinstance(default, float) and stated == f"{default:.2f}"):
                         wrong.append(f"{where}: {names} documented '{kind}', the signature's default is {parameters[names].default}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_fixed_strings_name_their_sources_in_words():
+    """Issue 36, item 6: text hce puts in results, reports and errors says what it cites ("the
+    EditJudge paper's strict agreement"), never the project's file names for its sources
+    ("seed 004"); the PRD's numbered success metrics are named so only in the PRD study (hce.study)."""
+    import ast
+
+    package = Path(__file__).resolve().parents[1] / "hce"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        study = path.is_relative_to(package / "study")
+        shorthand = re.compile(r"[Ss]eeds?[ /]00\d" + ("" if study else r"|Success Metric \d"))
+        found += [f"{path.relative_to(package.parent)}:{n.lineno}: {m.group(0)!r}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+                  for m in shorthand.finditer(n.value)]
+    assert not found, "\n".join(found)

@@ -150,7 +150,7 @@ def fairness(
     pairwise_t = pairwise_t.drop(columns="_worse")
     verdict = _verdict(pairwise_t, conditions, alpha, p_adjust_method)
     return AnalysisResult(
-        title="Success Metric 6: detrimental differences across strata",
+        title="Fairness: detrimental differences across strata",
         tables={"omnibus": omnibus_t, "pairwise": pairwise_t, "verdict": verdict},
         notes=[f"units are items; each item's attempts reduced to {sorted(measures)}",
                f"{p_adjust_method} correction within each condition, alpha = {alpha}"],

@@ -629,7 +629,7 @@ def strict_agreement(
                 name, None, estimate=p, se=float(np.sqrt(p * (1 - p) / n)),
                 ci_low=float(centre - half), ci_high=float(centre + half),
                 statistic=np.nan, p_value=np.nan, pa=np.nan, pe=np.nan,
-                method="share of targets with unanimous raters (seed 004)",
+                method="share of targets with unanimous raters (strict agreement, the EditJudge paper's)",
                 ci_method="Wilson score",
                 **counts(n, r.n_raters, n_used, r.n_missing + len(r.value) - n_used),
             )  # fmt: skip
