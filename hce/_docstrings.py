@@ -4,7 +4,7 @@ A docstring holds ``%(name)s`` alone on a line where a shared fragment goes; :fu
 puts the fragment there, at that line's indentation, when the function is defined, so
 ``help()``, the API pages and the doctests all read the whole text. ``fill_doc`` goes below
 every other decorator: the wrappers copy the docstring it filled. The arguments many functions
-share (``error``, ``random_state``) are written here once: :func:`add_parameter` puts one into a
+share (``error``, ``random_state``, ``confidence``, ``n_boot``) are written here once: :func:`add_parameter` puts one into a
 docstring's Parameters section (``hce.stats``' frame check does so for the ``error`` keyword it
 adds to every statistic of an attempt log), and ``tests/test_docstrings.py`` holds every public
 docstring to this text.
@@ -12,6 +12,7 @@ docstring to this text.
 
 from __future__ import annotations
 
+import inspect
 import re
 import textwrap
 from collections.abc import Callable
@@ -31,6 +32,13 @@ random_state : int, Generator or None, default None
     Seed (or NumPy ``Generator``) of every random draw the function makes: bootstrap
     resamples, simulations, the sampler. None draws fresh entropy; pass an int to reproduce
     the result. The command line spells it ``--seed``.""",
+    # {default} is the function's own default, read from its signature by fill_doc
+    "confidence": """\
+confidence : float, default {default}
+    Level of the intervals, a probability in (0, 1): 0.95 gives 95% intervals.""",
+    "n_boot": """\
+n_boot : int, default {default}
+    Bootstrap resamples behind the bootstrap intervals; more give steadier interval ends.""",
     # hce.stats.factor and the scale statistics on a wide table of questionnaire items
     "wide_parameters": """\
 Parameters
@@ -43,8 +51,8 @@ columns : list of str, optional
     "attribute_effect": """\
 attribute : str, optional
     Column of rubric attributes; one row of output per attribute.
-confidence : float, default 0.95
-    Level of the effect-size interval.""",
+%(confidence)s
+    Here: the effect-size interval.""",
     # the Wilson and Clopper-Pearson intervals of a share (hce.stats.spread)
     "proportion_references": """\
 References
@@ -73,8 +81,7 @@ weights : {"unweighted", "linear", "quadratic"}, default "unweighted"
     "agreement_rest": """\
 categories : sequence, optional
     All categories in order; defaults to the sorted observed ones.
-confidence : float, default 0.95
-    Confidence level of the interval.
+%(confidence)s
 
 Returns
 -------
@@ -135,7 +142,10 @@ def fill_doc(func: F) -> F:
         indent, name = mark.groups()
         if name not in FRAGMENTS:
             raise KeyError(f"{func.__qualname__}: no shared docstring fragment {name!r}; known: {sorted(FRAGMENTS)}")
-        return "\n".join(indent + line if line else "" for line in FRAGMENTS[name].splitlines())
+        text = FRAGMENTS[name]
+        if "{default}" in text:  # the default the signature has, so the text cannot contradict it
+            text = text.replace("{default}", str(inspect.signature(func).parameters[name].default))
+        return "\n".join(indent + line if line else "" for line in text.splitlines())
 
     doc = func.__doc__ or ""
     while _MARK.search(doc):  # a fragment may hold marks of its own

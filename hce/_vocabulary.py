@@ -381,6 +381,14 @@ def keywords_checked(func: F) -> F:
     TypeError: share() got an unexpected keyword argument 'confidense'; did you mean confidence=? (it takes values, confidence)
     """
     parameters = inspect.signature(func).parameters
+    if inspect.iscoroutinefunction(func):  # stays a coroutine function (hce.collect.run_async): awaited as before
+
+        @functools.wraps(func)
+        async def waiting(*args, **kwargs):
+            check_keywords(func.__name__, parameters, kwargs)
+            return await func(*args, **kwargs)
+
+        return waiting  # type: ignore[return-value]
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -388,6 +396,50 @@ def keywords_checked(func: F) -> F:
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def keywords_of(target: Callable) -> Callable[[F], F]:
+    """As :func:`keywords_checked`, for a function that passes its ``**kwargs`` on to ``target``.
+
+    A typo is refused when the function is called, naming it and the keyword meant, rather than
+    by ``target`` later (inside an event loop, say).
+
+    Parameters
+    ----------
+    target : callable
+        The function that receives the ``**kwargs``.
+
+    Returns
+    -------
+    callable
+        A decorator.
+
+    Examples
+    --------
+    >>> async def fetch_async(url, *, timeout=10.0): ...
+    >>> @keywords_of(fetch_async)
+    ... def fetch(url, **kwargs):
+    ...     return kwargs
+    >>> fetch("x", timeout=1.0)
+    {'timeout': 1.0}
+    >>> fetch("x", timout=1.0)
+    Traceback (most recent call last):
+    ...
+    TypeError: fetch() got an unexpected keyword argument 'timout'; did you mean timeout=? (it takes url, timeout)
+    """
+
+    def decorate(func: F) -> F:
+        own = {n: p for n, p in inspect.signature(func).parameters.items() if p.kind is not p.VAR_KEYWORD}
+        parameters = {**own, **inspect.signature(target).parameters}
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            check_keywords(func.__name__, parameters, kwargs)
+            return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def renamed(**retired: str) -> Callable[[F], F]:

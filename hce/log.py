@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from hce._paths import cause, input_file, output_file
+from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import HceWarning, LogFormatError, PathError
 from hce.log_files import MissingValueWarning, read_csv, read_jsonl, read_parquet  # noqa: F401 (re-exported)
@@ -74,6 +75,7 @@ def _format_of(path: Path, fmt: Format | None) -> Format:
     return mapping[suffix]
 
 
+@keywords_checked
 def read_log(
     path: str | os.PathLike | Sequence[str | os.PathLike],
     *,
@@ -294,6 +296,7 @@ def merge_logs(logs: Sequence[pd.DataFrame | str | os.PathLike]) -> tuple[pd.Dat
     return combined[keep].reset_index(drop=True), dropped
 
 
+@keywords_checked
 def write_log(data: pd.DataFrame, path: str | os.PathLike, *, format: Format | None = None) -> None:
     """Validate a log and write it whole as JSONL, CSV or Parquet (replacing the file).
 
@@ -349,6 +352,7 @@ def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
 # --- the long view -----------------------------------------------------------------------
 
 
+@keywords_checked
 def to_long(
     log: pd.DataFrame,
     criteria: Sequence[str] | None = None,

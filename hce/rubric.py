@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from hce._vocabulary import keywords_checked
 from hce.errors import RubricError
 
 # The fields a rubric file may hold, at each level: anything else is a typo, refused.
@@ -303,6 +304,7 @@ def _read_yaml(source: str | Path, packaged: dict[str, str], kind: str) -> tuple
         raise RubricError(f"{name}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
 
 
+@keywords_checked
 def load_rubric(source: str | Path = "v5") -> Rubric:
     """Load a Likert rubric: a packaged name (``"v5"``) or a YAML file.
 
@@ -460,6 +462,7 @@ def packaged_behaviors() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+@keywords_checked
 def load_behavior(source: str | Path) -> BehaviorSpec:
     """Load a boolean behaviour spec (the boolean judge specification's behaviour format): a packaged name or a YAML file.
 

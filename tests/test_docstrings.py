@@ -63,11 +63,14 @@ NOT_ESTIMATORS: dict[str, str] = {
 
 #: Shared arguments whose text lives once in hce._docstrings.FRAGMENTS (argument: fragment).
 #: A function may add what is its own in lines under the shared text.
-SHARED = {"error": "error", "random_state": "random_state"}
+SHARED = {"error": "error", "random_state": "random_state", "confidence": "confidence", "n_boot": "n_boot"}
 #: Where a shared argument means something else, with what (name: argument -> meaning).
 SHARED_OTHER = {
-    "hce.stats.BayesResult.ppc": {"random_state": "None reuses the fit's seed"},
+    "hce.stats.BayesResult.ppc": {"random_state": "None reuses the fit's seed",
+                                  "confidence": "the mass of a posterior (credible) interval"},
     "hce.stats.BayesResult.plot_ppc": {"random_state": "as ppc"},
+    **{f"hce.stats.BayesResult.{m}": {"confidence": "the mass of a posterior (credible) interval"}
+       for m in ("summary", "expected", "expected_pairs", "noise", "noise_pairs", "items")},
     "hce.stats.simulated_log": {"random_state": "default 0: example data, the same log on every call"},
 }
 
@@ -233,4 +236,43 @@ def test_public_docstrings_name_their_sources_in_words():
     for module in MODULES:
         summary = (importlib.import_module(module).__doc__ or "").split("\n\n")[0]
         found += [f"{module} (module): {m.group(0)!r}" for m in shorthand.finditer(summary)]
+    assert not found, "\n".join(found)
+
+
+def test_shared_arguments_state_the_signatures_default():
+    """``%(confidence)s`` and ``%(n_boot)s`` take the default from the signature (fill_doc), so
+    ``cfa``'s 0.9 and ``efa``'s 0 resamples are stated as the code has them."""
+    wrong = []
+    for name, obj in public_objects().items():
+        functions = [(name, obj)] if inspect.isfunction(obj) else [
+            (f"{name}.{k}", v) for k, v in vars(obj).items() if inspect.isfunction(v) and not k.startswith("_")]
+        for where, func in functions:
+            parameters = inspect.signature(func).parameters
+            for names, kind, _ in FunctionDoc(func)["Parameters"]:
+                if names in ("confidence", "n_boot") and "default" in kind:
+                    stated = kind.split("default", 1)[1].strip()
+                    default = parameters[names].default
+                    if stated != str(default) and not (isinstance(default, float) and stated == f"{default:.2f}"):
+                        wrong.append(f"{where}: {names} documented '{kind}', the signature's default is {parameters[names].default}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_fixed_strings_name_their_sources_in_words():
+    """Issue 36, item 6: text hce puts in results, reports and errors says what it cites ("the
+    EditJudge paper's strict agreement"), never the project's file names for its sources
+    ("seed 004"); the PRD's numbered success metrics are named so only in the PRD study (hce.study)."""
+    import ast
+
+    package = Path(__file__).resolve().parents[1] / "hce"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        study = path.is_relative_to(package / "study")
+        shorthand = re.compile(r"[Ss]eeds?[ /]00\d" + ("" if study else r"|Success Metric \d"))
+        found += [f"{path.relative_to(package.parent)}:{n.lineno}: {m.group(0)!r}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+                  for m in shorthand.finditer(n.value)]
     assert not found, "\n".join(found)

@@ -54,6 +54,24 @@ def _public_functions() -> dict[str, object]:
 
 
 FUNCTIONS = _public_functions()
+#: The layers whose public functions the typo message and the defaults rule cover: all of them.
+MODULES = ("hce", "hce.stats", "hce.study", "hce.report", "hce.collect")
+
+
+def _every_public_function() -> dict[str, object]:
+    """Every public function of MODULES, under the first name it is exported by (``hce.read_log``)."""
+    found, seen = {}, set()
+    for module_name in MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) and id(obj) not in seen:
+                seen.add(id(obj))
+                found[f"{module_name}.{name}"] = obj
+    return found
+
+
+EVERY = _every_public_function()
 
 
 def _short(name: str) -> str:
@@ -250,16 +268,32 @@ def _typo(word: str) -> str:
     return word + word[-1]
 
 
-@pytest.mark.parametrize("name", sorted(n for n, f in FUNCTIONS.items() if "." not in n.removeprefix("hce.study.").removeprefix("hce.report.")))
+def test_the_walk_sees_every_public_function():
+    """The typo and defaults tests below cover every layer's public functions, not a sample."""
+    assert {"hce.read_log", "hce.stats.friedman", "hce.study.run_study", "hce.report.report",
+            "hce.collect.run", "hce.collect.run_async"} <= set(EVERY)
+    assert len(EVERY) > 120
+
+
+@pytest.mark.parametrize("name", sorted(EVERY))
 def test_a_keyword_typo_names_the_function_and_the_keyword_meant(name):
-    """Issue 36: ``friedman(dv=...)`` says friedman() and score=, as icc's retired names do."""
-    function = FUNCTIONS[name]
-    parameters = inspect.signature(function).parameters
-    keywords = [p for p in parameters.values() if p.kind is p.KEYWORD_ONLY] or list(parameters.values())[1:]
-    meant = (keywords or list(parameters.values()))[0].name
+    """Issue 36: ``friedman(dv=...)`` says friedman() and score=, as icc's retired names do; so does
+    every public function of every layer (``hce.read_log(formatt=...)``, ``hce.collect.run(logg=...)``)."""
+    import asyncio
+
+    function = EVERY[name]
+    parameters = [p for p in inspect.signature(function).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    keywords = [p for p in parameters if p.kind is p.KEYWORD_ONLY] or parameters[1:] or parameters
+    if not keywords:  # nothing to misspell: Python names the function
+        with pytest.raises(TypeError, match=rf"^{_short(name)}\(\) got an unexpected keyword argument 'x'"):
+            function(x=None)
+        return
+    meant = keywords[0].name
     with pytest.raises(TypeError, match=rf"^{_short(name)}\(\) got an unexpected keyword argument "
                                         rf"'{_typo(meant)}'; did you mean {meant}=\?"):
-        function(**{_typo(meant): None})
+        called = function(**{_typo(meant): None})
+        if inspect.iscoroutinefunction(function):  # the check runs when the coroutine starts
+            asyncio.run(called)
 
 
 @pytest.mark.parametrize(("name", "given", "meant"), [("friedman", "dv", "score"), ("posthoc", "padjust", "p_adjust_method"),
@@ -278,7 +312,7 @@ def test_column_defaults_follow_the_one_rule():
     DEFAULTS_KEPT. ``kruskal_wallis(spread)`` then reads ``sd`` as ``mann_whitney(spread)`` does."""
     table_names = {a: {names[a] for _, names in vocab.TABLES.values() if a in names} for a in COLUMN_ARGUMENTS}
     problems = []
-    for name, function in FUNCTIONS.items():
+    for name, function in {**EVERY, **FUNCTIONS}.items():
         for p in inspect.signature(function).parameters.values():
             if p.name in COLUMN_ARGUMENTS and isinstance(p.default, str):
                 if p.default not in table_names[p.name] and (_short(name), p.name) not in vocab.DEFAULTS_KEPT:

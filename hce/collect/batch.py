@@ -50,6 +50,7 @@ from typing import Any
 from openai.types.chat import ChatCompletion
 
 from hce._paths import cause
+from hce._vocabulary import keywords_checked, keywords_of
 from hce._warnings import warn
 from hce._docstrings import fill_doc
 from hce.collect.client import CallResult, JudgeClient, chat_body, fill
@@ -191,6 +192,7 @@ def batch_result(entry: Mapping[str, Any]) -> CallResult:
     return result
 
 
+@keywords_checked
 @one_writer  # one collector per log (hce.collect.lock)
 @fill_doc
 async def run_batch_async(
@@ -312,6 +314,7 @@ async def run_batch_async(
     return BatchSummary(**vars(summary), batch_ids=state.ids(), waiting=len(state.open()))
 
 
+@keywords_of(run_batch_async)
 def run_batch(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> BatchSummary:
     """Synchronous :func:`run_batch_async` (for scripts and the CLI).
 
@@ -406,6 +409,7 @@ class CancelSummary:
         return "; ".join(parts)
 
 
+@keywords_checked
 @one_writer  # one collector per log (hce.collect.lock)
 async def cancel_batches_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
@@ -499,6 +503,7 @@ async def cancel_batches_async(
     )
 
 
+@keywords_of(cancel_batches_async)
 def cancel_batches(
     design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any
 ) -> CancelSummary:

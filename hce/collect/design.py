@@ -74,6 +74,7 @@ import pandas as pd
 import yaml
 
 from hce._paths import input_file
+from hce._vocabulary import keywords_checked
 from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
 from hce.collect.providers import PROVIDERS, REASONING_MODEL, infer_kind, unsupported
@@ -313,6 +314,7 @@ class Design:
         ]
 
 
+@keywords_checked
 def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
     """Read a design from a YAML file or a mapping of the same shape.
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.collect.design import Condition, Design, load_design
 from hce.collect.failed import failed_attempt_ids
 from hce.collect.fingerprint import changed_settings, check_resume
@@ -59,6 +60,7 @@ def input_tokens(messages: list[dict[str, str]]) -> int:
     return math.ceil(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
 
 
+@keywords_checked
 def estimate(
     design: Design | str | os.PathLike,
     *,

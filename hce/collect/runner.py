@@ -54,6 +54,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hce._docstrings import fill_doc
+from hce._vocabulary import keywords_checked, keywords_of
 from hce.collect.client import JudgeClient
 from hce.collect.design import Design, load_design
 from hce.collect.endpoints import (
@@ -96,6 +97,7 @@ __all__ = [  # this module's names, and those it defined before the split (calle
 ]  # fmt: skip
 
 
+@keywords_checked
 @one_writer  # one collector per log (hce.collect.lock)
 @fill_doc
 async def run_async(
@@ -293,6 +295,7 @@ async def run_async(
     return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded)
 
 
+@keywords_of(run_async)
 def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> RunSummary:
     """Synchronous :func:`run_async` (for scripts and the CLI; in a notebook, ``await run_async(...)``).
 

@@ -114,8 +114,7 @@ def report(
         Folder to write ``report.md``, ``report.html``, ``tables/`` and ``figures/`` to.
     title : str
         A report of the simulated judge says so in its title, whatever is passed.
-    confidence : float
-        Level of every interval.
+    %(confidence)s
     %(random_state)s
         One generator serves the whole report; ``hce report`` passes ``--seed`` (default 0).
     progress : callable, optional

@@ -71,6 +71,7 @@ def _groups(data: pd.DataFrame, by: Sequence[str]):
 # ------------------------------------------------------------------------------ pass rates
 @renamed(verdict="score")
 @reads_frame(keys=("by",), labels=("score",))
+@fill_doc
 def pass_rates(
     data: pd.DataFrame,
     *,
@@ -88,8 +89,7 @@ def pass_rates(
         Boolean (nullable) verdict column.
     by : sequence of str
         Grouping columns, e.g. ``["behavior_id", "condition_id"]``; empty for one row.
-    confidence : float
-        Interval level.
+    %(confidence)s
 
     Returns
     -------
@@ -223,10 +223,9 @@ def golden_agreement(
     item : str, optional
         When given (several attempts per golden item), every interval comes from a cluster
         bootstrap over items instead of the formulas below.
-    confidence : float
-        Interval level.
-    n_boot : int
-        Bootstrap replicates for F1 and MCC (and all metrics with ``item``).
+    %(confidence)s
+    %(n_boot)s
+        Here: resamples for F1 and MCC (and all metrics with ``item``).
     %(random_state)s
 
     Returns
@@ -386,6 +385,7 @@ def mean_score_ensemble(
 
 @renamed(verdict="score")
 @reads_frame(keys=("by",), labels=("uncertain", "score", "truth"))
+@fill_doc
 def uncertain_routing(
     data: pd.DataFrame,
     *,
@@ -408,8 +408,8 @@ def uncertain_routing(
         accuracy among routed and non-routed cases.
     by : sequence of str
         Grouping columns.
-    confidence : float
-        Level of the Wilson intervals.
+    %(confidence)s
+        Here: the Wilson intervals.
 
     Returns
     -------
@@ -533,6 +533,7 @@ def adaptive_filter_agreement(
 
 @renamed(unit="item")
 @reads_frame(keys=("item", "criterion", "version", "by"), numbers=("score",))
+@fill_doc
 def discrepancy(
     data: pd.DataFrame,
     *,
@@ -566,8 +567,8 @@ def discrepancy(
     by : sequence of str
         When given (e.g. ``["query_id"]``), D is averaged over the units of each group with
         a t interval, as Mallinar et al. (2025), Fig. 5D, averages over participants per query.
-    confidence : float
-        Interval level (``by`` only).
+    %(confidence)s
+        Used with ``by`` only.
 
     Returns
     -------

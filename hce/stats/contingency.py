@@ -109,8 +109,8 @@ def contingency_test(
         and Fisher's exact test otherwise. Chi-squared uses Yates' correction for 2 x 2
         tables only (R's ``chisq.test`` default). Fisher's test is exact for 2 x 2 tables
         and Monte Carlo for larger ones (R's ``fisher.test(simulate.p.value = TRUE)``).
-    confidence : float
-        Level of the interval for Cramer's V.
+    %(confidence)s
+        Here: the interval for Cramer's V.
     n_sim : int
         Simulated tables for the Monte Carlo p-value.
     %(random_state)s
@@ -159,6 +159,7 @@ def contingency_test(
 
 @renamed(group="condition")
 @reads_frame(keys=("condition", "codes"))
+@fill_doc
 def code_frequencies(
     data: pd.DataFrame, *, condition: str = "model", codes: str | Sequence[str] = "code", confidence: float = 0.95
 ) -> pd.DataFrame:
@@ -172,8 +173,8 @@ def code_frequencies(
         Column of the groups compared (the model).
     codes : str or sequence of str
         Column(s) of the coding dimensions.
-    confidence : float, default 0.95
-        Level of the Wilson interval of each share.
+    %(confidence)s
+        Here: the Wilson interval of each share.
 
     Returns
     -------

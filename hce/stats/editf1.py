@@ -439,10 +439,10 @@ def edit_f1(
     item : str, optional
         Bootstrap cluster (e.g. the patient message when several drafts share it); rows by
         default.
-    confidence : float
-        Level of the percentile bootstrap intervals.
-    n_boot : int
-        Bootstrap replicates (0: none).
+    %(confidence)s
+        Here: the percentile bootstrap intervals.
+    %(n_boot)s
+        Here: resamples (0: none).
     %(random_state)s
 
     Returns

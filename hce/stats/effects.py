@@ -23,6 +23,7 @@ from hce.stats._validate import reads_frame
 
 @renamed(group="condition", value="score", pair="item")
 @reads_frame(keys=("condition",), numbers=("score",))
+@fill_doc
 def cohens_d(
     data: pd.DataFrame,
     *,
@@ -51,8 +52,7 @@ def cohens_d(
         dropped with a warning).
     item : str
         Pairing column (used when ``paired``).
-    confidence : float
-        Level of the interval.
+    %(confidence)s
 
     Returns
     -------
@@ -193,6 +193,7 @@ def correlation_core(
 
 
 @reads_frame(numbers=("x", "y"))
+@fill_doc
 def correlation(
     data: pd.DataFrame,
     *,
@@ -212,8 +213,7 @@ def correlation(
     method : {"pearson", "spearman", "kendall"}, default "pearson"
         Correlation coefficient; ``"kendall"`` is tau-b (ties handled), the usual choice for
         short ordinal scales with many ties.
-    confidence : float
-        Level of the interval.
+    %(confidence)s
 
     Returns
     -------

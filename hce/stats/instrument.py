@@ -83,8 +83,8 @@ def item_statistics(
     reverse : list of str, optional
         Items to reverse-score first, as max + min - x with the minimum and maximum over all
         items (psych's ``keys``).
-    confidence : float, default 0.95
-        Level of the Feldt interval of each alpha-if-dropped.
+    %(confidence)s
+        Here: the Feldt interval of each alpha-if-dropped.
 
     Returns
     -------
@@ -362,10 +362,10 @@ def instrument_report(
         constant within a text.
     condition, levels : optional
         Rater expertise: a column of rater group and the two groups compared.
-    confidence : float, default 0.95
-        Level of every interval (the RMSEA interval stays at psych's 90%).
-    n_boot : int, default 1000
-        Bootstrap replicates of Krippendorff's alpha.
+    %(confidence)s
+        Every interval but the RMSEA interval, which stays at psych's 90%.
+    %(n_boot)s
+        Here: resamples of Krippendorff's alpha.
     factor_boot : int, default 0
         Bootstrap replicates (row resamples, each refitted) for intervals of the EFA
         loadings, communalities and factor correlations (``factors.intervals``, printed by

@@ -147,8 +147,8 @@ def sd_difference_power(
         Two-sided significance level.
     n_sim : int, default 1000
         Simulated studies per row.
-    confidence : float, default 0.95
-        Level of the Monte Carlo interval of the power.
+    %(confidence)s
+        Here: the Monte Carlo interval of the power.
     %(random_state)s
 
     Returns
@@ -373,8 +373,7 @@ def bonett_icc_items(
         Raters per item (k >= 2).
     width : float
         Desired full width of the interval (upper minus lower bound).
-    confidence : float, default 0.95
-        Level of the interval.
+    %(confidence)s
 
     Returns
     -------
@@ -475,12 +474,11 @@ def reliability_items(
         Krippendorff's level of measurement.
     scale : (int, int), optional
         Simulate Likert scores on this range (rounded latent scores) instead of continuous.
-    confidence : float, default 0.95
-        Level of the interval.
+    %(confidence)s
     n_sim : int, default 200
         Simulated studies per candidate number of items.
-    n_boot : int, default 200
-        Bootstrap replicates per simulated study (Krippendorff only).
+    %(n_boot)s
+        Here: resamples per simulated study (Krippendorff only).
     n_max : int, default 5000
         Largest number of items searched.
     %(random_state)s

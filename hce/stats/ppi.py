@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
@@ -39,6 +40,7 @@ def _tuned_lambda(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> float:
 
 @renamed(judge="score", human="truth")
 @reads_frame(numbers=("score", "truth"))
+@fill_doc
 def ppi_mean(
     data: pd.DataFrame,
     *,
@@ -60,8 +62,7 @@ def ppi_mean(
     tuning : {"none", "power"}
         ``"none"`` (default): PPI of Angelopoulos et al. (2023), lambda = 1.
         ``"power"``: PPI++ with the variance-minimising lambda in [0, 1].
-    confidence : float
-        Interval level.
+    %(confidence)s
 
     Returns
     -------
@@ -131,6 +132,7 @@ def ppi_mean(
 
 @renamed(verdict="score")
 @reads_frame(labels=("score", "truth"))
+@fill_doc
 def rogan_gladen(
     data: pd.DataFrame,
     *,
@@ -147,8 +149,7 @@ def rogan_gladen(
         judge's sensitivity and specificity come from the rows that also have a golden label.
     score, truth : str
         Boolean columns: the judge's verdict and the golden (human) label.
-    confidence : float
-        Interval level.
+    %(confidence)s
 
     Returns
     -------

@@ -403,8 +403,8 @@ def share_below(
         Items with NaN spread are left out of the denominator (``"exclude"``, the default)
         or counted as not meeting the threshold (``"fail"``, conservative). Either way they
         are counted in ``n_undefined``.
-    confidence : float
-        Confidence level of the interval for the share.
+    %(confidence)s
+        Here: the interval for the share.
     ci_method : {"wilson", "clopper-pearson"}
         Wilson score interval (default) or the exact Clopper-Pearson interval.
 
@@ -637,8 +637,8 @@ def vote_stability(
         majority of all attempts for ``n`` to count as enough (default 0.95).
     max_attempts : int
         Largest number of attempts searched; items needing more get NaN.
-    confidence : float
-        Confidence level of the Wilson interval for the share of True verdicts.
+    %(confidence)s
+        Here: the Wilson interval for the share of True verdicts.
 
     Returns
     -------

@@ -59,10 +59,10 @@ def fairness(
     p_adjust_method : {"bonferroni", "holm", "bh", "none"}
         Correction applied within each condition across all omnibus tests, and separately
         across all pairwise tests (every stratum column x measure x pair).
-    confidence : float
-        Level of the effect-size intervals.
-    n_boot : int
-        Bootstrap resamples for the interval of epsilon squared.
+    %(confidence)s
+        Here: the effect-size intervals.
+    %(n_boot)s
+        Here: resamples for the interval of epsilon squared.
     %(random_state)s
 
     Returns
@@ -150,7 +150,7 @@ def fairness(
     pairwise_t = pairwise_t.drop(columns="_worse")
     verdict = _verdict(pairwise_t, conditions, alpha, p_adjust_method)
     return AnalysisResult(
-        title="Success Metric 6: detrimental differences across strata",
+        title="Fairness: detrimental differences across strata",
         tables={"omnibus": omnibus_t, "pairwise": pairwise_t, "verdict": verdict},
         notes=[f"units are items; each item's attempts reduced to {sorted(measures)}",
                f"{p_adjust_method} correction within each condition, alpha = {alpha}"],

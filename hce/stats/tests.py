@@ -226,6 +226,7 @@ def _not_estimable(r: float) -> str:
 
 @renamed(group="condition", value="score")
 @reads_frame(keys=("condition",), numbers=("score",))
+@fill_doc
 def mann_whitney(
     data: pd.DataFrame,
     *,
@@ -258,8 +259,8 @@ def mann_whitney(
         continuity correction. ``True`` asks for the exact p (ignored under ties).
     continuity : bool
         Continuity correction of the normal approximation (R's ``correct = TRUE``).
-    confidence : float
-        Level of the (two-sided) interval for the rank-biserial correlation.
+    %(confidence)s
+        Here: the (two-sided) interval for the rank-biserial correlation.
 
     Returns
     -------
@@ -343,6 +344,7 @@ def wilcoxon_core(
 
 @renamed(pair="item", group="condition", value="score")
 @reads_frame(keys=("item", "condition"), numbers=("score",))
+@fill_doc
 def wilcoxon_paired(
     data: pd.DataFrame,
     *,
@@ -377,8 +379,8 @@ def wilcoxon_paired(
         no zeros; else the normal approximation with tie and continuity correction.
     continuity : bool
         Continuity correction of the normal approximation (R's ``correct = TRUE``).
-    confidence : float
-        Level of the interval for the matched-pairs rank-biserial correlation.
+    %(confidence)s
+        Here: the interval for the matched-pairs rank-biserial correlation.
 
     Returns
     -------
@@ -498,10 +500,10 @@ def friedman(
         Group column (prompt, model).
     score : str
         Numeric column compared.
-    confidence : float
-        Level of the bootstrap interval for W.
-    n_boot : int
-        Bootstrap resamples of blocks for the interval of W.
+    %(confidence)s
+        Here: the bootstrap interval for W.
+    %(n_boot)s
+        Here: resamples of blocks for the interval of W.
     %(random_state)s
 
     Returns
@@ -544,6 +546,7 @@ PosthocMethod = Literal["nemenyi", "conover", "wilcoxon"]
 
 @renamed(block="item", group="condition", value="score")
 @reads_frame(keys=("item", "condition"), numbers=("score",))
+@fill_doc
 def posthoc(
     data: pd.DataFrame,
     *,
@@ -567,8 +570,8 @@ def posthoc(
     p_adjust_method : {"bonferroni", "holm", "bh", "none"}
         Correction for ``conover`` and ``wilcoxon`` (Nemenyi's p is already adjusted), as
         :func:`p_adjust` names it (statsmodels' ``"fdr_bh"`` accepted).
-    confidence : float
-        Level of the interval for the effect size.
+    %(confidence)s
+        Here: the interval for the effect size.
 
     Returns
     -------
@@ -655,6 +658,7 @@ Transform = Literal["sqrt", "log", "log1p", "none"]
 
 @renamed(subject="item", within="condition", value="score")
 @reads_frame(keys=("item", "condition"), numbers=("score",))
+@fill_doc
 def rm_anova(
     data: pd.DataFrame,
     *,
@@ -679,8 +683,8 @@ def rm_anova(
     transform : {"sqrt", "log", "log1p", "none"}
         Variance-stabilising transform applied first. ``"sqrt"`` (default) accepts the
         zero SDs that repeated low-temperature scoring produces; ``"log"`` raises on zeros.
-    confidence : float
-        Level of the interval for partial eta squared.
+    %(confidence)s
+        Here: the interval for partial eta squared.
 
     Returns
     -------
@@ -790,10 +794,10 @@ def kruskal_wallis(
         Numeric column. Default: the table's own name for it (``hce._vocabulary.TABLES``):
         ``"sd"`` in :func:`item_spread`'s table, as :func:`mann_whitney` reads it, else
         ``"total"`` (an attempt log).
-    confidence : float
-        Level of the bootstrap interval for epsilon squared.
-    n_boot : int
-        Bootstrap resamples (stratified by group).
+    %(confidence)s
+        Here: the bootstrap interval for epsilon squared.
+    %(n_boot)s
+        Here: resamples (stratified by group).
     %(random_state)s
 
     Returns

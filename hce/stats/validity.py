@@ -151,6 +151,7 @@ def discriminant_validity(
 
 @renamed(target="item")
 @reads_frame(keys=("attribute", "item"), numbers=("predictor", "score"))
+@fill_doc
 def substantive_validity(
     data: pd.DataFrame,
     *,
@@ -182,8 +183,7 @@ def substantive_validity(
         constant within a text.
     method : {"pearson", "spearman", "kendall"}, default "pearson"
         Correlation coefficient (``"kendall"``: tau-b, ties handled).
-    confidence : float, default 0.95
-        Level of the interval.
+    %(confidence)s
 
     Returns
     -------

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from hce._vocabulary import keywords_checked
 from hce.collect.design import Endpoint, check_temperature, endpoint_from
 from hce.collect.pricing import ALIASES
 from hce.collect.prompts import REPLY_FORMAT
@@ -184,6 +185,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any], where: tuple[str, ...]
     return out
 
 
+@keywords_checked
 def load_study(source: str | os.PathLike | Mapping[str, Any] | None = None) -> Study:
     """Read a study file (or mapping) merged over the packaged defaults, and check it.
 

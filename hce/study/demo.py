@@ -13,11 +13,13 @@ from pathlib import Path
 
 import yaml
 
+from hce._vocabulary import keywords_checked
 from hce.study.config import load_study, packaged
 from hce.study.report import study_folder_report
 from hce.study.run import run_study
 
 
+@keywords_checked
 def run_demo(out: str | Path = "reports/demo", *, workdir: str | Path | None = None, progress: bool = False) -> Path:
     """Run the demo study against the simulated judge and write its report.
 

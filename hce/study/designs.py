@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.collect.design import Condition, CustomPrompt, Design, Item, check_temperature
 from hce.collect.transcripts import is_missing
 from hce.errors import CollectError, DataError
@@ -19,6 +20,7 @@ from hce.study.partition import partition, read_manifest, write_manifest
 from hce.study.transcripts import load_transcripts
 
 
+@keywords_checked
 def load_corpus(study: Study) -> pd.DataFrame | None:
     """The real transcripts named by ``corpus.paths`` (None when no path is given).
 

@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.study.config import Study, StudyStop
 
 
+@keywords_checked
 def read_decisions(study: Study) -> dict[str, Any]:
     """The decisions the study has made so far (``decisions.json`` of its output folder).
 
@@ -66,6 +68,7 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+@keywords_checked
 def choose_winner(result: Any, *, kind: str, column: str, rule: Mapping[str, Any]) -> dict[str, Any]:
     """Apply the winner rule to an Exp 2/3 analysis; return the choice with its evidence.
 

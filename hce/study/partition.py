@@ -38,6 +38,7 @@ from typing import Any
 
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.errors import DataError
 
 SEED_DATA_PARTITION = 12345
@@ -62,6 +63,7 @@ def partition_key(transcript_id: str, seed: int = SEED_DATA_PARTITION) -> str:
     return hashlib.sha256(f"{int(seed)}:{transcript_id}".encode("utf-8")).hexdigest()
 
 
+@keywords_checked
 def partition(
     ids: Iterable[Any],
     *,

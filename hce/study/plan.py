@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.collect.design import Design, Item
 from hce.collect.pricing import cost_usd
 from hce.collect.runner import CHARS_PER_TOKEN, estimate
@@ -28,6 +29,7 @@ def _placeholder_items(prefix: str, n: int, words: int) -> tuple[Item, ...]:
     return tuple(Item(f"{prefix}{k:04d}", text) for k in range(1, n + 1))
 
 
+@keywords_checked
 def plan(study: Study, corpus: pd.DataFrame | None = None) -> pd.DataFrame:
     """Calls, tokens and cost of every experiment, before anything is sent.
 

@@ -685,8 +685,7 @@ def study_report(
         Demographic strata (Success Metric 6) and transcript metadata columns for Exp 5.
     extra_sections : list of callables
         Builders ``f(report, results, confidence)`` adding optional sections (e.g. Bayesian).
-    confidence : float, default 0.95
-        Level of every interval.
+    %(confidence)s
     settings, decisions : mapping, optional
         A study's ``analysis_settings.json`` and ``decisions.json``: each experiment is
         analysed with the study's own settings and the section says what the study handed

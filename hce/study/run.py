@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from hce._vocabulary import keywords_checked
 from hce.collect.client import endpoint_key
 from hce.collect.transcripts import is_missing
 from hce.errors import CollectError
@@ -73,6 +74,7 @@ def _simulated(study: Study, corpus: pd.DataFrame | None) -> Iterator[tuple[str,
         yield server.url, "simulated"
 
 
+@keywords_checked
 def run_study(
     study: Study | str | os.PathLike | Mapping[str, Any],
     *,
@@ -152,6 +154,7 @@ def run_study(
     return result
 
 
+@keywords_checked
 def status(study: Study) -> pd.DataFrame:
     """Where the study stands: per experiment, attempts logged, errors, and its decision.
 

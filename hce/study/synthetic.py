@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from hce._docstrings import fill_doc
+from hce._vocabulary import keywords_checked
 from hce.errors import DataError
 
 #: (low, high, share) of each stratum of target totals (seed 000, 7.1.5).
@@ -47,6 +48,7 @@ def _check_strata(strata: Sequence[Sequence[float]]) -> list[tuple[int, int, flo
     return out
 
 
+@keywords_checked
 @fill_doc
 def draw_targets(
     n: int = 50,

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from hce._vocabulary import keywords_checked
 from hce.collect.transcripts import clean_text, decode_bytes, is_missing, normalize_text
 from hce.errors import DataError
 
@@ -130,6 +131,7 @@ def _as_list(value: Any) -> list[Any]:
     return [value] if isinstance(value, str) else list(value)
 
 
+@keywords_checked
 def load_transcripts(
     path: str | os.PathLike | Sequence[str | os.PathLike],
     *,

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
+from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.rubric import Rubric
 from hce.stats._validate import reads_frame, warn_undefined_sd
@@ -603,6 +604,7 @@ def confidence_table(
 
 
 @reads_frame(keys=("item",), numbers=("score", "prob"))
+@fill_doc
 def confidence_spread(
     data: pd.DataFrame,
     *,
@@ -627,8 +629,7 @@ def confidence_spread(
     method : {"spearman", "kendall", "pearson"}, default "spearman"
         Coefficient, as in :func:`~hce.stats.correlation`. Per-item SDs of short
         scales tie often (many are 0); ``"kendall"`` (tau-b) handles the ties explicitly.
-    confidence : float
-        Interval level.
+    %(confidence)s
 
     Returns
     -------

@@ -326,10 +326,10 @@ def calibration_metrics(
         Number of bins (ignored by ``strategy="unique"``).
     strategy : {"uniform", "quantile", "unique"}
         Equal-width bins (default), equal-mass bins, or one bin per distinct forecast.
-    confidence : float
-        Level of the percentile bootstrap intervals.
-    n_boot : int
-        Bootstrap replicates; 0 gives point estimates only.
+    %(confidence)s
+        Here: the percentile bootstrap intervals.
+    %(n_boot)s
+        0 gives point estimates only.
     %(random_state)s
 
     Returns
@@ -546,6 +546,7 @@ def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
 
 @renamed(outcome="truth")
 @reads_frame(numbers=("prob",), labels=("truth",), engine="columns")
+@fill_doc
 def reliability_table(
     data: pd.DataFrame,
     *,
@@ -567,8 +568,8 @@ def reliability_table(
         Number of bins (ignored by ``strategy="unique"``).
     strategy : {"uniform", "quantile", "unique"}
         Binning rule (see :func:`calibration_metrics`).
-    confidence : float
-        Level of the Wilson intervals for the observed rate.
+    %(confidence)s
+        Here: the Wilson intervals for the observed rate.
 
     Returns
     -------

@@ -86,8 +86,8 @@ def cfa(
     model : mapping of str to list of str
         Factor name -> its items, e.g. ``{"clarity": ["organized", "succinct"], ...}``.
         Factors are allowed to correlate; each item loads on the factors that list it.
-    confidence : float, default 0.90
-        Level of the RMSEA interval (0.90 is what lavaan prints).
+    %(confidence)s
+        Here: the RMSEA interval (0.90 is what lavaan prints).
 
     Returns
     -------

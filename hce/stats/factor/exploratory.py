@@ -458,13 +458,13 @@ def efa(
         ``"polychoric"`` for ordinal rubric scores (psych ``fa(cor="poly")``).
     correct : float, default 0.5
         Continuity correction for polychoric correlations.
-    n_boot : int, default 0
-        Bootstrap resamples of the rows for intervals of the loadings, communalities and
+    %(n_boot)s
+        Here: resamples of the rows for intervals of the loadings, communalities and
         factor correlations (psych ``fa(n.iter=)``); 0 fits once, with no intervals.
-    confidence : float, optional
-        Level of every interval made. By default each keeps its convention: 0.95 for the
-        bootstrap intervals, 0.90 for RMSEA (psych's ``p = .05`` and ``alpha = .1``; lavaan
-        also prints 90% for RMSEA). A number sets both.
+    %(confidence)s
+        None (the default): each interval keeps its convention: 0.95 for the
+        bootstrap intervals, 0.90 for RMSEA (psych's ``p = .05`` and ``alpha = .1``;
+        lavaan also prints 90% for RMSEA). A number sets both.
     %(random_state)s
 
     Returns

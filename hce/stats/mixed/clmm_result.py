@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import linalg, stats
 
 from hce._checks import check_confidence
+from hce._docstrings import fill_doc
 from hce.stats.mixed.clmm_laplace import Rows
 from hce.stats.mixed.formula import Design, MixedFormula
 from hce.stats.mixed.lmer_result import _table, coefficient_table, random_effects_table
@@ -133,13 +134,14 @@ class ClmmResult:
         )  # fmt: skip
 
     # ---- accessors -------------------------------------------------------------------
+    @fill_doc
     def fixef(self, confidence: float = 0.95) -> pd.DataFrame:
         """Fixed effects (``beta``), with Wald z tests and intervals.
 
         Parameters
         ----------
-        confidence : float, default 0.95
-            Level of the Wald intervals.
+        %(confidence)s
+            Here: the Wald intervals.
 
         Returns
         -------
@@ -151,13 +153,14 @@ class ClmmResult:
         """
         return self._table(slice(self._n_thresholds, None), confidence)
 
+    @fill_doc
     def thresholds(self, confidence: float = 0.95) -> pd.DataFrame:
         """Thresholds ``theta_j`` (cut points on the latent scale), named ``"1|2"``, ...
 
         Parameters
         ----------
-        confidence : float, default 0.95
-            Level of the intervals, Wald as in :meth:`fixef`.
+        %(confidence)s
+            Here: the intervals, Wald as in :meth:`fixef`.
 
         Returns
         -------

@@ -109,8 +109,7 @@ class VarianceComponents:
             ``{"prompt": 1, "model": 1}``: a score from one prompt and one model drawn at
             random (the facets are random, so item x prompt and item x model effects count
             as error).
-        confidence : float, default 0.95
-            Interval level.
+        %(confidence)s
         %(random_state)s
 
         Returns
@@ -285,8 +284,7 @@ def variance_components(
         "model"]``.
     n_attempts : int, default 1
         Attempts averaged per condition for the G and Phi coefficients.
-    confidence : float, default 0.95
-        Interval level.
+    %(confidence)s
     %(random_state)s
 
     Returns

@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_confidence
+from hce._docstrings import fill_doc
 from hce.stats.mixed.formula import Design, MixedFormula
 from hce.stats.mixed.lmer_result import _table, coefficient_table, random_effects_table
 
@@ -103,13 +104,14 @@ class GlmerResult:
         """Schwarz's criterion, ``deviance + log(n) npar``."""
         return self.deviance + np.log(self.n) * self.npar
 
+    @fill_doc
     def fixef(self, confidence: float = 0.95) -> pd.DataFrame:
         """Fixed-effect estimates with Wald z tests and intervals, as lme4's summary.
 
         Parameters
         ----------
-        confidence : float, default 0.95
-            Level of the Wald intervals (R's ``confint(m, method = "Wald")``).
+        %(confidence)s
+            Here: the Wald intervals (R's ``confint(m, method = "Wald")``).
 
         Returns
         -------

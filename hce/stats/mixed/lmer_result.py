@@ -17,6 +17,7 @@ import patsy
 from statsmodels.stats.multitest import multipletests
 
 from hce._checks import check_confidence
+from hce._docstrings import fill_doc
 from hce.errors import DataError, FormulaError, HceWarning
 from hce.stats.mixed.balanced import StrataFit
 from hce.stats.mixed.ddf import VarparModel
@@ -102,13 +103,13 @@ class LmerResult:
     _pls: PlsProblem | None = field(repr=False, default=None)
 
     # ---- accessors -------------------------------------------------------------------
+    @fill_doc
     def fixef(self, confidence: float = 0.95, ddf: Ddf = "satterthwaite") -> pd.DataFrame:
         """Fixed-effect estimates with t tests, as lmerTest's ``summary(m)``.
 
         Parameters
         ----------
-        confidence : float, default 0.95
-            Level of the intervals.
+        %(confidence)s
         ddf : {"satterthwaite", "kenward-roger", "wald"}, default "satterthwaite"
             Denominator degrees of freedom: lmerTest's Satterthwaite approximation,
             pbkrtest's Kenward-Roger (adjusted standard errors too; REML fits only), or none
@@ -281,6 +282,7 @@ class LmerResult:
             )
         return lrt_table([m if not m.reml else m._refit(REML=False) for m in (self, other)])
 
+    @fill_doc
     def contrasts(
         self, factor: str, confidence: float = 0.95, ddf: Ddf = "satterthwaite"
     ) -> pd.DataFrame:
@@ -295,8 +297,8 @@ class LmerResult:
         ----------
         factor : str
             A categorical fixed effect.
-        confidence : float, default 0.95
-            Level of the (unadjusted) intervals.
+        %(confidence)s
+            Here: the (unadjusted) intervals.
         ddf : {"satterthwaite", "kenward-roger", "wald"}, default "satterthwaite"
             Denominator df of each t test (see :meth:`fixef`).
 

@@ -221,8 +221,7 @@ def cohen_kappa(
     categories : sequence, optional
         All categories in order; defaults to the sorted observed ones. Give it when a
         category is possible but unused, since weighted kappa depends on the positions.
-    confidence : float, default 0.95
-        Confidence level of the interval.
+    %(confidence)s
     ci_method : {"wald", "bootstrap"}, default "wald"
         ``"wald"``: estimate +- z se (R's ``psych::cohen.kappa``), which can leave [-1, 1]
         near perfect agreement or with few targets; ``"bootstrap"``: the percentile
@@ -232,8 +231,8 @@ def cohen_kappa(
         Long data: a column constant within a target naming the unit the bootstrap
         resamples (e.g. the reply that several coded segments come from), for targets that
         are not independent. Only with ``ci_method="bootstrap"``.
-    n_boot : int, default 1000
-        Bootstrap resamples (``ci_method="bootstrap"``).
+    %(n_boot)s
+        Here: resamples (``ci_method="bootstrap"``).
     %(random_state)s
 
     Returns
@@ -617,6 +616,7 @@ def percent_agreement(
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@fill_doc
 def strict_agreement(
     data: pd.DataFrame,
     *,
@@ -634,8 +634,8 @@ def strict_agreement(
     item, rater, score : str
         Columns naming the target (e.g. a patient message), the rater (annotator) and the
         binary judgement (1/True: the theme is included; 0/False: excluded).
-    confidence : float, default 0.95
-        Confidence level of the Wilson intervals.
+    %(confidence)s
+        Here: the Wilson intervals.
 
     Returns
     -------
@@ -701,7 +701,7 @@ def strict_agreement(
                 name, None, estimate=p, se=float(np.sqrt(p * (1 - p) / n)),
                 ci_low=float(centre - half), ci_high=float(centre + half),
                 statistic=np.nan, p_value=np.nan, pa=np.nan, pe=np.nan,
-                method="share of targets with unanimous raters (seed 004)",
+                method="share of targets with unanimous raters (strict agreement, the EditJudge paper's)",
                 ci_method="Wilson score",
                 **counts(n, r.n_raters, n_used, r.n_missing + len(r.value) - n_used),
             )  # fmt: skip

@@ -118,6 +118,7 @@ def general_share(general: np.ndarray, total: float) -> float:
 
 @renamed(targets="item", items="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), numbers=("score",))
+@fill_doc
 def cronbach_alpha(
     data: pd.DataFrame,
     *,
@@ -139,8 +140,8 @@ def cronbach_alpha(
     nan_policy : {"pairwise", "listwise"}, default "pairwise"
         Missing scores: pairwise-complete covariances (``psych::alpha(use="pairwise")``)
         or drop every target lacking an item (``use="complete.obs"``).
-    confidence : float, default 0.95
-        Confidence level of the Feldt interval.
+    %(confidence)s
+        Here: the Feldt interval.
 
     Returns
     -------
@@ -272,10 +273,9 @@ def mcdonald_omega(
     nan_policy : {"pairwise", "listwise"}, default "listwise"
         Missing scores, as in :func:`cronbach_alpha`. The bootstrap resamples the
         targets of the reduced (listwise) or full (pairwise) matrix.
-    confidence : float, default 0.95
-        Confidence level of the interval.
-    n_boot : int, default 1000
-        Bootstrap resamples of targets; 0 gives no interval.
+    %(confidence)s
+    %(n_boot)s
+        Here: resamples of targets; 0 gives no interval.
     %(random_state)s
 
     Returns
@@ -364,10 +364,9 @@ def ordinal_alpha(
         Item columns; default every numeric column.
     correct : float, default 0.5
         Continuity correction of the polychoric correlations.
-    n_boot : int, default 0
-        Bootstrap resamples of the rows for a percentile interval; 0 gives none.
-    confidence : float, default 0.95
-        Level of the interval.
+    %(n_boot)s
+        Here: resamples of the rows for a percentile interval; 0 gives none.
+    %(confidence)s
     %(random_state)s
 
     Returns
@@ -476,11 +475,10 @@ def omega_hierarchical(
         ``"polychoric"`` gives ordinal omega.
     correct : float, default 0.5
         Continuity correction for polychoric correlations.
-    n_boot : int, default 0
-        Bootstrap resamples of the rows for percentile intervals of the three coefficients;
+    %(n_boot)s
+        Here: resamples of the rows for percentile intervals of the three coefficients;
         0 gives none.
-    confidence : float, default 0.95
-        Level of the intervals.
+    %(confidence)s
     %(random_state)s
 
     Returns

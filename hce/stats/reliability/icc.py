@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, require_columns
+from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
@@ -382,6 +383,7 @@ def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item:
 
 @renamed(targets="item", raters="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), numbers=("score",), engine=_icc_in_engine)
+@fill_doc
 def icc(
     data: pd.DataFrame,
     *,
@@ -401,8 +403,7 @@ def icc(
     item, rater, score : str
         Columns naming the rated target (item), the rater (a person, a model, or a judge's
         repeated attempt) and the numeric rating. Missing ratings (NaN) are allowed.
-    confidence : float, default 0.95
-        Confidence level of the intervals.
+    %(confidence)s
     method : {"auto", "anova", "reml"}, default "auto"
         ``"anova"``: the classical mean squares; targets lacking a rating are dropped
         (listwise, with a warning). ``"reml"``: variance components by REML from every
@@ -585,6 +586,7 @@ def _oneway_rows(rows: list[dict], ms: dict[str, float], k: float, confidence: f
 
 @renamed(targets="item", raters="rater", ratings="score", groups="condition")
 @reads_frame(keys=("item", "rater", "condition"), numbers=("score",), engine="columns")
+@fill_doc
 def icc_groups(
     data: pd.DataFrame,
     *,
@@ -612,8 +614,7 @@ def icc_groups(
         How two groups are compared. ``"means"``: each group's mean rating of a target acts
         as one rater, so the ICC measures agreement between the groups' consensus ratings.
         ``"pooled"``: the raters of both groups are pooled into one panel.
-    confidence : float, default 0.95
-        Confidence level of the intervals.
+    %(confidence)s
     method : {"auto", "anova", "reml"}, default "auto"
         As in :func:`icc`.
     k : {"harmonic", "raters"}, default "harmonic"

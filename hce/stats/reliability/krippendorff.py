@@ -259,10 +259,10 @@ def krippendorff_alpha(
         Level of measurement, or a distance ``delta(a, b)`` that broadcasts over arrays
         of distinct values (``delta(v[:, None], v[None, :])`` must give a square matrix,
         zero on the diagonal). Non-numeric ratings are allowed for ``"nominal"``.
-    confidence : float, default 0.95
-        Confidence level of the bootstrap interval.
-    n_boot : int, default 1000
-        Bootstrap resamples; 0 gives no interval (NaN).
+    %(confidence)s
+        Here: the bootstrap interval.
+    %(n_boot)s
+        0 gives no interval (NaN).
     minimum : float or sequence of float, default 0.667
         Smallest acceptable alpha; ``p_below`` estimates P(alpha < minimum). A sequence
         gives one row per minimum (same estimate and resamples).

@@ -15,6 +15,7 @@ import shutil
 import warnings
 from pathlib import Path
 
+from hce._vocabulary import keywords_checked
 from hce.errors import DataError, HceError, HceWarning
 from hce.report.manuscript.model import Heading, Manuscript, Paragraph, Placeholder
 from hce.study.manuscript.cells import TABLES, Cells
@@ -116,6 +117,7 @@ def _fresh(out: Path) -> None:
     (out / MARKER).write_text("written by hce manuscript; the folder is replaced as a whole on the next run\n", encoding="utf-8")
 
 
+@keywords_checked
 def manuscript(study_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None, *, title: str | None = None,
                report_dir: str | os.PathLike | None = None) -> dict:
     """Write the draft manuscript of a study: ``manuscript.md``, ``.docx``, ``.tex`` and ``supplement/``.
