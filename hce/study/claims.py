@@ -134,16 +134,39 @@ def key_results(results: Mapping[str, AnalysisResult]) -> pd.DataFrame:
     for experiment_id, name, label in picks:
         if experiment_id in results and name in results[experiment_id]:
             row = results[experiment_id][name].iloc[0]
-            statistic = row.get("statistic")
-            if float(statistic).is_integer() and str(row.get("method")).startswith(("Mann-Whitney", "Wilcoxon")):
-                statistic = int(statistic)  # U and V are rank sums: a count prints as one ("0", not "0.00")
-            rows.append({"comparison": label, "method": row.get("method"), "statistic": statistic,
+            rows.append({"comparison": label, "method": row.get("method"), "statistic": row.get("statistic"),
                          "p_value": row.get("p_value"), "effect_size": row.get("effect_size"),
                          "effect_ci_low": row.get("effect_ci_low"), "effect_ci_high": row.get("effect_ci_high"),
                          "n": row.get("n")})  # fmt: skip
-    out = pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"])
-    out["statistic"] = pd.Series([row["statistic"] for row in rows], index=out.index, dtype=object)  # ints stay ints
-    return out
+    return rank_sums_as_counts(pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"]))
+
+
+#: The tests whose statistic is a rank sum (U, V, W): a whole one is a count.
+RANK_SUM_TESTS = r"^(?:pairwise )?(?:Mann-Whitney|Wilcoxon)"
+
+
+def rank_sums_as_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with each whole rank-sum statistic (Mann-Whitney U, Wilcoxon V) as an integer, so it prints as a count.
+
+    A rank sum is a count or a half count (ties): "0" and "11", never "0.00" and "11.00", while
+    another row's chi-squared keeps its decimals. A table without ``statistic`` and ``method``
+    columns is returned as it is.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"method": ["Mann-Whitney U", "Wilcoxon signed-rank", "Kruskal-Wallis H"],
+    ...                       "statistic": [3.0, 1.5, 2.0]})
+    >>> rank_sums_as_counts(frame)["statistic"].tolist()
+    [3, 1.5, 2.0]
+    """
+    if not {"statistic", "method"} <= set(frame.columns):
+        return frame
+    values = pd.to_numeric(frame["statistic"], errors="coerce")
+    whole = frame["method"].astype(str).str.contains(RANK_SUM_TESTS) & values.notna() & (values % 1 == 0)
+    if not whole.any():
+        return frame
+    statistic = [int(v) if w else v for v, w in zip(values, whole)]
+    return frame.assign(statistic=pd.Series(statistic, index=frame.index, dtype=object))
 
 
 def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, coded: Mapping[str, int] | None,

@@ -50,7 +50,7 @@ from hce.study.analyses import (
     experiment3,
     experiment5,
 )
-from hce.study.claims import hypotheses, key_results, scorecard
+from hce.study.claims import hypotheses, key_results, rank_sums_as_counts, scorecard
 from hce.study.confidence import (
     DEFAULT_LOGPROBS_ARE,
     logprob_confidence,
@@ -774,6 +774,8 @@ def study_report(
     if bayes_section not in extra_sections:
         _bayes_skipped(report, results, confidence)
     not_reported_section(report, skipped, confidence)
+    for section in report.sections:  # U and V print as the counts they are, in every table of every section
+        section.blocks = [replace(b, data=rank_sums_as_counts(b.data)) if isinstance(b, Table) else b for b in section.blocks]
     return report.number_figures()
 
 

@@ -437,3 +437,38 @@ def test_bayes_sampler_warnings_are_rephrased_not_quoted():
     assert len(notes) == 4 and any("divergent" in n for n in notes) and any("R-hat" in n for n in notes)
     for note in notes:
         assert not any(message[:25] in note for message in raw) and "Warning" not in note and "`" not in note
+
+
+def test_rank_sums_print_as_counts_in_every_table(demo):
+    # U and V printed "3.00" and "0.00" in the per-experiment tables and in the manuscript's Table 2.
+    checked = 0
+    for name in ("report.md", "manuscript/manuscript.md"):
+        for head, body in markdown_tables((demo / name).read_text(encoding="utf-8")):
+            if not {"Method", "Statistic"} <= set(head):
+                continue
+            method, statistic = head.index("Method"), head.index("Statistic")
+            for row in body:
+                if re.match(r"(?:pairwise )?(?:Mann-Whitney|Wilcoxon)", row[method]):
+                    checked += 1
+                    assert not row[statistic].endswith(".00"), (name, row[method][:40], row[statistic])
+    assert checked >= 5
+
+
+def decimals(number: str) -> int:
+    return len(number.split(".", 1)[1]) if "." in number else 0
+
+
+def test_one_statistic_has_one_number_of_decimals_in_a_sentence(text):
+    # "Cramér V = 0.37 ... Cramér V = 0.216" and "0 (IQR 0-0.32)" mixed decimals within a sentence.
+    results = section(text, "## Results", "## Discussion")
+    checked = 0
+    for sentence in sentences(results):
+        for label in ("Cramér V", "Kendall W", "Spearman ρ", "Pearson r", "Cohen κ"):
+            shown = re.findall(rf"{label} = (-?[\d.]+) \(95% CI \[(-?[\d.]+), (-?[\d.]+)\]\)", sentence)
+            places = {decimals(n) for triple in shown for n in triple}
+            assert len(places) <= 1, (label, shown)
+            checked += bool(shown)
+        for triple in re.findall(r"(-?[\d.]+) \(IQR (-?[\d.]+)-(-?[\d.]+)\)", sentence):
+            assert len({decimals(n) for n in triple}) == 1, triple
+            checked += 1
+    assert checked >= 10
