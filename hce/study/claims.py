@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from hce._vocabulary import EFFECT_COLUMNS
-from hce.report.tables import format_p
+from hce.report.tables import format_ci, format_p
 from hce.stats.result import AnalysisResult
 from hce.stats.tests import p_adjust
 from hce.study.rules import (
@@ -38,6 +38,29 @@ DEMOGRAPHIC_STRATA = ("gender", "sex", "age_band", "age_group", "race", "ethnici
 FAMILY = ("H1a", "H1b", "H2", "H3")
 
 
+def p_text(p: float) -> str:
+    """``P = .004`` or ``P < .001``, as JAMA writes a P value in a sentence.
+
+    Examples
+    --------
+    >>> p_text(0.0041), p_text(0.00002)
+    ('P = .004', 'P < .001')
+    """
+    shown = format_p(p)
+    return f"P {shown}" if shown[0] in "<>" else f"P = {shown}"
+
+
+def shown(estimate: float, low: float, high: float) -> str:
+    """An estimate to the decimals its interval's table shows it with (one statistic, one rounding everywhere).
+
+    Examples
+    --------
+    >>> shown(-0.9583, -0.9841, -0.8962), shown(-0.96, float("nan"), float("nan"))
+    ('-0.958', '-0.96')
+    """
+    return format_ci(low, high, estimate=estimate).split(" ", 1)[0]
+
+
 def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd.DataFrame, *, rubric: object,
                 non_rubric: object, condition: str, alpha: float, r_threshold: float) -> pd.DataFrame:
     """Experiment 1's hypotheses H1a-c and Success Metric 3, each with its rule and verdict.
@@ -51,7 +74,8 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
         t = test.iloc[0]
         r = rule(rid, alpha=alpha)
         word = verdict(r, p_value=t["p_value"], estimate=t["effect_size"])
-        rows.append(verdict_row(r, f"{name} = {t['statistic']:g}, P {format_p(t['p_value'])}, r = {t['effect_size']:.2f}",
+        rows.append(verdict_row(r, f"{name} = {t['statistic']:g}, {p_text(t['p_value'])}, r = "
+                                   f"{shown(t['effect_size'], t['effect_ci_low'], t['effect_ci_high'])}",
                                 word, p_value=t["p_value"]))  # fmt: skip
     kl = h1c.set_index("a")["estimate"]
     g2, g1 = float(kl.get(rubric, np.nan)), float(kl.get(non_rubric, np.nan))
@@ -60,7 +84,7 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
                             p_value=np.nan))  # fmt: skip
     pearson = sm3[(sm3[condition] == rubric) & sm3["method"].str.startswith("Pearson")].iloc[0]
     r = rule("SM3", threshold=r_threshold)
-    rows.append(verdict_row(r, f"r = {pearson['estimate']:.2f} [{pearson['ci_low']:.2f}, {pearson['ci_high']:.2f}], "
+    rows.append(verdict_row(r, f"r = {format_ci(pearson['ci_low'], pearson['ci_high'], estimate=pearson['estimate'])}, "
                             f"n = {pearson['n']}", verdict(r, estimate=pearson["estimate"], ci_low=pearson["ci_low"],
                                                            ci_high=pearson["ci_high"]), p_value=np.nan))  # fmt: skip
     return _with_p(rows)
@@ -108,7 +132,7 @@ def _h2(exp2: AnalysisResult | None, alpha: float) -> dict[str, object]:
     # The post hoc must find the CoT prompt lower than every other: the winner rule, with P2.3 the winner.
     word = POSITIVE["hypothesis"] if bool(cot["winner"]) else NEGATIVE["hypothesis"]
     beaten = cot["significantly_lower_than"] or "none"
-    value = f"Friedman P {format_p(fr['p_value'])}; {COT_PROMPT} significantly lower than: {beaten}"
+    value = f"Friedman {p_text(fr['p_value'])}; {COT_PROMPT} significantly lower than: {beaten}"
     return verdict_row(r, value, word, p_value=fr["p_value"])
 
 
@@ -117,7 +141,7 @@ def _h3(exp3: AnalysisResult | None, alpha: float) -> dict[str, object]:
     if exp3 is None or "friedman" not in exp3:
         return verdict_row(r, "—", f"{NOT_MEASURABLE} (Experiment 3 not analysed)", p_value=np.nan)
     fr = exp3["friedman"].iloc[0]
-    value = f"Friedman chi2({fr['df1']:g}) = {fr['statistic']:.2f}, P {format_p(fr['p_value'])}"
+    value = f"Friedman chi2({fr['df1']:g}) = {fr['statistic']:.2f}, {p_text(fr['p_value'])}"
     return verdict_row(r, value, verdict(r, p_value=fr["p_value"]), p_value=fr["p_value"])
 
 
@@ -188,7 +212,7 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
     r = rule("SM1", alpha=alpha)
     if len(tests) == len(OMNIBUS):
         ps = {h: float(exp[k][n]["p_value"].iloc[0]) for k, n, h in tests}
-        value = "; ".join(f"{h} P {format_p(p)}" for h, p in ps.items())
+        value = "; ".join(f"{h} {p_text(p)}" for h, p in ps.items())
         rows.append(verdict_row(r, value, verdict(r, p_value=max(ps.values()))))  # every comparison must be significant
     else:
         missing = [h for k, _, h in OMNIBUS if k not in exp]
@@ -244,7 +268,7 @@ def _sm5(exp5: AnalysisResult | None, log: pd.DataFrame) -> dict[str, object]:
                     and log.loc[log["experiment_id"] == "EXP5_FinalToolValidation", "logprobs"].notna().any())  # fmt: skip
     if exp5 is not None and "uncertainty" in exp5 and len(exp5["uncertainty"]) and pd.notna(exp5["uncertainty"]["estimate"].iloc[0]):
         unc = exp5["uncertainty"].iloc[0]
-        return verdict_row(r, f"{unc['method']}: rho = {unc['estimate']:.2f}, P {format_p(unc['p_value'])}", verdict(r, estimate=1))
+        return verdict_row(r, f"{unc['method']}: rho = {shown(unc['estimate'], unc['ci_low'], unc['ci_high'])}, {p_text(unc['p_value'])}", verdict(r, estimate=1))
     if exp5 is not None and logprobs:
         return verdict_row(r, "token-probability confidence and its calibration (section below)", verdict(r, estimate=1))
     return verdict_row(r, "—", NOT_MEASURABLE)
