@@ -18,6 +18,8 @@ from hce.report.tables import format_ci, format_p
 from hce.stats.result import AnalysisResult
 from hce.stats.tests import p_adjust
 from hce.study.rules import (
+    INCONCLUSIVE,
+    MIN_PER_LEVEL,
     NEGATIVE,
     NOT_MEASURABLE,
     POSITIVE,
@@ -242,8 +244,12 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
     if fair is not None and "fairness_verdict" in fair:
         v = fair["fairness_verdict"].iloc[0]
         r = rule("SM6", alpha=float(v["alpha"]))
-        rows.append(verdict_row(r, "detrimental difference found" if bool(v["any_detrimental"]) else "none found",
-                                POSITIVE["metric"] if bool(v["passes"]) else NEGATIVE["metric"]))  # fmt: skip
+        small = _small_levels(fair)
+        word = POSITIVE["metric"] if bool(v["passes"]) else NEGATIVE["metric"]
+        if word == POSITIVE["metric"] and small:  # no test can find a difference in a level of 1 or 2 transcripts
+            word = INCONCLUSIVE
+        rows.append(verdict_row(r, ("detrimental difference found" if bool(v["any_detrimental"]) else "none found")
+                                + (f"; levels with fewer than {MIN_PER_LEVEL} transcripts: {small}" if small else ""), word))  # fmt: skip
     else:
         rows.append(verdict_row(r, "—", NOT_MEASURABLE + f" ({_strata_reason(log)})"))
     planned = ["EXP1_BaselineRubricUtility", "EXP2_PromptOptimization", "EXP3_ModelComparison", "EXP5_FinalToolValidation"]
@@ -251,6 +257,18 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
     r = rule("SM7", threshold=len(planned))
     rows.append(verdict_row(r, f"{len(done)} of {len(planned)} analysable experiments in the log", verdict(r, estimate=len(done))))
     return verdicts_frame(rows)
+
+
+def _small_levels(exp5: AnalysisResult) -> str:
+    """The stratum levels Experiment 5 compared with fewer than :data:`MIN_PER_LEVEL` transcripts ("" when none)."""
+    if "fairness_pairwise" not in exp5:
+        return ""
+    pairs = exp5["fairness_pairwise"]
+    sizes = pd.concat([pairs[["stratum", side, f"n_{side}"]].set_axis(["stratum", "level", "n"], axis=1) for side in ("a", "b")])
+    order = {stratum: i for i, stratum in enumerate(pairs["stratum"].unique())}  # the strata in the analysis's order
+    sizes = sizes.drop_duplicates(["stratum", "level"]).assign(order=lambda f: f["stratum"].map(order))
+    small = sizes[sizes["n"] < MIN_PER_LEVEL].sort_values(["order", "level"], kind="stable")
+    return ", ".join(f"{row.stratum} {row.level} ({int(row.n)})" for row in small.itertuples(index=False))
 
 
 def _strata_reason(log: pd.DataFrame) -> str:

@@ -506,3 +506,15 @@ def test_a_p_value_in_a_sentence_reads_p_equals_or_p_less_than(demo, tables):
 
     printed = format_ci(h1a["effect_ci_low"], h1a["effect_ci_high"], estimate=h1a["effect_size"]).split(" ")[0]
     assert f"r = {printed}" in tables["hypotheses"].set_index("id").loc["H1a", "value"]
+
+
+def test_no_difference_across_strata_is_not_met_on_levels_too_small_to_test(tables):
+    # SM6 was "met" ("none found") with gender male and age band 18-29 at one transcript each.
+    from hce.study.rules import MIN_PER_LEVEL
+
+    pairs = tables["exp5_fairness_pairwise"]
+    sizes = pd.concat([pairs[["stratum", s, f"n_{s}"]].set_axis(["stratum", "level", "n"], axis=1) for s in "ab"])
+    verdict_sm6 = tables["scorecard"].set_index("id").loc["SM6", "verdict"]
+    if (sizes["n"] < MIN_PER_LEVEL).any():
+        assert verdict_sm6 != "met"
+        assert verdict_sm6 in ("inconclusive", "not met")
