@@ -29,8 +29,9 @@ import pyarrow.csv as pa_csv
 
 from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS
 
-P_COLUMNS = ("p_value", "p_adjusted", "p")
-INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "count", "attempts_per_item")
+# Every P value prints journal-style: the adjusted ones, the Greenhouse-Geisser one and the cluster permutation's too.
+P_COLUMNS = ("p_value", "p_adjusted", "p", "p_holm", "p_gg", "p_cluster", "p_cluster_adjusted")
+INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "df1", "df2", "count", "attempts_per_item")
 #: A method naming one of these makes ``statistic`` a rank sum (U, V, T): shown as the whole or half number it is.
 RANK_SUMS = re.compile(r"Wilcoxon|Mann-Whitney|rank-sum|signed-rank", re.IGNORECASE)
 #: Each point column and the two columns of its interval (the vocabulary's result columns).
@@ -43,7 +44,7 @@ LARGE = 1e9
 
 #: Headers in words where the rule in :func:`header` does not find them.
 HEADERS = {
-    "n": "N", "p": "P value", "p_value": "P value", "p_adjusted": "Adjusted P value",
+    "n": "N", "p": "P value", "p_value": "P value", "p_adjusted": "Adjusted P value", "p_holm": "Holm-adjusted P value",
     "std_error": "Standard error", "df": "df", "df1": "df1", "df2": "df2", "ddof": "ddof",
     "n_below": "Items below", "n_undefined": "Items with undefined SD",
     "n_items_sd_undefined": "Items with undefined SD", "sd_total": "SD of total",

@@ -14,10 +14,12 @@ import numpy as np
 import pandas as pd
 
 from hce._vocabulary import EFFECT_COLUMNS
-from hce.report.tables import format_p
+from hce.report.tables import format_ci, format_p
 from hce.stats.result import AnalysisResult
 from hce.stats.tests import p_adjust
 from hce.study.rules import (
+    INCONCLUSIVE,
+    MIN_PER_LEVEL,
     NEGATIVE,
     NOT_MEASURABLE,
     POSITIVE,
@@ -38,6 +40,29 @@ DEMOGRAPHIC_STRATA = ("gender", "sex", "age_band", "age_group", "race", "ethnici
 FAMILY = ("H1a", "H1b", "H2", "H3")
 
 
+def p_text(p: float) -> str:
+    """``P = .004`` or ``P < .001``, as JAMA writes a P value in a sentence.
+
+    Examples
+    --------
+    >>> p_text(0.0041), p_text(0.00002)
+    ('P = .004', 'P < .001')
+    """
+    shown = format_p(p)
+    return f"P {shown}" if shown[0] in "<>" else f"P = {shown}"
+
+
+def shown(estimate: float, low: float, high: float) -> str:
+    """An estimate to the decimals its interval's table shows it with (one statistic, one rounding everywhere).
+
+    Examples
+    --------
+    >>> shown(-0.9583, -0.9841, -0.8962), shown(-0.96, float("nan"), float("nan"))
+    ('-0.958', '-0.96')
+    """
+    return format_ci(low, high, estimate=estimate).split(" ", 1)[0]
+
+
 def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd.DataFrame, *, rubric: object,
                 non_rubric: object, condition: str, alpha: float, r_threshold: float) -> pd.DataFrame:
     """Experiment 1's hypotheses H1a-c and Success Metric 3, each with its rule and verdict.
@@ -51,7 +76,8 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
         t = test.iloc[0]
         r = rule(rid, alpha=alpha)
         word = verdict(r, p_value=t["p_value"], estimate=t["effect_size"])
-        rows.append(verdict_row(r, f"{name} = {t['statistic']:g}, P {format_p(t['p_value'])}, r = {t['effect_size']:.2f}",
+        rows.append(verdict_row(r, f"{name} = {t['statistic']:g}, {p_text(t['p_value'])}, r = "
+                                   f"{shown(t['effect_size'], t['effect_ci_low'], t['effect_ci_high'])}",
                                 word, p_value=t["p_value"]))  # fmt: skip
     kl = h1c.set_index("a")["estimate"]
     g2, g1 = float(kl.get(rubric, np.nan)), float(kl.get(non_rubric, np.nan))
@@ -60,7 +86,7 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
                             p_value=np.nan))  # fmt: skip
     pearson = sm3[(sm3[condition] == rubric) & sm3["method"].str.startswith("Pearson")].iloc[0]
     r = rule("SM3", threshold=r_threshold)
-    rows.append(verdict_row(r, f"r = {pearson['estimate']:.2f} [{pearson['ci_low']:.2f}, {pearson['ci_high']:.2f}], "
+    rows.append(verdict_row(r, f"r = {format_ci(pearson['ci_low'], pearson['ci_high'], estimate=pearson['estimate'])}, "
                             f"n = {pearson['n']}", verdict(r, estimate=pearson["estimate"], ci_low=pearson["ci_low"],
                                                            ci_high=pearson["ci_high"]), p_value=np.nan))  # fmt: skip
     return _with_p(rows)
@@ -108,7 +134,7 @@ def _h2(exp2: AnalysisResult | None, alpha: float) -> dict[str, object]:
     # The post hoc must find the CoT prompt lower than every other: the winner rule, with P2.3 the winner.
     word = POSITIVE["hypothesis"] if bool(cot["winner"]) else NEGATIVE["hypothesis"]
     beaten = cot["significantly_lower_than"] or "none"
-    value = f"Friedman P {format_p(fr['p_value'])}; {COT_PROMPT} significantly lower than: {beaten}"
+    value = f"Friedman {p_text(fr['p_value'])}; {COT_PROMPT} significantly lower than: {beaten}"
     return verdict_row(r, value, word, p_value=fr["p_value"])
 
 
@@ -117,7 +143,7 @@ def _h3(exp3: AnalysisResult | None, alpha: float) -> dict[str, object]:
     if exp3 is None or "friedman" not in exp3:
         return verdict_row(r, "—", f"{NOT_MEASURABLE} (Experiment 3 not analysed)", p_value=np.nan)
     fr = exp3["friedman"].iloc[0]
-    value = f"Friedman chi2({fr['df1']:g}) = {fr['statistic']:.2f}, P {format_p(fr['p_value'])}"
+    value = f"Friedman chi2({fr['df1']:g}) = {fr['statistic']:.2f}, {p_text(fr['p_value'])}"
     return verdict_row(r, value, verdict(r, p_value=fr["p_value"]), p_value=fr["p_value"])
 
 
@@ -134,16 +160,39 @@ def key_results(results: Mapping[str, AnalysisResult]) -> pd.DataFrame:
     for experiment_id, name, label in picks:
         if experiment_id in results and name in results[experiment_id]:
             row = results[experiment_id][name].iloc[0]
-            statistic = row.get("statistic")
-            if float(statistic).is_integer() and str(row.get("method")).startswith(("Mann-Whitney", "Wilcoxon")):
-                statistic = int(statistic)  # U and V are rank sums: a count prints as one ("0", not "0.00")
-            rows.append({"comparison": label, "method": row.get("method"), "statistic": statistic,
+            rows.append({"comparison": label, "method": row.get("method"), "statistic": row.get("statistic"),
                          "p_value": row.get("p_value"), "effect_size": row.get("effect_size"),
                          "effect_ci_low": row.get("effect_ci_low"), "effect_ci_high": row.get("effect_ci_high"),
                          "n": row.get("n")})  # fmt: skip
-    out = pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"])
-    out["statistic"] = pd.Series([row["statistic"] for row in rows], index=out.index, dtype=object)  # ints stay ints
-    return out
+    return rank_sums_as_counts(pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"]))
+
+
+#: The tests whose statistic is a rank sum (U, V, W): a whole one is a count.
+RANK_SUM_TESTS = r"^(?:pairwise )?(?:Mann-Whitney|Wilcoxon)"
+
+
+def rank_sums_as_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with each whole rank-sum statistic (Mann-Whitney U, Wilcoxon V) as an integer, so it prints as a count.
+
+    A rank sum is a count or a half count (ties): "0" and "11", never "0.00" and "11.00", while
+    another row's chi-squared keeps its decimals. A table without ``statistic`` and ``method``
+    columns is returned as it is.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"method": ["Mann-Whitney U", "Wilcoxon signed-rank", "Kruskal-Wallis H"],
+    ...                       "statistic": [3.0, 1.5, 2.0]})
+    >>> rank_sums_as_counts(frame)["statistic"].tolist()
+    [3, 1.5, 2.0]
+    """
+    if not {"statistic", "method"} <= set(frame.columns):
+        return frame
+    values = pd.to_numeric(frame["statistic"], errors="coerce")
+    whole = frame["method"].astype(str).str.contains(RANK_SUM_TESTS) & values.notna() & (values % 1 == 0)
+    if not whole.any():
+        return frame
+    statistic = [int(v) if w else v for v, w in zip(values, whole)]
+    return frame.assign(statistic=pd.Series(statistic, index=frame.index, dtype=object))
 
 
 def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, coded: Mapping[str, int] | None,
@@ -165,7 +214,7 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
     r = rule("SM1", alpha=alpha)
     if len(tests) == len(OMNIBUS):
         ps = {h: float(exp[k][n]["p_value"].iloc[0]) for k, n, h in tests}
-        value = "; ".join(f"{h} P {format_p(p)}" for h, p in ps.items())
+        value = "; ".join(f"{h} {p_text(p)}" for h, p in ps.items())
         rows.append(verdict_row(r, value, verdict(r, p_value=max(ps.values()))))  # every comparison must be significant
     else:
         missing = [h for k, _, h in OMNIBUS if k not in exp]
@@ -195,8 +244,12 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
     if fair is not None and "fairness_verdict" in fair:
         v = fair["fairness_verdict"].iloc[0]
         r = rule("SM6", alpha=float(v["alpha"]))
-        rows.append(verdict_row(r, "detrimental difference found" if bool(v["any_detrimental"]) else "none found",
-                                POSITIVE["metric"] if bool(v["passes"]) else NEGATIVE["metric"]))  # fmt: skip
+        small = _small_levels(fair)
+        word = POSITIVE["metric"] if bool(v["passes"]) else NEGATIVE["metric"]
+        if word == POSITIVE["metric"] and small:  # no test can find a difference in a level of 1 or 2 transcripts
+            word = INCONCLUSIVE
+        rows.append(verdict_row(r, ("detrimental difference found" if bool(v["any_detrimental"]) else "none found")
+                                + (f"; levels with fewer than {MIN_PER_LEVEL} transcripts: {small}" if small else ""), word))  # fmt: skip
     else:
         rows.append(verdict_row(r, "—", NOT_MEASURABLE + f" ({_strata_reason(log)})"))
     planned = ["EXP1_BaselineRubricUtility", "EXP2_PromptOptimization", "EXP3_ModelComparison", "EXP5_FinalToolValidation"]
@@ -204,6 +257,18 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
     r = rule("SM7", threshold=len(planned))
     rows.append(verdict_row(r, f"{len(done)} of {len(planned)} analysable experiments in the log", verdict(r, estimate=len(done))))
     return verdicts_frame(rows)
+
+
+def _small_levels(exp5: AnalysisResult) -> str:
+    """The stratum levels Experiment 5 compared with fewer than :data:`MIN_PER_LEVEL` transcripts ("" when none)."""
+    if "fairness_pairwise" not in exp5:
+        return ""
+    pairs = exp5["fairness_pairwise"]
+    sizes = pd.concat([pairs[["stratum", side, f"n_{side}"]].set_axis(["stratum", "level", "n"], axis=1) for side in ("a", "b")])
+    order = {stratum: i for i, stratum in enumerate(pairs["stratum"].unique())}  # the strata in the analysis's order
+    sizes = sizes.drop_duplicates(["stratum", "level"]).assign(order=lambda f: f["stratum"].map(order))
+    small = sizes[sizes["n"] < MIN_PER_LEVEL].sort_values(["order", "level"], kind="stable")
+    return ", ".join(f"{row.stratum} {row.level} ({int(row.n)})" for row in small.itertuples(index=False))
 
 
 def _strata_reason(log: pd.DataFrame) -> str:
@@ -221,7 +286,7 @@ def _sm5(exp5: AnalysisResult | None, log: pd.DataFrame) -> dict[str, object]:
                     and log.loc[log["experiment_id"] == "EXP5_FinalToolValidation", "logprobs"].notna().any())  # fmt: skip
     if exp5 is not None and "uncertainty" in exp5 and len(exp5["uncertainty"]) and pd.notna(exp5["uncertainty"]["estimate"].iloc[0]):
         unc = exp5["uncertainty"].iloc[0]
-        return verdict_row(r, f"{unc['method']}: rho = {unc['estimate']:.2f}, P {format_p(unc['p_value'])}", verdict(r, estimate=1))
+        return verdict_row(r, f"{unc['method']}: rho = {shown(unc['estimate'], unc['ci_low'], unc['ci_high'])}, {p_text(unc['p_value'])}", verdict(r, estimate=1))
     if exp5 is not None and logprobs:
         return verdict_row(r, "token-probability confidence and its calibration (section below)", verdict(r, estimate=1))
     return verdict_row(r, "—", NOT_MEASURABLE)

@@ -50,7 +50,7 @@ from hce.study.analyses import (
     experiment3,
     experiment5,
 )
-from hce.study.claims import hypotheses, key_results, scorecard
+from hce.study.claims import hypotheses, key_results, rank_sums_as_counts, scorecard
 from hce.study.confidence import (
     DEFAULT_LOGPROBS_ARE,
     logprob_confidence,
@@ -73,8 +73,11 @@ from hce.study.settings import (
 
 RULES_NOTE = ("Each verdict comes from its pre-specified rule only (columns test, decides, alpha, direction, threshold): "
               "'supported' and 'met' where the rule's condition holds; an interval rule that the interval straddles is "
-              "'inconclusive'. Multiplicity: each hypothesis is tested at the protocol's own alpha, as pre-specified; "
-              "p_holm gives the Holm-adjusted P across the confirmatory family H1a, H1b, H2, H3 for the reader.")
+              "'inconclusive'. Multiplicity: each hypothesis of the confirmatory family H1a, H1b, H2, H3 is tested at "
+              "the protocol's own alpha, as pre-specified, and the Holm-adjusted P across that family is given for the "
+              "reader (H1c is descriptive); post hoc, Experiment 4 and strata P values are adjusted within their own "
+              "families (each table names how); the remaining tests (Success Metric 5's correlation, sensitivity "
+              "analyses) are single secondary tests, not adjusted, and decide no claim.")
 EXPERIMENTS = {
     "EXP1_BaselineRubricUtility": ("Experiment 1: baseline rubric utility (synthetic transcripts)", experiment1),
     "EXP2_PromptOptimization": ("Experiment 2: prompt strategy optimisation", experiment2),
@@ -773,6 +776,8 @@ def study_report(
     if bayes_section not in extra_sections:
         _bayes_skipped(report, results, confidence)
     not_reported_section(report, skipped, confidence)
+    for section in report.sections:  # U and V print as the counts they are, in every table of every section
+        section.blocks = [replace(b, data=rank_sums_as_counts(b.data)) if isinstance(b, Table) else b for b in section.blocks]
     return report.number_figures()
 
 

@@ -36,6 +36,8 @@ POSITIVE = {"hypothesis": "supported", "metric": "met"}
 NEGATIVE = {"hypothesis": "not supported", "metric": "not met"}
 INCONCLUSIVE = "inconclusive"
 NOT_MEASURABLE = "not measurable from this log"
+#: Success Metric 6: a stratum level with fewer transcripts cannot show a difference, so "none found" there is no evidence.
+MIN_PER_LEVEL = 5
 #: Columns a rule adds to a table of verdicts, in order.
 RULE_COLUMNS = ["test", "decides", "alpha", "direction", "threshold", "rule"]
 
@@ -136,7 +138,8 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "at least one uncertainty analysis reported"),
     Rule("SM6", "no detrimental difference across demographic strata", "metric",
          "Kruskal-Wallis tests across each stratum's levels, Holm", "p", "two-sided", 0.05, condition=
-         "no stratum level significantly worse at Holm-adjusted P < {alpha:g}"),
+         "no stratum level significantly worse at Holm-adjusted P < {alpha:g}, every level with at least "
+         f"{MIN_PER_LEVEL} transcripts (fewer: inconclusive, as no test can show a difference there)"),
     Rule("SM7", "all planned experiments completed", "metric",
          "count of analysable experiments", "point", "greater", None, 4, condition=
          "all {threshold:g} judged experiments analysable"),

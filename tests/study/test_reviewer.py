@@ -1,6 +1,6 @@
 """A statistical reviewer's checklist, run on `hce demo` and its manuscript (issue 33).
 
-One demo study and its manuscript are built for the module; every rule is asserted generically,
+One demo study and its manuscript are built once per session (a minute); every rule is asserted generically,
 over every table the report wrote and every sentence of the manuscript that names a hypothesis or
 a success metric, so a new table or sentence is checked without a new test.
 """
@@ -28,19 +28,19 @@ PRESPECIFIED = ("H1a", "H1b", "H1c", "H2", "H3")
 METRICS = tuple(f"SM{i}" for i in range(1, 8))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def demo(tmp_path_factory) -> Path:
     out = run_demo(tmp_path_factory.mktemp("reviewer") / "demo")
     manuscript(out)
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tables(demo) -> dict[str, pd.DataFrame]:
     return {path.stem: pd.read_csv(path) for path in sorted((demo / "tables").glob("*.csv"))}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def text(demo) -> str:
     return (demo / "manuscript" / "manuscript.md").read_text(encoding="utf-8")
 
@@ -214,7 +214,7 @@ def test_reproduce_script_has_paths_relative_to_the_study(demo):
 def test_no_library_warning_text_in_any_output(demo):
     library = re.compile(r"invalid value encountered|divide by zero encountered|More than 20 figures|RuntimeWarning|"
                          r"FutureWarning|DeprecationWarning|boundary \(singular\) fit: a random-effect")
-    for path in [demo / "report.md", demo / "manuscript" / "manuscript.md"]:
+    for path in [demo / "report.md", demo / "report.html", demo / "manuscript" / "manuscript.md", demo / "manuscript" / "manuscript.tex"]:
         found = library.findall(path.read_text(encoding="utf-8"))
         assert not found, (path.name, found[:3])
 
@@ -437,3 +437,84 @@ def test_bayes_sampler_warnings_are_rephrased_not_quoted():
     assert len(notes) == 4 and any("divergent" in n for n in notes) and any("R-hat" in n for n in notes)
     for note in notes:
         assert not any(message[:25] in note for message in raw) and "Warning" not in note and "`" not in note
+
+
+def test_rank_sums_print_as_counts_in_every_table(demo):
+    # U and V printed "3.00" and "0.00" in the per-experiment tables and in the manuscript's Table 2.
+    checked = 0
+    for name in ("report.md", "manuscript/manuscript.md"):
+        for head, body in markdown_tables((demo / name).read_text(encoding="utf-8")):
+            if not {"Method", "Statistic"} <= set(head):
+                continue
+            method, statistic = head.index("Method"), head.index("Statistic")
+            for row in body:
+                if re.match(r"(?:pairwise )?(?:Mann-Whitney|Wilcoxon)", row[method]):
+                    checked += 1
+                    assert not row[statistic].endswith(".00"), (name, row[method][:40], row[statistic])
+    assert checked >= 5
+
+
+def decimals(number: str) -> int:
+    return len(number.split(".", 1)[1]) if "." in number else 0
+
+
+def test_one_statistic_has_one_number_of_decimals_in_a_sentence(text):
+    # "Cramér V = 0.37 ... Cramér V = 0.216" and "0 (IQR 0-0.32)" mixed decimals within a sentence.
+    results = section(text, "## Results", "## Discussion")
+    checked = 0
+    for sentence in sentences(results):
+        for label in ("Cramér V", "Kendall W", "Spearman ρ", "Pearson r", "Cohen κ"):
+            shown = re.findall(rf"{label} = (-?[\d.]+) \(95% CI \[(-?[\d.]+), (-?[\d.]+)\]\)", sentence)
+            places = {decimals(n) for triple in shown for n in triple}
+            assert len(places) <= 1, (label, shown)
+            checked += bool(shown)
+        for triple in re.findall(r"(-?[\d.]+) \(IQR (-?[\d.]+)-(-?[\d.]+)\)", sentence):
+            assert len({decimals(n) for n in triple}) == 1, triple
+            checked += 1
+    assert checked >= 10
+
+
+def test_every_p_value_column_prints_journal_style(demo):
+    # "P holm 0.00023" and "P cluster 0.000100" beside "P value < .001" in one report.
+    checked = 0
+    for name in ("report.md", "manuscript/manuscript.md"):
+        for head, body in markdown_tables((demo / name).read_text(encoding="utf-8")):
+            for j, h in enumerate(head):
+                if re.search(r"(?:^|\s|-)P(?: value|$| holm| cluster| gg)", h):
+                    checked += 1
+                    wrong = [row[j] for row in body if not re.fullmatch(r"< \.001|> \.999|\.\d{3}|—", row[j])]
+                    assert not wrong, (name, h, wrong[:3])
+    assert checked >= 10
+
+
+def test_degrees_of_freedom_that_are_whole_print_as_integers(demo):
+    for head, body in markdown_tables((demo / "report.md").read_text(encoding="utf-8")):
+        for j, h in enumerate(head):
+            if h in ("df", "df1", "df2") and all(re.fullmatch(r"[\d,]+\.0+|[\d,]+|—", row[j]) for row in body):
+                assert not [row[j] for row in body if row[j].endswith(".00")], (head, h)
+
+
+def test_a_p_value_in_a_sentence_reads_p_equals_or_p_less_than(demo, tables):
+    # The claims' values read "P .004" and "Friedman P .036" (JAMA: "P = .004").
+    for name in ("report.md", "manuscript/manuscript.md"):
+        text = (demo / name).read_text(encoding="utf-8")
+        assert not re.findall(r"\bP \.\d", text), name
+    # One estimate, one rounding: the claims' r is Table 2's (-0.96 beside -0.958 was two roundings of one r).
+    key = tables["table2_key_results"].set_index("comparison")
+    h1a = key.loc["H1a: SD, G2 vs G1"]
+    from hce.report.tables import format_ci
+
+    printed = format_ci(h1a["effect_ci_low"], h1a["effect_ci_high"], estimate=h1a["effect_size"]).split(" ")[0]
+    assert f"r = {printed}" in tables["hypotheses"].set_index("id").loc["H1a", "value"]
+
+
+def test_no_difference_across_strata_is_not_met_on_levels_too_small_to_test(tables):
+    # SM6 was "met" ("none found") with gender male and age band 18-29 at one transcript each.
+    from hce.study.rules import MIN_PER_LEVEL
+
+    pairs = tables["exp5_fairness_pairwise"]
+    sizes = pd.concat([pairs[["stratum", s, f"n_{s}"]].set_axis(["stratum", "level", "n"], axis=1) for s in "ab"])
+    verdict_sm6 = tables["scorecard"].set_index("id").loc["SM6", "verdict"]
+    if (sizes["n"] < MIN_PER_LEVEL).any():
+        assert verdict_sm6 != "met"
+        assert verdict_sm6 in ("inconclusive", "not met")

@@ -22,6 +22,7 @@ Number(text='.066', source='tables/key.csv#row=H2;col=p_value')
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 from pathlib import Path
@@ -30,7 +31,7 @@ import pandas as pd
 
 from hce.errors import HceError
 from hce.report.manuscript.model import Inline, Number
-from hce.report.tables import INTERVALS, format_ci, format_number, format_p
+from hce.report.tables import INTERVALS, decimals_needed, format_ci, format_number, format_p
 
 TABLES = "tables"
 #: Characters a key cannot hold: they separate its parts or the source's.
@@ -140,18 +141,43 @@ class Cells:
         """A share (0-1) as a percentage with one decimal, as the report's scorecard prints shares."""
         return Number(f"{100 * float(self.value(name, key, column)):.1f}%", self.source(name, key, column))
 
+    def aligned(self, refs: list[tuple[str, str, str]]) -> list[Number]:
+        """Cells ``(name, key, column)`` of one statistic in one sentence, all to the decimals the most demanding needs.
+
+        JAMA prints one statistic with one number of decimals in a sentence: "0 (IQR 0-0.32)"
+        becomes "0.00 (IQR 0.00-0.32)".
+        """
+        values = [float(self.value(*ref)) for ref in refs]
+        decimals = decimals_needed(values)
+        return [Number(_shown(v, decimals), self.source(*ref)) for v, ref in zip(values, refs)]
+
+    def interval_decimals(self, name: str, keys: list[str], *, estimate: str = "estimate") -> int | None:
+        """The decimals that show every one of these rows' intervals faithfully (one count for a sentence listing them)."""
+        low, high = INTERVALS.get(estimate, INTERVALS["estimate"])
+        needed = []
+        for key in keys:
+            e, lo, hi = (float(self.value(name, key, c)) for c in (estimate, low, high))
+            needed.append(decimals_needed([e, lo, hi], width=hi - lo if math.isfinite(hi - lo) else None))
+        return None if None in needed else max(needed, default=2)
+
     def interval(self, name: str, key: str, *, estimate: str = "estimate", low: str | None = None, high: str | None = None,
-                 level: float = 0.95, percent: bool = False) -> list[Inline]:
+                 level: float = 0.95, percent: bool = False, decimals: int | None = None) -> list[Inline]:
         """``estimate (95% CI [low, high])`` with the decimals the report's tables give the interval.
 
         ``low`` and ``high`` default to the interval columns of ``estimate`` (``ci_low``,
-        ``ci_high``; ``effect_ci_low``, ``effect_ci_high`` for ``effect_size``).
+        ``ci_high``; ``effect_ci_low``, ``effect_ci_high`` for ``effect_size``). ``decimals``
+        (:meth:`interval_decimals`) gives every interval of a sentence the same decimals.
         """
         ends = INTERVALS.get(estimate, INTERVALS["estimate"])
         low, high = low or ends[0], high or ends[1]
         values = [float(self.value(name, key, c)) * (100 if percent else 1) for c in (estimate, low, high)]
-        shown = _CI.match(format_ci(values[1], values[2], estimate=values[0]) if not percent else
-                          f"{values[0]:.1f} [{values[1]:.1f}, {values[2]:.1f}]")  # fmt: skip
+        if percent:
+            text = f"{values[0]:.1f} [{values[1]:.1f}, {values[2]:.1f}]"
+        elif decimals is not None:
+            text = f"{_shown(values[0], decimals)} [{_shown(values[1], decimals)}, {_shown(values[2], decimals)}]"
+        else:
+            text = format_ci(values[1], values[2], estimate=values[0])
+        shown = _CI.match(text)
         unit = "%" if percent else ""
         e, lo, hi = (Number(shown[part] + unit, self.source(name, key, c))
                      for part, c in zip(("estimate", "low", "high"), (estimate, low, high)))  # fmt: skip
@@ -174,6 +200,11 @@ class Cells:
                     said = f"{claim_id} was {row['verdict']}"
                     return f"{said} by its pre-specified rule (Methods 2.5)" if rule else said
         return f"{claim_id} was not assessed (no verdict in the study report)"
+
+
+def _shown(value: float, decimals: int | None) -> str:
+    """A number to ``decimals`` places (None: scientific notation, for numbers too small for fixed decimals)."""
+    return f"{value:.1e}" if decimals is None else f"{value:,.{decimals}f}"
 
 
 def p_phrase(number: Number) -> list[Inline]:

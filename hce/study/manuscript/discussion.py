@@ -27,7 +27,7 @@ from hce.report.manuscript.model import (
 from hce.stats._intervals import proportion_ci
 from hce.study.manuscript.cells import Cells
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
-from hce.study.rules import INCONCLUSIVE, NOT_MEASURABLE
+from hce.study.rules import INCONCLUSIVE, MIN_PER_LEVEL, NOT_MEASURABLE
 
 SIMULATED_LIMITATION = ("The scores were produced by a simulated judge (hce sim-server), a generative model with known "
                         "truth answering in the name of the models requested; no LLM was called, and no result here "
@@ -77,8 +77,7 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
             items.append([f"{name} was not run; its questions remain open."])
     items.append([_drift(facts)])
     items += _sample_sizes(cells) + _strata_sizes(facts)
-    items.append([("Real transcripts have no reference scores: Experiments 2, 3 and 5 measure consistency, not accuracy; "
-                  "only Experiment 1's synthetic transcripts have targets.")])  # fmt: skip
+    items.append([_targets(facts)])
     items.append([Placeholder("4.4 other limitations: scope of the transcripts, the specific LLMs tested, consistency vs "
                               "accuracy, generalisability")])  # fmt: skip
     return [Heading(2, "4.4 Limitations"), Bullets(items)]
@@ -97,21 +96,31 @@ def _sample_sizes(cells: Cells) -> list[list[Inline]]:
               "the tests have little power for moderate differences.")]]  # fmt: skip
 
 
-#: A stratum level with fewer transcripts than this cannot show a difference worth the name.
-FEW_PER_LEVEL = 5
-
-
 def _strata_sizes(facts: StudyFacts) -> list[list[Inline]]:
     """The transcripts in each level of each stratum Experiment 5 compared (Success Metric 6), when a level is small."""
     strata = ((facts.settings.get("EXP5_FinalToolValidation") or {}).get("settings") or {}).get("strata") or []
     rows = facts.rows("EXP5_FinalToolValidation") if facts.ran("EXP5_FinalToolValidation") else pd.DataFrame()
     sizes = {s: rows.drop_duplicates("item_id")[s].value_counts().sort_index() for s in strata if s in rows}
-    if not sizes or all(counts.min() >= FEW_PER_LEVEL for counts in sizes.values()):
+    if not sizes or all(counts.min() >= MIN_PER_LEVEL for counts in sizes.values()):
         return []
     listed = "; ".join(f"{s}: " + ", ".join(f"{level} {n}" for level, n in counts.items()) for s, counts in sizes.items())
-    return [[(f"Transcripts per stratum level in Experiment 5: {listed}. Levels with fewer than {FEW_PER_LEVEL} "
-              "transcripts give the strata tests little power, so finding no detrimental difference (Success Metric 6) "
-              "is weak evidence of none.")]]  # fmt: skip
+    return [[(f"Transcripts per stratum level in Experiment 5: {listed}. Levels with fewer than {MIN_PER_LEVEL} "
+              "transcripts give the strata tests little power: finding no detrimental difference there (Success Metric 6) "
+              "is no evidence of none.")]]  # fmt: skip
+
+
+def _targets(facts: StudyFacts) -> str:
+    """Which scores have a reference to be accurate against: only synthetic transcripts with targets do."""
+    judged = [EXPERIMENTS[e][0] for e in ("EXP2_PromptOptimization", "EXP3_ModelComparison", "EXP5_FinalToolValidation")
+              if facts.ran(e)]  # fmt: skip
+    real = f"{_listed(judged)} measure consistency, not accuracy" if judged else "no experiment scored real transcripts"
+    if facts.ran("EXP1_BaselineRubricUtility") and len(facts.synthetic):
+        return f"Real transcripts have no reference scores: {real}; only Experiment 1's {len(facts.synthetic)} synthetic transcripts have targets."
+    return f"No transcript had a reference score (no synthetic targets in the study folder): {real}, and no experiment measures accuracy."
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _drift(facts: StudyFacts) -> str:

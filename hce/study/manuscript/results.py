@@ -25,6 +25,7 @@ from hce.report.manuscript.model import (
     TableBlock,
 )
 from hce.report.tables import Table
+from hce.study.claims import rank_sums_as_counts
 from hce.study.manuscript.cells import Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
 
@@ -89,11 +90,12 @@ def _table(label: str, cells: Cells) -> Block | None:
     if "experiment_id" in frame:  # labels only, for a narrow column: "Experiment 2", not "EXP2_PromptOptimization"
         frame = frame.assign(experiment_id=frame["experiment_id"].map(lambda e: EXPERIMENTS.get(e, (e,))[0]))
         frame = frame.rename(columns={"experiment_id": "experiment"})
-    return TableBlock(Table(frame, caption, name), label)
+    return TableBlock(Table(rank_sums_as_counts(frame), caption, name), label)
 
 
 def _median_iqr(cells: Cells, name: str, key: str) -> list[Inline]:
-    return [cells.number(name, key, "median"), " (IQR ", cells.number(name, key, "q1"), "-", cells.number(name, key, "q3"), ")"]
+    median, q1, q3 = cells.aligned([(name, key, c) for c in ("median", "q1", "q3")])
+    return [median, " (IQR ", q1, "-", q3, ")"]
 
 
 def _test(cells: Cells, name: str, key: str, *, statistic: str, effect: str) -> list[Inline]:
@@ -283,9 +285,11 @@ def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
         *([" from ", cells.number("exp4_tests", first, "n_replies"), " replies"] if nested else []),
         f" (Table 3), the distribution of codes across models compared as follows ({how}): "]  # fmt: skip
     dimensions = frame["code"].astype(str).tolist()
-    for i, dimension in enumerate(dimensions):
-        key = cells.find("exp4_tests", code=dimension)
-        parts += [f"{dimension.replace('_', ' ')}, Cramér V = ", *cells.interval("exp4_tests", key, estimate="effect_size"),
+    keys = [cells.find("exp4_tests", code=dimension) for dimension in dimensions]
+    decimals = cells.interval_decimals("exp4_tests", keys, estimate="effect_size")  # one V, one number of decimals
+    for i, (dimension, key) in enumerate(zip(dimensions, keys)):
+        parts += [f"{dimension.replace('_', ' ')}, Cramér V = ",
+                  *cells.interval("exp4_tests", key, estimate="effect_size", decimals=decimals),
                   ", ", *p_phrase(cells.p("exp4_tests", key, "p_cluster_adjusted" if nested else "p_adjusted")),
                   "; " if i < len(dimensions) - 1 else ". "]  # fmt: skip
     if cells.has("exp4_kappa_rounds"):
