@@ -46,8 +46,8 @@ from hce.stats._resample import as_generator
 
 CONDITION = "condition_id"
 ITEM = "item_id"
-#: Where a frame read by :func:`read_logs` keeps the items its logs planned (``<log>.settings.json``).
-PLANNED = "hce_planned_items"
+#: Where a frame read by :func:`read_logs` keeps what hce collect recorded beside its logs (``<log>.settings.json``).
+KEPT = "hce_kept_settings"
 #: Condition attributes shown beside ``condition_id`` (never grouped on).
 ATTRIBUTES = ("experiment_id", "prompt_id", "model", "temperature", "top_p", "max_tokens")
 #: Smallest calibration bin drawn: a line through a bin of 2 scores and one of 398 looks like perfect calibration.
@@ -149,7 +149,8 @@ def report(
         return report_in_engine(log, rubric=rubric, out=out, title=title, confidence=confidence,
                                 random_state=random_state, progress=progress)  # fmt: skip
     frame, read_notes = read_with_notes(_read, log)
-    frame, split = separate_settings(frame)  # one condition_id, two settings: kept apart, never pooled
+    kept = frame.attrs.get(KEPT) or kept_settings(log)
+    frame, split = separate_settings(frame, fingerprints=kept["fingerprints"])  # one condition_id, two settings: kept apart
     if rubric is None:
         rubric = kept_rubric(log)
     criteria, notes = _criteria(frame, None if rubric is None else (rubric if isinstance(rubric, Rubric) else load_rubric(rubric)))
@@ -162,7 +163,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    overview.add(*read_notes, *missing_attempts(frame, frame.attrs.get(PLANNED) or planned_items(log)), *split, *notes)
+    overview.add(*read_notes, *missing_attempts(frame, kept["items"]), *split, *notes)
     _cost_section(document, context)
     for criterion in criteria:
         _criterion_section(document, context, criterion)
@@ -247,7 +248,7 @@ def read_logs(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
         frame = read_log(paths)
     except LogFormatError as refused:
         frame = _apart(paths, refused)
-    frame.attrs[PLANNED] = planned_items(paths)  # a report of this frame knows the plan recorded beside the files
+    frame.attrs[KEPT] = kept_settings(paths)  # a report of this frame knows what was recorded beside the files
     return frame
 
 
@@ -278,10 +279,16 @@ def _apart(paths: Sequence[str | os.PathLike], refused: LogFormatError) -> pd.Da
     return combine_logs(frames)
 
 
-def planned_items(log: Any) -> dict[str, set[str]]:
-    """The items each experiment planned, from the ``<log>.settings.json`` hce collect keeps beside each log file."""
+def kept_settings(log: Any) -> dict[str, dict]:
+    """What hce collect keeps beside each log file (``<log>.settings.json``), merged over the files.
+
+    ``items``: per experiment, the set of item ids the design planned; ``fingerprints``: per
+    ``settings_hash``, the parts it was made of (rubric, prompt template, endpoint kind, ...).
+    Empty for frames and for logs without the file.
+    """
     parts = list(log) if isinstance(log, Sequence) and not isinstance(log, str) else [log]
     planned: dict[str, set[str]] = {}
+    fingerprints: dict[str, dict] = {}
     for part in parts:
         if not isinstance(part, (str, os.PathLike)):
             continue
@@ -292,7 +299,8 @@ def planned_items(log: Any) -> dict[str, set[str]]:
             continue  # hce collect refuses it on the next resume; the report counts from the log alone
         for experiment, items in (kept.get("items") or {}).items():
             planned.setdefault(str(experiment), set()).update(map(str, items))
-    return planned
+        fingerprints.update(kept.get("fingerprints") or {})
+    return {"items": planned, "fingerprints": fingerprints}
 
 
 def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = None) -> list[str]:

@@ -330,3 +330,16 @@ def test_every_column_keeps_its_own_header():
         assert shown.columns.is_unique, (name, list(shown.columns))
     pairs = tables(doc)["accurate_sd_pairs"].display_frame()
     assert set(pairs["A"]) | set(pairs["B"]) == set(CONDITIONS) and {"N a", "N b"} <= set(pairs.columns)
+
+
+def test_a_fingerprint_only_difference_is_named_from_the_recorded_parts(tmp_path):
+    # Same model, prompt id and sampling; the prompt template changed (hce collect's settings_hash and its
+    # <log>.settings.json say so): the note names the part, not "settings_hash only".
+    a = _write(tmp_path, "a.jsonl", own_log(settings_hash="1111"))
+    b = _write(tmp_path, "b.jsonl", own_log(settings_hash="2222"))
+    for name, digest, template in (("a", "1111", "sha256 aaaa"), ("b", "2222", "sha256 bbbb")):
+        kept = {"fingerprints": {digest: {"prompt template": template, "logprobs": False}}, "items": {}}
+        (tmp_path / f"{name}.jsonl.settings.json").write_text(json.dumps(kept))
+    doc = report([a, b], rubric=RUBRIC, random_state=0)
+    assert "Condition 'a' was run with 2 different settings (prompt template sha256 aaaa / sha256 bbbb)" in doc.to_markdown()
+    assert len(tables(doc)["conditions"].data) == 6
