@@ -343,3 +343,12 @@ def test_a_fingerprint_only_difference_is_named_from_the_recorded_parts(tmp_path
     doc = report([a, b], rubric=RUBRIC, random_state=0)
     assert "Condition 'a' was run with 2 different settings (prompt template sha256 aaaa / sha256 bbbb)" in doc.to_markdown()
     assert len(tables(doc)["conditions"].data) == 6
+
+
+def test_every_test_and_interval_names_its_method(document):
+    # A reader must be able to say which test gave each P value and how each interval was made.
+    for name, table in tables(document).items():
+        frame = table.data
+        if "p_value" in frame or "ci_low" in frame or "effect_ci_low" in frame:
+            methods = [c for c in frame.columns if c in ("method", "ci_method")]
+            assert methods and frame[methods[0]].astype(str).str.len().gt(0).all(), name
