@@ -29,17 +29,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hce._vocabulary import keywords_checked
 import hce.stats as hs
 from hce._docstrings import fill_doc
+from hce._vocabulary import keywords_checked
 from hce.engines import is_lazy_log
 from hce.errors import DataError, HceError, HceWarning, LogFormatError
 from hce.log import COLUMNS, combine_logs, read_log, text_among_numbers
 from hce.report import figures
-from hce.report.binary import as_high, binary_levels, binary_summary, condition_effects, nominal_agreement
+from hce.report.binary import (
+    as_high,
+    binary_levels,
+    binary_summary,
+    condition_effects,
+    nominal_agreement,
+)
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
-from hce.report.provenance import NOTES, SETTINGS, log_notes, read_with_notes, separate_settings
+from hce.report.provenance import (
+    NOTES,
+    SETTINGS,
+    log_notes,
+    read_with_notes,
+    separate_settings,
+)
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
