@@ -593,9 +593,9 @@ def report(
         if engine != "pandas":  # a lazy log in its engine (auto: pandas when the files are small)
             log = hce.read_log(logs[0], engine=engine)
         else:
-            # An attempt in two files is refused here (unless made with other settings: hce.report.generic.read_logs);
+            # An attempt in two files is refused here (unless made with other settings: hce.report.logs.read_logs);
             # a torn last line becomes a note of the report.
-            from hce.report.generic import read_logs
+            from hce.report.logs import read_logs
 
             log = None if study_folder else read_with_notes(read_logs, logs)[0]
         if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):

@@ -103,6 +103,9 @@ def nominal_agreement(log: pd.DataFrame, column: str, *, confidence: float = 0.9
 
 #: Replicates of the cluster permutation test and the cluster bootstrap that stand in for the GLMM.
 N_SIM = 2000
+#: Permutations x clusters held at once by the permutation test (its tables are that many x groups x 8 bytes):
+#: past 2,500 item x condition clusters the permutations shrink to fit, down to MIN_SIM.
+PERMUTATION_CELLS, MIN_SIM = 5_000_000, 199
 
 
 class _NoModel(Exception):
@@ -197,8 +200,9 @@ def _cluster_fallback(
     paired = data.groupby("condition")["item"].agg(frozenset).nunique() == 1
     attempts = data.loc[data.index.repeat(data["high"] + data["low"])].reset_index(drop=True)
     attempts["level"] = np.concatenate([np.r_[np.ones(h), np.zeros(lo)] for h, lo in zip(data["high"], data["low"])])
+    n_perm = int(max(MIN_SIM, min(N_SIM, PERMUTATION_CELLS // max(len(data), 1))))
     perm = hs.cluster_permutation_test(attempts, condition="condition", codes="level", cluster=["item", "condition"],
-                                       strata="item" if paired else None, n_sim=N_SIM, random_state=rng)  # fmt: skip
+                                       strata="item" if paired else None, n_sim=n_perm, random_state=rng)  # fmt: skip
     high = data.pivot_table(index="item", columns="condition", values="high", aggfunc="sum", fill_value=0)[levels]
     n = (data.assign(n=data["high"] + data["low"])
          .pivot_table(index="item", columns="condition", values="n", aggfunc="sum", fill_value=0))[levels]  # fmt: skip
@@ -218,7 +222,7 @@ def _cluster_fallback(
     omnibus = pd.DataFrame([{"statistic": float(perm["statistic"].iloc[0]), "df": len(levels) - 1,
                              "p_value": float(perm["p_value"].iloc[0]),
                              "method": f"permutation test of condition x level among whole item x condition clusters, {within} "
-                                       f"(Pearson X^2, {N_SIM} permutations)"}])  # fmt: skip
+                                       f"(Pearson X^2, {n_perm} permutations)"}])  # fmt: skip
     why = (f"The binomial GLMM (glmer, random intercept per item) is not used: {reason}. Conditions are instead compared "
            f"with a permutation test that moves whole item x condition clusters ({within}), and differences in share "
            f"against condition {levels[0]} get cluster-bootstrap intervals over items; both keep the item as the unit.")  # fmt: skip

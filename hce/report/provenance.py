@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -24,14 +24,18 @@ from hce.log import TruncatedLogWarning
 SETTINGS = ("settings_hash", "model", "prompt_id", "temperature", "max_tokens", "top_p", "seed", "endpoint")
 
 
-def separate_settings(log: pd.DataFrame, *, condition: str = "condition_id") -> tuple[pd.DataFrame, list[str]]:
+def separate_settings(
+    log: pd.DataFrame, *, condition: str = "condition_id", fingerprints: Mapping[str, Mapping[str, Any]] | None = None
+) -> tuple[pd.DataFrame, list[str]]:
     """The log with each ``condition`` value run under different settings split into one id per settings.
 
     Returns the log (a copy when an id was split: ``plain`` becomes ``plain [max_tokens 1000]``
     and ``plain [max_tokens 500]``, labelled by the settings that differ, or by the settings'
     digest, ``plain [settings 3f2a1c]``, when only the fingerprint does) and one note per id
     split, naming the settings that differ and the rows of each. A log whose conditions each
-    have one set of settings is returned as it is, with no note.
+    have one set of settings is returned as it is, with no note. ``fingerprints`` (per
+    ``settings_hash``, the parts hce collect recorded in ``<log>.settings.json``) names what
+    differs when only the fingerprint does (the rubric, the prompt template, ...).
 
     Examples
     --------
@@ -63,13 +67,23 @@ def separate_settings(log: pd.DataFrame, *, condition: str = "condition_id") -> 
         tags = {key: f"{cid} [{tag}]" for key, tag in tags.items()}
         for key, tag in tags.items():
             renamed.loc[keys.index[keys == key]] = tag
-        what = "; ".join(f"{c} {' / '.join(rows[c].unique())}" for c in differing) or "settings_hash only"
+        what = "; ".join(f"{c} {' / '.join(rows[c].unique())}" for c in differing) or _parts_differing(rows, fingerprints or {})
         parts = ", ".join(f"'{tags[key]}' ({int((keys == key).sum())} rows)" for key in keys.unique())
         notes.append(f"Condition {cid!r} was run with {len(tags)} different settings ({what}): kept apart as {parts}. "
                      "A condition is its condition_id and its settings; rows of different settings are never pooled.")  # fmt: skip
     if renamed is None:
         return log, []
     return log.assign(**{condition: renamed}), notes
+
+
+def _parts_differing(rows: pd.DataFrame, fingerprints: Mapping[str, Mapping[str, Any]]) -> str:
+    """Which recorded parts of the fingerprints differ (``rubric 'A' / 'B'``), or "settings_hash only"."""
+    hashes = rows["settings_hash"].unique() if "settings_hash" in rows else []
+    recorded = [fingerprints[h] for h in hashes if h in fingerprints]
+    if len(recorded) < 2:
+        return "settings_hash only"
+    names = [n for n in dict.fromkeys(k for r in recorded for k in r) if len({str(r.get(n)) for r in recorded}) > 1]
+    return "; ".join(f"{n} {' / '.join(dict.fromkeys(str(r.get(n)) for r in recorded))}" for n in names) or "settings_hash only"
 
 
 #: Where a log read by :func:`read_with_notes` keeps its notes, so they reach the report with it.

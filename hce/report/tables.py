@@ -1,7 +1,7 @@
 """Journal-style numbers and tables: full precision kept, rounding only for display.
 
-Conventions (APA 7 / JAMA): p-values without a leading zero, three decimals, ``p < .001``
-below that; an estimate with its interval in one cell, ``0.41 [0.20, 0.60]``, under a
+Conventions (JAMA): P values without a leading zero, two decimals (three below .01 or where
+two would round to .05), ``P < .001`` and ``P > .99`` at the ends; an estimate with its interval in one cell, ``0.41 [0.20, 0.60]``, under a
 header naming the level (``Effect size (95% CI)``); an interval with no upper limit as
 ``[0.12, ∞)``; counts as integers with thousands separators; column headers in words
 (``Items``, ``P value``). Numbers get the decimals they need: two by default, more when two
@@ -19,8 +19,8 @@ import io
 import math
 import re
 from collections.abc import Sequence
-from decimal import ROUND_HALF_UP, Decimal
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pandas as pd
@@ -80,20 +80,25 @@ def header(column: object) -> str:
 
 
 def format_p(p: float) -> str:
-    """A p-value as journals print it.
+    """A P value as JAMA prints it: 2 decimals, 3 below .01, ``< .001`` and ``> .99`` at the ends.
+
+    No leading zero. A P value that 2 decimals would round to .05 from either side keeps 3
+    (``.049``, ``.052``), so rounding never moves it across the usual threshold; halves round
+    away from zero, as every number of a report.
 
     Examples
     --------
-    >>> [format_p(p) for p in (0.0004, 0.0123, 0.05, 0.9996, float("nan"))]
-    ['< .001', '.012', '.050', '> .999', '—']
+    >>> [format_p(p) for p in (0.0004, 0.0043, 0.0123, 0.0449, 0.0492, 0.05, 0.125, 0.9951, float("nan"))]
+    ['< .001', '.004', '.01', '.04', '.049', '.05', '.13', '> .99', '—']
     """
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "—"
     if p < 0.001:
         return "< .001"
-    if p > 0.999:
-        return "> .999"
-    return f"{p:.3f}".lstrip("0")
+    if p > 0.99:
+        return "> .99"
+    decimals = 3 if p < 0.01 or (_fixed(float(p), 2) == "0.05" and p != 0.05) else 2
+    return _fixed(float(p), decimals).lstrip("0")
 
 
 def format_number(x: object, digits: int = 2) -> str:

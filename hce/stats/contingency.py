@@ -287,7 +287,9 @@ def cluster_permutation_test(
 
 def _cluster_permutation(data, condition, code, cluster, strata, n_sim, rng) -> dict[str, object]:
     data = data.dropna(subset=[code])
-    keys = data[cluster].astype(str).agg("\x1f".join, axis=1)
+    # The same text as a row-wise join, built column-wise (a row-wise apply took 20 s at 150,000 rows).
+    parts = [data[c].astype(str) for c in cluster]
+    keys = parts[0].str.cat(parts[1:], sep="\x1f") if len(parts) > 1 else parts[0]
     per = data.groupby(keys.to_numpy(), sort=True)
     labels = per[condition].nunique()
     if (labels > 1).any():

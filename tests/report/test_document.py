@@ -12,7 +12,8 @@ from hce.report.tables import Table, describe, format_p
 
 def test_p_value_format_follows_apa():
     # APA 7 (section 6.36): no leading zero, exact to three decimals, "< .001" below.
-    assert [format_p(p) for p in (0.00099, 0.001, 0.0449, 0.5)] == ["< .001", ".001", ".045", ".500"]
+    # JAMA: 2 decimals, 3 below .01 (issue 33)
+    assert [format_p(p) for p in (0.00099, 0.001, 0.0449, 0.5)] == ["< .001", ".001", ".04", ".50"]
 
 
 def test_table_keeps_raw_values_and_formats_for_display():

@@ -7,6 +7,7 @@ table and sentence of the report, so a new table is checked without a new test.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import warnings
@@ -189,7 +190,7 @@ def test_a_torn_log_with_missing_planned_attempts_is_reported_as_such(tmp_path):
     (tmp_path / "log.jsonl.settings.json").write_text(json.dumps({"fingerprints": {}, "items": {"MINE": items}}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncatedLogWarning)
-        doc = report(path, rubric=RUBRIC, out=tmp_path / "out", random_state=0)
+        report(path, rubric=RUBRIC, out=tmp_path / "out", random_state=0)
     for text in ((tmp_path / "out" / "report.md").read_text(encoding="utf-8"), (tmp_path / "out" / "report.html").read_text(encoding="utf-8")):
         assert "Incomplete log: " in text and "is incomplete" in text
         assert "condition a has 48 of 52 planned attempts (13 items x 4 attempts); 4 missing (T12: 4)." in text
@@ -231,7 +232,7 @@ def _markdown_tables(markdown: str):
 
 COUNT_HEADERS = {"Items", "Attempts", "N", "Scores", "Raters", "Errors", "Ties", "Items at higher level",
                  "Items with a majority", "Items flipping", "Attempts at higher level", "Pairs", "Zero", "df"}
-P_CELL = re.compile(r"^(< \.001|> \.999|\.\d{3}|—)$")
+P_CELL = re.compile(r"^(< \.001|> \.99|\.\d\d|\.00\d|\.0[45]\d|—)$")  # JAMA: .04, .004, .049 (next to .05), < .001, > .99
 
 
 def test_decimals_follow_one_rule_per_statistic_type(written):
@@ -280,7 +281,7 @@ def test_condition_ticks_never_overlap():
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         boxes = [label.get_window_extent(renderer) for label in fig.axes[0].get_xticklabels()]
-        assert all(not a.overlaps(b) for a, b in zip(boxes, boxes[1:])), names
+        assert all(not a.overlaps(b) for a, b in itertools.pairwise(boxes)), names
         labels = [label.get_text() for label in fig.axes[0].get_xticklabels()]
         if labels[0] == "C1":  # codes: the key is printed with the figure, every name in it
             key = " ".join(t.get_text() for t in fig.texts).replace("\u00a0", " ").replace("\n", " ")
@@ -330,3 +331,25 @@ def test_every_column_keeps_its_own_header():
         assert shown.columns.is_unique, (name, list(shown.columns))
     pairs = tables(doc)["accurate_sd_pairs"].display_frame()
     assert set(pairs["A"]) | set(pairs["B"]) == set(CONDITIONS) and {"N a", "N b"} <= set(pairs.columns)
+
+
+def test_a_fingerprint_only_difference_is_named_from_the_recorded_parts(tmp_path):
+    # Same model, prompt id and sampling; the prompt template changed (hce collect's settings_hash and its
+    # <log>.settings.json say so): the note names the part, not "settings_hash only".
+    a = _write(tmp_path, "a.jsonl", own_log(settings_hash="1111"))
+    b = _write(tmp_path, "b.jsonl", own_log(settings_hash="2222"))
+    for name, digest, template in (("a", "1111", "sha256 aaaa"), ("b", "2222", "sha256 bbbb")):
+        kept = {"fingerprints": {digest: {"prompt template": template, "logprobs": False}}, "items": {}}
+        (tmp_path / f"{name}.jsonl.settings.json").write_text(json.dumps(kept))
+    doc = report([a, b], rubric=RUBRIC, random_state=0)
+    assert "Condition 'a' was run with 2 different settings (prompt template sha256 aaaa / sha256 bbbb)" in doc.to_markdown()
+    assert len(tables(doc)["conditions"].data) == 6
+
+
+def test_every_test_and_interval_names_its_method(document):
+    # A reader must be able to say which test gave each P value and how each interval was made.
+    for name, table in tables(document).items():
+        frame = table.data
+        if "p_value" in frame or "ci_low" in frame or "effect_ci_low" in frame:
+            methods = [c for c in frame.columns if c in ("method", "ci_method")]
+            assert methods and frame[methods[0]].astype(str).str.len().gt(0).all(), name

@@ -26,6 +26,7 @@ from hce.report.manuscript.model import (
     Placeholder,
     number_sources,
 )
+from hce.report.tables import format_p
 from hce.study.config import load_study
 from hce.study.demo import run_demo
 from hce.study.manuscript import draft, find_study, manuscript
@@ -93,10 +94,10 @@ def cited_value(root: Path, source: str) -> object:
 def journal_rounding(shown: str, value: object) -> bool:
     """Whether ``shown`` is ``value`` rounded as the report prints it (P values, percentages, decimals)."""
     value = float(value)
-    if shown in ("< .001", "> .999"):
-        return value < 0.001 if shown[0] == "<" else value > 0.999
-    if shown.startswith("."):  # a P value, three decimals, no leading zero
-        return f"{value:.3f}".lstrip("0") == shown
+    if shown in ("< .001", "> .99"):
+        return value < 0.001 if shown[0] == "<" else value > 0.99
+    if shown.startswith("."):  # a P value as JAMA prints it (hce.report.tables.format_p)
+        return format_p(value) == shown
     if shown.endswith("%"):
         return f"{100 * value:.1f}%" == shown
     decimals = len(shown.partition(".")[2])
@@ -133,8 +134,8 @@ def test_a_changed_table_cell_changes_the_text(demo, doc, tmp_path):
     table.to_csv(path, index=False)
     changed = draft(find_study(demo)[0], tmp_path)
     before, after = text(section(doc, "Results")), text(section(changed, "Results"))
-    assert "χ²(2) = 6.67; P = .036" in before and "χ²(2) = 6.67; P = .012" in after
-    assert "P = .012" in text(section(changed, "Abstract"))
+    assert "χ²(2) = 6.67; P = .04" in before and "χ²(2) = 6.67; P = .01" in after  # JAMA P values
+    assert "P = .01" in text(section(changed, "Abstract"))
 
 
 def test_simulated_study_says_so_in_title_abstract_and_limitations(doc):

@@ -105,7 +105,7 @@ def test_scorecard_hand_computed_cases():
     card = card_of(results)
     # SM1 needs every pre-specified comparison significant: Experiment 2's P = .20 fails it (issue 33).
     assert card.loc["SM1", "verdict"] == "not met"
-    assert card.loc["SM1", "value"] == "H1a P = .001; H2 P = .200; H3 P = .010"
+    assert card.loc["SM1", "value"] == "H1a P = .001; H2 P = .20; H3 P = .01"  # JAMA P values
     # SM2 is decided by the interval: the Wilson lower limit 96% >= the 95% target.
     assert card.loc["SM2", "verdict"] == "met" and card.loc["SM2", "value"] == "99.0% [96.0%, 100.0%] of 100"
     assert card.loc["SM2", "decides"] == "interval"

@@ -1,0 +1,169 @@
+"""Which attempt logs a report reads, and what they hold beyond their rows.
+
+Attempt ids hash experiment, item, condition id and attempt number, not the settings, so two
+runs of one condition id under different settings (another ``max_tokens``, model or endpoint)
+into two logs repeat each other's ids: :func:`read_logs` reads them as the different attempts
+they are, refusing only the same attempts twice (or the same settings answered by two
+servers). :func:`kept_settings` reads what ``hce collect`` records beside each log (the items
+the design planned, the parts of each settings fingerprint) and :func:`missing_attempts` turns
+the plan into notes for a half-finished log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hce.errors import DataError, LogFormatError
+from hce.log import combine_logs, read_log
+from hce.report.provenance import NOTES, SETTINGS, log_notes
+
+CONDITION, ITEM = "condition_id", "item_id"
+#: Where a frame read by :func:`read_logs` keeps what hce collect recorded beside its logs (``<log>.settings.json``).
+KEPT = "hce_kept_settings"
+
+
+def read_any(log: Any) -> pd.DataFrame:
+    """Log paths, frames or a list of them as one frame, with the notes of their reading in ``attrs``."""
+    parts = list(log) if isinstance(log, Sequence) and not isinstance(log, str) else [log]
+    if not parts:
+        raise DataError("no attempt log given")
+    if all(isinstance(p, (str, os.PathLike)) for p in parts):
+        frame = read_logs(parts)
+    else:
+        frame = combine_logs([read_log(p) if isinstance(p, (str, os.PathLike)) else p for p in parts])
+    notes = log_notes(*(p for p in parts if isinstance(p, pd.DataFrame)))  # a torn line of a log read before
+    frame = frame.reset_index(drop=True)
+    frame.attrs[NOTES] = notes
+    if "error_flag" not in frame:
+        frame = frame.assign(error_flag=False)
+    return frame
+
+
+def read_logs(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """Log files as one; an attempt id in two files is refused unless its rows were made with different settings.
+
+    Attempt ids hash experiment, item, condition id and attempt number, not the settings, so
+    a condition id run again with other settings (another ``max_tokens``, model or endpoint)
+    into another log repeats the ids of the first run. Those rows are other attempts: their
+    ids are qualified by their file's name and :func:`separate_settings` keeps the two
+    conditions apart. Rows repeated with the same settings are the same attempts twice and
+    stay refused (by :func:`hce.log.read_log`, naming files and lines).
+    """
+    try:
+        frame = read_log(paths)
+    except LogFormatError as refused:
+        frame = _apart(paths, refused)
+    frame.attrs[KEPT] = kept_settings(paths)  # a report of this frame knows what was recorded beside the files
+    return frame
+
+
+def _apart(paths: Sequence[str | os.PathLike], refused: LogFormatError) -> pd.DataFrame:
+    """The logs with attempt ids repeated under other settings qualified by file name, or ``refused`` raised."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the first reading already warned (a torn line is noted from it)
+        frames = [read_log(p) for p in paths]
+    columns = [c for c in SETTINGS if all(c in f for f in frames)]
+    if not columns:
+        raise refused
+    keys = [f[columns].astype("string").fillna("").agg("\x1f".join, axis=1) for f in frames]
+    seen: dict[str, str] = {}
+    qualified = False
+    for k, frame in enumerate(frames):
+        ids = frame["attempt_id"].astype(str)
+        repeated = ids.isin(seen.keys())
+        same = repeated & (ids.map(seen) == keys[k])
+        if same.any():
+            _refuse_other_server(frames[:k], paths[:k], frame.loc[same], paths[k])
+            raise refused  # the same attempt, same settings, twice: counted once only
+        if repeated.any():
+            frames[k] = frame.assign(attempt_id=ids.where(~repeated, ids + "@" + Path(paths[k]).name))
+            qualified = True
+        seen.update(zip(frames[k]["attempt_id"].astype(str), keys[k]))
+    if not qualified:
+        raise refused  # refused for another reason than settings (a retry's sidecar with its log)
+    return combine_logs(frames)
+
+
+def kept_settings(log: Any) -> dict[str, dict]:
+    """What hce collect keeps beside each log file (``<log>.settings.json``), merged over the files.
+
+    ``items``: per experiment, the set of item ids the design planned; ``fingerprints``: per
+    ``settings_hash``, the parts it was made of (rubric, prompt template, endpoint kind, ...).
+    Empty for frames and for logs without the file.
+    """
+    parts = list(log) if isinstance(log, Sequence) and not isinstance(log, str) else [log]
+    planned: dict[str, set[str]] = {}
+    fingerprints: dict[str, dict] = {}
+    for part in parts:
+        if not isinstance(part, (str, os.PathLike)):
+            continue
+        sidecar = Path(part).with_name(Path(part).name + ".settings.json")
+        try:
+            kept = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else {}
+        except ValueError:
+            continue  # hce collect refuses it on the next resume; the report counts from the log alone
+        for experiment, items in (kept.get("items") or {}).items():
+            planned.setdefault(str(experiment), set()).update(map(str, items))
+        fingerprints.update(kept.get("fingerprints") or {})
+    return {"items": planned, "fingerprints": fingerprints}
+
+
+def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = None) -> list[str]:
+    """Notes for conditions with fewer attempts than planned: every planned item times the most attempts of any item.
+
+    The plan is each item of the experiment (those of ``planned``, the design's items hce
+    collect recorded, and those in the log) judged as often as the condition's most-judged
+    item; an item x attempt number absent from the log is a planned attempt missing (a run
+    stopped early, or a log cut short).
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"condition_id": "a", "item_id": ["T1", "T1", "T2"], "attempt": [1, 2, 1]})
+    >>> missing_attempts(log, {})
+    ['Incomplete log: condition a has 3 of 4 planned attempts (2 items x 2 attempts); 1 missing (T2: 1).']
+    """
+    if "attempt" not in log or not len(log):
+        return []
+    experiment = log["experiment_id"].astype(str) if "experiment_id" in log else pd.Series("", index=log.index)
+    notes = []
+    for (exp, condition), part in log.groupby([experiment, log[CONDITION]], sort=True):
+        items = sorted(set(part[ITEM].astype(str)) | (planned or {}).get(exp, set()))
+        most = pd.to_numeric(part["attempt"], errors="coerce").max()
+        if not np.isfinite(most):
+            continue
+        attempts = int(most)
+        done = set(zip(part[ITEM].astype(str), pd.to_numeric(part["attempt"], errors="coerce")))
+        missing = {item: sum((item, a) not in done for a in range(1, attempts + 1)) for item in items}
+        missing = {item: n for item, n in missing.items() if n}
+        if not missing:
+            continue
+        total = len(items) * attempts
+        listed = ", ".join(f"{item}: {n}" for item, n in list(missing.items())[:10]) + (", ..." if len(missing) > 10 else "")
+        notes.append(f"Incomplete log: condition {condition} has {total - sum(missing.values()):,} of {total:,} planned attempts "
+                     f"({len(items)} items x {attempts} attempts); {sum(missing.values()):,} missing ({listed}).")  # fmt: skip
+    return notes
+
+
+def _refuse_other_server(earlier: Sequence[pd.DataFrame], names: Sequence[Any], rows: pd.DataFrame, name: Any) -> None:
+    """Same ids, same settings, but another server answered (its ``system_fingerprint``): name it, never pool."""
+    if "system_fingerprint" not in rows:
+        return
+    for frame, first in zip(earlier, names):
+        if "system_fingerprint" not in frame:
+            continue
+        match = frame.set_index("attempt_id")["system_fingerprint"].reindex(rows["attempt_id"].astype(str))
+        differ = rows["system_fingerprint"].astype(str).to_numpy() != match.astype(str).to_numpy()
+        if match.notna().to_numpy().any() and differ.any():
+            row = rows[differ].iloc[0]
+            raise DataError(f"condition {row[CONDITION]!r} has the same settings in {first} and {name} but was answered by "
+                            f"different servers (system_fingerprint {match[differ].iloc[0]} / {row['system_fingerprint']}), "
+                            "and its attempts share ids: report the logs one at a time, or run one of them under another "
+                            "condition id; rows of two servers are never pooled as one condition")  # fmt: skip
