@@ -694,6 +694,19 @@ def demo(
                   highlight=False)
 
 
+@app.command()
+def example(
+    out: Path = _out(Path("."), "the example inputs: OUT/transcripts/*.txt and OUT/summaries.jsonl"),
+    n: int = typer.Option(None, "--n", min=1, help="The first N dialogues only (default: all 24)."),
+) -> None:
+    """Write hce's demo dialogues as a design's inputs, to try the guides before your own transcripts are ready."""
+    from hce.examples import write_example_inputs
+
+    with reported():
+        written = write_example_inputs(out, n=n)
+    console.print(f"wrote {len(written) - 1} transcripts to {out / 'transcripts'} and {written[-1]}", highlight=False)
+
+
 def main() -> None:
     app()
 

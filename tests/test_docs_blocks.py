@@ -23,8 +23,8 @@ Each page runs in a fresh folder, its blocks in order:
   the docs use no deprecated name.
 
 The folder holds what the pages take as given: ``reports/demo`` from one ``hce demo`` run (the
-README's line, run once for all pages by the ``demo`` fixture, exactly as written), and
-``transcripts/`` and ``summaries.jsonl`` (the packaged demo dialogues). Nothing else: a block
+README's line, run once for all pages by the ``demo`` fixture, exactly as written). Nothing
+else (a page that judges transcripts writes them first with ``hce example``): a block
 that reads a file writes it first or names a file hce ships, so every block runs in a fresh
 clone; none reads ``../shared/data`` (which a clone lacks) and none is skipped. ``OPENAI_BASE_URL`` points at hce's simulated judge on
 loopback, so a design that names no ``base_url`` is judged by it, as in a rehearsal: nothing is
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import re
 import shlex
@@ -44,7 +43,6 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -131,13 +129,6 @@ def prepare(folder: Path, demo: Path) -> None:
     """What the pages take as given (see the module docstring)."""
     (folder / "reports").mkdir()
     (folder / "reports" / "demo").symlink_to(demo)
-    corpus = [json.loads(line) for line in files("hce").joinpath("data/demo_corpus.jsonl").read_text("utf-8").splitlines()]
-    (folder / "transcripts").mkdir()
-    corpus = corpus[:6]  # six dialogues: enough for every statistic on the pages, quick to judge
-    for row in corpus:
-        (folder / "transcripts" / f"{row['transcript_id']}.txt").write_text(row["text"], encoding="utf-8")
-    (folder / "summaries.jsonl").write_text(
-        "".join(json.dumps({"id": r["transcript_id"], "text": r["text"]}) + "\n" for r in corpus), encoding="utf-8")
     for block in FILES:
         path = folder / block.tags["file"]
         path.parent.mkdir(parents=True, exist_ok=True)
