@@ -166,3 +166,16 @@ def test_help_speaks_to_users_not_to_the_spec_files():
     found = [f"{where}: {m.group(0)!r}" for where, text in _help_texts(typer.main.get_command(app))
              for m in shorthand.finditer(text)]
     assert not found, "\n".join(found)
+
+
+def test_example_writes_the_demo_dialogues_as_a_designs_inputs(tmp_path):
+    import json
+
+    result = runner.invoke(app, ["example", "-o", str(tmp_path), "--n", "3"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "transcripts").iterdir()) == ["DEMO01.txt", "DEMO02.txt", "DEMO03.txt"]
+    rows = [json.loads(line) for line in (tmp_path / "summaries.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["DEMO01", "DEMO02", "DEMO03"]
+    assert rows[0]["text"] == (tmp_path / "transcripts" / "DEMO01.txt").read_text()
+    too_many = runner.invoke(app, ["example", "-o", str(tmp_path), "--n", "99"])
+    assert too_many.exit_code == 2 and "n must be between 1 and 24" in too_many.output
