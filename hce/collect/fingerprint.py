@@ -123,20 +123,27 @@ def settings_path(log: str | os.PathLike) -> Path:
 def _kept(log: str | os.PathLike) -> dict[str, dict[str, Any]]:
     path = settings_path(log)
     if not path.is_file():
-        return {"fingerprints": {}, "items": {}}
+        return {"fingerprints": {}, "items": {}, "plan": {}}
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
         raise CollectError(f"{path} is not valid JSON; it records what {log}'s rows were made with: restore it or "
                            "remove it (resumes then name changed parts less exactly)") from None
-    return {"fingerprints": kept.get("fingerprints", {}), "items": kept.get("items", {})}
+    return {"fingerprints": kept.get("fingerprints", {}), "items": kept.get("items", {}), "plan": kept.get("plan", {})}
 
 
 def keep_settings(design: Design, log: str | os.PathLike) -> None:
-    """Record beside the log the parts of this design's fingerprints and its items' digests (merged, atomically)."""
+    """Record beside the log the parts of this design's fingerprints, its items' digests and the attempts
+    each condition plans (merged, atomically): a report then sees a run that stopped early, even a
+    condition with no attempt logged."""
     kept = _kept(log)
     experiment = kept["items"].setdefault(design.experiment_id, {})
+    plan = kept["plan"].setdefault(design.experiment_id, {})
     changed = False
+    for cond in design.conditions:
+        if plan.get(cond.id) != design.attempts:
+            plan[cond.id] = design.attempts
+            changed = True
     for cond in design.conditions:
         key = settings_hash(cond, design)
         if key not in kept["fingerprints"]:

@@ -168,7 +168,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    overview.add(*read_notes, *missing_attempts(frame, kept["items"]), *split, *notes)
+    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *notes)
     _cost_section(document, context)
     for criterion in criteria:
         _criterion_section(document, context, criterion)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -95,12 +96,14 @@ def _apart(paths: Sequence[str | os.PathLike], refused: LogFormatError) -> pd.Da
 def kept_settings(log: Any) -> dict[str, dict]:
     """What hce collect keeps beside each log file (``<log>.settings.json``), merged over the files.
 
-    ``items``: per experiment, the set of item ids the design planned; ``fingerprints``: per
-    ``settings_hash``, the parts it was made of (rubric, prompt template, endpoint kind, ...).
-    Empty for frames and for logs without the file.
+    ``items``: per experiment, the set of item ids the design planned; ``plan``: per experiment
+    and condition id, the attempts per item the design planned (the most any file records);
+    ``fingerprints``: per ``settings_hash``, the parts it was made of (rubric, prompt template,
+    endpoint kind, ...). Empty for frames and for logs without the file.
     """
     parts = list(log) if isinstance(log, Sequence) and not isinstance(log, str) else [log]
     planned: dict[str, set[str]] = {}
+    plan: dict[str, dict[str, int]] = {}
     fingerprints: dict[str, dict] = {}
     for part in parts:
         if not isinstance(part, (str, os.PathLike)):
@@ -112,34 +115,48 @@ def kept_settings(log: Any) -> dict[str, dict]:
             continue  # hce collect refuses it on the next resume; the report counts from the log alone
         for experiment, items in (kept.get("items") or {}).items():
             planned.setdefault(str(experiment), set()).update(map(str, items))
+        for experiment, conditions in (kept.get("plan") or {}).items():
+            known = plan.setdefault(str(experiment), {})
+            for condition, attempts in conditions.items():
+                known[str(condition)] = max(int(attempts), known.get(str(condition), 0))
         fingerprints.update(kept.get("fingerprints") or {})
-    return {"items": planned, "fingerprints": fingerprints}
+    return {"items": planned, "plan": plan, "fingerprints": fingerprints}
 
 
-def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = None) -> list[str]:
-    """Notes for conditions with fewer attempts than planned: every planned item times the most attempts of any item.
+def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = None,
+                     plan: dict[str, dict[str, int]] | None = None) -> list[str]:
+    """Notes for conditions with fewer attempts than planned, or planned and never run.
 
-    The plan is each item of the experiment (those of ``planned``, the design's items hce
-    collect recorded, and those in the log) judged as often as the condition's most-judged
-    item; an item x attempt number absent from the log is a planned attempt missing (a run
-    stopped early, or a log cut short).
+    The plan of a condition is each item of its experiment (those of ``planned``, the design's
+    items hce collect recorded, and those in the log) times the attempts ``plan`` records for
+    it (what the design asked, kept beside the log by hce collect); without a record, the most
+    attempts of any item of the condition. An item x attempt number absent from the log is a
+    planned attempt missing (a run stopped early, or a log cut short); a recorded condition
+    with no row at all is named too.
 
     Examples
     --------
-    >>> log = pd.DataFrame({"condition_id": "a", "item_id": ["T1", "T1", "T2"], "attempt": [1, 2, 1]})
+    >>> log = pd.DataFrame({"experiment_id": "E", "condition_id": "a", "item_id": ["T1", "T1", "T2"], "attempt": [1, 2, 1]})
     >>> missing_attempts(log, {})
     ['Incomplete log: condition a has 3 of 4 planned attempts (2 items x 2 attempts); 1 missing (T2: 1).']
+    >>> missing_attempts(log, {}, {"E": {"a": 3, "b": 3}})  # doctest: +NORMALIZE_WHITESPACE
+    ['Incomplete log: condition a has 3 of 6 planned attempts (2 items x 3 attempts); 3 missing (T1: 1, T2: 2).',
+     'Incomplete log: condition b has 0 of 6 planned attempts (2 items x 3 attempts); no attempt of it is in the log.']
     """
     if "attempt" not in log or not len(log):
         return []
+    planned, plan = planned or {}, plan or {}
     experiment = log["experiment_id"].astype(str) if "experiment_id" in log else pd.Series("", index=log.index)
     notes = []
+    seen: set[tuple[str, str]] = set()
     for (exp, condition), part in log.groupby([experiment, log[CONDITION]], sort=True):
-        items = sorted(set(part[ITEM].astype(str)) | (planned or {}).get(exp, set()))
+        planned_id = _planned_id(str(condition), plan.get(exp, {}))
+        seen.add((exp, planned_id))
+        items = sorted(set(part[ITEM].astype(str)) | planned.get(exp, set()))
         most = pd.to_numeric(part["attempt"], errors="coerce").max()
-        if not np.isfinite(most):
+        attempts = plan.get(exp, {}).get(planned_id) or (int(most) if np.isfinite(most) else 0)
+        if not attempts:
             continue
-        attempts = int(most)
         done = set(zip(part[ITEM].astype(str), pd.to_numeric(part["attempt"], errors="coerce")))
         missing = {item: sum((item, a) not in done for a in range(1, attempts + 1)) for item in items}
         missing = {item: n for item, n in missing.items() if n}
@@ -149,7 +166,22 @@ def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = No
         listed = ", ".join(f"{item}: {n}" for item, n in list(missing.items())[:10]) + (", ..." if len(missing) > 10 else "")
         notes.append(f"Incomplete log: condition {condition} has {total - sum(missing.values()):,} of {total:,} planned attempts "
                      f"({len(items)} items x {attempts} attempts); {sum(missing.values()):,} missing ({listed}).")  # fmt: skip
+    for exp in sorted(set(experiment)):
+        for condition, attempts in sorted(plan.get(exp, {}).items()):
+            if (exp, condition) not in seen:
+                items = planned.get(exp) or set(log.loc[experiment == exp, ITEM].astype(str))
+                notes.append(f"Incomplete log: condition {condition} has 0 of {len(items) * attempts:,} planned attempts "
+                             f"({len(items)} items x {attempts} attempts); no attempt of it is in the log.")  # fmt: skip
     return notes
+
+
+def _planned_id(label: str, plan: dict[str, int]) -> str:
+    """The condition id a design planned for ``label``: itself, or the id that
+    :func:`~hce.report.provenance.separate_settings` labelled ``id [settings]`` (one id run under two settings)."""
+    if label in plan:
+        return label
+    base = re.sub(r" \[[^\]]*\]$", "", label)
+    return base if base in plan else label
 
 
 def _refuse_other_server(earlier: Sequence[pd.DataFrame], names: Sequence[Any], rows: pd.DataFrame, name: Any) -> None:

@@ -353,3 +353,23 @@ def test_every_test_and_interval_names_its_method(document):
         if "p_value" in frame or "ci_low" in frame or "effect_ci_low" in frame:
             methods = [c for c in frame.columns if c in ("method", "ci_method")]
             assert methods and frame[methods[0]].astype(str).str.len().gt(0).all(), name
+
+
+def test_the_design_plan_kept_by_collect_names_attempts_and_conditions_never_logged(tmp_path):
+    # A run stopped after the first attempt of every item under one prompt: nothing in the log itself
+    # shows it (each item has as many attempts as the others), only the plan hce collect keeps beside it.
+    from hce.collect import run
+    from hce.collect.sim import SimJudge, SimServer
+    from tests.helpers.collect_helpers import design, fast_client
+
+    log = tmp_path / "log.jsonl"
+    with SimServer(SimJudge(seed=0)).start() as server:
+        run(design(attempts=3), log, client=fast_client(server))
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    first, second = sorted({r["condition_id"] for r in rows})
+    assert json.loads((tmp_path / "log.jsonl.settings.json").read_text())["plan"] == {"TEST": {first: 3, second: 3}}
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows if r["condition_id"] == first and r["attempt"] == 1))
+    report(log, out=tmp_path / "out", random_state=0)
+    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert f"condition {first} has 3 of 9 planned attempts (3 items x 3 attempts); 6 missing (T1: 2, T2: 2, T3: 2)." in text
+    assert f"condition {second} has 0 of 9 planned attempts (3 items x 3 attempts); no attempt of it is in the log." in text
