@@ -50,7 +50,7 @@ def test_quantiles_follow_r_type_7():
 def test_item_with_fewer_than_two_valid_scores_has_nan_sd_and_is_reported():
     log = _log([("a", "P", 3, False), ("a", "P", None, True), ("b", "P", 1, False), ("b", "P", 2, False),
                 ("c", "P", None, True)])
-    with pytest.warns(HceWarning, match=r"2 item x condition x criterion cell\(s\).*\['a', 'c'\]"):
+    with pytest.warns(HceWarning, match=r"2 item x condition x criterion cell\(s\).*\(items a, c\)"):
         out = item_spread(log).set_index("item_id")
     assert np.isnan(out.loc["a", "sd"]) and out.loc["a", "n"] == 1
     assert out.loc["c", "n"] == 0 and out.loc["c", "n_errors"] == 1 and np.isnan(out.loc["c", "mean"])
