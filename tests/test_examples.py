@@ -343,7 +343,7 @@ def test_pdsqi9_example_reports_every_criterion_per_condition(tmp_path):
     for category in rubric["categories"]:
         c = category["id"]
         if len(category["levels"]) == 2:  # a yes/no block (abstraction) is analysed as binary (issue 33)
-            assert {f"{c}_binary", f"{c}_mean_test", f"{c}_agreement"} <= produced
+            assert {f"{c}_binary", f"{c}_condition_test", f"{c}_agreement"} <= produced  # the binomial GLMM
             assert not {f"{c}_spread", f"{c}_reliability"} & produced
         else:
             assert {f"{c}_spread", f"{c}_sd_test", f"{c}_variance_components", f"{c}_reliability"} <= produced

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -25,7 +25,8 @@ SETTINGS = ("settings_hash", "model", "prompt_id", "temperature", "max_tokens", 
 
 
 def separate_settings(
-    log: pd.DataFrame, *, condition: str = "condition_id", fingerprints: Mapping[str, Mapping[str, Any]] | None = None
+    log: pd.DataFrame, *, condition: str = "condition_id", within: Sequence[str] = (),
+    fingerprints: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The log with each ``condition`` value run under different settings split into one id per settings.
 
@@ -35,7 +36,9 @@ def separate_settings(
     split, naming the settings that differ and the rows of each. A log whose conditions each
     have one set of settings is returned as it is, with no note. ``fingerprints`` (per
     ``settings_hash``, the parts hce collect recorded in ``<log>.settings.json``) names what
-    differs when only the fingerprint does (the rubric, the prompt template, ...).
+    differs when only the fingerprint does (the rubric, the prompt template, ...). ``within``:
+    columns whose values are analysed apart anyway (a study's ``experiment_id``): one id with
+    other settings in another experiment is another analysis, not a pooled condition.
 
     Examples
     --------
@@ -53,7 +56,9 @@ def separate_settings(
         return log, []
     text = log[columns].astype("string").fillna("")
     notes, renamed = [], None
-    for cid, rows in text.groupby(log[condition], sort=True):
+    keys_of = [log[c] for c in within if c in log]
+    for group, rows in text.groupby([*keys_of, log[condition]], sort=True):
+        cid = group[-1]
         used = [c for c in columns if not (c == "settings_hash" and (rows[c] == "").any())]  # old rows lack the hash
         keys = rows[used].agg("\x1f".join, axis=1)
         if keys.nunique() < 2:

@@ -722,7 +722,8 @@ def study_report(
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
     read_notes = log_notes(*(logs if isinstance(logs, Sequence) else [logs]))  # a torn last line, say
-    log, split = separate_settings(log)  # one condition_id run with two settings: kept apart, never pooled
+    # one condition_id run with two settings in one experiment: kept apart, never pooled
+    log, split = separate_settings(log, within=["experiment_id"])
     log = design_order(log)
     check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section
     check_columns(log, "--metadata", metadata)

@@ -60,3 +60,15 @@ def test_a_torn_last_line_is_in_the_report_itself(tmp_path):
         result = CliRunner().invoke(app, ["report", str(path), "--out", str(tmp_path / "out")])
     assert result.exit_code in (0, 1), result.output
     assert "Incomplete log: " in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+
+
+def test_one_condition_id_in_two_experiments_is_two_analyses_not_a_split():
+    # The demo's study report split "P2.3|gpt-4o-2024-08-06|t0.1" of Experiments 3 and 5 (other
+    # designs, so other settings hashes) into "[settings ...]" labels, and numbered figures out of order.
+
+    log = pd.DataFrame({"experiment_id": ["E3", "E3", "E5", "E5"], "condition_id": "c",
+                        "settings_hash": ["h3", "h3", "h5", "h5"]})  # fmt: skip
+    same, notes = separate_settings(log, within=["experiment_id"])
+    assert notes == [] and same["condition_id"].tolist() == ["c"] * 4
+    split, notes = separate_settings(log)  # the generic report pools experiments by condition id: kept apart
+    assert len(notes) == 1 and split["condition_id"].nunique() == 2

@@ -271,6 +271,8 @@ def test_tables_with_an_estimate_give_their_counts(written):
 
 
 def test_condition_ticks_never_overlap():
+    import matplotlib.pyplot as plt
+
     from hce.report.figures import sd_by_condition
 
     for names in (["plain [max_tokens 1000]", "plain [max_tokens 500]"],
@@ -287,6 +289,7 @@ def test_condition_ticks_never_overlap():
             key = " ".join(t.get_text() for t in fig.texts).replace("\u00a0", " ").replace("\n", " ")
             assert all(name in key for name in names)
         assert all(fig.bbox.contains(b.x0, b.y0) and fig.bbox.contains(b.x1, b.y1) for b in boxes)
+        plt.close(fig)
 
 
 # --- 4. the total only where it is a score -------------------------------------------------------------

@@ -15,7 +15,7 @@ Example
 ...               "effect_ci_low": [0.0292], "effect_ci_high": [0.8167]}).to_csv(root / "tables" / "key.csv", index=False)
 >>> cells = Cells(root)
 >>> cells.p("key", "H2")
-Number(text='.066', source='tables/key.csv#row=H2;col=p_value')
+Number(text='.07', source='tables/key.csv#row=H2;col=p_value')
 >>> [n.text for n in cells.interval("key", "H2", estimate="effect_size") if not isinstance(n, str)]  # 0.029: two significant digits
 ['0.341', '0.029', '0.817']
 """
