@@ -82,9 +82,10 @@ def big_log() -> Path:
     return BIG
 
 
-def measure(path: Path, engine: str, timeout: float) -> tuple[float, float] | None:
-    """Seconds and peak RSS (GB) of `hce report PATH --engine ENGINE` in a child process; None
-    past ``timeout`` or when it fails. ``os.wait4`` gives the child's own peak RSS."""
+def measure(path: Path, engine: str, timeout: float) -> tuple[float, float, float] | None:
+    """Seconds, peak RSS (GB) and the machine's 5-minute load at the end of `hce report PATH
+    --engine ENGINE` in a child process; None past ``timeout`` or when it fails. ``os.wait4``
+    gives the child's own peak RSS; the load says what the shared machine was doing meanwhile."""
     with tempfile.TemporaryDirectory() as out:
         command = [str(Path(sys.executable).parent / "hce"), "report", str(path), "--engine", engine,
                    "--out", str(Path(out) / "report")]  # fmt: skip
@@ -101,7 +102,7 @@ def measure(path: Path, engine: str, timeout: float) -> tuple[float, float] | No
     if child.returncode not in (0, 1) or not written:  # 1 and written: a section not computed, listed there
         print(f"  hce report --engine {engine} failed ({child.returncode}): {stderr[-1500:]}")
         return None
-    return seconds, usage.ru_maxrss / 1e6  # kB on Linux
+    return seconds, usage.ru_maxrss / 1e6, os.getloadavg()[1]  # kB on Linux; the 5-minute load at the end
 
 
 def main() -> None:
@@ -114,16 +115,16 @@ def main() -> None:
         path = parquet_log()
         results = {engine: measure(path, engine, args.timeout) for engine in ("duckdb", "pandas")}
         duck, pandas_ = results["duckdb"], results["pandas"]
-        text = lambda r: "did not finish" if r is None else f"{r[0]:.1f} s, peak RSS {r[1]:.2f} GB"  # noqa: E731
+        text = lambda r: "did not finish" if r is None else f"{r[0]:.1f} s, peak RSS {r[1]:.2f} GB (load {r[2]:.1f})"  # noqa: E731
         ratio = f"{pandas_[0] / duck[0]:.2f}" if duck and pandas_ else "n/a"
         print(f"generic-10m-parquet (10,000,000 attempts): hce --engine duckdb {text(duck)}, "
-              f"PEER hce --engine pandas {text(pandas_)}, ratio {ratio} (load {load:.1f})")  # fmt: skip
+              f"PEER hce --engine pandas {text(pandas_)}, ratio {ratio} (load {load:.1f} at the start)")  # fmt: skip
     if args.only in (None, "100m"):
         path = big_log()
         result = measure(path, "duckdb", args.timeout)
-        text = "did not finish" if result is None else f"{result[0]:.1f} s, peak RSS {result[1]:.2f} GB"
+        text = "did not finish" if result is None else f"{result[0]:.1f} s, peak RSS {result[1]:.2f} GB (load {result[2]:.1f})"
         print(f"generic-100m-partitioned (100,000,000 attempts): hce --engine duckdb {text}, PEER n/a "
-              f"(pandas needs ~60 GB), target 300 s and 4 GB (load {load:.1f})")  # fmt: skip
+              f"(pandas needs ~60 GB), target 300 s and 4 GB (load {load:.1f} at the start)")  # fmt: skip
 
 
 if __name__ == "__main__":
