@@ -50,9 +50,9 @@ def separate_settings(log: pd.DataFrame, *, condition: str = "condition_id") -> 
     notes, renamed = [], None
     for cid, rows in text.groupby(log[condition], sort=True):
         used = [c for c in columns if not (c == "settings_hash" and (rows[c] == "").any())]  # old rows lack the hash
-        keys = rows[used].agg("\x1f".join, axis=1)
-        if keys.nunique() < 2:
+        if not used or len(rows[used].drop_duplicates()) < 2:  # one set of settings: no key per row (2 s at 20,000 rows)
             continue
+        keys = rows[used].agg("\x1f".join, axis=1)
         renamed = log[condition].astype(object).copy() if renamed is None else renamed
         tags = {key: hashlib.sha256(key.encode()).hexdigest()[:6] for key in keys.unique()}
         for key, tag in tags.items():
