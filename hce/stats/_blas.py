@@ -16,14 +16,26 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_lock = threading.Lock()
 _state: dict = {"depth": 0, "limiter": None, "controller": None}
+
+
+def _controller():
+    if _state["controller"] is None:  # finding the libraries costs ~5 ms: once
+        import scipy.linalg  # noqa: F401  (SciPy's OpenBLAS loaded, so it is found)
+        from threadpoolctl import ThreadpoolController
+
+        _state["controller"] = ThreadpoolController()
+    return _state["controller"]
 
 
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """Context in which BLAS and LAPACK run on one thread; nested or concurrent uses share
-    one limit, set by the first to enter and lifted by the last to leave.
+    """Context in which BLAS and LAPACK run on one thread.
+
+    Nested uses share one limit, set by the outermost and lifted when it leaves (a
+    statistic that calls statistics pays for one). Only the main thread sets it: OpenBLAS
+    0.3.30 neither applied a limit set from another thread nor took back from one a limit
+    the main thread had set (the process stayed on one thread), so elsewhere this does nothing.
 
     Examples
     --------
@@ -32,19 +44,15 @@ def one_blas_thread() -> Iterator[None]:
     ...     float(np.linalg.det(np.eye(3)))
     1.0
     """
-    with _lock:
-        if _state["depth"] == 0:
-            if _state["controller"] is None:  # finding the libraries costs ~5 ms: once
-                import scipy.linalg  # noqa: F401  (SciPy's OpenBLAS loaded, so it is found)
-                from threadpoolctl import ThreadpoolController
-
-                _state["controller"] = ThreadpoolController()
-            _state["limiter"] = _state["controller"].limit(limits=1, user_api="blas")
-        _state["depth"] += 1
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if _state["depth"] == 0:
+        _state["limiter"] = _controller().limit(limits=1, user_api="blas")
+    _state["depth"] += 1
     try:
         yield
     finally:
-        with _lock:
-            _state["depth"] -= 1
-            if _state["depth"] == 0:
-                _state["limiter"].restore_original_limits()
+        _state["depth"] -= 1
+        if _state["depth"] == 0:
+            _state["limiter"].restore_original_limits()
