@@ -40,13 +40,20 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
   reliability 0.55 s, of which the Krippendorff bootstrap's multinomial counts 0.26 s in a
   Python loop over 1,000 replicates, now vectorised: 0.02 s), writing 1.7 s (18 savefig
   calls 1.4 s: text layout dominates; ``bbox_inches="tight"`` measured every text again per
-  file, now once per figure). Now 5.7 s of CPU: imports 1.7, sections 2.4, figures 1.4,
-  tables and pages 0.3. Not met: the 5 s target needs about 1 s more, which is in matplotlib
-  (a box plot's build, PNG and SVG: ~150 ms a figure) and the imports hce cannot drop.
-* ``hce demo``: 25.4 s of CPU on main against 22.2 s now in the same run (load 10): the study
-  report's share shrank as study-20k's did; collection through the simulated judge (the
-  openai client and the server in one process) is the rest and was left as it is.
-  Repeated grouping did not show in any profile (under 0.1 s per report).
+  file, now once per figure). In process (phases timed in one interpreter) now 5.7 s of CPU:
+  imports 1.7, sections 2.4, figures 1.4, tables and pages 0.3. As ``hce report`` in a fresh
+  process, alternating with main's at load 3-5, it is not measurably faster: hce 6.5-7.2 s of
+  CPU (9.8-14.8 s wall), main 6.5-7.0 s (10.6-13.1 s wall): main's pilot lost little to
+  OpenBLAS at that load. Not met: the 5 s target needs ~1.5 s of CPU less, which is in
+  matplotlib (a box plot's build, PNG and SVG: ~150 ms a figure, text layout first), the
+  imports (scipy.stats, matplotlib, pandas) and the G/Phi draws.
+* ``hce demo``, in the same run at load 4-6 (``--quick --baseline``): hce 35.3 s wall, 22.1 s of
+  CPU; main 50.1 s, 23.8 s. Its CPU is mostly collection through the simulated judge (the
+  openai client and the server in one process), left as it is; the wall above the CPU is the
+  load and the client waiting on the server thread.
+* study-20k, same run: hce 16.4 s wall (15.3 s of CPU) against main's 37.7 s (30.4 s): target met.
+* Repeated grouping is not where the time goes: pandas' groupby code is 0.06 of the pilot's
+  12.5 s and 0.2 of study-20k's 111 s under cProfile (DataFrame.groupby calls 0.08 s and 0.27 s).
 
 Run: python bench/report.py --10m   (adds the 10,000,000-attempt Parquet log: 100,000 items x 4
 conditions x 25 attempts, made once into the temp folder, read by the report as `hce report` does)
