@@ -42,9 +42,11 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
   calls 1.4 s: text layout dominates; ``bbox_inches="tight"`` measured every text again per
   file, now once per figure). In process (phases timed in one interpreter) now 5.7 s of CPU:
   imports 1.7, sections 2.4, figures 1.4, tables and pages 0.3. As ``hce report`` in a fresh
-  process, alternating with main's at load 3-5, it is not measurably faster: hce 6.5-7.2 s of
-  CPU (9.8-14.8 s wall), main 6.5-7.0 s (10.6-13.1 s wall): main's pilot lost little to
-  OpenBLAS at that load. Not met: the 5 s target needs ~1.5 s of CPU less, which is in
+  process, taking turns with main's (``--pilot-only --runs 3 --baseline``; when every main run
+  went first, ours met a rising load and looked slower in wall time): at load 5, best of 3,
+  hce 8.3 s (5.8 s of CPU) against main's 11.0 s (8.0 s); by hand at load 3-5, 4 runs each,
+  hce 6.5-7.2 s of CPU (9.8-14.8 s wall), main 6.5-7.0 s (10.6-13.1 s): main's pilot loses to
+  OpenBLAS's threads only when the load makes them spin long. Not met: the 5 s target needs ~1.5 s of CPU less, which is in
   matplotlib (a box plot's build, PNG and SVG: ~150 ms a figure, text layout first), the
   imports (scipy.stats, matplotlib, pandas) and the G/Phi draws.
 * ``hce demo``, in the same run at load 4-6 (``--quick --baseline``): hce 35.3 s wall, 22.1 s of
@@ -193,24 +195,26 @@ def measure(case: str, timeout: float, source: Path = ROOT) -> tuple[float, floa
     return float(seconds), float(cpu), int(attempts), usage.ru_maxrss / 1e6  # kB on Linux
 
 
-def time_command(source: Path, runs: int, arguments: list[str], made: str) -> tuple[float, float]:
+def time_command(sources: list[Path], runs: int, arguments: list[str], made: str) -> list[tuple[float, float]]:
     """Best wall time of ``hce ARGUMENTS --out OUT`` in a fresh process (imports included, as a
-    user waits), with the CPU time of that run; ``source`` is the tree whose hce runs and
-    ``made`` the file the command must have written into OUT."""
-    best = (float("inf"), float("inf"))
+    user waits), with the CPU time of that run, for each tree in ``sources``; the trees take
+    turns, run by run, so a change in the machine's load falls on each alike. ``made`` is the
+    file the command must have written into OUT."""
+    best = [(float("inf"), float("inf"))] * len(sources)
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(runs):
-            out = Path(tmp) / f"r{k}"
-            command = [sys.executable, "-c", "from hce.cli import main; main()", *arguments, "--out", str(out)]
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            # cwd=source puts that tree first on sys.path ('' for -c), whatever hce is installed
-            subprocess.run(command, cwd=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            wall = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            best = min(best, (wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
-            if not (out / made).is_file():
-                raise SystemExit(f"hce {arguments[0]} from {source} wrote no {made}")
+            for i, source in enumerate(sources):
+                out = Path(tmp) / f"r{k}-{i}"
+                command = [sys.executable, "-c", "from hce.cli import main; main()", *arguments, "--out", str(out)]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                # cwd=source puts that tree first on sys.path ('' for -c), whatever hce is installed
+                subprocess.run(command, cwd=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                wall = time.perf_counter() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                best[i] = min(best[i], (wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+                if not (out / made).is_file():
+                    raise SystemExit(f"hce {arguments[0]} from {source} wrote no {made}")
     return best
 
 
@@ -248,15 +252,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pilot.jsonl"
         hce.write_log(pilot_log(), path)
-        pilot = ["report", str(path)]
-        peer = time_command(baseline, args.runs, pilot, "report.html") if baseline else None
+        ours, *peer = time_command([ROOT, *([baseline] if baseline else [])], args.runs, ["report", str(path)], "report.html")
         print(side_by_side("pilot (270 rows, 9 criteria, 3 conditions; hce report in a fresh process)",
-                           time_command(ROOT, args.runs, pilot, "report.html"), peer, baseline, "5 s"), flush=True)  # fmt: skip
+                           ours, peer[0] if peer else None, baseline, "5 s"), flush=True)  # fmt: skip
     if args.pilot_only:
         return
-    peer = time_command(baseline, 1, ["demo"], "report.html") if baseline else None
+    ours, *peer = time_command([ROOT, *([baseline] if baseline else [])], 1, ["demo"], "report.html")
     print(side_by_side("hce demo (fresh process: collection through the simulated judge, then the study report)",
-                       time_command(ROOT, 1, ["demo"], "report.html"), peer, baseline, "30 s"), flush=True)  # fmt: skip
+                       ours, peer[0] if peer else None, baseline, "30 s"), flush=True)  # fmt: skip
     peer = measure("study-20k", args.timeout, baseline) if baseline else None
     ours = measure("study-20k", args.timeout)
     print(side_by_side(f"study-20k ({ours[2] if ours else 0:,} attempts, study_report(logs).write(), all formats)",
