@@ -1,39 +1,61 @@
 """Benchmark: the study report and the generic report, from 20,000 to 1,000,000 attempts.
 
-Run: python bench/report.py            (the pilot, the 20k study report, then the 1M cases)
-     python bench/report.py --pilot-only --baseline DIR   (the pilot against another tree, e.g. main's)
+Run: python bench/report.py --quick --baseline DIR   (pilot, demo and study-20k, each beside the
+                                 same case run from DIR, e.g. `git archive main | tar -x -C DIR`)
+     python bench/report.py            (the pilot, the demo, the 20k study report, then the 1M cases)
+     python bench/report.py --pilot-only --baseline DIR   (the pilot against another tree)
      python bench/report.py --case study-1m   (one case; also generic-1m, study-20k)
 
 The study logs hold Experiments 1, 2, 3 and 5 at the PRD's proportions from hce's simulated
 log: 20k is 50 items (577 for Exp 5) as in the PRD; 1M is 10,000 items judged in every
 experiment, 2 x 14 + 3 x 7 + 4 x 5 + 1 x 31 attempts per item (280k / 210k / 200k / 310k).
 The generic case is a non-PRD log of the same size: 10,000 items x 4 conditions x 25 attempts,
-1% failed calls. Each 1M case runs in a child process so its peak RSS (getrusage of the
-children) is its own. There is no peer library that writes these reports, so each line prints
-the time against the issue's target (30 s for 20k; 60 s and 4 GB for 1M).
+1% failed calls. Each case runs in a child process so its peak RSS (getrusage of the
+children) is its own. No other library writes these reports: the peer of the pilot, the demo
+and study-20k is the same case from the ``--baseline`` tree in the same run; each line prints
+wall and CPU seconds (the machine is shared: CPU is what a change moves, wall what the load
+adds). The 1M lines print the time against the issue's target (60 s and 4 GB).
 
-Pilot (issue 35: 10.4 s idle, 34 s under load; target < 5 s): profiled in CPU seconds
-(cProfile with process_time, load 15-19 on 2 cores), 37 s of CPU: the variance decomposition's
-profile-likelihood intervals 17.7 s (294 L-BFGS-B fits of 3-4 variances, each 50-80 ms of CPU
-because OpenBLAS woke its threads for LAPACK calls on 4 x 4 matrices; 1 ms on one thread),
-imports 7.4 s (seaborn and scipy.stats, which parses its distributions' docstrings),
-writing 6.4 s (12 savefig calls: an SVG and a PNG of 6 figures), the rest of the
-criterion sections ~6 s (spread, tests, reliability with its bootstrap). The fits now run
-on one BLAS thread: 23 s of CPU, the variance part 2.8 s. The nine-criterion pilot in a
-fresh process: 7.5 s of CPU against main's 21.6 s in the same run (load 17); at load 5-7,
-best of 2-3: hce 7.7-8.7 s (cpu 6.9-7.6 s), main 7.7-16.7 s (cpu 9.2-17.1 s): main's cost swings
-with the load (its OpenBLAS threads), ours does not. The 5 s target is not met yet.
+Profiles (issue 35, 2026-11-26, load 7-16 on 2 cores; CPU seconds from time.process_time
+around each function, which unlike cProfile does not inflate matplotlib's many small calls;
+cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports):
 
-study-20k and ``hce demo`` (issue 35: 40.8 s and 35 s idle; target 30 s each), profiled the same
-way at load 12-16: study-20k took 54.1 s of CPU against main's 64.7 s in the same session
-(``/usr/bin/time python bench/report.py --case study-20k`` on each tree). The demo's 106 s of CPU:
-the study report 33 s (the generic sections 26 s: figures, spread, variance decomposition 6.5 s
-with its profile intervals 3 s after the one-thread fix, reliability 5.6 s), collection
-through the simulated judge ~21 s (the openai client's request building and JSON parsing in
-the same process as the server), imports ~12 s. cProfile inflates matplotlib (many small
-Python calls): one box plot costs 40 ms to build, 75 ms as PNG and 55 ms as SVG (process
-time, one figure, best of 5), ~5 s for the demo's 29 figures, not the 20 s cProfile shows.
-Not done: the figures and the demo's collection were left as they are.
+* study-20k took 46 s of CPU (main: 40.8 s wall idle): 22 s in the REML Hessian of the
+  variance decomposition (``component_intervals.reml_covariance``: 4k^2 + 1 deviance
+  evaluations per model, ~900 in all, 27-54 ms of CPU each where 0.9 ms sufficed), because
+  OpenBLAS (NumPy's and SciPy's, two threads each) woke its threads for every LAPACK call on a
+  150-250-row matrix and left them spinning; the same spin inflated every other BLAS call
+  outside the few loops that already ran on one thread (lmer 3.2 s, profile limits 2.8 s).
+  With ``OPENBLAS_NUM_THREADS=1`` the whole report took 20 s. Now every public statistic runs
+  on one BLAS thread (``hce.stats._blas``, entered by the ``reads_frame`` door): 20 s of CPU,
+  of which the variance decomposition 4.4 s, figures 5.4 s (28 figures: build 1.3 s, PNG 2.3 s,
+  SVG 1.8 s), reliability 2.3 s (ICC's REML Newton steps 1.7 s), per-condition settings
+  check 2.0 s (a string key joined per row: now only for a condition with two settings,
+  0.03 s), tables 0.9 s, imports and logs 2.8 s.
+* The pilot (270 rows, 9 criteria, 3 conditions) took 6.5 s of CPU in a fresh process:
+  imports 1.8 s (scipy.stats 0.6 s, matplotlib and seaborn 0.5 s, pandas 0.3 s; statsmodels,
+  for one Holm adjustment, loaded polars: 0.09 s, now hce's p_adjust), the criterion
+  sections 2.9 s (variance decomposition 1.2 s: profile intervals 0.4 s, G/Phi pivot draws
+  0.34 s = chi-square quantiles of 20,000 x 4 draws; spread figure 0.5 s; tests 0.4 s;
+  reliability 0.55 s, of which the Krippendorff bootstrap's multinomial counts 0.26 s in a
+  Python loop over 1,000 replicates, now vectorised: 0.02 s), writing 1.7 s (18 savefig
+  calls 1.4 s: text layout dominates; ``bbox_inches="tight"`` measured every text again per
+  file, now once per figure). In process (phases timed in one interpreter) now 5.7 s of CPU:
+  imports 1.7, sections 2.4, figures 1.4, tables and pages 0.3. As ``hce report`` in a fresh
+  process, taking turns with main's (``--pilot-only --runs 3 --baseline``; when every main run
+  went first, ours met a rising load and looked slower in wall time): at load 5, best of 3,
+  hce 8.3 s (5.8 s of CPU) against main's 11.0 s (8.0 s); by hand at load 3-5, 4 runs each,
+  hce 6.5-7.2 s of CPU (9.8-14.8 s wall), main 6.5-7.0 s (10.6-13.1 s): main's pilot loses to
+  OpenBLAS's threads only when the load makes them spin long. Not met: the 5 s target needs ~1.5 s of CPU less, which is in
+  matplotlib (a box plot's build, PNG and SVG: ~150 ms a figure, text layout first), the
+  imports (scipy.stats, matplotlib, pandas) and the G/Phi draws.
+* ``hce demo``, in the same run at load 4-6 (``--quick --baseline``): hce 35.3 s wall, 22.1 s of
+  CPU; main 50.1 s, 23.8 s. Its CPU is mostly collection through the simulated judge (the
+  openai client and the server in one process), left as it is; the wall above the CPU is the
+  load and the client waiting on the server thread.
+* study-20k, same run: hce 16.4 s wall (15.3 s of CPU) against main's 37.7 s (30.4 s): target met.
+* Repeated grouping is not where the time goes: pandas' groupby code is 0.06 of the pilot's
+  12.5 s and 0.2 of study-20k's 111 s under cProfile (DataFrame.groupby calls 0.08 s and 0.27 s).
 
 Run: python bench/report.py --10m   (adds the 10,000,000-attempt Parquet log: 100,000 items x 4
 conditions x 25 attempts, made once into the temp folder, read by the report as `hce report` does)
@@ -68,6 +90,8 @@ import pyarrow.parquet as pq
 import hce
 from hce.rubric import load_rubric
 from hce.stats._simulate import simulated_log
+
+ROOT = Path(__file__).resolve().parents[1]
 
 STUDY = (  # experiment, condition column, noise per condition
     ("EXP1_BaselineRubricUtility", "prompt_id", {"P1.1": 1.5, "P1.2": 0.5}),
@@ -126,7 +150,7 @@ def _written(document):
 
 
 def run_case(case: str) -> None:
-    """Build one case's log, write its report, print seconds and the attempts (child process)."""
+    """Build one case's log, write its report, print wall and CPU seconds and the attempts (child process)."""
     warnings.simplefilter("ignore")
     if case == "generic-1m":
         from hce.report import report
@@ -145,18 +169,20 @@ def run_case(case: str) -> None:
         logs = study_logs((10_000,) * 4, (14, 7, 5, 31)) if case == "study-1m" else study_logs((50, 50, 50, 577), (54, 27, 22, 11))
         build = lambda out: _written(study_report(logs)).write(out)  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         build(Path(tmp) / "report")
-        print(f"{time.perf_counter() - start:.3f} {sum(map(len, logs))}")
+        print(f"{time.perf_counter() - start:.3f} {time.process_time() - cpu:.3f} {sum(map(len, logs))}")
 
 
-def measure(case: str, timeout: float) -> tuple[float, int, float] | None:
-    """Seconds, attempts and peak RSS (GB) of the case in a child process; None past ``timeout``.
+def measure(case: str, timeout: float, source: Path = ROOT) -> tuple[float, float, int, float] | None:
+    """Seconds (wall and CPU), attempts and peak RSS (GB) of the case in a child process that
+    imports hce from ``source``; None past ``timeout``.
 
     ``os.wait4`` returns the child's own resource usage, so each case's peak RSS is its own
     (``RUSAGE_CHILDREN`` would keep the largest child so far).
     """
-    child = subprocess.Popen([sys.executable, __file__, "--case", case], stdout=subprocess.PIPE, text=True)
+    env = {**os.environ, "PYTHONPATH": str(source)}  # before the editable install of this tree
+    child = subprocess.Popen([sys.executable, __file__, "--case", case], stdout=subprocess.PIPE, text=True, env=env)
     killer = threading.Timer(timeout, child.kill)
     killer.start()
     output = child.stdout.read()
@@ -165,29 +191,45 @@ def measure(case: str, timeout: float) -> tuple[float, int, float] | None:
     child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     if child.returncode != 0:
         return None
-    seconds, attempts = output.split()[-2:]
-    return float(seconds), int(attempts), usage.ru_maxrss / 1e6  # kB on Linux
+    seconds, cpu, attempts = output.split()[-3:]
+    return float(seconds), float(cpu), int(attempts), usage.ru_maxrss / 1e6  # kB on Linux
 
 
-def time_pilot(source: Path, runs: int) -> tuple[float, float]:
-    """Best wall time of ``hce report`` on the pilot log in a fresh process (imports included, as a
-    user waits), with the CPU time of that run; ``source`` is the tree whose hce runs."""
-    best = (float("inf"), float("inf"))
+def time_command(sources: list[Path], runs: int, arguments: list[str], made: str) -> list[tuple[float, float]]:
+    """Best wall time of ``hce ARGUMENTS --out OUT`` in a fresh process (imports included, as a
+    user waits), with the CPU time of that run, for each tree in ``sources``; the trees take
+    turns, run by run, so a change in the machine's load falls on each alike. ``made`` is the
+    file the command must have written into OUT."""
+    best = [(float("inf"), float("inf"))] * len(sources)
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "pilot.jsonl"
-        hce.write_log(pilot_log(), path)
         for k in range(runs):
-            command = [sys.executable, "-c", "from hce.cli import main; main()", "report", str(path), "--out", str(Path(tmp) / f"r{k}")]
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            # cwd=source puts that tree first on sys.path ('' for -c), whatever hce is installed
-            subprocess.run(command, cwd=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            wall = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            best = min(best, (wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
-            if not (Path(tmp) / f"r{k}" / "report.html").is_file():
-                raise SystemExit(f"the pilot report from {source} wrote no report.html")
+            for i, source in enumerate(sources):
+                out = Path(tmp) / f"r{k}-{i}"
+                command = [sys.executable, "-c", "from hce.cli import main; main()", *arguments, "--out", str(out)]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                # cwd=source puts that tree first on sys.path ('' for -c), whatever hce is installed
+                subprocess.run(command, cwd=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                wall = time.perf_counter() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                best[i] = min(best[i], (wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+                if not (out / made).is_file():
+                    raise SystemExit(f"hce {arguments[0]} from {source} wrote no {made}")
     return best
+
+
+def side_by_side(label: str, ours: tuple[float, float] | None, peer: tuple[float, float] | None, baseline: Path | None,
+                 target: str) -> str:
+    """``label: hce W s (cpu C s), PEER ...`` with the baseline tree's run as the peer."""
+    hce_part = f"hce {ours[0]:.1f} s (cpu {ours[1]:.1f} s)" if ours else "hce did not finish"
+    if baseline is None:
+        peer_part = "PEER n/a (pass --baseline DIR)"
+    elif peer is None:
+        peer_part = f"PEER hce at {baseline} did not finish"
+    else:
+        ratio = f", ratio {peer[0] / ours[0]:.2f} (cpu {peer[1] / ours[1]:.2f})" if ours else ""
+        peer_part = f"PEER hce at {baseline} {peer[0]:.1f} s (cpu {peer[1]:.1f} s){ratio}"
+    return f"{label}: {hce_part}, {peer_part} (target {target}); load average now {os.getloadavg()[0]:.1f}"
 
 
 def main() -> None:
@@ -197,25 +239,34 @@ def main() -> None:
                         help="also the 10,000,000-attempt Parquet log (minutes; target 10 min, 8 GB)")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--baseline", type=Path, help="a source tree of hce (e.g. `git archive main | tar -x -C DIR`) "
-                        "whose pilot report is timed in the same run, as the PEER")
+                        "whose pilot report, demo and study-20k report are timed in the same run, as the PEER")
     parser.add_argument("--runs", type=int, default=3, help="fresh runs of the pilot report; the best is printed")
     parser.add_argument("--pilot-only", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="the pilot, the demo and study-20k only (no 1M cases)")
     args = parser.parse_args()
     if args.case:
         run_case(args.case)
         return
+    baseline = args.baseline.resolve() if args.baseline else None
     print(f"# cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}")
-    (wall, cpu) = time_pilot(Path(__file__).resolve().parents[1], args.runs)
-    if args.baseline:
-        (b_wall, b_cpu) = time_pilot(args.baseline.resolve(), args.runs)
-        peer = f"PEER hce at {args.baseline} {b_wall:.1f} s (cpu {b_cpu:.1f} s), ratio {b_wall / wall:.2f}"
-    else:
-        peer = "PEER n/a (pass --baseline DIR)"
-    print(f"pilot (270 rows, 9 criteria, 3 conditions; hce report in a fresh process): hce {wall:.1f} s "
-          f"(cpu {cpu:.1f} s), {peer} (target 5 s); load average now {os.getloadavg()[0]:.1f}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pilot.jsonl"
+        hce.write_log(pilot_log(), path)
+        ours, *peer = time_command([ROOT, *([baseline] if baseline else [])], args.runs, ["report", str(path)], "report.html")
+        print(side_by_side("pilot (270 rows, 9 criteria, 3 conditions; hce report in a fresh process)",
+                           ours, peer[0] if peer else None, baseline, "5 s"), flush=True)  # fmt: skip
     if args.pilot_only:
         return
-    cases = [("study-20k", 30, 4), ("study-1m", 60, 4), ("generic-1m", 60, 4)]
+    ours, *peer = time_command([ROOT, *([baseline] if baseline else [])], 1, ["demo"], "report.html")
+    print(side_by_side("hce demo (fresh process: collection through the simulated judge, then the study report)",
+                       ours, peer[0] if peer else None, baseline, "30 s"), flush=True)  # fmt: skip
+    peer = measure("study-20k", args.timeout, baseline) if baseline else None
+    ours = measure("study-20k", args.timeout)
+    print(side_by_side(f"study-20k ({ours[2] if ours else 0:,} attempts, study_report(logs).write(), all formats)",
+                       ours and ours[:2], peer and peer[:2], baseline, "30 s"), flush=True)  # fmt: skip
+    if args.quick:
+        return
+    cases = [("study-1m", 60, 4), ("generic-1m", 60, 4)]
     cases += [("generic-10m-parquet", 600, 8)] if args.ten_million else []
     for case, target, memory in cases:
         if case == "generic-10m-parquet":
@@ -224,8 +275,8 @@ def main() -> None:
         if result is None:
             print(f"{case}: hce did not finish (killed after {args.timeout:.0f} s, or failed), PEER n/a (target {target} s)")
             continue
-        seconds, attempts, gb = result
-        print(f"{case} ({attempts:,} attempts, write all formats): hce {seconds:.1f} s, peak RSS {gb:.2f} GB, "
+        seconds, cpu, attempts, gb = result
+        print(f"{case} ({attempts:,} attempts, write all formats): hce {seconds:.1f} s (cpu {cpu:.1f} s), peak RSS {gb:.2f} GB, "
               f"PEER n/a (target {target} s, {memory} GB), ratio {seconds / target:.2f} of target")  # fmt: skip
 
 

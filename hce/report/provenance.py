@@ -60,9 +60,9 @@ def separate_settings(
     for group, rows in text.groupby([*keys_of, log[condition]], sort=True):
         cid = group[-1]
         used = [c for c in columns if not (c == "settings_hash" and (rows[c] == "").any())]  # old rows lack the hash
-        keys = rows[used].agg("\x1f".join, axis=1)
-        if keys.nunique() < 2:
+        if not used or len(rows[used].drop_duplicates()) < 2:  # one set of settings: no key per row (2 s at 20,000 rows)
             continue
+        keys = rows[used].agg("\x1f".join, axis=1)
         renamed = log[condition].astype(object).copy() if renamed is None else renamed
         differing = [c for c in used if c != "settings_hash" and rows[c].nunique() > 1]
         # Labelled by what differs, so a reader sees which is which; by the digest where that is not unique.

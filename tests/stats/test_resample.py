@@ -97,3 +97,22 @@ def test_kruskal_interval_is_the_stratified_row_bootstrap():
     eps2 = [stats.kruskal(*(x[p[b]] for x, p in zip(groups, picks, strict=True))).statistic / 26 for b in range(200)]
     low, high = np.quantile(eps2, [0.05, 0.95])
     assert out["effect_ci_low"] == pytest.approx(low, rel=1e-12) and out["effect_ci_high"] == pytest.approx(high, rel=1e-12)
+
+
+# Issue 35: multinomial_counts draws shrunk Poisson counts, redraws rows past n and tops the
+# others up; with n = 100 the shrink (1 - 4 / sqrt(n) = 0.6) puts 60% of the draws in the
+# Poisson part, which the n = 11 test in test_krippendorff.py (shrink 0: top-ups only) skips.
+def test_multinomial_counts_with_poisson_part_are_exactly_multinomial():
+    from hce.stats._resample import multinomial_counts
+
+    multiplicity = np.array([30, 50, 20])
+    counts = multinomial_counts(multiplicity, 20_000, np.random.default_rng(35))
+    assert (counts.sum(axis=1) == 100).all() and (counts >= 0).all()
+    keys, observed = np.unique(counts, axis=0, return_counts=True)
+    expected_p = stats.multinomial(100, multiplicity / 100).pmf(keys)
+    rare = expected_p * len(counts) < 5  # pooled, as chi-square asks
+    f_obs = np.append(observed[~rare], observed[rare].sum() + 0.0)
+    f_exp = np.append(expected_p[~rare], 1 - expected_p[~rare].sum()) * len(counts)
+    # fails once in 10,000 seeds under the true law; counts without the redraw of rows past
+    # n would break the totals above, counts without the top-up their mean (60 not 100)
+    assert stats.chisquare(f_obs, f_exp).pvalue > 1e-4

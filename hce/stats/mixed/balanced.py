@@ -37,7 +37,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from hce.stats.mixed.component_intervals import profile_search
-from hce.stats.mixed.sparse_chol import one_blas_thread
+from hce.stats._blas import one_blas_thread
 
 Subset = frozenset[int]
 

@@ -24,7 +24,7 @@ from hce.stats.mixed.clmm_laplace import LINKS, Laplace, Rows
 from hce.stats.mixed.clmm_result import ClmmResult
 from hce.stats.mixed.formula import build_design, parse_formula
 from hce.stats.mixed.lmer_result import ConvergenceWarning
-from hce.stats.mixed.sparse_chol import one_blas_thread
+from hce.stats._blas import one_blas_thread
 
 LinkName = Literal["logit", "probit", "cloglog"]
 _BOUNDARY = 1e-3  # ordinal's paratBoundary2: a standard deviation below this is on the boundary

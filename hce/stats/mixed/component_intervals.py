@@ -48,7 +48,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from hce.stats._numdiff import central_differences
-from hce.stats.mixed.sparse_chol import one_blas_thread
+from hce.stats._blas import one_blas_thread
 
 _STEP = 1e-2  # relative step of the numerical Hessian (see the module notes)
 # past this many times its scale a variance's profile is in its asymptote (profile_search)

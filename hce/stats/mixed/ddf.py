@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, sparse
 
-from hce.stats.mixed.sparse_chol import one_blas_thread
+from hce.stats._blas import one_blas_thread
 
 # numDeriv's defaults (lmerTest calls hessian() and jacobian() with them)
 _ZERO_TOL = np.sqrt(np.finfo(float).eps / 7e-7)

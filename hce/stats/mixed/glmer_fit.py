@@ -34,7 +34,7 @@ from hce.stats.mixed.glmer_result import GlmerResult
 from hce.stats.mixed.lmer_result import _SINGULAR_TOL, ConvergenceWarning, SingularFitWarning
 from hce.stats.mixed.pirls import LINKS, Family, Glmm, PirlsFailure, gauss_hermite
 from hce.stats.mixed.pls import RandomBlock
-from hce.stats.mixed.sparse_chol import one_blas_thread
+from hce.stats._blas import one_blas_thread
 from hce.stats.mixed.theta_search import GRAD_TOL, minimise_theta
 
 _CBIND = re.compile(r"^\s*cbind\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$")

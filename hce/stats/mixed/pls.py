@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, sparse
 
-from hce.stats.mixed.sparse_chol import BlockElimination, ScalarElimination, one_blas_thread
+from hce.stats._blas import one_blas_thread
+from hce.stats.mixed.sparse_chol import BlockElimination, ScalarElimination
 from hce.stats.mixed.theta_search import minimise_theta
 
 # up to this many random-effect columns a model of scalar terms factors A densely: below it

@@ -25,31 +25,18 @@ models using lme4. Journal of Statistical Software, 67(1), 1-48.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
-from threadpoolctl import ThreadpoolController
+
+from hce.stats._blas import one_blas_thread
 
 _SPARSE_REMAINDER = 3000  # above this size a remainder of low density goes to SuperLU
 _SPARSE_DENSITY = 0.05
 _ONE_THREAD_FROM = 300  # dense remainders at least this large run on one BLAS thread
-_blas: list[ThreadpoolController] = []  # found once: finding the libraries costs ~5 ms
-
-
-def one_blas_thread() -> AbstractContextManager:
-    """Context in which BLAS and LAPACK run on one thread.
-
-    For the many small factorisations of a fit or a profile: on a busy machine
-    oversubscribed OpenBLAS threads made them up to 20x slower, and matrices of a few
-    hundred rows gain little from more threads anyway.
-    """
-    if not _blas:
-        _blas.append(ThreadpoolController())
-    return _blas[0].limit(limits=1, user_api="blas")
 
 
 @dataclass
