@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # ArviZ and PyMC load only when a model is sampled or checked
 
 SAMPLERS = ("auto", "nutpie", "pymc")
 RHAT_MAX = 1.01  # Vehtari et al. (2021)
+#: Warm-up steps per chain when ``tune=None``: each sampler's own default (nutpie's 300
+#: matched 1000 on Experiment 5 at 40% of the sampling time; bench/bayes.py)
+DEFAULT_TUNE = {"nutpie": 300, "pymc": 1000}
 ESS_MIN = 400  # bulk ESS, Vehtari et al. (2021): 100 per chain for 4 chains
 _CACHE_SIZE = 8
 _compiled: OrderedDict[Hashable, object] = OrderedDict()
