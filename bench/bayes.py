@@ -56,6 +56,10 @@ empty cache 74.5 s CPU (268 s wall), second fresh process 39.6 s CPU (167 s wall
 converged with minimum bulk ESS 1,397; plain ``pm.sample()`` 26.1 s CPU of sampling alone
 (48 s wall), minimum bulk ESS 343, not converged. Minimum ESS per CPU-second: 1.43x PyMC's
 from an empty cache, 2.7x from a filled one (PyMC's compilation and imports not counted).
+Again at load 1.6-3.2 (00:47-00:51 UTC): empty cache 91.2 s wall (70.2 s CPU), filled
+cache 60.6 s wall (38.9 s CPU), PyMC 34.7 s wall of sampling (28.0 s CPU, ESS 343):
+``EXP5: hce 91.2 s, PYMC 34.7 s, ratio 0.38 (min-ESS/s ratio 1.55, per CPU-second 1.62)``;
+the goal (< 60 s cold, >= 2x PyMC's min-ESS/s) is not shown met under that load.
 On 2 idle cores that CPU time is about 3.7 s imports + 12 s compilation (43 s from an empty
 cache) + 9 s sampling + 2 s diagnostics: about 27 s cold with a filled cache, about 60 s with
 an empty one; the idle machine was not available to confirm it this session.
