@@ -1,12 +1,13 @@
 """Run NUTS on a model with the fastest sampler installed, and check the result.
 
-``sampler="auto"`` takes nutpie when it imports (the ``fast`` extra) and PyMC's own NUTS
-otherwise: ``bench/bayes.py`` measured nutpie (with its low-rank mass matrix) at 2.6x
-(Experiment-5 size) and 9.8x (Experiment-2 size) the minimum bulk ESS per second of plain
-``pm.sample()`` on the same location-scale ordinal model (see docs/guide/scale.md). nutpie compiles a model with numba, which costs tens
-of seconds, so compiled models are kept in a small per-process cache keyed by the model's
-structure and shapes and refitted on new data with ``with_data`` (a simulation study then
-compiles once). PyMC's C backend caches its compiled code on disk by itself.
+``sampler="auto"`` takes nutpie when it imports (installed with hce) and PyMC's own NUTS
+otherwise: ``bench/bayes.py`` measured nutpie (with its low-rank mass matrix) at 2.7x the
+minimum bulk ESS per CPU-second of plain ``pm.sample()`` on the Experiment-5-size
+location-scale ordinal model, where PyMC did not converge. nutpie compiles a model with
+numba: 12 s of CPU, or 43 s while PyTensor's on-disk numba cache is empty (the first fit on
+a machine), so compiled models are also kept in a small per-process cache keyed by the
+model's structure and shapes and refitted on new data with ``with_data`` (a simulation
+study then compiles once). PyMC's C backend caches its compiled code on disk by itself.
 
 Neither sampler refuses a bad chain (nutpie runs no convergence check; PyMC only logs
 R-hat at INFO level), so :func:`diagnose` does it here.
@@ -34,6 +35,9 @@ if TYPE_CHECKING:  # ArviZ and PyMC load only when a model is sampled or checked
 
 SAMPLERS = ("auto", "nutpie", "pymc")
 RHAT_MAX = 1.01  # Vehtari et al. (2021)
+#: Warm-up steps per chain when ``tune=None``: each sampler's own default (nutpie's 300
+#: matched 1000 on Experiment 5 in 43% of the sampling time; bench/bayes.py)
+DEFAULT_TUNE = {"nutpie": 300, "pymc": 1000}
 ESS_MIN = 400  # bulk ESS, Vehtari et al. (2021): 100 per chain for 4 chains
 _CACHE_SIZE = 8
 _compiled: OrderedDict[Hashable, object] = OrderedDict()
@@ -49,7 +53,7 @@ def resolve_sampler(sampler: str) -> str:
     if sampler == "auto":
         return "nutpie" if importlib.util.find_spec("nutpie") is not None else "pymc"
     if sampler == "nutpie" and importlib.util.find_spec("nutpie") is None:
-        raise HceError('sampler="nutpie" needs the optional package: pip install "hce[fast]"')
+        raise HceError('sampler="nutpie" needs the package nutpie, installed with hce: pip install nutpie')
     return sampler
 
 
