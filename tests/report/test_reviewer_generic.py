@@ -275,6 +275,7 @@ def test_condition_ticks_never_overlap():
 
     from hce.report.figures import sd_by_condition
 
+    plt.close("all")  # figures other tests left open would make matplotlib warn on the 21st
     for names in (["plain [max_tokens 1000]", "plain [max_tokens 500]"],
                   [f"a_condition_with_a_long_name_{k} [max_tokens 1000]" for k in range(4)],
                   [f"cond_{k}" for k in range(12)]):  # fmt: skip
