@@ -76,8 +76,9 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
         A log file, or a directory of them (read recursively; Hive partition folders
         ``column=value`` become columns).
     engine : {"duckdb", "polars", "spark", "auto"}, default "duckdb"
-        ``"auto"`` picks DuckDB past :data:`AUTO_BYTES` on disk and pandas below (then the
-        validated pandas DataFrame of :func:`hce.read_log` is returned).
+        ``"auto"`` picks DuckDB past :data:`AUTO_BYTES` on disk; below it, and for
+        ``"pandas"``, the pandas DataFrame comes from :func:`hce.read_log` (with the same
+        ``engine=``), and this function refuses, saying so.
     check : bool, default True
         Check the log in the engine (one grouped pass over ``attempt_id``).
     memory : str, default "2GB"
@@ -111,11 +112,9 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
         raise LogFormatError(f"a lazy log reads one file or one directory of files, got {type(path).__name__}; "
                              "put the files in one directory")  # fmt: skip
     chosen = choose_engine(path, engine)
-    if chosen == "pandas":
-        from hce.log import read_log
-
-        files, _ = log_files(path)
-        return read_log(files)
+    if chosen == "pandas":  # the pandas reader is hce.read_log's, which calls this module: not called from here
+        raise LogFormatError(f"{path} is small enough for pandas (engine={engine!r}): read it with "
+                             f"hce.read_log(path, engine={engine!r}), which returns the pandas DataFrame")  # fmt: skip
     files, fmt = log_files(path)
     native = _open(chosen, Path(path), files, fmt, memory)
     return checked(native, str(path)) if check else native

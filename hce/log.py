@@ -128,9 +128,12 @@ def read_log(
     0      T1   14.0       False
     """
     if engine != "pandas" or (isinstance(path, (str, os.PathLike)) and Path(path).is_dir()):
-        from hce.engines import scan_log  # the lazy log of larger-than-memory files
+        from hce.engines import choose_engine, log_files, scan_log  # the lazy log of larger-than-memory files
 
-        return scan_log(path, engine=engine)
+        if not isinstance(path, (str, os.PathLike)) or choose_engine(path, engine) != "pandas":
+            return scan_log(path, engine=engine)
+        files = log_files(path)[0]  # a directory (or "auto" below the size limit) read in pandas
+        path = files[0] if len(files) == 1 and Path(path).is_file() else files
     if isinstance(path, (str, os.PathLike)):
         return _read_one(Path(path), format, columns)[0]
     paths = [Path(p) for p in path]

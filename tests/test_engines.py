@@ -80,6 +80,9 @@ def test_auto_reads_small_logs_into_pandas(tmp_path):
     assert (tmp_path / "log.parquet").stat().st_size < AUTO_BYTES
     assert choose_engine(tmp_path / "log.parquet", "auto") == "pandas"
     assert isinstance(hce.read_log(tmp_path / "log.parquet", engine="auto"), pd.DataFrame)
+    assert len(hce.read_log(tmp_path, engine="pandas")) == len(small_log())  # a directory, read in pandas
+    with pytest.raises(LogFormatError, match=r"small enough for pandas .* hce.read_log\(path, engine='auto'\)"):
+        scan_log(tmp_path / "log.parquet", engine="auto")  # the lazy opener leaves pandas to read_log
     with pytest.raises(LogFormatError, match="engine='sql' is not valid"):
         hce.read_log(tmp_path / "log.parquet", engine="sql")
 

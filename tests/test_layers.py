@@ -151,10 +151,6 @@ def test_the_graph_sees_the_study_layer_use_the_layers_below():
 #: files breaks it (and removes it here). A new circle fails the test, and so does a listed one
 #: that is gone, so the list only shrinks.
 KNOWN_CIRCLES = {
-    frozenset({"hce.engines", "hce.log"}):
-        "read_log(engine=...) calls engines.scan_log, whose pandas path calls read_log",
-    frozenset({"hce.stats._frames", "hce.stats._validate"}):
-        "_validate checks EngineFrames; _frames reads _validate's column names",
     frozenset({"hce.report.generic", "hce.report.scaled"}):
         "generic.report hands a lazy log to scaled.report_in_engine, which reuses generic's sections",
 }  # fmt: skip

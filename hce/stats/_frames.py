@@ -32,6 +32,9 @@ from hce.engines import known_unique
 from hce.errors import DataError
 
 _INF = float("inf")
+ATTEMPT_ID = "attempt_id"
+#: The long view's criterion column (``hce.log.to_long``): one attempt per criterion there.
+LONG_CRITERION = "criterion"
 
 
 def engine_frame(data: object) -> EngineFrame | None:
@@ -251,8 +254,6 @@ class EngineFrame:
         pandas' door (:func:`hce.stats._validate.refuse_repeated_attempts`), by a grouped
         count in the engine."""
         import narwhals as nw
-
-        from hce.stats._validate import ATTEMPT_ID, LONG_CRITERION
 
         if ATTEMPT_ID not in self.columns or ATTEMPT_ID in named or known_unique(self.native):
             return

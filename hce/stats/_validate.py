@@ -32,7 +32,7 @@ from hce._vocabulary import check_keywords
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._blas import one_blas_thread
-from hce.stats._frames import EngineFrame, engine_frame, refuse_rows
+from hce.stats._frames import ATTEMPT_ID, LONG_CRITERION, EngineFrame, engine_frame, refuse_rows  # noqa: F401 (re-exported)
 
 ERROR_DEFAULT = "error_flag"
 _UNSET = object()
@@ -155,9 +155,6 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
     return decorate
 
 
-ATTEMPT_ID = "attempt_id"
-#: The long view's criterion column (``hce.log.to_long``): one attempt per criterion there.
-LONG_CRITERION = "criterion"
 
 
 #: Immutable ``attempt_id`` storage found unique, by identity (hashing a million ids takes
