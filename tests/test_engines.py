@@ -103,3 +103,26 @@ def test_hce_report_in_duckdb_gives_the_pandas_report_numbers(tmp_path):
     conditions = pd.read_csv(tmp_path / "duckdb" / "tables" / "conditions.csv")
     assert conditions[["n_attempts", "n_errors"]].sum().tolist() == [len(log), int(log["error_flag"].sum())]
     assert "needs every attempt in memory" in (tmp_path / "duckdb" / "report.md").read_text()
+
+
+def test_a_binary_criterion_in_the_engine_report_is_analysed_as_binary_as_in_pandas(tmp_path):
+    # Issue 33: a 0/1 criterion gets no SD, rank tests or variance decomposition; the engine's
+    # report compares conditions by the same binomial GLMM as the in-memory one, from its cells.
+    log = small_log(n_items=12, n_conditions=2, n_attempts=4)
+    rng = np.random.default_rng(5)
+    log["stigma"] = (rng.random(len(log)) < np.where(log["condition_id"] == log["condition_id"].min(), 0.3, 0.6)).astype(float)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    partitioned(log, tmp_path / "parts")
+    runner = CliRunner()
+    in_pandas = runner.invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "pandas")])
+    in_duckdb = runner.invoke(app, ["report", str(tmp_path / "parts"), "--engine", "duckdb", "--out", str(tmp_path / "duckdb")])
+    assert in_duckdb.exit_code in (0, 1), in_duckdb.output
+    assert in_pandas.exit_code in (0, 1), in_pandas.output
+    produced = {p.stem for p in (tmp_path / "duckdb" / "tables").glob("stigma_*.csv")}
+    assert produced == {"stigma_binary", "stigma_condition_test", "stigma_condition_effects"}
+    for table in ("stigma_condition_test", "stigma_condition_effects"):
+        expected = pd.read_csv(tmp_path / "pandas" / "tables" / f"{table}.csv")
+        got = pd.read_csv(tmp_path / "duckdb" / "tables" / f"{table}.csv")
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9)
+    shares = pd.read_csv(tmp_path / "duckdb" / "tables" / "stigma_binary.csv")
+    assert shares["n_attempts_high"].sum() == int(log.loc[~log["error_flag"], "stigma"].sum())

@@ -143,7 +143,26 @@ def condition_effects(
     valid = log[~log["error_flag"].astype(bool) & log[column].notna()]
     cells = (valid.groupby([ITEM, CONDITION], observed=True, sort=True)[column].agg(["sum", "count"])
              .reset_index().rename(columns={"sum": "high", "count": "n"}))  # fmt: skip
-    cells["low"] = cells["n"] - cells["high"]
+    return cell_effects(cells, confidence=confidence, random_state=random_state)
+
+
+def cell_effects(
+    cells: pd.DataFrame, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """:func:`condition_effects` from its item x condition cells (``item_id``, ``condition_id``,
+    ``high``: valid attempts at the higher level, ``n``: valid attempts), the table an engine
+    returns for a log larger than memory (:mod:`hce.report.scaled`).
+
+    Examples
+    --------
+    >>> cells = pd.DataFrame({"item_id": [f"T{i}" for i in range(8) for _ in "ab"], "condition_id": list("ab") * 8,
+    ...                       "high": [3, 1, 2, 0, 3, 1, 1, 1, 2, 0, 3, 2, 2, 1, 3, 0], "n": 3})
+    >>> effects, omnibus, why = cell_effects(cells, random_state=0)
+    >>> row = effects.iloc[0]
+    >>> print(row["condition_id"], row["effect"], int(row["n_attempts_high"]), "of", int(row["n_attempts"]))
+    b odds ratio 6 of 24
+    """
+    cells = cells.assign(low=cells["n"] - cells["high"])
     levels = sorted(cells[CONDITION].astype(str).unique())
     if len(levels) < 2:
         raise DataError(f"fewer than two conditions with a valid score ({levels})")

@@ -25,6 +25,7 @@ import hce.stats as hs
 from hce.engines import column_kinds
 from hce.errors import DataError
 from hce.log import COLUMNS
+from hce.report.binary import binary_levels, cell_effects
 from hce.report.document import Report
 from hce.report.generic import (
     CONDITION,
@@ -41,6 +42,7 @@ from hce.report.generic import (
 )
 from hce.report.tables import Table
 from hce.rubric import Rubric, load_rubric
+from hce.stats._frames import engine_frame
 from hce.stats._resample import as_generator
 
 _ROW_LEVEL = "needs every attempt in memory, which a report in the log's engine does not load"
@@ -144,6 +146,10 @@ def _criterion(document: Report, context: _Context, log: Any, criterion: Criteri
     section = document.section(f"Criterion: {criterion.name}" + (f" ({criterion.column})" if criterion.name.lower() != criterion.column.lower() else ""))
     stem = _stem(criterion.column)
     context.progress(section.title)
+    cells = _binary_cells(log, criterion)
+    if cells is not None:  # 0/1 scores have no meaningful SD, rank tests of means or variance decomposition
+        _binary(section, context, criterion, stem, *cells)
+        return
 
     def spread_part() -> None:
         table = hs.item_spread(log, item=ITEM, condition=CONDITION, score=criterion.column, error="error_flag")
@@ -157,6 +163,57 @@ def _criterion(document: Report, context: _Context, log: Any, criterion: Criteri
         _attempt(context, section, f"tests of the {label}",
                  lambda value=value, label=label: _tests(section, context, spread, value, label, stem, criterion.name))  # fmt: skip
     _attempt(context, section, "variance decomposition", lambda: _variance(section, context, log, criterion, stem, spread))
+
+
+def _binary_cells(log: Any, criterion: Criterion) -> tuple[tuple, pd.DataFrame] | None:
+    """A two-level criterion's levels and item x condition cells (``high``, ``n`` valid attempts),
+    from one grouped pass in the engine; ``None`` for a criterion with more levels. Without a
+    rubric's scale the distinct values decide, as in :func:`hce.report.generic.report`."""
+    if criterion.scores is not None and len(criterion.scores) != 2:
+        return None
+    frame = engine_frame(log)
+    frame = frame.valid("error_flag") if "error_flag" in frame.columns else frame
+    if criterion.scores is None and frame.count_distinct(criterion.column) != 2:
+        return None  # one number back; the cells x values table only for a criterion that has two
+    counts = frame.value_counts([ITEM, CONDITION], criterion.column)
+    counts = counts[counts[criterion.column].notna()]
+    levels = binary_levels(counts[criterion.column], criterion.scores)
+    if levels is None:
+        return None
+    high = counts[criterion.column].astype(float) == float(levels[1])
+    cells = (counts.assign(high=np.where(high, counts["n"], 0)).groupby([ITEM, CONDITION], sort=True)
+             .agg(high=("high", "sum"), n=("n", "sum")).reset_index())  # fmt: skip
+    return levels, cells
+
+
+def _binary(section, context: _Context, criterion: Criterion, stem: str, levels: tuple, cells: pd.DataFrame) -> None:
+    """A two-level criterion from its cells: attempts at the higher level per condition, and the
+    conditions compared by the binomial GLMM (or its cluster fallback), as the in-memory report."""
+    low, high = map(str, levels)
+    section.add(f"{criterion.name} has two levels ({low}, {high}), so it is analysed as a binary outcome: the share of "
+                f"attempts at {high} and a binomial model of the conditions (no SD, rank tests of means or variance "
+                "decomposition, which describe a scale).")  # fmt: skip
+    shares = cells.groupby(CONDITION, sort=True).agg(n_items=(ITEM, "nunique"), n_attempts=("n", "sum"),
+                                                     n_attempts_high=("high", "sum")).reset_index()  # fmt: skip
+    shares["share_attempts"] = shares["n_attempts_high"] / shares["n_attempts"]
+    section.add(Table(shares, f"{criterion.name}: attempts at {high} per condition (descriptive; the comparison below "
+                      "accounts for attempts nested in items)", f"{stem}_binary", context.confidence))  # fmt: skip
+    for what in ("share of items at the higher level (majority of attempts) and flips", "nominal agreement (Fleiss' kappa)"):
+        context.skip(f"{section.title}: {what}", _ROW_LEVEL, _FIX)
+    if cells[CONDITION].nunique() < 2:
+        context.skip(f"{section.title}: comparison of conditions", "fewer than two conditions with a valid score",
+                     "compare conditions: log two or more condition_id values", applicable=False)  # fmt: skip
+        return
+
+    def tests() -> None:
+        effects, omnibus, why = cell_effects(cells, confidence=context.confidence, random_state=context.rng)
+        section.add(why, Table(omnibus, f"{criterion.name}: does the share at {high} differ between conditions?",
+                               f"{stem}_condition_test", context.confidence),
+                    Table(effects, f"{criterion.name}: each condition against {effects['reference'].iloc[0]} "
+                          f"({effects['effect'].iloc[0]} of an attempt at {high})", f"{stem}_condition_effects",
+                          context.confidence))  # fmt: skip
+
+    _attempt(context, section, f"comparison of the share at {high}", tests)
 
 
 def _variance(section, context: _Context, log: Any, criterion: Criterion, stem: str, spread: pd.DataFrame) -> None:
