@@ -579,8 +579,9 @@ def report(
     (a bad option value, an unreadable log) before any work.
     """
     from hce.engines import is_lazy_log
-    from hce.report.generic import NOT_COMPUTED, check_columns
+    from hce.report.generic import check_columns
     from hce.report.provenance import read_with_notes
+    from hce.report.sections import NOT_COMPUTED
 
     titled = {} if title is None else {"title": title}  # else each report's own default, as in Python
     with reported(), _progress() as progress:

@@ -27,19 +27,8 @@ from hce.errors import DataError
 from hce.log import COLUMNS
 from hce.report.binary import binary_levels, cell_effects
 from hce.report.document import Report
-from hce.report.generic import (
-    CONDITION,
-    ITEM,
-    Criterion,
-    _attempt,
-    _Context,
-    _criteria,
-    _stem,
-    _tests,
-    add_spread,
-    add_variance,
-    not_reported_section,
-)
+from hce.report.sections import CONDITION, ITEM, Criterion, _attempt, _Context, _criteria, _stem, _tests  # fmt: skip
+from hce.report.sections import add_spread, add_variance, not_reported_section
 from hce.report.tables import Table
 from hce.rubric import Rubric, load_rubric
 from hce.stats._frames import engine_frame

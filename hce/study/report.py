@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+import hce.stats as hs
 from hce._docstrings import fill_doc
 from hce._vocabulary import keywords_checked
-import hce.stats as hs
 from hce.collect.sim import SIM_FINGERPRINT
 from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
@@ -37,8 +37,9 @@ from hce.report import figures
 from hce.report import report as generic_report
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
-from hce.report.generic import check_columns, not_reported_section
+from hce.report.generic import check_columns
 from hce.report.provenance import log_notes, read_with_notes, separate_settings
+from hce.report.sections import not_reported_section
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator

@@ -6,7 +6,7 @@ import pytest
 import scipy.stats
 
 from hce.report import report
-from hce.report.generic import comparison_plan
+from hce.report.sections import comparison_plan
 from hce.rubric import Category, Level, Rubric
 
 
