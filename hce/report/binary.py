@@ -140,10 +140,17 @@ def condition_effects(
     DataError
         Fewer than two conditions with a valid score.
     """
+    return cell_effects(binary_cells(log, column), confidence=confidence, random_state=random_state)
+
+
+def binary_cells(log: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per item x condition: ``high`` (valid attempts at the higher level) and ``n`` (valid attempts).
+
+    ``log[column]`` holds 1/0/NaN (:func:`as_high`); flagged attempts are left out.
+    """
     valid = log[~log["error_flag"].astype(bool) & log[column].notna()]
-    cells = (valid.groupby([ITEM, CONDITION], observed=True, sort=True)[column].agg(["sum", "count"])
-             .reset_index().rename(columns={"sum": "high", "count": "n"}))  # fmt: skip
-    return cell_effects(cells, confidence=confidence, random_state=random_state)
+    return (valid.groupby([ITEM, CONDITION], observed=True, sort=True)[column].agg(["sum", "count"])
+            .reset_index().rename(columns={"sum": "high", "count": "n"}))  # fmt: skip
 
 
 def cell_effects(

@@ -32,9 +32,9 @@ from hce.log import COLUMNS
 from hce.report import figures
 from hce.report.binary import (
     as_high,
+    binary_cells,
     binary_levels,
     binary_summary,
-    condition_effects,
     nominal_agreement,
 )
 from hce.report.cost import cost_summary
@@ -54,6 +54,7 @@ from hce.report.sections import (
     _criteria,
     _stem,
     _tests,
+    add_condition_comparison,
     add_spread,
     add_variance,
     not_reported_section,
@@ -316,16 +317,7 @@ def _binary(section: Section, context: _Context, criterion: Criterion, stem: str
                           f"{stem}_binary", context.confidence))  # fmt: skip
 
     def tests() -> None:
-        if context.log.loc[context.log[column].notna(), CONDITION].nunique() < 2:
-            context.skip(f"{section.title}: comparison of conditions", "fewer than two conditions with a valid score",
-                         "compare conditions: log two or more condition_id values", applicable=False)  # fmt: skip
-            return
-        effects, omnibus, why = condition_effects(context.log, column, confidence=context.confidence, random_state=context.rng)
-        section.add(why, Table(omnibus, f"{criterion.name}: does the share at {high} differ between conditions?",
-                               f"{stem}_condition_test", context.confidence),
-                    Table(effects, f"{criterion.name}: each condition against {effects['reference'].iloc[0]} "
-                          f"({effects['effect'].iloc[0]} of an attempt at {high})", f"{stem}_condition_effects",
-                          context.confidence))  # fmt: skip
+        add_condition_comparison(section, context, criterion, stem, high, binary_cells(context.log, column))
 
     def agreement() -> None:
         table, skipped = nominal_agreement(context.log, column, confidence=context.confidence)

@@ -25,10 +25,10 @@ import hce.stats as hs
 from hce.engines import column_kinds
 from hce.errors import DataError
 from hce.log import COLUMNS
-from hce.report.binary import binary_levels, cell_effects
+from hce.report.binary import binary_levels
 from hce.report.document import Report
 from hce.report.sections import CONDITION, ITEM, Criterion, _attempt, _Context, _criteria, _stem, _tests  # fmt: skip
-from hce.report.sections import add_spread, add_variance, not_reported_section
+from hce.report.sections import add_condition_comparison, add_spread, add_variance, not_reported_section  # fmt: skip
 from hce.report.tables import Table
 from hce.rubric import Rubric, load_rubric
 from hce.stats._frames import engine_frame
@@ -189,20 +189,8 @@ def _binary(section, context: _Context, criterion: Criterion, stem: str, levels:
                       "accounts for attempts nested in items)", f"{stem}_binary", context.confidence))  # fmt: skip
     for what in ("share of items at the higher level (majority of attempts) and flips", "nominal agreement (Fleiss' kappa)"):
         context.skip(f"{section.title}: {what}", _ROW_LEVEL, _FIX)
-    if cells[CONDITION].nunique() < 2:
-        context.skip(f"{section.title}: comparison of conditions", "fewer than two conditions with a valid score",
-                     "compare conditions: log two or more condition_id values", applicable=False)  # fmt: skip
-        return
-
-    def tests() -> None:
-        effects, omnibus, why = cell_effects(cells, confidence=context.confidence, random_state=context.rng)
-        section.add(why, Table(omnibus, f"{criterion.name}: does the share at {high} differ between conditions?",
-                               f"{stem}_condition_test", context.confidence),
-                    Table(effects, f"{criterion.name}: each condition against {effects['reference'].iloc[0]} "
-                          f"({effects['effect'].iloc[0]} of an attempt at {high})", f"{stem}_condition_effects",
-                          context.confidence))  # fmt: skip
-
-    _attempt(context, section, f"comparison of the share at {high}", tests)
+    _attempt(context, section, f"comparison of the share at {high}",
+             lambda: add_condition_comparison(section, context, criterion, stem, high, cells))
 
 
 def _variance(section, context: _Context, log: Any, criterion: Criterion, stem: str, spread: pd.DataFrame) -> None:

@@ -23,7 +23,7 @@ import hce.stats as hs
 from hce.errors import DataError, HceError, HceWarning
 from hce.log import COLUMNS, text_among_numbers
 from hce.report import figures
-from hce.report.binary import binary_levels
+from hce.report.binary import binary_levels, cell_effects
 from hce.report.document import Figure, Report, Section
 from hce.report.tables import Table
 from hce.rubric import Rubric, load_rubric
@@ -264,3 +264,20 @@ def add_variance(section: Section, context: _Context, criterion: Criterion, stem
     )
 
 
+
+
+def add_condition_comparison(section: Section, context: _Context, criterion: Criterion, stem: str, high: str,
+                             cells: pd.DataFrame) -> None:  # fmt: skip
+    """Compare the conditions of a two-level criterion from its item x condition cells
+    (:func:`~hce.report.binary.cell_effects`: the binomial GLMM or its cluster fallback), or
+    record why not (fewer than two conditions)."""
+    if cells[CONDITION].nunique() < 2:
+        context.skip(f"{section.title}: comparison of conditions", "fewer than two conditions with a valid score",
+                     "compare conditions: log two or more condition_id values", applicable=False)  # fmt: skip
+        return
+    effects, omnibus, why = cell_effects(cells, confidence=context.confidence, random_state=context.rng)
+    section.add(why, Table(omnibus, f"{criterion.name}: does the share at {high} differ between conditions?",
+                           f"{stem}_condition_test", context.confidence),
+                Table(effects, f"{criterion.name}: each condition against {effects['reference'].iloc[0]} "
+                      f"({effects['effect'].iloc[0]} of an attempt at {high})", f"{stem}_condition_effects",
+                      context.confidence))  # fmt: skip
