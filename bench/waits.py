@@ -34,7 +34,11 @@ NUMBER = r"([0-9][0-9,]*\.?[0-9]*)"
 def run(script: str, *arguments: str) -> str:
     """Run ``bench/SCRIPT ARGUMENTS`` in a fresh interpreter, echoing and returning its stdout."""
     print(f"\n## python bench/{script} {' '.join(arguments)}", flush=True)
-    child = subprocess.Popen([sys.executable, str(HERE / script), *arguments], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, str(HERE / script), *arguments],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     lines = []
     for line in child.stdout:
         print(line, end="", flush=True)
@@ -48,10 +52,20 @@ def figures(pattern: str, text: str | None) -> list[float] | None:
     """Every number the first group of ``pattern`` captures in ``text`` (``None``: not run)."""
     if text is None:
         return None
-    return [float(m.group(1).replace(",", "")) for m in re.finditer(pattern, text, re.MULTILINE)]
+    return [
+        float(m.group(1).replace(",", ""))
+        for m in re.finditer(pattern, text, re.MULTILINE)
+    ]
 
 
-def verdict(label: str, values: list[float] | None, target: float, unit: str, *, at_least: bool = False) -> str:
+def verdict(
+    label: str,
+    values: list[float] | None,
+    target: float,
+    unit: str,
+    *,
+    at_least: bool = False,
+) -> str:
     """One summary line: the worst of ``values`` against ``target`` (``None``: its benchmark was skipped)."""
     if values is None:
         return f"{label}: skipped (--skip)"
@@ -65,12 +79,30 @@ def verdict(label: str, values: list[float] | None, target: float, unit: str, *,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", help="another hce tree, the peer of the report cases (bench/report.py --baseline)")
-    parser.add_argument("--runs", type=int, default=3, help="fresh runs of each start-up case and of the pilot report")
-    parser.add_argument("--skip", action="append", default=[], choices=["startup", "report", "reliability", "bayes"])
+    parser.add_argument(
+        "--baseline",
+        help="another hce tree, the peer of the report cases (bench/report.py --baseline)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="fresh runs of each start-up case and of the pilot report",
+    )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=["startup", "report", "reliability", "bayes"],
+    )
     args = parser.parse_args()
-    print(f"# cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}", flush=True)
-    out: dict[str, str | None] = {name: None for name in ("startup", "report", "reliability", "bayes")}
+    print(
+        f"# cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    out: dict[str, str | None] = {
+        name: None for name in ("startup", "report", "reliability", "bayes")
+    }
     if "startup" not in args.skip:
         out["startup"] = run("startup.py", "--runs", str(args.runs))
     if "report" not in args.skip:
@@ -81,22 +113,65 @@ def main() -> None:
     if "bayes" not in args.skip:
         out["bayes"] = run("bayes.py", "--cases", "exp5")
     lines = [
-        verdict("pilot report (270 rows, 9 criteria)", figures(rf"^pilot .*?: hce {NUMBER} s", out["report"]), 5, " s"),
-        verdict("hce --help, slowest command", figures(rf"--help: hce {NUMBER} s", out["startup"]), 0.5, " s"),
-        verdict("hce sim-server ready", figures(rf"sim-server printed its URL and answered: hce {NUMBER} s", out["startup"]),
-                1.5, " s"),
-        verdict("hce demo", figures(rf"^hce demo .*?: hce {NUMBER} s", out["report"]), 30, " s"),
-        verdict("study report, 20,000 attempts", figures(rf"^study-20k .*?: hce {NUMBER} s", out["report"]), 30, " s"),
-        verdict("Bayesian Exp-5 fit, empty compile cache",
-                figures(rf"^EXP5: hce {NUMBER} s", out["bayes"]), 60, " s"),
-        verdict("Bayesian Exp-5 min-ESS/s over plain PyMC", figures(rf"min-ESS/s ratio {NUMBER}", out["bayes"]), 2, "x",
-                at_least=True),
-        verdict("alpha from long data, 20 x 10,000", figures(rf"alpha long 20 x 10,000 .*?: {NUMBER}x", out["reliability"]),
-                5, "x", at_least=True),
+        verdict(
+            "pilot report (270 rows, 9 criteria)",
+            figures(rf"^pilot .*?: hce {NUMBER} s", out["report"]),
+            5,
+            " s",
+        ),
+        verdict(
+            "hce --help, slowest command",
+            figures(rf"--help: hce {NUMBER} s", out["startup"]),
+            0.5,
+            " s",
+        ),
+        verdict(
+            "hce sim-server ready",
+            figures(
+                rf"sim-server printed its URL and answered: hce {NUMBER} s",
+                out["startup"],
+            ),
+            1.5,
+            " s",
+        ),
+        verdict(
+            "hce demo",
+            figures(rf"^hce demo .*?: hce {NUMBER} s", out["report"]),
+            30,
+            " s",
+        ),
+        verdict(
+            "study report, 20,000 attempts",
+            figures(rf"^study-20k .*?: hce {NUMBER} s", out["report"]),
+            30,
+            " s",
+        ),
+        verdict(
+            "Bayesian Exp-5 fit, empty compile cache",
+            figures(rf"^EXP5: hce {NUMBER} s", out["bayes"]),
+            60,
+            " s",
+        ),
+        verdict(
+            "Bayesian Exp-5 min-ESS/s over plain PyMC",
+            figures(rf"min-ESS/s ratio {NUMBER}", out["bayes"]),
+            2,
+            "x",
+            at_least=True,
+        ),
+        verdict(
+            "alpha from long data, 20 x 10,000",
+            figures(rf"alpha long 20 x 10,000 .*?: {NUMBER}x", out["reliability"]),
+            5,
+            "x",
+            at_least=True,
+        ),
     ]
     converged = re.search(r"hce cold and converged: (\w+)", out["bayes"] or "")
     if converged and converged.group(1) != "True":
-        lines.append("Bayesian Exp-5 fit: did not converge (R-hat <= 1.01, bulk ESS >= 400, no divergences), NOT met")
+        lines.append(
+            "Bayesian Exp-5 fit: did not converge (R-hat <= 1.01, bulk ESS >= 400, no divergences), NOT met"
+        )
     print(f"\n# issue 35 targets (load average now {os.getloadavg()[0]:.1f})")
     print("\n".join(lines))
 
