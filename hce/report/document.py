@@ -204,6 +204,16 @@ class Report:
         return out
 
     def _write_files(self, out: Path, progress: Callable[[str], None]) -> None:
+        tables = [t for t in self.tables() if t.inline]  # the others go to CSV only, unformatted
+        for table in tables:  # formatted once for LaTeX, Markdown and HTML, not three times (issue 35)
+            table._shown = table.display_columns()
+        try:
+            self._write_formats(out, progress)
+        finally:
+            for table in tables:
+                table._shown = None
+
+    def _write_formats(self, out: Path, progress: Callable[[str], None]) -> None:
         (out / "tables").mkdir()
         (out / "figures").mkdir()
         progress(f"writing {len(self.tables())} tables")

@@ -148,3 +148,24 @@ def test_sd_figure_of_many_items_is_aggregated():
     assert figure.axes[0].collections == [] or all(len(c.get_offsets()) == 0 for c in figure.axes[0].collections)
     few = figures.sd_by_condition(spread.iloc[::100], condition="condition_id")
     assert sum(len(c.get_offsets()) for c in few.axes[0].collections) == 200
+
+
+def test_the_figures_style_is_seaborns_whitegrid_without_importing_seaborn():
+    # Issue 35: seaborn (0.2 s to import) is loaded only by a figure seaborn draws.
+    import seaborn as sns
+
+    assert figures.WHITEGRID == {k: v for k, v in sns.axes_style("whitegrid").items() if k != "image.cmap"}
+
+
+def test_tables_written_once_formatted_read_as_each_format_alone(tmp_path):
+    # Issue 35: a report formats each table once for LaTeX, Markdown and HTML; the files are what each writer gives alone.
+    report = report_with_everything()
+    table = report.tables()[0]
+    folder = report.write(tmp_path / "r")
+    assert table._shown is None  # nothing held after writing
+    assert (folder / "tables" / "exp2_sd.tex").read_text() == table.to_latex() + "\n"
+    assert table.to_markdown() in (folder / "report.md").read_text()
+    assert table.to_html() in (folder / "report.html").read_text()
+    shown = table.display_frame()  # the rows of the Markdown table are the displayed frame's
+    assert table.to_markdown().splitlines()[2:] == ["| " + " | ".join(shown.columns) + " |", "| --- | --- |",
+                                                    *("| " + " | ".join(row) + " |" for row in shown.itertuples(index=False))]

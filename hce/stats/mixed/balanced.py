@@ -307,11 +307,16 @@ def profile_interval(fit: StrataFit, j: int, confidence: float) -> tuple[float, 
         )
         return strata_deviance(fit, theta) - cutoff
 
+    def bound(value: float) -> float:  # the others held: never below ``excess``, and cheap
+        theta = fit.theta.copy()
+        theta[j] = value
+        return strata_deviance(fit, theta) - cutoff
+
     est = float(fit.theta[j])
     floor = 0.0 if j < len(fit.theta) - 1 else est * 1e-8
     # the component's own scale: the largest mean square over its coefficient
     scale = float(np.max(fit.ms)) / float(np.max(fit.design[:, j]))
-    return profile_search(excess, est, scale, floor)
+    return profile_search(excess, est, scale, floor, bound)
 
 
 def fixed_effects_parts(
