@@ -30,6 +30,7 @@ from matplotlib.figure import Figure as MplFigure  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
 from hce.errors import HceError  # noqa: E402
+from hce.report._beside import beside  # noqa: E402
 from hce.report.tables import Table  # noqa: E402
 
 #: A figure number a builder wrote at the start of a caption ("Figure 4: ", "Figure 4. ").
@@ -214,21 +215,28 @@ class Report:
                 table._shown = None
 
     def _write_formats(self, out: Path, progress: Callable[[str], None]) -> None:
+        """The files; on a second core a forked child writes the tables and SVGs meanwhile (:mod:`hce.report._beside`)."""
         (out / "tables").mkdir()
         (out / "figures").mkdir()
-        progress(f"writing {len(self.tables())} tables")
+        progress(f"writing {len(self.tables())} tables and {len(self.figures())} figures")
+        import matplotlib.backends.backend_svg  # noqa: F401  (imported before a fork, not in each process)
+
+        with beside(lambda: self._write_tables_and_svgs(out)) as other:
+            for figure in self.figures():
+                (out / "figures" / f"{figure.name}.png").write_bytes(figure.png())
+            progress("writing report.md and report.html")
+            (out / "report.md").write_text(self.to_markdown(), encoding="utf-8")
+            (out / "report.html").write_text(self.to_html(), encoding="utf-8")
+            other.result()
+        (out / MANIFEST).write_text("written by hce report; the folder is replaced as a whole on the next run\n", encoding="utf-8")
+
+    def _write_tables_and_svgs(self, out: Path) -> None:
         for table in self.tables():
             (out / "tables" / f"{table.name}.csv").write_text(table.to_csv(), encoding="utf-8")
             if table.inline:  # a per-item table (10,000 rows) is data for a reader's own analysis: CSV only
                 (out / "tables" / f"{table.name}.tex").write_text(table.to_latex() + "\n", encoding="utf-8")
-        progress(f"writing {len(self.figures())} figures")
         for figure in self.figures():
-            (out / "figures" / f"{figure.name}.png").write_bytes(figure.png())
             (out / "figures" / f"{figure.name}.svg").write_bytes(figure.svg())
-        progress("writing report.md and report.html")
-        (out / "report.md").write_text(self.to_markdown(), encoding="utf-8")
-        (out / "report.html").write_text(self.to_html(), encoding="utf-8")
-        (out / MANIFEST).write_text("written by hce report; the folder is replaced as a whole on the next run\n", encoding="utf-8")
 
 
 def _check_replaceable(out: Path, keep: tuple[str, ...]) -> None:

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from hce.report import figures
+from hce.report import _beside, figures
 from hce.report.document import Figure, Report
 from hce.report.tables import Table, describe, format_p
 
@@ -169,3 +169,11 @@ def test_tables_written_once_formatted_read_as_each_format_alone(tmp_path):
     shown = table.display_frame()  # the rows of the Markdown table are the displayed frame's
     assert table.to_markdown().splitlines()[2:] == ["| " + " | ".join(shown.columns) + " |", "| --- | --- |",
                                                     *("| " + " | ".join(row) + " |" for row in shown.itertuples(index=False))]
+
+
+def test_a_report_written_with_a_second_core_is_the_one_written_on_one(tmp_path, monkeypatch):
+    # Issue 35: tables and SVGs are written by a forked child where there is a second core.
+    forked = report_with_everything().write(tmp_path / "two")
+    monkeypatch.setattr(_beside, "can_fork", lambda: False)
+    alone = report_with_everything().write(tmp_path / "one")
+    assert digest(forked) == digest(alone)
