@@ -30,6 +30,7 @@ from hce.engines import is_lazy_log
 from hce.errors import DataError, HceError
 from hce.log import COLUMNS
 from hce.report import figures
+from hce.report._beside import beside
 from hce.report.binary import (
     as_high,
     binary_cells,
@@ -61,6 +62,7 @@ from hce.report.sections import (
 )
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
+from hce.stats._blas import one_blas_thread
 from hce.stats._resample import as_generator
 
 #: Condition attributes shown beside ``condition_id`` (never grouped on).
@@ -150,8 +152,7 @@ def report(
     overview = _attempts_section(document, context)
     overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *notes)
     _cost_section(document, context)
-    for criterion in criteria:
-        _criterion_section(document, context, criterion)
+    _criteria_sections(document, context)
     context.progress("calibration")
     _calibration_section(document, context)
     not_reported_section(document, context.not_reported, confidence)
@@ -262,6 +263,36 @@ def _cost_section(document: Report, context: _Context) -> None:
 
 
 # --- one criterion -------------------------------------------------------------------------
+
+
+def _criteria_sections(document: Report, context: _Context) -> None:
+    """A section per criterion, each drawing from its own random stream (spawned from the
+    report's generator), so its numbers do not depend on where it is computed: on an idle
+    second core the later criteria go to a forked child (:mod:`hce.report._beside`). The
+    first is computed before the fork, so the lazy imports and matplotlib's font caches are
+    loaded once for both processes."""
+    jobs = list(zip(context.criteria, context.rng.spawn(len(context.criteria))))
+    split = (len(jobs) + 2) // 2  # the parent's share, the first criterion included: 5 of 9
+
+    def later() -> tuple[list[Section], list[dict[str, str]]]:
+        return _sections(dataclasses.replace(context, progress=lambda _text: None), jobs[split:])
+
+    first = _sections(context, jobs[:1])
+    # One BLAS thread in both processes (the child inherits the limit): two OpenBLAS pools
+    # spinning on two cores would take the cores the two processes need (hce.stats._blas).
+    with one_blas_thread(), beside(later, fork=len(jobs) > split) as other:
+        here = _sections(context, jobs[1:split])
+    for sections, skipped in (first, here, other.result()):
+        document.sections.extend(sections)
+        context.not_reported.extend(skipped)
+
+
+def _sections(context: _Context, jobs: list[tuple[Criterion, np.random.Generator]]) -> tuple[list[Section], list[dict[str, str]]]:
+    """The criteria's sections and what they could not report, apart from any other."""
+    part, skipped = Report(""), []
+    for criterion, stream in jobs:
+        _criterion_section(part, dataclasses.replace(context, rng=stream, not_reported=skipped), criterion)
+    return part.sections, skipped
 
 
 def _criterion_section(document: Report, context: _Context, criterion: Criterion) -> None:
