@@ -59,6 +59,7 @@ from hce.report.sections import (
     add_spread,
     add_variance,
     not_reported_section,
+    per_criterion,
 )
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
@@ -266,32 +267,31 @@ def _cost_section(document: Report, context: _Context) -> None:
 
 
 def _criteria_sections(document: Report, context: _Context) -> None:
-    """A section per criterion, each drawing from its own random stream (spawned from the
-    report's generator), so its numbers do not depend on where it is computed: on an idle
-    second core the later criteria go to a forked child (:mod:`hce.report._beside`). The
-    first is computed before the fork, so the lazy imports and matplotlib's font caches are
-    loaded once for both processes."""
-    jobs = list(zip(context.criteria, context.rng.spawn(len(context.criteria))))
+    """A section per criterion (each with its own random stream: :func:`per_criterion`); on
+    an idle second core the later criteria go to a forked child (:mod:`hce.report._beside`).
+    The first is computed before the fork, so the lazy imports and matplotlib's font caches
+    are loaded once for both processes."""
+    jobs = per_criterion(context)
     split = (len(jobs) + 2) // 2  # the parent's share, the first criterion included: 5 of 9
 
     def later() -> tuple[list[Section], list[dict[str, str]]]:
-        return _sections(dataclasses.replace(context, progress=lambda _text: None), jobs[split:])
+        return _sections([(c, dataclasses.replace(k, progress=lambda _text: None)) for c, k in jobs[split:]])
 
-    first = _sections(context, jobs[:1])
+    first = _sections(jobs[:1])
     # One BLAS thread in both processes (the child inherits the limit): two OpenBLAS pools
     # spinning on two cores would take the cores the two processes need (hce.stats._blas).
     with one_blas_thread(), beside(later, fork=len(jobs) > split) as other:
-        here = _sections(context, jobs[1:split])
+        here = _sections(jobs[1:split])
     for sections, skipped in (first, here, other.result()):
         document.sections.extend(sections)
         context.not_reported.extend(skipped)
 
 
-def _sections(context: _Context, jobs: list[tuple[Criterion, np.random.Generator]]) -> tuple[list[Section], list[dict[str, str]]]:
+def _sections(jobs: list[tuple[Criterion, _Context]]) -> tuple[list[Section], list[dict[str, str]]]:
     """The criteria's sections and what they could not report, apart from any other."""
     part, skipped = Report(""), []
-    for criterion, stream in jobs:
-        _criterion_section(part, dataclasses.replace(context, rng=stream, not_reported=skipped), criterion)
+    for criterion, context in jobs:
+        _criterion_section(part, dataclasses.replace(context, not_reported=skipped), criterion)
     return part.sections, skipped
 
 
