@@ -105,7 +105,9 @@ def report(
         A report of the simulated judge says so in its title, whatever is passed.
     %(confidence)s
     %(random_state)s
-        One generator serves the whole report; ``hce report`` passes ``--seed`` (default 0).
+        One generator serves the whole report, each criterion drawing from a stream spawned
+        from it (its numbers do not depend on the other criteria); ``hce report`` passes
+        ``--seed`` (default 0).
     progress : callable, optional
         Called with the name of each part before it is computed (``hce report`` shows it).
 
