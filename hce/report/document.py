@@ -223,8 +223,6 @@ class Report:
         progress(f"writing {len(self.tables())} tables and {len(figures)} figures")
         import matplotlib.backends.backend_svg  # noqa: F401  (imported before a fork, not in each process)
 
-        for figure in figures:  # each figure's box measured once, before a fork, for both files
-            figure._tight()
         half = (len(figures) + 1) // 2  # the tables go with the other half
 
         def tables_and_later_figures() -> list[bytes]:
