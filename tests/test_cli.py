@@ -188,8 +188,8 @@ def test_hce_report_ends_without_the_interpreters_teardown_and_loses_no_output(t
     import sys
 
     log = _three_prompt_log(tmp_path, "my_eval", 6, 3, error_rate=0)
-    command = [sys.executable, "-c", "import atexit; atexit.register(print, 'atexit ran'); "
-               "from hce.cli import main; main()", "report", str(log), "--out", str(tmp_path / "rep")]  # fmt: skip
+    code = "import atexit; atexit.register(print, 'atexit ran'); from hce.cli import main; main()"
+    command = [sys.executable, "-c", code, "report", str(log), "--out", str(tmp_path / "rep")]
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"wrote {tmp_path / 'rep' / 'report.html'} and {tmp_path / 'rep' / 'report.md'}",
