@@ -55,13 +55,24 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
     LaTeX, Markdown and HTML, not three times (0.3 s).
   - The second core (``hce.report._beside``): with an idle second core (1-minute load below
     1.5 on 2 cores) the first criterion runs, then a forked child computes 4 of the other 8
-    while the parent computes 4, and in writing a forked child writes the tables and SVGs
-    while the parent renders the PNGs, Markdown and HTML. Each criterion draws from its own
+    while the parent computes 4, and in writing a forked child writes the tables and half of
+    the figures (PNG and SVG, its PNGs handed back for the HTML) while the parent writes the
+    other half and the Markdown. Each criterion draws from its own
     spawned stream, so both ways give the same bytes (tests/report/test_generic.py). On a
     busy machine it stays on one core: the scheduler gives a session's processes one share,
     so a child only takes turns with its parent, and forking made writing slower (at load 9:
     7.2 s wall against 4.4 s).
-  PILOT_RESULT
+  - ``hce report`` ends with ``os._exit`` once its files are written (after the atexit
+    handlers and a flush): the interpreter's teardown took 0.5-0.8 s after the pilot.
+  As ``hce report`` in a fresh process: ``python bench/report.py --pilot-only --baseline DIR
+  --runs 3`` at load 6 on 2 cores (no idle core, so no fork): hce 17.1 s wall (8.2 s of CPU)
+  against main's 18.7 s (9.2 s). To see what an idle machine gives, the same commands with
+  this session's CPU share raised over the others' (``echo -15 > /proc/self/autogroup``,
+  then 0 again; load 6 from the others) and the fork forced (``_beside.can_fork = lambda:
+  True`` before ``main()``, as the load test would decide on an idle machine), 3 runs taking
+  turns: main 6.5 / 7.2 / 7.6 s wall (6.5-7.6 s of CPU), hce forked 4.6 / 4.8 / 5.3 s (5.8-6.9 s
+  of CPU in both processes), hce on one core 5.6 / 6.0 / 6.0 s. So under 5 s on an idle
+  2-core machine (best 4.6 s, median 4.8 s), 5.6 s on one core.
   Left: matplotlib, ~150 ms of CPU a figure (build with tight_layout 50 ms, PNG 67 ms of
   which zlib 20 ms, SVG 51 ms: the text layout, FreeType's set_text and a font-table
   lookup per text per draw); imports 1.2-1.6 s (scipy.stats 0.6 s, matplotlib 0.4 s, pandas
