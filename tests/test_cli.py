@@ -179,3 +179,21 @@ def test_example_writes_the_demo_dialogues_as_a_designs_inputs(tmp_path):
     assert rows[0]["text"] == (tmp_path / "transcripts" / "DEMO01.txt").read_text()
     too_many = runner.invoke(app, ["example", "-o", str(tmp_path), "--n", "99"])
     assert too_many.exit_code == 2 and "n must be between 1 and 24" in too_many.output
+
+
+def test_hce_report_ends_without_the_interpreters_teardown_and_loses_no_output(tmp_path):
+    # Issue 35: after its files are written `hce report` exits at once (os._exit after the atexit
+    # handlers and a flush): the exit status, the printed lines and the files are all there.
+    import subprocess
+    import sys
+
+    log = _three_prompt_log(tmp_path, "my_eval", 6, 3, error_rate=0)
+    code = "import atexit; atexit.register(print, 'atexit ran'); from hce.cli import main; main()"
+    command = [sys.executable, "-c", code, "report", str(log), "--out", str(tmp_path / "rep")]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"wrote {tmp_path / 'rep' / 'report.html'} and {tmp_path / 'rep' / 'report.md'}",
+                                        "atexit ran"]  # fmt: skip
+    assert "not reported (not applicable): Calibration: the log has no token logprobs" in done.stderr
+    assert (tmp_path / "rep" / "report.html").read_text().rstrip().endswith("</html>")
+    assert (tmp_path / "rep" / ".hce-report").is_file()

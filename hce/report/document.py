@@ -30,6 +30,7 @@ from matplotlib.figure import Figure as MplFigure  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
 from hce.errors import HceError  # noqa: E402
+from hce.report._beside import beside  # noqa: E402
 from hce.report.tables import Table  # noqa: E402
 
 #: A figure number a builder wrote at the start of a caption ("Figure 4: ", "Figure 4. ").
@@ -204,21 +205,52 @@ class Report:
         return out
 
     def _write_files(self, out: Path, progress: Callable[[str], None]) -> None:
+        tables = [t for t in self.tables() if t.inline]  # the others go to CSV only, unformatted
+        for table in tables:  # formatted once for LaTeX, Markdown and HTML, not three times (issue 35)
+            table._shown = table.display_columns()
+        try:
+            self._write_formats(out, progress)
+        finally:
+            for table in tables:
+                table._shown = None
+
+    def _write_formats(self, out: Path, progress: Callable[[str], None]) -> None:
+        """The files; on an idle second core a forked child writes the tables and half of the
+        figures meanwhile, and hands back those figures' PNGs for the HTML (:mod:`hce.report._beside`)."""
         (out / "tables").mkdir()
         (out / "figures").mkdir()
-        progress(f"writing {len(self.tables())} tables")
+        figures = self.figures()
+        progress(f"writing {len(self.tables())} tables and {len(figures)} figures")
+        import matplotlib.backends.backend_svg  # noqa: F401  (imported before a fork, not in each process)
+
+        half = (len(figures) + 1) // 2  # the tables go with the other half
+
+        def tables_and_later_figures() -> list[bytes]:
+            self._write_tables(out)
+            return _write_figures(figures[half:], out)
+
+        with beside(tables_and_later_figures) as other:
+            _write_figures(figures[:half], out)
+            progress("writing report.md and report.html")
+            (out / "report.md").write_text(self.to_markdown(), encoding="utf-8")
+        for figure, png in zip(figures[half:], other.result()):
+            figure._png = png  # rendered once, for the file and the page
+        (out / "report.html").write_text(self.to_html(), encoding="utf-8")
+        (out / MANIFEST).write_text("written by hce report; the folder is replaced as a whole on the next run\n", encoding="utf-8")
+
+    def _write_tables(self, out: Path) -> None:
         for table in self.tables():
             (out / "tables" / f"{table.name}.csv").write_text(table.to_csv(), encoding="utf-8")
             if table.inline:  # a per-item table (10,000 rows) is data for a reader's own analysis: CSV only
                 (out / "tables" / f"{table.name}.tex").write_text(table.to_latex() + "\n", encoding="utf-8")
-        progress(f"writing {len(self.figures())} figures")
-        for figure in self.figures():
-            (out / "figures" / f"{figure.name}.png").write_bytes(figure.png())
-            (out / "figures" / f"{figure.name}.svg").write_bytes(figure.svg())
-        progress("writing report.md and report.html")
-        (out / "report.md").write_text(self.to_markdown(), encoding="utf-8")
-        (out / "report.html").write_text(self.to_html(), encoding="utf-8")
-        (out / MANIFEST).write_text("written by hce report; the folder is replaced as a whole on the next run\n", encoding="utf-8")
+
+
+def _write_figures(figures: list[Figure], out: Path) -> list[bytes]:
+    """Each figure's PNG and SVG file; returns the PNGs."""
+    for figure in figures:
+        (out / "figures" / f"{figure.name}.png").write_bytes(figure.png())
+        (out / "figures" / f"{figure.name}.svg").write_bytes(figure.svg())
+    return [figure.png() for figure in figures]
 
 
 def _check_replaceable(out: Path, keep: tuple[str, ...]) -> None:

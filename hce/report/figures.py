@@ -1,4 +1,8 @@
-"""Seaborn figures for the study report, readable in greyscale (no colour carries meaning)."""
+"""Figures for the reports, readable in greyscale (no colour carries meaning).
+
+matplotlib draws them; seaborn (0.2 s to import) is imported only by the figures it draws
+(:func:`reliability_diagram`), so a report without one never loads it (issue 35).
+"""
 
 from __future__ import annotations
 
@@ -11,12 +15,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from hce._checks import require_columns  # noqa: E402
 
 _LINES = ("-", "--", ":", "-.")
+#: seaborn 0.13's ``axes_style("whitegrid")``, less its colormap (no figure here draws an image).
+WHITEGRID = {
+    "axes.axisbelow": True, "axes.edgecolor": ".8", "axes.facecolor": "white", "axes.grid": True,
+    "axes.labelcolor": ".15", "axes.spines.bottom": True, "axes.spines.left": True, "axes.spines.right": True,
+    "axes.spines.top": True, "figure.facecolor": "white", "font.family": ["sans-serif"],
+    "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"],
+    "grid.color": ".8", "grid.linestyle": "-", "lines.solid_capstyle": "round", "patch.edgecolor": "w",
+    "patch.force_edgecolor": True, "text.color": ".15", "xtick.bottom": False, "xtick.color": ".15",
+    "xtick.direction": "out", "xtick.top": False, "ytick.color": ".15", "ytick.direction": "out", "ytick.left": False,
+    "ytick.right": False,
+}  # fmt: skip
 #: Most items per condition drawn as points in :func:`sd_by_condition`.
 MAX_POINTS = 500
 
@@ -65,7 +79,7 @@ def _set_condition_ticks(fig: Figure, ax: plt.Axes, names: Sequence[str]) -> Non
 
 
 def _axes(width: float = 6.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
-    with sns.axes_style("whitegrid"):
+    with plt.rc_context(WHITEGRID):
         fig, ax = plt.subplots(figsize=(width, height))
     return fig, ax
 
@@ -205,6 +219,8 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
         ecolor="black",
         elinewidth=0.8,
     )
+    import seaborn as sns  # here only: see the module notes
+
     # Greyscale, so the figure reads the same printed in black and white.
     sns.lineplot(data=table, x="mean_prob", y="estimate", ax=ax, marker=None, label=label, sort=True, color="0.2")
     sns.scatterplot(data=table, x="mean_prob", y="estimate", size="n", ax=ax, legend=False, color="0.2")

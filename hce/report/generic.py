@@ -30,6 +30,7 @@ from hce.engines import is_lazy_log
 from hce.errors import DataError, HceError
 from hce.log import COLUMNS
 from hce.report import figures
+from hce.report._beside import beside
 from hce.report.binary import (
     as_high,
     binary_cells,
@@ -58,9 +59,11 @@ from hce.report.sections import (
     add_spread,
     add_variance,
     not_reported_section,
+    per_criterion,
 )
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
+from hce.stats._blas import one_blas_thread
 from hce.stats._resample import as_generator
 
 #: Condition attributes shown beside ``condition_id`` (never grouped on).
@@ -102,7 +105,9 @@ def report(
         A report of the simulated judge says so in its title, whatever is passed.
     %(confidence)s
     %(random_state)s
-        One generator serves the whole report; ``hce report`` passes ``--seed`` (default 0).
+        One generator serves the whole report, each criterion drawing from a stream spawned
+        from it (its numbers do not depend on the other criteria); ``hce report`` passes
+        ``--seed`` (default 0).
     progress : callable, optional
         Called with the name of each part before it is computed (``hce report`` shows it).
 
@@ -150,8 +155,7 @@ def report(
     overview = _attempts_section(document, context)
     overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *notes)
     _cost_section(document, context)
-    for criterion in criteria:
-        _criterion_section(document, context, criterion)
+    _criteria_sections(document, context)
     context.progress("calibration")
     _calibration_section(document, context)
     not_reported_section(document, context.not_reported, confidence)
@@ -262,6 +266,35 @@ def _cost_section(document: Report, context: _Context) -> None:
 
 
 # --- one criterion -------------------------------------------------------------------------
+
+
+def _criteria_sections(document: Report, context: _Context) -> None:
+    """A section per criterion (each with its own random stream: :func:`per_criterion`); on
+    an idle second core the later criteria go to a forked child (:mod:`hce.report._beside`).
+    The first is computed before the fork, so the lazy imports and matplotlib's font caches
+    are loaded once for both processes."""
+    jobs = per_criterion(context)
+    split = (len(jobs) + 2) // 2  # the parent's share, the first criterion included: 5 of 9
+
+    def later() -> tuple[list[Section], list[dict[str, str]]]:
+        return _sections([(c, dataclasses.replace(k, progress=lambda _text: None)) for c, k in jobs[split:]])
+
+    first = _sections(jobs[:1])
+    # One BLAS thread in both processes (the child inherits the limit): two OpenBLAS pools
+    # spinning on two cores would take the cores the two processes need (hce.stats._blas).
+    with one_blas_thread(), beside(later, fork=len(jobs) > split) as other:
+        here = _sections(jobs[1:split])
+    for sections, skipped in (first, here, other.result()):
+        document.sections.extend(sections)
+        context.not_reported.extend(skipped)
+
+
+def _sections(jobs: list[tuple[Criterion, _Context]]) -> tuple[list[Section], list[dict[str, str]]]:
+    """The criteria's sections and what they could not report, apart from any other."""
+    part, skipped = Report(""), []
+    for criterion, context in jobs:
+        _criterion_section(part, dataclasses.replace(context, not_reported=skipped), criterion)
+    return part.sections, skipped
 
 
 def _criterion_section(document: Report, context: _Context, criterion: Criterion) -> None:

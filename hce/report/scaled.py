@@ -27,7 +27,7 @@ from hce.errors import DataError
 from hce.log import COLUMNS
 from hce.report.binary import binary_levels
 from hce.report.document import Report
-from hce.report.sections import CONDITION, ITEM, Criterion, _attempt, _Context, _criteria, _stem, _tests  # fmt: skip
+from hce.report.sections import CONDITION, ITEM, Criterion, _attempt, _Context, _criteria, _stem, _tests, per_criterion  # fmt: skip
 from hce.report.sections import add_condition_comparison, add_spread, add_variance, not_reported_section  # fmt: skip
 from hce.report.tables import Table
 from hce.rubric import Rubric, load_rubric
@@ -104,8 +104,8 @@ def report_in_engine(
     overview = document.section("Attempts and errors by condition")
     overview.add(*notes, "Computed in the log's engine: only per item x condition tables came back to memory.")
     spreads: dict[str, pd.DataFrame] = {}
-    for criterion in criteria:
-        _criterion(document, context, log, criterion, spreads)
+    for criterion, own in per_criterion(context):  # the in-memory report's random streams
+        _criterion(document, own, log, criterion, spreads)
     if spreads:
         table = _attempts(next(iter(spreads.values())))
         overview.add(Table(table, "Attempts, items and errors per condition", "conditions", confidence))

@@ -13,7 +13,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,22 @@ class _Context:
         """Record a part not written: ``applicable=False`` when the log holds nothing for it."""
         self.not_reported.append({"section": section, "status": NOT_COMPUTED if applicable else NOT_APPLICABLE,
                                   "reason": reason, "fix": fix})  # fmt: skip
+
+
+def per_criterion(context: _Context) -> list[tuple[Criterion, _Context]]:
+    """Each criterion with the context to compute it in: its own random stream, spawned from
+    the report's generator, so its numbers depend neither on the criteria before it nor on
+    the process or engine that computes it (issue 35: the in-memory report computes some
+    criteria in a forked child; an engine's report gives the same numbers).
+
+    Examples
+    --------
+    >>> context = _Context(pd.DataFrame(), [Criterion("a", "a"), Criterion("b", "b")], 0.95, np.random.default_rng(0))
+    >>> [(c.column, type(k.rng).__name__) for c, k in per_criterion(context)]
+    [('a', 'Generator'), ('b', 'Generator')]
+    """
+    streams = context.rng.spawn(len(context.criteria))
+    return [(criterion, replace(context, rng=stream)) for criterion, stream in zip(context.criteria, streams)]
 
 
 def not_reported_section(document: Report, skipped: Sequence[dict[str, str]], confidence: float = 0.95) -> None:

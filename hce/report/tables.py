@@ -244,6 +244,9 @@ class Table:
     digits: int = 2
     notes: list[str] = field(default_factory=list)
     inline: bool = True
+    #: :meth:`display_columns`, held while :meth:`hce.report.document.Report.write` writes the
+    #: table in three formats (formatting each cell is most of a small table's writing).
+    _shown: list[tuple[str, list[str], bool]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def display_frame(self) -> pd.DataFrame:
         """Strings as printed, under headers in words (:func:`header`).
@@ -264,6 +267,8 @@ class Table:
         Text columns are set left-aligned, numbers right-aligned (HTML, LaTeX, Word). Two
         columns that would get one header keep their own names instead, so neither hides the other.
         """
+        if self._shown is not None:
+            return self._shown
         out = self._display_columns()
         names = [name for name, _, _ in out]
         raw = [c for c in self.data.columns if c not in self._hidden()]
@@ -311,10 +316,11 @@ class Table:
         return out
 
     def to_markdown(self) -> str:
-        frame = self.display_frame()
-        header_line = "| " + " | ".join(_escape_md(c) for c in frame.columns) + " |"
-        rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
-        body = ["| " + " | ".join(_escape_md(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+        columns = self.display_columns()
+        header_line = "| " + " | ".join(_escape_md(name) for name, _, _ in columns) + " |"
+        rule = "| " + " | ".join("---" for _ in columns) + " |"
+        body = ["| " + " | ".join(_escape_md(cells[i]) for _, cells, _ in columns) + " |"
+                for i in range(len(columns[0][1]) if columns else 0)]
         lines = [f"**{self.caption}**", "", header_line, rule, *body]
         lines += [""] + [f"*{note}*" for note in self.notes] if self.notes else []
         return "\n".join(lines)

@@ -1,11 +1,12 @@
 import hashlib
 import io
 import re
+import sys
 
 import numpy as np
 import pandas as pd
 
-from hce.report import figures
+from hce.report import _beside, figures
 from hce.report.document import Figure, Report
 from hce.report.tables import Table, describe, format_p
 
@@ -148,3 +149,33 @@ def test_sd_figure_of_many_items_is_aggregated():
     assert figure.axes[0].collections == [] or all(len(c.get_offsets()) == 0 for c in figure.axes[0].collections)
     few = figures.sd_by_condition(spread.iloc[::100], condition="condition_id")
     assert sum(len(c.get_offsets()) for c in few.axes[0].collections) == 200
+
+
+def test_the_figures_style_is_seaborns_whitegrid_without_importing_seaborn():
+    # Issue 35: seaborn (0.2 s to import) is loaded only by a figure seaborn draws.
+    import seaborn as sns
+
+    assert figures.WHITEGRID == {k: v for k, v in sns.axes_style("whitegrid").items() if k != "image.cmap"}
+
+
+def test_tables_written_once_formatted_read_as_each_format_alone(tmp_path):
+    # Issue 35: a report formats each table once for LaTeX, Markdown and HTML; the files are what each writer gives alone.
+    report = report_with_everything()
+    table = report.tables()[0]
+    folder = report.write(tmp_path / "r")
+    assert table._shown is None  # nothing held after writing
+    assert (folder / "tables" / "exp2_sd.tex").read_text() == table.to_latex() + "\n"
+    assert table.to_markdown() in (folder / "report.md").read_text()
+    assert table.to_html() in (folder / "report.html").read_text()
+    shown = table.display_frame()  # the rows of the Markdown table are the displayed frame's
+    assert table.to_markdown().splitlines()[2:] == ["| " + " | ".join(shown.columns) + " |", "| --- | --- |",
+                                                    *("| " + " | ".join(row) + " |" for row in shown.itertuples(index=False))]
+
+
+def test_a_report_written_with_a_second_core_is_the_one_written_on_one(tmp_path, monkeypatch):
+    # Issue 35: tables and SVGs are written by a forked child where there is a second core.
+    monkeypatch.setattr(_beside, "can_fork", lambda: sys.platform.startswith("linux"))  # as if idle
+    forked = report_with_everything().write(tmp_path / "two")
+    monkeypatch.setattr(_beside, "can_fork", lambda: False)
+    alone = report_with_everything().write(tmp_path / "one")
+    assert digest(forked) == digest(alone)

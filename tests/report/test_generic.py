@@ -1,5 +1,7 @@
 """The report of any attempt log (hce.report.report): sections from what the log holds."""
 
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -191,3 +193,20 @@ def test_a_binary_criterion_gets_shares_with_wilson_intervals_flips_and_kappa():
     assert "Stigma has two levels (0, 1), so it is analysed as a binary outcome" in markdown
     stigma = markdown.split("## Criterion: Stigma", 1)[1].split("\n## ", 1)[0]
     assert "ICC(" not in stigma and "Median SD" not in stigma
+
+
+def test_criteria_computed_in_a_forked_child_give_the_report_computed_alone(tmp_path, monkeypatch):
+    # Issue 35: on an idle second core the later criteria go to a forked child; each criterion
+    # draws from its own spawned stream, so the files are the same bytes either way.
+    from hce.report import _beside
+
+    log = _log().assign(clarity=lambda d: d["accurate"].where(d["item_id"] != "T01", 3), brief=lambda d: 6 - d["accurate"])
+    monkeypatch.setattr(_beside, "can_fork", lambda: sys.platform.startswith("linux"))  # as if idle
+    forked = report(log, out=tmp_path / "two", random_state=3)
+    monkeypatch.setattr(_beside, "can_fork", lambda: False)
+    alone = report(log, out=tmp_path / "one", random_state=3)
+    assert [s.title for s in forked.sections] == [s.title for s in alone.sections]
+    assert forked.not_reported == alone.not_reported
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+    assert len(files) > 20
+    assert all((tmp_path / "two" / f).read_bytes() == (tmp_path / "one" / f).read_bytes() for f in files)

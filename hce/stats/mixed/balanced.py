@@ -301,17 +301,26 @@ def profile_interval(fit: StrataFit, j: int, confidence: float) -> tuple[float, 
     a = fit.design[fit.informative]
     cutoff = strata_deviance(fit, fit.theta) + stats.chi2.ppf(confidence, 1)
 
+    seen = [(float(fit.theta[j]), fit.theta)]  # (value, optimum) profiled so far
+
     def excess(value: float) -> float:
-        theta, _ = _maximise(
-            a, fit.ms * fit.df, fit.df, fit.ms, start=fit.theta.copy(), fix=(j, value)
-        )
+        # started from the optimum at the nearest value profiled so far, not the estimate:
+        # the search steps outward and brentq closes in, so that start is a step away (issue 35)
+        start = min(seen, key=lambda known: abs(known[0] - value))[1].copy()
+        theta, _ = _maximise(a, fit.ms * fit.df, fit.df, fit.ms, start=start, fix=(j, value))
+        seen.append((value, theta))
+        return strata_deviance(fit, theta) - cutoff
+
+    def bound(value: float) -> float:  # the others held: never below ``excess``, and cheap
+        theta = fit.theta.copy()
+        theta[j] = value
         return strata_deviance(fit, theta) - cutoff
 
     est = float(fit.theta[j])
     floor = 0.0 if j < len(fit.theta) - 1 else est * 1e-8
     # the component's own scale: the largest mean square over its coefficient
     scale = float(np.max(fit.ms)) / float(np.max(fit.design[:, j]))
-    return profile_search(excess, est, scale, floor)
+    return profile_search(excess, est, scale, floor, bound)
 
 
 def fixed_effects_parts(
