@@ -723,6 +723,8 @@ def main() -> None:
     except SystemExit as done:
         if not _AFTER["quick_exit"]:
             raise
+        if done.code is not None and not isinstance(done.code, int):
+            print(done.code, file=sys.stderr)  # as the interpreter prints a message exit
         atexit._run_exitfuncs()  # what the interpreter runs at exit (logging's flush, temporary files)
         sys.stdout.flush()
         sys.stderr.flush()
