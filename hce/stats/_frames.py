@@ -11,10 +11,8 @@ squares, value counts). A statistic declares how it reads another engine's frame
 
 * a callable ``engine(frame: EngineFrame, **arguments)``: the statistic's summaries are
   computed in the engine and only they come back (``item_spread``, ``variance_components``,
-  ``icc``, ``krippendorff_alpha``, the kappas and agreement, the calibration metrics);
-* ``"columns"``: the statistic needs one value per row of a few columns (``strict_agreement``,
-  ``icc_groups``, ``reliability_table``), so only those columns come back, and the pandas
-  path runs on them, with its checks and numbers;
+  ``icc`` and ``icc_groups``, ``krippendorff_alpha``, the kappas and agreement, strict
+  agreement, the calibration metrics and the reliability table);
 * nothing: the statistic needs the whole frame (models with slopes, bootstraps over rows,
   Bayesian fits) and refuses it, naming the alternatives.
 
@@ -106,10 +104,6 @@ class EngineFrame:
         """Whether ``column`` holds numbers (booleans count, as pandas' door counts them)."""
         dtype = self.schema[column]
         return bool(dtype.is_numeric() or dtype == _boolean())
-
-    def collect(self, columns: Sequence[str]) -> pd.DataFrame:
-        """Only ``columns``, every row, as pandas (for statistics of one value per row)."""
-        return self.frame.select(list(dict.fromkeys(columns))).collect().to_pandas()
 
     def count_rows(self) -> int:
         """How many rows (one pass, nothing else comes back)."""

@@ -614,8 +614,65 @@ def percent_agreement(
 
 
 
+def _refuse_non_binary(score: str, value: object) -> None:
+    raise DataError(f"column {score!r} must hold 0/1 or booleans; found {value!r}")
+
+
+def _strict_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, confidence: float) -> pd.DataFrame:
+    """:func:`strict_agreement` of a frame of another engine: per target, its ratings and
+    ones, reduced in the engine to four counts (targets rated by every rater, and among
+    them those all 1, all 0; the ratings)."""
+    import narwhals as nw
+
+    check_confidence(confidence)
+    ratings = rated(frame, item, rater, score, numeric=True)
+    y = nw.col(score).cast(nw.Float64)
+    rows = ratings.frame.frame.with_columns(y.alias("_y"))
+    bad = rows.filter(~nw.col("_y").is_in([0.0, 1.0])).select(nw.len().alias("n"), nw.col("_y").min().alias("value"))
+    bad = bad.collect().to_pandas().iloc[0]
+    if bad["n"]:
+        _refuse_non_binary(score, float(bad["value"]))
+    full = nw.col("_n") == ratings.n_raters
+    found = (
+        rows.group_by(item).agg(nw.len().alias("_n"), nw.col("_y").sum().alias("_ones"))
+        .select(nw.col("_n").sum().alias("ratings"), full.cast(nw.Int64).sum().alias("full"),
+                (full & (nw.col("_ones") == ratings.n_raters)).cast(nw.Int64).sum().alias("strict inclusion"),
+                (full & (nw.col("_ones") == 0)).cast(nw.Int64).sum().alias("strict exclusion"))
+        .collect().to_pandas().iloc[0]
+    )  # fmt: skip
+    hits = {name: int(found[name]) for name in ("strict inclusion", "strict exclusion")}
+    return _strict_table(hits, int(found["full"]), ratings.n_raters, int(found["ratings"]), ratings.n_missing, confidence)
+
+
+def _strict_table(hits: dict[str, int], n: int, n_raters: int, n_ratings: int, n_missing: int,
+                  confidence: float) -> pd.DataFrame:  # fmt: skip
+    """:func:`strict_agreement`'s rows from the counts: ``hits`` (targets all 1, all 0) among
+    the ``n`` targets rated by every one of ``n_raters``; ``n_ratings`` ratings in all."""
+    if n == 0:
+        raise DataError("no target is rated by every rater")
+    hits = {**hits, "strict agreement": hits["strict inclusion"] + hits["strict exclusion"]}
+    z = stats.norm.ppf((1 + confidence) / 2)
+    n_used = n * n_raters
+    rows = []
+    for name, x in hits.items():
+        p = x / n
+        centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+        half = z / (1 + z**2 / n) * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
+        rows.append(
+            _row(
+                name, None, estimate=p, se=float(np.sqrt(p * (1 - p) / n)),
+                ci_low=float(centre - half), ci_high=float(centre + half),
+                statistic=np.nan, p_value=np.nan, pa=np.nan, pe=np.nan,
+                method="share of targets with unanimous raters (strict agreement, the EditJudge paper's)",
+                ci_method="Wilson score",
+                **counts(n, n_raters, n_used, n_missing + n_ratings - n_used),
+            )  # fmt: skip
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@reads_frame(keys=("item", "rater"), labels=("score",), engine=_strict_in_engine)
 @fill_doc
 def strict_agreement(
     data: pd.DataFrame,
@@ -676,34 +733,10 @@ def strict_agreement(
     check_confidence(confidence)
     r = long_ratings(data, item, rater, score)
     if not np.isin(r.value, [0.0, 1.0]).all():
-        bad = r.value[~np.isin(r.value, [0.0, 1.0])][0]
-        raise DataError(f"column {score!r} must hold 0/1 or booleans; found {bad!r}")
+        _refuse_non_binary(score, r.value[~np.isin(r.value, [0.0, 1.0])][0])
     per_target = np.bincount(r.target, minlength=r.n_targets)
     full = per_target == r.n_raters
-    n = int(full.sum())
-    if n == 0:
-        raise DataError("no target is rated by every rater")
     ones = np.bincount(r.target, weights=r.value, minlength=r.n_targets)[full]
-    hits = {
-        "strict inclusion": int((ones == r.n_raters).sum()),
-        "strict exclusion": int((ones == 0).sum()),
-    }
-    hits["strict agreement"] = hits["strict inclusion"] + hits["strict exclusion"]
-    z = stats.norm.ppf((1 + confidence) / 2)
-    n_used = n * r.n_raters
-    rows = []
-    for name, x in hits.items():
-        p = x / n
-        centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
-        half = z / (1 + z**2 / n) * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
-        rows.append(
-            _row(
-                name, None, estimate=p, se=float(np.sqrt(p * (1 - p) / n)),
-                ci_low=float(centre - half), ci_high=float(centre + half),
-                statistic=np.nan, p_value=np.nan, pa=np.nan, pe=np.nan,
-                method="share of targets with unanimous raters (strict agreement, the EditJudge paper's)",
-                ci_method="Wilson score",
-                **counts(n, r.n_raters, n_used, r.n_missing + len(r.value) - n_used),
-            )  # fmt: skip
-        )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    hits = {"strict inclusion": int((ones == r.n_raters).sum()), "strict exclusion": int((ones == 0).sum())}
+    return _strict_table(hits, int(full.sum()), r.n_raters, len(r.value), r.n_missing, confidence)
+
