@@ -138,8 +138,10 @@ class EngineFrame:
     @property
     def exact_quantiles(self) -> bool:
         """Whether the engine computes exact grouped quantiles (linear interpolation, R's
-        type 7) that narwhals reaches: DuckDB's ``quantile_cont`` and Polars' ``quantile``."""
-        return self.engine in ("duckdb", "polars")
+        type 7) that narwhals reaches: DuckDB's ``quantile_cont``, Polars' ``quantile`` and
+        Spark's ``percentile`` (not ``percentile_approx``). Dask's are approximate, and
+        PyArrow groups none."""
+        return self.engine in ("duckdb", "polars", "pyspark")
 
     def cell_moments(self, keys: Sequence[str], value: str, *, quartiles: bool = False) -> pd.DataFrame:
         """Per ``keys`` cell: ``n`` (non-blank values), ``mean``, ``ss`` (sum of squared
