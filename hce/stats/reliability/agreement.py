@@ -641,7 +641,6 @@ def percent_agreement(
     return _chance_corrected(agree, r.n_raters, r.n_missing, "pa", weights, confidence)
 
 
-
 def _refuse_non_binary(score: str, value: object) -> None:
     raise DataError(f"column {score!r} must hold 0/1 or booleans; found {value!r}")
 
