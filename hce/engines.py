@@ -156,7 +156,9 @@ def _open_dask(root: Path, files: list[Path], fmt: str):
 
     if fmt == "jsonl":
         return dd.read_json([str(p) for p in files], lines=True, blocksize=None)  # a partition per file
-    frame = dd.read_parquet(str(root))
+    # partitions of about 64 MiB: by default Dask read bench/scale.py's 10M log (one 320 MB file of
+    # 10 row groups) as a single partition, the whole log in memory at once (5.5 GB peak RSS)
+    frame = dd.read_parquet(str(root), blocksize="64MiB")
     # Dask reads Hive folders (condition_id=C0) as categorical columns; DuckDB, Polars and Spark
     # as the values' own type, which the statistics group by as any other column
     parts = {c: t.categories.dtype for c, t in frame.dtypes.items() if isinstance(t, pd.CategoricalDtype)}
