@@ -3,6 +3,7 @@ and the 10,000,000-attempt log side by side with today's pandas path (issue 37).
 
 Run: python bench/scale.py             (the 10M log, pandas then DuckDB; then the 100M log)
      python bench/scale.py --only 100m  (or 10m)
+     python bench/scale.py --only 10m --engines dask,duckdb  (the 10M log in Dask, DuckDB its peer)
 
 The 10M log is bench/report.py's (100,000 items x 4 conditions x 25 attempts, 1% failed calls,
 one Parquet file, made once into the temp folder). The 100M log has the same items and
@@ -109,16 +110,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", choices=["10m", "100m"])
     parser.add_argument("--timeout", type=float, default=1200)
+    parser.add_argument("--engines", default="duckdb,pandas",
+                        help="the 10M log's engines: the one measured, then its peer (duckdb, pandas, polars, dask)")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     if args.only in (None, "10m"):
         path = parquet_log()
-        results = {engine: measure(path, engine, args.timeout) for engine in ("duckdb", "pandas")}
-        duck, pandas_ = results["duckdb"], results["pandas"]
+        engine, peer = args.engines.split(",")
+        results = {name: measure(path, name, args.timeout) for name in (engine, peer)}
+        ours, theirs = results[engine], results[peer]
         text = lambda r: "did not finish" if r is None else f"{r[0]:.1f} s, peak RSS {r[1]:.2f} GB (load {r[2]:.1f})"  # noqa: E731
-        ratio = f"{pandas_[0] / duck[0]:.2f}" if duck and pandas_ else "n/a"
-        print(f"generic-10m-parquet (10,000,000 attempts): hce --engine duckdb {text(duck)}, "
-              f"PEER hce --engine pandas {text(pandas_)}, ratio {ratio} (load {load:.1f} at the start)")  # fmt: skip
+        ratio = f"{theirs[0] / ours[0]:.2f}" if ours and theirs else "n/a"
+        print(f"generic-10m-parquet (10,000,000 attempts): hce --engine {engine} {text(ours)}, "
+              f"PEER hce --engine {peer} {text(theirs)}, ratio {ratio} (load {load:.1f} at the start)")  # fmt: skip
     if args.only in (None, "100m"):
         path = big_log()
         result = measure(path, "duckdb", args.timeout)

@@ -41,6 +41,17 @@ def _out(default: Path | None, what: str, metavar: str = "FOLDER"):
 
 
 @contextmanager
+def _without_dask_notice(engine: str) -> Iterator[None]:
+    """narwhals 2 warns at every Dask frame it wraps (each statistic wraps the log anew) that
+    its Dask support moves to the narwhals-dask package one day: nothing a report's reader
+    can act on, so the report leaves it out (the guide on logs larger than memory says it)."""
+    with warnings.catch_warnings():
+        if engine == "dask":
+            warnings.filterwarnings("ignore", message="Dask support is moving out of Narwhals", category=FutureWarning)
+        yield
+
+
+@contextmanager
 def reported() -> Iterator[None]:
     """Turn an HceError, or a file that cannot be read or written (a full disk), into one line and exit status 2."""
     try:
@@ -567,9 +578,9 @@ def report(
     generic: bool = typer.Option(False, "--generic", help="The generic report even for a log of the PRD's Experiments 1-5."),
     seed: int = typer.Option(0, "--seed", help="Seeds the bootstrap and simulation intervals, so each run gives the same report: "
                              "the command line's spelling of random_state (hce.report.report(..., random_state=0))."),
-    engine: str = typer.Option("pandas", "--engine", metavar="[pandas|duckdb|polars|spark|auto]", help="Where the statistics run: pandas (the log in memory), or duckdb, "
-                               "polars, spark (PATH is one Parquet/JSONL file or directory, read lazily: logs larger than "
-                               "memory), or auto (DuckDB past 256 MB on disk, else pandas)."),
+    engine: str = typer.Option("pandas", "--engine", metavar="[pandas|duckdb|polars|spark|dask|auto]", help="Where the statistics run: pandas (the log in memory), or duckdb, "
+                               "polars, spark, dask (PATH is one Parquet/JSONL file or directory, read lazily: logs larger "
+                               "than memory), or auto (DuckDB past 256 MB on disk, else pandas)."),
 ) -> None:
     """Write the report of attempt logs, or of a study's output folder (no API calls).
 
@@ -587,7 +598,7 @@ def report(
     from hce.report.sections import NOT_COMPUTED
 
     titled = {} if title is None else {"title": title}  # else each report's own default, as in Python
-    with reported(), _progress() as progress:
+    with reported(), _progress() as progress, _without_dask_notice(engine):
         output_folder(out, "--out")
         if engine != "pandas" and len(logs) != 1:
             raise HceError(f"--engine {engine} reads one log file or one directory of log files; got {len(logs)} paths")

@@ -2,8 +2,8 @@
 
 :func:`scan_log` (``hce.read_log(path, engine=...)``) opens a Parquet or JSONL log, one file
 or a directory of them (Hive-partitioned folders such as ``condition_id=A/part-0.parquet``
-included), as a lazy frame of DuckDB (the embedded default), Polars or PySpark. Nothing is
-loaded: the statistics of :mod:`hce.stats` that reduce to per-cell summaries run their
+included), as a lazy frame of DuckDB (the embedded default), Polars, PySpark or Dask.
+Nothing is loaded: the statistics of :mod:`hce.stats` that reduce to per-cell summaries run their
 grouped pass in that engine (see :mod:`hce.stats._frames`). The log's own checks run in
 the engine too, once: the required columns are present, ``error_flag`` is boolean (a
 missing column is no attempt flagged; text ``"true"``/``"false"`` is read as booleans),
@@ -20,8 +20,8 @@ from typing import Literal
 
 from hce.errors import LogFormatError
 
-Engine = Literal["duckdb", "polars", "spark", "pandas", "auto"]
-ENGINES = ("duckdb", "polars", "spark", "pandas", "auto")
+Engine = Literal["duckdb", "polars", "spark", "dask", "pandas", "auto"]
+ENGINES = ("duckdb", "polars", "spark", "dask", "pandas", "auto")
 #: ``engine="auto"`` reads logs up to this many bytes on disk into pandas, larger ones with
 #: DuckDB. A 1,000,000-attempt Parquet log without prompts is about 30 MB and reports in
 #: pandas in half a minute within 1 GB; at 10,000,000 attempts (300 MB) pandas needs 6 GB.
@@ -30,6 +30,7 @@ _INSTALL = {
     "duckdb": 'pip install "hce[engines]"  (DuckDB)',
     "polars": 'pip install "hce[engines]"  (Polars)',
     "spark": 'pip install "hce[spark]"  (PySpark; it needs Java: apt-get install -y openjdk-17-jre-headless)',
+    "dask": 'pip install "hce[dask]"  (Dask)',
 }
 _REQUIRED = ("attempt_id", "item_id", "attempt")
 #: DuckDB's memory for one lazy log (its own connection): past it, DuckDB spills to the temp
@@ -75,7 +76,7 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
     path : path
         A log file, or a directory of them (read recursively; Hive partition folders
         ``column=value`` become columns).
-    engine : {"duckdb", "polars", "spark", "auto"}, default "duckdb"
+    engine : {"duckdb", "polars", "spark", "dask", "auto"}, default "duckdb"
         ``"auto"`` picks DuckDB past :data:`AUTO_BYTES` on disk; below it, and for
         ``"pandas"``, the pandas DataFrame comes from :func:`hce.read_log` (with the same
         ``engine=``), and this function refuses, saying so.
@@ -86,7 +87,7 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
 
     Returns
     -------
-    duckdb.DuckDBPyRelation, polars.LazyFrame or pyspark.sql.DataFrame
+    duckdb.DuckDBPyRelation, polars.LazyFrame, pyspark.sql.DataFrame or dask.dataframe.DataFrame
         The log, not loaded; pass it to the statistics of :mod:`hce.stats` or to
         ``hce.report.report``.
 
@@ -138,6 +139,8 @@ def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str):
             if fmt == "parquet":
                 return pl.scan_parquet(pattern, hive_partitioning=hive)
             return pl.scan_ndjson([str(p) for p in files])
+        if engine == "dask":
+            return _open_dask(root, files, fmt)
         from pyspark.sql import SparkSession
 
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
@@ -145,6 +148,21 @@ def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str):
         return reader.parquet(str(root)) if fmt == "parquet" else reader.json([str(p) for p in files])
     except ImportError as err:
         raise LogFormatError(f"engine={engine!r} is not installed: {_INSTALL[engine]}") from err
+
+
+def _open_dask(root: Path, files: list[Path], fmt: str):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    if fmt == "jsonl":
+        return dd.read_json([str(p) for p in files], lines=True, blocksize=None)  # a partition per file
+    # partitions of about 64 MiB: by default Dask read bench/scale.py's 10M log (one 320 MB file of
+    # 10 row groups) as a single partition, the whole log in memory at once (5.5 GB peak RSS)
+    frame = dd.read_parquet(str(root), blocksize="64MiB")
+    # Dask reads Hive folders (condition_id=C0) as categorical columns; DuckDB, Polars and Spark
+    # as the values' own type, which the statistics group by as any other column
+    parts = {c: t.categories.dtype for c, t in frame.dtypes.items() if isinstance(t, pd.CategoricalDtype)}
+    return frame.astype(parts) if parts else frame
 
 
 def checked(native, source: str = "log"):

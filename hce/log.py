@@ -97,7 +97,7 @@ def read_log(
     columns : list of str, optional
         Read only these columns (Parquet reads nothing else from disk; a fast way to
         analyse very large logs). Required columns are always read.
-    engine : {"pandas", "duckdb", "polars", "spark", "auto"}, default "pandas"
+    engine : {"pandas", "duckdb", "polars", "spark", "dask", "auto"}, default "pandas"
         Other than pandas: a lazy log over a Parquet or JSONL file or directory (logs
         larger than memory; ``hce.engines.scan_log``), checked in that engine;
         ``"auto"`` picks DuckDB past 256 MB on disk.

@@ -68,7 +68,7 @@ def test_arguments_and_options_name_their_values():
     assert "Usage: hce report [OPTIONS] LOGS..." in text
     assert re.search(r"--out -o FOLDER Where to write report\.md", text)
     assert re.search(r"--seed INTEGER Seeds", text) and re.search(r"--bayes Add the Bayesian", text)  # a flag: no value
-    assert "--engine [pandas|duckdb|polars|spark|auto]" in text
+    assert "--engine [pandas|duckdb|polars|spark|dask|auto]" in text
     assert "Usage: hce log validate [OPTIONS] PATH " in help_text(("log", "validate"))
 
 

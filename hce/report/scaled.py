@@ -1,7 +1,7 @@
 """The generic report of a log larger than memory: every section computed in the log's engine.
 
 :func:`report_in_engine` writes the sections of :func:`hce.report.generic.report` whose
-statistics reduce to per-cell summaries, from a lazy log (DuckDB, Polars, PySpark;
+statistics reduce to per-cell summaries, from a lazy log (DuckDB, Polars, PySpark, Dask;
 ``hce report PATH --engine duckdb``): attempts and errors per condition, and per criterion
 the spread of repeated scores (:func:`hce.stats.item_spread`, one grouped pass), the tests
 between conditions on that per-item table, and the variance decomposition
@@ -61,7 +61,7 @@ def report_in_engine(
     Parameters
     ----------
     log : lazy frame
-        A DuckDB relation, Polars LazyFrame or DataFrame, PySpark DataFrame (e.g.
+        A DuckDB relation, Polars LazyFrame or DataFrame, PySpark or Dask DataFrame (e.g.
         ``hce.read_log(folder, engine="duckdb")``) in the attempt-log schema.
     rubric : Rubric, packaged name or YAML path, optional
         As for :func:`hce.report.generic.report`; without one, the numeric columns outside

@@ -11,10 +11,8 @@ squares, value counts). A statistic declares how it reads another engine's frame
 
 * a callable ``engine(frame: EngineFrame, **arguments)``: the statistic's summaries are
   computed in the engine and only they come back (``item_spread``, ``variance_components``,
-  ``icc``, ``krippendorff_alpha``, the kappas and agreement, the calibration metrics);
-* ``"columns"``: the statistic needs one value per row of a few columns (``strict_agreement``,
-  ``icc_groups``, ``reliability_table``), so only those columns come back, and the pandas
-  path runs on them, with its checks and numbers;
+  ``icc`` and ``icc_groups``, ``krippendorff_alpha``, the kappas and agreement, strict
+  agreement, the calibration metrics and the reliability table);
 * nothing: the statistic needs the whole frame (models with slopes, bootstraps over rows,
   Bayesian fits) and refuses it, naming the alternatives.
 
@@ -107,10 +105,6 @@ class EngineFrame:
         dtype = self.schema[column]
         return bool(dtype.is_numeric() or dtype == _boolean())
 
-    def collect(self, columns: Sequence[str]) -> pd.DataFrame:
-        """Only ``columns``, every row, as pandas (for statistics of one value per row)."""
-        return self.frame.select(list(dict.fromkeys(columns))).collect().to_pandas()
-
     def count_rows(self) -> int:
         """How many rows (one pass, nothing else comes back)."""
         import narwhals as nw
@@ -144,8 +138,10 @@ class EngineFrame:
     @property
     def exact_quantiles(self) -> bool:
         """Whether the engine computes exact grouped quantiles (linear interpolation, R's
-        type 7) that narwhals reaches: DuckDB's ``quantile_cont`` and Polars' ``quantile``."""
-        return self.engine in ("duckdb", "polars")
+        type 7) that narwhals reaches: DuckDB's ``quantile_cont``, Polars' ``quantile`` and
+        Spark's ``percentile`` (not ``percentile_approx``). Dask's are approximate, and
+        PyArrow groups none."""
+        return self.engine in ("duckdb", "polars", "pyspark")
 
     def cell_moments(self, keys: Sequence[str], value: str, *, quartiles: bool = False) -> pd.DataFrame:
         """Per ``keys`` cell: ``n`` (non-blank values), ``mean``, ``ss`` (sum of squared

@@ -330,12 +330,6 @@ def in_engine(wrapper: Callable, name: str, spec: FrameSpec, bound: inspect.Boun
     column = arguments.get("error") if not inject else (ERROR_DEFAULT if error is _UNSET else error)
     if inject and error is not _UNSET and isinstance(column, str) and column not in frame.columns:
         raise DataError(f"{name}: data has no column(s) {[column]}; columns present: {frame.columns}")
-    if spec.engine == "columns":
-        # one value per row is the statistic's input: only the columns it reads come back,
-        # and pandas' door checks them as it checks any frame
-        extra = [c for c in (column, ATTEMPT_ID, LONG_CRITERION) if isinstance(c, str) and c in frame.columns]
-        bound.arguments[spec.frame] = frame.collect(named + extra)
-        return wrapper(*bound.args, **bound.kwargs, **({} if error is _UNSET else {"error": error}))
     if spec.log:
         frame.refuse_repeated_attempts(keys, name)
     blank_ok = [c for k in spec.blank_keys for c in columns_of(arguments.get(k))]

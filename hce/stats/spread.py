@@ -94,7 +94,7 @@ def _item_spread_in_engine(
     extremes and quartiles follow exactly (cells x distinct scores rows, few for judge
     scores). Scores of more than ``_FEW_VALUES`` distinct values (continuous ones) are
     summarised in the engine instead where it computes exact grouped quartiles (DuckDB,
-    Polars): count, mean, variance, extremes and quartiles per cell.
+    Polars, Spark): count, mean, variance, extremes and quartiles per cell.
     """
     keys, scores = _spread_keys(item, condition, score, criterion)
     flags = as_list(error)

@@ -35,6 +35,8 @@ def ratings_log(seed: int = 5, drop: float = 0.0) -> pd.DataFrame:
     log["outcome"] = (rng.random(len(log)) < log["prob"]).astype(float)
     log["stated"] = np.round(log["prob"] * 4) / 4  # a verbal confidence: five values
     log["smooth"] = log["total"] + rng.normal(0, 0.1, len(log))  # continuous ratings
+    log["panel"] = np.where(log["attempt"] <= 2, "early", "late")  # two groups of raters (icc_groups)
+    log["included"] = (log["total"] >= 5).astype(float).where(log["total"].notna())  # a 0/1 judgement, blank here and there
     return log
 
 
@@ -65,5 +67,10 @@ REDUCED = {
     "expected_calibration_error": lambda d: hs.expected_calibration_error(d, prob="prob", truth="outcome", n_boot=0),
     "brier_score": lambda d: hs.brier_score(d, prob="prob", truth="outcome", item="item_id", n_boot=100,
                                             random_state=4),
+    "icc_groups": lambda d: hs.icc_groups(d, **RATED, score="total", condition="panel"),
+    "icc_groups-pooled-reml": lambda d: hs.icc_groups(d, **RATED, score="total", condition="panel", between="pooled",
+                                                      method="reml"),
+    "strict_agreement": lambda d: hs.strict_agreement(d, **RATED, score="included"),
     "reliability_table": lambda d: hs.reliability_table(d, prob="prob", truth="outcome"),
+    "reliability_table-unique": lambda d: hs.reliability_table(d, prob="stated", truth="outcome", strategy="unique"),
 }  # fmt: skip

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import hce.stats as hs
 from hce.errors import DataError, HceWarning
 from hce.stats.mixed import lmer
-from hce.stats._frames import EngineFrame
+from hce.stats._frames import EngineFrame, engine_frame
 from hce.stats.mixed.cell_fit import fit_cells
 from engine_logs import REDUCED, RATED, attempt_log, ratings_log
 
@@ -199,43 +199,91 @@ def test_cell_table_reml_equals_lmer_on_the_rows(seed, n_items, n_conditions, n_
 # --- reliability and calibration: reduced in the engine, only their summaries come back ------
 
 
-#: The statistics whose input is one value per row, so that only those columns come back.
-COLLECTED = {"reliability_table"}
-
-
 @pytest.fixture
 def no_columns_back(monkeypatch):
-    """Fail a statistic that would bring a frame's columns back to pandas."""
+    """``watch(log)``: from then on, fail a statistic that brings a column of ``log`` back.
 
-    def refuse(self, columns):
-        raise AssertionError(f"the columns {list(columns)} came back from the {self.engine} engine")
+    Every query an engine answers goes through narwhals' ``LazyFrame.collect``. A column
+    brought back holds one value per row: at least 95% of a ratings_log's rows (the score
+    with the most blanks, ``total``, lacks 5%). The largest summary a reduction returns
+    there, the per-cluster x bin sums of the calibration bootstrap, holds at most 85% of
+    them (30 targets x their 3-4 bins of 4 forecasts): 90% is the bound.
+    """
+    import narwhals as nw
 
-    monkeypatch.setattr(EngineFrame, "collect", refuse)
+    collect = nw.LazyFrame.collect
+
+    def watch(log: pd.DataFrame) -> None:
+        def bounded(self, *args, **kwargs):
+            out = collect(self, *args, **kwargs)
+            if len(out) >= 0.9 * len(log):
+                raise AssertionError(f"{len(out)} rows of {list(out.columns)} came back from the engine")
+            return out
+
+        monkeypatch.setattr(nw.LazyFrame, "collect", bounded)
+
+    return watch
+
+
+def test_the_guard_catches_a_column_brought_back(engine, no_columns_back):
+    import narwhals as nw
+
+    log = ratings_log(drop=0.15)
+    frame = nw.from_native(engine(log)).lazy()
+    no_columns_back(log)
+    assert len(frame.group_by("item_id").agg(nw.len()).collect()) == 30
+    with pytest.raises(AssertionError, match="came back from the engine"):
+        frame.filter(~nw.col("total").is_null()).select("total").collect()
 
 
 @pytest.mark.parametrize("drop", [0.0, 0.15], ids=["complete", "incomplete"])
-@pytest.mark.parametrize("name", [n for n in REDUCED if n not in COLLECTED])
+@pytest.mark.parametrize("name", list(REDUCED))
 def test_reduced_statistics_match_pandas(engine, name, drop, no_columns_back):
     # the same rows: every coefficient, interval, bootstrap replicate and count to 1e-9
     log = ratings_log(drop=drop)
+    frame = engine(log)
+    no_columns_back(log)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # icc(method="anova") drops targets alike on both sides
         expected = REDUCED[name](log)
-        got = REDUCED[name](engine(log))
+        got = REDUCED[name](frame)
     pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9, atol=1e-12)
 
 
-def test_collected_statistics_match_pandas(engine):
-    log = ratings_log()
-    for name in COLLECTED:
-        pd.testing.assert_frame_equal(REDUCED[name](engine(log)), REDUCED[name](log), check_dtype=False, rtol=1e-9)
+def test_icc_groups_in_an_engine_come_in_sorted_order(engine, no_columns_back):
+    # an engine's frame has no row order: its groups come sorted, pandas' in order of first appearance
+    log = ratings_log().sort_values("panel", ascending=False, kind="stable")
+    no_columns_back(log)
+    call = dict(**RATED, score="total", condition="panel")
+    got = hs.icc_groups(engine(log), **call)
+    assert got["group"].unique().tolist() == ["early", "late", "early vs late"]
+    assert hs.icc_groups(log, **call)["group"].unique().tolist() == ["late", "early", "late vs early"]
+    pd.testing.assert_frame_equal(got, hs.icc_groups(log.sort_values("panel", kind="stable"), **call), check_dtype=False,
+                                  rtol=1e-9)  # fmt: skip
+
+
+def test_reliability_table_of_quantile_bins_matches_pandas(engine, no_columns_back):
+    # np.percentile's edges need an engine's exact quantiles (DuckDB, Polars); the others say so
+    log = ratings_log(drop=0.1)
+    call = dict(prob="prob", truth="outcome", strategy="quantile", n_bins=6)
+    no_columns_back(log)
+    if not engine_frame(engine(log)).exact_quantiles:
+        with pytest.raises(DataError, match="strategy='quantile' needs exact quantiles"):
+            hs.reliability_table(engine(log), **call)
+        return
+    pd.testing.assert_frame_equal(hs.reliability_table(engine(log), **call), hs.reliability_table(log, **call),
+                                  check_dtype=False, rtol=1e-9)  # fmt: skip
 
 
 @pytest.mark.parametrize("ci_method", ["wald", "bootstrap"])
-def test_cohen_kappa_matches_pandas(engine, ci_method, no_columns_back):
+# 0/1 ratings: 4 cells for 26 targets, the bootstrap reads the cross table; scores 0-10: more cells
+# than half the targets, whose pairs come back, as few as the cells (the engine's docstring)
+@pytest.mark.parametrize("score", ["included", "total"])
+def test_cohen_kappa_matches_pandas(engine, ci_method, score, no_columns_back):
     log = ratings_log(drop=0.1)
     log = log[log["attempt"] <= 2]
-    call = dict(item="item_id", rater="attempt", score="total", weights="quadratic", ci_method=ci_method, random_state=1)
+    no_columns_back(log)
+    call = dict(item="item_id", rater="attempt", score=score, weights="quadratic", ci_method=ci_method, random_state=1)
     pd.testing.assert_frame_equal(hs.cohen_kappa(engine(log), **call), hs.cohen_kappa(log, **call), check_dtype=False,
                                   rtol=1e-9)  # fmt: skip
 
@@ -250,6 +298,13 @@ def test_reduced_statistics_refuse_what_needs_rows_naming_the_alternative(engine
     two = log.assign(prob_b=1 - log["prob"], prob_a=log["prob"], y=np.where(log["outcome"] == 1, "a", "b"))
     with pytest.raises(DataError, match="takes one probability column.*collect the columns"):
         hs.calibration_metrics(engine(two), prob=["prob_a", "prob_b"], truth="y", n_boot=0)
+    with pytest.raises(DataError, match="rater 1 appears in more than one 'panel'; each rater must belong to one group"):
+        hs.icc_groups(engine(log.assign(panel=np.where(log["item_id"] == "T03", "late", log["panel"]))), **RATED,
+                      score="total", condition="panel")  # fmt: skip
+    with pytest.raises(DataError, match=r"column 'total' must hold 0/1 or booleans; found 2\.0"):
+        hs.strict_agreement(engine(log), **RATED, score="total")
+    with pytest.raises(DataError, match="no target is rated by every rater"):
+        hs.strict_agreement(engine(log), item="item_id", rater="attempt_id", score="included")
     with pytest.raises(DataError, match="takes long ratings"):
         hs.cohen_kappa(engine(log[log["attempt"] <= 2]), **RATED, score="total", cluster="condition_id",
                        ci_method="bootstrap")  # fmt: skip

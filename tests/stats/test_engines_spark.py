@@ -55,6 +55,19 @@ def test_item_spread_in_spark_matches_pandas(spark):
     pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9, atol=1e-12)
 
 
+def test_continuous_scores_and_quantile_bins_use_sparks_exact_percentile(spark):
+    # more than 64 distinct scores: the quartiles and np.percentile's bin edges come from Spark's
+    # percentile (linear interpolation, R's type 7), not from every score brought back
+    log = _log(0.1)
+    log["total"] = log["total"] + np.random.default_rng(4).normal(0, 0.3, len(log))
+    pd.testing.assert_frame_equal(hs.item_spread(spark.createDataFrame(log)), hs.item_spread(log), check_dtype=False,
+                                  rtol=1e-9, atol=1e-12)  # fmt: skip
+    ratings = ratings_log(drop=0.1)
+    call = dict(prob="prob", truth="outcome", strategy="quantile", n_bins=6)
+    pd.testing.assert_frame_equal(hs.reliability_table(spark.createDataFrame(ratings), **call),
+                                  hs.reliability_table(ratings, **call), check_dtype=False, rtol=1e-9)  # fmt: skip
+
+
 @pytest.mark.parametrize("drop", [0.0, 0.2], ids=["balanced", "unbalanced"])
 def test_variance_components_in_spark_match_pandas(spark, drop):
     log = _log(drop)

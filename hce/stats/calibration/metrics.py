@@ -198,42 +198,14 @@ def _calibration_in_engine(frame: EngineFrame, *, prob: str | Sequence[str], tru
     if not isinstance(prob, str):
         raise DataError(f"calibration_metrics on a {frame.engine} frame takes one probability column (binary); "
                         f"collect the columns {list(prob)} and {truth!r} to pandas for the multi-class form")  # fmt: skip
-    for column in (prob, truth):
-        if not frame.is_numeric(column):
-            raise DataError(f"column {column!r} must be numeric, got {frame.schema[column]} in the {frame.engine} frame")
-    kept = frame.where(~frame.blank(prob) & ~frame.blank(truth))
+    kept, n_rows = _forecasts_in_engine(frame, prob, truth)
     p, y = nw.col(prob).cast(nw.Float64), nw.col(truth).cast(nw.Float64)
-    found = kept.frame.select(nw.len().alias("n"), p.min().alias("p0"), p.max().alias("p1"),
-                              ((y != 0) & (y != 1)).cast(nw.Int64).sum().alias("bad_y"),
-                              nw.when((y != 0) & (y != 1)).then(y).min().alias("y")).collect().to_pandas().iloc[0]  # fmt: skip
-    if not found["n"]:
-        raise DataError("no rows with both a probability and an outcome")
-    if found["p0"] < 0 or found["p1"] > 1:
-        raise DataError(f"column {prob!r} must hold probabilities in [0, 1]; it holds "
-                        f"{found['p0'] if found['p0'] < 0 else found['p1']!r}")  # fmt: skip
-    if found["bad_y"]:
-        raise DataError(f"column {truth!r} must be 0/1 or boolean; it holds {found['y']!r}")
     eps = np.finfo(float).eps
     clipped = p.clip(eps, 1 - eps)
-    # per row first, then plain sums: every engine groups elementary aggregations (PyArrow only those)
     terms = {"_sp": p, "_sy": y, "_spp": p * p, "_spy": p * y, "_loss": -(y * clipped.log() + (1 - y) * (1 - clipped).log())}
-    if strategy == "unique":
-        key, inner = p.alias("_bin"), None
-    else:
-        edges = (np.linspace(0.0, 1.0, n_bins + 1) if strategy == "uniform" else _engine_quantiles(kept, p, n_bins))
-        inner = edges[1:-1]
-        # searchsorted(inner, p, side="left"): how many inner edges lie below p
-        key = nw.sum_horizontal(*[(p > float(e)).cast(nw.Int64) for e in inner]) if len(inner) else nw.lit(0)
-        key = key.alias("_bin")
     units = [item] if item is not None else []
-    table = (kept.frame.with_columns(key, *[expr.alias(name) for name, expr in terms.items()])
-             .group_by([*units, "_bin"]).agg(nw.len().alias("_n"), *[nw.col(name).sum() for name in terms])
-             .collect().to_pandas())  # fmt: skip
-    if strategy == "unique":
-        values = np.sort(pd.unique(table["_bin"].to_numpy(float)))
-        size, index = len(values), np.searchsorted(values, table["_bin"].to_numpy(float))
-    else:
-        size, index = n_bins, table["_bin"].to_numpy(int)
+    table, edges, index = _bin_sums_in_engine(kept, p, strategy, n_bins, units, terms)
+    size = len(edges) if strategy == "unique" else len(edges) - 1
     n_cells = _CELLS * size + 1
     per_cell = table[["_n", "_sp", "_sy", "_spp", "_spy"]].to_numpy(float)
     cell = index[:, None] * _CELLS + np.arange(_CELLS)
@@ -249,13 +221,13 @@ def _calibration_in_engine(frame: EngineFrame, *, prob: str | Sequence[str], tru
         replicates = evaluate(bootstrap_sums(S, n_boot, rng))
     elif n_boot:
         pairs = kept.frame.group_by(prob, truth).agg(nw.len().alias("_n")).collect().to_pandas()
-        if len(pairs) > int(found["n"]) // 2:
+        if len(pairs) > n_rows // 2:
             raise refuse_rows("calibration_metrics(item=None, n_boot > 0) of continuous forecasts (it resamples rows)",
                               frame.engine)  # fmt: skip
         pp, py = pairs[prob].to_numpy(float), pairs[truth].to_numpy(float)
         order = np.argsort(pp + 2 * py)
         pp, py, multiplicity = pp[order], py[order], pairs["_n"].to_numpy()[order]
-        at = np.searchsorted(values, pp) if strategy == "unique" else np.searchsorted(inner, pp)
+        at = np.searchsorted(edges, pp) if strategy == "unique" else np.searchsorted(edges[1:-1], pp)
         pc = np.clip(pp, eps, 1 - eps)
         loss = -(py * np.log(pc) + (1 - py) * np.log(1 - pc))
         cell_idx = np.column_stack([at[:, None] * _CELLS + np.arange(_CELLS), np.full(len(pp), n_cells - 1)])
@@ -263,7 +235,53 @@ def _calibration_in_engine(frame: EngineFrame, *, prob: str | Sequence[str], tru
         S = unit_sums(np.repeat(np.arange(len(pp)), _CELLS + 1), cell_idx.ravel(), values_.ravel(), len(pp), n_cells)
         replicates = evaluate(bootstrap_sums(S, n_boot, rng, multiplicity=multiplicity))
     n_filled = int((sums[0 : _CELLS * size : _CELLS] > 0).sum())
-    return _metric_table(evaluate(sums), replicates, confidence, int(found["n"]), {"n_bins": n_filled, "strategy": strategy})
+    return _metric_table(evaluate(sums), replicates, confidence, n_rows, {"n_bins": n_filled, "strategy": strategy})
+
+
+def _forecasts_in_engine(frame: EngineFrame, prob: str, truth: str) -> tuple[EngineFrame, int]:
+    """The rows of a frame of another engine holding both a forecast and an outcome, and how
+    many, after checking in the engine that they are probabilities and 0/1 outcomes."""
+    import narwhals as nw
+
+    for column in (prob, truth):
+        if not frame.is_numeric(column):
+            raise DataError(f"column {column!r} must be numeric, got {frame.schema[column]} in the {frame.engine} frame")
+    kept = frame.where(~frame.blank(prob) & ~frame.blank(truth))
+    p, y = nw.col(prob).cast(nw.Float64), nw.col(truth).cast(nw.Float64)
+    found = kept.frame.select(nw.len().alias("n"), p.min().alias("p0"), p.max().alias("p1"),
+                              ((y != 0) & (y != 1)).cast(nw.Int64).sum().alias("bad_y"),
+                              nw.when((y != 0) & (y != 1)).then(y).min().alias("y")).collect().to_pandas().iloc[0]  # fmt: skip
+    if not found["n"]:
+        raise DataError("no rows with both a probability and an outcome")
+    if found["p0"] < 0 or found["p1"] > 1:
+        raise DataError(f"column {prob!r} must hold probabilities in [0, 1]; it holds "
+                        f"{found['p0'] if found['p0'] < 0 else found['p1']!r}")  # fmt: skip
+    if found["bad_y"]:
+        raise DataError(f"column {truth!r} must be 0/1 or boolean; it holds {found['y']!r}")
+    return kept, int(found["n"])
+
+
+def _bin_sums_in_engine(kept: EngineFrame, p, strategy: str, n_bins: int, units: list[str],
+                        terms: dict) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:  # fmt: skip
+    """Per ``units`` x bin (:func:`_bins`' rule, in the engine): ``_n`` and the sum of each
+    expression in ``terms``; the edges (``unique``: the distinct forecasts) and each row's bin."""
+    import narwhals as nw
+
+    if strategy == "unique":
+        key = p.alias("_bin")
+    else:
+        edges = (np.linspace(0.0, 1.0, n_bins + 1) if strategy == "uniform" else _engine_quantiles(kept, p, n_bins))
+        # searchsorted(inner edges, p, side="left"): how many inner edges lie below p
+        key = nw.sum_horizontal(*[(p > float(e)).cast(nw.Int64) for e in edges[1:-1]]) if len(edges) > 2 else nw.lit(0)
+        key = key.alias("_bin")
+    # per row first, then plain sums: every engine groups elementary aggregations (PyArrow only those)
+    table = (kept.frame.with_columns(key, *[expr.alias(name) for name, expr in terms.items()])
+             .group_by([*units, "_bin"]).agg(nw.len().alias("_n"), *[nw.col(name).sum() for name in terms])
+             .collect().to_pandas())  # fmt: skip
+    if strategy == "unique":
+        edges = np.sort(pd.unique(table["_bin"].to_numpy(float)))
+        return table, edges, np.searchsorted(edges, table["_bin"].to_numpy(float))
+    return table, edges, table["_bin"].to_numpy(int)
 
 
 def _engine_quantiles(frame: EngineFrame, p, n_bins: int) -> np.ndarray:
@@ -544,8 +562,50 @@ def brier_score(data: pd.DataFrame, **kwargs) -> pd.DataFrame:
     return out[out["metric"].isin(_BRIER)].reset_index(drop=True)
 
 
+def _reliability_rows(n: np.ndarray, sp: np.ndarray, sy: np.ndarray, low: np.ndarray, high: np.ndarray, strategy: str,
+                      confidence: float) -> pd.DataFrame:  # fmt: skip
+    """:func:`reliability_table` from each bin's forecasts ``n``, their sum ``sp`` and their
+    outcomes' sum ``sy``, and its limits."""
+    filled = n > 0
+    ci_low, ci_high = proportion_ci(sy[filled], n[filled], confidence, "wilson")
+    mean_prob = sp[filled] / n[filled]
+    observed = sy[filled] / n[filled]
+    return pd.DataFrame(
+        {
+            "bin": np.flatnonzero(filled),
+            "bin_low": low[filled],
+            "bin_high": high[filled],
+            "n": n[filled],
+            "mean_prob": mean_prob,
+            "estimate": observed,
+            "gap": observed - mean_prob,
+            "ci_low": ci_low,
+            "ci_high": ci_high,
+            "strategy": strategy,
+            "method": "wilson",
+        }
+    )
+
+
+def _reliability_in_engine(frame: EngineFrame, *, prob: str, truth: str, n_bins: int, strategy: Strategy,
+                           confidence: float) -> pd.DataFrame:  # fmt: skip
+    """:func:`reliability_table` of a frame of another engine: each bin's count and sums, one
+    grouped pass (:func:`_bin_sums_in_engine`)."""
+    import narwhals as nw
+
+    check_choice("strategy", strategy, STRATEGIES)
+    check_confidence(confidence)
+    kept, _ = _forecasts_in_engine(frame, prob, truth)
+    p = nw.col(prob).cast(nw.Float64)
+    table, edges, index = _bin_sums_in_engine(kept, p, strategy, n_bins, [], {"_sp": p, "_sy": nw.col(truth).cast(nw.Float64)})
+    size = len(edges) if strategy == "unique" else len(edges) - 1
+    n, sp, sy = (np.bincount(index, weights=table[c].to_numpy(float), minlength=size) for c in ("_n", "_sp", "_sy"))
+    low, high = (edges, edges) if strategy == "unique" else (edges[:-1], edges[1:])
+    return _reliability_rows(n, sp, sy, low, high, strategy, confidence)
+
+
 @renamed(outcome="truth")
-@reads_frame(numbers=("prob",), labels=("truth",), engine="columns")
+@reads_frame(numbers=("prob",), labels=("truth",), engine=_reliability_in_engine)
 @fill_doc
 def reliability_table(
     data: pd.DataFrame,
@@ -607,24 +667,4 @@ def reliability_table(
     n = np.bincount(index, minlength=len(low)).astype(float)
     sp = np.bincount(index, weights=p, minlength=len(low))
     sy = np.bincount(index, weights=y, minlength=len(low))
-    filled = n > 0
-    ci_low, ci_high = proportion_ci(sy[filled], n[filled], confidence, "wilson")
-    mean_prob = sp[filled] / n[filled]
-    observed = sy[filled] / n[filled]
-    return pd.DataFrame(
-        {
-            "bin": np.flatnonzero(filled),
-            "bin_low": low[filled],
-            "bin_high": high[filled],
-            "n": n[filled],
-            "mean_prob": mean_prob,
-            "estimate": observed,
-            "gap": observed - mean_prob,
-            "ci_low": ci_low,
-            "ci_high": ci_high,
-            "strategy": strategy,
-            "method": "wilson",
-        }
-    )
-
-
+    return _reliability_rows(n, sp, sy, low, high, strategy, confidence)

@@ -13,7 +13,14 @@ from hce._checks import check_choice, check_confidence, require_columns
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
+from hce.stats._resample import (
+    as_generator,
+    bootstrap_sums,
+    check_n_boot,
+    distinct_rows,
+    percentile_interval,
+    unit_sums,
+)
 from hce.stats._frames import EngineFrame
 from hce.stats._validate import reads_frame
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
@@ -132,11 +139,17 @@ def kappa_replicates(tables: np.ndarray, w: np.ndarray) -> np.ndarray:
         return np.where(pe < 1 - 1e-12, (pa - pe) / (1 - pe), np.nan)
 
 
-def _kappa_bootstrap(a, b, units, q, w, n_boot, confidence, rng) -> tuple[float, float]:
-    """Percentile interval of kappa over resamples of the units (targets, or the clusters holding them)."""
+def _unit_tables(a: np.ndarray, b: np.ndarray, units: np.ndarray, q: int) -> np.ndarray:
+    """Each unit's (target's, or cluster's) cross table of the positions ``a``, ``b``, flattened."""
     _, unit = np.unique(units, return_inverse=True)
-    per_unit = unit_sums(unit, a * q + b, np.ones(len(a)), int(unit.max()) + 1, q * q)
-    tables = bootstrap_sums(per_unit, n_boot, rng, collapse=True).reshape(n_boot, q, q)
+    return unit_sums(unit, a * q + b, np.ones(len(a)), int(unit.max()) + 1, q * q)
+
+
+def _kappa_bootstrap(per_unit: np.ndarray, multiplicity: np.ndarray | None, q, w, n_boot, confidence,
+                     rng) -> tuple[float, float]:  # fmt: skip
+    """Percentile interval of kappa over resamples of the units (:func:`_unit_tables`; with
+    ``multiplicity``, row k stands for that many identical units)."""
+    tables = bootstrap_sums(per_unit, n_boot, rng, collapse=True, multiplicity=multiplicity).reshape(n_boot, q, q)
     low, high = percentile_interval(kappa_replicates(tables, w)[:, None], confidence)
     return float(low[0]), float(high[0])
 
@@ -155,9 +168,11 @@ def _two_columns(data: pd.DataFrame, targets: str | None, columns: Sequence[str]
 def _cohen_in_engine(frame: EngineFrame, *, item: str | None, rater: str | Sequence[str] | None, score: str | None,
                      weights: Weights, categories: Sequence | None, confidence: float, ci_method: KappaInterval,
                      cluster: str | None, n_boot: int, random_state) -> pd.DataFrame:  # fmt: skip
-    """:func:`cohen_kappa` of long ratings in a frame of another engine: the pair of
-    ratings of each target both raters rated, from one join in the engine (a row per
-    target, two small integers; the cross table and the bootstrap over targets read them)."""
+    """:func:`cohen_kappa` of long ratings in a frame of another engine: the cross table of
+    the two raters' ratings of the targets both rated, from a join and a grouped count in
+    the engine. The bootstrap over targets reads it too, as pandas' does when identical
+    targets (one per occupied cell) are fewer than half the targets; otherwise there are
+    at most twice as many targets as cells, and their pairs come back, in target order."""
     import narwhals as nw
 
     _check_options(weights, confidence)
@@ -176,15 +191,26 @@ def _cohen_in_engine(frame: EngineFrame, *, item: str | None, rater: str | Seque
     first, second = sorted(raters.tolist())
     side = [ratings.frame.frame.filter(nw.col(rater) == who).select(nw.col(item), nw.col(score).alias(f"_{k}"))
             for k, who in (("a", first), ("b", second))]  # fmt: skip
-    pairs = side[0].join(side[1], on=item).sort(item).collect().to_pandas()
+    pairs = side[0].join(side[1], on=item)
+    cells = pairs.group_by("_a", "_b").agg(nw.len().alias("_n")).collect().to_pandas()
     values = ratings.frame.frame.select(nw.col(score)).unique().collect().to_pandas()[score]
-    cats = category_order(values.to_numpy(), categories, weights)
-    if len(pairs) < 2:
+    cats = pd.Index(category_order(values.to_numpy(), categories, weights))
+    q, n = len(cats), int(cells["_n"].sum())
+    if n < 2:
         raise DataError("fewer than 2 targets are rated by both raters")
-    a, b = (pd.Index(cats).get_indexer(pairs[c]) for c in ("_a", "_b"))
-    n_rated = ratings.frame.count_rows()
-    return _cohen_table(a, b, len(cats), np.arange(len(pairs)), n_rated, ratings.n_missing, weights, confidence,
-                        ci_method, None, n_boot, random_state)  # fmt: skip
+    cell = cats.get_indexer(cells["_a"]) * q + cats.get_indexer(cells["_b"])
+    cross = np.bincount(cell, weights=cells["_n"].to_numpy(float), minlength=q * q).reshape(q, q)
+
+    def per_unit() -> tuple[np.ndarray, np.ndarray | None]:
+        if len(cell) < n // 2:  # pandas' bootstrap_sums collapses the targets into these rows, in this order
+            rows = np.eye(q * q)[cell]
+            first, _ = distinct_rows(rows)
+            return rows[first], cells["_n"].to_numpy()[first]
+        found = pairs.sort(item).collect().to_pandas()
+        return _unit_tables(cats.get_indexer(found["_a"]), cats.get_indexer(found["_b"]), np.arange(n), q), None
+
+    return _cohen_table(cross, per_unit, ratings.frame.count_rows(), ratings.n_missing, weights, confidence, ci_method,
+                        None, n_boot, random_state)  # fmt: skip
 
 
 @renamed(targets="item", raters="rater", ratings="score")
@@ -324,18 +350,20 @@ def cohen_kappa(
     b = position[both & (r.rater == 1)][np.argsort(r.target[both & (r.rater == 1)])]
     targets = np.sort(r.target[both & (r.rater == 0)])
     units = targets if cluster is None else _clusters(data, item, cluster, r, targets)
-    return _cohen_table(a, b, len(cats), units, len(r.value), r.n_missing, weights, confidence, ci_method,
-                        cluster, n_boot, random_state)  # fmt: skip
+    q = len(cats)
+    cross = np.bincount(a * q + b, minlength=q * q).reshape(q, q)
+    return _cohen_table(cross, lambda: (_unit_tables(a, b, units, q), None), len(r.value), r.n_missing, weights,
+                        confidence, ci_method, cluster, n_boot, random_state)  # fmt: skip
 
 
-def _cohen_table(a: np.ndarray, b: np.ndarray, q: int, units: np.ndarray, n_rated: int, n_missing: int,
-                 weights: Weights, confidence: float, ci_method: KappaInterval, cluster: str | None, n_boot: int,
-                 random_state) -> pd.DataFrame:  # fmt: skip
-    """Cohen's kappa table of the category positions ``a``, ``b`` the two raters gave each
-    target rated by both (``units``: the target, or its cluster, for the bootstrap)."""
-    n = len(a)
+def _cohen_table(cross: np.ndarray, per_unit: Callable[[], tuple[np.ndarray, np.ndarray | None]], n_rated: int,
+                 n_missing: int, weights: Weights, confidence: float, ci_method: KappaInterval, cluster: str | None,
+                 n_boot: int, random_state) -> pd.DataFrame:  # fmt: skip
+    """Cohen's kappa table of the two raters' cross table ``cross`` (category positions, of
+    the targets rated by both); ``per_unit()`` gives :func:`_kappa_bootstrap` its units."""
+    n, q = int(cross.sum()), len(cross)
     w = agreement_weights(q, weights)
-    core = kappa_core(np.bincount(a * q + b, minlength=q * q).reshape(q, q), w)
+    core = kappa_core(cross, w)
     _check_chance(core["pe"])
     kappa, se = core["kappa"], core["se"]
     z = kappa / core["se0"]
@@ -343,7 +371,7 @@ def _cohen_table(a: np.ndarray, b: np.ndarray, q: int, units: np.ndarray, n_rate
         half = stats.norm.ppf((1 + confidence) / 2) * se
         low, high, how = kappa - half, kappa + half, "Wald, SE of Fleiss, Cohen & Everitt (1969)"
     else:
-        low, high = _kappa_bootstrap(a, b, units, q, w, n_boot, confidence, as_generator(random_state))
+        low, high = _kappa_bootstrap(*per_unit(), q, w, n_boot, confidence, as_generator(random_state))
         how = f"percentile bootstrap over {'targets' if cluster is None else cluster} (B={n_boot})"
     return pd.DataFrame(
         [
@@ -613,9 +641,65 @@ def percent_agreement(
     return _chance_corrected(agree, r.n_raters, r.n_missing, "pa", weights, confidence)
 
 
+def _refuse_non_binary(score: str, value: object) -> None:
+    raise DataError(f"column {score!r} must hold 0/1 or booleans; found {value!r}")
+
+
+def _strict_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, confidence: float) -> pd.DataFrame:
+    """:func:`strict_agreement` of a frame of another engine: per target, its ratings and
+    ones, reduced in the engine to four counts (targets rated by every rater, and among
+    them those all 1, all 0; the ratings)."""
+    import narwhals as nw
+
+    check_confidence(confidence)
+    ratings = rated(frame, item, rater, score, numeric=True)
+    y = nw.col(score).cast(nw.Float64)
+    rows = ratings.frame.frame.with_columns(y.alias("_y"))
+    bad = rows.filter(~nw.col("_y").is_in([0.0, 1.0])).select(nw.len().alias("n"), nw.col("_y").min().alias("value"))
+    bad = bad.collect().to_pandas().iloc[0]
+    if bad["n"]:
+        _refuse_non_binary(score, float(bad["value"]))
+    full = nw.col("_n") == ratings.n_raters
+    found = (
+        rows.group_by(item).agg(nw.len().alias("_n"), nw.col("_y").sum().alias("_ones"))
+        .select(nw.col("_n").sum().alias("ratings"), full.cast(nw.Int64).sum().alias("full"),
+                (full & (nw.col("_ones") == ratings.n_raters)).cast(nw.Int64).sum().alias("strict inclusion"),
+                (full & (nw.col("_ones") == 0)).cast(nw.Int64).sum().alias("strict exclusion"))
+        .collect().to_pandas().iloc[0]
+    )  # fmt: skip
+    hits = {name: int(found[name]) for name in ("strict inclusion", "strict exclusion")}
+    return _strict_table(hits, int(found["full"]), ratings.n_raters, int(found["ratings"]), ratings.n_missing, confidence)
+
+
+def _strict_table(hits: dict[str, int], n: int, n_raters: int, n_ratings: int, n_missing: int,
+                  confidence: float) -> pd.DataFrame:  # fmt: skip
+    """:func:`strict_agreement`'s rows from the counts: ``hits`` (targets all 1, all 0) among
+    the ``n`` targets rated by every one of ``n_raters``; ``n_ratings`` ratings in all."""
+    if n == 0:
+        raise DataError("no target is rated by every rater")
+    hits = {**hits, "strict agreement": hits["strict inclusion"] + hits["strict exclusion"]}
+    z = stats.norm.ppf((1 + confidence) / 2)
+    n_used = n * n_raters
+    rows = []
+    for name, x in hits.items():
+        p = x / n
+        centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+        half = z / (1 + z**2 / n) * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
+        rows.append(
+            _row(
+                name, None, estimate=p, se=float(np.sqrt(p * (1 - p) / n)),
+                ci_low=float(centre - half), ci_high=float(centre + half),
+                statistic=np.nan, p_value=np.nan, pa=np.nan, pe=np.nan,
+                method="share of targets with unanimous raters (strict agreement, the EditJudge paper's)",
+                ci_method="Wilson score",
+                **counts(n, n_raters, n_used, n_missing + n_ratings - n_used),
+            )  # fmt: skip
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine="columns")
+@reads_frame(keys=("item", "rater"), labels=("score",), engine=_strict_in_engine)
 @fill_doc
 def strict_agreement(
     data: pd.DataFrame,
@@ -676,34 +760,10 @@ def strict_agreement(
     check_confidence(confidence)
     r = long_ratings(data, item, rater, score)
     if not np.isin(r.value, [0.0, 1.0]).all():
-        bad = r.value[~np.isin(r.value, [0.0, 1.0])][0]
-        raise DataError(f"column {score!r} must hold 0/1 or booleans; found {bad!r}")
+        _refuse_non_binary(score, r.value[~np.isin(r.value, [0.0, 1.0])][0])
     per_target = np.bincount(r.target, minlength=r.n_targets)
     full = per_target == r.n_raters
-    n = int(full.sum())
-    if n == 0:
-        raise DataError("no target is rated by every rater")
     ones = np.bincount(r.target, weights=r.value, minlength=r.n_targets)[full]
-    hits = {
-        "strict inclusion": int((ones == r.n_raters).sum()),
-        "strict exclusion": int((ones == 0).sum()),
-    }
-    hits["strict agreement"] = hits["strict inclusion"] + hits["strict exclusion"]
-    z = stats.norm.ppf((1 + confidence) / 2)
-    n_used = n * r.n_raters
-    rows = []
-    for name, x in hits.items():
-        p = x / n
-        centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
-        half = z / (1 + z**2 / n) * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
-        rows.append(
-            _row(
-                name, None, estimate=p, se=float(np.sqrt(p * (1 - p) / n)),
-                ci_low=float(centre - half), ci_high=float(centre + half),
-                statistic=np.nan, p_value=np.nan, pa=np.nan, pe=np.nan,
-                method="share of targets with unanimous raters (strict agreement, the EditJudge paper's)",
-                ci_method="Wilson score",
-                **counts(n, r.n_raters, n_used, r.n_missing + len(r.value) - n_used),
-            )  # fmt: skip
-        )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    hits = {"strict inclusion": int((ones == r.n_raters).sum()), "strict exclusion": int((ones == 0).sum())}
+    return _strict_table(hits, int(full.sum()), r.n_raters, len(r.value), r.n_missing, confidence)
+

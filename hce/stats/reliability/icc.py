@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._checks import check_choice, check_confidence, require_columns
+from hce._checks import check_choice, check_confidence, plain, require_columns
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
@@ -24,6 +25,7 @@ from hce.stats._validate import reads_frame
 
 Method = Literal["auto", "anova", "reml"]
 KRule = Literal["harmonic", "raters"]
+T = TypeVar("T")
 
 #: Shrout-Fleiss name, McGraw-Wong name, description, for the six forms in output order.
 FORMS = [
@@ -584,8 +586,58 @@ def _oneway_rows(rows: list[dict], ms: dict[str, float], k: float, confidence: f
     rows[0], rows[3] = oneway[0], oneway[3]
 
 
+def _refuse_rater_in_two_groups(label: object, condition: str) -> None:
+    raise DataError(f"rater {label!r} appears in more than one {condition!r}; each rater must belong to one group")
+
+
+def _groups_table(names: list, part: Callable[[list], T], means: Callable[[T], T], run: Callable[[T, str], pd.DataFrame],
+                  *, rater: str, condition: str, between: str) -> pd.DataFrame:  # fmt: skip
+    """:func:`icc_groups`' table, on pandas rows or in an engine: ``part(names)`` the rows of
+    those groups, ``means(rows)`` each target's mean per group, ``run(rows, rater)`` the ICCs."""
+    parts = [run(part([name]), rater).assign(comparison="within", group=str(name)) for name in names]
+    for a, b in itertools.combinations(names, 2):
+        pair = part([a, b])
+        got = run(means(pair), condition) if between == "means" else run(pair, rater)
+        parts.append(got.assign(comparison="between", group=f"{a} vs {b}"))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["comparison", "group", *COLUMNS]]
+
+
+def _icc_groups_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, condition: str, between: str,
+                          confidence: float, method: Method, k: KRule) -> pd.DataFrame:  # fmt: skip
+    """:func:`icc_groups` of a frame of another engine: :func:`icc`'s grouped passes on the
+    rows of each group and pair of groups (for ``between="means"``, on the targets' group
+    means, a grouped mean in the engine). An engine's frame has no row order (a Parquet
+    scan reads its files in parallel), so the groups come in sorted order, not in order of
+    first appearance as in pandas."""
+    import narwhals as nw
+
+    check_choice("between", between, ["means", "pooled"])
+    mixed = (
+        # distinct pairs counted, not a grouped n_unique: Dask's (through narwhals 2.29) adds up its partitions'
+        frame.frame.select(rater, condition).unique().group_by(rater).agg(nw.len().alias("_groups"))
+        .filter(nw.col("_groups") > 1)
+        .select(nw.col(rater).min().alias("first"), nw.len().alias("n")).collect().to_pandas().iloc[0]
+    )  # fmt: skip
+    if mixed["n"]:
+        _refuse_rater_in_two_groups(plain(mixed["first"]), condition)
+    names = sorted(frame.frame.select(nw.col(condition)).unique().collect().to_pandas()[condition].map(plain))
+
+    def run(part: EngineFrame, raters: str) -> pd.DataFrame:
+        return _icc_in_engine(part, item=item, rater=raters, score=score, confidence=confidence, method=method, k=k)
+
+    def means(pair: EngineFrame) -> EngineFrame:
+        # the mean of the non-blank ratings, blank (as pandas' NaN) where a group left a target unrated
+        rating = nw.when(~pair.blank(score)).then(nw.col(score).cast(nw.Float64))
+        return EngineFrame(pair.frame.with_columns(rating.alias("_rating")).group_by(item, condition)
+                           .agg(nw.col("_rating").mean().alias(score)))  # fmt: skip
+
+    return _groups_table(names, lambda chosen: frame.where(nw.col(condition).is_in(chosen)), means, run, rater=rater,
+                         condition=condition, between=between)  # fmt: skip
+
+
 @renamed(targets="item", raters="rater", ratings="score", groups="condition")
-@reads_frame(keys=("item", "rater", "condition"), numbers=("score",), engine="columns")
+@reads_frame(keys=("item", "rater", "condition"), numbers=("score",), engine=_icc_groups_in_engine)
 @fill_doc
 def icc_groups(
     data: pd.DataFrame,
@@ -632,6 +684,10 @@ def icc_groups(
     automatic raters and between those groups; with ``between="means"`` a group's
     ratings of a target are averaged over the raters who rated it before the ICC is taken.
 
+    A frame of another engine (Polars, DuckDB, PySpark, ...) is reduced there, as in
+    :func:`icc`; such a frame keeps no row order, so its groups come in sorted order (in
+    pandas, in order of first appearance).
+
     References
     ----------
     .. [1] Shrout, P. E., & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing
@@ -658,23 +714,14 @@ def icc_groups(
     require_columns(data, [item, rater, score, condition])
     per_rater = data.groupby(rater, sort=False)[condition].nunique(dropna=False)
     if (per_rater > 1).any():
-        raise DataError(
-            f"rater {per_rater.index[per_rater > 1][0]!r} appears in more than one {condition!r}; "
-            "each rater must belong to one group"
-        )
-    names = list(pd.unique(data[condition]))
-    parts = []
-    for name in names:
-        part = icc(data[data[condition] == name], item=item, rater=rater, score=score,
-                   confidence=confidence, method=method, k=k)  # fmt: skip
-        parts.append(part.assign(comparison="within", group=str(name)))
-    for a, b in itertools.combinations(names, 2):
-        pair = data[data[condition].isin([a, b])]
-        if between == "means":
-            pair = pair.groupby([item, condition], as_index=False, sort=False)[score].mean()
-            part = icc(pair, item=item, rater=condition, score=score, confidence=confidence, method=method, k=k)
-        else:
-            part = icc(pair, item=item, rater=rater, score=score, confidence=confidence, method=method, k=k)
-        parts.append(part.assign(comparison="between", group=f"{a} vs {b}"))
-    out = pd.concat(parts, ignore_index=True)
-    return out[["comparison", "group", *COLUMNS]]
+        _refuse_rater_in_two_groups(per_rater.index[per_rater > 1][0], condition)
+
+    def run(part: pd.DataFrame, raters: str) -> pd.DataFrame:
+        return icc(part, item=item, rater=raters, score=score, confidence=confidence, method=method, k=k)
+
+    def means(pair: pd.DataFrame) -> pd.DataFrame:
+        return pair.groupby([item, condition], as_index=False, sort=False)[score].mean()
+
+    return _groups_table(list(pd.unique(data[condition])), lambda names: data[data[condition].isin(names)], means, run,
+                         rater=rater, condition=condition, between=between)  # fmt: skip
+
