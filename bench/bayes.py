@@ -139,7 +139,7 @@ def child(case: str, seed: int) -> None:
 def run_hce_fresh(case: str, seed: int, base_compiledir: str) -> dict:
     """``child`` in a new Python process with PyTensor's caches (C and numba) under
     ``base_compiledir``: empty for a truly cold start, reused for a second fresh process."""
-    env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={base_compiledir}")
+    env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={base_compiledir}", NUMBA_CACHE_DIR=base_compiledir)
     cpu = cpu_seconds()
     start = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--child", case, "--seed", str(seed)],

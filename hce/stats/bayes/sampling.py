@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # ArviZ and PyMC load only when a model is sampled or checked
     import arviz as az
     import pymc as pm
 
+    from hce.stats.bayes.density import Density
+
 SAMPLERS = ("auto", "nutpie", "pymc")
 RHAT_MAX = 1.01  # Vehtari et al. (2021)
 #: Warm-up steps per chain when ``tune=None``: each sampler's own default (nutpie's 300
@@ -78,24 +80,30 @@ def run(
     data: dict[str, np.ndarray],
     key: Hashable,
     settings: SamplerSettings,
+    density: Density | None = None,
 ) -> az.InferenceData:
     """Sample ``make_model()`` with ``sampler`` (``"nutpie"`` or ``"pymc"``) and return the
     InferenceData (posterior and sample_stats with ``diverging``).
 
     ``data`` are the model's ``pm.Data`` values: with nutpie a cached compiled model of the
-    same ``key`` is reused with these values instead of compiling again.
+    same ``key`` is reused with these values instead of compiling again. ``density``, the
+    same model's hand-written log density (:mod:`hce.stats.bayes.density`), is what
+    nutpie samples when given: nothing to compile but one cached numba function.
     """
     if sampler == "nutpie":
         import nutpie
 
-        compiled = _compiled.pop(key, None)
-        if compiled is None:
-            compiled = nutpie.compile_pymc_model(make_model())
+        if density is not None:
+            compiled = density.nutpie_model()
         else:
-            compiled = compiled.with_data(**data)
-        _compiled[key] = compiled
-        while len(_compiled) > _CACHE_SIZE:
-            _compiled.popitem(last=False)
+            compiled = _compiled.pop(key, None)
+            if compiled is None:
+                compiled = nutpie.compile_pymc_model(make_model())
+            else:
+                compiled = compiled.with_data(**data)
+            _compiled[key] = compiled
+            while len(_compiled) > _CACHE_SIZE:
+                _compiled.popitem(last=False)
         return nutpie.sample(
             compiled,
             draws=settings.draws,
