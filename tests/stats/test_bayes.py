@@ -296,6 +296,24 @@ def test_short_chains_are_flagged(ls_fit):
     check_short_chains_are_flagged(*ls_fit)
 
 
+def test_nutpie_samples_the_same_posterior_as_pymc(ls_fit):
+    """Issue 35: nutpie samples hce's hand-written density of this model (equal to the PyMC
+    model's at random points: tests/stats/test_bayes_density.py). Its posterior means agree
+    with PyMC's NUTS on the PyMC graph within 0.3 posterior SD: the difference of two
+    means with bulk ESS >= 400 each has an SD of at most 0.07 posterior SD, so 0.3 is over
+    4 of those; the variables stored are the PyMC model's own."""
+    pytest.importorskip("nutpie", reason="the default sampler: pip install nutpie")
+    data, fit = ls_fit
+    ours = bayes_ordinal("score ~ condition + (1 | item_id)", data, noise="condition", random_state=FAST_SEED,
+                         sampler="nutpie")
+    assert ours.converged, ours.flags
+    pymc_vars = {v for v in fit.idata.posterior.data_vars if not str(v).endswith("__")}
+    assert set(ours.idata.posterior.data_vars) == pymc_vars
+    a, b = ours.summary().set_index("term"), fit.summary().set_index("term")
+    gap = (a["estimate"] - b["estimate"]).abs() / b["sd"]
+    assert (gap < 0.3).all(), gap.round(3).to_dict()
+
+
 def fit_binary(seed: int):
     """Small boolean-judge fit: 30 items x 2 conditions x 6 verdicts."""
     rng = np.random.default_rng(seed)

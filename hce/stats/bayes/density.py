@@ -147,8 +147,16 @@ class Density:
         names = self.layout.names()
         self.logp_grad(self.initial_point(0))  # compile or load the kernel before sampling
 
-        def make_logp():
-            return self.logp_grad
+        def make_logp():  # called once per chain: bind the kernel and its arguments
+            from hce.stats.bayes._kernel import logp_grad
+
+            args, n_dim = self._kernel_args, self.layout.n_dim
+
+            def value_and_grad(x):
+                grad = np.empty(n_dim)
+                return float(logp_grad(x, *args, grad)), grad
+
+            return value_and_grad
 
         def make_expand(seed1, seed2, chain):
             return self.expand

@@ -1,13 +1,16 @@
 """Run NUTS on a model with the fastest sampler installed, and check the result.
 
 ``sampler="auto"`` takes nutpie when it imports (installed with hce) and PyMC's own NUTS
-otherwise: ``bench/bayes.py`` measured nutpie (with its low-rank mass matrix) at 2.7x the
+otherwise: ``bench/bayes.py`` measured nutpie (with its low-rank mass matrix) at 5x the
 minimum bulk ESS per CPU-second of plain ``pm.sample()`` on the Experiment-5-size
-location-scale ordinal model, where PyMC did not converge. nutpie compiles a model with
-numba: 12 s of CPU, or 43 s while PyTensor's on-disk numba cache is empty (the first fit on
-a machine), so compiled models are also kept in a small per-process cache keyed by the
-model's structure and shapes and refitted on new data with ``with_data`` (a simulation
-study then compiles once). PyMC's C backend caches its compiled code on disk by itself.
+location-scale ordinal model, where PyMC did not converge. For logit models with random
+intercepts nutpie samples the model's hand-written density (:mod:`hce.stats.bayes.density`,
+one numba kernel cached on disk: 3 s of CPU the first time on a machine). Other models are
+compiled from the PyMC graph with numba: 12 s of CPU, or 42 s while PyTensor's on-disk numba
+cache is empty, so those compiled models are also kept in a small per-process cache keyed
+by the model's structure and shapes and refitted on new data with ``with_data`` (a
+simulation study then compiles once). PyMC's C backend caches its compiled code on disk by
+itself.
 
 Neither sampler refuses a bad chain (nutpie runs no convergence check; PyMC only logs
 R-hat at INFO level), so :func:`diagnose` does it here.
