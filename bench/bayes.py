@@ -57,6 +57,9 @@ machine's): empty caches 54.3 s wall, 28.5 s CPU (before: 268 s wall, 74.5 s CPU
 divergence; plain ``pm.sample()`` 66.9 s wall of sampling alone (34.6 s CPU), minimum bulk
 ESS 343, not converged:
 ``EXP5: hce 54.3 s, PYMC 66.9 s, ratio 1.23 (min-ESS/s ratio 5.51, per CPU-second 5.42)``.
+Again at load 3.7-4.5 (03:13-03:16 UTC): empty caches 28.5 s wall (30.4 s CPU), filled
+caches 35.6 s wall (26.0 s CPU; the load, not the cache), PyMC 70.5 s wall (43.4 s CPU),
+``EXP5: hce 28.5 s, PYMC 70.5 s, ratio 2.47 (min-ESS/s ratio 11.04, per CPU-second 6.40)``.
 On 2 idle cores the 28.5 s of CPU is about 2.8 s imports + 1.5 s data and design + 3 s
 numba + 16 s sampling in two threads (8-9 s wall) + 2 s diagnostics: about 18-20 s wall
 from empty caches. The idle machine was not available to confirm it this session.
