@@ -111,3 +111,17 @@ def test_scope():
     inputs = model_inputs("score ~ condition + (1 | item_id)", _data(), family="ordinal")
     assert density.supported("ordinal", "logit", inputs.arrays)
     assert not density.supported("ordinal", "probit", inputs.arrays)
+
+
+def test_far_tails_give_minus_inf_not_an_error():
+    """A cutpoint gap that underflows to 0 (log gap -800): PyMC's log density is -inf there,
+    and so is the kernel's (numpy's division rules), which the sampler rejects as a
+    divergent step; a Python ZeroDivisionError stopped nutpie's chains (issue 35)."""
+    model, dens = _model_and_density(*CASES[0])
+    x, point = next(_points(model, dens.layout.n_dim))
+    start = dens.layout.n_fixed + sum(dens.layout.n_levels)
+    x = x.copy()
+    x[start + 1] = -800.0
+    point["cutpoints_ordered__"] = x[start : start + dens.layout.n_cut]
+    value, _ = dens.logp_grad(x)
+    assert value == model.compile_logp()(point) == -np.inf

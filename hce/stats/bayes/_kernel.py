@@ -2,7 +2,10 @@
 
 Compiled once per machine and then loaded from numba's on-disk cache (``cache=True``:
 ``__pycache__`` beside this file, or ``NUMBA_CACHE_DIR``); module-level functions, since
-numba does not reuse the cache of closures.
+numba does not reuse the cache of closures. ``error_model="numpy"``: a division by zero far
+out in the tails (a cutpoint gap that underflows to 0) gives inf or nan, as in PyTensor,
+which the sampler rejects as a divergent step, not Python's ZeroDivisionError, which would
+stop it.
 """
 
 import numba
@@ -11,19 +14,19 @@ import numpy as np
 _HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def log1mexp(x):  # log(1 - exp(x)), x < 0
     if x < np.log(0.5):
         return np.log1p(-np.exp(x))
     return np.log(-np.expm1(x))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def normal_logp(value, scale):
     return -0.5 * (value / scale) ** 2 - np.log(scale) - _HALF_LOG_2PI
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def inverse_scale(row, gamma):
     """exp(-row . gamma): 1 / the latent noise scale of a noise-design row."""
     lin = 0.0
@@ -32,7 +35,7 @@ def inverse_scale(row, gamma):
     return np.exp(-lin)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def logp_grad(x, X, codes, n_levels, counts, S, S_noise, noise_counts, n_cut, scales, hst_const, grad):
     """Log density at ``x`` (returned) and its gradient (written to ``grad``).
 
