@@ -12,64 +12,72 @@ intercepts, condition-dependent latent noise), cumulative logit, on two simulate
 hce runs with its defaults (nutpie, 4 chains x 1000 draws; see ``bayes_ordinal`` for the
 tuning steps), each fit in a fresh Python process timed from its start (imports,
 compilation, sampling and hce's convergence diagnostics): "cold" means a new process twice:
-once with PyTensor's on-disk caches (``base_compiledir``: the C cache and numba's per-Op
-cache, ``~/.pytensor/numba`` by default) empty, the first fit ever on a machine, and once
-reusing the cache that run filled, every later fresh process. The peer is ``pm.sample()``
-with PyMC's defaults (4 x 1000 + 1000 tuning, C backend) on the model hce builds, after its C
-code is compiled once untimed, timed from the start of sampling to the InferenceData. MCMC
-runs are long, so each case runs once (no best-of-N); on a shared machine the wall times
-carry the load of the other processes: the CPU seconds (children's included) do much less.
+once with every on-disk compile cache empty (PyTensor's ``base_compiledir``, holding the C
+cache and numba's per-Op cache, and ``NUMBA_CACHE_DIR``, where hce's own numba kernel is
+cached), the first fit ever on a machine, and once reusing the caches that run filled, every
+later fresh process. The peer is ``pm.sample()`` with PyMC's defaults (4 x 1000 + 1000
+tuning, C backend) on the PyMC model hce builds (the model of record), after its C code is
+compiled once untimed, timed from the start of sampling to the InferenceData. MCMC runs are
+long, so each case runs once per invocation; on a shared machine the wall times carry the
+load of the other processes: the CPU seconds (children's included) do much less.
 
 Prints per run: wall time, CPU time, minimum bulk ESS over all parameters (random effects
 included), that ESS per second, convergence (R-hat <= 1.01, bulk ESS >= 400, no
 divergences), and the line ``CASE: hce X s, PYMC Y s, ratio Z`` (Y / X, hce's time from an
 empty cache) with hce's minimum-ESS-per-second over PyMC's.
 
-Profile of the exp5 fit (issue 35 item 3; this session's numbers, CPU seconds in a fresh
-process at load 3-7 on the 2 cores, timers around the steps that
-``bayes_ordinal`` runs; wall time on 2 idle cores is about CPU for compilation, which is
-single-threaded, and CPU / 2 for sampling, whose chains run in two threads):
+Issue 35 item 3, second session. Before: nutpie compiled the PyMC model's log density and
+gradient with PyTensor's numba backend. Measured in fresh processes with empty caches
+(timers around the steps, CPU seconds, load 2-7 on the 2 cores): imports 3.1-3.4 s,
+``nutpie.compile_pymc_model`` 38.6-42.3 s, sampling 17.5 s, diagnostics 2.0-2.4 s. Numba's
+compile events (``numba.core.event``) put the compile in about 400 separate numba
+compilations for the graph's 104 Ops (logp + gradient) and 16 (stored variables): 31
+Elemwise kernels 6.8 s, 26 Subtensor 2.9 s, SpecifyShape and its error-message formatting
+(string Ops) 4.8 s, the fgraph functions themselves 9 s; numba's typing and lowering, not
+LLVM's optimisation: ``NUMBA_OPT=1`` left the compile at 38.6 s CPU (42.2 s at the default 3)
+and sampling 13% slower; ``NUMBA_OPT=0`` sampled so slowly it was stopped after 4 min CPU.
+``freeze_model=True`` (data as constants) fails on the cutpoints' initval and would have
+lost ``with_data`` reuse. A smaller graph would have removed a part of 400 compilations.
 
-* imports of PyMC, PyTensor, nutpie and ArviZ: 3.5-3.8 s; design and model: 0.1-0.2 s;
-* numba compilation (nutpie): 43.0 s with an empty PyTensor cache, 11.6-12.3 s in a second
-  process (numba's per-Op cache; setting ``compiledir`` alone does not empty it);
-* sampling, 4 chains x (1000 tuning + 1000 draws): 43-44 s. Tuning steps cost about 4.5x a
-  kept draw (nutpie adapts its low-rank mass matrix during tuning): with nutpie's own
-  default of 300 tuning steps the same fit sampled in 18.8 s, minimum bulk ESS 1,605
-  (sd(item_id)) against 1,423, no divergences;
-* hce's diagnostics (R-hat, bulk and tail ESS of 582 parameters): 2.1-2.3 s. Nothing else
-  runs at fit time: the pointwise log-likelihood (``loo``/``compare``) and the posterior
-  predictive draws (``ppc``, ``items``) are NumPy on the posterior draws, on request, with
-  no second compilation; nutpie's own InferenceData conversion is inside "sampling".
-* the likelihood's gradient: the previous session's cell-count likelihood took 266 us per
-  log density + gradient (numba, thread CPU time, best of 15 blocks of 200), of which 95%
-  the ``obs`` term; collected by cutpoint (one softplus per cell and cutpoint, see
-  ``hce.stats.bayes.models._logit_boundary_terms``) it takes 109 us. PyTensor's C backend
-  took 1,015 us against numba's 434 us for the same graph (under load), and nutpie
-  compiles with numba, so numba it is.
-* plain ``pm.sample()`` on the new likelihood: 31.8 s CPU of sampling, but minimum bulk
-  ESS 343 and not converged (its diagonal mass matrix mixes sd(item_id) slowly).
+After: for logit models with random intercepts (the Experiment-5 model among them) nutpie
+samples ``hce.stats.bayes.density``: the same log density and gradient written as one numba
+loop over the cells (``cache=True``), through nutpie's ``from_pyfunc``.
+``tests/stats/test_bayes_density.py`` checks it against PyMC's ``compile_logp()`` and
+``compile_dlogp()`` at random points to 1e-10 (up to PyMC's float32 constants, 1e-7), and
+the stored variables against PyMC's back-transforms. Its compile: 2.9-3.2 s CPU with an
+empty cache, 0.3 s from numba's cache; 72-76 us per log density + gradient against 107 us
+for PyTensor's numba graph (thread CPU time, best of 15 blocks of 200, under load 4-7).
+Probit and random slopes still go through ``compile_pymc_model``.
 
-Measured end to end (``python bench/bayes.py --cases exp5``, 2026-11-27 00:30-00:41 UTC,
-load average 6-7 from other sessions, so the wall times mean little): fresh process with an
-empty cache 74.5 s CPU (268 s wall), second fresh process 39.6 s CPU (167 s wall), both
-converged with minimum bulk ESS 1,397; plain ``pm.sample()`` 26.1 s CPU of sampling alone
-(48 s wall), minimum bulk ESS 343, not converged. Minimum ESS per CPU-second: 1.43x PyMC's
-from an empty cache, 2.7x from a filled one (PyMC's compilation and imports not counted).
-Again at load 1.6-3.2 (00:47-00:51 UTC): empty cache 91.2 s wall (70.2 s CPU), filled
-cache 60.6 s wall (38.9 s CPU), PyMC 34.7 s wall of sampling (28.0 s CPU, ESS 343):
-``EXP5: hce 91.2 s, PYMC 34.7 s, ratio 0.38 (min-ESS/s ratio 1.55, per CPU-second 1.62)``;
-the goal (< 60 s cold, >= 2x PyMC's min-ESS/s) is not shown met under that load. (Those
-wall times include a second ESS pass of about 2 s in the benchmark itself, since removed.)
-On 2 idle cores that CPU time is about 3.7 s imports + 12 s compilation (43 s from an empty
-cache) + 9 s sampling + 2 s diagnostics: about 27 s cold with a filled cache, about 60 s with
-an empty one; the idle machine was not available to confirm it this session.
-The tests/stats/test_bayes.py slow test of this fit with the defaults: seeds 1-3 converged,
-minimum bulk ESS 1,211-1,553, largest R-hat 1.0069-1.0086.
+Measured end to end (``python bench/bayes.py --cases exp5``, 2026-11-27 03:04-03:08 UTC,
+load average 5.1-5.9 from other sessions, so the wall times are about twice an idle
+machine's): empty caches 54.3 s wall, 28.5 s CPU (before: 268 s wall, 74.5 s CPU at load
+6-7; 61.0-61.4 s wall, 70 s CPU on the idle machine), filled caches 46.8 s wall, 22.8 s CPU
+(before: 29.4 s wall, 37.9 s CPU idle), both converged with minimum bulk ESS 1,535 and no
+divergence; plain ``pm.sample()`` 66.9 s wall of sampling alone (34.6 s CPU), minimum bulk
+ESS 343, not converged:
+``EXP5: hce 54.3 s, PYMC 66.9 s, ratio 1.23 (min-ESS/s ratio 5.51, per CPU-second 5.42)``.
+Again at load 3.7-4.5 (03:13-03:16 UTC): empty caches 28.5 s wall (30.4 s CPU), filled
+caches 35.6 s wall (26.0 s CPU; the load, not the cache), PyMC 70.5 s wall (43.4 s CPU),
+``EXP5: hce 28.5 s, PYMC 70.5 s, ratio 2.47 (min-ESS/s ratio 11.04, per CPU-second 6.40)``.
+Best run, at load 2.4-2.5 (03:40-03:41 UTC, after the kernel took numpy's division rules):
+empty caches 23.0 s wall (25.6 s CPU; imports 1.5 s, kernel compile and sampling 18.3 s),
+filled caches 20.8 s wall (22.2 s CPU), PyMC 25.1 s wall (24.8 s CPU), minimum bulk ESS 1,535
+against 343: ``EXP5: hce 23.0 s, PYMC 25.1 s, ratio 1.09 (min-ESS/s ratio 4.87, per
+CPU-second 4.32)``. Goal (< 60 s cold from empty caches, >= 2x PyMC's minimum ESS per
+second): met in all three runs, at load 2.4 to 6.
+On 2 idle cores the 28.5 s of CPU is about 2.8 s imports + 1.5 s data and design + 3 s
+numba + 16 s sampling in two threads (8-9 s wall) + 2 s diagnostics: about 18-20 s wall
+from empty caches. The idle machine was not available to confirm it this session.
 
-Not measured this session: a centred parametrisation (the model's docstring records one
-probe: about the same minimum ESS per second), and fewer chains than 4 (R-hat needs
-several chains; nutpie runs 4 chains in 2 threads at no extra cost per draw).
+Earlier measurements that set the defaults: nutpie's tuning steps (it adapts a low-rank mass
+matrix) cost about 4.5 kept draws each; its own 300 tuning steps against 1000 gave minimum
+bulk ESS 1,605 against 1,423, no divergences, in 43% of the sampling time. The likelihood
+collected by cutpoint (one softplus per cell and cutpoint,
+``hce.stats.bayes.models._logit_boundary_terms``) took 2.4x less time per gradient than one
+term per cell and category. Not measured: a centred parametrisation (the model's docstring
+records one probe: about the same minimum ESS per second), and fewer chains than 4 (R-hat
+needs several chains; nutpie runs 4 chains in 2 threads at no extra cost per draw).
 
 nutpie in the default install: ``pip download "nutpie>=0.13,<1" --only-binary=:all:
 --python-version 3.11 --platform P`` resolved nutpie 0.16.8 and every dependency as wheels
@@ -139,7 +147,7 @@ def child(case: str, seed: int) -> None:
 def run_hce_fresh(case: str, seed: int, base_compiledir: str) -> dict:
     """``child`` in a new Python process with PyTensor's caches (C and numba) under
     ``base_compiledir``: empty for a truly cold start, reused for a second fresh process."""
-    env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={base_compiledir}")
+    env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={base_compiledir}", NUMBA_CACHE_DIR=base_compiledir)
     cpu = cpu_seconds()
     start = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--child", case, "--seed", str(seed)],

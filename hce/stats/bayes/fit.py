@@ -17,7 +17,8 @@ from hce._checks import _label, check_choice, require_columns
 from hce._docstrings import fill_doc
 from hce.errors import DataError, FormulaError
 from hce.stats._resample import as_generator
-from hce.stats.bayes import sampling
+from hce.stats.bayes import density, sampling
+from hce.stats.bayes.density import Density
 from hce.stats.bayes.models import ModelArrays, build_model, resolve_priors
 from hce.stats.bayes.result import BayesResult, NoiseDesign
 from hce.stats.mixed.formula import Design, build_design, parse_formula
@@ -376,7 +377,10 @@ def _fit(inputs: ModelInputs, link, priors, draws, tune, chains, target_accept, 
            tuple(sorted(priors.items())))
     settings = sampling.SamplerSettings(int(draws), int(tune), int(chains), float(target_accept), seed)
     start = time.perf_counter()
-    idata = sampling.run(sampler, lambda: build_model(family, link, arrays, priors), arrays.data(), key, settings)
+    # nutpie samples the hand-written density of the same model where one exists (no
+    # PyTensor graph to compile with numba: hce.stats.bayes.density)
+    fast = Density.of(family, arrays, priors) if sampler == "nutpie" and density.supported(family, link, arrays) else None
+    idata = sampling.run(sampler, lambda: build_model(family, link, arrays, priors), arrays.data(), key, settings, fast)
     result = BayesResult(
         family=family, link=link, design=inputs.design, values=inputs.values, labels=inputs.labels,
         noise_design=inputs.noise, arrays=arrays, priors=priors, sampler=sampler, settings=settings,

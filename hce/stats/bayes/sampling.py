@@ -1,13 +1,16 @@
 """Run NUTS on a model with the fastest sampler installed, and check the result.
 
 ``sampler="auto"`` takes nutpie when it imports (installed with hce) and PyMC's own NUTS
-otherwise: ``bench/bayes.py`` measured nutpie (with its low-rank mass matrix) at 2.7x the
+otherwise: ``bench/bayes.py`` measured nutpie (with its low-rank mass matrix) at 5x the
 minimum bulk ESS per CPU-second of plain ``pm.sample()`` on the Experiment-5-size
-location-scale ordinal model, where PyMC did not converge. nutpie compiles a model with
-numba: 12 s of CPU, or 43 s while PyTensor's on-disk numba cache is empty (the first fit on
-a machine), so compiled models are also kept in a small per-process cache keyed by the
-model's structure and shapes and refitted on new data with ``with_data`` (a simulation
-study then compiles once). PyMC's C backend caches its compiled code on disk by itself.
+location-scale ordinal model, where PyMC did not converge. For logit models with random
+intercepts nutpie samples the model's hand-written density (:mod:`hce.stats.bayes.density`,
+one numba kernel cached on disk: 3 s of CPU the first time on a machine). Other models are
+compiled from the PyMC graph with numba: 12 s of CPU, or 42 s while PyTensor's on-disk numba
+cache is empty, so those compiled models are also kept in a small per-process cache keyed
+by the model's structure and shapes and refitted on new data with ``with_data`` (a
+simulation study then compiles once). PyMC's C backend caches its compiled code on disk by
+itself.
 
 Neither sampler refuses a bad chain (nutpie runs no convergence check; PyMC only logs
 R-hat at INFO level), so :func:`diagnose` does it here.
@@ -32,6 +35,8 @@ from hce.errors import HceError, HceWarning
 if TYPE_CHECKING:  # ArviZ and PyMC load only when a model is sampled or checked
     import arviz as az
     import pymc as pm
+
+    from hce.stats.bayes.density import Density
 
 SAMPLERS = ("auto", "nutpie", "pymc")
 RHAT_MAX = 1.01  # Vehtari et al. (2021)
@@ -78,24 +83,30 @@ def run(
     data: dict[str, np.ndarray],
     key: Hashable,
     settings: SamplerSettings,
+    density: Density | None = None,
 ) -> az.InferenceData:
     """Sample ``make_model()`` with ``sampler`` (``"nutpie"`` or ``"pymc"``) and return the
     InferenceData (posterior and sample_stats with ``diverging``).
 
     ``data`` are the model's ``pm.Data`` values: with nutpie a cached compiled model of the
-    same ``key`` is reused with these values instead of compiling again.
+    same ``key`` is reused with these values instead of compiling again. ``density``, the
+    same model's hand-written log density (:mod:`hce.stats.bayes.density`), is what
+    nutpie samples when given: nothing to compile but one cached numba function.
     """
     if sampler == "nutpie":
         import nutpie
 
-        compiled = _compiled.pop(key, None)
-        if compiled is None:
-            compiled = nutpie.compile_pymc_model(make_model())
+        if density is not None:
+            compiled = density.nutpie_model()
         else:
-            compiled = compiled.with_data(**data)
-        _compiled[key] = compiled
-        while len(_compiled) > _CACHE_SIZE:
-            _compiled.popitem(last=False)
+            compiled = _compiled.pop(key, None)
+            if compiled is None:
+                compiled = nutpie.compile_pymc_model(make_model())
+            else:  # only the data the compiled graph reads (a Bernoulli model has no noise_counts)
+                compiled = compiled.with_data(**{k: v for k, v in data.items() if k in compiled.shared_data})
+            _compiled[key] = compiled
+            while len(_compiled) > _CACHE_SIZE:
+                _compiled.popitem(last=False)
         return nutpie.sample(
             compiled,
             draws=settings.draws,
