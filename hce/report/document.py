@@ -251,30 +251,32 @@ def _rendered(figures: list[Figure]) -> Iterator[Iterator[tuple[bytes, bytes]]]:
         yield ((figure.png(), figure.svg()) for figure in figures)
         return
     _RENDERING[:] = figures
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
     try:
         with warnings.catch_warnings():
             # Python 3.12+ warns about forking a process with threads: here BLAS's idle pools,
             # which re-initialise in a fork, and the child only renders its figures.
             warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
             results = pool.map(_render, range(len(figures)))
-        try:
-            yield _or_here(results, figures)
-        finally:
-            pool.shutdown(cancel_futures=True)  # an error writing the tables: the renders not begun are dropped
+    except OSError:  # no fork now (no memory to map a copy of a large process, a process limit): here
+        results = iter(())
+    try:
+        yield _or_here(results, figures)
     finally:
+        pool.shutdown(cancel_futures=True)  # an error writing the tables: the renders not begun are dropped
         _RENDERING.clear()
 
 
 def _or_here(results: Iterator[tuple[bytes, bytes]], figures: list[Figure]) -> Iterator[tuple[bytes, bytes]]:
-    """The workers' renderings; the rest rendered here if a worker died (killed, out of memory)."""
+    """The workers' renderings; the rest rendered here if a worker died (killed, out of memory) or none started."""
     done = 0
     try:
         for result in results:
             done += 1
             yield result
     except BrokenProcessPool:
-        yield from ((figure.png(), figure.svg()) for figure in figures[done:])
+        pass
+    yield from ((figure.png(), figure.svg()) for figure in figures[done:])
 
 
 def _check_replaceable(out: Path, keep: tuple[str, ...]) -> None:

@@ -1,11 +1,13 @@
 import hashlib
 import io
+import os
 import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from hce.report import figures
 from hce.report.document import Figure, Report
@@ -88,6 +90,33 @@ def test_figures_rendered_by_worker_processes_are_the_bytes_rendered_here(tmp_pa
     assert digest(many().write(tmp_path / "workers")) == here
     assert forked == ([(2,)] if sys.platform.startswith("linux") else [])
     assert len([name for name in here if name.startswith("figures/")]) == 24
+
+
+class DiesInAWorker(Figure):
+    """A figure whose rendering kills the worker process that tries it (out of memory, say)."""
+
+    def png(self):
+        if os.getpid() != PARENT:
+            os._exit(1)
+        return super().png()
+
+
+PARENT = os.getpid()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="figures are rendered by forked workers on Linux only")
+def test_a_worker_that_dies_leaves_its_figures_to_the_report_process(tmp_path, monkeypatch):
+    from hce.report import document
+
+    def report(kind):
+        doc = report_with_everything()
+        doc.sections[0].blocks += [kind(figures.sd_histogram(pd.DataFrame({"sd": np.arange(k, k + 9) / 10}), thresholds=[1.0]),
+                                        name=f"extra{k}", caption=f"Extra {k}") for k in range(4)]  # fmt: skip
+        return doc
+
+    monkeypatch.setattr(document.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(document, "FIGURES_PER_WORKER", 2)
+    assert digest(report(DiesInAWorker).write(tmp_path / "died")) == digest(report(Figure).write(tmp_path / "lived"))
 
 
 # Issue 22, item 5: tables that speak to readers.
