@@ -49,10 +49,31 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
   OpenBLAS's threads only when the load makes them spin long. Not met: the 5 s target needs ~1.5 s of CPU less, which is in
   matplotlib (a box plot's build, PNG and SVG: ~150 ms a figure, text layout first), the
   imports (scipy.stats, matplotlib, pandas) and the G/Phi draws.
-* ``hce demo``, in the same run at load 4-6 (``--quick --baseline``): hce 35.3 s wall, 22.1 s of
-  CPU; main 50.1 s, 23.8 s. Its CPU is mostly collection through the simulated judge (the
-  openai client and the server in one process), left as it is; the wall above the CPU is the
-  load and the client waiting on the server thread.
+* ``hce demo`` (issue 35 item 4; 2026-11-27, the machine at load 3-7 all session, never idle).
+  Before, in one process (main; CPU per phase from time.process_time around each, load 4-5):
+  21-27 s of CPU: imports 2.6 s; collection 5.5 s (860 calls, ~4.5 ms of client CPU a call:
+  openai's request transform and its pydantic parse of the reply, heaviest for Exp 5's
+  logprobs, ~600 tokens x 5 alternatives a reply; of the 5.5 s, 1.4 s was the judge's server
+  thread, which took turns with the client on one interpreter lock); Exp 4 1.0 s; logs read
+  1.0 s; the study report's build 8.7 s (the report of any log per experiment 6.6 s: 24
+  criterion sections, each with its spread figure, variance decomposition, reliability and
+  tests); writing 6.8 s (29 figures: PNG 3.2 s, SVG 1.9 s; 214 tables in four formats 1.5 s).
+  Nothing per attempt was per run: no fsync per row (the write-ahead record is a pwrite, the
+  log an append), prompts rendered once per item x condition, settings and design read once
+  per experiment (one openai client per experiment: 6 TLS contexts, 0.2 s). Now the judge is
+  served from a forked process (``SimServer.start(process=True)``) and the figures' PNG and
+  SVG are rendered by forked workers, one a core, while the tables and report.md are written
+  (``hce.report.document``, 12+ figures, 2+ cores; same bytes, in-process fallback). Every
+  table but cost/latency and every figure is byte-identical to main's. Same runs, taking
+  turns with main (``/usr/bin/time``-style, 3 each, load 4-6): the demo's own process 26.0-28.1 s
+  of CPU against main's 31.2-36.3 s, its children (judge, figure workers) 8.5-9.0 s on the
+  other core; wall 69.2-77.9 s against 72.1-87.0 s (an earlier series at load 5-7: best 37.9 s
+  against 47.3 s; ``--quick --baseline --runs 3`` at load 3-7: hce 51.0 s, cpu 26.7 s with its
+  children, main 39.3 s, 25.2 s: under this load the noise exceeds the change). Idle, main
+  took 27.4-30.0 s wall (last session); with ~20% of its process's CPU now on the second core,
+  ~22-24 s is expected idle, not measured. Left: the spread figure's two tight_layout passes
+  (hce.report.figures.sd_by_condition, a third of building a figure), the G/Phi pivot draws'
+  chi-square quantiles (1.3 s), the openai package's import (0.6 s).
 * study-20k, same run: hce 16.4 s wall (15.3 s of CPU) against main's 37.7 s (30.4 s): target met.
 * Repeated grouping is not where the time goes: pandas' groupby code is 0.06 of the pilot's
   12.5 s and 0.2 of study-20k's 111 s under cProfile (DataFrame.groupby calls 0.08 s and 0.27 s).
@@ -240,7 +261,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--baseline", type=Path, help="a source tree of hce (e.g. `git archive main | tar -x -C DIR`) "
                         "whose pilot report, demo and study-20k report are timed in the same run, as the PEER")
-    parser.add_argument("--runs", type=int, default=3, help="fresh runs of the pilot report; the best is printed")
+    parser.add_argument("--runs", type=int, default=3, help="fresh runs of the pilot report and of the demo; the best is printed")
     parser.add_argument("--pilot-only", action="store_true")
     parser.add_argument("--quick", action="store_true", help="the pilot, the demo and study-20k only (no 1M cases)")
     args = parser.parse_args()
@@ -257,7 +278,7 @@ def main() -> None:
                            ours, peer[0] if peer else None, baseline, "5 s"), flush=True)  # fmt: skip
     if args.pilot_only:
         return
-    ours, *peer = time_command([ROOT, *([baseline] if baseline else [])], 1, ["demo"], "report.html")
+    ours, *peer = time_command([ROOT, *([baseline] if baseline else [])], args.runs, ["demo"], "report.html")
     print(side_by_side("hce demo (fresh process: collection through the simulated judge, then the study report)",
                        ours, peer[0] if peer else None, baseline, "30 s"), flush=True)  # fmt: skip
     peer = measure("study-20k", args.timeout, baseline) if baseline else None
