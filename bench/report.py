@@ -73,7 +73,12 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
   took 27.4-30.0 s wall (last session); with ~20% of its process's CPU now on the second core,
   ~22-24 s is expected idle, not measured. Left: the spread figure's two tight_layout passes
   (hce.report.figures.sd_by_condition, a third of building a figure), the G/Phi pivot draws'
-  chi-square quantiles (1.3 s), the openai package's import (0.6 s).
+  chi-square quantiles (1.3 s), the openai package's import (0.6 s), and Exp 5's logprobs in
+  the client: 80 P2.3 calls with top_logprobs 5 take 1.7 s of client CPU, 0.43 s without
+  logprobs (the SDK builds ~3,600 token objects a reply; hce.collect.client.fill could read the
+  raw JSON). At load 4, taking turns (2 each): hce 29.9 and 33.7 s wall, its process 18.3 and
+  22.1 s of CPU, children 7.2 and 8.0 s; main 28.4 and 32.2 s, 25.1 and 29.9 s: the same total
+  CPU, so on a loaded machine (no free core) the wall is main's; the gain needs the idle core.
 * study-20k, same run: hce 16.4 s wall (15.3 s of CPU) against main's 37.7 s (30.4 s): target met.
 * Repeated grouping is not where the time goes: pandas' groupby code is 0.06 of the pilot's
   12.5 s and 0.2 of study-20k's 111 s under cProfile (DataFrame.groupby calls 0.08 s and 0.27 s).
