@@ -23,10 +23,11 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -47,10 +48,11 @@ MANIFEST = ".hce-report"
 # Deterministic SVG output: fixed element ids, no creation date.
 matplotlib.rcParams["svg.hashsalt"] = "hce"
 _NO_DATE = {"svg": {"Date": None}, "png": {"Software": None}}
-#: Figures per worker process below which a report renders its figures in its own process: a
-#: figure's PNG and SVG take ~150 ms of CPU, a forked worker ~30 ms to start and send its bytes.
+#: Figures per process (this one and each forked worker) below which a report renders its
+#: figures alone: a figure's PNG and SVG take ~150 ms of CPU, a forked worker ~30 ms to start.
 FIGURES_PER_WORKER = 6
 _RENDERING: list[Figure] = []  # the figures forked workers render: inherited by the fork, never pickled
+_TAKEN: Any = None  # per figure, 1 once a process took it to render (shared memory)
 
 
 @dataclass
@@ -235,48 +237,67 @@ class Report:
         (out / MANIFEST).write_text("written by hce report; the folder is replaced as a whole on the next run\n", encoding="utf-8")
 
 
-def _render(index: int) -> tuple[bytes, bytes]:
-    return _RENDERING[index].png(), _RENDERING[index].svg()
+def _claim(index: int) -> bool:
+    """Take figure ``index`` to render (False: another process took it); shared by the forks."""
+    with _TAKEN.get_lock():
+        free = not _TAKEN[index]
+        _TAKEN[index] = 1
+    return free
+
+
+def _render(index: int) -> tuple[bytes, bytes] | None:
+    return (_RENDERING[index].png(), _RENDERING[index].svg()) if _claim(index) else None
 
 
 @contextlib.contextmanager
 def _rendered(figures: list[Figure]) -> Iterator[Iterator[tuple[bytes, bytes]]]:
-    """Each figure's PNG and SVG, in order: from forked worker processes, one a core, once there
-    are enough figures to pay for them (the caller writes the tables meanwhile), else rendered
-    here as they are asked for. The bytes are the same either way: a fork renders the very
-    figure, laid out as here. Without ``fork`` (Windows, macOS) or with one core, here."""
+    """Each figure's PNG and SVG, in order, rendered by this process and forked workers together.
+
+    With enough figures to pay for a fork (:data:`FIGURES_PER_WORKER` each) and a core to
+    spare, workers (one per core beyond this one) render the figures from the last one back
+    while the caller writes the tables; this process then renders from the first one on
+    every figure no worker has begun, and takes the others' bytes where they meet. The bytes
+    are the same either way: a fork renders the very figure, laid out as here. Without
+    ``fork`` (Windows, macOS), with one core, or when a worker dies, here.
+    """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    workers = min(cores, len(figures) // FIGURES_PER_WORKER)
-    if workers < 2 or not sys.platform.startswith("linux"):
+    workers = min(cores - 1, len(figures) // FIGURES_PER_WORKER - 1)
+    if workers < 1 or not sys.platform.startswith("linux"):
         yield ((figure.png(), figure.svg()) for figure in figures)
         return
+    global _TAKEN
     _RENDERING[:] = figures
+    _TAKEN = multiprocessing.get_context("fork").Array("b", len(figures))  # shared memory, inherited by the forks
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
     try:
         with warnings.catch_warnings():
             # Python 3.12+ warns about forking a process with threads: here BLAS's idle pools,
             # which re-initialise in a fork, and the child only renders its figures.
             warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
-            results = pool.map(_render, range(len(figures)))
+            futures = [pool.submit(_render, k) for k in reversed(range(len(figures)))][::-1]
     except OSError:  # no fork now (no memory to map a copy of a large process, a process limit): here
-        results = iter(())
+        futures = []
     try:
-        yield _or_here(results, figures)
+        yield _meet(figures, futures)
     finally:
-        pool.shutdown(cancel_futures=True)  # an error writing the tables: the renders not begun are dropped
+        for k in range(len(futures)):  # an error writing the tables: the figures not begun are dropped
+            _claim(k)
+        pool.shutdown()
         _RENDERING.clear()
 
 
-def _or_here(results: Iterator[tuple[bytes, bytes]], figures: list[Figure]) -> Iterator[tuple[bytes, bytes]]:
-    """The workers' renderings; the rest rendered here if a worker died (killed, out of memory) or none started."""
-    done = 0
-    try:
-        for result in results:
-            done += 1
-            yield result
-    except BrokenProcessPool:
-        pass
-    yield from ((figure.png(), figure.svg()) for figure in figures[done:])
+def _meet(figures: list[Figure], futures: list[Future]) -> Iterator[tuple[bytes, bytes]]:
+    """Figure by figure from the first: rendered here unless a worker took it (then its bytes)."""
+    for k, figure in enumerate(figures):
+        if k < len(futures) and not _claim(k):
+            try:
+                rendered = futures[k].result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory): the rest here
+                futures, rendered = [], None
+            if rendered is not None:
+                yield rendered
+                continue
+        yield figure.png(), figure.svg()
 
 
 def _check_replaceable(out: Path, keep: tuple[str, ...]) -> None:
