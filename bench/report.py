@@ -49,7 +49,7 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
   OpenBLAS's threads only when the load makes them spin long. Not met: the 5 s target needs ~1.5 s of CPU less, which is in
   matplotlib (a box plot's build, PNG and SVG: ~150 ms a figure, text layout first), the
   imports (scipy.stats, matplotlib, pandas) and the G/Phi draws.
-* ``hce demo`` (issue 35 item 4; 2026-11-27, the machine at load 3-7 all session, never idle).
+* ``hce demo`` (issue 35 item 4; 2026-11-27, the machine at load 2-7 all session, never idle).
   Before, in one process (main; CPU per phase from time.process_time around each, load 4-5):
   21-27 s of CPU: imports 2.6 s; collection 5.5 s (860 calls, ~4.5 ms of client CPU a call:
   openai's request transform and its pydantic parse of the reply, heaviest for Exp 5's
@@ -60,25 +60,23 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
   tests); writing 6.8 s (29 figures: PNG 3.2 s, SVG 1.9 s; 214 tables in four formats 1.5 s).
   Nothing per attempt was per run: no fsync per row (the write-ahead record is a pwrite, the
   log an append), prompts rendered once per item x condition, settings and design read once
-  per experiment (one openai client per experiment: 6 TLS contexts, 0.2 s). Now the judge is
-  served from a forked process (``SimServer.start(process=True)``) and the figures' PNG and
-  SVG are rendered by forked workers, one a core, while the tables and report.md are written
-  (``hce.report.document``, 12+ figures, 2+ cores; same bytes, in-process fallback). Every
-  table but cost/latency and every figure is byte-identical to main's. Same runs, taking
-  turns with main (``/usr/bin/time``-style, 3 each, load 4-6): the demo's own process 26.0-28.1 s
-  of CPU against main's 31.2-36.3 s, its children (judge, figure workers) 8.5-9.0 s on the
-  other core; wall 69.2-77.9 s against 72.1-87.0 s (an earlier series at load 5-7: best 37.9 s
-  against 47.3 s; ``--quick --baseline --runs 3`` at load 3-7: hce 51.0 s, cpu 26.7 s with its
-  children, main 39.3 s, 25.2 s: under this load the noise exceeds the change). Idle, main
-  took 27.4-30.0 s wall (last session); with ~20% of its process's CPU now on the second core,
-  ~22-24 s is expected idle, not measured. Left: the spread figure's two tight_layout passes
+  per experiment (one openai client per experiment: 6 TLS contexts, 0.2 s). Now: the judge is
+  served from a forked process (``SimServer.start(process=True)``); the client reads each reply's raw JSON instead of the
+  openai SDK's objects (80 P2.3 calls with top_logprobs 5: 0.76 s of client CPU, was 1.70 s;
+  0.20 s, was 0.34 s, for score blocks); the figures are rendered by one forked worker per
+  spare core from the last one back while the tables are written, and by the report's process
+  from the first one on (``hce.report.document``, 12+ figures; same bytes, in-process
+  fallback). Every table but cost/latency and every figure is byte-identical to main's; the
+  logs differ from main's only where two runs of main differ (latency, timestamp, and cached
+  tokens, which fill in arrival order). Final runs, taking turns with main, 4 each, load 2.2-2.7
+  (``cd TREE && python -c "from hce.cli import main; main()" demo --out OUT``, wall by the
+  clock, CPU by getrusage at exit): hce 20.3, 20.5, 21.0, 23.2 s wall, its process 15.7-18.9 s
+  of CPU and its children (judge, figure worker) 3.6-4.2 s; main 21.0, 22.6, 23.1, 23.7 s,
+  19.9-22.3 s. Earlier in the session (before the client and one-worker changes, load 4-6) the
+  two trees' walls overlapped (hce 69-78 s, main 72-87 s): with no free core the split work
+  only helps as far as it cuts CPU. Left: the spread figure's two tight_layout passes
   (hce.report.figures.sd_by_condition, a third of building a figure), the G/Phi pivot draws'
-  chi-square quantiles (1.3 s), the openai package's import (0.6 s), and Exp 5's logprobs in
-  the client: 80 P2.3 calls with top_logprobs 5 take 1.7 s of client CPU, 0.43 s without
-  logprobs (the SDK builds ~3,600 token objects a reply; hce.collect.client.fill could read the
-  raw JSON). At load 4, taking turns (2 each): hce 29.9 and 33.7 s wall, its process 18.3 and
-  22.1 s of CPU, children 7.2 and 8.0 s; main 28.4 and 32.2 s, 25.1 and 29.9 s: the same total
-  CPU, so on a loaded machine (no free core) the wall is main's; the gain needs the idle core.
+  chi-square quantiles (1.3 s), the openai package's import (0.6 s), tables in four formats (1.5 s).
 * study-20k, same run: hce 16.4 s wall (15.3 s of CPU) against main's 37.7 s (30.4 s): target met.
 * Repeated grouping is not where the time goes: pandas' groupby code is 0.06 of the pilot's
   12.5 s and 0.2 of study-20k's 111 s under cProfile (DataFrame.groupby calls 0.08 s and 0.27 s).
