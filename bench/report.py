@@ -77,10 +77,34 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
   which zlib 20 ms, SVG 51 ms: the text layout, FreeType's set_text and a font-table
   lookup per text per draw); imports 1.2-1.6 s (scipy.stats 0.6 s, matplotlib 0.4 s, pandas
   0.4 s), which the pilot needs (rank tests, chi-square and studentized-range laws, the figures).
-* ``hce demo``, in the same run at load 4-6 (``--quick --baseline``): hce 35.3 s wall, 22.1 s of
-  CPU; main 50.1 s, 23.8 s. Its CPU is mostly collection through the simulated judge (the
-  openai client and the server in one process), left as it is; the wall above the CPU is the
-  load and the client waiting on the server thread.
+* ``hce demo`` (issue 35 item 4; 2026-11-27, the machine at load 2-7 all session, never idle).
+  Before, in one process (main; CPU per phase from time.process_time around each, load 4-5):
+  21-27 s of CPU: imports 2.6 s; collection 5.5 s (860 calls, ~4.5 ms of client CPU a call:
+  openai's request transform and its pydantic parse of the reply, heaviest for Exp 5's
+  logprobs, ~600 tokens x 5 alternatives a reply; of the 5.5 s, 1.4 s was the judge's server
+  thread, which took turns with the client on one interpreter lock); Exp 4 1.0 s; logs read
+  1.0 s; the study report's build 8.7 s (the report of any log per experiment 6.6 s: 24
+  criterion sections, each with its spread figure, variance decomposition, reliability and
+  tests); writing 6.8 s (29 figures: PNG 3.2 s, SVG 1.9 s; 214 tables in four formats 1.5 s).
+  Nothing per attempt was per run: no fsync per row (the write-ahead record is a pwrite, the
+  log an append), prompts rendered once per item x condition, settings and design read once
+  per experiment (one openai client per experiment: 6 TLS contexts, 0.2 s). Now: the judge is
+  served from a forked process (``SimServer.start(process=True)``); the client reads each reply's raw JSON instead of the
+  openai SDK's objects (80 P2.3 calls with top_logprobs 5: 0.76 s of client CPU, was 1.70 s;
+  0.20 s, was 0.34 s, for score blocks); the figures were rendered by one forked worker per
+  spare core while the tables were written (in the merge this gave way to the pilot's
+  ``hce.report._beside``: a forked child writes the tables and half of the figures; same
+  bytes, one-process fallback). Every table but cost/latency and every figure is byte-identical to main's; the
+  logs differ from main's only where two runs of main differ (latency, timestamp, and cached
+  tokens, which fill in arrival order). Final runs, taking turns with main, 4 each, load 2.2-2.7
+  (``cd TREE && python -c "from hce.cli import main; main()" demo --out OUT``, wall by the
+  clock, CPU by getrusage at exit): hce 20.3, 20.5, 21.0, 23.2 s wall, its process 15.7-18.9 s
+  of CPU and its children (judge, figure worker) 3.6-4.2 s; main 21.0, 22.6, 23.1, 23.7 s,
+  19.9-22.3 s. Earlier in the session (before the client and one-worker changes, load 4-6) the
+  two trees' walls overlapped (hce 69-78 s, main 72-87 s): with no free core the split work
+  only helps as far as it cuts CPU. Left: the spread figure's two tight_layout passes
+  (hce.report.figures.sd_by_condition, a third of building a figure), the G/Phi pivot draws'
+  chi-square quantiles (1.3 s), the openai package's import (0.6 s), tables in four formats (1.5 s).
 * study-20k, same run: hce 16.4 s wall (15.3 s of CPU) against main's 37.7 s (30.4 s): target met.
 * Repeated grouping is not where the time goes: pandas' groupby code is 0.06 of the pilot's
   12.5 s and 0.2 of study-20k's 111 s under cProfile (DataFrame.groupby calls 0.08 s and 0.27 s).
@@ -268,7 +292,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--baseline", type=Path, help="a source tree of hce (e.g. `git archive main | tar -x -C DIR`) "
                         "whose pilot report, demo and study-20k report are timed in the same run, as the PEER")
-    parser.add_argument("--runs", type=int, default=3, help="fresh runs of the pilot report; the best is printed")
+    parser.add_argument("--runs", type=int, default=3, help="fresh runs of the pilot report and of the demo; the best is printed")
     parser.add_argument("--pilot-only", action="store_true")
     parser.add_argument("--quick", action="store_true", help="the pilot, the demo and study-20k only (no 1M cases)")
     args = parser.parse_args()
@@ -285,7 +309,7 @@ def main() -> None:
                            ours, peer[0] if peer else None, baseline, "5 s"), flush=True)  # fmt: skip
     if args.pilot_only:
         return
-    ours, *peer = time_command([ROOT, *([baseline] if baseline else [])], 1, ["demo"], "report.html")
+    ours, *peer = time_command([ROOT, *([baseline] if baseline else [])], args.runs, ["demo"], "report.html")
     print(side_by_side("hce demo (fresh process: collection through the simulated judge, then the study report)",
                        ours, peer[0] if peer else None, baseline, "30 s"), flush=True)  # fmt: skip
     peer = measure("study-20k", args.timeout, baseline) if baseline else None

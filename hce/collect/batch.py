@@ -47,7 +47,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from openai.types.chat import ChatCompletion
 
 from hce._paths import cause
 from hce._vocabulary import keywords_checked, keywords_of
@@ -179,7 +178,7 @@ def batch_result(entry: Mapping[str, Any]) -> CallResult:
     response, error = entry.get("response"), entry.get("error")
     if response and response.get("status_code") == 200:
         try:
-            fill(result, ChatCompletion.construct(**response["body"]))
+            fill(result, response["body"])
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             result.error_message = f"unreadable response: {type(exc).__name__}: {exc}"
         return result

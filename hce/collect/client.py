@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import os
 import random
 import re
@@ -304,7 +305,10 @@ class JudgeClient:
             result.retries = attempt
             started = time.perf_counter()
             try:
-                response = await self._openai.chat.completions.create(**kwargs)
+                # The raw reply, read as JSON here: the SDK's objects (thousands a reply with
+                # logprobs) cost more CPU than the call itself against a local server (issue 35).
+                raw = await self._openai.chat.completions.with_raw_response.create(**kwargs)
+                response = json.loads(raw.http_response.content)
             except openai.APIStatusError as exc:
                 result.latency_s = time.perf_counter() - started
                 self._refuse_redirect(exc)
@@ -334,7 +338,10 @@ class JudgeClient:
                 result.error_message = self.scrub(f"unreadable response: {type(exc).__name__}: {exc}")
                 return result
             result.latency_s = time.perf_counter() - started
-            fill(result, response)
+            try:
+                fill(result, response)
+            except (AttributeError, TypeError, ValueError) as exc:  # JSON, but not a chat completion's
+                result.error_message = self.scrub(f"unreadable response: {type(exc).__name__}: {exc}")
             return result
 
     async def models(self) -> list[str]:
@@ -588,39 +595,39 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return None
 
 
-def fill(result: CallResult, response: Any) -> None:
-    """Copy a chat completion (the SDK's object) into ``result``: text, usage, logprobs, or why it is unusable."""
-    ordered = sorted(response.choices or [], key=lambda c: c.index or 0)
+def fill(result: CallResult, response: Mapping[str, Any]) -> None:
+    """Copy a chat completion (its JSON body) into ``result``: text, usage, logprobs, or why it is unusable."""
+    ordered = sorted(response.get("choices") or [], key=lambda c: c.get("index") or 0)
     choice = ordered[0] if ordered else None
-    result.model_version = response.model
-    result.system_fingerprint = getattr(response, "system_fingerprint", None)
+    result.model_version = response.get("model")
+    result.system_fingerprint = response.get("system_fingerprint")
     result.choices = [_choice(c) for c in ordered]
     if choice is not None:
         result.response_text, result.finish_reason, result.logprobs = result.choices[0]
-    usage = response.usage
+    usage = response.get("usage")
     if usage is not None:
-        result.input_tokens = usage.prompt_tokens
-        result.output_tokens = usage.completion_tokens
-        details = usage.prompt_tokens_details
-        result.cached_tokens = (details.cached_tokens or 0) if details is not None else 0
-        # newer models bill prompt tokens written to the cache (openai>=2: prompt_tokens_details.cache_write_tokens)
-        result.cache_write_tokens = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
+        result.input_tokens = usage.get("prompt_tokens")
+        result.output_tokens = usage.get("completion_tokens")
+        details = usage.get("prompt_tokens_details")
+        result.cached_tokens = (details.get("cached_tokens") or 0) if details is not None else 0
+        # newer models bill prompt tokens written to the cache (prompt_tokens_details.cache_write_tokens)
+        result.cache_write_tokens = (details.get("cache_write_tokens") or 0) if details is not None else 0
     if choice is None or result.response_text is None:
         result.error_message = f"the reply has no message content (finish_reason={result.finish_reason!r})"
 
 
-def _choice(choice: Any) -> tuple[str | None, str | None, list[dict[str, Any]] | None]:
+def _choice(choice: Mapping[str, Any]) -> tuple[str | None, str | None, list[dict[str, Any]] | None]:
     """One choice of a chat completion as (text, finish_reason, logprobs as plain lists)."""
-    text = choice.message.content if choice.message is not None else None
-    content = choice.logprobs.content if choice.logprobs is not None else None
-    logprobs = None
+    message, logprobs = choice.get("message"), choice.get("logprobs")
+    text = message.get("content") if message is not None else None
+    content = logprobs.get("content") if logprobs is not None else None
     if content is not None:
-        logprobs = [
+        content = [
             {
-                "token": t.token,
-                "logprob": t.logprob,
-                "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in (t.top_logprobs or [])],
+                "token": t.get("token"),
+                "logprob": t.get("logprob"),
+                "top_logprobs": [{"token": a.get("token"), "logprob": a.get("logprob")} for a in (t.get("top_logprobs") or [])],
             }
             for t in content
         ]
-    return text, choice.finish_reason, logprobs
+    return text, choice.get("finish_reason"), content

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
 
 import pandas as pd
 
@@ -23,6 +22,7 @@ from hce.collect.pricing import cost_usd
 from hce.collect.prompts import REPLY_FORMAT
 from hce.collect.sampling import group_requests
 from hce.log import logged_attempt_ids
+from hce.rubric import Rubric
 
 # Typical reply lengths in tokens, for estimates only (capped by max_tokens). A score block and a
 # step-by-step reply grow with the rubric (:func:`expected_output`); these are their Rubric v5.0 sizes.
@@ -31,28 +31,29 @@ CHARS_PER_TOKEN = 4  # a rough rule for English text; the estimate says it is ro
 REASONING_TOKENS = 80  # a step-by-step reply's paragraph per criterion, before its score block
 
 
-def expected_output(cond: Condition, criteria: Sequence[str]) -> int:
+def expected_output(cond: Condition, rubric: Rubric) -> int:
     """Output tokens one reply of ``cond`` is assumed to take, capped by ``max_tokens`` (estimates only).
 
     A score block (``scores``) is a line per criterion of the design's rubric, ``name: score``,
-    and a total line: each line its name's characters / 4 (the prompt's token rule) plus 3 for
-    ": ", the score and the newline, and 5 for the total; a step-by-step reply (``cot``) writes
+    and a total line when the rubric's total is a score (the prompt asks for none otherwise):
+    each line its name's characters / 4 (the prompt's token rule) plus 3 for ": ", the score
+    and the newline, and 5 for the total; a step-by-step reply (``cot``) writes
     :data:`REASONING_TOKENS` of reasoning per criterion before that block. So the estimate
     follows the rubric (53 and 453 for Rubric v5.0's five criteria; the simulated judge writes
     51 and about 450 of its tokens). Other formats: :data:`TYPICAL_OUTPUT_TOKENS`.
 
+    >>> import hce
     >>> from hce.collect.design import Condition
-    >>> expected_output(Condition("c", "P2.1", "m"), ["accuracy", "completeness"])  # (2 + 3) + (3 + 3) + 5
-    16
-    >>> expected_output(Condition("c", "P2.3", "m"), ["accuracy", "completeness"])  # and 2 x 80 of reasoning
-    176
+    >>> expected_output(Condition("c", "P2.1", "m"), hce.load_rubric("v5")), expected_output(Condition("c", "P2.3", "m"), hce.load_rubric("v5"))
+    (53, 453)
     """
     if cond.template is None and cond.prompt_id not in REPLY_FORMAT:  # a CustomPrompt: no typical length known, so the cap
         return cond.max_tokens or TYPICAL_OUTPUT_TOKENS["cot"]
     typical = TYPICAL_OUTPUT_TOKENS[cond.reply_format]
-    if cond.reply_format in ("scores", "cot") and criteria:
-        typical = sum(math.ceil(len(name) / CHARS_PER_TOKEN) + 3 for name in criteria) + 5
-        typical += REASONING_TOKENS * len(criteria) if cond.reply_format == "cot" else 0
+    if cond.reply_format in ("scores", "cot") and rubric.criteria:
+        typical = sum(math.ceil(len(name) / CHARS_PER_TOKEN) + 3 for name in rubric.criteria)
+        typical += 5 if rubric.total_is_meaningful else 0
+        typical += REASONING_TOKENS * len(rubric.criteria) if cond.reply_format == "cot" else 0
     return min(typical, cond.max_tokens) if cond.max_tokens else typical
 
 
@@ -127,7 +128,7 @@ def estimate(
             sizes[key] = input_tokens(item_messages(attempt.item, cond, design))
         row["calls"] += 1
         row["input_tokens"] += sizes[key]
-        row["output_tokens"] += expected_output(cond, design.rubric.criteria) * request.n
+        row["output_tokens"] += expected_output(cond, design.rubric) * request.n
     table = pd.DataFrame(list(rows.values()))
     costs = []
     for cond in design.conditions:
@@ -139,11 +140,11 @@ def estimate(
 
 
 def call_estimate(
-    cond: Condition, messages: list[dict[str, str]], criteria: Sequence[str], *, batch: bool = False, n: int = 1
+    cond: Condition, messages: list[dict[str, str]], rubric: Rubric, *, batch: bool = False, n: int = 1
 ) -> float | None:
     """The estimated cost of one call asking for ``n`` choices (as :func:`estimate` prices it); None for an unpriced model."""
     return cost_usd(
-        cond.price_model or cond.model, input_tokens(messages), expected_output(cond, criteria) * n, batch=batch, warn=False
+        cond.price_model or cond.model, input_tokens(messages), expected_output(cond, rubric) * n, batch=batch, warn=False
     )
 
 

@@ -155,9 +155,10 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
     if final_only:
         # Chain-of-thought replies score each category while reasoning; only the final block counts.
         totals = list(_TOTAL.finditer(text))
-        if not totals:
+        if not totals and rubric.total_is_meaningful:
             return _error(row, "no final score block (no 'Total Score' line)")
-        end = totals[-1].end()
+        # Without a total (not asked for: the rubric's total is no score) the block is the last run of score lines.
+        end = totals[-1].end() if totals else len(text)
         start = totals[-2].end() if len(totals) > 1 else 0
         first_line = [_label_pattern(c.name) for c in rubric.categories][0]
         starts = [m.start() for m in first_line.finditer(text, start, end)]
@@ -189,7 +190,8 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
         return row
     totals = _TOTAL.findall(block) or _TOTAL_SHORT.findall(block)
     if not totals:
-        return _error(row, "no 'Total Score' line")
+        # A rubric whose total is no score is not asked for one; a reply that gives one anyway is logged as written.
+        return _error(row, "no 'Total Score' line") if rubric.total_is_meaningful else row
     row["total"] = float(totals[-1])
     scores = [row[c] for c in rubric.criteria]
     if None not in scores and row["total"] != sum(scores):

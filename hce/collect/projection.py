@@ -23,7 +23,6 @@ hit rates can be lower); the batch half applies to cached input too
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -34,6 +33,7 @@ from hce.collect.messages import prompt_cache
 from hce.collect.pricing import _OPENAI, cost_usd
 from hce.collect.sampling import group_requests
 from hce.collect.sim_cache import PrefixCache
+from hce.rubric import Rubric
 
 STRATEGIES = {
     "separate": dict(n=False, cache=False, batch=False),
@@ -44,7 +44,7 @@ STRATEGIES = {
 }
 ASSUMPTIONS = (
     "prompt tokens = rendered characters / 4; output tokens = a typical reply per prompt format "
-    "(P1.1 2; a score block of the rubric's criteria, each name's characters / 4 + 3, + 5 for the total: 53 for "
+    "(P1.1 2; a score block of the rubric's criteria, each name's characters / 4 + 3, + 5 for the total when it is a score: 53 for "
     "Rubric v5.0; reasoning 80 a criterion before it: 453; capped by max_tokens) per attempt whatever n; "
     "n-sampling asks k per request (k = samples_per_request, or the design's attempts up to 128 when it is 1); "
     "cache hits as OpenAI documents them (>= 1,024 tokens, 128-token steps, after a first request with the prefix), "
@@ -96,7 +96,7 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
         attempts = [a for a in plan if a.condition.id == cond.id]
         size = k or (cond.samples_per_request if cond.samples_per_request > 1 else min(design.attempts, 128))
         priced = cond.price_model or cond.model
-        reply, source = _reply_tokens(cond, design.rubric.criteria, pilot)
+        reply, source = _reply_tokens(cond, design.rubric, pilot)
         for strategy, how in STRATEGIES.items():
             each = size if how["n"] else 1
             grouped = group_requests([_with_k(a, each) for a in attempts])
@@ -122,7 +122,7 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
     return table
 
 
-def _reply_tokens(cond: Condition, criteria: Sequence[str], pilot: pd.DataFrame | None) -> tuple[float, str]:
+def _reply_tokens(cond: Condition, rubric: Rubric, pilot: pd.DataFrame | None) -> tuple[float, str]:
     """Output tokens an attempt of ``cond`` is assumed to take, and whence: the pilot's mean, else typical."""
     if pilot is not None and {"output_tokens", "condition_id", "prompt_id"} <= set(pilot.columns):
         answered = pilot[pd.to_numeric(pilot["output_tokens"], errors="coerce").notna()]
@@ -130,7 +130,7 @@ def _reply_tokens(cond: Condition, criteria: Sequence[str], pilot: pd.DataFrame 
             rows = answered.loc[answered[column] == value, "output_tokens"]
             if len(rows):
                 return float(rows.astype(float).mean()), "pilot"
-    return float(expected_output(cond, criteria)), "typical"
+    return float(expected_output(cond, rubric)), "typical"
 
 
 def _with_k(attempt: Attempt, k: int) -> Attempt:

@@ -6,7 +6,8 @@ boolean judge), in the format of a user's own template (:mod:`hce.collect.templa
 a header naming the reply format, then the text with ``{{...}}`` placeholders). Rendered with Rubric v5.0 they give the protocol's exact text; with a
 custom rubric, its name, category count, score ranges and score lines are used instead,
 and when its categories are scored on different ranges (a 1-5 item beside a 0-1 item) the
-prompt states each category's own scale.
+prompt states each category's own scale. A rubric whose total is no score (``total_meaningful``,
+stated or inferred) is not asked for one.
 """
 
 from __future__ import annotations
@@ -43,11 +44,44 @@ def _system_message(name: str) -> str:
 
 
 def score_format(rubric: Rubric) -> str:
-    """The exact score lines the judge must output, e.g. ``Clarity of Language: [score_1_4]``."""
+    """The exact score lines the judge must output, e.g. ``Clarity of Language: [score_1_4]``.
+
+    The ``Total Score`` line only when the rubric's total is a score (``total_is_meaningful``):
+    a sum the analysis ignores is not asked for.
+
+    Examples
+    --------
+    >>> from hce.rubric import Category, Level, Rubric
+    >>> levels = lambda *scores: tuple(Level(s, str(s), "d") for s in scores)
+    >>> print(score_format(Rubric("R", (Category("clarity", "Clarity", levels(1, 2, 3, 4, 5)),
+    ...                                 Category("safety", "Safety", levels(0, 1))))))
+    Clarity: [score_1_5]
+    Safety: [score_0_1]
+    """
     lines = [f"{c.name}: [score_{c.min_score}_{c.max_score}]" for c in rubric.categories]
-    low, high = rubric.total_range
-    lines.append(f"Total Score: [sum_of_scores_{low}_{high}]")
+    if rubric.total_is_meaningful:
+        low, high = rubric.total_range
+        lines.append(f"Total Score: [sum_of_scores_{low}_{high}]")
     return "\n".join(lines)
+
+
+# The packaged templates' sentences asking for the total (P1.2, P2.1; P2.3), left out for a
+# rubric whose total is no score.
+_TOTAL_REQUESTS = (
+    "Then, provide a total score, which is the sum of the {{NCategories}} category scores (must be between "
+    "{{TotalMin}} and {{TotalMax}}).\n",
+    "After scoring all {{NCategories}} categories, calculate and provide the total score (sum of the {{NCategories}} "
+    "category scores, must be between {{TotalMin}} and {{TotalMax}}).\n",
+)
+
+
+def _no_total(template: str, rubric: Rubric) -> str:
+    """The template without the request for a total when the rubric's total is no score (its parser expects none)."""
+    if rubric.total_is_meaningful:
+        return template
+    for sentence in _TOTAL_REQUESTS:
+        template = template.replace(sentence, "")
+    return template
 
 
 # How the templates ask for a category's score; a rubric whose categories differ in range gets each one's own.
@@ -111,7 +145,8 @@ def render_fewshot(rubric: Rubric, examples: Sequence[Mapping[str, Any]] | None 
         scores = example["scores"]
         lines = [f"Example Transcript Snippet: {example['snippet']}", heading]
         lines += [f"{c.name}: {scores[c.id]}" for c in rubric.categories]
-        lines.append(f"Total Score: {sum(scores[c] for c in rubric.criteria)}")
+        if rubric.total_is_meaningful:
+            lines.append(f"Total Score: {sum(scores[c] for c in rubric.criteria)}")
         if example.get("rationale"):
             lines.append(f"Rationale: {example['rationale']}")
         blocks.append("\n".join(lines) + "\n---")
@@ -184,7 +219,8 @@ def render(
         values["TranscriptText"] = values["ItemText"] = transcript
     if "FewShotExamples" in {canonical(name) for name in template.placeholders}:
         values["FewShotExamples"] = render_fewshot(rubric, examples)
-    return [{"role": "user", "content": replace(template, text=_own_scales(template.text, rubric)).fill(values)}]
+    text = _no_total(_own_scales(template.text, rubric), rubric)
+    return [{"role": "user", "content": replace(template, text=text).fill(values)}]
 
 
 def _as_text(value: Any) -> str:

@@ -245,11 +245,11 @@ async def run_async(
             attempt, n = request.attempts[0], request.n
             cond = attempt.condition
             messages = prompt_for(attempt.item.id, cond.id)
-            tokens = input_tokens(messages) + expected_output(cond, design.rubric.criteria) * n
+            tokens = input_tokens(messages) + expected_output(cond, design.rubric) * n
             for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
                 if limit is not None:
                     await limit.take(amount)
-            cost = call_estimate(cond, messages, design.rubric.criteria, n=n) if budget.limit is not None else 0.0
+            cost = call_estimate(cond, messages, design.rubric, n=n) if budget.limit is not None else 0.0
             if stopped() or not budget.launch(cost):
                 return  # not sent, so not logged: the next run sends it
             async with slots:

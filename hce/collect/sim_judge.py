@@ -323,7 +323,8 @@ class SimJudge:
         spread = profile.noise * FORMAT_NOISE[fmt]
         scores = {name: draw.score(levels[name] + profile.bias, spread, lo, hi) for name, lo, hi in categories}
         block = "\n".join(f"{name}: {mark(s)}" for name, s in scores.items())
-        block += f"\nTotal Score: {sum(scores.values())}"
+        if TOTAL_RANGE.search(prompt):  # the total only when the prompt asks for it
+            block += f"\nTotal Score: {sum(scores.values())}"
         if fmt == "scores":
             return block
         steps = []

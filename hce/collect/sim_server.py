@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import re
+import sys
 import threading
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -42,7 +45,9 @@ class SimServer:
     """Serve a :class:`SimJudge` over HTTP/1.1 (keep-alive) on 127.0.0.1.
 
     ``start()`` runs it in a background thread (for tests and notebooks) and returns
-    itself; ``url`` is the ``base_url`` to give a client. ``serve()`` runs it in the
+    itself; ``url`` is the ``base_url`` to give a client. ``start(process=True)`` serves from
+    a forked child process instead, so the judge works on another core beside a client in
+    this process (``hce demo``, ``hce study run --simulate``); ``keys_seen`` then stays empty. ``serve()`` runs it in the
     current event loop (the CLI). Port 0 picks a free port. With ``api_key`` set, a request
     without that bearer key gets a 401 whose message quotes the key it got, as a careless
     server might: a test that the client keeps keys out of what it records. ``keys_seen``
@@ -77,6 +82,7 @@ class SimServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
 
     @property
     def url(self) -> str:
@@ -101,14 +107,23 @@ class SimServer:
         async with self._server:
             await self._server.serve_forever()
 
-    def start(self) -> SimServer:
-        """Serve in a background thread (tests, notebooks) until :meth:`stop`.
+    def start(self, *, process: bool = False) -> SimServer:
+        """Serve in a background thread (tests, notebooks), or a child process, until :meth:`stop`.
+
+        Parameters
+        ----------
+        process : bool
+            Serve from a forked child process: a client in this process and the judge no
+            longer take turns on one interpreter lock. Linux only (elsewhere a thread, as
+            forking a process with threads is not safe there).
 
         Returns
         -------
         SimServer
             Itself, bound (its ``url`` is ready), and a context manager that stops it.
         """
+        if process and sys.platform.startswith("linux"):
+            return self._start_process()
         ready = threading.Event()
         failed: list[BaseException] = []
 
@@ -133,8 +148,36 @@ class SimServer:
         self._loop = self._server.get_loop()
         return self
 
+    def _start_process(self) -> SimServer:
+        context = multiprocessing.get_context("fork")  # the judge as built here (its truth, its profiles): not pickled
+        receive, send = context.Pipe(duplex=False)
+        with warnings.catch_warnings():
+            # Python 3.12+ warns about forking a process with threads: here BLAS's idle pools,
+            # which re-initialise in a fork; the child serves the judge in its own event loop.
+            warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+            self._process = context.Process(target=self._serve_child, args=(send,), name="hce-sim-server", daemon=True)
+            self._process.start()
+        send.close()
+        port = receive.recv() if receive.poll(10) else "no answer within 10 s"
+        receive.close()
+        if not isinstance(port, int):
+            self.stop()
+            raise HceError(f"the simulated judge cannot serve on {self.host}:{self.port}: {port}")
+        self.port = port
+        return self
+
+    def _serve_child(self, send: Any) -> None:
+        try:
+            asyncio.run(self.serve(on_ready=lambda server: send.send(server.port)))
+        except OSError as exc:  # the port is taken, say
+            send.send(str(exc))
+
     def stop(self) -> None:
-        """Stop serving and join the background thread (a no-op when not started)."""
+        """Stop serving and join the background thread or process (a no-op when not started)."""
+        if self._process is not None:
+            self._process.terminate()
+            self._process.join(10)
+            self._process = None
         if self._loop is None:
             return
         stop_serving(self._server, self._loop, self._thread)

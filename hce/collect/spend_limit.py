@@ -57,7 +57,7 @@ def budget_stop(design: Design, log: str | os.PathLike | None, limit: float, *, 
     total, fit = spent, 0
     for request in requests:
         cond = request.attempts[0].condition
-        cost = call_estimate(cond, messages(request.attempts[0].item.id, cond.id), design.rubric.criteria,
+        cost = call_estimate(cond, messages(request.attempts[0].item.id, cond.id), design.rubric,
                               batch=batch, n=request.n) or 0.0
         if total + cost > limit:
             break
@@ -85,7 +85,7 @@ def check_batch_budget(
     check_budget(design, limit)
     cost = sum(
         call_estimate(r.attempts[0].condition, messages_for(r.attempts[0].item.id, r.attempts[0].condition.id),
-                       design.rubric.criteria, batch=True, n=r.n)
+                       design.rubric, batch=True, n=r.n)
         for r in group_requests(attempts)
     )  # fmt: skip
     spent = logged_cost(log)

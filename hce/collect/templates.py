@@ -2,7 +2,7 @@
 
 A template is a text file; an optional YAML header between ``---`` lines names its
 ``id`` (the log's ``prompt_id``; default the file name) and ``reply``, the answer it asks
-for: ``scores`` (one line per criterion, then the total; the default), ``cot`` (reasoning,
+for: ``scores`` (one line per criterion, then the total when the rubric's total is a score; the default), ``cot`` (reasoning,
 then the score block) or ``total`` (a bare total). Placeholders are written Jinja-style,
 ``{{ RubricText }}``, or, in a file without ``{{``, ``str.format``-style, ``{rubric_text}``;
 each has a CamelCase and a snake_case name (:data:`PLACEHOLDERS`). The packaged P1.1-P2.3
@@ -46,7 +46,7 @@ PLACEHOLDERS: dict[str, str] = {
     "ScoreMax": "the highest score of any criterion",
     "TotalMin": "the lowest possible total",
     "TotalMax": "the highest possible total",
-    "ScoreFormat": "the exact score lines to answer with (one per criterion, then Total Score)",
+    "ScoreFormat": "the exact score lines to answer with (one per criterion, then Total Score when the total is a score)",
     "ScaleLines": "one line per criterion with its own scale, e.g. 'Accurate: 1 to 5'",
     "TranscriptText": "the item text (the transcript, the summary judged)",
     "ItemText": "the item text (same as TranscriptText)",

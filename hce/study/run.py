@@ -70,7 +70,7 @@ def _simulated(study: Study, corpus: pd.DataFrame | None) -> Iterator[tuple[str,
     default = Profile(**{k: float(v) for k, v in (sim["default"] or {}).items()})
     truth = _truth(corpus, study.rubric) if corpus is not None else {}
     judge = SimJudge(seed=int(sim["seed"]), profiles=profiles, default=default, truth=truth)
-    with SimServer(judge).start() as server:
+    with SimServer(judge).start(process=True) as server:  # the judge on the other core
         yield server.url, "simulated"
 
 

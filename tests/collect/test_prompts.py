@@ -171,7 +171,63 @@ def test_a_rubric_of_mixed_scales_gets_each_categorys_own_scale(tmp_path, prompt
     text = render(prompt_id, rubric=rubric, transcript=TRANSCRIPT)[0]["content"]
     assert "from 0 to 5" not in text
     assert "a score on its own scale (Clarity: 1 to 5; Asks About Medication: 0 to 1)" in text
-    assert "Clarity: [score_1_5]\nAsks About Medication: [score_0_1]\nTotal Score: [sum_of_scores_1_6]" in text
+    assert "Clarity: [score_1_5]\nAsks About Medication: [score_0_1]" in text
+
+
+def _no_total_rubrics(tmp_path):
+    """A 0/1 criterion beside a 1-5 one (no total inferred), and one scale for all with total_meaningful: false."""
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text(MIXED_RUBRIC)
+    stated = tmp_path / "stated.yaml"
+    stated.write_text(MIXED_RUBRIC.replace("categories:", "total_meaningful: false\ncategories:", 1).replace(
+        "      - {score: 0, label: \"No\", descriptor: Never asks.}\n      - {score: 1, label: \"Yes\", descriptor: Asks at least once.}",
+        "".join(f"      - {{score: {k}, label: L{k}, descriptor: D{k}.}}\n" for k in range(1, 6)).rstrip("\n")))
+    return [hce.load_rubric(mixed), hce.load_rubric(stated)]
+
+
+@pytest.mark.parametrize("prompt_id", ["P1.2", "P2.1", "P2.2", "P2.3"])
+def test_a_rubric_whose_total_is_no_score_is_not_asked_for_one_and_parses_without_it(tmp_path, prompt_id):
+    # A 0/1 criterion beside a 1-5 one: the sum is no score (rubric.total_is_meaningful), yet the prompt
+    # asked for a 'Total Score' and the parser flagged every reply without one.
+    from hce.collect.parse import parse_reply
+    from hce.collect.sim import SimJudge
+
+    for rubric in _no_total_rubrics(tmp_path):
+        assert not rubric.total_is_meaningful
+        examples = [{"id": "e1", "snippet": "Patient: I take my pills.", "scores": dict.fromkeys(rubric.criteria, 1)}]
+        text = render(prompt_id, rubric=rubric, transcript=TRANSCRIPT, examples=examples)[0]["content"]
+        assert "total" not in text.lower(), prompt_id
+        reply = SimJudge(seed=0).respond("POST", "/v1/chat/completions", {
+            "model": "gpt-4o", "messages": [{"role": "user", "content": text}]}).body["choices"][0]["message"]["content"]
+        assert "Total" not in reply
+        row = parse_reply(prompt_id, reply, rubric=rubric)
+        assert not row["error_flag"], row["error_message"]
+        assert all(row[c] is not None for c in rubric.criteria) and row["total"] is None
+        scores = [int(row[c]) for c in rubric.criteria]
+        anyway = parse_reply(prompt_id, f"{reply}\nTotal Score: {sum(scores)}", rubric=rubric)
+        assert not anyway["error_flag"] and anyway["total"] == sum(scores)  # given anyway: logged
+
+
+def test_the_prd_rubric_is_still_asked_for_its_total_and_flagged_without_it():
+    from hce.collect.parse import parse_reply
+
+    text = render("P2.1", transcript=TRANSCRIPT)[0]["content"]
+    assert "Then, provide a total score, which is the sum of the 5 category scores (must be between 5 and 20)." in text
+    assert text.count("Total Score: [sum_of_scores_5_20]") == 1
+    reply = "\n".join(f"{c.name}: 2" for c in hce.load_rubric("v5").categories)
+    assert parse_reply("P2.1", reply)["error_message"] == "no 'Total Score' line"
+    assert parse_reply("P2.3", reply)["error_message"] == "no final score block (no 'Total Score' line)"
+
+
+def test_the_estimate_of_a_score_block_without_a_total_leaves_its_line_out(tmp_path):
+    from hce.collect.design import Condition
+    from hce.collect.estimates import expected_output
+
+    mixed, _ = _no_total_rubrics(tmp_path)
+    shown = hce.load_rubric(tmp_path / "mixed.yaml")
+    with_total = type(shown)(shown.name, shown.categories, total_meaningful=True)
+    for prompt_id in ("P2.1", "P2.3"):
+        assert expected_output(Condition("c", prompt_id, "m"), with_total) - expected_output(Condition("c", prompt_id, "m"), mixed) == 5
 
 
 def test_one_scale_for_all_keeps_the_protocols_words():

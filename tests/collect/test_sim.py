@@ -2,6 +2,7 @@ import asyncio
 import http.client
 import json
 import math
+import sys
 from collections import Counter
 
 import pandas as pd
@@ -10,6 +11,7 @@ from collect_helpers import MODEL, fast_client
 from seeds import fast_and_other_seeds
 
 import hce
+from hce.collect import run
 from hce.collect.parse import parse_reply, parse_synthetic
 from hce.collect.prompts import REPLY_FORMAT, render
 from hce.collect.sim import (
@@ -190,6 +192,26 @@ def test_http_routes_and_loopback_only(serve):
         SimServer(host="0.0.0.0")
     with pytest.raises(HceError, match=f"cannot serve on 127.0.0.1:{server.port}"):
         SimServer(port=server.port).start()  # the port is taken
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a server process is forked on Linux only")
+def test_a_server_in_its_own_process_replies_as_the_one_in_a_thread(tmp_path, serve):
+    # Issue 35 item 4: `hce demo` serves its judge from a forked process, on the other core.
+    design = {"attempts": 3, "conditions": [{"prompt": "P2.3", "model": "gpt-4o", "temperature": 0.7}],
+              "items": [{"id": "T1", "text": TEXT}, {"id": "T2", "text": TEXT + " And my back."}]}  # fmt: skip
+    logs = {}
+    for kind in ("thread", "process"):
+        server = serve() if kind == "thread" else SimServer(SimJudge(seed=0)).start(process=True)
+        try:
+            run(design, tmp_path / f"{kind}.jsonl", base_url=server.url, api_key="local")
+        finally:
+            server.stop()
+        logs[kind] = hce.read_log(tmp_path / f"{kind}.jsonl").sort_values("attempt_id", ignore_index=True)
+    assert logs["process"]["error_flag"].sum() == 0 and len(logs["process"]) == 6
+    assert logs["process"]["response_text"].tolist() == logs["thread"]["response_text"].tolist()
+    assert server._process is None  # stopped and joined
+    with serve() as taken, pytest.raises(HceError, match=f"cannot serve on 127.0.0.1:{taken.port}"):
+        SimServer(port=taken.port).start(process=True)
 
 
 def test_the_redirect_fault_answers_307_to_another_loopback_port(serve):
