@@ -68,7 +68,10 @@ CPU-second 4.32)``. Goal (< 60 s cold from empty caches, >= 2x PyMC's minimum ES
 second): met in all three runs, at load 2.4 to 6.
 On 2 idle cores the 28.5 s of CPU is about 2.8 s imports + 1.5 s data and design + 3 s
 numba + 16 s sampling in two threads (8-9 s wall) + 2 s diagnostics: about 18-20 s wall
-from empty caches. The idle machine was not available to confirm it this session.
+from empty caches. Confirmed on the idle machine after the merge (2026-11-27 04:00 UTC, load
+1.0-1.2, ``python bench/waits.py``): empty caches 15.9 s wall (24.0 s CPU), filled 13.3 s
+(21.0 s), PyMC 23.4 s, ``EXP5: hce 15.9 s, PYMC 23.4 s, ratio 1.47 (min-ESS/s ratio 6.57, per
+CPU-second 4.37)``.
 
 Earlier measurements that set the defaults: nutpie's tuning steps (it adapts a low-rank mass
 matrix) cost about 4.5 kept draws each; its own 300 tuning steps against 1000 gave minimum

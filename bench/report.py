@@ -106,6 +106,12 @@ cProfile and pyinstrument for the call trees; ``-X importtime`` for the imports)
   (hce.report.figures.sd_by_condition, a third of building a figure), the G/Phi pivot draws'
   chi-square quantiles (1.3 s), the openai package's import (0.6 s), tables in four formats (1.5 s).
 * study-20k, same run: hce 16.4 s wall (15.3 s of CPU) against main's 37.7 s (30.4 s): target met.
+* All three on the idle machine after this session's merge (2026-11-27 04:00 UTC, load 0.9-1.0,
+  ``python bench/waits.py --baseline DIR`` with DIR = ``git archive`` of the previous main,
+  10327e1): pilot hce 3.8 s wall (5.4 s of CPU in both processes) against 5.7 s (5.9 s); demo
+  13.8 s (18.1 s) against 18.9 s (19.3 s); study-20k 8.2 s (8.3 s) against 12.5 s (12.5 s). The
+  pilot on one core (``taskset -c 0``, so no fork), 3 runs each: hce 4.4-4.6 s, previous
+  main 5.4-5.8 s.
 * Repeated grouping is not where the time goes: pandas' groupby code is 0.06 of the pilot's
   12.5 s and 0.2 of study-20k's 111 s under cProfile (DataFrame.groupby calls 0.08 s and 0.27 s).
 
