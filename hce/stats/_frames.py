@@ -276,12 +276,20 @@ def _boolean():
     return nw.Boolean
 
 
+#: The public statistics that run in a frame's own engine, named as the alternatives when one
+#: cannot; tests/stats/test_engines.py checks the list against every statistic's frame spec.
+ENGINE_STATISTICS = (
+    "item_spread", "variance_components", "icc", "icc_groups", "krippendorff_alpha", "cohen_kappa",
+    "fleiss_kappa", "gwet_ac", "percent_agreement", "strict_agreement", "calibration_metrics",
+    "expected_calibration_error", "brier_score", "reliability_table",
+)  # fmt: skip
+
+
 def refuse_rows(name: str, engine: str) -> DataError:
     """The error of a statistic that needs every row of the frame, naming the alternatives."""
     return DataError(
         f"{name} needs the row-level data, which stays in the {engine} engine (models with slopes, bootstraps "
         "over rows and Bayesian fits do not reduce to per-cell summaries); collect the columns it needs, or a "
         "sample of items, to pandas first (in narwhals: nw.from_native(frame).lazy().select(columns).collect()"
-        ".to_pandas()), or use a statistic that runs in the engine (item_spread, variance_components, icc, "
-        "krippendorff_alpha, the kappas and agreement, calibration_metrics)"
+        f".to_pandas()), or use a statistic that runs in the engine ({', '.join(ENGINE_STATISTICS)})"
     )

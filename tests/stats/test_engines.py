@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import hce.stats as hs
 from hce.errors import DataError, HceWarning
 from hce.stats.mixed import lmer
-from hce.stats._frames import EngineFrame, engine_frame
+from hce.stats._frames import ENGINE_STATISTICS, EngineFrame, engine_frame, refuse_rows
 from hce.stats.mixed.cell_fit import fit_cells
 from engine_logs import REDUCED, RATED, attempt_log, ratings_log
 
@@ -341,6 +341,17 @@ def test_a_row_level_statistic_refuses_an_engine_frame_naming_the_alternatives(e
         lmer("total ~ 1 + (1 | item_id)", engine(log))
     with pytest.raises(DataError, match="friedman needs the row-level data"):
         hs.friedman(engine(log), item="item_id", condition="condition_id", score="total")
+
+
+def test_the_refusal_names_every_statistic_that_runs_in_an_engine():
+    """The alternatives a refusal names are exactly the public statistics whose frame spec reads an engine
+    frame: a statistic that learns to reduce in the engine is named, one that is not never is."""
+    specs = {name: getattr(getattr(hs, name), "frame_spec", None) for name in hs.__all__}
+    runs_in_engine = {name for name, spec in specs.items() if spec is not None and spec.engine is not None
+                      and spec.formula is None}  # fmt: skip
+    assert set(ENGINE_STATISTICS) == runs_in_engine
+    message = str(refuse_rows("friedman", "duckdb"))
+    assert all(name in message for name in runs_in_engine)
 
 
 def test_something_no_engine_reads_is_refused():
