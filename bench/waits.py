@@ -48,27 +48,27 @@ def run(script: str, *arguments: str) -> str:
     return "".join(lines)
 
 
-def figures(pattern: str, text: str | None) -> list[float] | None:
-    """Every number the first group of ``pattern`` captures in ``text`` (``None``: not run)."""
+#: Each issue-35 target: its label, the benchmark that prints it, the pattern of its figure
+#: (the first group), the target, the unit, and whether the figure must reach it (a ratio)
+#: rather than stay under it (a time).
+TARGETS = [
+    ("pilot report (270 rows, 9 criteria)", "report", rf"^pilot .*?: hce {NUMBER} s", 5, " s", False),
+    ("hce --help, slowest command", "startup", rf"--help: hce {NUMBER} s", 0.5, " s", False),
+    ("hce sim-server ready", "startup", rf"sim-server printed its URL and answered: hce {NUMBER} s", 1.5, " s", False),
+    ("hce demo", "report", rf"^hce demo .*?: hce {NUMBER} s", 30, " s", False),
+    ("study report, 20,000 attempts", "report", rf"^study-20k .*?: hce {NUMBER} s", 30, " s", False),
+    ("Bayesian Exp-5 fit, empty compile cache", "bayes", rf"^EXP5: hce {NUMBER} s", 60, " s", False),
+    ("Bayesian Exp-5 min-ESS/s over plain PyMC", "bayes", rf"min-ESS/s ratio {NUMBER}", 2, "x", True),
+    ("alpha from long data, 20 x 10,000", "reliability", rf"alpha long 20 x 10,000 .*?: {NUMBER}x", 5, "x", True),
+]  # fmt: skip
+
+
+def verdict(label: str, text: str | None, pattern: str, target: float, unit: str, at_least: bool) -> str:
+    """One summary line: the worst figure ``pattern`` finds in ``text`` against ``target``
+    (``text`` is ``None`` when its benchmark was skipped)."""
     if text is None:
-        return None
-    return [
-        float(m.group(1).replace(",", ""))
-        for m in re.finditer(pattern, text, re.MULTILINE)
-    ]
-
-
-def verdict(
-    label: str,
-    values: list[float] | None,
-    target: float,
-    unit: str,
-    *,
-    at_least: bool = False,
-) -> str:
-    """One summary line: the worst of ``values`` against ``target`` (``None``: its benchmark was skipped)."""
-    if values is None:
         return f"{label}: skipped (--skip)"
+    values = [float(m.group(1).replace(",", "")) for m in re.finditer(pattern, text, re.MULTILINE)]
     if not values:
         return f"{label}: not measured (its benchmark printed no figure), target {target:g}{unit}, NOT met"
     worst = min(values) if at_least else max(values)
@@ -79,99 +79,22 @@ def verdict(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--baseline",
-        help="another hce tree, the peer of the report cases (bench/report.py --baseline)",
-    )
-    parser.add_argument(
-        "--runs",
-        type=int,
-        default=3,
-        help="fresh runs of each start-up case and of the pilot report",
-    )
-    parser.add_argument(
-        "--skip",
-        action="append",
-        default=[],
-        choices=["startup", "report", "reliability", "bayes"],
-    )
+    parser.add_argument("--baseline", help="another hce tree, the peer of the report cases (bench/report.py --baseline)")
+    parser.add_argument("--runs", type=int, default=3, help="fresh runs of each start-up case and of the pilot report")
+    parser.add_argument("--skip", action="append", default=[], choices=["startup", "report", "reliability", "bayes"])
     args = parser.parse_args()
-    print(
-        f"# cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}",
-        flush=True,
-    )
-    out: dict[str, str | None] = {
-        name: None for name in ("startup", "report", "reliability", "bayes")
-    }
-    if "startup" not in args.skip:
-        out["startup"] = run("startup.py", "--runs", str(args.runs))
-    if "report" not in args.skip:
-        baseline = ["--baseline", args.baseline] if args.baseline else []
-        out["report"] = run("report.py", "--quick", "--runs", str(args.runs), *baseline)
-    if "reliability" not in args.skip:
-        out["reliability"] = run("reliability.py", "--quick")
-    if "bayes" not in args.skip:
-        out["bayes"] = run("bayes.py", "--cases", "exp5")
-    lines = [
-        verdict(
-            "pilot report (270 rows, 9 criteria)",
-            figures(rf"^pilot .*?: hce {NUMBER} s", out["report"]),
-            5,
-            " s",
-        ),
-        verdict(
-            "hce --help, slowest command",
-            figures(rf"--help: hce {NUMBER} s", out["startup"]),
-            0.5,
-            " s",
-        ),
-        verdict(
-            "hce sim-server ready",
-            figures(
-                rf"sim-server printed its URL and answered: hce {NUMBER} s",
-                out["startup"],
-            ),
-            1.5,
-            " s",
-        ),
-        verdict(
-            "hce demo",
-            figures(rf"^hce demo .*?: hce {NUMBER} s", out["report"]),
-            30,
-            " s",
-        ),
-        verdict(
-            "study report, 20,000 attempts",
-            figures(rf"^study-20k .*?: hce {NUMBER} s", out["report"]),
-            30,
-            " s",
-        ),
-        verdict(
-            "Bayesian Exp-5 fit, empty compile cache",
-            figures(rf"^EXP5: hce {NUMBER} s", out["bayes"]),
-            60,
-            " s",
-        ),
-        verdict(
-            "Bayesian Exp-5 min-ESS/s over plain PyMC",
-            figures(rf"min-ESS/s ratio {NUMBER}", out["bayes"]),
-            2,
-            "x",
-            at_least=True,
-        ),
-        verdict(
-            "alpha from long data, 20 x 10,000",
-            figures(rf"alpha long 20 x 10,000 .*?: {NUMBER}x", out["reliability"]),
-            5,
-            "x",
-            at_least=True,
-        ),
-    ]
+    print(f"# cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}", flush=True)
+    benchmarks = {
+        "startup": ["startup.py", "--runs", str(args.runs)],
+        "report": ["report.py", "--quick", "--runs", str(args.runs), *(["--baseline", args.baseline] if args.baseline else [])],
+        "reliability": ["reliability.py", "--quick"],
+        "bayes": ["bayes.py", "--cases", "exp5"],
+    }  # fmt: skip
+    out = {name: None if name in args.skip else run(*command) for name, command in benchmarks.items()}
+    lines = [verdict(label, out[source], *rest) for label, source, *rest in TARGETS]
     converged = re.search(r"hce cold and converged: (\w+)", out["bayes"] or "")
     if converged and converged.group(1) != "True":
-        lines.append(
-            "Bayesian Exp-5 fit: did not converge (R-hat <= 1.01, bulk ESS >= 400, no divergences), NOT met"
-        )
+        lines.append("Bayesian Exp-5 fit: did not converge (R-hat <= 1.01, bulk ESS >= 400, no divergences), NOT met")
     print(f"\n# issue 35 targets (load average now {os.getloadavg()[0]:.1f})")
     print("\n".join(lines))
 

@@ -20,6 +20,7 @@ then ``intercept`` (Bernoulli) or the cutpoints in PyMC's ordered coordinates
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, partial
 
@@ -97,10 +98,20 @@ class Density:
 
     def logp_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """Log density (PyMC's ``model.logp()``, Jacobians included) and its gradient."""
+        return self._bound()(np.ascontiguousarray(x, dtype=float))
+
+    def _bound(self) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+        """:meth:`logp_grad` with the kernel and its arguments bound once (the sampler calls it
+        per leapfrog step, on a contiguous float vector)."""
         from hce.stats.bayes._kernel import logp_grad
 
-        grad = np.empty(self.layout.n_dim)
-        return float(logp_grad(np.ascontiguousarray(x, dtype=float), *self._kernel_args, grad)), grad
+        args, n_dim = self._kernel_args, self.layout.n_dim
+
+        def value_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
+            grad = np.empty(n_dim)
+            return float(logp_grad(x, *args, grad)), grad
+
+        return value_and_grad
 
     def expand(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """The model's variables (constrained) at ``x``, named as in the PyMC model."""
@@ -147,22 +158,11 @@ class Density:
         names = self.layout.names()
         self.logp_grad(self.initial_point(0))  # compile or load the kernel before sampling
 
-        def make_logp():  # called once per chain: bind the kernel and its arguments
-            from hce.stats.bayes._kernel import logp_grad
-
-            args, n_dim = self._kernel_args, self.layout.n_dim
-
-            def value_and_grad(x):
-                grad = np.empty(n_dim)
-                return float(logp_grad(x, *args, grad)), grad
-
-            return value_and_grad
-
         def make_expand(seed1, seed2, chain):
             return self.expand
 
         return from_pyfunc(
-            ndim=self.layout.n_dim, make_logp_fn=make_logp, make_expand_fn=make_expand,
+            ndim=self.layout.n_dim, make_logp_fn=self._bound, make_expand_fn=make_expand,
             expanded_dtypes=[np.dtype("float64")] * len(names), expanded_shapes=[s for _, s in names],
             expanded_names=[n for n, _ in names], make_initial_point_fn=partial(Density.initial_point, self),
         )
