@@ -16,7 +16,7 @@ from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
-from hce.stats.spread import as_list, valid_mask
+from hce.stats.spread import as_list, present_error, valid_mask
 from hce.stats.tests import _two_groups, block_matrix, two_levels
 from hce.stats._validate import reads_frame
 
@@ -331,6 +331,7 @@ def mae_vs_target(
     2   T0001            A  4         0    12.0       11.50  -0.50  0.50
     """
     keys = [item, *as_list(condition)]
+    error = present_error(data.columns, error)
     require_columns(data, keys + [score, truth] + as_list(error))
     t = numeric_column(data, truth)
     per_item = pd.DataFrame({item: data[item].to_numpy(), "_t": t}).groupby(item, sort=False)["_t"]

@@ -20,7 +20,7 @@ from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import ProportionMethod, proportion_ci
 from hce.stats._frames import EngineFrame
-from hce.stats._validate import reads_frame
+from hce.stats._validate import ERROR_DEFAULT, reads_frame
 
 #: Relative slack when comparing an SD with a threshold: an SD computed as
 #: 1.0000000000000002 from integer scores is "exactly 1.0" and must count as <= 1.0.
@@ -43,6 +43,11 @@ def as_list(columns: str | Sequence[str] | None) -> list[str]:
     if isinstance(columns, str):
         return [columns]
     return list(columns)
+
+
+def present_error(columns, error: str | None) -> str | None:
+    """``error`` as a call uses it: the default column absent from the data flags nothing; a named one must exist."""
+    return None if error == ERROR_DEFAULT and error not in columns else error
 
 
 def valid_mask(data: pd.DataFrame, error: str | None, name: str = "item_spread") -> np.ndarray:
@@ -97,6 +102,7 @@ def _item_spread_in_engine(
     Polars, Spark): count, mean, variance, extremes and quartiles per cell.
     """
     keys, scores = _spread_keys(item, condition, score, criterion)
+    error = present_error(frame.columns, error)
     flags = as_list(error)
     if error is not None and error in frame.columns and not frame.is_numeric(error):
         raise DataError(f"column {error!r} (error flag) must be boolean, got {frame.schema[error]}")
@@ -241,6 +247,7 @@ def item_spread(
     1     total  2  0.0
     """
     keys, scores = _spread_keys(item, condition, score, criterion)
+    error = present_error(data.columns, error)
     require_columns(data, keys + scores + as_list(error) + as_list(criterion))
     valid = valid_mask(data, error)
     frame = data[keys].copy()
@@ -671,6 +678,7 @@ def vote_stability(
     if not 0.5 < agreement < 1:
         raise DataError(f"agreement={agreement!r} must lie strictly between 0.5 and 1")
     keys = [item, *as_list(condition)]
+    error = present_error(data.columns, error)
     require_columns(data, keys + [score] + as_list(error))
     valid = valid_mask(data, error)
     v = numeric_column(data, score)

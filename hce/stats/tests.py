@@ -13,7 +13,6 @@ Every function returns a tidy DataFrame with ``statistic``, ``p_value``, ``effec
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -24,6 +23,7 @@ from scipy import stats
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce._docstrings import fill_doc
 from hce._vocabulary import default_column, keywords_checked, renamed
+from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentrality_ci
 from hce.stats._resample import (
@@ -134,6 +134,19 @@ def _two_groups(
     return a, b, x[~np.isnan(x)], y[~np.isnan(y)]
 
 
+def _item_means(data: pd.DataFrame, item: str, group: str, value: str) -> pd.DataFrame:
+    """One mean ``value`` per item within each group: repeated attempts of an item are not independent."""
+    require_columns(data, [item, group, value])
+    frame = data[[group, item]].assign(**{value: numeric_column(data, value)})
+    means = frame.groupby([group, item], observed=True, sort=False)[value].mean().reset_index()
+    shared = means[item].duplicated(keep=False)
+    if shared.any():
+        warn(f"{means.loc[shared, item].nunique()} item(s) in {item!r} appear in more than one "
+             f"{group!r} group (first {means.loc[shared, item].iloc[0]!r}): the design is paired, "
+             "which wilcoxon_paired uses; this test treats the groups as independent", HceWarning)
+    return means
+
+
 def block_matrix(
     data: pd.DataFrame, block: str, group: str, value: str, levels: Sequence[object] | None = None
 ) -> tuple[np.ndarray, list[object], int]:
@@ -159,12 +172,9 @@ def block_matrix(
     complete = wide.notna().all(axis=1)
     dropped = int((~complete).sum())
     if dropped:
-        warnings.warn(
-            f"{dropped} {block!r} block(s) lack a {value!r} for some {group!r} and were dropped "
-            "(complete blocks are needed, as in R's friedman.test)",
-            HceWarning,
-            stacklevel=3,
-        )
+        shown = [str(g) for g in (levels if levels is not None else wide.columns)]
+        warn(f"{dropped} {block!r} block(s) lack a {value!r} for some of {group!r} {', '.join(shown)} "
+             "and were dropped: a paired or blocked test compares each block with itself", HceWarning)
     return wide[complete].to_numpy(dtype=float), list(wide.columns), dropped
 
 
@@ -225,13 +235,14 @@ def _not_estimable(r: float) -> str:
 
 
 @renamed(group="condition", value="score")
-@reads_frame(keys=("condition",), numbers=("score",))
+@reads_frame(keys=("condition", "item"), numbers=("score",))
 @fill_doc
 def mann_whitney(
     data: pd.DataFrame,
     *,
     condition: str = "condition_id",
     score: str = "sd",
+    item: str | None = None,
     a: object = None,
     b: object = None,
     alternative: Alternative = "two-sided",
@@ -247,8 +258,13 @@ def mann_whitney(
         Long table, e.g. :func:`hce.stats.item_spread` output.
     condition : str
         Column holding the group labels.
-    score : str
+    score : str, default "sd"
         Numeric column compared; NaNs are dropped.
+    item : str, optional
+        Unit column, as in the paired tests. Default ``None``: every row is one independent
+        value (an :func:`item_spread` table). Given, the rows of each item within a group
+        are averaged first, so an item judged several times counts once; an item found in
+        both groups is warned about (the design is paired: :func:`wilcoxon_paired`).
     a, b : object
         The two levels compared (``a`` vs ``b``); optional when ``condition`` has two levels.
     alternative : {"two-sided", "less", "greater"}
@@ -293,6 +309,8 @@ def mann_whitney(
     """
     check_choice("alternative", alternative, _ALTERNATIVES)
     check_confidence(confidence)
+    if item is not None:
+        data = _item_means(data, item, condition, score)
     a, b, x, y = _two_groups(data, condition, score, a, b)
     core = mann_whitney_core(x, y, alternative=alternative, exact=exact, continuity=continuity,
                              confidence=confidence)
@@ -653,7 +671,7 @@ def posthoc(
     return ordered_columns(out)
 
 
-Transform = Literal["sqrt", "log", "log1p", "none"]
+Transform = Literal["sqrt", "log", "log1p", "none"] | None
 
 
 @renamed(subject="item", within="condition", value="score")
@@ -665,10 +683,10 @@ def rm_anova(
     item: str = "item_id",
     condition: str = "condition_id",
     score: str = "sd",
-    transform: Transform = "sqrt",
+    transform: Transform = None,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    r"""One-way repeated-measures ANOVA of (transformed) ``score``: the PRD's alternative to Friedman.
+    r"""One-way repeated-measures ANOVA of ``score`` (optionally transformed): the PRD's alternative to Friedman.
 
     Parameters
     ----------
@@ -680,9 +698,11 @@ def rm_anova(
         Within-subject factor.
     score : str
         Numeric column.
-    transform : {"sqrt", "log", "log1p", "none"}
-        Variance-stabilising transform applied first. ``"sqrt"`` (default) accepts the
-        zero SDs that repeated low-temperature scoring produces; ``"log"`` raises on zeros.
+    transform : {None, "sqrt", "log", "log1p", "none"}, default None
+        Variance-stabilising transform applied first; ``None`` (the default, also spelled
+        ``"none"``) analyses the scores as given, as pingouin's ``rm_anova`` and R's ``aov``
+        do. ``"sqrt"`` accepts the zero SDs that repeated low-temperature scoring produces;
+        ``"log"`` raises on zeros. The result's ``transform`` and ``method`` name it.
     %(confidence)s
         Here: the interval for partial eta squared.
 
@@ -717,9 +737,10 @@ def rm_anova(
     >>> spread = item_spread(log)  # one row per item x condition: its SD across attempts
     >>> rm_anova(spread)[["statistic", "df1", "df2", "p_value"]].round(4)
        statistic  df1  df2  p_value
-    0     1.4675    1    7    0.265
+    0     1.4555    1    7   0.2668
     """
-    check_choice("transform", transform, ["sqrt", "log", "log1p", "none"])
+    check_choice("transform", transform, [None, "sqrt", "log", "log1p", "none"])
+    transform = transform or "none"
     check_confidence(confidence)
     matrix, _, _ = block_matrix(data, item, condition, score)
     if transform != "none" and (matrix < 0).any():
@@ -749,7 +770,8 @@ def rm_anova(
            "eta2_generalized": ss_cond / (ss_cond + ss_subj + ss_err),
            "normality_p": _residual_normality(y), "n": n, "k": k,
            "transform": transform,
-           "method": "one-way repeated-measures ANOVA; partial eta squared, noncentral-F CI"}  # fmt: skip
+           "method": "one-way repeated-measures ANOVA" + ("" if transform == "none" else f" of {transform}({score})")
+                     + "; partial eta squared, noncentral-F CI"}  # fmt: skip
     return ordered_columns(pd.DataFrame([row]))
 
 

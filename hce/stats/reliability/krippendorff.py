@@ -35,6 +35,7 @@ from hce.stats.reliability._common import (
     sorted_codes,
 )
 from hce.stats.reliability._engine import count_matrix, rated, unit_counts
+from hce.stats.reliability.agreement import category_order
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -193,7 +194,8 @@ def _estimate(model: _Alpha, n_boot: int, random_state) -> tuple[float, np.ndarr
 
 
 def _alpha_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, level: Level | Distance,
-                     confidence: float, n_boot: int, minimum: float | Sequence[float], random_state) -> pd.DataFrame:  # fmt: skip
+                     categories: Sequence | None, confidence: float, n_boot: int, minimum: float | Sequence[float],
+                     random_state) -> pd.DataFrame:  # fmt: skip
     """:func:`krippendorff_alpha` of a frame of another engine, from per-unit summaries.
 
     The engine keeps the units with two or more ratings (a join with its per-unit counts)
@@ -204,7 +206,7 @@ def _alpha_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, l
     import narwhals as nw
 
     _check_options(level, confidence, n_boot)
-    ratings = rated(frame, item, rater, score, numeric=level != "nominal")
+    ratings = rated(frame, item, rater, score, numeric=level != "nominal" and categories is None)
     sizes = ratings.frame.counts([item])
     keep = sizes["n"] >= 2
     if not keep.any():
@@ -218,6 +220,7 @@ def _alpha_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, l
         model = _Alpha(n, level, moments=(n * shift, cells["ss"].to_numpy(float) + n * shift**2))
     else:
         unit, value, n = unit_counts(pairable, item, score)
+        value = value if categories is None else _positions(value, categories)
         distinct = np.sort(pd.unique(value)) if level != "nominal" else _sorted(pd.unique(value))
         check_cells(int(keep.sum()), len(distinct), level)
         c = count_matrix(unit, value, n, list(distinct))
@@ -225,6 +228,12 @@ def _alpha_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, l
     n_used = int(sizes.loc[keep, "n"].sum())
     n_count = counts(int(keep.sum()), ratings.n_raters, n_used, ratings.n_missing + int(sizes.loc[~keep, "n"].sum()))
     return _alpha_table(model, level, n_count, confidence, n_boot, minimum, random_state)
+
+
+def _positions(values: np.ndarray, categories: Sequence) -> np.ndarray:
+    """Each rating's position among ``categories`` (lowest first): labels on an ordered scale as ranks."""
+    order = category_order(pd.unique(values), categories)
+    return pd.Index(order).get_indexer(values).astype(float)
 
 
 def _sorted(values: np.ndarray) -> np.ndarray:
@@ -242,6 +251,7 @@ def krippendorff_alpha(
     rater: str,
     score: str,
     level: Level | Distance = "interval",
+    categories: Sequence | None = None,
     confidence: float = 0.95,
     n_boot: int = 1000,
     minimum: float | Sequence[float] = 0.667,
@@ -258,7 +268,13 @@ def krippendorff_alpha(
     level : {"nominal", "ordinal", "interval", "ratio"} or callable, default "interval"
         Level of measurement, or a distance ``delta(a, b)`` that broadcasts over arrays
         of distinct values (``delta(v[:, None], v[None, :])`` must give a square matrix,
-        zero on the diagonal). Non-numeric ratings are allowed for ``"nominal"``.
+        zero on the diagonal). Non-numeric ratings are allowed for ``"nominal"``, and for
+        every level when ``categories`` orders them.
+    categories : sequence, optional
+        All categories from lowest to highest, as in :func:`gwet_ac` and
+        :func:`cohen_kappa`: text labels ("poor" < "fair" < "good") are then read as their
+        positions 0, 1, 2, ... (the ordinal level needs only their order). Default ``None``:
+        the ratings are numbers (or nominal labels). A rating not among them is refused.
     %(confidence)s
         Here: the bootstrap interval.
     %(n_boot)s
@@ -331,15 +347,16 @@ def krippendorff_alpha(
     ratio 0.797
     """
     _check_options(level, confidence, n_boot)
-    r = long_ratings(data, item, rater, score, numeric=level != "nominal")
+    r = long_ratings(data, item, rater, score, numeric=level != "nominal" and categories is None)
+    values = r.value if categories is None else _positions(r.value, categories)
     per_unit = np.bincount(r.target, minlength=r.n_targets)
     pairable = per_unit[r.target] >= 2
     if not pairable.any():
         raise DataError("no unit has two or more ratings; alpha is undefined")
     if pairable.all():  # the common case: the codes are 0..U-1 already, no copy needed
-        unit, value = r.target, r.value
+        unit, value = r.target, values
     else:
-        unit, value = (np.cumsum(per_unit >= 2) - 1)[r.target[pairable]], r.value[pairable]  # pairable units as 0..U-1
+        unit, value = (np.cumsum(per_unit >= 2) - 1)[r.target[pairable]], values[pairable]  # pairable units as 0..U-1
     model = _Alpha.of_values(unit, value, level)
     n_count = counts((per_unit >= 2).sum(), r.n_raters, pairable.sum(), r.n_missing + (~pairable).sum())
     return _alpha_table(model, level, n_count, confidence, n_boot, minimum, random_state)
