@@ -9,7 +9,9 @@ error on one line after the one prefix :data:`ERROR`.
 
 from __future__ import annotations
 
+import re
 import sys
+import warnings
 from typing import Any
 
 import typer
@@ -18,11 +20,18 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 try:  # Typer 0.2x carries its own copy of Click; older Typer uses Click itself
     from typer._click.exceptions import ClickException
+    from typer._click.globals import get_current_context
 except ImportError:  # pragma: no cover - depends on the installed Typer
     from click.exceptions import ClickException
+    from click.globals import get_current_context
 
 #: The prefix of every error the command line prints (usage errors and hce's own).
 ERROR = "[red]error:[/red]"
+#: The prefix of every warning it prints (Python's own format names a file and line inside Typer).
+WARNING = "[yellow]warning:[/yellow]"
+
+#: A Python keyword hint in a library message: ``pass rubric=``, ``pass criteria=[...]``.
+_KEYWORD_HINT = re.compile(r"\bpass (\w+)=(\[\.\.\.\]|\S*)")
 
 #: A value's name in help, by the type Typer names it by, where no option gives its own ``metavar``.
 TYPE_WORDS = {"int": "INTEGER", "int range": "INTEGER", "float": "NUMBER", "float range": "NUMBER", "str": "TEXT",
@@ -74,6 +83,11 @@ class ReadableGroup(TyperGroup):
         return [readable(p, ctx) for p in super().get_params(ctx)]
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        with warnings.catch_warnings():  # the filters stay; only how a warning prints changes
+            warnings.showwarning = show_warning
+            return self._main(*args, standalone_mode=standalone_mode, **kwargs)
+
+    def _main(self, *args: Any, standalone_mode: bool, **kwargs: Any) -> Any:
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
@@ -99,3 +113,38 @@ class App(typer.Typer):
     def command(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("cls", ReadableCommand)
         return super().command(*args, **kwargs)
+
+
+def cli_words(message: str, ctx: Any = None) -> str:
+    """``message`` with its Python keyword hints in the command's words.
+
+    A library message says what to pass in Python (``pass rubric=``); on the command line that
+    is an option (``pass --rubric``) when the running command has one of that name, and otherwise
+    the hint is marked as Python's, so no one types ``format=`` at a shell.
+
+    Examples
+    --------
+    >>> cli_words("cannot tell the format; use .jsonl, or pass format=")
+    'cannot tell the format; use .jsonl, or (in Python) pass format='
+    """
+    ctx = ctx or get_current_context(silent=True)
+    flags = {p.name: max(p.opts, key=len) for p in (ctx.command.params if ctx else []) if isinstance(p, TyperOption)}
+
+    def hint(match: re.Match) -> str:
+        flag = flags.get(match.group(1))
+        if flag is None:
+            return f"(in Python) {match.group(0)}"
+        return f"pass {flag}" + (" ..." if match.group(2) == "[...]" else "")
+
+    return _KEYWORD_HINT.sub(hint, message)
+
+
+def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                 line: str | None = None) -> None:  # fmt: skip
+    """Print a warning as the command line prints an error: one line after :data:`WARNING`, no file or line.
+
+    Python's own format names the frame the warning is attributed to, which on the command line is
+    a line inside Typer or Click: nothing the user can open.
+    """
+    stderr.print(f"{WARNING} {cli_words(str(message))}", highlight=False)
+

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 import hce
-from hce._cli_format import ERROR, App, stderr
+from hce._cli_format import ERROR, App, cli_words, stderr
 from hce._paths import output_file, output_folder
 from hce.errors import HceError
 
@@ -57,7 +57,7 @@ def reported() -> Iterator[None]:
     try:
         yield
     except HceError as exc:
-        stderr.print(f"{ERROR} {exc}", highlight=False)
+        stderr.print(f"{ERROR} {cli_words(str(exc))}", highlight=False)
         raise typer.Exit(code=2) from None
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
@@ -200,10 +200,12 @@ def collect(
     ),
     batch: bool = typer.Option(False, "--batch", help="Send through the OpenAI Batch API: half the price, within 24 h."),
     retry_failed: bool = typer.Option(
-        False, "--retry-failed", "--resubmit-failed",
+        False, "--retry-failed",
         help="Send again the attempts whose call failed (no reply: a timeout, HTTP 4xx/5xx after the retries, a "
         "failure inside a batch); their old rows move to LOG.retried.jsonl. Unusable replies are kept, never re-asked.",
     ),
+    # The batch API's older spelling, still accepted; hidden because two names cut the help's option column at 80.
+    resubmit_failed: bool = typer.Option(False, "--resubmit-failed", hidden=True),
     new_settings: bool = typer.Option(
         False, "--new-settings",
         help="A condition whose settings (model, prompt, temperature, ...) changed under the same id starts afresh: "
@@ -252,6 +254,7 @@ def collect(
         summarise_estimate,
     )
 
+    retry_failed = retry_failed or resubmit_failed
     with reported():
         output_file(log, "--log")  # before reading it: /dev/zero would be read until memory runs out
         if cancel and (not batch or dry_run or retry_failed):

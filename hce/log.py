@@ -70,7 +70,7 @@ def _format_of(path: Path, fmt: Format | None) -> Format:
     mapping = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
     if suffix not in mapping:
         raise LogFormatError(
-            f"{path}: cannot tell the log format from the suffix {suffix!r}; use .jsonl, .csv or .parquet, or pass format="
+            f"{path}: cannot tell the log format from the suffix {suffix!r}; rename it to end in .jsonl, .csv or .parquet, or pass format="
         )
     return mapping[suffix]
 

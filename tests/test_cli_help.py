@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
 
 import pytest
 import typer
@@ -107,3 +108,73 @@ def test_every_error_has_the_one_prefix(tmp_path):
     assert hce_error.exit_code == 2 and hce_error.output.startswith("error: "), hce_error.output
     bad_value = runner.invoke(app, ["collect", "x.yaml", "--log", "l.jsonl", "--concurrency", "0"])
     assert bad_value.exit_code == 2 and bad_value.output.startswith("error: Invalid value for '--concurrency'"), bad_value.output
+
+
+#: Every command's help at 80 columns, in a fresh process (Typer fixes the width when it is imported).
+_NARROW = """
+import typer
+from typer.testing import CliRunner
+from hce.cli import app
+
+def walk(group, path=()):
+    yield path
+    for name, command in getattr(group, "commands", {}).items():
+        yield from walk(command, (*path, name))
+
+for words in walk(typer.main.get_command(app)):
+    for line in CliRunner().invoke(app, [*words, "--help"], prog_name="hce").output.splitlines():
+        if "\\N{HORIZONTAL ELLIPSIS}" in line:
+            print("hce", *words, "|", line.strip())
+"""
+
+
+def test_no_help_is_cut_at_80_columns():
+    # Issue 49: `hce collect --help` showed "--retry-failed,--re…" (two names for one option).
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "TERMINAL_WIDTH": "80"}
+    done = subprocess.run([sys.executable, "-c", _NARROW], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "", done.stdout
+
+
+def test_cli_messages_use_the_command_line_words(tmp_path):
+    # Issue 49: "pass format=" is a Python keyword the command line does not have.
+    odd = tmp_path / "log.txt"
+    odd.write_text("{}\n")
+    result = runner.invoke(app, ["log", "validate", str(odd)])
+    assert result.exit_code == 2 and "(in Python) pass format=" in result.output, result.output
+
+
+def test_cli_words_turn_keyword_hints_into_options():
+    from hce._cli_format import cli_words
+
+    command = typer.main.get_command(app).commands["report"]
+    context = type("Context", (), {"command": command})()
+    assert cli_words("rows holding text: pass rubric= to name them", context) == "rows holding text: pass --rubric to name them"
+    assert cli_words("no score columns: pass criteria=[...] naming them", context) == (
+        "no score columns: (in Python) pass criteria=[...] naming them")
+
+
+def test_warnings_print_as_the_command_line_prints_errors():
+    # Issue 49: a warning named a file and line inside Typer (the first frame outside hce).
+    from hce._cli_format import App
+    from hce._warnings import warn
+    from hce.errors import HceWarning
+
+    demo = App()
+
+    @demo.command()
+    def speak() -> None:
+        warn("3 attempt(s) flagged were left out", HceWarning)
+
+    @demo.command()
+    def other() -> None:
+        pass
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # the suite turns warnings into errors
+        result = CliRunner().invoke(demo, ["speak"])
+    assert result.exit_code == 0 and result.output == "warning: 3 attempt(s) flagged were left out\n", result.output

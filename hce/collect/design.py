@@ -75,6 +75,7 @@ import yaml
 
 from hce._paths import input_file
 from hce._vocabulary import keywords_checked
+from hce._warnings import warn
 from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
 from hce.collect.providers import PROVIDERS, REASONING_MODEL, infer_kind, unsupported
@@ -83,7 +84,7 @@ from hce.collect.templates import (
     PromptTemplate, canonical, check_examples, check_template, load_examples, load_template, packaged_template,
 )
 from hce.collect.transcripts import read_text_file
-from hce.errors import CollectError, HceError
+from hce.errors import CollectError, HceError, HceWarning
 from hce.log import COLUMNS, make_attempt_id
 from hce.rubric import BehaviorSpec, Rubric, load_behavior, load_rubric
 
@@ -524,18 +525,28 @@ def _examples(
     return examples
 
 
+def _folder_items(path: Path, name: str) -> list[Item]:
+    """One item per text file of a folder (``.txt`` in any case: Windows tools write ``.TXT``); others named, not read."""
+    entries = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+    files = [p for p in entries if p.suffix.lower() == ".txt"]
+    if not files:
+        raise CollectError(f"{name}: field 'items': folder {path} has no .txt files")
+    others = [p.name for p in entries if p.suffix.lower() != ".txt"]
+    if others:
+        warn(f"{name}: field 'items': {len(others)} file(s) in {path} are not .txt transcripts and are not judged "
+             f"(e.g. {others[0]!r})", HceWarning)
+    return [Item(f.stem, read_text_file(f)) for f in files]
+
+
 def _items(spec: Any, name: str, base: Path) -> list[Item]:
     if isinstance(spec, str):
         path = base / spec
         if path.is_dir():
-            files = sorted(path.glob("*.txt"))
-            if not files:
-                raise CollectError(f"{name}: field 'items': folder {path} has no .txt files")
-            return [Item(f.stem, read_text_file(f)) for f in files]
-        if path.suffix == ".jsonl" and path.is_file():
+            return _folder_items(path, name)
+        if path.suffix.lower() == ".jsonl" and path.is_file():
             lines = read_text_file(path).splitlines()
             spec = [json.loads(line) for line in lines if line.strip()]
-        elif path.suffix == ".csv" and path.is_file():
+        elif path.suffix.lower() == ".csv" and path.is_file():
             spec = pd.read_csv(io.StringIO(read_text_file(path)), dtype=str, keep_default_na=False).to_dict("records")
         else:
             raise CollectError(f"{name}: field 'items': {path} is neither a folder of .txt files nor a .jsonl/.csv file")

@@ -6,7 +6,7 @@ from collect_helpers import MODEL, design
 
 from hce.collect.design import load_design
 from hce.collect.schema import SchemaError
-from hce.errors import CollectError
+from hce.errors import CollectError, HceWarning
 from hce.log import make_attempt_id
 
 
@@ -164,3 +164,17 @@ def test_endpoints_per_condition_and_provider_rules():
         load_design(design(endpoints={"a": {"needs_key": False}, "b": {"needs_key": False}}))
     with pytest.raises(CollectError, match="endpoints.default exists too"):
         load_design(design(endpoint={}, endpoints={"default": {}}))
+
+
+def test_folder_items_read_txt_in_any_case_and_name_other_files(tmp_path):
+    # Issue 49: a .TXT transcript (as Windows tools write it) was skipped without a word.
+    (tmp_path / "transcripts").mkdir()
+    (tmp_path / "transcripts" / "A7.txt").write_text("Doctor: Hi.\nPatient: Hello.")
+    (tmp_path / "transcripts" / "B2.TXT").write_text("Doctor: Pain?\nPatient: Some.")
+    (tmp_path / "transcripts" / "notes.docx").write_bytes(b"PK")
+    spec = design(attempts=1, items={})
+    spec["items"] = "transcripts"
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.warns(HceWarning, match=r"1 file\(s\) in .* are not .txt transcripts and are not judged \(e.g. 'notes.docx'\)"):
+        d = load_design(tmp_path / "study.yaml")
+    assert [i.id for i in d.items] == ["A7", "B2"] and d.items[1].text.startswith("Doctor: Pain?")
