@@ -50,7 +50,8 @@ class FrameSpec:
     caught); ``ratings_or_key`` names a keyword that is a rater-id column in long layout
     (a string) and the rating columns in wide layout (a list, which then replaces
     ``labels``); ``wide`` names a keyword
-    listing numeric item columns where ``None`` means every column; ``mapping`` names a
+    listing numeric item columns where ``None`` means every column (read only when the call
+    names no ``keys``: a statistic taking both layouts is long when its keys are given); ``mapping`` names a
     keyword whose mapping values list numeric columns (a CFA model); ``formula`` names a
     formula keyword whose referenced columns are checked as numbers.
     ``blank_keys`` name grouping keywords whose columns may be blank (a stratum left out
@@ -306,7 +307,7 @@ def named_columns(
             labels = [columns_of(value)]  # wide layout: the function checks the rest
     if spec.mapping is not None and isinstance(arguments.get(spec.mapping), Mapping):
         numbers += [c for group in arguments[spec.mapping].values() for c in columns_of(group)]
-    if spec.wide is not None:
+    if spec.wide is not None and not keys:  # a statistic reading both layouts names keys only in the long one
         named = arguments.get(spec.wide)
         numbers += columns_of(named) if named is not None else [
             c for c in columns if c not in keys and c != arguments.get("error", ERROR_DEFAULT)

@@ -58,14 +58,6 @@ from hce.stats.validity import (
 
 __all__ = ["InstrumentReport", "instrument_report", "item_statistics"]
 
-_OBS, _ITEM, _SCORE = "observation", "item", "score"
-
-
-def _long(wide: pd.DataFrame) -> pd.DataFrame:
-    """Observations x items -> the long (observation, item, score) table reliability takes."""
-    return (wide.rename_axis(_OBS).reset_index()
-            .melt(id_vars=_OBS, var_name=_ITEM, value_name=_SCORE))
-
 
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
@@ -140,7 +132,7 @@ def item_statistics(
     rows = []
     for j, item in enumerate(names):
         rest = wide.drop(columns=item)
-        dropped = cronbach_alpha(_long(rest), item=_OBS, rater=_ITEM, score=_SCORE, confidence=confidence)
+        dropped = cronbach_alpha(rest, columns=list(rest.columns), confidence=confidence)
         col = wide[item]
         rows.append({
             "item": item, "n": int(col.notna().sum()), "mean": col.mean(), "sd": col.std(),
@@ -429,11 +421,8 @@ def instrument_report(
                               aggfunc="mean", observed=True)
     wide.columns = [str(c) for c in wide.columns]
     items = list(wide.columns)
-    alpha = cronbach_alpha(_long(wide.reset_index(drop=True)), item=_OBS, rater=_ITEM, score=_SCORE,
-                           confidence=confidence)
-    omega = mcdonald_omega(_long(wide.reset_index(drop=True)), item=_OBS, rater=_ITEM, score=_SCORE,
-                           confidence=confidence, n_boot=min(n_boot, 500),
-                           random_state=rng)
+    alpha = cronbach_alpha(wide, columns=items, confidence=confidence)
+    omega = mcdonald_omega(wide, columns=items, confidence=confidence, n_boot=min(n_boot, 500), random_state=rng)
     consistency = pd.concat([alpha, omega], ignore_index=True)
     reliability = _reliability(scored, item, rater, attribute, score, level, confidence,
                                n_boot, rng)

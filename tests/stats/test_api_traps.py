@@ -87,3 +87,23 @@ def test_paired_test_warning_names_the_test_not_friedman():
         hs.wilcoxon_paired(spread, score="sd", a="A", b="B")
     message = str(caught[0].message)
     assert "friedman" not in message.lower() and "1 'item_id' block(s)" in message and "A, B" in message
+
+
+def test_internal_consistency_reads_wide_tables_as_pingouin():
+    # Issue 49: cronbach_alpha and mcdonald_omega wanted long data while ordinal_alpha, efa and
+    # item_statistics want wide; pingouin's cronbach_alpha takes the wide respondents x items table.
+    rng = np.random.default_rng(4)
+    trait = rng.normal(size=40)
+    wide = pd.DataFrame({f"q{j}": np.round(trait + rng.normal(scale=0.8, size=40)) for j in range(5)})
+    wide.iloc[3, 2] = np.nan
+    ref, ci = pg.cronbach_alpha(data=wide)
+    out = hs.cronbach_alpha(wide).iloc[0]
+    assert out["estimate"] == pytest.approx(ref, abs=1e-12)
+    assert [out["ci_low"], out["ci_high"]] == pytest.approx(list(ci), abs=5e-3)  # pingouin rounds its CI to 3 decimals
+    long = wide.rename_axis("resp").reset_index().melt(id_vars="resp", var_name="q", value_name="v")
+    assert hs.cronbach_alpha(long, item="resp", rater="q", score="v")["estimate"].iloc[0] == out["estimate"]
+    assert hs.cronbach_alpha(wide.assign(id=range(40)), columns=list(wide.columns))["estimate"].iloc[0] == out["estimate"]
+    omega_wide = hs.mcdonald_omega(wide, n_boot=0)["estimate"].iloc[0]
+    assert omega_wide == hs.mcdonald_omega(long, item="resp", rater="q", score="v", n_boot=0)["estimate"].iloc[0]
+    with pytest.raises(DataError, match=r"reads long data \(item=, rater= and score=: all three\) or wide data"):
+        hs.cronbach_alpha(long, item="resp", score="v")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,3 +126,33 @@ def counts(n_targets: int, n_raters: int, n_ratings: int, n_dropped: int) -> dic
         n_scores=int(n_ratings),
         n_dropped=int(n_dropped),
     )
+
+
+#: The stacked columns of a wide scale table (:func:`scale_layout`).
+WIDE_KEYS = ("observation", "scale_item", "score")
+
+
+def scale_layout(
+    data: pd.DataFrame, item: str | None, rater: str | None, score: str | None, columns: Sequence[str] | None,
+    name: str,
+) -> tuple[pd.DataFrame, str, str, str]:
+    """A scale statistic's data in long layout, whichever layout it came in.
+
+    Long: ``item`` (what is measured: a respondent, a rated response), ``rater`` (the scale's
+    items: rubric criteria, questions) and ``score``, all three. Wide, as pingouin and psych
+    take it: one row per respondent, one column per scale item (``columns``, or every column
+    but the default error flag when none of the four keywords is given).
+    """
+    long_keys = (item, rater, score)
+    if all(k is None for k in long_keys):
+        wide = data[list(columns)] if columns is not None else data.drop(columns=["error_flag"], errors="ignore")
+        stacked = (wide.reset_index(drop=True).rename_axis(WIDE_KEYS[0]).reset_index()
+                   .melt(id_vars=WIDE_KEYS[0], var_name=WIDE_KEYS[1], value_name=WIDE_KEYS[2]))  # fmt: skip
+        return (stacked, *WIDE_KEYS)
+    if columns is not None or any(k is None for k in long_keys):
+        raise DataError(
+            f"{name} reads long data (item=, rater= and score=: all three) or wide data (one row per "
+            "respondent, one column per scale item: columns=, or none of the four); got "
+            + ", ".join(f"{k}={v!r}" for k, v in zip(("item", "rater", "score", "columns"), (*long_keys, columns)))
+        )
+    return data, item, rater, score  # type: ignore[return-value]

@@ -38,7 +38,7 @@ from hce.stats.factor.correlation import (
     resample_correlation,
 )
 from hce.stats.factor.exploratory import METHODS, Method, schmid_leiman
-from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
+from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings, scale_layout
 
 NanPolicy = Literal["pairwise", "listwise"]
 
@@ -117,14 +117,15 @@ def general_share(general: np.ndarray, total: float) -> float:
 
 
 @renamed(targets="item", items="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",))
+@reads_frame(keys=("item", "rater"), numbers=("score",), wide="columns")
 @fill_doc
 def cronbach_alpha(
     data: pd.DataFrame,
     *,
-    item: str,
-    rater: str,
-    score: str,
+    item: str | None = None,
+    rater: str | None = None,
+    score: str | None = None,
+    columns: Sequence[str] | None = None,
     nan_policy: NanPolicy = "pairwise",
     confidence: float = 0.95,
 ) -> pd.DataFrame:
@@ -133,10 +134,16 @@ def cronbach_alpha(
     Parameters
     ----------
     data : DataFrame
-        Long format: one row per (target, item) score.
-    item, rater, score : str
-        Columns naming what is measured (a respondent, a rated response), the scale item
-        (a rubric criterion) and the score.
+        Long (one row per score, as every reliability statistic takes it) or wide (one row
+        per respondent, one column per scale item, as pingouin's ``cronbach_alpha`` and
+        ``psych::alpha`` take it).
+    item, rater, score : str, optional
+        Long layout, all three: the column naming what is measured (a respondent, a rated
+        response: the matrix's rows), the column naming the scale's items (rubric criteria,
+        questions: its columns) and the score. Default None: wide layout.
+    columns : list of str, optional
+        Wide layout: the scale-item columns. Default None: every column (but ``error_flag``)
+        when ``item``, ``rater`` and ``score`` are not given.
     nan_policy : {"pairwise", "listwise"}, default "pairwise"
         Missing scores: pairwise-complete covariances (``psych::alpha(use="pairwise")``)
         or drop every target lacking an item (``use="complete.obs"``).
@@ -176,6 +183,7 @@ def cronbach_alpha(
     0     0.939   0.691    0.993
     """
     check_confidence(confidence)
+    data, item, rater, score = scale_layout(data, item, rater, score, columns, "cronbach_alpha")
     r, y, n_used = _wide(data, item, rater, score, nan_policy)
     n, k = y.shape
     c = _covariance(y, r.rater_labels)
@@ -241,14 +249,15 @@ def _omega(s: np.ndarray) -> float:
 
 
 @renamed(targets="item", items="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",))
+@reads_frame(keys=("item", "rater"), numbers=("score",), wide="columns")
 @fill_doc
 def mcdonald_omega(
     data: pd.DataFrame,
     *,
-    item: str,
-    rater: str,
-    score: str,
+    item: str | None = None,
+    rater: str | None = None,
+    score: str | None = None,
+    columns: Sequence[str] | None = None,
     scale: Literal["covariance", "correlation"] = "covariance",
     nan_policy: NanPolicy = "listwise",
     confidence: float = 0.95,
@@ -260,9 +269,11 @@ def mcdonald_omega(
     Parameters
     ----------
     data : DataFrame
-        Long format: one row per (target, item) score.
-    item, rater, score : str
-        As in :func:`cronbach_alpha`.
+        Long or wide, as in :func:`cronbach_alpha`.
+    item, rater, score : str, optional
+        Long layout, as in :func:`cronbach_alpha`. Default None: wide layout.
+    columns : list of str, optional
+        Wide layout: the scale-item columns (default every column but ``error_flag``).
     scale : {"covariance", "correlation"}, default "covariance"
         Fit the factor model to item covariances (omega of the raw sum score, comparable to
         raw alpha) or correlations (of the standardised sum, as ``psych::omega``). Unlike
@@ -313,6 +324,7 @@ def mcdonald_omega(
     check_choice("scale", scale, ["covariance", "correlation"])
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
         raise DataError(f"n_boot={n_boot!r} must be a whole number >= 0")
+    data, item, rater, score = scale_layout(data, item, rater, score, columns, "mcdonald_omega")
     r, y, n_used = _wide(data, item, rater, score, nan_policy)
 
     def omega_of(rows: np.ndarray) -> float:
