@@ -67,12 +67,16 @@ sphinx_gallery_conf = {
 html_theme = "pydata_sphinx_theme"
 html_title = f"hce {release}"
 html_theme_options = {
+    # Every task in the top bar (none under "More"): the root toctree is the list of tasks.
+    "header_links_before_dropdown": 12,
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
-# Pages without sub-pages get no left sidebar (it would read "Section Navigation" over nothing).
-html_sidebars = {page: [] for page in ("index", "getting-started", "layout", "glossary", "guide/*")}
+# Pages without sub-pages or siblings get no left sidebar (it would read "Section Navigation" over nothing);
+# a task's guides show their siblings there.
+html_sidebars = {page: [] for page in ("index", "getting-started", "guide/reliability", "guide/mixed-models",
+                                       "guide/bayesian", "guide/calibration")}
 html_static_path: list[str] = []
 html_show_sourcelink = False
 

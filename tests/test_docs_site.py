@@ -103,9 +103,59 @@ def test_result_class_pages_document_each_method(site, name, members):
     assert "_beta" not in page and "_cov_beta" not in page
 
 
+def _top_links(site) -> dict[str, str]:
+    """The top bar's links of the home page: text -> target page."""
+    html = (site / "index.html").read_text(encoding="utf-8")
+    bar = html[html.index("bd-navbar-elements"):]
+    bar = bar[:bar.index("</ul>")]
+    return {text.strip(): href for href, text in re.findall(r'<a class="nav-link[^"]*" href="([^"#]+)"[^>]*>([^<]+)</a>', bar)}
+
+
+def test_every_guide_is_a_click_from_the_top_bar(site):
+    # Issue 49: the statistics guides sat under "More"; the top bar now lists the tasks, each a guide
+    # or a page whose contents list its guides.
+    links = _top_links(site)
+    html = (site / "index.html").read_text(encoding="utf-8")
+    bar = html[html.index("bd-navbar-elements"):]
+    assert ">More<" not in bar[:bar.index("</ul>")] and "nav-more" not in bar[:bar.index("</ul>")]
+    for task in ("Getting started", "Run a study", "Reanalyse a log", "Reliability", "Mixed models", "Bayesian",
+                 "Calibration", "Scale", "Reference"):
+        assert task in links, f"{task!r} not in the top bar {sorted(links)}"
+    reachable = set(links.values())
+    for target in links.values():
+        page = (site / target).read_text(encoding="utf-8")
+        main = page[page.index('id="main-content"'):] if 'id="main-content"' in page else page
+        reachable |= {(Path(target).parent / href).as_posix().lstrip("./")
+                      for href in re.findall(r'class="reference internal" href="([^"#]+)', main)}
+    for guide in sorted((DOCS / "guide").glob("*.md")):
+        assert f"guide/{guide.stem}.html" in {Path(p).as_posix() for p in reachable}, f"{guide.name} is not a click from the top bar"
+
+
+def test_stats_reference_is_grouped_by_topic(site):
+    # Issue 49: hce.stats' page was one alphabetical list of 102 names; statsmodels and ArviZ group theirs.
+    import html
+
+    from hce_api import stats_topics
+
+    page = (site / "api" / "hce.stats.html").read_text(encoding="utf-8")
+    topics = stats_topics(api_names()["hce.stats"])
+    assert re.findall(r"<h2>([^<]+)<a", page) == [title for title, _, _ in topics]
+    text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page))).replace("\u2019", "'")
+    for _, purpose, names in topics:
+        assert purpose in text
+    assert sum(len(names) for _, _, names in topics) == len(api_names()["hce.stats"])
+
+
+def test_a_stats_name_in_no_topic_stops_the_build():
+    from hce_api import stats_topics
+
+    with pytest.raises(ValueError, match=r"in no topic of docs/_ext/hce_api.py STATS_TOPICS: \['no_such_name'\]"):
+        stats_topics(["icc", "no_such_name"])
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 @pytest.mark.parametrize("page, words", [
-    ("index.html", ["User guides", "Getting started", "API reference"]),
+    ("index.html", ["Guides by task", "Getting started", "Run a study", "Mixed models"]),
     ("api/generated/hce.stats.icc.html", ["Parameters", "Shrout"]),
 ])
 def test_page_renders_in_chromium(site, tmp_path, page, words):

@@ -28,6 +28,51 @@ EXAMPLE_DATA = {
 }
 
 
+#: The topics of the ``hce.stats`` page, as statsmodels and ArviZ group theirs: a heading, its
+#: purpose in one line, and the modules (``hce.stats._EXPORTS``' keys) whose names it lists.
+STATS_TOPICS = (
+    ("Spread of repeated judgements", "How far one item's scores vary across repeated attempts, and how many items "
+     "meet a spread target.", ("hce.stats.spread", "hce.stats.request_effect")),
+    ("Tests between conditions", "Paired, blocked and independent-group tests with effect sizes and their intervals, "
+     "count tables, and P-value adjustment.", ("hce.stats.tests", "hce.stats.effects", "hce.stats.contingency")),
+    ("Mixed models and G theory", "lme4-style linear, generalised and ordinal mixed models from R formulas, "
+     "variance components and G/D studies.", ("hce.stats.mixed",)),
+    ("Reliability and agreement", "ICC, kappas, Gwet's AC, Krippendorff's alpha, percent agreement, and internal "
+     "consistency (alpha, omega).", ("hce.stats.reliability",)),
+    ("Factor analysis", "Correlations for ordinal items, adequacy checks, exploratory and confirmatory factor "
+     "analysis.", ("hce.stats.factor",)),
+    ("Instrument validation and fairness", "An instrument's whole validation, item statistics, validity tests, "
+     "differential item functioning and subgroup fairness.",
+     ("hce.stats.instrument", "hce.stats.validity", "hce.stats.dif", "hce.stats.subgroup_fairness")),
+    ("Boolean judges", "Verdicts: pass rates, ensembles, golden-set agreement, binarised and normalised Likert "
+     "scores.", ("hce.stats.boolean",)),
+    ("Edit-F1", "Clinicians' edits of a generated note: content- and theme-level F1 and annotator agreement.",
+     ("hce.stats.editf1",)),
+    ("Calibration and confidence", "A judge's confidence from logprobs, votes or its own words, and how well it is "
+     "calibrated (ECE, Brier).", ("hce.stats.calibration",)),
+    ("Judge scores on the human scale", "Means and pass rates corrected with a sample of human labels "
+     "(prediction-powered inference, Rogan-Gladen).", ("hce.stats.ppi",)),
+    ("Bayesian models", "Hierarchical ordinal and binary models of judge scores in PyMC, with their diagnostics.",
+     ("hce.stats.bayes",)),
+    ("Planning", "Items and attempts a study needs for the precision or power it wants.", ("hce.stats.power",)),
+    ("Results and simulated logs", "The result object analyses return, and attempt logs with known truth.",
+     ("hce.stats.result", "hce.stats._simulate")),
+)
+
+
+def stats_topics(names: list[str]) -> list[tuple[str, str, list[str]]]:
+    """``names`` of the ``hce.stats`` page under :data:`STATS_TOPICS`; a name in no topic is an error."""
+    from hce.stats import _HOME
+
+    topics = [(title, purpose, [n for n in names if _HOME.get(n) in modules]) for title, purpose, modules in STATS_TOPICS]
+    placed = {n for _, _, listed in topics for n in listed}
+    homeless = [n for n in names if n not in placed]
+    if homeless:
+        raise ValueError(f"hce.stats names in no topic of docs/_ext/hce_api.py STATS_TOPICS: {homeless} "
+                         f"(modules {sorted({_HOME.get(n, '?') for n in homeless})})")
+    return [topic for topic in topics if topic[2]]
+
+
 def public(module: str) -> list[str]:
     """The public names of ``module``: its ``__all__``, else the names without a leading ``_``."""
     mod = importlib.import_module(module)
@@ -47,12 +92,18 @@ def api_names() -> dict[str, list[str]]:
     return pages
 
 
+def _summary(names: list[str]) -> list[str]:
+    return [".. autosummary::", "   :toctree: generated", "   :nosignatures:", "", *(f"   {n}" for n in names), ""]
+
+
 def page(module: str, names: list[str]) -> str:
     doc = (importlib.import_module(module).__doc__ or "").strip().split("\n\n")[0]
     lines = [f"``{module}``", "=" * (len(module) + 4), "", doc, "", f".. currentmodule:: {module}", ""]
-    if names:
-        lines += [".. autosummary::", "   :toctree: generated", "   :nosignatures:", ""]
-        lines += [f"   {name}" for name in names]
+    if module == "hce.stats":
+        for title, purpose, listed in stats_topics(names):
+            lines += [title, "-" * len(title), "", purpose, "", *_summary(listed)]
+    elif names:
+        lines += _summary(names)
     else:
         lines.append(f"Every public name of ``{module}`` is documented under :doc:`hce.stats`.")
     return "\n".join(lines) + "\n"
