@@ -101,7 +101,7 @@ def report(
         the report), with ``total`` analysed when present.
     out : path, optional
         Folder to write ``report.md``, ``report.html``, ``tables/`` and ``figures/`` to.
-    title : str
+    title : str, default "LLM judge report"
         A report of the simulated judge says so in its title, whatever is passed.
     %(confidence)s
     %(random_state)s

@@ -31,16 +31,17 @@ def simulated_log(
 
     Parameters
     ----------
-    experiment_id : str
+    experiment_id : str, default "EXP5_FinalToolValidation"
         The log's ``experiment_id``.
     n_items, n_attempts : int
         Items (``T0000``, ``T0001``, ...) and repeated attempts per item and condition.
+        Defaults: ``n_items=50``, ``n_attempts=10``.
     noise : mapping str -> float, optional
         Each condition's name and the SD of its scores around the item's latent score;
         default one condition, ``{"C1": 0.3}``.
-    condition : str
+    condition : str, default "condition_id"
         Name of the condition column.
-    error_rate : float
+    error_rate : float, default 0.02
         Share of attempts flagged failed (``error_flag``), which carry no scores.
     random_state : int, Generator or None, default 0
         Seed of the simulation (unlike the statistics' None, so the default gives the same

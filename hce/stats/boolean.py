@@ -87,7 +87,7 @@ def pass_rates(
         One row per verdict (attempt); missing verdicts are counted, not used.
     score : str
         Boolean (nullable) verdict column.
-    by : sequence of str
+    by : sequence of str, default ()
         Grouping columns, e.g. ``["behavior_id", "condition_id"]``; empty for one row.
     %(confidence)s
 
@@ -218,7 +218,7 @@ def golden_agreement(
         either are dropped.
     score, truth : str
         Boolean (or 0/1) columns: judge verdict and golden label. ``True`` is the positive.
-    by : sequence of str
+    by : sequence of str, default ()
         Grouping columns (e.g. behaviour); empty for one table.
     item : str, optional
         When given (several attempts per golden item), every interval comes from a cluster
@@ -304,6 +304,7 @@ def majority_vote(
         One row per judge x item; missing verdicts are ignored.
     item, score : str
         Column names.
+        Defaults: ``item="item_id"``, ``score="verdict"``.
     tie : {"fail", "pass", "missing"}
         Verdict on a tie: ``"fail"`` (default; the boolean judge specification fails what it cannot decide),
         ``"pass"``, or ``<NA>``.
@@ -353,7 +354,7 @@ def mean_score_ensemble(
     ----------
     data : DataFrame
         One row per judge x item.
-    item : str
+    item : str, default "item_id"
         Item column.
     score : str
         Score column (0/1 verdicts or normalised scores).
@@ -403,10 +404,11 @@ def uncertain_routing(
         Verdicts with the boolean judge specification's ``uncertain`` flag.
     uncertain, score : str
         Boolean columns.
+        Defaults: ``uncertain="uncertain"``, ``score="verdict"``.
     truth : str, optional
         Golden label column; adds the golden pass rate among routed cases and the judge's
         accuracy among routed and non-routed cases.
-    by : sequence of str
+    by : sequence of str, default ()
         Grouping columns.
     %(confidence)s
         Here: the Wilson intervals.
@@ -476,10 +478,12 @@ def adaptive_filter_agreement(
         are experts.
     item, element, rater, label : str
         Column names.
-    classifier : str
+        Defaults: ``item="query_id"``, ``element="element"``, ``rater="rater"``, ``label="relevant"``.
+    classifier : str, default "auto"
         The classifier's rater name.
     confidence, n_boot, random_state
         As :func:`golden_agreement`.
+        Defaults: ``confidence=0.95``, ``n_boot=1000``.
 
     Returns
     -------
@@ -554,17 +558,17 @@ def discrepancy(
     data : DataFrame
         One row per unit x criterion x prompt version with the judge's score (boolean 0/1,
         or Likert normalised by :func:`normalize_likert` so both scales compare).
-    item : str
+    item : str, default "participant_id"
         The (participant, query) pair the responses answer; D is computed per unit.
     criterion : str
         Rubric criterion column (the K criteria R_i).
-    version : str
+    version : str, default "prompt_version"
         Column naming the prompt version; ``unaltered`` and ``altered`` are its values.
     score : str
         Judge score column.
     unaltered, altered : object
         The values of ``version`` naming the unaltered and the altered prompt.
-    by : sequence of str
+    by : sequence of str, default ()
         When given (e.g. ``["query_id"]``), D is averaged over the units of each group with
         a t interval, as Mallinar et al. (2025), Fig. 5D, averages over participants per query.
     %(confidence)s
@@ -636,10 +640,11 @@ def normalize_likert(
     Parameters
     ----------
     data : DataFrame
-    score : str
+    score : str, default "score"
         Likert column.
     low, high : float
         Scale limits; values outside raise.
+        Defaults: ``low=1``, ``high=5``.
     method : {"divide", "minmax"}
         ``"divide"``: ``score / high``, as Mallinar et al. (2025) divide the 1-5 average by 5 (so the
         scale starts at ``low/high``, 0.2). ``"minmax"``: ``(score - low)/(high - low)``.
@@ -672,10 +677,11 @@ def binarize_likert(data: pd.DataFrame, *, score: str = "score", threshold: floa
         One row per judgement.
     score : str
         Likert score column.
-    threshold : float
+    threshold : float, default 4
         Scores at or above it are True.
     low, high : float
         The scale's ends; a score outside them is refused.
+        Defaults: ``low=1``, ``high=5``.
 
     Returns
     -------

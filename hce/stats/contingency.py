@@ -100,9 +100,9 @@ def contingency_test(
     data : DataFrame
         One row per coded segment: a ``condition`` column (the model) and one column per coding
         dimension (e.g. ``evidence_type``). Missing codes are dropped.
-    condition : str
+    condition : str, default "model"
         Column whose levels are compared.
-    codes : str or sequence of str
+    codes : str or sequence of str, default "code"
         Coding dimension(s); one test per dimension.
     method : {"auto", "chi2", "fisher"}
         ``"auto"`` uses chi-squared when every expected count is >= 5 (Cochran's rule)
@@ -111,7 +111,7 @@ def contingency_test(
         and Monte Carlo for larger ones (R's ``fisher.test(simulate.p.value = TRUE)``).
     %(confidence)s
         Here: the interval for Cramer's V.
-    n_sim : int
+    n_sim : int, default 10000
         Simulated tables for the Monte Carlo p-value.
     %(random_state)s
 
@@ -171,7 +171,7 @@ def code_frequencies(
         One row per coded segment, as :func:`contingency_test` takes.
     condition : str
         Column of the groups compared (the model).
-    codes : str or sequence of str
+    codes : str or sequence of str, default "code"
         Column(s) of the coding dimensions.
     %(confidence)s
         Here: the Wilson interval of each share.
@@ -237,14 +237,14 @@ def cluster_permutation_test(
         columns naming its cluster.
     condition : str
         The group column (the model); constant within a cluster.
-    codes : str or sequence of str
+    codes : str or sequence of str, default "code"
         Code columns, one test each.
-    cluster : sequence of str
+    cluster : sequence of str, default ('item_id', 'model', 'attempt_id')
         Columns whose values together name a cluster (a reply: transcript, model, attempt).
-    strata : str or None
+    strata : str or None, default "item_id"
         Column within whose values the groups are permuted (the transcript: each transcript's
         replies trade models); None permutes across all clusters.
-    n_sim : int
+    n_sim : int, default 10000
         Permutations.
     %(random_state)s
 

@@ -123,10 +123,11 @@ def sentence_table(
     ----------
     data : DataFrame
         One row per reference / draft pair.
-    item : str or sequence of str
+    item : str or sequence of str, default "pair_id"
         Column(s) naming the pair.
     reference, draft : str
         The expert-written response r_e and the drafted response r_d.
+        Default: ``reference="reference"``.
     matcher : callable, optional
         ``matcher(sentence, draft)`` -> matching draft content or None / ``"NO MATCH"``;
         when given, its result fills a ``match`` column. Without it, send the table to an
@@ -193,7 +194,7 @@ def edit_counts_from_matches(
     matches : sequence of str or None
         For each sentence of the reference r_e, the matching content of the draft, or None
         (or ``"NO MATCH"``) when nothing matches.
-    splitter : callable
+    splitter : callable, default :func:`split_sentences`
         Sentence splitter for the remaining draft.
 
     Returns
@@ -327,7 +328,7 @@ def edit_counts_table(
         One row per (pair, reference sentence): the matcher's result for that sentence
         (an LLM matcher's log, ``hce.collect.matcher``, or human annotation) and the
         pair's draft (the same text on every row of a pair).
-    item : str or sequence of str
+    item : str or sequence of str, default "pair_id"
         Column(s) naming the reference / draft pair.
     draft : str
         The drafted response r_d.
@@ -434,7 +435,8 @@ def edit_f1(
     em, ea, ed : str
         Columns of expected matches (true positives), additions (false negatives) and
         deletions (false positives).
-    by : sequence of str
+        Defaults: ``em="em"``, ``ea="ea"``.
+    by : sequence of str, default ()
         Grouping columns (model, adaptation, ...).
     item : str, optional
         Bootstrap cluster (e.g. the patient message when several drafts share it); rows by
@@ -548,15 +550,18 @@ def theme_f1(
         or ``draft`` value), ``theme`` label (from a theme classifier or an annotator).
     item, side, theme : str
         Column names.
+        Defaults: ``item="pair_id"``, ``side="side"``, ``theme="theme"``.
     reference, draft : object
         Values of ``side`` for the two responses.
+        Defaults: ``reference="reference"``, ``draft="draft"``.
     count : {"presence", "sentences"}
         ``"presence"`` (default): a theme counts once per response. ``"sentences"``: per
         sentence, TP = min(reference count, draft count).
-    exclude : sequence of str
+    exclude : sequence of str, default ()
         Labels left out (e.g. ``["Other"]``).
     confidence, n_boot, random_state
         Bootstrap over pairs, as :func:`edit_f1`.
+        Defaults: ``confidence=0.95``, ``n_boot=1000``.
 
     Returns
     -------
@@ -650,6 +655,7 @@ def theme_inclusion_agreement(
         ``theme``.
     item, rater, theme : str
         Column names.
+        Defaults: ``item="message_id"``, ``rater="annotator"``, ``theme="theme"``.
     annotators : sequence, optional
         Annotators expected on every message (an annotator absent from a message wrote a
         response with none of the themes). Default: those present for each message.
@@ -711,9 +717,9 @@ def annotator_pairs(
     ----------
     data : DataFrame
         One row per message x annotator.
-    item : str
+    item : str, default "message_id"
         Message column.
-    rater : str
+    rater : str, default "annotator"
         Annotator column.
     text : str
         Column of each annotator's response.
@@ -761,10 +767,11 @@ def inter_annotator_predictability(
     ----------
     data : DataFrame
         :func:`annotator_pairs` rows with counts ``em``, ``ea``, ``ed`` added.
-    item : str
+    item : str, default "message_id"
         Message column; the bootstrap resamples messages (their ordered pairs together).
     em, ea, ed, confidence, n_boot, random_state
         As :func:`edit_f1`.
+        Defaults: ``em="em"``, ``ea="ea"``, ``confidence=0.95``, ``n_boot=1000``.
 
     Returns
     -------

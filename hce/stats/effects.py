@@ -41,16 +41,16 @@ def cohens_d(
     ----------
     data : DataFrame
         Long table with ``condition`` and ``score`` (and ``item`` when paired).
-    condition : str
+    condition : str, default "condition_id"
         Column holding the two conditions.
-    score : str
+    score : str, default "sd"
         Numeric column.
     a, b : object
         Levels compared (``a`` minus ``b``); optional when ``condition`` has two levels.
-    paired : bool
+    paired : bool, default False
         ``True`` gives :math:`d_z` on the differences within ``item`` (incomplete pairs
         dropped with a warning).
-    item : str
+    item : str, default "item_id"
         Pairing column (used when ``paired``).
     %(confidence)s
 
@@ -297,7 +297,8 @@ def mae_vs_target(
         Attempt log with a per-item ``truth`` (constant within an item).
     item, condition, score
         As in :func:`hce.stats.item_spread`.
-    truth : str
+        Defaults: ``item="item_id"``, ``condition="condition_id"``, ``score="total"``.
+    truth : str, default "target_total"
         Target score column (e.g. the synthetic transcript's target total).
     %(error)s
 
@@ -378,9 +379,9 @@ def kl_divergence(
     data : DataFrame
         Long table of scores; the reference distribution is the rows whose ``condition`` equals
         ``reference`` (e.g. one row per synthetic transcript holding its target total).
-    condition : str
+    condition : str, default "condition_id"
         Column naming the distribution each score belongs to.
-    score : str
+    score : str, default "total"
         Score column (discrete); NaNs are dropped.
     reference : object
         Level of ``condition`` holding the reference (target) distribution.

@@ -72,7 +72,7 @@ def item_statistics(
     """Item-total correlations and alpha if each item is dropped (R ``psych::alpha``).
 
     %(wide_parameters)s
-    reverse : list of str, optional
+    reverse : list of str, default ()
         Items to reverse-score first, as max + min - x with the minimum and maximum over all
         items (psych's ``keys``).
     %(confidence)s
@@ -341,6 +341,7 @@ def instrument_report(
     method, rotation, cor : str
         EFA extraction, rotation and correlation (defaults: minres with varimax on Pearson
         correlations, as PDSQI-9's Appendix B).
+        Default: ``cor="pearson"``.
     level : str, default "interval"
         Krippendorff's alpha level of measurement (``"ordinal"`` for Likert scores that are
         not equally spaced).
@@ -354,6 +355,7 @@ def instrument_report(
         constant within a text.
     condition, levels : optional
         Rater expertise: a column of rater group and the two groups compared.
+        Default: ``levels=('junior', 'senior')``.
     %(confidence)s
         Every interval but the RMSEA interval, which stays at psych's 90%.
     %(n_boot)s

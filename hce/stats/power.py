@@ -250,6 +250,7 @@ def attempts_needed(
         Largest number of attempts tried.
     scale, test, alpha, n_sim, random_state
         As in :func:`sd_difference_power`.
+        Defaults: ``test="wilcoxon"``, ``alpha=0.05``, ``n_sim=1000``.
 
     Returns
     -------

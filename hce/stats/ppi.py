@@ -59,6 +59,7 @@ def ppi_mean(
     score, truth : str
         Judge score and human score columns (numbers or booleans; a pass rate is the mean
         of 0/1 values).
+        Defaults: ``score="judge_score"``, ``truth="human_score"``.
     tuning : {"none", "power"}
         ``"none"`` (default): PPI of Angelopoulos et al. (2023), lambda = 1.
         ``"power"``: PPI++ with the variance-minimising lambda in [0, 1].

@@ -47,6 +47,7 @@ def request_variance(
     item, request : str
         The item and request columns; a missing ``request`` value (or no such column) makes
         the attempt a request of its own.
+        Defaults: ``item="item_id"``, ``request="request_id"``.
 
     Returns
     -------

@@ -194,12 +194,12 @@ def item_spread(
         view, one row per attempt x criterion (:func:`~hce.to_long`; pass ``criterion``).
         A Polars, PyArrow, DuckDB, PySpark or Dask frame is summarised in its engine (per
         cell counts, moments and quartiles; see the guide "Logs larger than memory").
-    item : str
+    item : str, default "item_id"
         Column identifying the item (transcript).
-    condition : str, sequence of str or None
+    condition : str, sequence of str or None, default "condition_id"
         Column(s) identifying the condition (prompt, model, ...); ``None`` when the log
         holds a single configuration.
-    score : str or sequence of str
+    score : str or sequence of str, default "total"
         Score column(s); several give one row per criterion. With ``criterion``, the one
         score column of the long table (``"score"`` for :func:`~hce.to_long`).
     %(error)s
@@ -322,7 +322,7 @@ def spread_summary(
     ----------
     data : DataFrame
         Output of :func:`item_spread` (or any table with one row per item and a ``score``).
-    item : str
+    item : str, default "item_id"
         Item column of ``data``.
     score : str
         Column to summarise (``"sd"`` by default; ``"range"`` or ``"iqr"`` also make sense).
@@ -402,6 +402,7 @@ def share_below(
         are skipped).
     item, score, by
         As in :func:`spread_summary`.
+        Defaults: ``item="item_id"``, ``score="sd"``.
     strict : bool
         ``False`` counts ``sd <= threshold`` (Success Metric 2), ``True`` counts
         ``sd < threshold`` (Experiment 5, step 3). Round-off is absorbed with a relative
@@ -517,6 +518,7 @@ def success_metric_2(
         The total-score criterion.
     item, by
         As in :func:`spread_summary`.
+        Default: ``item="item_id"``.
     category_max, total_max : float
         SD thresholds (PRD: 0.40 and 1.0), compared with ``<=``.
     category_rule : {"mean", "each"}
@@ -527,6 +529,7 @@ def success_metric_2(
         Share of items that must pass (PRD: 0.95).
     undefined, confidence, ci_method
         As in :func:`share_below`.
+        Defaults: ``undefined="exclude"``, ``confidence=0.95``, ``ci_method="wilson"``.
 
     Returns
     -------
@@ -636,13 +639,14 @@ def vote_stability(
         Attempt log with a boolean (nullable) ``score`` column.
     item, condition
         As in :func:`item_spread`.
-    score : str
+        Defaults: ``item="item_id"``, ``condition="condition_id"``.
+    score : str, default "verdict"
         Boolean column (True/False, missing allowed) or 0/1 numbers.
     %(error)s
     agreement : float
         Probability with which the majority of ``n`` attempts must agree with the
         majority of all attempts for ``n`` to count as enough (default 0.95).
-    max_attempts : int
+    max_attempts : int, default 101
         Largest number of attempts searched; items needing more get NaN.
     %(confidence)s
         Here: the Wilson interval for the share of True verdicts.

@@ -50,6 +50,7 @@ def fairness(
     item, condition, score
         As in :func:`hce.stats.item_spread`. Items are the units: each item's repeated
         attempts are first reduced to their mean and SD.
+        Defaults: ``item="item_id"``, ``score="total"``.
     measures : mapping {"mean", "sd"} -> {"lower", "higher"} or None
         Item statistics tested and which direction harms a stratum. Default
         ``{"mean": "lower", "sd": "higher"}``: systematically lower scores, or less

@@ -256,7 +256,7 @@ def mann_whitney(
     ----------
     data : DataFrame
         Long table, e.g. :func:`hce.stats.item_spread` output.
-    condition : str
+    condition : str, default "condition_id"
         Column holding the group labels.
     score : str, default "sd"
         Numeric column compared; NaNs are dropped.
@@ -273,7 +273,7 @@ def mann_whitney(
         ``None`` follows R's ``wilcox.test``: exact p-value when both samples have fewer
         than 50 values and there are no ties, else the normal approximation with tie and
         continuity correction. ``True`` asks for the exact p (ignored under ties).
-    continuity : bool
+    continuity : bool, default True
         Continuity correction of the normal approximation (R's ``correct = TRUE``).
     %(confidence)s
         Here: the (two-sided) interval for the rank-biserial correlation.
@@ -382,11 +382,11 @@ def wilcoxon_paired(
     ----------
     data : DataFrame
         Long table with one ``score`` per pair x group (e.g. MAE per item x condition).
-    item : str
+    item : str, default "item_id"
         Column that pairs the observations (the item).
-    condition : str
+    condition : str, default "condition_id"
         Column holding the two conditions.
-    score : str
+    score : str, default "mae"
         Numeric column; differences are ``a - b``.
     a, b : object
         Levels compared; optional when ``condition`` has two levels.
@@ -395,7 +395,7 @@ def wilcoxon_paired(
     exact : bool or None
         ``None`` follows R: exact p when fewer than 50 non-zero differences, no ties and
         no zeros; else the normal approximation with tie and continuity correction.
-    continuity : bool
+    continuity : bool, default True
         Continuity correction of the normal approximation (R's ``correct = TRUE``).
     %(confidence)s
         Here: the interval for the matched-pairs rank-biserial correlation.
@@ -512,11 +512,11 @@ def friedman(
     ----------
     data : DataFrame
         One ``score`` per block x group (e.g. SD per item x prompt).
-    item : str
+    item : str, default "item_id"
         Block column (the item); blocks missing a group are dropped with a warning.
-    condition : str
+    condition : str, default "condition_id"
         Group column (prompt, model).
-    score : str
+    score : str, default "sd"
         Numeric column compared.
     %(confidence)s
         Here: the bootstrap interval for W.
@@ -581,6 +581,7 @@ def posthoc(
     ----------
     data, item, condition, score
         As in :func:`friedman` (the same complete blocks are used).
+        Defaults: ``item="item_id"``, ``condition="condition_id"``, ``score="sd"``.
     method : {"nemenyi", "conover", "wilcoxon"}
         ``"nemenyi"``: Nemenyi's test on mean ranks (studentized range, already
         family-wise); ``"conover"``: Conover's t test on rank sums; ``"wilcoxon"``:
@@ -692,11 +693,11 @@ def rm_anova(
     ----------
     data : DataFrame
         One ``score`` per subject x condition (e.g. SD per item x model).
-    item : str
+    item : str, default "item_id"
         Subject (block) column; incomplete subjects are dropped with a warning.
-    condition : str
+    condition : str, default "condition_id"
         Within-subject factor.
-    score : str
+    score : str, default "sd"
         Numeric column.
     transform : {None, "sqrt", "log", "log1p", "none"}, default None
         Variance-stabilising transform applied first; ``None`` (the default, also spelled
@@ -810,7 +811,7 @@ def kruskal_wallis(
     ----------
     data : DataFrame
         Long table; rows with a missing ``condition`` or ``score`` are dropped.
-    condition : str
+    condition : str, default "condition_id"
         Grouping column (e.g. a demographic stratum).
     score : str, optional
         Numeric column. Default: the table's own name for it (``hce._vocabulary.TABLES``):

@@ -269,7 +269,7 @@ def rater_expertise(
         Column giving each rating's rater group.
     score : str
         Numeric score column.
-    levels : pair of objects, default ("junior", "senior")
+    levels : pair of objects, default ("junior", "senior"), default ('junior', 'senior')
         The two values of ``condition`` compared (first minus second).
     %(attribute_effect)s
 

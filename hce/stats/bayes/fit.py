@@ -186,6 +186,7 @@ def bayes_binary(
         Prior scales: ``"intercept"``, ``"b"``, ``"sd"``, ``"lkj"`` (see Notes).
     draws, tune, chains, target_accept, sampler, random_state
         As in :func:`bayes_ordinal`.
+        Defaults: ``draws=1000``, ``chains=4``, ``target_accept=0.8``, ``sampler="auto"``.
 
     Returns
     -------

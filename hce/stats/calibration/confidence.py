@@ -67,14 +67,14 @@ def logprob_confidence(
         reply's total, pass ``rubric.total_levels``). Numbers are matched against tokens
         as text (``3`` matches ``"3"`` and ``" 3"``); a mapping such as
         ``{"true": 1, "false": 0}`` serves boolean judges.
-    logprobs : str
+    logprobs : str, default "logprobs"
         Column holding the logprob lists.
     occurrence : int or sequence of int
         Which score-like token of the reply holds the score: ``-1`` (default) the last,
         ``0`` the first, ``k`` the k-th. A sequence (e.g. ``range(-5, 0)`` for a score
         block of five criteria that closes the reply) reads each from one parse and
         returns them stacked with an ``occurrence`` column.
-    id_columns : sequence of str
+    id_columns : sequence of str, default ('item_id', 'condition_id', 'prompt_id', 'model', 'attempt')
         Identifier columns copied to the output when present.
     temperature : str or float, optional
         The temperature each reply was sampled at: a column name (the log's
@@ -326,11 +326,11 @@ def vote_confidence(
     ----------
     data : DataFrame
         Attempt log, one row per attempt; missing scores are ignored.
-    item : str
+    item : str, default "item_id"
         Item identifier column.
     score : str
         Score column (a criterion, ``total``, or a 0/1 verdict).
-    by : sequence of str
+    by : sequence of str, default ()
         Further grouping columns (e.g. ``["condition_id"]``).
     levels : sequence of float, optional
         Every score the scale allows (e.g. ``range(1, 5)``, or ``range(5, 21)`` for
@@ -441,7 +441,7 @@ def verbal_confidence(
         Level -> probability. Default ``{"high": 0.9, "medium": 0.7, "low": 0.5}``, a
         convention, not an estimate: the reliability table of the result shows what each
         level is actually worth.
-    id_columns : sequence of str
+    id_columns : sequence of str, default ('item_id', 'condition_id', 'prompt_id', 'model', 'attempt')
         Identifier columns copied to the output when present.
 
     Returns
@@ -515,6 +515,7 @@ def confidence_table(
         repeated attempts.
     item, score, logprobs, numeric, verbal : str
         Column names.
+        Defaults: ``item="item_id"``, ``score="total"``, ``logprobs="logprobs"``, ``numeric="confidence"``, ``verbal="confidence_level"``.
     scores : Rubric, sequence or mapping, optional
         Score scale for logprobs (see :func:`~hce.stats.logprob_confidence`); required when the
         confidence comes from logprobs.
@@ -522,7 +523,7 @@ def confidence_table(
         ``"attempt"`` (default): one row per attempt (votes give every attempt its item's
         vote share for its own score). ``"item"``: one row per item (x ``by``), ``prob``
         averaged over attempts (for votes: the modal share).
-    by : sequence of str
+    by : sequence of str, default ()
         Further grouping for ``level="item"`` and for votes.
     levels : sequence of float, optional
         The scale's possible scores, for votes (see :func:`~hce.stats.vote_confidence`): a score
@@ -626,6 +627,7 @@ def confidence_spread(
         :func:`confidence_table`, or the log's numeric ``confidence`` column).
     item, score, prob : str
         Column names.
+        Defaults: ``item="item_id"``, ``score="total"``, ``prob="prob"``.
     method : {"spearman", "kendall", "pearson"}, default "spearman"
         Coefficient, as in :func:`~hce.stats.correlation`. Per-item SDs of short
         scales tie often (many are 0); ``"kendall"`` (tau-b) handles the ties explicitly.

@@ -328,7 +328,7 @@ def calibration_metrics(
         Binary case: one column with the probability of ``outcome == 1``, or of the judge
         being right when ``truth`` is correctness. Multi-class case: one column per class
         (rows must sum to 1), e.g. ``prob_1 .. prob_4`` from :func:`logprob_confidence`.
-    truth : str
+    truth : str, default "outcome"
         Binary: 0/1 or boolean. Multi-class: the observed class (e.g. the human score).
     labels : sequence, optional
         Class label of each ``prob`` column; default: the column names without ``prob_``.
@@ -340,7 +340,7 @@ def calibration_metrics(
         outcome counts are drawn exactly and each group's sum from its normal limit (a
         million rows and ``n_boot=1000`` take under a second; the limits agree with the
         row-by-row bootstrap to within Monte Carlo error, see the tests).
-    n_bins : int
+    n_bins : int, default 10
         Number of bins (ignored by ``strategy="unique"``).
     strategy : {"uniform", "quantile", "unique"}
         Equal-width bins (default), equal-mass bins, or one bin per distinct forecast.
@@ -624,7 +624,8 @@ def reliability_table(
         One row per forecast.
     prob, truth : str
         Probability column and 0/1 outcome column (binary or top-label).
-    n_bins : int
+        Default: ``prob="prob"``.
+    n_bins : int, default 10
         Number of bins (ignored by ``strategy="unique"``).
     strategy : {"uniform", "quantile", "unique"}
         Binning rule (see :func:`calibration_metrics`).

@@ -28,9 +28,9 @@ def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = 
     ----------
     data : DataFrame
         Attempt log, several attempts per item.
-    item : str
+    item : str, default "item_id"
         Item column.
-    score : str
+    score : str, default "total"
         Score column.
 
     Returns
@@ -81,9 +81,9 @@ def agrees_with_repeat(
     ----------
     data : DataFrame
         Attempt log, one row per attempt; missing scores are left out of the pairing.
-    item : str
+    item : str, default "item_id"
         Item identifier column.
-    condition : str, sequence of str, or None
+    condition : str, sequence of str, or None, default "condition_id"
         Condition column(s) (prompt, model, temperature, ... as one id); None: the item alone.
     score : str
         Score column (a criterion, ``total``, or a 0/1 verdict).
