@@ -324,8 +324,9 @@ def refuse_no_variation(values: pd.Series, column: str, name: str, *, constant_o
     if len(distinct) == 1:
         raise DataError(
             f"{name}: column {column!r} holds one value ({plain(distinct[0])!r}) in all "
-            f"{len(present)} row(s) with a score: there is no variation to analyse (a judge "
-            "that always gives the same score); check the scores, or report the constant"
+            f"{len(present)} row(s) with a score, all scores equal: there is no variation to "
+            "analyse (a judge that always gives the same score); check the scores, or report "
+            "the constant"
         )
 
 

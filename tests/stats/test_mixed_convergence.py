@@ -166,3 +166,21 @@ def test_scores_stored_as_text_are_read_as_icc_reads_them(judged, model):
     np.testing.assert_allclose(m.fixef()["estimate"], FITS[model](judged).fixef()["estimate"], rtol=1e-10)
     with pytest.raises(DataError, match="not a number"):
         hs.lmer("y ~ cond + (1 | item)", text.assign(y=text["y"].where(text.index != 3, "n/a")))
+
+
+def test_clmm_restarts_when_the_first_search_stops_short(judged, monkeypatch):
+    # the search of issue 42 stopped where its gradient overflowed (NaN), 150 log-likelihood
+    # units below ordinal's optimum; here the gradient fails the same way on a few calls
+    from hce.stats.mixed import clmm_laplace
+
+    reference = FITS["clmm"](judged)
+    exact, calls = clmm_laplace.Laplace.gradient, {"n": 0}
+
+    def failing(self, par):  # the first steps with a random-intercept SD: NaN
+        calls["n"] += par[-1] > 0
+        return np.full(len(par), np.nan) if 1 <= calls["n"] <= 3 and par[-1] > 0 else exact(self, par)
+
+    monkeypatch.setattr(clmm_laplace.Laplace, "gradient", failing)
+    m = FITS["clmm"](judged)
+    assert calls["n"] > 3 and m.converged
+    np.testing.assert_allclose(m.loglik, reference.loglik, rtol=0, atol=1e-6)

@@ -286,8 +286,17 @@ _LINK_VARIANCE = {"logit": np.pi**2 / 3, "probit": 1.0, "cloglog": np.pi**2 / 6}
 _RESTART_VARIANCES = (1.0, 4.0, 9.0, 16.0)
 
 
+class _NonFinite(Exception):
+    """A gradient with NaN or inf: L-BFGS-B would step to NaN, so the run stops instead."""
+
+
 class _Budget:
-    """L-BFGS-B runs sharing one cap on iterations (``max_iter``, as lme4's ``maxfun``)."""
+    """L-BFGS-B runs sharing one cap on iterations (``max_iter``, as lme4's ``maxfun``).
+
+    Each run returns the lowest finite point it evaluated when its own end is worse or not
+    finite (a gradient that overflows sends L-BFGS-B to NaN), so a restart always starts
+    from, and compares with, a real point.
+    """
 
     def __init__(self, max_iter: int | None):
         self.max_iter, self.left, self.evaluations = max_iter, max_iter or 0, 0
@@ -295,10 +304,33 @@ class _Budget:
 
     def minimize(self, fun, x0, jac, bounds) -> optimize.OptimizeResult:
         cap = 2000 if self.max_iter is None else max(self.left, 1)
-        result = optimize.minimize(
-            fun, x0, jac=jac, method="L-BFGS-B", bounds=bounds,
-            options={"maxiter": cap, "ftol": 1e-15, "gtol": 1e-9},
-        )  # fmt: skip
+        best = {"fun": np.inf, "x": np.asarray(x0, dtype=float).copy(), "calls": 0}
+
+        def tracked(x):
+            value = fun(x)
+            best["calls"] += 1
+            if np.isfinite(value) and value < best["fun"]:
+                best.update(fun=float(value), x=np.array(x, dtype=float))
+            return value
+
+        def checked(x):
+            g = jac(x)
+            if not np.all(np.isfinite(g)):
+                raise _NonFinite
+            return g
+
+        try:
+            result = optimize.minimize(
+                tracked, x0, jac=checked, method="L-BFGS-B", bounds=bounds,
+                options={"maxiter": cap, "ftol": 1e-15, "gtol": 1e-9},
+            )  # fmt: skip
+        except _NonFinite:
+            result = optimize.OptimizeResult(
+                x=best["x"], fun=best["fun"], nit=best["calls"], nfev=best["calls"],
+                success=False, message="a non-finite gradient stopped the line search",
+            )  # fmt: skip
+        if not (np.all(np.isfinite(result.x)) and np.isfinite(result.fun)) or best["fun"] < result.fun:
+            result.x, result.fun, result.success = best["x"], best["fun"], False
         self.evaluations += result.nfev
         if self.max_iter is not None:
             self.left -= result.nit
@@ -442,7 +474,7 @@ def _converged(
         )
     try:
         linalg.cholesky(hess)
-    except linalg.LinAlgError:
+    except (linalg.LinAlgError, ValueError):  # ValueError: a Hessian that is not finite
         messages.append(
             "the Hessian is not positive definite: the model is not identifiable at the "
             "optimum; standard errors are not defined"
