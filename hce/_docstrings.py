@@ -36,6 +36,13 @@ random_state : int, Generator or None, default None
     "confidence": """\
 confidence : float, default {default}
     Level of the intervals, a probability in (0, 1): 0.95 gives 95% intervals.""",
+    # the mixed models' results (hce.stats.mixed.convergence)
+    "unconverged": """\
+unconverged : {"hide", "show"}, default "hide"
+    What a fit that did not converge (``converged`` False) shows: ``"hide"`` gives the
+    estimates with NaN standard errors, statistics, p values and intervals, ``method``
+    saying "did not converge"; ``"show"`` computes them at the point the optimiser
+    reached, ``method`` marked "(fit did not converge)". No effect on a converged fit.""",
     "n_boot": """\
 n_boot : int, default {default}
     Bootstrap resamples behind the bootstrap intervals; more give steadier interval ends.""",

@@ -53,7 +53,12 @@ class FrameSpec:
     listing numeric item columns where ``None`` means every column (read only when the call
     names no ``keys``: a statistic taking both layouts is long when its keys are given); ``mapping`` names a
     keyword whose mapping values list numeric columns (a CFA model); ``formula`` names a
-    formula keyword whose referenced columns are checked as numbers.
+    formula keyword whose referenced columns are checked as numbers (its response also when
+    it is text that reads as numbers, as a ``numbers`` column is read).
+    ``varying`` name the scores a statistic measures the variation of (a model's response,
+    when the keyword is the formula; an agreement coefficient's ratings): refused when every
+    value is missing or all are one value; ``scored`` name scores refused only when every
+    value is missing (percent agreement is defined on constant ratings).
     ``blank_keys`` name grouping keywords whose columns may be blank (a stratum left out
     of its own tests); every other id column must be filled and finite.
     ``optional`` name numeric columns checked only when the frame has them; ``fixed``
@@ -77,6 +82,8 @@ class FrameSpec:
     wide: str | None = None
     mapping: str | None = None
     formula: str | None = None
+    varying: tuple[str, ...] = ()
+    scored: tuple[str, ...] = ()
     log: bool = True
     engine: object = None
 
@@ -271,8 +278,14 @@ def check_frame(
     caller's frame is never modified: a coerced column is replaced in a shallow copy.
     """
     keys, texts, numbers, labels, present = named_columns(spec, arguments, list(data.columns))
+    response = None
     if spec.formula is not None and isinstance(arguments.get(spec.formula), str):
         numbers += formula_columns(arguments[spec.formula], data)
+        response = formula_response(arguments[spec.formula], data)
+        if response is not None and _textlike(data[response]) and _parse(data[response].dropna()).notna().any():
+            # scores stored as text are numbers, as every statistic reads them (a value that
+            # is not one is refused, naming its row); two labels ("pass"/"fail") stay labels
+            numbers.append(response)
     named = keys + texts + numbers + [c for group in labels for c in group]
     require_columns(data, dict.fromkeys(named), what=f"{name}: {spec.frame}")
     rewritten: dict[str, pd.Series] = {}
@@ -286,9 +299,42 @@ def check_frame(
     for column in dict.fromkeys(keys):
         rewritten[column] = key_values(data, column, name, blank_ok=column in blank_ok)
     rewritten = {c: v for c, v in rewritten.items() if v is not None}
+    for keyword, constant_ok in [(k, False) for k in spec.varying] + [(k, True) for k in spec.scored]:
+        columns = [response] if keyword == spec.formula else columns_of(arguments.get(keyword))
+        for column in columns:
+            if column is not None and column in data.columns:
+                refuse_no_variation(rewritten.get(column, data[column]), column, name, constant_ok=constant_ok)
     if not rewritten:
         return data, []
     return data.assign(**rewritten), list(rewritten)
+
+
+def refuse_no_variation(values: pd.Series, column: str, name: str, *, constant_ok: bool = False) -> None:
+    """The one refusal of scores that cannot be analysed: every value missing, or (unless
+    ``constant_ok``) one value in every row, where a variance, a kappa, an alpha or an ICC
+    is 0/0 and a model has nothing to explain."""
+    present = values.dropna()
+    if present.empty:
+        raise DataError(
+            f"{name}: column {column!r} has no scores: all {len(values)} row(s) are missing "
+            "(NaN); check the column name and that the replies were parsed"
+        )
+    if constant_ok:
+        return
+    distinct = present.unique()
+    if len(distinct) == 1:
+        raise DataError(
+            f"{name}: column {column!r} holds one value ({plain(distinct[0])!r}) in all "
+            f"{len(present)} row(s) with a score, all scores equal: there is no variation to "
+            "analyse (a judge that always gives the same score); check the scores, or report "
+            "the constant"
+        )
+
+
+def formula_response(formula: str, data: pd.DataFrame) -> str | None:
+    """The response column of ``formula`` (its left-hand side when that is a column name)."""
+    lhs = formula.partition("~")[0].strip()
+    return lhs if lhs in data.columns else None
 
 
 def named_columns(

@@ -52,7 +52,7 @@ def test_missing_scores_are_dropped_with_a_warning(scores):
         (lambda d: np.where(d["score"] > 2, "high", "low"), "holds .* values; clmm needs ordinal scores"),
         (lambda d: d["score"] > 2, "holds bool values"),
         (lambda d: pd.Categorical(d["score"]), "unordered categorical"),
-        (lambda d: np.full(len(d), 3), "one observed level \\('3'\\)"),
+        (lambda d: np.full(len(d), 3), "holds one value \\(3\\) .* no variation to analyse"),
     ],
 )
 def test_a_response_that_is_not_ordinal_is_refused(scores, response, message):

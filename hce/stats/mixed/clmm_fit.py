@@ -22,8 +22,9 @@ from hce.stats._numdiff import central_differences
 from hce.stats._validate import reads_frame
 from hce.stats.mixed.clmm_laplace import LINKS, Laplace, Rows
 from hce.stats.mixed.clmm_result import ClmmResult
-from hce.stats.mixed.formula import build_design, parse_formula
-from hce.stats.mixed.lmer_result import ConvergenceWarning
+from hce.stats.mixed.formula import build_design, parse_formula, require_random
+from hce.stats.mixed.convergence import check_max_iter
+from hce.stats.mixed.lmer_result import ConvergenceWarning, SingularFitWarning
 from hce.stats._blas import one_blas_thread
 
 LinkName = Literal["logit", "probit", "cloglog"]
@@ -35,13 +36,14 @@ _MAX_GRAD = 1e-3  # max |gradient| above which the fit is reported as not conver
 _MAX_AGQ = 25
 
 
-@reads_frame(formula="formula")
+@reads_frame(formula="formula", varying=("formula",))
 def clmm(
     formula: str,
     data: pd.DataFrame,
     *,
     link: LinkName = "logit",
     nAGQ: int = 1,  # noqa: N803 - ordinal's argument name
+    max_iter: int | None = None,
 ) -> ClmmResult:
     r"""Fit a cumulative link mixed model (ordinal regression with random intercepts).
 
@@ -61,6 +63,9 @@ def clmm(
     nAGQ : int, default 1
         1: the Laplace approximation (ordinal's default); 2 to 25: adaptive Gauss-Hermite
         quadrature with that many nodes, for a model with one random term.
+    max_iter : int, optional
+        Cap on the optimiser's iterations, all its runs together (as lme4's ``maxfun``); a
+        fit stopped by it is reported as not converged. Default None: up to 2,000 per run.
 
     Returns
     -------
@@ -82,8 +87,12 @@ def clmm(
     Warns
     -----
     ConvergenceWarning
-        The optimiser stopped with a gradient above 1e-3 or a Hessian that is not positive
-        definite; also recorded in ``messages``.
+        The optimiser stopped with a gradient above 1e-3 (after restarts), a Hessian that is
+        not positive definite, or at ``max_iter``; the result then shows estimates only
+        (``unconverged="show"`` on its methods gives the tests). Also in ``messages``.
+    SingularFitWarning
+        A standard deviation below 1e-3 (ordinal's boundary): lme4's "boundary (singular)
+        fit"; the standard errors are conditional on that variance being 0.
 
     Notes
     -----
@@ -158,8 +167,7 @@ def clmm(
         raise FormulaError(
             f"response {parsed.response!r} must be a column of data (one of {list(data.columns)})"
         )
-    if not parsed.random:
-        raise FormulaError(f"formula {formula!r} has no random term such as (1 | item)")
+    require_random(parsed)
     slopes = [t.written or str(t) for t in parsed.random if not t.intercept_only]
     if slopes:
         raise FormulaError(
@@ -185,7 +193,17 @@ def clmm(
     X, x_names = _fixed_without_intercept(design.X, design.x_names)
     rows = Rows(y, len(present), X, [g.codes for g in design.groupings.values()],
                 [len(g.levels) for g in design.groupings.values()], LINKS[link])  # fmt: skip
-    fit = _optimise(rows, nAGQ)
+    fit = _optimise(rows, nAGQ, check_max_iter(max_iter))
+    n_fixed = rows.n_par - len(rows.codes)
+    at_zero = [g for g, tau in zip(design.groupings, fit["par"][n_fixed:]) if tau < _BOUNDARY]
+    if at_zero:  # as lme4 names it; ordinal itself says nothing and prints NaN SEs
+        fit["messages"].append(
+            f"boundary (singular) fit: the standard deviation of {', '.join(at_zero)} is "
+            f"estimated at 0 (below {_BOUNDARY:g}); the standard errors are conditional on it "
+            "(the term is held at 0, as ordinal's Hessian leaves it out)"
+        )
+    for message in fit["messages"]:
+        warn(message, SingularFitWarning if message.startswith("boundary") else ConvergenceWarning)
     return ClmmResult._from_fit(
         formula=parsed, design=design, rows=rows, y_levels=y_levels, x_names=x_names,
         n_agq=nAGQ, **fit,
@@ -264,7 +282,86 @@ def _free(par: np.ndarray, n_theta: int, n_tau: int) -> np.ndarray:
     return np.r_[par[:1], np.log(np.diff(par[:n_theta])), par[n_theta : len(par) - n_tau], tau**2]
 
 
-def _optimise(rows: Rows, n_agq: int) -> dict:
+_LINK_VARIANCE = {"logit": np.pi**2 / 3, "probit": 1.0, "cloglog": np.pi**2 / 6}
+_RESTART_VARIANCES = (1.0, 4.0, 9.0, 16.0)
+
+
+class _NonFinite(Exception):
+    """A gradient with NaN or inf: L-BFGS-B would step to NaN, so the run stops instead."""
+
+
+class _Budget:
+    """L-BFGS-B runs sharing one cap on iterations (``max_iter``, as lme4's ``maxfun``).
+
+    Each run returns the lowest finite point it evaluated when its own end is worse or not
+    finite (a gradient that overflows sends L-BFGS-B to NaN), so a restart always starts
+    from, and compares with, a real point.
+    """
+
+    def __init__(self, max_iter: int | None):
+        self.max_iter, self.left, self.evaluations = max_iter, max_iter or 0, 0
+        self.spent = False
+
+    def minimize(self, fun, x0, jac, bounds) -> optimize.OptimizeResult:
+        cap = 2000 if self.max_iter is None else max(self.left, 1)
+        best = {"fun": np.inf, "x": np.asarray(x0, dtype=float).copy(), "calls": 0}
+
+        def tracked(x):
+            value = fun(x)
+            best["calls"] += 1
+            if np.isfinite(value) and value < best["fun"]:
+                best.update(fun=float(value), x=np.array(x, dtype=float))
+            return value
+
+        def checked(x):
+            g = jac(x)
+            if not np.all(np.isfinite(g)):
+                raise _NonFinite
+            return g
+
+        try:
+            result = optimize.minimize(
+                tracked, x0, jac=checked, method="L-BFGS-B", bounds=bounds,
+                options={"maxiter": cap, "ftol": 1e-15, "gtol": 1e-9},
+            )  # fmt: skip
+        except _NonFinite:
+            result = optimize.OptimizeResult(
+                x=best["x"], fun=best["fun"], nit=best["calls"], nfev=best["calls"],
+                success=False, message="a non-finite gradient stopped the line search",
+            )  # fmt: skip
+        if not (np.all(np.isfinite(result.x)) and np.isfinite(result.fun)) or best["fun"] < result.fun:
+            result.x, result.fun, result.success = best["x"], best["fun"], False
+        self.evaluations += result.nfev
+        if self.max_iter is not None:
+            self.left -= result.nit
+            self.spent = self.spent or (result.nit >= cap and not result.success) or self.left <= 0
+        return result
+
+
+def _restarts(reached: np.ndarray, fixed: np.ndarray, n_theta: int, n_tau: int, link: str):
+    """Starts after a failed gradient check: the point reached, then the fixed-only fit
+    scaled for a random-intercept variance ``tau^2``: a marginal (fixed-only) coefficient is
+    about the conditional one over ``sqrt(1 + tau^2 / var(F))`` (Zeger, Liang & Albert 1988),
+    ``var(F)`` the link distribution's variance."""
+    yield reached
+    natural = _ordered(np.r_[fixed, np.zeros(n_tau)], n_theta, n_tau)
+    for tau2 in _RESTART_VARIANCES:
+        scaled = natural.copy()
+        scaled[: len(fixed)] *= np.sqrt(1 + tau2 / _LINK_VARIANCE[link])
+        scaled[len(fixed) :] = np.sqrt(tau2)
+        yield _free(scaled, n_theta, n_tau)
+
+
+def _stationary(result: optimize.OptimizeResult, grad: np.ndarray, n_fixed: int) -> bool:
+    """The gradient check in the optimiser's parameters: small, except a variance at 0
+    whose likelihood falls into the interior (the KKT condition at the bound)."""
+    at_zero = np.zeros(len(grad), bool)
+    at_zero[n_fixed:] = result.x[n_fixed:] <= 0
+    free = np.where(at_zero, np.minimum(grad, 0.0), grad)
+    return bool(np.all(np.isfinite(grad)) and np.max(np.abs(free)) <= _MAX_GRAD)
+
+
+def _optimise(rows: Rows, n_agq: int, max_iter: int | None = None) -> dict:
     """Maximise the approximate likelihood; Hessian, gradient and modes at the optimum."""
     objective = Laplace(rows, n_agq)
     n_tau = len(rows.codes)
@@ -299,19 +396,26 @@ def _optimise(rows: Rows, n_agq: int) -> dict:
     # gaps between thresholds from e^-30 to e^6 (400 on the latent scale) keep every step
     # finite; an optimum outside would give a level no chance or all of it
     bounds = [(None, None)] + [(-30.0, 6.0)] * (n_theta - 1) + [(None, None)] * rows.X.shape[1]
+    full_bounds = bounds + [(0.0, None)] * n_tau
+    budget = _Budget(max_iter)
     free = _free(_start(rows), n_theta, n_tau)
     with one_blas_thread():  # L-BFGS-B's BLAS calls on tiny vectors: threads only contend
         # ordinal's start: the model without random effects (clm), then the standard deviations
-        fixed_only = optimize.minimize(
+        fixed_only = budget.minimize(
             lambda f: in_free(np.r_[f, np.zeros(n_tau)]), free[:n_fixed],
-            jac=lambda f: gradient(np.r_[f, np.zeros(n_tau)])[:n_fixed], method="L-BFGS-B",
-            bounds=bounds, options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9},
+            lambda f: gradient(np.r_[f, np.zeros(n_tau)])[:n_fixed], bounds,
         )  # fmt: skip
-        result = optimize.minimize(
-            in_free, np.r_[fixed_only.x, np.ones(n_tau)], jac=gradient, method="L-BFGS-B",
-            bounds=bounds + [(0.0, None)] * n_tau,
-            options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9},
-        )  # fmt: skip
+        result = budget.minimize(in_free, np.r_[fixed_only.x, np.ones(n_tau)], gradient, full_bounds)
+        # a final check of the gradient; where it fails (a line search lost in a region of
+        # huge curvature, as with item variances ~7 on the logit scale), restart: from the
+        # point reached with a fresh quasi-Newton memory, then from the fixed-only fit scaled
+        # up for larger variances, keeping the lowest objective
+        for start in _restarts(result.x, fixed_only.x, n_theta, n_tau, rows.link.name):
+            if _stationary(result, gradient(result.x), n_fixed) or budget.spent:
+                break
+            trial = budget.minimize(in_free, start, gradient, full_bounds)
+            if trial.fun < result.fun:
+                result = trial
     par = _ordered(result.x, n_theta, n_tau)
     # ordinal's parameters for the Hessian: log tau (one term) or tau, boundary ones left out
     interior = par[n_fixed:] >= _BOUNDARY
@@ -349,14 +453,20 @@ def _optimise(rows: Rows, n_agq: int) -> dict:
     return {
         "par": par, "value": value, "gradient": grad, "hessian": hess,
         "u": objective.u.copy(), "cond_var": objective.conditional_variances(par[n_fixed:]),
-        "n_eval": fixed_only.nfev + result.nfev, "messages": _converged(result, grad, hess),
+        "n_eval": budget.evaluations, "messages": _converged(result, grad, hess, budget),
     }  # fmt: skip
 
 
-def _converged(result: optimize.OptimizeResult, grad: np.ndarray, hess: np.ndarray) -> list[str]:
+def _converged(
+    result: optimize.OptimizeResult, grad: np.ndarray, hess: np.ndarray, budget: _Budget
+) -> list[str]:
     """ordinal's judgement of a fit: messages when the gradient is large or the Hessian is
-    not positive definite (empty list: converged)."""
+    not positive definite (empty list: converged), or when ``max_iter`` stopped the search."""
     messages = []
+    if budget.spent:
+        messages.append(
+            f"the optimiser stopped at max_iter={budget.max_iter} iterations before converging"
+        )
     if np.max(np.abs(grad)) > _MAX_GRAD:
         messages.append(
             f"max|gradient| = {np.max(np.abs(grad)):.2g} > {_MAX_GRAD:g} at the optimum "
@@ -364,11 +474,9 @@ def _converged(result: optimize.OptimizeResult, grad: np.ndarray, hess: np.ndarr
         )
     try:
         linalg.cholesky(hess)
-    except linalg.LinAlgError:
+    except (linalg.LinAlgError, ValueError):  # ValueError: a Hessian that is not finite
         messages.append(
             "the Hessian is not positive definite: the model is not identifiable at the "
             "optimum; standard errors are not defined"
         )
-    for message in messages:
-        warn(message, ConvergenceWarning)
     return messages

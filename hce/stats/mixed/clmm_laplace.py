@@ -26,6 +26,13 @@ _INNER_TOL = 1e-10  # max |gradient| of g at the modes: tight, so the outer obje
 _INNER_ITER = 100
 _HALVINGS = 40
 _QUADRATIC = 1e-12  # Newton decrement below which steps are taken without a line search
+_LOG_P_FLOOR = -700.0  # exp(700) is finite: a row's 1/p stays finite far in a tail
+
+
+def _inverse_p(log_p: np.ndarray) -> np.ndarray:
+    """``1 / p`` per row, kept finite: a row with ``p < e^-700`` (a step far past the
+    optimum) gets a huge finite weight, so the gradient says "back" instead of ``inf * 0``."""
+    return np.exp(-np.maximum(log_p, _LOG_P_FLOOR))
 
 
 @dataclass(frozen=True)
@@ -183,7 +190,7 @@ class Laplace:
         f2 = np.where(self._low, 0.0, link.pdf(eta2))
         g1 = np.where(self._high, 0.0, link.dpdf(eta1))
         g2 = np.where(self._low, 0.0, link.dpdf(eta2))
-        inv_p = np.exp(-log_p)
+        inv_p = _inverse_p(log_p)
         d = (f1 - f2) * inv_p
         return d, d * d - (g1 - g2) * inv_p
 
@@ -216,15 +223,16 @@ class Laplace:
         rows, link, t = self.rows, self.rows.link, tau[0]
         codes, m, u = rows.codes[0], rows.n_groups[0], self.u
         eta1, eta2 = self._etas(theta, rows.X @ beta + t * u[codes])
-        inv_p = np.exp(-self._log_prob(eta1, eta2))
+        inv_p = _inverse_p(self._log_prob(eta1, eta2))
         hi, lo = self._high, self._low
         f1, g1, h1 = (np.where(hi, 0.0, fn(eta1)) for fn in (link.pdf, link.dpdf, link.d2pdf))
         f2, g2, h2 = (np.where(lo, 0.0, fn(eta2)) for fn in (link.pdf, link.dpdf, link.d2pdf))
         d = (f1 - f2) * inv_p
         w = d * d - (g1 - g2) * inv_p
         dd1, dd2 = (g1 - d * f1) * inv_p, (d * f2 - g2) * inv_p  # of d in eta1, eta2
-        dw1 = 2 * d * dd1 - h1 * inv_p + (g1 - g2) * f1 * inv_p**2
-        dw2 = 2 * d * dd2 + h2 * inv_p - (g1 - g2) * f2 * inv_p**2
+        curv = (g1 - g2) * inv_p  # products of ratios: inv_p**2 alone overflows in a tail
+        dw1 = 2 * d * dd1 - h1 * inv_p + curv * (f1 * inv_p)
+        dw2 = 2 * d * dd2 + h2 * inv_p - curv * (f2 * inv_p)
         # derivatives of eta1, eta2 in (theta, beta, tau) at fixed u
         n, k = len(rows.y), rows.n_levels - 1
         e1, e2 = np.zeros((n, rows.n_par)), np.zeros((n, rows.n_par))

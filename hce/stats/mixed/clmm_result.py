@@ -13,7 +13,14 @@ from hce._checks import check_confidence
 from hce._docstrings import fill_doc
 from hce.stats.mixed.clmm_laplace import Rows
 from hce.stats.mixed.formula import Design, MixedFormula
-from hce.stats.mixed.lmer_result import _table, coefficient_table, random_effects_table
+from hce.stats.mixed.convergence import Unconverged, mark_inference, shows_inference
+from hce.stats.mixed.lmer_result import (
+    UNCONVERGED_NOTE,
+    _table,
+    coefficient_table,
+    estimates_only_table,
+    random_effects_table,
+)
 
 
 @dataclass
@@ -45,7 +52,11 @@ class ClmmResult:
         Condition number of the Hessian (ordinal's ``cond.H``); above about 1e8 the model
         is close to unidentifiable.
     converged : bool
-        No convergence message (small gradient, positive definite Hessian).
+        No convergence message (small gradient, positive definite Hessian, not stopped by
+        ``max_iter``); when False, the tables show estimates only unless asked.
+    singular : bool
+        A random-intercept standard deviation on the boundary (below 1e-3), as lme4's
+        ``isSingular``; the standard errors are conditional on it being 0.
     messages : list of str
         Convergence messages, also emitted as warnings.
     n_eval : int
@@ -58,9 +69,9 @@ class ClmmResult:
     >>> import numpy as np, pandas as pd
     >>> from hce.stats import clmm
     >>> d = pd.DataFrame({"item": np.repeat(np.arange(20), 4), "condition": np.tile(["a", "b"], 40)})
-    >>> d["score"] = (np.arange(80) * 7 % 5) // 2 + 1 + (d["condition"] == "b")
+    >>> d["score"] = (np.arange(80) * 7 % 5) // 2 + 1 + (d["condition"] == "b") + (d["item"] % 3 == 0)
     >>> clmm("score ~ condition + (1 | item)", d).thresholds()["term"].tolist()
-    ['1|2', '2|3', '3|4']
+    ['1|2', '2|3', '3|4', '4|5']
     """
 
     formula: MixedFormula
@@ -84,6 +95,7 @@ class ClmmResult:
     _std_errors: np.ndarray = field(repr=False)
     _varcorr: pd.DataFrame = field(repr=False)
     _ranef: pd.DataFrame = field(repr=False)
+    singular: bool = False
 
     @classmethod
     def _from_fit(cls, *, formula: MixedFormula, design: Design, rows: Rows, y_levels: list[str],
@@ -128,20 +140,22 @@ class ClmmResult:
             levels=list(y_levels), loglik=-value, aic=2 * value + 2 * len(par), npar=len(par),
             max_grad=float(np.max(np.abs(gradient))),
             cond_hessian=float(abs(eig.max() / eig.min())) if eig.min() != 0 else np.inf,
-            converged=not messages, messages=list(messages), n_eval=n_eval, design=design,
+            converged=not [m for m in messages if not m.startswith("boundary")],
+            singular=any(m.startswith("boundary") for m in messages), messages=list(messages), n_eval=n_eval, design=design,
             _names=names, _n_thresholds=n_theta, _estimates=par[:n_fixed], _std_errors=se,
             _varcorr=varcorr, _ranef=ranef,
         )  # fmt: skip
 
     # ---- accessors -------------------------------------------------------------------
     @fill_doc
-    def fixef(self, confidence: float = 0.95) -> pd.DataFrame:
+    def fixef(self, confidence: float = 0.95, unconverged: Unconverged = "hide") -> pd.DataFrame:
         """Fixed effects (``beta``), with Wald z tests and intervals.
 
         Parameters
         ----------
         %(confidence)s
             Here: the Wald intervals.
+        %(unconverged)s
 
         Returns
         -------
@@ -151,16 +165,17 @@ class ClmmResult:
             ``ci_low``, ``ci_high``, ``method``.
 
         """
-        return self._table(slice(self._n_thresholds, None), confidence)
+        return self._table(slice(self._n_thresholds, None), confidence, unconverged)
 
     @fill_doc
-    def thresholds(self, confidence: float = 0.95) -> pd.DataFrame:
+    def thresholds(self, confidence: float = 0.95, unconverged: Unconverged = "hide") -> pd.DataFrame:
         """Thresholds ``theta_j`` (cut points on the latent scale), named ``"1|2"``, ...
 
         Parameters
         ----------
         %(confidence)s
             Here: the intervals, Wald as in :meth:`fixef`.
+        %(unconverged)s
 
         Returns
         -------
@@ -169,7 +184,7 @@ class ClmmResult:
             ``df``, ``p_value``, ``ci_low``, ``ci_high``, ``method``.
 
         """
-        return self._table(slice(0, self._n_thresholds), confidence)
+        return self._table(slice(0, self._n_thresholds), confidence, unconverged)
 
     def varcorr(self) -> pd.DataFrame:
         """Variances of the random intercepts, as lme4's ``as.data.frame(VarCorr(m))``.
@@ -197,13 +212,19 @@ class ClmmResult:
         return self._ranef.copy()
 
     # ---- display ---------------------------------------------------------------------
-    def summary(self) -> str:
+    @fill_doc
+    def summary(self, unconverged: Unconverged = "hide") -> str:
         """The fit as ordinal's ``summary(clmm(...))`` prints it.
+
+        Parameters
+        ----------
+        %(unconverged)s
 
         Returns
         -------
         str
         """
+        shown = shows_inference(self.converged, unconverged)
         method = (
             "the Laplace approximation"
             if self.n_agq == 1
@@ -227,14 +248,21 @@ class ClmmResult:
             f"Number of groups:  {groups}",
             "",
         ]
-        fe = self.fixef()
-        if len(fe):
+        fe = self.fixef(unconverged="show")
+        if not len(fe):
+            lines += ["No Coefficients", ""]
+        elif shown:
             coefficients = coefficient_table(fe, "z value", p_text=_p_text, stars=_stars, statistic_decimals=3)
             lines += ["Coefficients:", coefficients, "---",
                       "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1", ""]  # fmt: skip
         else:
-            lines += ["No Coefficients", ""]
-        lines += ["Threshold coefficients:", coefficient_table(self.thresholds(), "z value", statistic_decimals=3)]
+            lines += ["Coefficients:", estimates_only_table(fe), ""]
+        thresholds = self.thresholds(unconverged="show")
+        lines += ["Threshold coefficients:",
+                  coefficient_table(thresholds, "z value", statistic_decimals=3) if shown
+                  else estimates_only_table(thresholds)]  # fmt: skip
+        if not shown:
+            lines += ["", UNCONVERGED_NOTE]
         if self.messages:
             lines += [""] + [f"Warning: {m}" for m in self.messages]
         return "\n".join(lines)
@@ -246,7 +274,7 @@ class ClmmResult:
         return self.summary()
 
     # ---- internals -------------------------------------------------------------------
-    def _table(self, rows: slice, confidence: float) -> pd.DataFrame:
+    def _table(self, rows: slice, confidence: float, unconverged: Unconverged) -> pd.DataFrame:
         check_confidence(confidence)
         est, se = self._estimates[rows], self._std_errors[rows]
         z = est / se
@@ -266,7 +294,7 @@ class ClmmResult:
                 "ci_high": est + crit * se,
                 "method": method,
             }
-        )
+        ).pipe(mark_inference, self.converged, unconverged)
 
 
 def _p_text(p: float) -> str:

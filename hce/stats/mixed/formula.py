@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from hce._checks import require_columns
+from hce._checks import plain, require_columns
 from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import DataError, FormulaError
@@ -540,7 +540,7 @@ def _complete_rows(parsed: MixedFormula, data: pd.DataFrame) -> pd.DataFrame:
         raise DataError(f"no row has values in every formula column {used}")
     if not keep.all():
         warn(f"dropped {int((~keep).sum())} of {len(data)} rows with missing values in {used}")
-    data = data.loc[keep]
+    data = _drop_unused_levels(data.loc[keep], [c for c in used if c != parsed.response])
     # patsy examines text columns value by value; as categoricals it reads the categories
     text = [
         c
@@ -550,6 +550,34 @@ def _complete_rows(parsed: MixedFormula, data: pd.DataFrame) -> pd.DataFrame:
     if text:
         data = data.assign(**{c: pd.Categorical(data[c]) for c in text})
     return data
+
+
+def require_random(parsed: MixedFormula) -> None:
+    """Refuse a formula without a random term: a mixed model of it would be an ordinary
+    regression, which ``lmer``, ``glmer`` and ``clmm`` do not fit."""
+    if not parsed.random:
+        raise FormulaError(
+            f"formula {parsed.formula!r} has no random term, so it is no mixed model: use "
+            "statsmodels OLS/GLM, or add (1|item) (a random intercept per item); "
+            "statsmodels.formula.api.ols, .glm and OrderedModel fit models without random effects"
+        )
+
+
+def _drop_unused_levels(data: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Categorical predictors and grouping factors without the levels no row uses, with a
+    note: an unused level would be a column of zeros in ``X`` (a singular fit) or a group
+    with no data; R's ``lmer``, ``glmer`` and ``clmm`` fit the model without it."""
+    dropped = {}
+    for c in columns:
+        if isinstance(data[c].dtype, pd.CategoricalDtype):
+            unused = data[c].cat.categories.difference(data[c].dropna().unique(), sort=False)
+            if len(unused):
+                dropped[c] = data[c].cat.remove_unused_categories()
+                warn(
+                    f"column {c!r}: dropped {len(unused)} unused categorical level(s) "
+                    f"{[plain(v) for v in unused[:5]]} (no row used has them), as R drops them"
+                )
+    return data.assign(**dropped) if dropped else data
 
 
 def _group_codes(data: pd.DataFrame, groups: tuple[str, ...]) -> tuple[np.ndarray, pd.Index]:

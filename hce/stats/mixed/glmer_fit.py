@@ -29,7 +29,8 @@ from hce._checks import check_choice
 from hce._warnings import warn
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
-from hce.stats.mixed.formula import Design, build_design, parse_formula
+from hce.stats.mixed.convergence import check_max_iter
+from hce.stats.mixed.formula import Design, build_design, parse_formula, require_random
 from hce.stats.mixed.glmer_result import GlmerResult
 from hce.stats.mixed.lmer_result import _SINGULAR_TOL, ConvergenceWarning, SingularFitWarning
 from hce.stats.mixed.pirls import LINKS, Family, Glmm, PirlsFailure, gauss_hermite
@@ -43,7 +44,7 @@ _HESS_TOL = 1e-6  # lme4's check.conv.hess tolerance
 _DERIVS_NOBS_MAX, _DERIVS_NPAR_MAX = 1e5, 20  # lme4's check.conv.nobsmax / nparmax
 
 
-@reads_frame(formula="formula")
+@reads_frame(formula="formula", varying=("formula",))
 def glmer(
     formula: str,
     data: pd.DataFrame,
@@ -52,6 +53,7 @@ def glmer(
     link: str | None = None,
     nAGQ: int = 1,  # noqa: N803 - lme4's argument name
     weights: str | None = None,
+    max_iter: int | None = None,
 ) -> GlmerResult:
     """Fit a generalised linear mixed model written in lme4 syntax, as R's ``lme4::glmer``.
 
@@ -76,6 +78,10 @@ def glmer(
         that keeps the fixed effects inside PIRLS.
     weights : str, optional
         Column of prior weights (binomial trials when the response is a proportion).
+    max_iter : int, optional
+        Cap on the iterations of each of the two searches (as lme4's ``maxfun``); a fit
+        stopped by it is not converged and shows estimates only. Default None: the
+        searches' own limits.
 
     Returns
     -------
@@ -138,12 +144,14 @@ def glmer(
     (-151.982, True)
     """
     check_choice("family", family, list(LINKS))
+    max_iter = check_max_iter(max_iter)
     link = LINKS[family][0] if link is None else link
     check_choice("link", link, list(LINKS[family]))
     if not isinstance(nAGQ, (int, np.integer)) or not 0 <= nAGQ <= 25:
         raise DataError(f"nAGQ must be an integer from 0 to 25 (lme4's range here), got {nAGQ!r}")
     formula, data, weights = _cbind(formula, data, weights)
     parsed = parse_formula(formula)
+    require_random(parsed)
     if parsed.response in data.columns:
         data = data.assign(**{parsed.response: _binary_codes(data[parsed.response], family)})
     if weights is not None and weights not in data.columns:
@@ -167,14 +175,15 @@ def glmer(
     terms = [RandomBlock(g.codes, g.Z) for g in groupings]
     model = Glmm(y, design.X, terms, fam, wt, np.zeros(len(y)))
     with one_blas_thread():
-        return _fit(model, design, nAGQ, fam)
+        return _fit(model, design, nAGQ, fam, max_iter)
 
 
-def _fit(model: Glmm, design: Design, nAGQ: int, fam: Family) -> GlmerResult:  # noqa: N803
+def _fit(model: Glmm, design: Design, nAGQ: int, fam: Family, max_iter: int | None) -> GlmerResult:  # noqa: N803
     k = model.n_theta
     lower, scalar = model.system.lower, model.system.scalar
     theta0 = np.where(lower == 0, 1.0, 0.0)  # lme4's start
-    stage1 = minimise_theta(_guarded(model.laplace_joint), theta0, lower, scalar)
+    stage1 = minimise_theta(_guarded(model.laplace_joint), theta0, lower, scalar, max_iter)
+    stopped = [stage1.message] if stage1.stopped else []
     mode = model.mode(stage1.theta)
     par, deviance = np.concatenate([stage1.theta, mode.beta]), stage1.deviance
     if nAGQ > 0:
@@ -189,11 +198,13 @@ def _fit(model: Glmm, design: Design, nAGQ: int, fam: Family) -> GlmerResult:  #
             par,
             np.concatenate([lower, np.full(len(par) - k, -np.inf)]),
             np.concatenate([scalar, np.zeros(len(par) - k, dtype=bool)]),
+            max_iter,
         )
         par, deviance = stage2.theta, stage2.deviance
+        stopped += [stage2.message] if stage2.stopped else []
     theta, beta = par[:k], par[k:]
     singular = bool(np.any(theta[lower == 0] < _SINGULAR_TOL))
-    messages = []
+    messages = list(stopped)
     cov_beta, how = None, "RX"
     if singular:
         messages.append("boundary (singular) fit: see help('isSingular')")
@@ -201,8 +212,7 @@ def _fit(model: Glmm, design: Design, nAGQ: int, fam: Family) -> GlmerResult:  #
         nAGQ > 0 and model.x.shape[0] < _DERIVS_NOBS_MAX and len(par) < _DERIVS_NPAR_MAX
     )
     if derivs_due:
-        full_lower = np.concatenate([lower, np.full(len(beta), -np.inf)])
-        grad, hess = _deriv12(_guarded(objective), par, full_lower)
+        grad, hess = _deriv12(_guarded(objective), par)
         if not singular:
             messages += _check_conv(grad, hess, k)
         cov_beta = _hessian_cov(hess, k)
@@ -250,34 +260,29 @@ def _guarded(deviance):
     return value
 
 
-def _deriv12(fun, x: np.ndarray, lower: np.ndarray):
-    """lme4's ``deriv12``: central differences of step 1e-4, shortened at a lower bound."""
+def _deriv12(fun, x: np.ndarray):
+    """lme4's ``deriv12`` as ``optwrap`` calls it (lme4 1.1-31): central differences of step
+    1e-4, with no bounds, so a variance at 0 is stepped to ``theta = -1e-4``. The deviance is
+    even in a scalar term's ``theta``, so the Hessian there is the curvature at the boundary
+    and ``vcov`` keeps the Hessian's SEs (a one-sided step of 0 at the bound would divide by
+    0 and fall back to ``RX``, ignoring the other variances' uncertainty)."""
     nx, fx = len(x), fun(x)
-    xadd, xsub = x + _DELTA, x - _DELTA
-    below = xsub < lower
-    ud = np.full(nx, _DELTA)
-    ld = np.where(below, x - lower, _DELTA)
-    xsub = np.where(below, lower, xsub)
     g, hess = np.empty(nx), np.empty((nx, nx))
 
     def at(*moves):
         point = x.copy()
-        for i, source in moves:
-            point[i] = source[i]
+        for i, sign in moves:
+            point[i] += sign * _DELTA
         return fun(point)
 
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for j in range(nx):
-            fadd, fsub = at((j, xadd)), at((j, xsub))
-            hess[j, j] = fadd / ud[j] ** 2 - 2 * fx / (ud[j] * ld[j]) + fsub / ld[j] ** 2
-            g[j] = (fadd - fsub) / (ud[j] + ld[j])
-            for i in range(j):
-                hess[i, j] = hess[j, i] = (
-                    at((i, xadd), (j, xadd)) / (ud[i] + ud[j]) ** 2
-                    - at((i, xadd), (j, xsub)) / (ud[i] + ld[j]) ** 2
-                    - at((i, xsub), (j, xadd)) / (ld[i] + ud[j]) ** 2
-                    + at((i, xsub), (j, xsub)) / (ld[i] + ld[j]) ** 2
-                )
+    for j in range(nx):
+        fadd, fsub = at((j, 1)), at((j, -1))
+        hess[j, j] = (fadd - 2 * fx + fsub) / _DELTA**2
+        g[j] = (fadd - fsub) / (2 * _DELTA)
+        for i in range(j):
+            hess[i, j] = hess[j, i] = (
+                at((i, 1), (j, 1)) - at((i, 1), (j, -1)) - at((i, -1), (j, 1)) + at((i, -1), (j, -1))
+            ) / (4 * _DELTA**2)
     return g, hess
 
 

@@ -12,7 +12,14 @@ from scipy import stats
 from hce._checks import check_confidence
 from hce._docstrings import fill_doc
 from hce.stats.mixed.formula import Design, MixedFormula
-from hce.stats.mixed.lmer_result import _table, coefficient_table, random_effects_table
+from hce.stats.mixed.convergence import Unconverged, mark_inference, shows_inference
+from hce.stats.mixed.lmer_result import (
+    UNCONVERGED_NOTE,
+    _table,
+    coefficient_table,
+    estimates_only_table,
+    random_effects_table,
+)
 
 
 @dataclass
@@ -105,13 +112,14 @@ class GlmerResult:
         return self.deviance + np.log(self.n) * self.npar
 
     @fill_doc
-    def fixef(self, confidence: float = 0.95) -> pd.DataFrame:
+    def fixef(self, confidence: float = 0.95, unconverged: Unconverged = "hide") -> pd.DataFrame:
         """Fixed-effect estimates with Wald z tests and intervals, as lme4's summary.
 
         Parameters
         ----------
         %(confidence)s
             Here: the Wald intervals (R's ``confint(m, method = "Wald")``).
+        %(unconverged)s
 
         Returns
         -------
@@ -138,7 +146,7 @@ class GlmerResult:
                 "ci_high": self._beta + crit * se,
                 "method": f"Wald z ({self.vcov_method})",
             }
-        )
+        ).pipe(mark_inference, self.converged, unconverged)
 
     def vcov(self) -> pd.DataFrame:
         """Covariance matrix of the fixed effects (lme4's ``vcov``), labelled by term.
@@ -176,8 +184,13 @@ class GlmerResult:
         """
         return self._ranef.copy()
 
-    def summary(self) -> str:
+    @fill_doc
+    def summary(self, unconverged: Unconverged = "hide") -> str:
         """The fit as lme4's ``summary()`` prints it.
+
+        Parameters
+        ----------
+        %(unconverged)s
 
         Returns
         -------
@@ -213,7 +226,10 @@ class GlmerResult:
         ]
         groups = ", ".join(f"{g}, {k}" for g, k in self.ngroups.items())
         lines += [f"Number of obs: {self.n}, groups:  {groups}", "", "Fixed effects:"]
-        lines.append(coefficient_table(self.fixef(), "z value", p_text=_p_text))
+        if shows_inference(self.converged, unconverged):
+            lines.append(coefficient_table(self.fixef(unconverged="show"), "z value", p_text=_p_text))
+        else:
+            lines += [estimates_only_table(self.fixef(unconverged="show")), "", UNCONVERGED_NOTE]
         # as lme4's .prt.warn: the optimiser's code, then each of checkConv's messages
         status = "0 (OK)" if self.converged else "-1 (see the messages below)"
         lines += ["", f"optimizer (hce: projected Newton) convergence code: {status}", *self.messages]

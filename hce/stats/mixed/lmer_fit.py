@@ -33,8 +33,9 @@ from hce._warnings import warn
 from hce.errors import DataError
 from hce.stats._validate import reads_frame
 from hce.stats.mixed.balanced import StrataFit, balanced_reml, fixed_effects_parts, strata_deviance
+from hce.stats.mixed.convergence import check_max_iter
 from hce.stats.mixed.ddf import VarparModel
-from hce.stats.mixed.formula import Design, build_design, parse_formula
+from hce.stats.mixed.formula import Design, build_design, parse_formula, require_random
 from hce.stats.mixed.lmer_result import (
     _SINGULAR_TOL,
     ConvergenceWarning,
@@ -46,13 +47,14 @@ from hce.stats.mixed.lmer_result import (
 from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
 
 
-@reads_frame(formula="formula")
+@reads_frame(formula="formula", varying=("formula",))
 def lmer(
     formula: str,
     data: pd.DataFrame,
     *,
     REML: bool = True,  # noqa: N803 - lme4's argument name
     method: Method = "auto",
+    max_iter: int | None = None,
 ) -> LmerResult:
     """Fit a linear mixed model written in lme4 syntax.
 
@@ -71,6 +73,11 @@ def lmer(
         ``"anova"``: the balanced-design computation (raises :class:`~hce.DataError` when the
         design does not qualify); ``"pls"``: lme4's penalised least squares (any design);
         ``"auto"``: the first that applies.
+    max_iter : int, optional
+        Cap on the iterations of the penalised least squares search (as lme4's
+        ``maxfun``); a fit stopped by it is not converged and shows estimates only. The
+        ANOVA engine's closed form does not iterate: use ``method="pls"`` to cap a
+        balanced design's fit. Default None: the search's own limits.
 
     Returns
     -------
@@ -121,7 +128,9 @@ def lmer(
 
     """
     check_choice("method", method, ["auto", "anova", "pls"])
+    max_iter = check_max_iter(max_iter)
     parsed = parse_formula(formula)
+    require_random(parsed)
     design = build_design(parsed, data)
     if method in ("auto", "anova"):
         fit = _fit_balanced(design, REML)
@@ -132,16 +141,16 @@ def lmer(
                 "method='anova' needs a balanced crossed design with categorical fixed "
                 "effects and random intercepts only; use method='auto'"
             )
-    return _fit_pls(design, REML)
+    return _fit_pls(design, REML, max_iter)
 
 
-def _fit_pls(design: Design, reml: bool) -> LmerResult:
+def _fit_pls(design: Design, reml: bool, max_iter: int | None = None) -> LmerResult:
     # one engine block per formula term, named as lme4's VarCorr names it (g, then g.1 for a
     # second term on g): terms may share a grouping factor, each with its own covariance
     names = design.formula.term_names
     groupings = [design.groupings[name] for name in names]
     blocks = [RandomBlock(g.codes, g.Z) for g in groupings]
-    fit = pls_fit(design.y, design.X, blocks, reml=reml)
+    fit = pls_fit(design.y, design.X, blocks, reml=reml, max_iter=max_iter)
     ranef, rows, start = [], [], 0
     for group, g, block, cov in zip(names, groupings, blocks, fit.covariances):
         size = len(g.levels) * block.q

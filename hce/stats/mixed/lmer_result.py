@@ -19,6 +19,7 @@ from hce._checks import check_confidence
 from hce._docstrings import fill_doc
 from hce.errors import DataError, FormulaError, HceWarning
 from hce.stats.mixed.balanced import StrataFit
+from hce.stats.mixed.convergence import NOT_CONVERGED, Unconverged, mark_inference, shows_inference
 from hce.stats.mixed.ddf import VarparModel
 from hce.stats.mixed.formula import Design, MixedFormula
 from hce.stats.mixed.lmer_tests import Ddf, FixedEffectTests, lrt_table, type3_table
@@ -104,7 +105,9 @@ class LmerResult:
 
     # ---- accessors -------------------------------------------------------------------
     @fill_doc
-    def fixef(self, confidence: float = 0.95, ddf: Ddf = "satterthwaite") -> pd.DataFrame:
+    def fixef(
+        self, confidence: float = 0.95, ddf: Ddf = "satterthwaite", unconverged: Unconverged = "hide"
+    ) -> pd.DataFrame:
         """Fixed-effect estimates with t tests, as lmerTest's ``summary(m)``.
 
         Parameters
@@ -114,6 +117,7 @@ class LmerResult:
             Denominator degrees of freedom: lmerTest's Satterthwaite approximation,
             pbkrtest's Kenward-Roger (adjusted standard errors too; REML fits only), or none
             (a Wald z test, as lme4 leaves it).
+        %(unconverged)s
 
         Returns
         -------
@@ -153,10 +157,12 @@ class LmerResult:
         """
         check_confidence(confidence)
         eye = np.eye(len(self._beta))
+        if not shows_inference(self.converged, unconverged):
+            ddf = "wald"  # nothing of the df is shown: skip its computation
         rows = [self._tests.linear(eye[i], confidence, ddf) for i in range(len(self._beta))]
         out = pd.DataFrame(rows)
         out.insert(0, "term", self.design.x_names)
-        return out
+        return mark_inference(out, self.converged, unconverged)
 
     def varcorr(self) -> pd.DataFrame:
         """Random-effect variances and correlations, as lme4's ``as.data.frame(VarCorr(m))``.
@@ -223,7 +229,13 @@ class LmerResult:
             }
         )
 
-    def anova(self, other: LmerResult | None = None, ddf: Ddf = "satterthwaite") -> pd.DataFrame:
+    @fill_doc
+    def anova(
+        self,
+        other: LmerResult | None = None,
+        ddf: Ddf = "satterthwaite",
+        unconverged: Unconverged = "hide",
+    ) -> pd.DataFrame:
         """Type III F tests of the fixed terms (lmerTest's ``anova(m)``), or a
         likelihood-ratio test against ``other`` (R's ``anova(m1, m2)``).
 
@@ -234,6 +246,8 @@ class LmerResult:
             compared by a likelihood-ratio test.
         ddf : {"satterthwaite", "kenward-roger", "wald"}, default "satterthwaite"
             Denominator df of the F tests (see :meth:`fixef`); ignored with ``other``.
+        %(unconverged)s
+            With ``other``: the test is hidden when either fit did not converge.
 
         Returns
         -------
@@ -274,17 +288,23 @@ class LmerResult:
             hypotheses = type3_hypotheses(
                 design.X, design.design_info, design.data, design.formula.fixed_formula
             )
-            return type3_table(self._tests, hypotheses, ddf)
+            table = type3_table(self._tests, hypotheses, ddf)
+            return mark_inference(table, self.converged, unconverged)
         if self.n != other.n or not self.design.data.index.equals(other.design.data.index):
             raise DataError(
                 f"anova needs both models fitted to the same rows ({self.n} vs {other.n}); "
                 "drop missing values first"
             )
-        return lrt_table([m if not m.reml else m._refit(REML=False) for m in (self, other)])
+        fits = [m if not m.reml else m._refit(REML=False) for m in (self, other)]
+        return mark_inference(lrt_table(fits), all(m.converged for m in fits), unconverged)
 
     @fill_doc
     def contrasts(
-        self, factor: str, confidence: float = 0.95, ddf: Ddf = "satterthwaite"
+        self,
+        factor: str,
+        confidence: float = 0.95,
+        ddf: Ddf = "satterthwaite",
+        unconverged: Unconverged = "hide",
     ) -> pd.DataFrame:
         """Pairwise differences of estimated marginal means of ``factor``, Holm-adjusted.
 
@@ -301,6 +321,7 @@ class LmerResult:
             Here: the (unadjusted) intervals.
         ddf : {"satterthwaite", "kenward-roger", "wald"}, default "satterthwaite"
             Denominator df of each t test (see :meth:`fixef`).
+        %(unconverged)s
 
         Returns
         -------
@@ -335,7 +356,7 @@ class LmerResult:
             "p_adjusted",
             "method",
         ]
-        return out[cols]
+        return mark_inference(out[cols], self.converged, unconverged)
 
     @property
     def npar(self) -> int:
@@ -343,8 +364,13 @@ class LmerResult:
         return len(self._beta) + len(self._varcorr)
 
     # ---- display ---------------------------------------------------------------------
-    def summary(self) -> str:
+    @fill_doc
+    def summary(self, unconverged: Unconverged = "hide") -> str:
         """The fit as lme4's ``summary()`` prints it.
+
+        Parameters
+        ----------
+        %(unconverged)s
 
         Returns
         -------
@@ -375,7 +401,11 @@ class LmerResult:
         lines += ["Random effects:", self._random_table()]
         groups = ", ".join(f"{g}, {k}" for g, k in self.ngroups.items())
         lines += [f"Number of obs: {self.n}, groups:  {groups}", "", "Fixed effects:"]
-        lines.append(coefficient_table(self.fixef(ddf="wald"), "t value"))  # the t values lme4 prints need no df
+        fixed = self.fixef(ddf="wald", unconverged="show")  # the t values lme4 prints need no df
+        if shows_inference(self.converged, unconverged):
+            lines.append(coefficient_table(fixed, "t value"))
+        else:
+            lines += [estimates_only_table(fixed), "", UNCONVERGED_NOTE]
         if self.singular:
             lines += ["", "boundary (singular) fit: see help('isSingular') in lme4"]
         warned = [m for m in self.messages if not m.startswith("boundary")]
@@ -490,6 +520,20 @@ def coefficient_table(
         for row in body[1:]:
             row[3] = f"{row[3]:.{statistic_decimals}f}"
     return _table(body, left_cols=1)
+
+
+def estimates_only_table(table: pd.DataFrame) -> str:
+    """The coefficient table of a fit that did not converge: each estimate, and "did not
+    converge" where R prints the standard error, the statistic and the p value."""
+    body = [["", "Estimate", ""]] + [[r.term, r.estimate, NOT_CONVERGED] for r in table.itertuples()]
+    _format_column(body, 1)
+    return _table(body, left_cols=1)
+
+
+UNCONVERGED_NOTE = (
+    "Standard errors, tests and intervals are not shown: the fit did not converge (see the "
+    "warnings); unconverged='show' prints them at the point reached."
+)
 
 
 def _table(rows: list[list[str]], left_cols: int = 0) -> str:

@@ -336,6 +336,7 @@ def pls_fit(
     *,
     weights: np.ndarray | None = None,
     within: float = 0.0,
+    max_iter: int | None = None,
 ) -> PlsFit:
     """Fit a linear mixed model by profiled REML (or ML).
 
@@ -343,6 +344,8 @@ def pls_fit(
     ----------
     y, x, terms, reml, weights, within
         As for :class:`PlsProblem` (``weights``: ``y`` holds cell means).
+    max_iter : int, optional
+        Cap on the search's iterations (:func:`~hce.stats.mixed.theta_search.minimise_theta`).
 
     Returns
     -------
@@ -360,7 +363,8 @@ def pls_fit(
     problem = PlsProblem(y, x, terms, reml, weights=weights, within=within)
     with one_blas_thread():  # many small factorisations (see one_blas_thread)
         search = minimise_theta(
-            problem.profiled_deviance, problem.start(y, x), problem.lower, problem.scalar
+            problem.profiled_deviance, problem.start(y, x), problem.lower, problem.scalar,
+            max_iter=max_iter,
         )
     theta = search.theta
     s = problem.solve(theta)

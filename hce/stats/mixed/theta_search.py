@@ -64,6 +64,8 @@ class ThetaFit:
         ``max|H^-1 g|`` over the parameters not at a bound, on the ``theta`` scale.
     evaluations : int
         Deviance evaluations used.
+    stopped : bool
+        ``max_iter`` ended the search.
     """
 
     theta: np.ndarray
@@ -72,13 +74,27 @@ class ThetaFit:
     message: str
     scaled_gradient: float
     evaluations: int
+    stopped: bool = False
 
 
 class _Counted:
     """The deviance as a function of the search parameters, counting evaluations."""
 
-    def __init__(self, deviance: Callable[[np.ndarray], float], squared: np.ndarray):
+    def __init__(
+        self, deviance: Callable[[np.ndarray], float], squared: np.ndarray, max_iter: int | None
+    ):
         self.deviance, self.squared, self.calls = deviance, squared, 0
+        self.max_iter, self.left, self.stopped = max_iter, max_iter, False
+
+    def take(self) -> bool:
+        """One more iteration of the search, unless ``max_iter`` has run out."""
+        if self.left is None:
+            return True
+        if self.left <= 0:
+            self.stopped = True
+            return False
+        self.left -= 1
+        return True
 
     def theta(self, x: np.ndarray) -> np.ndarray:
         return np.where(self.squared, np.sqrt(np.maximum(x, 0.0)), x)
@@ -94,6 +110,7 @@ def minimise_theta(
     theta0: np.ndarray,
     lower: np.ndarray,
     scalar: np.ndarray,
+    max_iter: int | None = None,
 ) -> ThetaFit:
     """Minimise ``deviance(theta)`` subject to ``theta >= lower``.
 
@@ -109,6 +126,10 @@ def minimise_theta(
     scalar : ndarray of bool
         Entries that are the only parameter of their term (a scalar random term), whose
         deviance is even: these are searched on ``theta^2``.
+    max_iter : int, optional
+        Cap on the iterations of the search (Newton steps, then quasi-Newton ones), as
+        lme4's ``maxfun``: reaching it ends the search with ``converged`` False. Default
+        None: the search's own limits.
 
     Returns
     -------
@@ -122,20 +143,28 @@ def minimise_theta(
     (1.0, True)
     """
     scalar = np.asarray(scalar, dtype=bool)
-    f = _Counted(deviance, scalar)
+    f = _Counted(deviance, scalar, max_iter)
     lo = np.where(scalar, 0.0, lower)
     x = np.where(scalar, np.asarray(theta0, float) ** 2, theta0)
     x = np.maximum(x, lo)
     x, fx, derivs = _newton(f, x, lo)
     # a zero component is accepted only if the deviance is higher inside
     for _ in range(len(x)):
+        if f.stopped:
+            break
         trial = _interior_better(f, x, fx, lo, np.where(scalar, theta0**2, theta0))
         if trial is None:
             break
         x, fx, derivs = _newton(f, trial, lo)
-    x, fx, derivs = _polish(f, x, fx, derivs, lo)
+    if not f.stopped:
+        x, fx, derivs = _polish(f, x, fx, derivs, lo)
     converged, message, scaled = _check(x, derivs, lo, scalar)
-    return ThetaFit(f.theta(x), fx, converged, message, scaled, f.calls)
+    if f.stopped:
+        converged = False
+        message = "; ".join(
+            m for m in (f"the search stopped at max_iter={max_iter} iterations", message) if m
+        )
+    return ThetaFit(f.theta(x), fx, converged, message, scaled, f.calls, f.stopped)
 
 
 def _polish(f: _Counted, x: np.ndarray, fx: float, derivs, lo: np.ndarray):
@@ -219,6 +248,8 @@ def _newton(f: _Counted, x: np.ndarray, lo: np.ndarray):
     fx = f(x)
     derivs = None
     for _ in range(_MAX_NEWTON):
+        if not f.take():
+            return x, fx, _derivatives(f, x, fx, lo)
         g, hess = _derivatives(f, x, fx, lo)
         derivs = (g, hess)
         active = (x <= lo) & (g > 0)
@@ -248,14 +279,20 @@ def _newton(f: _Counted, x: np.ndarray, lo: np.ndarray):
             if decrement < 1e-7 * max(1.0, abs(fx)):
                 return x, fx, derivs  # no decrease left above the deviance's rounding
             break  # Newton is lost: L-BFGS-B below
+    if f.left is not None and f.left <= 0:
+        f.stopped = True
+        return x, fx, _derivatives(f, x, fx, lo)
     best = optimize.minimize(
         f,
         x,
         method="L-BFGS-B",
         jac=lambda z: _gradient(f, z, lo),
         bounds=list(zip(lo, np.full_like(lo, np.inf))),
-        options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 500},
+        options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 500 if f.left is None else f.left},
     )
+    if f.left is not None:
+        f.left -= best.nit
+        f.stopped = f.left <= 0 and not best.success
     if best.fun < fx:
         x, fx = best.x, float(best.fun)
     return x, fx, _derivatives(f, x, fx, lo)

@@ -214,7 +214,7 @@ def _cohen_in_engine(frame: EngineFrame, *, item: str | None, rater: str | Seque
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",), engine=_cohen_in_engine)
+@reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",), varying=("score",), engine=_cohen_in_engine)
 @fill_doc
 def cohen_kappa(
     data: pd.DataFrame,
@@ -498,7 +498,7 @@ def _chance_corrected(
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine=_chance_corrected_in_engine("fleiss"))
+@reads_frame(keys=("item", "rater"), labels=("score",), varying=("score",), engine=_chance_corrected_in_engine("fleiss"))
 @fill_doc
 def fleiss_kappa(
     data: pd.DataFrame,
@@ -547,7 +547,7 @@ def fleiss_kappa(
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine=_chance_corrected_in_engine("gwet"))
+@reads_frame(keys=("item", "rater"), labels=("score",), scored=("score",), engine=_chance_corrected_in_engine("gwet"))
 @fill_doc
 def gwet_ac(
     data: pd.DataFrame,
@@ -598,7 +598,7 @@ def gwet_ac(
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine=_chance_corrected_in_engine("pa"))
+@reads_frame(keys=("item", "rater"), labels=("score",), scored=("score",), engine=_chance_corrected_in_engine("pa"))
 @fill_doc
 def percent_agreement(
     data: pd.DataFrame,
@@ -699,7 +699,7 @@ def _strict_table(hits: dict[str, int], n: int, n_raters: int, n_ratings: int, n
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine=_strict_in_engine)
+@reads_frame(keys=("item", "rater"), labels=("score",), scored=("score",), engine=_strict_in_engine)
 @fill_doc
 def strict_agreement(
     data: pd.DataFrame,

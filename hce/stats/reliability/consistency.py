@@ -117,7 +117,7 @@ def general_share(general: np.ndarray, total: float) -> float:
 
 
 @renamed(targets="item", items="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",), wide="columns")
+@reads_frame(keys=("item", "rater"), numbers=("score",), varying=("score",), wide="columns")
 @fill_doc
 def cronbach_alpha(
     data: pd.DataFrame,
@@ -249,7 +249,7 @@ def _omega(s: np.ndarray) -> float:
 
 
 @renamed(targets="item", items="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",), wide="columns")
+@reads_frame(keys=("item", "rater"), numbers=("score",), varying=("score",), wide="columns")
 @fill_doc
 def mcdonald_omega(
     data: pd.DataFrame,

@@ -242,7 +242,7 @@ def _sorted(values: np.ndarray) -> np.ndarray:
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), engine=_alpha_in_engine)
+@reads_frame(keys=("item", "rater"), labels=("score",), varying=("score",), engine=_alpha_in_engine)
 @fill_doc
 def krippendorff_alpha(
     data: pd.DataFrame,

@@ -172,7 +172,8 @@ def test_errors():
     with pytest.raises(DataError, match="must hold 0/1"):
         strict_agreement(RAW4RATERS, item="target", rater="rater", score="rating")
     same = long_from_wide(np.ones((5, 3)))
-    with pytest.raises(DataError, match="chance agreement is 1"):
+    # constant ratings: the one message of every agreement statistic and model (issue 42)
+    with pytest.raises(DataError, match="holds one value .* no variation to analyse"):
         fleiss_kappa(same, item="target", rater="rater", score="rating")
     # with the possible categories given, AC1 is defined and equals percent agreement
     out = gwet_ac(same, item="target", rater="rater", score="rating", categories=[0, 1])

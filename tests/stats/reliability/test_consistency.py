@@ -130,7 +130,7 @@ def test_omega_bootstrap_is_reproducible_and_brackets_estimate():
 
 
 def test_errors():
-    long = long_from_wide(np.ones((5, 1)))
+    long = long_from_wide(np.arange(5.0).reshape(5, 1))
     with pytest.raises(DataError, match="at least 2 items"):
         cronbach_alpha(long, item="target", rater="rater", score="rating")
     long = long_from_wide(np.arange(12.0).reshape(4, 3))

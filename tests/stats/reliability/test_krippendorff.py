@@ -121,7 +121,8 @@ def test_errors():
         krippendorff_alpha(long, item="target", rater="rater", score="rating", level="metric")
     with pytest.raises(DataError, match="n_boot=-1"):
         krippendorff_alpha(long, item="target", rater="rater", score="rating", n_boot=-1)
-    with pytest.raises(DataError, match="all pairable ratings are equal"):
+    # constant ratings: the one message of every agreement statistic and model (issue 42)
+    with pytest.raises(DataError, match="holds one value .* no variation to analyse"):
         krippendorff_alpha(long.assign(rating=1.0), item="target", rater="rater", score="rating")
     with pytest.raises(DataError, match="no unit has two or more ratings"):
         krippendorff_alpha(long[long.rater == "r0"], item="target", rater="rater", score="rating")
