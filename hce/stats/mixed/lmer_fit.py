@@ -34,6 +34,7 @@ from hce.errors import DataError
 from hce.stats._validate import reads_frame
 from hce.stats.mixed.balanced import StrataFit, balanced_reml, fixed_effects_parts, strata_deviance
 from hce.stats.mixed.ddf import VarparModel
+from hce.stats.mixed.emmeans import _factor_column
 from hce.stats.mixed.formula import Design, build_design, parse_formula
 from hce.stats.mixed.lmer_result import (
     _SINGULAR_TOL,
@@ -41,7 +42,6 @@ from hce.stats.mixed.lmer_result import (
     LmerResult,
     Method,
     SingularFitWarning,
-    _factor_column,
 )
 from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
 
