@@ -93,6 +93,16 @@ def _close(case: dict, ours, theirs, what: str, location: bool) -> None:
         np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=1e-12, err_msg=what)
 
 
+def _compare_rows(case: dict, out: pd.DataFrame, r: dict) -> None:
+    """Estimate, SE, df (R's JSON writes Inf as a string) and interval of every row."""
+    _close(case, out["estimate"], r["estimate"], "estimate", True)
+    _close(case, out["std_error"], r["se"], "std_error", False)
+    r_df = np.array([np.inf if v in (None, "Inf") else v for v in r["df"]], dtype=float)
+    _close(case, out["df"], r_df, "df", False)
+    _close(case, out["ci_low"], r["lower"], "ci_low", True)
+    _close(case, out["ci_high"], r["upper"], "ci_high", True)
+
+
 def _ref(case: dict) -> dict:
     return case[case["scale"]]
 
@@ -101,12 +111,7 @@ def _ref(case: dict) -> dict:
 def test_marginal_means_equal_r_emmeans(case):
     out, r = _emmeans(case), _columns(_ref(case)["means"])
     assert out[case["factor"]].astype(str).tolist() == r["level"]
-    _close(case, out["estimate"], r["estimate"], "estimate", True)
-    _close(case, out["std_error"], r["se"], "std_error", False)
-    r_df = np.array([np.inf if v in (None, "Inf") else v for v in r["df"]], dtype=float)
-    _close(case, out["df"], r_df, "df", False)
-    _close(case, out["ci_low"], r["lower"], "ci_low", True)
-    _close(case, out["ci_high"], r["upper"], "ci_high", True)
+    _compare_rows(case, out, r)
 
 
 @pytest.mark.parametrize("adjust", ADJUST)
@@ -114,12 +119,7 @@ def test_marginal_means_equal_r_emmeans(case):
 def test_pairwise_contrasts_equal_r_emmeans(case, adjust):
     out, r = _emmeans(case, pairwise=True, adjust=adjust), _columns(_ref(case)["pairs"][adjust])
     assert out["contrast"].tolist() == r["contrast"]
-    _close(case, out["estimate"], r["estimate"], "estimate", True)
-    _close(case, out["std_error"], r["se"], "std_error", False)
-    r_df = np.array([np.inf if v in (None, "Inf") else v for v in r["df"]], dtype=float)
-    _close(case, out["df"], r_df, "df", False)
-    _close(case, out["ci_low"], r["lower"], "ci_low", True)
-    _close(case, out["ci_high"], r["upper"], "ci_high", True)
+    _compare_rows(case, out, r)
     _close(case, out["p_value"], r["p"], "p_value", False)
 
 
