@@ -46,6 +46,16 @@ unconverged : {"hide", "show"}, default "hide"
     "n_boot": """\
 n_boot : int, default {default}
     Bootstrap resamples behind the bootstrap intervals; more give steadier interval ends.""",
+    # the emmeans methods of LmerResult, GlmerResult and ClmmResult
+    "emmeans_factor": """\
+factor : str
+    A categorical fixed effect.
+pairwise : bool, default False
+    False: one row per level; True: one row per pair of levels.
+adjust : {"tukey", "holm", "bonferroni", "none"}, default "tukey"
+    Family-wise adjustment of the contrasts' p values and intervals (emmeans' default,
+    Tukey's studentized range; the intervals of ``"holm"`` are Bonferroni's, as in
+    emmeans). Ignored for the means.""",
     # hce.stats.factor and the scale statistics on a wide table of questionnaire items
     "wide_parameters": """\
 Parameters

@@ -12,6 +12,7 @@ from scipy import linalg, stats
 from hce._checks import check_confidence
 from hce._docstrings import fill_doc
 from hce.stats.mixed.clmm_laplace import Rows
+from hce.stats.mixed.emmeans import Adjust, emmeans_table, marginal_means, wald_se_df
 from hce.stats.mixed.formula import Design, MixedFormula
 from hce.stats.mixed.convergence import Unconverged, mark_inference, shows_inference
 from hce.stats.mixed.lmer_result import (
@@ -95,6 +96,8 @@ class ClmmResult:
     _std_errors: np.ndarray = field(repr=False)
     _varcorr: pd.DataFrame = field(repr=False)
     _ranef: pd.DataFrame = field(repr=False)
+    # covariance of the thresholds and fixed effects (NaN where the Hessian is not invertible)
+    _cov: np.ndarray | None = field(repr=False, default=None)
     singular: bool = False
 
     @classmethod
@@ -108,9 +111,10 @@ class ClmmResult:
         names = [f"{a}|{b}" for a, b in zip(y_levels[:-1], y_levels[1:])] + x_names
         try:
             chol = linalg.cho_factor(hessian)
-            cov = linalg.cho_solve(chol, np.eye(len(hessian)))
-            se = np.sqrt(np.diag(cov)[:n_fixed])
+            cov = linalg.cho_solve(chol, np.eye(len(hessian)))[:n_fixed, :n_fixed]
+            se = np.sqrt(np.diag(cov))
         except (linalg.LinAlgError, ValueError):
+            cov = np.full((n_fixed, n_fixed), np.nan)
             se = np.full(n_fixed, np.nan)
         eig = np.linalg.eigvalsh(hessian)
         tau = par[n_fixed:]
@@ -143,7 +147,7 @@ class ClmmResult:
             converged=not [m for m in messages if not m.startswith("boundary")],
             singular=any(m.startswith("boundary") for m in messages), messages=list(messages), n_eval=n_eval, design=design,
             _names=names, _n_thresholds=n_theta, _estimates=par[:n_fixed], _std_errors=se,
-            _varcorr=varcorr, _ranef=ranef,
+            _varcorr=varcorr, _ranef=ranef, _cov=cov,
         )  # fmt: skip
 
     # ---- accessors -------------------------------------------------------------------
@@ -185,6 +189,63 @@ class ClmmResult:
 
         """
         return self._table(slice(0, self._n_thresholds), confidence, unconverged)
+
+    @fill_doc
+    def emmeans(
+        self, factor: str, pairwise: bool = False, adjust: Adjust = "tukey", confidence: float = 0.95,
+        unconverged: Unconverged = "hide",
+    ) -> pd.DataFrame:
+        """Estimated marginal means of ``factor`` on the latent scale, or their pairwise
+        differences, as R's emmeans (its default ``mode = "latent"``).
+
+        A level's mean is ``x' beta`` minus the mean threshold, averaged over a grid of all
+        levels of the other categorical fixed factors with equal weights, numeric covariates
+        at their mean; a difference of two means is the difference of their ``x' beta``
+        (positive: the first level scores higher). Tests are Wald z (df = inf), as emmeans
+        tests a clmm. See :mod:`hce.stats.mixed.emmeans`.
+
+        Parameters
+        ----------
+        %(emmeans_factor)s
+        %(confidence)s
+        %(unconverged)s
+
+        Returns
+        -------
+        pandas.DataFrame
+            The columns of :meth:`LmerResult.emmeans` (``df`` is ``inf``, ``statistic`` a z).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from hce.stats import clmm
+        >>> rng = np.random.default_rng(11)
+        >>> d = pd.DataFrame({"rater": np.repeat(np.arange(25), 6), "style": np.tile(["plain", "short", "warm"], 50)})
+        >>> shift = np.select([d["style"] == "short", d["style"] == "warm"], [-0.5, 0.7], 0.0)
+        >>> latent = shift + rng.normal(0, 1, 25)[d["rater"]] + rng.logistic(size=len(d))
+        >>> d["score"] = np.digitize(latent, [-1.5, 0, 1.5]) + 1
+        >>> m = clmm("score ~ style + (1 | rater)", d)
+        >>> m.emmeans("style")[["style", "estimate", "std_error"]].round(3)
+           style  estimate  std_error
+        0  plain    -0.202      0.284
+        1  short    -0.822      0.300
+        2   warm     0.317      0.291
+        >>> m.emmeans("style", pairwise=True)[["contrast", "estimate", "p_value"]].round(3)
+                contrast  estimate  p_value
+        0  plain - short     0.619    0.215
+        1   plain - warm    -0.519    0.332
+        2   short - warm    -1.139    0.008
+
+        R (ordinal 2022.11-16, emmeans 1.8.4-1): latent means -0.202, -0.822, 0.317 (SE 0.284,
+        0.300, 0.291); contrasts 0.619, -0.519, -1.139 with Tukey p 0.2153, 0.3318, 0.0080.
+        """
+        levels, rows = marginal_means(self.design, factor)
+        keep = [i for i, name in enumerate(self.design.x_names) if name != "(Intercept)"]
+        # emmeans' latent basis: the thresholds' mean subtracted, the intercept column dropped
+        rows = np.hstack([np.full((len(rows), self._n_thresholds), -1.0 / self._n_thresholds), rows[:, keep]])
+        return emmeans_table(factor, levels, rows @ self._estimates, rows, wald_se_df(self._cov),
+                             pairwise=pairwise, adjust=adjust, confidence=confidence,
+                             method=_wald_method(self.n_agq)).pipe(mark_inference, self.converged, unconverged)  # fmt: skip
 
     def varcorr(self) -> pd.DataFrame:
         """Variances of the random intercepts, as lme4's ``as.data.frame(VarCorr(m))``.
@@ -279,9 +340,7 @@ class ClmmResult:
         est, se = self._estimates[rows], self._std_errors[rows]
         z = est / se
         crit = stats.norm.ppf(0.5 + confidence / 2)
-        method = "Wald z, " + (
-            "Laplace approximation" if self.n_agq == 1 else f"adaptive Gauss-Hermite ({self.n_agq} nodes)"
-        )
+        method = _wald_method(self.n_agq)
         return pd.DataFrame(
             {
                 "term": self._names[rows],
@@ -295,6 +354,10 @@ class ClmmResult:
                 "method": method,
             }
         ).pipe(mark_inference, self.converged, unconverged)
+
+
+def _wald_method(n_agq: int) -> str:
+    return "Wald z, " + ("Laplace approximation" if n_agq == 1 else f"adaptive Gauss-Hermite ({n_agq} nodes)")
 
 
 def _p_text(p: float) -> str:

@@ -4,13 +4,15 @@ effects, variance components, conditional modes and the lme4-style summary."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._checks import check_confidence
+from hce._checks import check_choice, check_confidence
 from hce._docstrings import fill_doc
+from hce.stats.mixed.emmeans import Adjust, emmeans_table, marginal_means, wald_se_df
 from hce.stats.mixed.formula import Design, MixedFormula
 from hce.stats.mixed.convergence import Unconverged, mark_inference, shows_inference
 from hce.stats.mixed.lmer_result import (
@@ -20,6 +22,7 @@ from hce.stats.mixed.lmer_result import (
     estimates_only_table,
     random_effects_table,
 )
+from hce.stats.mixed.pirls import Family
 
 
 @dataclass
@@ -147,6 +150,72 @@ class GlmerResult:
                 "method": f"Wald z ({self.vcov_method})",
             }
         ).pipe(mark_inference, self.converged, unconverged)
+
+    @fill_doc
+    def emmeans(
+        self,
+        factor: str,
+        pairwise: bool = False,
+        adjust: Adjust = "tukey",
+        confidence: float = 0.95,
+        scale: Literal["link", "response"] = "link",
+        unconverged: Unconverged = "hide",
+    ) -> pd.DataFrame:
+        """Estimated marginal means of ``factor``, or their pairwise differences, as R's emmeans.
+
+        Means average the linear predictor over a grid of all levels of the other categorical
+        fixed factors with equal weights, numeric covariates at their mean; tests are Wald z
+        (df = inf), as emmeans tests a glmer. See :mod:`hce.stats.mixed.emmeans`.
+
+        Parameters
+        ----------
+        %(emmeans_factor)s
+        %(confidence)s
+        scale : {"link", "response"}, default "link"
+            ``"link"``: log-odds (log rates) and their differences (R: ``emmeans(m, ~ f)``).
+            ``"response"``: probabilities (rates), SE by the delta method, intervals
+            back-transformed (``type = "response"``); contrasts are differences of
+            probabilities (``pairs(regrid(emmeans(m, ~ f)))``).
+        %(unconverged)s
+
+        Returns
+        -------
+        pandas.DataFrame
+            The columns of :meth:`LmerResult.emmeans` (``df`` is ``inf``, ``statistic`` a z).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from hce.stats import glmer
+        >>> rng = np.random.default_rng(7)
+        >>> d = pd.DataFrame({"item": np.repeat(np.arange(30), 9), "prompt": np.tile(["p1", "p2", "p3"], 90)})
+        >>> eta = 0.3 * (d["prompt"] == "p2") - 0.6 * (d["prompt"] == "p3") + rng.normal(0, 0.8, 30)[d["item"]]
+        >>> d["passed"] = (rng.random(len(d)) < 1 / (1 + np.exp(-eta))).astype(int)
+        >>> m = glmer("passed ~ prompt + (1 | item)", d)
+        >>> m.emmeans("prompt", scale="response")[["prompt", "estimate", "std_error"]].round(3)
+          prompt  estimate  std_error
+        0     p1     0.526      0.070
+        1     p2     0.422      0.069
+        2     p3     0.224      0.054
+        >>> m.emmeans("prompt", pairwise=True, scale="response")[["contrast", "estimate", "p_value"]].round(3)
+          contrast  estimate  p_value
+        0  p1 - p2     0.104    0.396
+        1  p1 - p3     0.302    0.000
+        2  p2 - p3     0.198    0.019
+
+        R (lme4 1.1-31, emmeans 1.8.4-1): probabilities 0.52613, 0.42180, 0.22399 (SE 0.0694,
+        0.0683, 0.0537); ``pairs(regrid(...))`` 0.104, 0.302, 0.198 with Tukey p 0.393, 0.0001,
+        0.0181.
+        """
+        check_choice("scale", scale, ["link", "response"])
+        levels, rows = marginal_means(self.design, factor)
+        family = Family(self.family, self.link)
+        inverse = (family.mean, lambda eta: family.mu_eta(eta, family.mean(eta)))
+        return emmeans_table(
+            factor, levels, rows @ self._beta, rows, wald_se_df(self._cov_beta), pairwise=pairwise,
+            adjust=adjust, confidence=confidence, method=f"Wald z ({self.vcov_method})",
+            inverse_link=inverse if scale == "response" else None,
+        ).pipe(mark_inference, self.converged, unconverged)  # fmt: skip
 
     def vcov(self) -> pd.DataFrame:
         """Covariance matrix of the fixed effects (lme4's ``vcov``), labelled by term.

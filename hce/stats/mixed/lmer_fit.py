@@ -35,6 +35,7 @@ from hce.stats._validate import reads_frame
 from hce.stats.mixed.balanced import StrataFit, balanced_reml, fixed_effects_parts, strata_deviance
 from hce.stats.mixed.convergence import check_max_iter
 from hce.stats.mixed.ddf import VarparModel
+from hce.stats.mixed.emmeans import _factor_column
 from hce.stats.mixed.formula import Design, build_design, parse_formula, require_random
 from hce.stats.mixed.lmer_result import (
     _SINGULAR_TOL,
@@ -42,7 +43,6 @@ from hce.stats.mixed.lmer_result import (
     LmerResult,
     Method,
     SingularFitWarning,
-    _factor_column,
 )
 from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
 

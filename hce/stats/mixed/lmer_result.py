@@ -4,7 +4,6 @@ components, random effects, ICCs, likelihood-ratio tests, contrasts and the lme4
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -13,16 +12,16 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-import patsy
 
 from hce._checks import check_confidence
 from hce._docstrings import fill_doc
-from hce.errors import DataError, FormulaError, HceWarning
+from hce.errors import DataError, HceWarning
 from hce.stats.mixed.balanced import StrataFit
 from hce.stats.mixed.convergence import NOT_CONVERGED, Unconverged, mark_inference, shows_inference
 from hce.stats.mixed.ddf import VarparModel
+from hce.stats.mixed.emmeans import Adjust, emmeans_table, marginal_means
 from hce.stats.mixed.formula import Design, MixedFormula
-from hce.stats.mixed.lmer_tests import Ddf, FixedEffectTests, lrt_table, type3_table
+from hce.stats.mixed.lmer_tests import T_METHOD, Ddf, FixedEffectTests, lrt_table, type3_table
 from hce.stats.mixed.pls import PlsProblem
 from hce.stats.mixed.type3 import type3_hypotheses
 from hce.stats.tests import p_adjust  # not statsmodels': its import loads polars, 0.1 s of every report
@@ -333,30 +332,77 @@ class LmerResult:
             ``p_adjusted`` (Holm), ``method``.
 
         """
-        check_confidence(confidence)
-        grid, levels = self._reference_grid(factor)
-        x_grid = np.asarray(patsy.build_design_matrices([self.design.design_info], grid)[0])
-        means = np.array([x_grid[(grid[factor] == lev).to_numpy()].mean(axis=0) for lev in levels])
-        rows = []
-        for i, j in combinations(range(len(levels)), 2):
-            row = self._tests.linear(means[i] - means[j], confidence, ddf)
-            rows.append({"a": levels[i], "b": levels[j], **row})
-        out = pd.DataFrame(rows)
-        out["p_adjusted"] = p_adjust(out["p_value"].to_numpy(), "holm") if len(out) else []
-        cols = [
-            "a",
-            "b",
-            "estimate",
-            "std_error",
-            "ci_low",
-            "ci_high",
-            "statistic",
-            "df",
-            "p_value",
-            "p_adjusted",
-            "method",
-        ]
-        return mark_inference(out[cols], self.converged, unconverged)
+        out = self.emmeans(factor, pairwise=True, adjust="none", confidence=confidence, ddf=ddf,
+                           unconverged=unconverged)  # fmt: skip
+        pairs = list(combinations(marginal_means(self.design, factor)[0], 2))
+        out.insert(0, "a", [a for a, _ in pairs])
+        out.insert(1, "b", [b for _, b in pairs])
+        shown = shows_inference(self.converged, unconverged)
+        out["p_adjusted"] = p_adjust(out["p_value"].to_numpy(), "holm") if len(out) and shown else np.nan
+        cols = ["a", "b", "estimate", "std_error", "ci_low", "ci_high", "statistic", "df", "p_value", "p_adjusted"]
+        return out[[*cols, "method"]]
+
+    @fill_doc
+    def emmeans(
+        self,
+        factor: str,
+        pairwise: bool = False,
+        adjust: Adjust = "tukey",
+        confidence: float = 0.95,
+        ddf: Ddf = "satterthwaite",
+        unconverged: Unconverged = "hide",
+    ) -> pd.DataFrame:
+        """Estimated marginal means of ``factor``, or their pairwise differences, as R's emmeans.
+
+        Each level's mean averages the predictions over a grid of all levels of the other
+        categorical fixed factors with equal weights, numeric covariates at their mean (R:
+        ``emmeans(m, ~ factor, lmer.df = ddf)``; ``pairwise=True``: ``pairs()`` of it, with
+        ``confint()``'s intervals). See :mod:`hce.stats.mixed.emmeans`.
+
+        Parameters
+        ----------
+        %(emmeans_factor)s
+        %(confidence)s
+        ddf : {"satterthwaite", "kenward-roger", "wald"}, default "satterthwaite"
+            Denominator df (see :meth:`fixef`); emmeans' ``lmer.df`` (``"asymptotic"`` is
+            ``"wald"``).
+        %(unconverged)s
+
+        Returns
+        -------
+        pandas.DataFrame
+            Means: one row per level, the column ``factor`` (the level), ``estimate``,
+            ``std_error``, ``df``, ``ci_low``, ``ci_high``, ``method``. Contrasts:
+            ``contrast`` (``"c1 - c2"``, named as emmeans names it), ``estimate``,
+            ``std_error``, ``df``, ``statistic`` (t), ``p_value`` and ``ci_low``,
+            ``ci_high`` (both adjusted), ``method``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from hce.stats import lmer
+        >>> d = pd.DataFrame({"g": list("aabbccdd") * 2, "x": list("uv") * 8,
+        ...                   "y": [1.0, 2.1, 2.0, 2.9, 0.5, 1.8, 1.4, 2.2,
+        ...                         1.2, 1.9, 2.2, 3.1, 0.4, 2.0, 1.1, 2.5]})
+        >>> m = lmer("y ~ x + (1 | g)", d)
+        >>> m.emmeans("x")[["x", "estimate", "std_error", "df"]].round(4)  # R: 1.2250 0.294219 3.16
+           x  estimate  std_error     df
+        0  u    1.2250     0.2942  3.162
+        1  v    2.3125     0.2942  3.162
+        >>> m.emmeans("x", pairwise=True)[["contrast", "estimate", "df", "statistic"]].round(3)
+          contrast  estimate    df  statistic
+        0    u - v    -1.088  11.0    -11.451
+        """
+        levels, rows = marginal_means(self.design, factor)
+
+        def se_df(gradient: np.ndarray) -> tuple[float, float]:
+            row = self._tests.linear(gradient, confidence, ddf)
+            return row["std_error"], row["df"]
+
+        method = T_METHOD[ddf]
+        table = emmeans_table(factor, levels, rows @ self._beta, rows, se_df, pairwise=pairwise,
+                              adjust=adjust, confidence=confidence, method=method)  # fmt: skip
+        return mark_inference(table, self.converged, unconverged)
 
     @property
     def npar(self) -> int:
@@ -443,30 +489,6 @@ class LmerResult:
 
     def _random_table(self) -> str:
         return random_effects_table(self._varcorr)
-
-    def _reference_grid(self, factor: str) -> tuple[pd.DataFrame, list]:
-        data = self.design.data
-        cats, numeric = {}, {}
-        for f, info in self.design.design_info.factor_infos.items():
-            column = _factor_column(f.code, data)
-            if column is None:
-                raise FormulaError(
-                    f"contrasts: fixed-effect expression {f.code!r} is not a plain column or C(column)"
-                )
-            if info.type == "categorical":
-                cats[column] = list(info.categories)
-            else:
-                numeric[column] = float(data[column].mean())
-        if factor not in cats:
-            raise DataError(
-                f"contrasts: {factor!r} is not a categorical fixed effect; choose one of {list(cats)}"
-            )
-        grid = pd.MultiIndex.from_product(list(cats.values()), names=list(cats)).to_frame(
-            index=False
-        )
-        for column, value in numeric.items():
-            grid[column] = value
-        return grid, cats[factor]
 
 
 def random_effects_table(vc: pd.DataFrame) -> str:
@@ -560,9 +582,3 @@ def _format_column(rows: list[list], col: int, digits: int = 4) -> None:
     for r, v in zip(rows[1:], values):
         r[col] = f"{v:.{decimals}f}"
 
-
-def _factor_column(code: str, data: pd.DataFrame) -> str | None:
-    """The data column behind a patsy factor ``x`` or ``C(x)``, else None."""
-    match = re.fullmatch(r"C\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)", code)
-    column = match.group(1) if match else code
-    return column if column in data.columns else None

@@ -114,6 +114,8 @@ class _Solution:
     rxtrx: np.ndarray
     beta: np.ndarray  # of y minus its least-squares fit (add PlsProblem.beta0)
     r2: float
+    a_y: np.ndarray  # A^-1 rhs_y
+    a_x: np.ndarray  # A^-1 rhs_x
 
 
 class PlsProblem:
@@ -267,7 +269,7 @@ class PlsProblem:
         rhs = self.xty - rhs_x.T @ a_y
         beta = np.linalg.solve(rxtrx, rhs)
         r2 = self.yty - rhs_y @ a_y - beta @ rhs
-        return _Solution(logdet, rhs_y, rhs_x, rxtrx, beta, float(r2))
+        return _Solution(logdet, rhs_y, rhs_x, rxtrx, beta, float(r2), a_y, a_x)
 
     def _a_values(self, theta: np.ndarray) -> np.ndarray:
         """``A``'s stored entries at ``theta`` (scalar terms), in ``_a_pattern``'s order."""
@@ -288,6 +290,48 @@ class PlsProblem:
             return np.inf
         dev = s.logdet + self.dof * (1 + np.log(2 * np.pi * s.r2 / self.dof))
         return float(dev + (np.linalg.slogdet(s.rxtrx)[1] if self.reml else 0.0))
+
+    @property
+    def has_gradient(self) -> bool:
+        """Whether :meth:`gradient` is analytic here: scalar terms, factored densely or by a
+        single elimination stage before a dense remainder."""
+        return self.dense or (self._scalar is not None and self._scalar.has_inverse_diagonal)
+
+    def gradient(self, theta: np.ndarray) -> np.ndarray | None:
+        """The gradient of :meth:`profiled_deviance` in ``theta``, analytically; None where
+        :attr:`has_gradient` is False or a ``theta`` is below 1e-2 (the formula divides by it).
+
+        For scalar terms (``Lambda`` diagonal, ``theta_j`` on the columns of term ``j``), with
+        ``u = A^-1 Lambda Z'(y - X beta)`` the conditional modes, ``a_x = A^-1 Lambda Z'X`` and
+        ``M = R_X' R_X``: ``d log|A| / d theta_j = 2 (q_j - tr_j A^-1) / theta_j``, ``d r^2 /
+        d theta_j = -2 sum_j u_i^2 / theta_j`` (the penalised least squares' normal equations
+        give ``Z'e = u / theta``) and ``d log|M| / d theta_j = -2 sum_j a_x,i M^-1 a_x,i' /
+        theta_j`` (``Lambda Z' V^-1 X = a_x``), ``tr_j`` and ``sum_j`` over term ``j``'s
+        columns. The one costly piece is the diagonal of ``A^-1``
+        (:meth:`ScalarElimination.inverse_diagonal`): about two evaluations' worth, where a
+        central difference costs two per parameter and the extrapolated one four.
+        """
+        theta = np.asarray(theta, dtype=float)
+        if not self.has_gradient or np.any(theta < 1e-2):
+            return None
+        s = self.solve(theta)
+        if not s.r2 > 0:
+            return None
+        if self.dense:
+            inverse = linalg.cho_solve(self._chol, np.eye(len(self._column_param)), check_finite=False)
+            diag = np.diag(inverse)
+        else:
+            diag = self._scalar.inverse_diagonal()
+        u = s.a_y - s.a_x @ s.beta
+        per_term = [
+            np.bincount(self._column_param, weights=v, minlength=self.n_theta)
+            for v in (1.0 - diag, u**2)
+        ]
+        bracket = per_term[0] - self.dof / s.r2 * per_term[1]
+        if self.reml:
+            quad = np.einsum("ij,jk,ik->i", s.a_x, np.linalg.inv(s.rxtrx), s.a_x)
+            bracket -= np.bincount(self._column_param, weights=quad, minlength=self.n_theta)
+        return 2.0 * bracket / theta
 
     def deviance(self, variances: np.ndarray) -> float:
         """-2 log-likelihood at ``variances`` (scalar random terms, then the residual),
@@ -364,8 +408,8 @@ def pls_fit(
     with one_blas_thread():  # many small factorisations (see one_blas_thread)
         search = minimise_theta(
             problem.profiled_deviance, problem.start(y, x), problem.lower, problem.scalar,
-            max_iter=max_iter,
-        )
+            problem.gradient if problem.has_gradient else None, max_iter=max_iter,
+        )  # fmt: skip
     theta = search.theta
     s = problem.solve(theta)
     sigma2 = s.r2 / problem.dof

@@ -244,6 +244,8 @@ class ScalarElimination:
             by_row = np.lexsort((c_col, c_row))
             w_pattern = (c_col[by_row], np.searchsorted(c_row[by_row], np.arange(n + 1)), by_row)
             self._steps.append((k, diagonal, in_c, c_col, rest, first, second, target, len(unique), w_pattern, size))
+            if len(self._steps) == 1:
+                self._c_rows = c_row  # the remainder row of each of C's entries
             rows, cols = unique // n, unique % n
         self._remainder = n
         self._flat = rows * n + cols
@@ -251,12 +253,13 @@ class ScalarElimination:
 
     def factor(self, values: np.ndarray) -> float:
         """Factor ``A`` with these values (``pattern.data`` order); returns ``log|A|``."""
-        logdet, self._inverse = 0.0, []
+        logdet, self._inverse, self._pivots = 0.0, [], []
         for k, diagonal, in_c, c_col, rest, first, second, target, nnz, w_pattern, size in self._steps:
             d = values[diagonal]
             logdet += float(np.sum(np.log(d)))
             c = values[in_c]
             w = c / d[c_col]  # C D^-1
+            self._pivots.append((d, w))
             update = np.concatenate([values[rest], -w[first] * c[second]])
             values = np.bincount(target, weights=update, minlength=nnz)
             indices, indptr, order = w_pattern
@@ -268,6 +271,42 @@ class ScalarElimination:
             self._chol = linalg.cho_factor(dense, lower=True, overwrite_a=True)
             logdet += 2.0 * float(np.sum(np.log(np.diag(self._chol[0]))))
         return logdet
+
+    @property
+    def has_inverse_diagonal(self) -> bool:
+        """Whether :meth:`inverse_diagonal` can work: at most one stage, then the remainder."""
+        return len(self._steps) <= 1
+
+    def inverse_diagonal(self) -> np.ndarray:
+        """The diagonal of ``A^-1`` for the last factored ``A`` (one stage at most).
+
+        With ``A = [[D, C'], [C, R]]``, ``S = R - C D^-1 C'`` (the dense remainder) and ``W =
+        C D^-1``: ``diag(A^-1)`` is ``1 / d_i + w_i' S^-1 w_i`` on the eliminated columns and
+        ``diag(S^-1)`` on the rest. ``S^-1`` costs one LAPACK ``potri`` (about two
+        factorisations); the ``w_i' S^-1 w_i`` are sums over the pairs of each column's
+        entries that the Schur complement already visits.
+        """
+        if not self.has_inverse_diagonal:
+            raise ValueError("inverse_diagonal needs at most one elimination stage")
+        n = self._remainder
+        if n:
+            s_inv, info = linalg.lapack.dpotri(self._chol[0], lower=True)
+            if info != 0:
+                raise linalg.LinAlgError(f"potri failed ({info})")
+            tail = np.diag(s_inv).copy()
+        else:
+            tail = np.empty(0)
+        if not self._steps:
+            return tail
+        k, _, in_c, c_col, _, first, second, *_ = self._steps[0]
+        d, w = self._pivots[0]
+        head = 1.0 / d
+        if n:
+            c_row = self._c_rows
+            # each off-diagonal pair of a column counts twice (w_a w_b and w_b w_a)
+            weight = w[first] * w[second] * np.where(first == second, 1.0, 2.0)
+            head = head + np.bincount(c_col[first], weights=weight * s_inv[c_row[first], c_row[second]], minlength=k)
+        return np.concatenate([head, tail])
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``A^-1 rhs`` for the last factored ``A`` (vector or matrix)."""

@@ -14,7 +14,8 @@ from hce.errors import DataError, FormulaError
 from hce.stats._validate import reads_frame
 from hce.stats.mixed.formula import parse_formula
 from hce.stats.mixed.lmer_fit import lmer
-from hce.stats.mixed.lmer_result import LmerResult, Method, _factor_column
+from hce.stats.mixed.emmeans import _factor_column
+from hce.stats.mixed.lmer_result import LmerResult, Method
 
 
 @reads_frame(formula="formula", numbers=("score",))

@@ -81,9 +81,10 @@ class _Counted:
     """The deviance as a function of the search parameters, counting evaluations."""
 
     def __init__(
-        self, deviance: Callable[[np.ndarray], float], squared: np.ndarray, max_iter: int | None
+        self, deviance: Callable[[np.ndarray], float], squared: np.ndarray, gradient=None, max_iter: int | None = None
     ):
         self.deviance, self.squared, self.calls = deviance, squared, 0
+        self._gradient, self._last = gradient, None
         self.max_iter, self.left, self.stopped = max_iter, max_iter, False
 
     def take(self) -> bool:
@@ -95,6 +96,20 @@ class _Counted:
             return False
         self.left -= 1
         return True
+
+    def exact_gradient(self, x: np.ndarray) -> np.ndarray | None:
+        """The deviance's analytic gradient in the search parameters, or None where it has
+        none (``d / d theta^2 = (d / d theta) / (2 theta)`` for the squared entries)."""
+        if self._gradient is None:
+            return None
+        if self._last is not None and np.array_equal(self._last[0], x):
+            return self._last[1]
+        theta = self.theta(x)
+        g = self._gradient(theta)
+        if g is not None:
+            g = np.where(self.squared, g / (2 * np.where(self.squared, theta, 1.0)), g)
+        self._last = (np.array(x, copy=True), g)
+        return g
 
     def theta(self, x: np.ndarray) -> np.ndarray:
         return np.where(self.squared, np.sqrt(np.maximum(x, 0.0)), x)
@@ -110,6 +125,7 @@ def minimise_theta(
     theta0: np.ndarray,
     lower: np.ndarray,
     scalar: np.ndarray,
+    gradient: Callable[[np.ndarray], np.ndarray | None] | None = None,
     max_iter: int | None = None,
 ) -> ThetaFit:
     """Minimise ``deviance(theta)`` subject to ``theta >= lower``.
@@ -126,6 +142,10 @@ def minimise_theta(
     scalar : ndarray of bool
         Entries that are the only parameter of their term (a scalar random term), whose
         deviance is even: these are searched on ``theta^2``.
+    gradient : callable, optional
+        The analytic gradient of ``deviance`` in ``theta``, or None at points where it has
+        none; the final Newton steps then use it in place of extrapolated finite
+        differences (one call instead of ``4k`` deviance evaluations).
     max_iter : int, optional
         Cap on the iterations of the search (Newton steps, then quasi-Newton ones), as
         lme4's ``maxfun``: reaching it ends the search with ``converged`` False. Default
@@ -143,7 +163,7 @@ def minimise_theta(
     (1.0, True)
     """
     scalar = np.asarray(scalar, dtype=bool)
-    f = _Counted(deviance, scalar, max_iter)
+    f = _Counted(deviance, scalar, gradient, max_iter)
     lo = np.where(scalar, 0.0, lower)
     x = np.where(scalar, np.asarray(theta0, float) ** 2, theta0)
     x = np.maximum(x, lo)
@@ -180,7 +200,7 @@ def _polish(f: _Counted, x: np.ndarray, fx: float, derivs, lo: np.ndarray):
     4k + 1 evaluations for k parameters.
     """
     g, hess = derivs
-    g = _extrapolated(f, x, g, lo)
+    g = _precise_gradient(f, x, g, lo)
     for _ in range(_MAX_POLISH):
         free = ~((x <= lo) & (g > 0))
         if not free.any():
@@ -193,8 +213,17 @@ def _polish(f: _Counted, x: np.ndarray, fx: float, derivs, lo: np.ndarray):
         ft = f(trial)
         if ft > fx + 1e-13 * max(1.0, abs(fx)):
             break
-        x, fx, g = trial, ft, _extrapolated(f, trial, _gradient(f, trial, lo), lo)
+        x, fx, g = trial, ft, _precise_gradient(f, trial, None, lo)
     return x, fx, (g, hess)
+
+
+def _precise_gradient(f: _Counted, x: np.ndarray, g: np.ndarray | None, lo: np.ndarray) -> np.ndarray:
+    """The analytic gradient where the deviance has one, else the extrapolated central
+    difference (from ``g``, the step-h one, when given)."""
+    exact = f.exact_gradient(x)
+    if exact is not None:
+        return exact
+    return _extrapolated(f, x, _gradient(f, x, lo) if g is None else g, lo)
 
 
 def _extrapolated(f: _Counted, x: np.ndarray, g: np.ndarray, lo: np.ndarray) -> np.ndarray:
@@ -274,6 +303,11 @@ def _newton(f: _Counted, x: np.ndarray, lo: np.ndarray):
         if accepted:
             x, fx = trial, ft
         if small:
+            return x, fx, derivs
+        # a full step from a decrement this small leaves ~its square: with an analytic
+        # gradient the polish below finishes from here on this Hessian (k(k + 3) / 2
+        # evaluations saved; 9 of InstEval's 64 evaluation's worth)
+        if accepted and t == 1.0 and decrement < 1e-8 * max(1.0, abs(fx)) and f.exact_gradient(x) is not None:
             return x, fx, derivs
         if not accepted:
             if decrement < 1e-7 * max(1.0, abs(fx)):
