@@ -217,6 +217,13 @@ RENAMED_ELSEWHERE: dict[str, str] = {
     "method": "`ci_method` in share_below and success_metric_2 (it was the interval method)",
 }
 
+#: A retired word taken up again by one function in another sense than the column it named
+#: (function, word): the sense. ``judge`` names a column no more, but the alt-test's judge is a
+#: rater, the value of ``rater`` being tested, as in the authors' ``alt_test(llm_annotations, ...)``.
+REUSED: dict[tuple[str, str], str] = {
+    ("alt_test", "judge"): "the rater value(s) tested as the judge, not a column",
+}
+
 #: ``random_state`` defaults to None except here, with the reason.
 RANDOM_STATE_OTHER: dict[str, tuple[int, str]] = {
     "simulated_log": (0, "example data: the same log on every call, so examples and guides print what they say"),

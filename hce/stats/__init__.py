@@ -9,6 +9,7 @@ from hce._lazy import import_public
 # one of its names (PEP 562), so `import hce.stats` costs what `import hce` does and a script
 # pays for SciPy, statsmodels or PyMC only when it calls what needs them.
 _EXPORTS = {
+    "hce.stats.alternative_annotator": ("alt_test",),
     "hce.stats.bayes": ("BayesResult", "MCMCDiagnosticsWarning", "bayes_binary", "bayes_ordinal"),
     "hce.stats.boolean": (
         "adaptive_filter_agreement", "binarize_likert", "discrepancy", "golden_agreement", "majority_vote",
@@ -66,7 +67,7 @@ __all__ = [
     "request_variance",
     "AnalysisResult", "BayesResult", "ClmmResult", "GlmerResult", "LmerResult", "MCMCDiagnosticsWarning",
     "VarianceComponents", "clmm",
-    "adaptive_filter_agreement", "agrees_with_mode", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
+    "adaptive_filter_agreement", "agrees_with_mode", "alt_test", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
     "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",
     "brier_score", "build_design", "calibration_metrics", "cfa", "cluster_permutation_test", "code_frequencies", "cohen_kappa",
     "cohens_d", "confidence_spread", "confidence_table", "contingency_test", "correlation",
