@@ -61,6 +61,14 @@ References
    inference. JASA 22, 209-212.
 .. [2] Clopper, C. J., & Pearson, E. S. (1934). The use of confidence or fiducial limits
    illustrated in the case of the binomial. Biometrika 26, 404-413.""",
+    # prediction-powered inference (hce.stats.ppi, hce.stats.ppi_compare)
+    "ppi_references": """\
+References
+----------
+.. [1] Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I., & Zrnic, T. (2023).
+   Prediction-powered inference. Science 382, 669-674.
+.. [2] Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient
+   prediction-powered inference. arXiv:2311.01453.""",
     "bonett_reference": """\
 References
 ----------

@@ -42,7 +42,8 @@ _EXPORTS = {
         "attempts_needed", "bonett_icc_items", "reliability_items", "sd_difference_power",
         "sd_difference_power_analytic",
     ),
-    "hce.stats.ppi": ("ppi_mean", "rogan_gladen"),
+    "hce.stats.ppi": ("ppi_budget", "ppi_mean", "rogan_gladen"),
+    "hce.stats.ppi_compare": ("ppi_compare",),
     "hce.stats._simulate": ("simulated_log",),
     "hce.stats.reliability": (
         "cohen_kappa", "cronbach_alpha", "fleiss_kappa", "gwet_ac", "icc", "icc_groups",
@@ -79,7 +80,7 @@ __all__ = [
     "krippendorff_alpha", "kruskal_wallis", "lmer", "logprob_confidence", "mae_vs_target",
     "majority_vote", "mann_whitney", "mcdonald_omega", "mean_score_ensemble", "normalize_likert",
     "omega_hierarchical", "ordinal_alpha", "p_adjust", "parallel_analysis", "parse_formula",
-    "pass_rates", "percent_agreement", "polychoric", "posthoc", "ppi_mean", "rater_expertise",
+    "pass_rates", "percent_agreement", "polychoric", "posthoc", "ppi_budget", "ppi_compare", "ppi_mean", "rater_expertise",
     "reliability_items", "reliability_table", "rm_anova", "rogan_gladen",
     "sd_difference_power", "sd_difference_power_analytic", "sentence_table", "share_below", "simulated_log",
     "split_sentences", "spread_model", "spread_summary", "strict_agreement", "substantive_validity",
