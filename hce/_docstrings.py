@@ -98,8 +98,10 @@ DataFrame
     ``ci_low``, ``ci_high`` (estimate +- t(n-1) se, the upper limit
     capped at 1 as in irrCAC), ``statistic``
     (t = estimate / se), ``p_value`` (two-sided, t on n - 1 df), ``pa`` (observed
-    agreement), ``pe`` (chance agreement), ``method``, ``ci_method``, ``n_items``
-    (items with a rating), ``n_raters``, ``n_scores`` and ``n_dropped`` (missing).""",
+    agreement), ``pe`` (chance agreement), ``prevalence_index`` and ``bias_index`` (NaN:
+    defined for two raters), ``pabak`` (``(q pa - 1)/(q - 1)``, unweighted only),
+    ``method``, ``ci_method``, ``n_items`` (items with a rating), ``n_raters``,
+    ``n_scores`` and ``n_dropped`` (missing).""",
     # the manuscript writers: the file is given, its folder made
     "writer_parameters": """\
 Parameters
