@@ -9,6 +9,7 @@ from hce._lazy import import_public
 # one of its names (PEP 562), so `import hce.stats` costs what `import hce` does and a script
 # pays for SciPy, statsmodels or PyMC only when it calls what needs them.
 _EXPORTS = {
+    "hce.stats.agreement_humans": ("bland_altman", "concordance", "mcnemar"),
     "hce.stats.alternative_annotator": ("alt_test",),
     "hce.stats.bayes": ("BayesResult", "MCMCDiagnosticsWarning", "bayes_binary", "bayes_ordinal"),
     "hce.stats.boolean": (
@@ -69,16 +70,16 @@ __all__ = [
     "AnalysisResult", "BayesResult", "ClmmResult", "GlmerResult", "LmerResult", "MCMCDiagnosticsWarning",
     "VarianceComponents", "clmm",
     "adaptive_filter_agreement", "agrees_with_mode", "alt_test", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
-    "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bonett_icc_items",
+    "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bland_altman", "bonett_icc_items",
     "brier_score", "build_design", "calibration_metrics", "cfa", "cluster_permutation_test", "code_frequencies", "cohen_kappa",
-    "cohens_d", "confidence_spread", "confidence_table", "contingency_test", "correlation",
+    "cohens_d", "concordance", "confidence_spread", "confidence_table", "contingency_test", "correlation",
     "correlation_matrix", "count_sentences", "cronbach_alpha", "dif_ordinal", "discrepancy",
     "discriminant_validity", "edit_counts", "edit_counts_from_matches", "edit_counts_table",
     "edit_f1", "efa", "eigenvalues", "expected_calibration_error", "fairness", "fleiss_kappa", "friedman",
     "glmer", "golden_agreement", "gwet_ac", "icc", "icc_groups", "instrument_report",
     "inter_annotator_predictability", "item_spread", "item_statistics", "kl_divergence", "kmo",
     "krippendorff_alpha", "kruskal_wallis", "lmer", "logprob_confidence", "mae_vs_target",
-    "majority_vote", "mann_whitney", "mcdonald_omega", "mean_score_ensemble", "normalize_likert",
+    "majority_vote", "mann_whitney", "mcnemar", "mcdonald_omega", "mean_score_ensemble", "normalize_likert",
     "omega_hierarchical", "ordinal_alpha", "p_adjust", "parallel_analysis", "parse_formula",
     "pass_rates", "percent_agreement", "polychoric", "posthoc", "ppi_budget", "ppi_compare", "ppi_mean", "rater_expertise",
     "reliability_items", "reliability_table", "rm_anova", "rogan_gladen",
