@@ -134,8 +134,8 @@ DEFAULTS_KEPT: dict[tuple[str, str], str] = {
     **{(f, "truth"): "a golden set's verdicts" for f in ("golden_agreement", "rogan_gladen")},
     **{(f, "score"): "a normalised judge score" for f in ("binarize_likert", "discrepancy", "mean_score_ensemble",
                                                           "normalize_likert")},
-    **{(f, "score"): "prediction-powered inference's judge scores" for f in ("ppi_budget", "ppi_compare", "ppi_mean")},
-    **{(f, "truth"): "prediction-powered inference's human scores" for f in ("ppi_budget", "ppi_compare", "ppi_mean")},
+    **{(f, "score"): "prediction-powered inference's judge scores" for f in ("calibrate_to_humans", "ppi_budget", "ppi_compare", "ppi_mean")},
+    **{(f, "truth"): "prediction-powered inference's human scores" for f in ("calibrate_to_humans", "ppi_budget", "ppi_compare", "ppi_mean")},
     **{(f, "truth"): "a forecast table's outcome (calibration)" for f in
        ("brier_score", "calibration_metrics", "expected_calibration_error", "reliability_table")},
     **{(f, "condition"): "the attempt log's model column" for f in ("cluster_permutation_test", "code_frequencies",

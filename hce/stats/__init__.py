@@ -16,6 +16,7 @@ _EXPORTS = {
         "adaptive_filter_agreement", "binarize_likert", "discrepancy", "golden_agreement", "majority_vote",
         "mean_score_ensemble", "normalize_likert", "pass_rates", "uncertain_routing",
     ),
+    "hce.stats.calibrate_humans": ("calibrate_to_humans",),
     "hce.stats.calibration": (
         "agrees_with_mode", "agrees_with_repeat", "brier_score", "calibration_metrics", "confidence_spread",
         "confidence_table", "expected_calibration_error", "logprob_confidence", "reliability_table",
@@ -71,7 +72,7 @@ __all__ = [
     "VarianceComponents", "clmm",
     "adaptive_filter_agreement", "agrees_with_mode", "alt_test", "agrees_with_repeat", "annotator_pairs", "attempts_needed",
     "bartlett_sphericity", "bayes_binary", "bayes_ordinal", "binarize_likert", "bland_altman", "bonett_icc_items",
-    "brier_score", "build_design", "calibration_metrics", "cfa", "cluster_permutation_test", "code_frequencies", "cohen_kappa",
+    "brier_score", "build_design", "calibrate_to_humans", "calibration_metrics", "cfa", "cluster_permutation_test", "code_frequencies", "cohen_kappa",
     "cohens_d", "concordance", "confidence_spread", "confidence_table", "contingency_test", "correlation",
     "correlation_matrix", "count_sentences", "cronbach_alpha", "dif_ordinal", "discrepancy",
     "discriminant_validity", "edit_counts", "edit_counts_from_matches", "edit_counts_table",
