@@ -69,6 +69,17 @@ References
    Prediction-powered inference. Science 382, 669-674.
 .. [2] Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient
    prediction-powered inference. arXiv:2311.01453.""",
+    # two scores of the same items side by side (hce.stats.agreement_humans)
+    "paired_parameters": """\
+Parameters
+----------
+data : DataFrame
+    One row per item with both scores side by side (as pingouin's ``plot_blandaltman``);
+    rows missing either score are left out.
+item : str or None
+    Item column, default ``"item_id"``, checked for repeats; None to skip the check.
+a, b : str
+    The two score columns (e.g. the judge's and the humans' mean score). Required.""",
     "bonett_reference": """\
 References
 ----------

@@ -51,19 +51,10 @@ def bland_altman(
 ) -> pd.DataFrame:
     """Bland-Altman analysis: bias and limits of agreement of two scores of the same items.
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per item with both scores side by side (as pingouin's
-        ``plot_blandaltman``); rows missing either score are left out.
-    item : str or None
-        Item column, default ``"item_id"``, checked for repeats; None to skip the check.
-    a, b : str
-        The two score columns (e.g. the judge's and the mean human score); differences are
-        ``a - b``. Required.
+    %(paired_parameters)s
     agreement : float
-        Multiple of the SD of the differences for the limits, default 1.96 (Bland & Altman
-        1986 used 2).
+        Multiple of the SD of the differences ``a - b`` for the limits, default 1.96
+        (Bland & Altman 1986 used 2).
     %(confidence)s
 
     Returns
@@ -137,14 +128,7 @@ def concordance(
 ) -> pd.DataFrame:
     """Lin's concordance correlation coefficient of two scores of the same items.
 
-    Parameters
-    ----------
-    data : DataFrame
-        One row per item with both scores side by side; rows missing either are left out.
-    item : str or None
-        Item column, default ``"item_id"``, checked for repeats; None to skip the check.
-    a, b : str
-        The two score columns. Required.
+    %(paired_parameters)s
     %(confidence)s
 
     Returns
