@@ -79,7 +79,8 @@ def calibrate_to_humans(
         the labelled set (fitted on all of it). ``"agreement"``: rows ``"before"`` (the
         raw judge scores) and ``"after"`` (cross-validated: each fold's mapping fitted on
         the other folds), columns ``mae``, ``rmse``, ``bias``, ``exact_agreement``, ``n``.
-        ``"calibrated"``: ``data`` with a ``calibrated_score`` column.
+        ``"calibrated"``: ``data`` with a ``calibrated_score`` column (NaN in the rows
+        without a judge score).
 
     References
     ----------
