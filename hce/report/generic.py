@@ -116,7 +116,7 @@ def report(
         Human ratings of the log's items: columns ``item_id``, ``rater`` and one per
         criterion (the log's names). Rows of the log with ``rater_role == "human"`` count as
         human ratings too. With either, the report has a section "Agreement with human
-        raters" (:mod:`hce.report.humans`). Default None.
+        raters" (module ``hce.report.humans``). Default None.
 
     Returns
     -------

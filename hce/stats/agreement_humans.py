@@ -66,11 +66,8 @@ def bland_altman(
         Altman 1986 on n - 1 df), ``"proportional_bias"`` (slope of the difference on
         the pair mean: nonzero when the scores disagree more at one end of the scale;
         t interval and test on n - 2 df). Columns ``estimate``, ``ci_low``, ``ci_high``,
-        ``se``, ``statistic``, ``p_value``, ``n``, ``method``.
-
-    See Also
-    --------
-    hce.report.figures.bland_altman_plot : the plot of these rows.
+        ``se``, ``statistic``, ``p_value``, ``n``, ``method``. The plot of these rows is
+        ``hce.report.figures.bland_altman_plot``.
 
     References
     ----------
