@@ -78,6 +78,25 @@ References
    inference. JASA 22, 209-212.
 .. [2] Clopper, C. J., & Pearson, E. S. (1934). The use of confidence or fiducial limits
    illustrated in the case of the binomial. Biometrika 26, 404-413.""",
+    # prediction-powered inference (hce.stats.ppi, hce.stats.ppi_compare)
+    "ppi_references": """\
+References
+----------
+.. [1] Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I., & Zrnic, T. (2023).
+   Prediction-powered inference. Science 382, 669-674.
+.. [2] Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient
+   prediction-powered inference. arXiv:2311.01453.""",
+    # two scores of the same items side by side (hce.stats.agreement_humans)
+    "paired_parameters": """\
+Parameters
+----------
+data : DataFrame
+    One row per item with both scores side by side (as pingouin's ``plot_blandaltman``);
+    rows missing either score are left out.
+item : str or None
+    Item column, default ``"item_id"``, checked for repeats; None to skip the check.
+a, b : str
+    The two score columns (e.g. the judge's and the humans' mean score). Required.""",
     "bonett_reference": """\
 References
 ----------
@@ -107,8 +126,10 @@ DataFrame
     ``ci_low``, ``ci_high`` (estimate +- t(n-1) se, the upper limit
     capped at 1 as in irrCAC), ``statistic``
     (t = estimate / se), ``p_value`` (two-sided, t on n - 1 df), ``pa`` (observed
-    agreement), ``pe`` (chance agreement), ``method``, ``ci_method``, ``n_items``
-    (items with a rating), ``n_raters``, ``n_scores`` and ``n_dropped`` (missing).""",
+    agreement), ``pe`` (chance agreement), ``prevalence_index`` and ``bias_index`` (NaN:
+    defined for two raters), ``pabak`` (``(q pa - 1)/(q - 1)``, unweighted only),
+    ``method``, ``ci_method``, ``n_items`` (items with a rating), ``n_raters``,
+    ``n_scores`` and ``n_dropped`` (missing).""",
     # the manuscript writers: the file is given, its folder made
     "writer_parameters": """\
 Parameters

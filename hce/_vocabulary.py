@@ -134,8 +134,8 @@ DEFAULTS_KEPT: dict[tuple[str, str], str] = {
     **{(f, "truth"): "a golden set's verdicts" for f in ("golden_agreement", "rogan_gladen")},
     **{(f, "score"): "a normalised judge score" for f in ("binarize_likert", "discrepancy", "mean_score_ensemble",
                                                           "normalize_likert")},
-    ("ppi_mean", "score"): "prediction-powered inference's judge scores",
-    ("ppi_mean", "truth"): "prediction-powered inference's human scores",
+    **{(f, "score"): "prediction-powered inference's judge scores" for f in ("calibrate_to_humans", "ppi_budget", "ppi_compare", "ppi_mean")},
+    **{(f, "truth"): "prediction-powered inference's human scores" for f in ("calibrate_to_humans", "ppi_budget", "ppi_compare", "ppi_mean")},
     **{(f, "truth"): "a forecast table's outcome (calibration)" for f in
        ("brier_score", "calibration_metrics", "expected_calibration_error", "reliability_table")},
     **{(f, "condition"): "the attempt log's model column" for f in ("cluster_permutation_test", "code_frequencies",
@@ -215,6 +215,13 @@ RENAMED_ELSEWHERE: dict[str, str] = {
     "groups": "`levels` in rater_expertise and instrument_report (the two levels of `condition` compared)",
     "spread": "`data` in share_below, spread_summary and success_metric_2",
     "method": "`ci_method` in share_below and success_metric_2 (it was the interval method)",
+}
+
+#: A retired word taken up again by one function in another sense than the column it named
+#: (function, word): the sense. ``judge`` names a column no more, but the alt-test's judge is a
+#: rater, the value of ``rater`` being tested, as in the authors' ``alt_test(llm_annotations, ...)``.
+REUSED: dict[tuple[str, str], str] = {
+    ("alt_test", "judge"): "the rater value(s) tested as the judge, not a column",
 }
 
 #: ``random_state`` defaults to None except here, with the reason.

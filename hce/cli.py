@@ -579,6 +579,9 @@ def report(
     bayes: bool = typer.Option(False, "--bayes", help="Add the Bayesian section (MCMC; takes minutes)."),
     rubric: str | None = typer.Option(None, "--rubric", metavar="RUBRIC", help="Rubric the log was judged with (packaged name or YAML); generic report."),
     generic: bool = typer.Option(False, "--generic", help="The generic report even for a log of the PRD's Experiments 1-5."),
+    humans: Path | None = typer.Option(None, "--humans", metavar="FILE", help="CSV of human ratings of the log's items "
+                                       "(item_id, rater, one column per criterion): adds 'Agreement with human raters' "
+                                       "to the generic report (rater_role='human' rows of the log do too)."),
     seed: int = typer.Option(0, "--seed", help="Seeds the bootstrap and simulation intervals, so each run gives the same report: "
                              "the command line's spelling of random_state (hce.report.report(..., random_state=0))."),
     engine: str = typer.Option("pandas", "--engine", metavar="[pandas|duckdb|polars|spark|dask|auto]", help="Where the statistics run: pandas (the log in memory), or duckdb, "
@@ -616,7 +619,8 @@ def report(
             from hce.report.logs import read_logs
 
             log = None if study_folder else read_with_notes(read_logs, logs)[0]
-        if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):
+        if study_folder or not (generic or rubric is not None or humans is not None or is_lazy_log(log)
+                                or not _prd_study(log)):
             from hce.study.report import (
                 bayes_section,
                 study_folder_report,
@@ -643,7 +647,7 @@ def report(
                     raise HceError(f"{option} applies to the study report's Experiment 5 (a log of the PRD's experiments); "
                                    "the generic report has no fairness or metadata section: drop the option")  # fmt: skip
             built = generic_report(log, rubric=rubric if rubric is not None else kept_rubric(logs), out=out,
-                                   random_state=seed, progress=progress, **titled)
+                                   random_state=seed, progress=progress, humans=humans, **titled)
             folder = out
     _AFTER["quick_exit"] = True  # every file is written and closed
     console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)

@@ -86,7 +86,7 @@ def test_the_walk_sees_every_kind_of_public_function():
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_no_retired_argument_names(name):
     parameters = inspect.signature(FUNCTIONS[name]).parameters
-    retired = {p: vocab.RETIRED[p] for p in parameters if p in vocab.RETIRED}
+    retired = {p: vocab.RETIRED[p] for p in parameters if p in vocab.RETIRED and (_short(name), p) not in vocab.REUSED}
     assert not retired, f"{name} takes retired name(s): {retired} (old -> new, hce._vocabulary.RETIRED)"
 
 

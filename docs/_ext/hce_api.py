@@ -50,8 +50,11 @@ STATS_TOPICS = (
      ("hce.stats.editf1",)),
     ("Calibration and confidence", "A judge's confidence from logprobs, votes or its own words, and how well it is "
      "calibrated (ECE, Brier).", ("hce.stats.calibration",)),
-    ("Judge scores on the human scale", "Means and pass rates corrected with a sample of human labels "
-     "(prediction-powered inference, Rogan-Gladen).", ("hce.stats.ppi",)),
+    ("Judges and humans", "Whether the judge can stand in for the human raters (the alternative annotator test), "
+     "agreement with them (Bland-Altman, Lin's CCC, McNemar), its scores mapped to theirs, and means and "
+     "comparisons corrected with a sample of human labels (prediction-powered inference, Rogan-Gladen).",
+     ("hce.stats.alternative_annotator", "hce.stats.agreement_humans", "hce.stats.calibrate_humans",
+      "hce.stats.ppi", "hce.stats.ppi_compare")),
     ("Bayesian models", "Hierarchical ordinal and binary models of judge scores in PyMC, with their diagnostics.",
      ("hce.stats.bayes",)),
     ("Planning", "Items and attempts a study needs for the precision or power it wants.", ("hce.stats.power",)),

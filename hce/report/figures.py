@@ -231,3 +231,54 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.06), xlabel="Mean confidence" + left_out, ylabel="Observed rate")
     ax.set_aspect("equal")
     return ax
+
+
+def bland_altman_plot(data: pd.DataFrame, *, a: str, b: str, item: str | None = "item_id", agreement: float = 1.96,
+                      title: str | None = None) -> Figure:  # fmt: skip
+    """Bland-Altman plot: the difference ``a - b`` of each item against the pair's mean, with
+    the bias and the limits of agreement of :func:`hce.stats.bland_altman` and their
+    confidence bands.
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per item with the two scores in ``a`` and ``b``.
+    a, b : str
+        The score columns (the judge's and the humans', say).
+    item : str or None, default "item_id"
+        Item column, checked for repeats.
+    agreement : float, default 1.96
+        Multiple of the SD of the differences for the limits.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"item_id": range(6), "judge": [3, 4, 2, 5, 4, 3], "human": [3, 3, 2, 4, 4, 2]})
+    >>> bland_altman_plot(df, a="judge", b="human").axes[0].get_xlabel()
+    'mean of judge and human'
+    """
+    from hce.stats import bland_altman
+
+    rows = bland_altman(data, item=item, a=a, b=b, agreement=agreement).set_index("quantity")
+    x, y = data[a].astype(float), data[b].astype(float)
+    fig, ax = _axes(5.5, 4.0)
+    ax.axhline(0, color="0.8", linewidth=1, zorder=0)
+    ax.scatter((x + y) / 2, x - y, s=12, color="0.15", alpha=0.7, zorder=3)
+    for quantity, style in (("bias", "-"), ("lower_limit", "--"), ("upper_limit", "--")):
+        row = rows.loc[quantity]
+        ax.axhline(row.estimate, color="k", linestyle=style, linewidth=1.5 if quantity == "bias" else 1)
+        # The band is each line's confidence interval: with few items the limits themselves are uncertain.
+        ax.axhspan(row.ci_low, row.ci_high, color="0.5", alpha=0.15, linewidth=0)
+        ax.annotate(f"{quantity.replace('_', ' ')} {row.estimate:.2f}", (1.0, row.estimate), xycoords=("axes fraction", "data"),
+                    xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=7)  # fmt: skip
+    ax.set_xlabel(f"mean of {a} and {b}")
+    ax.set_ylabel(f"{a} - {b}")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig

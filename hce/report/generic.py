@@ -40,6 +40,7 @@ from hce.report.binary import (
 )
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
+from hce.report.humans import humans_section, split_humans
 from hce.report.logs import KEPT, kept_settings, missing_attempts, read_any
 from hce.report.provenance import (
     read_with_notes,
@@ -84,6 +85,7 @@ def report(
     confidence: float = 0.95,
     random_state: int | np.random.Generator | None = None,
     progress: Callable[[str], None] | None = None,
+    humans: pd.DataFrame | str | os.PathLike | None = None,
 ) -> Report:
     """The report of an attempt log, whatever its experiment: per condition and per criterion.
 
@@ -110,13 +112,19 @@ def report(
         ``--seed`` (default 0).
     progress : callable, optional
         Called with the name of each part before it is computed (``hce report`` shows it).
+    humans : DataFrame or CSV path, optional
+        Human ratings of the log's items: columns ``item_id``, ``rater`` and one per
+        criterion (the log's names). Rows of the log with ``rater_role == "human"`` count as
+        human ratings too. With either, the report has a section "Agreement with human
+        raters" (module ``hce.report.humans``). Default None.
 
     Returns
     -------
     Report
         Sections: "Attempts and errors by condition", one "Criterion: ..." per criterion
         (spread, tests between conditions, variance decomposition, reliability),
-        "Calibration" when the log has logprobs, and "Not reported" listing what could not
+        "Calibration" when the log has logprobs, "Agreement with human raters" when
+        there are human ratings, and "Not reported" listing what could not
         be computed, why, and what to do about it (also in ``Report.not_reported``). A
         condition whose scores of a criterion are not all finite numbers (a text such as
         "three", an infinity) is left out of that criterion's section, named there and under
@@ -136,10 +144,13 @@ def report(
     if is_lazy_log(log):  # a log larger than memory: the statistics run in its engine
         from hce.report.scaled import report_in_engine
 
+        if humans is not None:
+            raise DataError("humans= takes an in-memory log; read the log with hce.read_log(path) first")
         return report_in_engine(log, rubric=rubric, out=out, title=title, confidence=confidence,
                                 random_state=random_state, progress=progress)  # fmt: skip
     frame, read_notes = read_with_notes(read_any, log)
     kept = frame.attrs.get(KEPT) or kept_settings(log)
+    frame, human_ratings = split_humans(frame, humans)
     frame, split = separate_settings(frame, fingerprints=kept["fingerprints"])  # one condition_id, two settings: kept apart
     if rubric is None:
         rubric = kept_rubric(log)
@@ -158,6 +169,7 @@ def report(
     _criteria_sections(document, context)
     context.progress("calibration")
     _calibration_section(document, context)
+    humans_section(document, context, human_ratings)
     not_reported_section(document, context.not_reported, confidence)
     if out is not None:
         document.write(out, progress=context.progress)

@@ -184,8 +184,11 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
     """
     if data.empty or ATTEMPT_ID in named:
         return
+    # A key the call names besides the attempt's own (a rater column stacking a judge's rows
+    # with the humans' ratings of the same attempts) tells rows of one attempt apart.
+    extra = [c for c in dict.fromkeys(named) if c in data.columns and c not in ATTEMPT_KEY and c != ATTEMPT_ID]
     if ATTEMPT_ID not in data.columns:
-        refuse_repeated_pairs(data, name)
+        refuse_repeated_pairs(data, name, extra)
         return
     # Arrow-backed text (pandas' default) is immutable: a column set anew gets new storage,
     # so the storage's identity says this very column passed already. Others: no memo.
@@ -193,8 +196,8 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
     if ids is not None and _UNIQUE_IDS.get(id(ids)) is ids:
         return
     if not data[ATTEMPT_ID].duplicated().any():
-        refuse_repeated_pairs(data, name)
-        if ids is not None:
+        refuse_repeated_pairs(data, name, extra)
+        if ids is not None and not extra:  # a pass that leant on the extra keys holds for this call only
             _UNIQUE_IDS[id(ids)] = ids
         return
     within = [c for c in dict.fromkeys([*named, LONG_CRITERION]) if c in data.columns]
@@ -203,8 +206,8 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
     if not repeated.any():
         # A long view: each attempt once per criterion; one attempt under two ids is still caught, once per view.
         if ids is None or _PAIRS_CHECKED.get(id(ids)) is not ids:
-            refuse_repeated_pairs(data, name)
-            if ids is not None:
+            refuse_repeated_pairs(data, name, extra)
+            if ids is not None and not extra:
                 _PAIRS_CHECKED[id(ids)] = ids
         return
     first = int(np.flatnonzero(repeated)[0])
@@ -223,16 +226,17 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
 ATTEMPT_KEY = ("experiment_id", "item_id", "condition_id", LONG_CRITERION, "attempt")
 
 
-def refuse_repeated_pairs(data: pd.DataFrame, name: str) -> None:
+def refuse_repeated_pairs(data: pd.DataFrame, name: str, extra: Sequence[str] = ()) -> None:
     """One attempt (experiment, item, condition, attempt number; and criterion in the long
     view) logged twice under two ``attempt_id`` values counts one score twice: refuse it,
     naming the pair and both ids. Checked where the frame has a log's ``item_id``,
     ``condition_id`` and ``attempt`` (without ``condition_id``, other columns may tell the
-    conditions apart: a table of prompt x model, say).
+    conditions apart: a table of prompt x model, say). ``extra`` are further key columns
+    the call names (``rater=``): rows that differ there are not the same attempt twice.
     """
     if not {"item_id", "condition_id", "attempt"} <= set(data.columns):
         return
-    key = [c for c in ATTEMPT_KEY if c in data.columns]
+    key = [c for c in ATTEMPT_KEY if c in data.columns] + list(extra)
     repeated = data.duplicated(key, keep=False).to_numpy()
     if not repeated.any():
         return

@@ -20,6 +20,21 @@ from hce.stats.boolean import _as_bool
 from hce.stats._validate import reads_frame
 
 
+def _values(data: pd.DataFrame, column: str) -> np.ndarray:
+    """A score column as floats (booleans as 0/1, missing as NaN)."""
+    return _as_bool(data, column) if data[column].dtype == bool else numeric_column(data, column)
+
+
+def judge_and_human(data: pd.DataFrame, score: str, truth: str) -> tuple[np.ndarray, np.ndarray]:
+    """The judge's scores (every row needs one: refused naming the row) and the human scores
+    (NaN on the unlabelled rows) of a prediction-powered analysis."""
+    f, y = _values(data, score), _values(data, truth)
+    if np.isnan(f).any():
+        row = data.index[np.argmax(np.isnan(f))]
+        raise DataError(f"column {score!r} is missing in row {row!r}; every row needs a judge score")
+    return f, y
+
+
 def _ppi_core(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, lam: float):
     """PPI(++) point estimate and standard error for a mean, as ``ppi_py.ppi_mean_ci``."""
     n, N = len(y), len(f_unl)
@@ -89,12 +104,7 @@ def ppi_mean(
     ``lambda = cov(Y, f) / ((1 + n/N) var(f, f~))``, clipped to [0, 1]. Valid when the
     labelled rows are a random sample of all rows.
 
-    References
-    ----------
-    .. [1] Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I., & Zrnic, T. (2023).
-       Prediction-powered inference. Science 382, 669-674.
-    .. [2] Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient
-       prediction-powered inference. arXiv:2311.01453.
+    %(ppi_references)s
 
     Examples
     --------
@@ -108,11 +118,7 @@ def ppi_mean(
     check_choice("tuning", tuning, ["none", "power"])
     check_confidence(confidence)
     require_columns(data, [score, truth])
-    f = _as_bool(data, score) if data[score].dtype == bool else numeric_column(data, score)
-    y = _as_bool(data, truth) if data[truth].dtype == bool else numeric_column(data, truth)
-    if np.isnan(f).any():
-        row = data.index[np.argmax(np.isnan(f))]
-        raise DataError(f"column {score!r} is missing in row {row!r}; every row needs a judge score")
+    f, y = judge_and_human(data, score, truth)
     labelled = ~np.isnan(y)
     n, N = int(labelled.sum()), int((~labelled).sum())
     if n < 2 or N < 2:
@@ -210,3 +216,105 @@ def rogan_gladen(
         rows.append({"estimate": k / m, "ci_low": float(low), "ci_high": float(high), "se": np.nan,
                      "n": m, "method": method})
     return pd.DataFrame(rows)
+
+
+def _power_pair(corr: float, cost_label: float, cost_judge: float, budget: float | None,
+                effective_n: float | None) -> dict:  # fmt: skip
+    """ppi_py's ``ppi_power`` with no cost of an unlabelled row beyond the judge's (``cost_X = 0``)."""
+    r2 = corr**2
+    gamma = cost_judge / cost_label
+    ppi_cost = cost_label * (1 - r2 + gamma * r2 + 2 * np.sqrt(gamma * r2 * (1 - r2)))
+    n0 = budget / ppi_cost if budget is not None else effective_n
+    n = n0 * (1 - r2 + np.sqrt(gamma * r2 * (1 - r2)))
+    N = n * (n0 - n) / (n - (1 - r2) * n0) if corr != 0 else 0
+    n, N = round(n), round(N)  # Python's rounding, as ppi_py
+    if cost_label < ppi_cost or N < 0:  # the judge does not pay: labels only
+        n = round(budget / cost_label) if budget is not None else round(n0)
+        return {"n_labelled": n, "n_unlabelled": 0, "cost": n * cost_label, "effective_n": n}
+    return {"n_labelled": n, "n_unlabelled": N, "cost": n * cost_label + (n + N) * cost_judge,
+            "effective_n": round(n * (n + N) / (n + (1 - r2) * N))}
+
+
+@reads_frame(numbers=("score", "truth"))
+def ppi_budget(
+    data: pd.DataFrame,
+    *,
+    cost_label: float,
+    cost_judge: float,
+    budget: float | None = None,
+    effective_n: float | None = None,
+    score: str = "judge_score",
+    truth: str = "human_score",
+) -> pd.DataFrame:
+    """How many human labels and judge-only rows the next study needs (PPI power analysis).
+
+    Parameters
+    ----------
+    data : DataFrame
+        A pilot: rows with both a judge score and a human score (rows missing either are
+        left out). Their correlation (the "PPI correlation") sets the answer.
+    cost_label : float
+        Cost of one human label (a labelled row also gets the judge's score).
+    cost_judge : float
+        Cost of one judge score.
+    budget : float, optional
+        Total budget: the most precise pair that costs at most this. Default None.
+    effective_n : float, optional
+        Target precision, as the number of human labels the classical estimate would need:
+        the cheapest pair reaching it. Default None. Give one of ``budget`` and
+        ``effective_n`` (``budget`` wins when both are given, as in ppi_py).
+    score, truth : str
+        Judge score and human score columns, defaults ``"judge_score"``, ``"human_score"``.
+
+    Returns
+    -------
+    DataFrame
+        One row: ``n_labelled`` (rows to label by humans), ``n_unlabelled`` (rows scored by
+        the judge only), ``cost``, ``effective_n`` (the classical sample size of the same
+        precision), ``ppi_corr`` and ``n`` (pilot rows used), ``method``.
+
+    Notes
+    -----
+    As ppi_py's ``ppi_mean_power`` (Broska, Howes & van Loon 2024): with rho the pilot's
+    correlation between human and judge scores (capped at 1 - 1/n) and
+    ``gamma = cost_judge / cost_label``, a classical study of n0 labels is matched by
+    ``n = n0 (1 - rho^2 + sqrt(gamma rho^2 (1 - rho^2)))`` labels and
+    ``N = n (n0 - n) / (n - (1 - rho^2) n0)`` judge-only rows; with a budget,
+    ``n0 = budget / (cost_label (1 - rho^2 + gamma rho^2 + 2 sqrt(gamma rho^2 (1 - rho^2))))``.
+    When the judge does not pay for itself, every row is labelled (``n_unlabelled = 0``).
+
+    References
+    ----------
+    .. [1] Broska, D., Howes, M., & van Loon, A. (2024). The mixed subjects design: treating
+       large language models as (potentially) informative observations. SocArXiv j3bnt.
+    .. [2] Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient
+       prediction-powered inference. arXiv:2311.01453.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(1)
+    >>> human = rng.normal(3, 1, 80)
+    >>> pilot = pd.DataFrame({"human_score": human, "judge_score": human + rng.normal(0, 0.5, 80)})
+    >>> ppi_budget(pilot, cost_label=2.0, cost_judge=0.05, effective_n=200)[["n_labelled", "n_unlabelled"]]
+       n_labelled  n_unlabelled
+    0          61           630
+    """
+    if budget is None and effective_n is None:
+        raise DataError("ppi_budget: give budget= (the most precise design for it) or effective_n= (the cheapest)")
+    for name, value in (("cost_label", cost_label), ("cost_judge", cost_judge)):
+        if not value > 0:
+            raise DataError(f"ppi_budget: {name}={value!r} must be a positive cost")
+    require_columns(data, [score, truth])
+    f, y = _values(data, score), _values(data, truth)
+    both = ~np.isnan(f) & ~np.isnan(y)
+    y, f = y[both], f[both]
+    n = len(y)
+    if n < 3 or np.std(y) == 0 or np.std(f) == 0:
+        raise DataError(f"ppi_budget: need at least 3 pilot rows with varying human and judge scores, got {n}")
+    # ppi_py's _get_ppi_corr for a mean: gradients y - mean(y) and f - mean(y), moments over n.
+    g, h = y - y.mean(), f - y.mean()
+    gc, hc = g - g.mean(), h - h.mean()
+    corr = float(min(np.mean(gc * hc) / np.sqrt(np.mean(gc**2) * np.mean(hc**2)), 1 - 1 / n))
+    row = _power_pair(corr, cost_label, cost_judge, budget, effective_n)
+    return pd.DataFrame([{**row, "ppi_corr": corr, "n": n, "method": "PPI power (ppi_py ppi_mean_power)"}])

@@ -178,6 +178,12 @@ def binary_log(rng):
     return log
 
 
+def verdict_pairs(rng):
+    """Two raters' 0/1 verdicts of the same queries (McNemar's paired verdicts)."""
+    out = relevance(rng, n=20)
+    return out[(out["element"] == "bmi") & out["rater"].isin(["e1", "auto"])].reset_index(drop=True)
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
     """How to call one statistic: a clean frame, the call, and the columns it reads."""
@@ -194,7 +200,17 @@ class Case:
 LOG_SCORE = ("item_id", "condition_id", "total")
 LONG = ("item", "rater", "rating")
 BY_LONG = dict(zip(("item", "rater", "score"), LONG))
+PAIRED = ("judge_score", "human_score")
 CASES: dict[str, Case] = {
+    "alt_test": Case(rater_table, lambda d: hs.alt_test(d, item="item", rater="rater", score="rating", judge="r3",
+                                                        scoring="neg_rmse", min_items_per_human=5), LONG, log=False),
+    "bland_altman": Case(attempt_log, lambda d: hs.bland_altman(d, item=None, a="judge_score", b="human_score"), PAIRED),
+    "calibrate_to_humans": Case(attempt_log, lambda d: hs.calibrate_to_humans(d, random_state=0), PAIRED, rowwise=True),
+    "concordance": Case(attempt_log, lambda d: hs.concordance(d, item=None, a="judge_score", b="human_score"), PAIRED),
+    "mcnemar": Case(verdict_pairs, lambda d: hs.mcnemar(d, item="query_id", rater="rater", score="relevant"),
+                    ("query_id", "rater", "relevant"), log=False),
+    "ppi_budget": Case(attempt_log, lambda d: hs.ppi_budget(d, cost_label=1.0, cost_judge=0.1, effective_n=50), PAIRED),
+    "ppi_compare": Case(attempt_log, lambda d: hs.ppi_compare(d), ("condition_id", *PAIRED)),
     "adaptive_filter_agreement": Case(relevance, lambda d: hs.adaptive_filter_agreement(d, n_boot=0),
                                       ("query_id", "element", "rater", "relevant")),
     "agrees_with_mode": Case(attempt_log, lambda d: hs.agrees_with_mode(d), ("item_id", "total"), rowwise=True),

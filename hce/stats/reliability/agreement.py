@@ -25,13 +25,14 @@ from hce.stats._frames import EngineFrame
 from hce.stats._validate import reads_frame
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 from hce.stats.reliability._engine import count_matrix, rated, unit_counts
+from hce.stats.reliability.paradox import NO_PARADOX, PARADOX_COLUMNS, pabak, paradox_of_table
 
 Weights = Literal["unweighted", "linear", "quadratic"]
 KappaInterval = Literal["wald", "bootstrap"]
 
 COLUMNS = [
     "metric", "weights", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value",
-    "pa", "pe", "method", "ci_method", *COUNT_COLUMNS,
+    "pa", "pe", *PARADOX_COLUMNS, "method", "ci_method", *COUNT_COLUMNS,
 ]  # fmt: skip
 
 
@@ -99,7 +100,7 @@ def _check_chance(pe: float) -> None:
 
 
 def _row(metric: str, weights: str, **values) -> dict:
-    return dict(metric=metric, weights=weights, **values)
+    return {"metric": metric, "weights": weights, **NO_PARADOX, **values}
 
 
 def kappa_core(table: np.ndarray, w: np.ndarray) -> dict[str, float]:
@@ -267,7 +268,10 @@ def cohen_kappa(
         One row: ``metric`` ("Cohen's kappa"), ``weights``, ``estimate``, ``se``
         (large-sample, non-null), ``ci_low``, ``ci_high`` (``ci_method``'s), ``statistic``
         (z = kappa / se0 with the null SE), ``p_value`` (two-sided, normal), ``pa``
-        (weighted observed agreement), ``pe`` (chance agreement), ``method``,
+        (weighted observed agreement), ``pe`` (chance agreement), the kappa-paradox
+        diagnostics ``prevalence_index`` = |a - d|/n and ``bias_index`` = |b - c|/n (two
+        categories; NaN for more) and ``pabak`` = (q p_o - 1)/(q - 1) with p_o the unweighted
+        observed agreement (Byrt, Bishop & Carlin 1993), ``method``,
         ``ci_method``, ``n_items`` (rated by both), ``n_raters``, ``n_scores``,
         ``n_dropped`` (missing ratings and ratings of targets rated only once).
 
@@ -379,7 +383,7 @@ def _cohen_table(cross: np.ndarray, per_unit: Callable[[], tuple[np.ndarray, np.
                 "Cohen's kappa", weights, estimate=kappa, se=se,
                 ci_low=low, ci_high=high, statistic=float(z),
                 p_value=float(2 * stats.norm.sf(abs(z))), pa=core["pa"], pe=core["pe"],
-                method="Cohen (1960, 1968)", ci_method=how,
+                **paradox_of_table(cross), method="Cohen (1960, 1968)", ci_method=how,
                 **counts(n, 2, 2 * n, n_missing + n_rated - 2 * n),
             )  # fmt: skip
         ],
@@ -489,6 +493,7 @@ def _chance_corrected(
                 ci_high=float(min(1.0, estimate + t_crit * se)),
                 statistic=float(t), p_value=float(2 * stats.t.sf(abs(t), n - 1)),
                 pa=float(pa), pe=pe, method=method,
+                **({**NO_PARADOX, "pabak": pabak(pa, q)} if weights == "unweighted" else NO_PARADOX),
                 ci_method="t on n-1 df, linearised variance of Gwet (2008)",
                 **counts(n, n_raters, n_used, n_missing),
             )  # fmt: skip
