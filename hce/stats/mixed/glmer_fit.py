@@ -182,7 +182,7 @@ def _fit(model: Glmm, design: Design, nAGQ: int, fam: Family, max_iter: int | No
     k = model.n_theta
     lower, scalar = model.system.lower, model.system.scalar
     theta0 = np.where(lower == 0, 1.0, 0.0)  # lme4's start
-    stage1 = minimise_theta(_guarded(model.laplace_joint), theta0, lower, scalar, max_iter)
+    stage1 = minimise_theta(_guarded(model.laplace_joint), theta0, lower, scalar, max_iter=max_iter)
     stopped = [stage1.message] if stage1.stopped else []
     mode = model.mode(stage1.theta)
     par, deviance = np.concatenate([stage1.theta, mode.beta]), stage1.deviance
@@ -198,7 +198,7 @@ def _fit(model: Glmm, design: Design, nAGQ: int, fam: Family, max_iter: int | No
             par,
             np.concatenate([lower, np.full(len(par) - k, -np.inf)]),
             np.concatenate([scalar, np.zeros(len(par) - k, dtype=bool)]),
-            max_iter,
+            max_iter=max_iter,
         )
         par, deviance = stage2.theta, stage2.deviance
         stopped += [stage2.message] if stage2.stopped else []

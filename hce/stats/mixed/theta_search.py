@@ -126,6 +126,7 @@ def minimise_theta(
     lower: np.ndarray,
     scalar: np.ndarray,
     gradient: Callable[[np.ndarray], np.ndarray | None] | None = None,
+    *,
     max_iter: int | None = None,
 ) -> ThetaFit:
     """Minimise ``deviance(theta)`` subject to ``theta >= lower``.
