@@ -269,8 +269,8 @@ def cohen_kappa(
         (large-sample, non-null), ``ci_low``, ``ci_high`` (``ci_method``'s), ``statistic``
         (z = kappa / se0 with the null SE), ``p_value`` (two-sided, normal), ``pa``
         (weighted observed agreement), ``pe`` (chance agreement), the kappa-paradox
-        diagnostics ``prevalence_index`` = |a - d|/n and ``bias_index`` = |b - c|/n (two
-        categories; NaN for more) and ``pabak`` = (q p_o - 1)/(q - 1) with p_o the unweighted
+        diagnostics ``prevalence_index`` = ``|a - d|/n`` and ``bias_index`` = ``|b - c|/n`` (two
+        categories; NaN for more) and ``pabak`` = ``(q p_o - 1)/(q - 1)`` with p_o the unweighted
         observed agreement (Byrt, Bishop & Carlin 1993), ``method``,
         ``ci_method``, ``n_items`` (rated by both), ``n_raters``, ``n_scores``,
         ``n_dropped`` (missing ratings and ratings of targets rated only once).
