@@ -19,6 +19,7 @@ _EXPORTS = {
         "confidence_table", "expected_calibration_error", "logprob_confidence", "reliability_table",
         "verbal_confidence", "vote_confidence",
     ),
+    "hce.stats.detectable": ("mde", "planning_components", "power_difference"),
     "hce.stats.dif": ("dif_ordinal",),
     "hce.stats.editf1": (
         "annotator_pairs", "count_sentences", "edit_counts", "edit_counts_from_matches",
@@ -76,8 +77,8 @@ __all__ = [
     "glmer", "golden_agreement", "gwet_ac", "icc", "icc_groups", "instrument_report",
     "inter_annotator_predictability", "item_spread", "item_statistics", "kl_divergence", "kmo",
     "krippendorff_alpha", "kruskal_wallis", "lmer", "logprob_confidence", "mae_vs_target",
-    "majority_vote", "mann_whitney", "mcdonald_omega", "mean_score_ensemble", "normalize_likert",
-    "omega_hierarchical", "ordinal_alpha", "p_adjust", "parallel_analysis", "parse_formula",
+    "majority_vote", "mann_whitney", "mcdonald_omega", "mde", "mean_score_ensemble", "normalize_likert",
+    "omega_hierarchical", "ordinal_alpha", "p_adjust", "parallel_analysis", "parse_formula", "planning_components", "power_difference",
     "pass_rates", "percent_agreement", "polychoric", "posthoc", "ppi_mean", "rater_expertise",
     "reliability_items", "reliability_table", "rm_anova", "rogan_gladen",
     "sd_difference_power", "sd_difference_power_analytic", "sentence_table", "share_below", "simulated_log",
