@@ -22,7 +22,7 @@ from scipy import optimize, special, stats
 
 from hce._vocabulary import keywords_checked
 from hce._warnings import warn
-from hce.errors import DataError
+from hce.errors import DataError, HceWarning
 from hce.stats._validate import reads_frame
 
 __all__ = ["mde", "planning_components", "power_difference"]
@@ -422,5 +422,5 @@ def power_difference(
     grid = _proportions(grid, comps, "delta")
     if not grid["reached"].any():
         warn(f"no design of the grid reaches power {target_power} against a difference of {delta}; "
-             "add items or attempts")  # fmt: skip
+             "add items or attempts", HceWarning)  # fmt: skip
     return grid.sort_values(["reached", "calls"], ascending=[False, True], kind="stable").reset_index(drop=True)
