@@ -274,6 +274,9 @@ def collect(
         print_whole(shown)
         console.print(summarise_estimate(table), highlight=False)
         with reported():
+            if parsed.stop_rule is not None:
+                console.print(_rule_projection(parsed, table, hce.read_log(pilot) if pilot is not None else None),
+                              highlight=False)  # fmt: skip
             limit = max_cost if max_cost is not None else parsed.max_cost_usd
             if limit is not None:
                 console.print(budget_stop(parsed, log if log.exists() else None, limit, batch=batch), highlight=False)
@@ -312,6 +315,22 @@ def collect(
         stderr.print(f"{ERROR} every call failed (no reply from the endpoint): see error_message in {log}; "
                       "fix the endpoint, then run again with --retry-failed", highlight=False)
         raise typer.Exit(code=2)
+
+
+def _rule_projection(parsed, table, pilot) -> str:
+    """One line for a dry run of a design with a stopping rule: the attempts and cost it may take."""
+    from hce.collect.stopping import expected_under_rule
+
+    rule, rows = parsed.stop_rule, expected_under_rule(parsed, pilot)
+    text = (f"stopping rule ({rule.criterion} to +-{rule.half_width:g} at {rule.confidence:.0%}, {rule.min}-{rule.max} "
+            f"attempts, {rule.batch} a round): between {rows['at_least'].sum():,} and {rows['at_most'].sum():,} "
+            "attempts; the calls above are the most")  # fmt: skip
+    if pilot is None:
+        return text + "; give --pilot LOG for the expected number"
+    share = rows["expected"].to_numpy() / rows["at_most"].to_numpy()
+    cost = (table["cost_usd"].to_numpy() * share).sum()
+    return (text + f"; expected from the pilot ~{rows['expected'].sum():,.0f} ({1 - rows['expected'].sum() / rows['at_most'].sum():.0%} "
+            f"fewer), ~${cost:,.2f}")  # fmt: skip
 
 
 def _print_projection(parsed, pilot) -> None:

@@ -370,7 +370,7 @@ def _formula(score: str, subsets: list[tuple[str, ...]]) -> str:
     return f"{score} ~ 1 + " + " + ".join(f"(1 | {':'.join(s)})" for s in subsets)
 
 
-@reads_frame(keys=("facets",), numbers=("score",), engine=_variance_components_in_engine)
+@reads_frame(keys=("facets",), numbers=("score",), engine=_variance_components_in_engine, spread=True)
 @fill_doc
 def variance_components(
     data: pd.DataFrame,

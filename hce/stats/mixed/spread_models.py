@@ -17,7 +17,7 @@ from hce.stats.mixed.lmer_fit import lmer
 from hce.stats.mixed.lmer_result import LmerResult, Method, _factor_column
 
 
-@reads_frame(formula="formula", numbers=("score",))
+@reads_frame(formula="formula", numbers=("score",), spread=True)
 def spread_model(
     formula: str,
     data: pd.DataFrame,
