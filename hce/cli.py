@@ -377,6 +377,70 @@ def cost(
     print_whole(shown)
 
 
+def _integers(value: str) -> list[int]:
+    try:
+        numbers = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"must be whole numbers separated by commas, got {value!r}") from None
+    if not numbers:
+        raise typer.BadParameter("give at least one number")
+    return numbers
+
+
+@app.command()
+def plan(
+    pilot: Path = typer.Argument(..., help="The pilot's attempt log (JSONL, CSV or Parquet): two or more conditions, two or more attempts each."),
+    score: str = typer.Option("total", "--score", metavar="COLUMN", help="The score (or 0/1 verdict) compared."),
+    condition: str = typer.Option("condition_id", "--condition", metavar="COLUMN", help="The condition column."),
+    items: str = typer.Option("20,40,80,160", "--items", metavar="N,N,...", help="Items per condition in the grid."),
+    attempts: str = typer.Option("1,3,5,10", "--attempts", metavar="N,N,...", help="Attempts per item in the grid."),
+    power: float = typer.Option(0.8, "--power", metavar="P", help="Power the difference is detected with."),
+    alpha: float = typer.Option(0.05, "--alpha", metavar="P", help="Two-sided significance level."),
+    delta: float = typer.Option(None, "--delta", metavar="D", help="A difference to detect: adds each design's power against it."),
+    unpaired: bool = typer.Option(False, "--unpaired", help="Other items under each condition (default: the same items)."),
+    target: float = typer.Option(0.8, "--target", metavar="G", help="The G and Phi the attempts are solved for."),
+    rule_min: int = typer.Option(3, "--rule-min", min=1, metavar="N", help="The stopping rule's attempts for every item."),
+    rule_max: int = typer.Option(15, "--rule-max", min=1, metavar="N", help="The stopping rule's most attempts."),
+    half_width: float = typer.Option(0.5, "--half-width", callback=_positive, metavar="W",
+                                     help="The stopping rule's target half-width of an item mean's 95% interval."),
+) -> None:
+    """Plan the main study from a pilot: detectable differences with costs, attempts needed, stopping savings."""
+    from hce.study.pilot_plan import plan_from_pilot
+
+    with reported():
+        result = plan_from_pilot(hce.read_log(pilot), score=score, condition=condition, n_items=_integers(items),
+                                 n_attempts=_integers(attempts), alpha=alpha, power=power, paired=not unpaired,
+                                 delta=delta, target=target, rule_min=rule_min, rule_max=rule_max,
+                                 half_width=half_width)  # fmt: skip
+    comps = ", ".join(f"{r.component} {r.estimate:.4g}" for r in result.components.itertuples())
+    console.print(f"pilot {pilot}: variance components ({result.components['scale'].iloc[0]} scale) {comps}; "
+                  f"{_money(result.cost_per_attempt)} USD per attempt", highlight=False)  # fmt: skip
+    binary = "p_detectable" in result.grid.columns
+    shown = Table("items", "attempts", "detectable difference", *(["implied proportion"] if binary else []), "calls",
+                  "cost (USD)")  # fmt: skip
+    for row in result.grid.itertuples():
+        extra = [f"{row.p_reference:.3f} -> {row.p_detectable:.3f}"] if binary else []
+        shown.add_row(f"{row.n_items:,}", f"{row.n_attempts:,}", f"{row.estimate:.3f}", *extra, f"{row.calls:,}",
+                      _money(row.cost_usd))  # fmt: skip
+    console.print(f"smallest difference of two conditions' mean {score} detected with power {power:g} at alpha "
+                  f"{alpha:g} ({'unpaired' if unpaired else 'paired'}), the cheapest design first:", highlight=False)
+    print_whole(shown)
+    if result.power is not None:
+        first = result.power.iloc[0]
+        said = (f"the cheapest design reaching power {power:g} against a difference of {delta:g}: {first['n_items']} items x "
+                f"{first['n_attempts']} attempts, {first['calls']:,} calls, {_money(first['cost_usd'])} USD (power "
+                f"{first['estimate']:.2f})") if first["reached"] else f"no design of the grid reaches power {power:g} against {delta:g}"
+        console.print(said, highlight=False)
+    for row in result.d_study.itertuples():
+        needed = f"{int(row.estimate)}" if row.estimate == row.estimate else f"more than {row.max_n}"
+        console.print(f"{row.coefficient} >= {target:g} for an item's score under one condition: {needed} attempts "
+                      f"(95% interval {row.ci_low:g} to {row.ci_high:g})", highlight=False)
+    for row in result.stopping.itertuples():
+        console.print(f"stopping rule on {row.condition_id}: {rule_min}-{rule_max} attempts to +-{half_width:g}: "
+                      f"~{row.expected_attempts:.1f} attempts per item expected, {row.saving:.0%} fewer than {rule_max}",
+                      highlight=False)  # fmt: skip
+
+
 def _money(value: float) -> str:
     return "unpriced" if value != value else f"{value:,.4f}"
 

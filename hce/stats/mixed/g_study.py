@@ -198,6 +198,7 @@ class VarianceComponents:
         coefficient: str = "G",
         facet: str = "attempt",
         max_n: int = 50,
+        n_levels: dict[str, int] | None = None,
         confidence: float = 0.95,
         random_state: int | np.random.Generator | None = None,
     ) -> pd.DataFrame:
@@ -215,6 +216,9 @@ class VarianceComponents:
             are not the object), the other facets at their observed numbers.
         max_n : int, default 50
             Largest number searched.
+        n_levels : dict, optional
+            Levels of the other facets, as in :meth:`d_study` (default the numbers observed);
+            ``{"condition_id": 1}``: the score of an item under one condition.
         %(confidence)s
             Here: the interval of the number needed.
         %(random_state)s
@@ -262,7 +266,9 @@ class VarianceComponents:
         ns = range(1, int(max_n) + 1)
 
         def weight(n: int) -> np.ndarray:
-            return (self._error_weights(n, None) if facet == "attempt" else self._error_weights(1, {facet: n}))[pick]
+            fixed = dict(n_levels or {})
+            return (self._error_weights(n, fixed) if facet == "attempt"
+                    else self._error_weights(1, {**fixed, facet: n}))[pick]  # fmt: skip
 
         weights = [weight(n) for n in ns]
         names = self.components["component"].tolist()
