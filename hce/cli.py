@@ -398,11 +398,12 @@ def plan(
     alpha: float = typer.Option(0.05, "--alpha", metavar="P", help="Two-sided significance level."),
     delta: float = typer.Option(None, "--delta", metavar="D", help="A difference to detect: adds each design's power against it."),
     unpaired: bool = typer.Option(False, "--unpaired", help="Other items under each condition (default: the same items)."),
-    target: float = typer.Option(0.8, "--target", metavar="G", help="The G and Phi the attempts are solved for."),
+    reliability: float = typer.Option(0.8, "--reliability", metavar="G", help="The G and Phi the attempts are solved for."),
     rule_min: int = typer.Option(3, "--rule-min", min=1, metavar="N", help="The stopping rule's attempts for every item."),
     rule_max: int = typer.Option(15, "--rule-max", min=1, metavar="N", help="The stopping rule's most attempts."),
     half_width: float = typer.Option(0.5, "--half-width", callback=_positive, metavar="W",
                                      help="The stopping rule's target half-width of an item mean's 95% interval."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the interval draws and the stopping rule's simulation."),
 ) -> None:
     """Plan the main study from a pilot: detectable differences with costs, attempts needed, stopping savings."""
     from hce.study.pilot_plan import plan_from_pilot
@@ -410,8 +411,8 @@ def plan(
     with reported():
         result = plan_from_pilot(hce.read_log(pilot), score=score, condition=condition, n_items=_integers(items),
                                  n_attempts=_integers(attempts), alpha=alpha, power=power, paired=not unpaired,
-                                 delta=delta, target=target, rule_min=rule_min, rule_max=rule_max,
-                                 half_width=half_width)  # fmt: skip
+                                 delta=delta, reliability=reliability, rule_min=rule_min, rule_max=rule_max,
+                                 half_width=half_width, random_state=seed)  # fmt: skip
     comps = ", ".join(f"{r.component} {r.estimate:.4g}" for r in result.components.itertuples())
     console.print(f"pilot {pilot}: variance components ({result.components['scale'].iloc[0]} scale) {comps}; "
                   f"{_money(result.cost_per_attempt)} USD per attempt", highlight=False)  # fmt: skip
@@ -433,7 +434,7 @@ def plan(
         console.print(said, highlight=False)
     for row in result.d_study.itertuples():
         needed = f"{int(row.estimate)}" if row.estimate == row.estimate else f"more than {row.max_n}"
-        console.print(f"{row.coefficient} >= {target:g} for an item's score under one condition: {needed} attempts "
+        console.print(f"{row.coefficient} >= {reliability:g} for an item's score under one condition: {needed} attempts "
                       f"(95% interval {row.ci_low:g} to {row.ci_high:g})", highlight=False)
     for row in result.stopping.itertuples():
         console.print(f"stopping rule on {row.condition_id}: {rule_min}-{rule_max} attempts to +-{half_width:g}: "

@@ -251,7 +251,7 @@ class Design:
     attempts : int
         Repeated attempts per item and condition (with ``stop_rule``: at most).
     stop_rule : StopRule or None
-        Repeats that stop when a cell's score is known (:mod:`hce.collect.stopping`); None:
+        Repeats that stop when a cell's score is known (``hce.collect.stopping``); None:
         every cell gets ``attempts``.
     rubric : Rubric
         The rubric judged with.

@@ -42,7 +42,7 @@ class RunSummary:
         (missing by design, not errors).
     settled : int
         Planned attempts not sent because the design's stopping rule settled their cells
-        first (:mod:`hce.collect.stopping`).
+        first (``hce.collect.stopping``).
 
     Examples
     --------

@@ -30,7 +30,7 @@ to a write-ahead record before the log (:mod:`hce.collect.journal`): when the lo
 written (a full disk), the run stops with one line naming it and the cause, and the next
 run logs those replies without sending them again.
 
-A design whose ``attempts`` is a stopping rule (:mod:`hce.collect.stopping`) is run in
+A design whose ``attempts`` is a stopping rule (``hce.collect.stopping``) is run in
 rounds: every cell's first ``min`` attempts, then the next attempts of the cells whose interval
 is still wider than the target, decided from the log after each round, until every cell is
 settled or at ``max``; the stops above end it as they end a fixed run.

@@ -158,7 +158,7 @@ def due(rule: StopRule, todo: Sequence[Any], records: Iterable[Mapping[str, Any]
     return sorted(out, key=lambda a: order[id(a)])
 
 
-def expected_attempts(rule: StopRule, cells: Sequence[Sequence[Any]], *, n_sim: int = 200, seed: int = 0) -> float:
+def expected_attempts(rule: StopRule, cells: Sequence[Sequence[Any]], *, n_sim: int = 200, seed: int | None = 0) -> float:
     """Mean attempts a cell takes under the rule, by resampling pilot cells' scores.
 
     Each simulated cell draws its scores with replacement from one pilot cell (chosen at

@@ -81,6 +81,13 @@ def planning_components(
     (:func:`hce.stats.lmer`); for 0/1 verdicts the logit GLMM (:func:`hce.stats.glmer`),
     whose latent residual is the logistic variance pi^2/3.
 
+    References
+    ----------
+    .. [1] Bates, D., Maechler, M., Bolker, B., & Walker, S. (2015). Fitting linear mixed-effects
+       models using lme4. Journal of Statistical Software 67(1).
+    .. [2] Nakagawa, S., & Schielzeth, H. (2010). Repeatability for Gaussian and non-Gaussian
+       data. Biological Reviews 85, 935-956.
+
     Examples
     --------
     >>> from hce.stats import planning_components, simulated_log
@@ -298,7 +305,7 @@ def mde(
     conditions' means has SE sqrt(2 (s2_ic + s2_e / m) / n) paired, on n - 1 df, and
     sqrt(2 (s2_i + s2_ic + s2_e / m) / n) unpaired, on 2n - 2 df; in a balanced design the
     paired SE is lmer's SE of the condition coefficient. The MDE is the delta at which the
-    two-sided t test has the asked power: P(|T| > t_(1 - alpha/2, df)) = power with T
+    two-sided t test has the asked power: P(abs(T) > t_(1 - alpha/2, df)) = power with T
     noncentral t with ncp delta / SE (both tails, as statsmodels' ``TTestPower``; R's
     ``power.t.test(strict = TRUE)``).
 
@@ -387,7 +394,7 @@ def power_difference(
 
     Notes
     -----
-    Power of the two-sided t test, P(|T| > t_(1 - alpha/2, df)), T noncentral t with ncp
+    Power of the two-sided t test, P(abs(T) > t_(1 - alpha/2, df)), T noncentral t with ncp
     delta / SE; the SE and df as in :func:`mde`, whose MDE is the delta where this power
     equals ``power``.
 

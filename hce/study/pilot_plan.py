@@ -4,8 +4,8 @@ Three answers from one pilot attempt log: the smallest difference between two co
 mean scores each design of a grid detects, with its calls and cost
 (:func:`hce.stats.mde`); the attempts per item a G or Phi target needs
 (:meth:`hce.stats.VarianceComponents.solve`); and what repeats that stop when the score is
-known would save (:mod:`hce.collect.stopping`). The cost of an attempt is the pilot's own
-(its logged ``cost_usd``, else its tokens at the model's price, :mod:`hce.collect.pricing`):
+known would save (``hce.collect.stopping``). The cost of an attempt is the pilot's own
+(its logged ``cost_usd``, else its tokens at the model's price, ``hce.collect.pricing``):
 this module sits above both layers, so ``hce.stats`` never sees a price.
 """
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from hce._docstrings import fill_doc
 from hce._vocabulary import keywords_checked
 from hce.errors import DataError
 
@@ -75,6 +76,7 @@ class PilotPlan:
 
 
 @keywords_checked
+@fill_doc
 def plan_from_pilot(
     pilot: pd.DataFrame,
     *,
@@ -87,11 +89,11 @@ def plan_from_pilot(
     power: float = 0.8,
     paired: bool = True,
     delta: float | None = None,
-    target: float = 0.8,
+    reliability: float = 0.8,
     rule_min: int = 3,
     rule_max: int = 15,
     half_width: float = 0.5,
-    random_state: int | None = 0,
+    random_state: int | None = None,
 ) -> PilotPlan:
     """Plan the main study from a pilot: detectable differences with costs, attempts, stopping savings.
 
@@ -107,14 +109,13 @@ def plan_from_pilot(
         As in :func:`hce.stats.mde` (defaults 0.05, 0.8, True).
     delta : float, optional
         A difference to detect: adds each design's power against it.
-    target : float, default 0.8
+    reliability : float, default 0.8
         The G and Phi the D study solves for.
     rule_min, rule_max : int
         The stopping rule's min and max attempts (defaults 3, 15).
     half_width : float, default 0.5
         The stopping rule's target half-width of each item mean's 95% interval.
-    random_state : int or None, default 0
-        Seed of the D study's interval draws and of the stopping rule's simulation.
+    %(random_state)s
 
     Returns
     -------
@@ -125,7 +126,7 @@ def plan_from_pilot(
     >>> from hce.stats import simulated_log
     >>> pilot = simulated_log(n_items=12, n_attempts=3, noise={"A": 0.5, "B": 1.0}, error_rate=0,
     ...                       random_state=3)
-    >>> plan = plan_from_pilot(pilot, n_items=[20, 40], n_attempts=[1, 3])
+    >>> plan = plan_from_pilot(pilot, n_items=[20, 40], n_attempts=[1, 3], random_state=0)
     >>> plan.grid[["n_items", "n_attempts", "calls"]].values.tolist()
     [[20, 1, 40], [40, 1, 80], [20, 3, 120], [40, 3, 240]]
     >>> plan.d_study["coefficient"].tolist()
@@ -146,7 +147,7 @@ def plan_from_pilot(
     # the score of an item under one condition, averaged over its attempts
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".* does not reach ")  # the page says "more than max_n" itself
-        d_study = pd.concat([g.solve(target=target, coefficient=c, max_n=max(50, rule_max), n_levels={condition: 1},
+        d_study = pd.concat([g.solve(goal=reliability, coefficient=c, max_n=max(50, rule_max), n_levels={condition: 1},
                                      random_state=random_state) for c in ("G", "Phi")], ignore_index=True)  # fmt: skip
     rule = StopRule(min=rule_min, max=rule_max, criterion=score, half_width=half_width)
     usable = pilot
@@ -157,7 +158,7 @@ def plan_from_pilot(
     rows = []
     for cond, part in usable.dropna(subset=[score]).groupby(condition, sort=True):
         cells = [g_[score].tolist() for _, g_ in part.groupby(item, sort=False)]
-        mean = expected_attempts(rule, cells, seed=0 if random_state is None else int(random_state))
+        mean = expected_attempts(rule, cells, seed=random_state)
         rows.append({"condition_id": cond, "min": rule_min, "max": rule_max, "half_width": half_width,
                      "expected_attempts": mean, "saving": 1 - mean / rule_max})  # fmt: skip
     return PilotPlan(components, grid, against, d_study, pd.DataFrame(rows), price)

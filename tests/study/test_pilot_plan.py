@@ -34,7 +34,7 @@ def quiet(fn, *args, **kwargs):
 
 def test_plan_parts_are_the_statistics_they_report():
     pilot = pilot_log()
-    plan = quiet(plan_from_pilot, pilot, n_items=[20, 40], n_attempts=[1, 5], delta=1.0)
+    plan = quiet(plan_from_pilot, pilot, n_items=[20, 40], n_attempts=[1, 5], delta=1.0, random_state=0)
     price = pilot["cost_usd"].mean()
     assert plan.cost_per_attempt == pytest.approx(price)
     grid = hs.mde(pilot, n_items=[20, 40], n_attempts=[1, 5], cost_per_attempt=price)
@@ -42,7 +42,7 @@ def test_plan_parts_are_the_statistics_they_report():
     np.testing.assert_allclose(plan.grid["cost_usd"], grid["calls"] * price)
     assert plan.power["reached"].iloc[0] and plan.power["calls"].iloc[0] == plan.power.loc[plan.power["reached"], "calls"].min()
     g = quiet(hs.variance_components, pilot, score="total", facets=["item_id", "condition_id"], random_state=0)
-    want = g.solve(target=0.8, coefficient="G", n_levels={"condition_id": 1}, random_state=0)
+    want = g.solve(goal=0.8, coefficient="G", n_levels={"condition_id": 1}, random_state=0)
     assert plan.d_study["estimate"].iloc[0] == want["estimate"].iloc[0]
     assert list(plan.stopping["condition_id"]) == ["A", "B"]
     assert ((plan.stopping["expected_attempts"] >= 3) & (plan.stopping["expected_attempts"] <= 15)).all()
