@@ -277,6 +277,9 @@ def collect(
         print_whole(shown)
         console.print(summarise_estimate(table), highlight=False)
         with reported():
+            if parsed.stop_rule is not None:
+                console.print(_rule_projection(parsed, table, hce.read_log(pilot) if pilot is not None else None),
+                              highlight=False)  # fmt: skip
             limit = max_cost if max_cost is not None else parsed.max_cost_usd
             if limit is not None:
                 console.print(budget_stop(parsed, log if log.exists() else None, limit, batch=batch), highlight=False)
@@ -315,6 +318,22 @@ def collect(
         stderr.print(f"{ERROR} every call failed (no reply from the endpoint): see error_message in {log}; "
                       "fix the endpoint, then run again with --retry-failed", highlight=False)
         raise typer.Exit(code=2)
+
+
+def _rule_projection(parsed, table, pilot) -> str:
+    """One line for a dry run of a design with a stopping rule: the attempts and cost it may take."""
+    from hce.collect.stopping import expected_under_rule
+
+    rule, rows = parsed.stop_rule, expected_under_rule(parsed, pilot)
+    text = (f"stopping rule ({rule.criterion} to +-{rule.half_width:g} at {rule.confidence:.0%}, {rule.min}-{rule.max} "
+            f"attempts, {rule.batch} a round): between {rows['at_least'].sum():,} and {rows['at_most'].sum():,} "
+            "attempts; the calls above are the most")  # fmt: skip
+    if pilot is None:
+        return text + "; give --pilot LOG for the expected number"
+    share = rows["expected"].to_numpy() / rows["at_most"].to_numpy()
+    cost = (table["cost_usd"].to_numpy() * share).sum()
+    return (text + f"; expected from the pilot ~{rows['expected'].sum():,.0f} ({1 - rows['expected'].sum() / rows['at_most'].sum():.0%} "
+            f"fewer), ~${cost:,.2f}")  # fmt: skip
 
 
 def _print_projection(parsed, pilot) -> None:
@@ -359,6 +378,71 @@ def cost(
                       _money(row["cost_per_1000_attempts"]), f"{row['input_tokens']:,}", f"{row['cached_tokens']:,}{cached}",
                       f"{row['output_tokens']:,}", f"{row['batch_share']:.0%}", latency)  # fmt: skip
     print_whole(shown)
+
+
+def _integers(value: str) -> list[int]:
+    try:
+        numbers = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"must be whole numbers separated by commas, got {value!r}") from None
+    if not numbers:
+        raise typer.BadParameter("give at least one number")
+    return numbers
+
+
+@app.command()
+def plan(
+    pilot: Path = typer.Argument(..., help="The pilot's attempt log (JSONL, CSV or Parquet): two or more conditions, two or more attempts each."),
+    score: str = typer.Option("total", "--score", metavar="COLUMN", help="The score (or 0/1 verdict) compared."),
+    condition: str = typer.Option("condition_id", "--condition", metavar="COLUMN", help="The condition column."),
+    items: str = typer.Option("20,40,80,160", "--items", metavar="N,N,...", help="Items per condition in the grid."),
+    attempts: str = typer.Option("1,3,5,10", "--attempts", metavar="N,N,...", help="Attempts per item in the grid."),
+    power: float = typer.Option(0.8, "--power", metavar="P", help="Power the difference is detected with."),
+    alpha: float = typer.Option(0.05, "--alpha", metavar="P", help="Two-sided significance level."),
+    delta: float = typer.Option(None, "--delta", metavar="D", help="A difference to detect: adds each design's power against it."),
+    unpaired: bool = typer.Option(False, "--unpaired", help="Other items under each condition (default: the same items)."),
+    reliability: float = typer.Option(0.8, "--reliability", metavar="G", help="The G and Phi the attempts are solved for."),
+    rule_min: int = typer.Option(3, "--rule-min", min=1, metavar="N", help="The stopping rule's attempts for every item."),
+    rule_max: int = typer.Option(15, "--rule-max", min=1, metavar="N", help="The stopping rule's most attempts."),
+    half_width: float = typer.Option(0.5, "--half-width", callback=_positive, metavar="W",
+                                     help="The stopping rule's target half-width of an item mean's 95% interval."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the interval draws and the stopping rule's simulation."),
+) -> None:
+    """Plan the main study from a pilot: detectable differences with costs, attempts needed, stopping savings."""
+    from hce.study.pilot_plan import plan_from_pilot
+
+    with reported():
+        result = plan_from_pilot(hce.read_log(pilot), score=score, condition=condition, n_items=_integers(items),
+                                 n_attempts=_integers(attempts), alpha=alpha, power=power, paired=not unpaired,
+                                 delta=delta, reliability=reliability, rule_min=rule_min, rule_max=rule_max,
+                                 half_width=half_width, random_state=seed)  # fmt: skip
+    comps = ", ".join(f"{r.component} {r.estimate:.4g}" for r in result.components.itertuples())
+    console.print(f"pilot {pilot}: variance components ({result.components['scale'].iloc[0]} scale) {comps}; "
+                  f"{_money(result.cost_per_attempt)} USD per attempt", highlight=False)  # fmt: skip
+    binary = "p_detectable" in result.grid.columns
+    shown = Table("items", "attempts", "detectable difference", *(["implied proportion"] if binary else []), "calls",
+                  "cost (USD)")  # fmt: skip
+    for row in result.grid.itertuples():
+        extra = [f"{row.p_reference:.3f} -> {row.p_detectable:.3f}"] if binary else []
+        shown.add_row(f"{row.n_items:,}", f"{row.n_attempts:,}", f"{row.estimate:.3f}", *extra, f"{row.calls:,}",
+                      _money(row.cost_usd))  # fmt: skip
+    console.print(f"smallest difference of two conditions' mean {score} detected with power {power:g} at alpha "
+                  f"{alpha:g} ({'unpaired' if unpaired else 'paired'}), the cheapest design first:", highlight=False)
+    print_whole(shown)
+    if result.power is not None:
+        first = result.power.iloc[0]
+        said = (f"the cheapest design reaching power {power:g} against a difference of {delta:g}: {first['n_items']} items x "
+                f"{first['n_attempts']} attempts, {first['calls']:,} calls, {_money(first['cost_usd'])} USD (power "
+                f"{first['estimate']:.2f})") if first["reached"] else f"no design of the grid reaches power {power:g} against {delta:g}"
+        console.print(said, highlight=False)
+    for row in result.d_study.itertuples():
+        needed = f"{int(row.estimate)}" if row.estimate == row.estimate else f"more than {row.max_n}"
+        console.print(f"{row.coefficient} >= {reliability:g} for an item's score under one condition: {needed} attempts "
+                      f"(95% interval {row.ci_low:g} to {row.ci_high:g})", highlight=False)
+    for row in result.stopping.itertuples():
+        console.print(f"stopping rule on {row.condition_id}: {rule_min}-{rule_max} attempts to +-{half_width:g}: "
+                      f"~{row.expected_attempts:.1f} attempts per item expected, {row.saving:.0%} fewer than {rule_max}",
+                      highlight=False)  # fmt: skip
 
 
 def _money(value: float) -> str:

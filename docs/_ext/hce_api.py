@@ -57,7 +57,8 @@ STATS_TOPICS = (
       "hce.stats.ppi", "hce.stats.ppi_compare")),
     ("Bayesian models", "Hierarchical ordinal and binary models of judge scores in PyMC, with their diagnostics.",
      ("hce.stats.bayes",)),
-    ("Planning", "Items and attempts a study needs for the precision or power it wants.", ("hce.stats.power",)),
+    ("Planning", "Items and attempts a study needs for the precision or power it wants, and the smallest difference "
+     "it can detect.", ("hce.stats.power", "hce.stats.detectable")),
     ("Results and simulated logs", "The result object analyses return, and attempt logs with known truth.",
      ("hce.stats.result", "hce.stats._simulate")),
 )

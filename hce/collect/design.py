@@ -4,7 +4,8 @@ A design file (every key but ``conditions`` and ``items`` optional)::
 
     experiment_id: EXP2_PromptOptimization
     rubric: v5                    # a packaged rubric or a YAML path (relative to this file)
-    attempts: 25
+    attempts: 25                  # or a stopping rule: {min: 3, max: 15, stop_when: {criterion: total,
+                                  #   half_width: 0.5}} (hce.collect.stopping)
     endpoint:                     # never the API key itself
       base_url: http://127.0.0.1:8000/v1
       api_key_env: LOCAL_KEY      # the environment variable that holds the key (only it is read)
@@ -79,7 +80,8 @@ from hce._warnings import warn
 from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
 from hce.collect.providers import PROVIDERS, REASONING_MODEL, infer_kind, unsupported
-from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
+from hce.collect.schema import AttemptsSpec, ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
+from hce.collect.stopping import StopRule, stop_rule_of
 from hce.collect.templates import (
     PromptTemplate, canonical, check_examples, check_template, load_examples, load_template, packaged_template,
 )
@@ -248,7 +250,10 @@ class Design:
         What is judged (``hce.collect.design.Item``) and how
         (``hce.collect.design.Condition``: prompt x model x settings x endpoint).
     attempts : int
-        Repeated attempts per item and condition.
+        Repeated attempts per item and condition (with ``stop_rule``: at most).
+    stop_rule : StopRule or None
+        Repeats that stop when a cell's score is known (``hce.collect.stopping``); None:
+        every cell gets ``attempts``.
     rubric : Rubric
         The rubric judged with.
     endpoints : mapping of str to Endpoint
@@ -282,6 +287,7 @@ class Design:
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     max_cost_usd: float | None = None
+    stop_rule: StopRule | None = None
     # Prompts the caller renders and parses itself, by the prompt_id its conditions name.
     prompts: Mapping[str, CustomPrompt] = field(default_factory=dict, compare=False)
     # settings_hash per condition id, filled on first use (hce.collect.fingerprint); not part of the design.
@@ -370,11 +376,18 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
         raise CollectError(f"{name}: condition ids must be distinct, got {ids}")
     items = tuple(_items(doc.get("items"), name, base))
     _check_items(items, conditions, rubric, name)
+    rule = None
+    if isinstance(spec.attempts, AttemptsSpec):
+        try:
+            rule = stop_rule_of(spec.attempts.model_dump(), rubric.criteria)
+        except CollectError as exc:
+            raise CollectError(f"{name}: {exc}") from None
     return Design(
         experiment_id=spec.experiment_id,
         items=items,
         conditions=conditions,
-        attempts=spec.attempts,
+        attempts=rule.max if rule else spec.attempts,
+        stop_rule=rule,
         rubric=rubric,
         endpoints=endpoints,
         concurrency=spec.run.concurrency,

@@ -48,6 +48,10 @@ def client_for(
 
 def check_batch(design: Design) -> Endpoint:
     """The one endpoint a batch run sends to, refused when its provider offers no OpenAI Batch API."""
+    if design.stop_rule is not None:
+        raise CollectError("--batch: this design's attempts stop when each item's score is known, which needs each "
+                           "round's replies before the next is sent (a batch returns within 24 h); run it without "
+                           "--batch, or give attempts as a number")  # fmt: skip
     used = used_endpoints(design)
     if len(used) > 1:
         raise CollectError(f"--batch sends a design to one endpoint; this one uses {len(used)} "

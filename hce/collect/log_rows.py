@@ -90,6 +90,9 @@ def attempt_row(
         )
     if request_id is not None:  # one attempt a request has no column of it: logs made before n-sampling are unchanged
         row["request_id"] = request_id
+    if design.stop_rule is not None:  # the rule and which attempts the spread statistics may read (hce.collect.stopping)
+        row["stop_rule"] = design.stop_rule.as_json()
+        row["within_min"] = attempt.attempt <= design.stop_rule.min
     row["system_fingerprint"] = result.system_fingerprint  # the backend configuration; fp_hce_sim_* when simulated
     if cond.behavior is not None:
         row["behavior_id"] = cond.behavior.behavior_id

@@ -40,6 +40,9 @@ class RunSummary:
     not_applicable : int
         Criterion scores the judge answered with the rubric's "not applicable" label
         (missing by design, not errors).
+    settled : int
+        Planned attempts not sent because the design's stopping rule settled their cells
+        first (``hce.collect.stopping``).
 
     Examples
     --------
@@ -61,6 +64,7 @@ class RunSummary:
     failed: int = 0
     superseded: tuple[Change, ...] = ()  # conditions started afresh with new settings (--new-settings)
     not_applicable: int = 0  # criterion scores the judge answered with the rubric's "not applicable" label
+    settled: int = 0  # planned attempts the stopping rule made unnecessary (hce.collect.stopping)
 
     @property
     def all_failed(self) -> bool:
@@ -77,6 +81,8 @@ class RunSummary:
         failed = f" ({self.failed:,} calls got no reply)" if self.failed else ""
         if self.not_applicable:
             failed += f" ({self.not_applicable:,} criterion scores not applicable, missing by the rubric's design)"
+        if self.settled:
+            again += f" ({self.settled:,} not needed: the stopping rule settled their items first)"
         return (
             f"{self.done:,} attempts run, {self.skipped:,} already logged, of {self.planned:,} planned{again}; "
             f"{self.errors:,} flagged{failed}, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s "
@@ -107,7 +113,7 @@ class Tally:
 
     def summary(
         self, planned: int, todo: int, started: float, log: str | os.PathLike, *, retried: int = 0,
-        superseded: Sequence[Change] = (),
+        superseded: Sequence[Change] = (), settled: int = 0,
     ) -> RunSummary:
         counts = self.counts
         return RunSummary(
@@ -123,4 +129,5 @@ class Tally:
             failed=counts["failed"],
             superseded=tuple(superseded),
             not_applicable=counts["not_applicable"],
+            settled=settled,
         )

@@ -30,6 +30,11 @@ to a write-ahead record before the log (:mod:`hce.collect.journal`): when the lo
 written (a full disk), the run stops with one line naming it and the cause, and the next
 run logs those replies without sending them again.
 
+A design whose ``attempts`` is a stopping rule (``hce.collect.stopping``) is run in
+rounds: every cell's first ``min`` attempts, then the next attempts of the cells whose interval
+is still wider than the target, decided from the log after each round, until every cell is
+settled or at ``max``; the stops above end it as they end a fixed run.
+
 Only one run writes a log at a time (:mod:`hce.collect.lock`); transcripts are cleaned by
 :func:`~hce.collect.transcripts.clean_text` before they enter a prompt, and the log's
 ``cleaned_chars`` counts what was taken out.
@@ -56,7 +61,7 @@ from typing import Any
 from hce._docstrings import fill_doc
 from hce._vocabulary import keywords_checked, keywords_of
 from hce.collect.client import JudgeClient
-from hce.collect.design import Design, load_design
+from hce.collect.design import Attempt, Design, load_design
 from hce.collect.endpoints import (
     check_batch,
     check_keys,
@@ -86,8 +91,10 @@ from hce.collect.resume import check_texts, keep_rubric, pending
 from hce.collect.run_summary import RunSummary, Tally
 from hce.collect.sampling import Request, group_requests
 from hce.collect.spend_limit import budget_stop, check_batch_budget, check_budget
+from hce.collect.stopping import due, logged_records
 from hce.collect.stops import MAX_SAME_ERRORS, Budget, FailFast, Halt, logged_cost
 from hce.errors import CollectError
+from hce.log import logged_attempt_ids
 
 __all__ = [  # this module's names, and those it defined before the split (callers import them from here)
     "CHARS_PER_TOKEN", "REASONING_TOKENS", "TYPICAL_OUTPUT_TOKENS", "RunSummary", "Tally", "attempt_row",
@@ -228,10 +235,6 @@ async def run_async(
         budget = Budget(max_cost_usd, logged_cost(log) if max_cost_usd is not None else 0.0)
         halt = Halt()
         stops = (journal, halt, fail_fast, budget)  # the first with a reason says why the run ended
-        # One queue per endpoint, so a slow or rate-limited provider does not hold up the others.
-        queues: dict[str, asyncio.Queue[Request]] = {name: asyncio.Queue() for name in clients}
-        for request in group_requests(todo):  # one attempt a request unless samples_per_request > 1
-            queues[request.attempts[0].condition.endpoint].put_nowait(request)
         limits = rate_limits(rpm, tpm)
         own = {name: endpoint_limits(design.endpoints[name]) for name in clients}
         slots = asyncio.Semaphore(concurrency)
@@ -273,14 +276,28 @@ async def run_async(
                 except Exception as error:  # held, not raised: the other workers' calls in flight are finished first
                     halt.stop(error)
 
-        try:
-            if bar is not None:
-                bar.start()
+        async def send(attempts: list[Attempt]) -> None:
+            # One queue per endpoint, so a slow or rate-limited provider does not hold up the others.
+            queues: dict[str, asyncio.Queue[Request]] = {name: asyncio.Queue() for name in clients}
+            for request in group_requests(attempts):  # one attempt a request unless samples_per_request > 1
+                queues[request.attempts[0].condition.endpoint].put_nowait(request)
             async with asyncio.TaskGroup() as group:
                 for name, queue in queues.items():
                     width = min(design.endpoints[name].concurrency or concurrency, concurrency)
                     for _ in range(min(width, queue.qsize())):
                         group.create_task(worker(queue))
+
+        unsent = todo
+        try:
+            if bar is not None:
+                bar.start()
+            if design.stop_rule is None:
+                await send(todo)
+            else:  # round by round, each cell's next attempts decided from the log (hce.collect.stopping)
+                while not stopped() and (batch := due(design.stop_rule, unsent, logged_records(log))):
+                    await send(batch)
+                    logged = logged_attempt_ids(log)
+                    unsent = [a for a in unsent if a.attempt_id not in logged]
         finally:
             if bar is not None:
                 bar.stop()
@@ -292,7 +309,9 @@ async def run_async(
         for stop in stops:
             if stop.reason is not None:
                 raise CollectError(f"{stop.reason} So far: {so_far}")
-    return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded)
+    settled = len(unsent) if design.stop_rule is not None else 0
+    return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded,
+                         settled=settled)
 
 
 @keywords_of(run_async)

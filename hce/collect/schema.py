@@ -22,7 +22,7 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
 from hce.collect.providers import Kind
 from hce.errors import CollectError
@@ -116,12 +116,36 @@ class ConditionSpec(SettingsSpec):
     id: Name | None = None
 
 
+_NUMBER, _RULE = "<number>", "<rule>"  # the two forms of ``attempts``; never a key, so left out of error paths
+
+
+class StopWhenSpec(Strict):
+    """``attempts.stop_when``: the target half-width of each cell's interval (:mod:`hce.collect.stopping`)."""
+
+    criterion: Name
+    half_width: float = Field(gt=0)
+    confidence: float = Field(0.95, gt=0, lt=1)
+
+
+class AttemptsSpec(Strict):
+    """``attempts:`` as a stopping rule: ``min`` each, more while unsettled, up to ``max``."""
+
+    min: int = Field(ge=1)
+    max: int = Field(ge=1)
+    batch: int | None = Field(None, ge=1)
+    stop_when: StopWhenSpec
+
+
 class DesignSpec(Strict):
     """A design file's top level (``items`` are read by :mod:`hce.collect.design`)."""
 
     experiment_id: Name = "experiment"
     rubric: str = "v5"
-    attempts: int = Field(1, ge=1)
+    # a number, or a stopping rule (a mapping): one or the other by the value's type, so an error names only its own
+    attempts: Annotated[
+        Annotated[int, Field(ge=1), Tag(_NUMBER)] | Annotated[AttemptsSpec, Tag(_RULE)],
+        Discriminator(lambda v: _RULE if isinstance(v, Mapping) or isinstance(v, AttemptsSpec) else _NUMBER),
+    ] = 1
     endpoint: EndpointSpec | None = None
     endpoints: dict[Name, EndpointSpec] | None = None
     run: RunSpec = RunSpec()
@@ -162,7 +186,7 @@ def did_you_mean(key: str, valid: typing.Iterable[str]) -> str:
 
 
 def _problem(model: type[BaseModel], error: Mapping[str, Any], where: tuple[str | int, ...]) -> str:
-    loc = tuple(error["loc"])
+    loc = tuple(part for part in error["loc"] if part not in (_NUMBER, _RULE))
     path = path_text((*where, *loc))
     kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     secret = bool(loc) and loc[-1] == "api_key_env"
@@ -227,6 +251,9 @@ def _unwrap(annotation: Any) -> Any:
             annotation = typing.get_args(annotation)[0]
         elif origin in (Union, types.UnionType):
             args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            models = [a for a in map(_unwrap, args) if isinstance(a, type) and issubclass(a, BaseModel)]
+            if len(args) != 1 and len(models) == 1:  # a number or a mapping (attempts): the mapping's keys
+                return models[0]
             annotation = args[0] if len(args) == 1 else annotation
             if len(args) != 1:
                 return annotation

@@ -68,6 +68,9 @@ class FrameSpec:
     (item-by-respondent matrices, spread tables), which get no ``error=`` keyword.
     ``engine`` says how a frame of another engine (Polars, DuckDB, PySpark, ...) is read:
     see :mod:`hce.stats._frames`; ``None`` refuses one, naming the alternatives.
+    ``spread=True`` marks a statistic of the spread of repeated attempts: on a log collected
+    under a stopping rule (a ``within_min`` column, ``hce.collect.stopping``) it reads only
+    the attempts within the rule's ``min`` (:func:`first_min_attempts`).
     """
 
     frame: str = "data"
@@ -86,6 +89,7 @@ class FrameSpec:
     scored: tuple[str, ...] = ()
     log: bool = True
     engine: object = None
+    spread: bool = False  # a spread statistic: of a log with a stopping rule, only the attempts within its min
 
 
 def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
@@ -131,6 +135,8 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
                 return in_engine(wrapper, func.__name__, frame_spec, bound, other, error, inject)
             if frame_spec.log:
                 refuse_repeated_attempts(data, key_columns(frame_spec, arguments), func.__name__)
+            if frame_spec.spread:
+                data = first_min_attempts(data, func.__name__)
             # Flagged attempts are out before the check: a failed reply's garbage is no error.
             flagged = np.zeros(len(data), dtype=bool)
             if inject:
@@ -163,6 +169,29 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
     return decorate
 
 
+
+
+WITHIN_MIN = "within_min"
+
+
+def first_min_attempts(data: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The rows a spread statistic may read: of a log with a stopping rule, the attempts within its ``min``.
+
+    A collection that stops repeating an item once its scores agree (``hce.collect.stopping``)
+    biases every later attempt's spread: a cell stops early exactly when its first scores
+    happen to agree. The first ``min`` attempts of every cell were taken whatever the scores,
+    so their spread is unbiased. Rows of a log without the rule (no ``within_min`` column,
+    or a missing value there) are kept.
+    """
+    if WITHIN_MIN not in data.columns:
+        return data
+    later = data[WITHIN_MIN].astype("boolean").fillna(True).eq(False).to_numpy()
+    if not later.any():
+        return data
+    warn(f"{name}: the log was collected under a stopping rule, so only the first min attempts of each item are read "
+         f"(the spread of later attempts is biased by the stopping); left out {int(later.sum()):,} later attempt(s)",
+         HceWarning)  # fmt: skip
+    return data.loc[~later]
 
 
 #: Immutable ``attempt_id`` storage found unique, by identity (hashing a million ids takes

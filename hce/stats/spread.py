@@ -174,7 +174,7 @@ def _spread_from_counts(counts: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
                         max=v[np.r_[first[1:], len(v)] - 1], **quartiles)  # fmt: skip
 
 
-@reads_frame(keys=("item", "condition", "criterion"), numbers=("score",), engine=_item_spread_in_engine)
+@reads_frame(keys=("item", "condition", "criterion"), numbers=("score",), engine=_item_spread_in_engine, spread=True)
 @fill_doc
 def item_spread(
     data: pd.DataFrame,
@@ -618,7 +618,7 @@ def success_metric_2(
 
 
 @renamed(verdict="score")
-@reads_frame(keys=("item", "condition"), labels=("score",))
+@reads_frame(keys=("item", "condition"), labels=("score",), spread=True)
 @fill_doc
 def vote_stability(
     data: pd.DataFrame,

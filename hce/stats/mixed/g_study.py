@@ -16,7 +16,7 @@ import pandas as pd
 
 from hce._checks import check_confidence, numeric_column, require_columns
 from hce._docstrings import fill_doc
-from hce.errors import DataError
+from hce.errors import DataError, HceWarning
 from hce.stats._resample import as_generator
 from hce._warnings import warn
 from hce.stats._frames import EngineFrame
@@ -143,20 +143,9 @@ class VarianceComponents:
                 "not a facet of this study; leave n_attempts=1"
             )
         check_confidence(confidence)
-        n_levels = {**self.levels, **(n_levels or {})}
-        unknown = set(n_levels) - set(self.levels)
-        if unknown:
-            raise DataError(f"n_levels names {sorted(unknown)}; facets are {list(self.levels)}")
+        relative, absolute = self._error_weights(n_attempts, n_levels)
         names = self.components["component"].tolist()
         variances = np.maximum(self.components["estimate"].to_numpy(), 0.0)
-        relative, absolute = np.zeros(len(names)), np.zeros(len(names))
-        for c, comp in enumerate(names):
-            facets = [f for f in comp.split(":") if f != self.object]
-            if comp == "residual":
-                relative[c] = absolute[c] = 1 / (np.prod(list(n_levels.values())) * n_attempts)
-            elif facets:
-                absolute[c] = 1 / np.prod([n_levels[f] for f in facets])
-                relative[c] = absolute[c] if self.object in comp.split(":") else 0.0
         obj = names.index(self.object)
         universe = variances[obj]
         cov = self.covariance.to_numpy()
@@ -184,6 +173,140 @@ class VarianceComponents:
                 }
             )
         return pd.DataFrame(rows)
+
+    def _error_weights(self, n_attempts: int, n_levels: dict[str, int] | None) -> tuple[np.ndarray, np.ndarray]:
+        """Each component's weight in the relative and the absolute error variance of a design."""
+        n_levels = {**self.levels, **(n_levels or {})}
+        unknown = set(n_levels) - set(self.levels)
+        if unknown:
+            raise DataError(f"n_levels names {sorted(unknown)}; facets are {list(self.levels)}")
+        names = self.components["component"].tolist()
+        relative, absolute = np.zeros(len(names)), np.zeros(len(names))
+        for c, comp in enumerate(names):
+            facets = [f for f in comp.split(":") if f != self.object]
+            if comp == "residual":
+                relative[c] = absolute[c] = 1 / (np.prod(list(n_levels.values())) * n_attempts)
+            elif facets:
+                absolute[c] = 1 / np.prod([n_levels[f] for f in facets])
+                relative[c] = absolute[c] if self.object in comp.split(":") else 0.0
+        return relative, absolute
+
+    @fill_doc
+    def solve(
+        self,
+        goal: float = 0.8,
+        coefficient: str = "G",
+        facet: str = "attempt",
+        max_n: int = 50,
+        n_levels: dict[str, int] | None = None,
+        confidence: float = 0.95,
+        random_state: int | np.random.Generator | None = None,
+    ) -> pd.DataFrame:
+        """The smallest number of attempts (or levels of a facet) whose G or Phi reaches a goal.
+
+        Parameters
+        ----------
+        goal : float, default 0.8
+            Coefficient to reach, in (0, 1) (hce's vocabulary retired ``target``, which meant
+            the object of measurement).
+        coefficient : {"G", "Phi"}, default "G"
+            Relative (G) or absolute (Phi) coefficient, as :meth:`d_study` gives them.
+        facet : str, default "attempt"
+            What is varied: ``"attempt"`` (attempts averaged per cell) or a facet other than
+            the object of measurement (its levels averaged: raters, prompts, items when items
+            are not the object), the other facets at their observed numbers.
+        max_n : int, default 50
+            Largest number searched.
+        n_levels : dict, optional
+            Levels of the other facets, as in :meth:`d_study` (default the numbers observed);
+            ``{"condition_id": 1}``: the score of an item under one condition.
+        %(confidence)s
+            Here: the interval of the number needed.
+        %(random_state)s
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row: ``coefficient, goal, facet, estimate`` (the smallest n reaching the
+            goal; NaN beyond ``max_n``), ``value`` (the coefficient at that n),
+            ``ci_low, ci_high`` (the interval of n; ``inf`` where the goal is out of reach
+            within ``max_n``), ``max_n, method``.
+
+        Notes
+        -----
+        The point is the smallest n whose :meth:`d_study` coefficient (at n attempts, or
+        ``n_levels={facet: n}``) is at least ``goal``. Its interval comes from the same
+        joint draws of the components as the coefficients' intervals (Satterthwaite pivots
+        tied by a Gaussian copula, see :meth:`d_study`): for each draw the smallest n
+        reaching the goal, and the percentiles of those numbers (``inverted_cdf``, so
+        the bounds are whole numbers). grader-variance's ``repeats_needed`` gives the point
+        only.
+
+        Examples
+        --------
+        >>> from hce.stats import simulated_log, variance_components
+        >>> log = simulated_log(n_items=10, n_attempts=3, noise={"A": 0.3, "B": 0.6}, random_state=1)
+        >>> g = variance_components(log, score="total", facets=["item_id", "condition_id"], random_state=0)
+        >>> g.solve(goal=0.95, random_state=0)[["coefficient", "estimate", "ci_low", "ci_high"]]  # 10 items: wide
+          coefficient  estimate  ci_low  ci_high
+        0           G         4     2.0      inf
+        """
+        if not (isinstance(goal, (int, float)) and 0 < goal < 1):
+            raise DataError(f"goal={goal!r} must be strictly between 0 and 1")
+        if coefficient not in ("G", "Phi"):
+            raise DataError(f"coefficient={coefficient!r} must be 'G' or 'Phi'")
+        if facet != "attempt" and facet not in self.levels:
+            raise DataError(f"facet={facet!r} must be 'attempt' or a facet other than the object: {list(self.levels)}")
+        if facet == "attempt" and not self.replicated:
+            raise DataError("facet='attempt': the data hold one score per facet combination, so attempts are not a "
+                            f"facet of this study; vary one of {list(self.levels)}")  # fmt: skip
+        if not (isinstance(max_n, (int, np.integer)) and max_n >= 1):
+            raise DataError(f"max_n={max_n!r} must be a positive integer")
+        check_confidence(confidence)
+        pick = 0 if coefficient == "G" else 1
+        ns = range(1, int(max_n) + 1)
+
+        def weight(n: int) -> np.ndarray:
+            fixed = dict(n_levels or {})
+            return (self._error_weights(n, fixed) if facet == "attempt"
+                    else self._error_weights(1, {**fixed, facet: n}))[pick]  # fmt: skip
+
+        weights = [weight(n) for n in ns]
+        names = self.components["component"].tolist()
+        variances = np.maximum(self.components["estimate"].to_numpy(), 0.0)
+        obj = names.index(self.object)
+        universe = variances[obj]
+        # the same arithmetic as d_study, so the answer is the first n whose d_study estimate reaches the goal
+        values = [universe / (universe + float(w @ variances)) if universe + float(w @ variances) > 0 else np.nan
+                  for w in weights]  # fmt: skip
+        reached = [n for n, v in zip(ns, values) if v >= goal]
+        point = reached[0] if reached else np.nan
+        value = values[point - 1] if reached else np.nan
+        if not reached:
+            warn(f"{coefficient} does not reach {goal} with {max_n} {facet}(s); raise max_n or vary another facet",
+                 HceWarning)
+        cov = self.covariance.to_numpy()
+        low = high = np.nan
+        why = self._covariance_source
+        if not np.isnan(cov).any():
+            limits = self.components[["ci_low", "ci_high"]].to_numpy()
+            draws = np.exp(pivot_draws(variances, cov, _N_DRAWS, as_generator(random_state), limits))
+            # every weight is a + b / n in the n varied (b from the components that facet divides),
+            # so each draw's smallest n is the ceiling of b v / (v_p (1 - goal) / goal - a v)
+            per_n = 2 * (weights[0] - weight(2))
+            fixed = weights[0] - per_n
+            room = draws[:, obj] * (1 - goal) / goal - draws @ fixed
+            with np.errstate(divide="ignore", invalid="ignore"):
+                needed = np.maximum(np.ceil(draws @ per_n / room), 1.0)
+            needed[(room <= 0) | (needed > max_n)] = np.inf
+            alpha = 1 - confidence
+            low, high = np.quantile(needed, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
+            why = f"percentiles of the n each of {_N_DRAWS:,} joint draws of the components needs ({_RATIO_METHOD})"
+        else:
+            why = f"no interval: {why}"
+        return pd.DataFrame([{"coefficient": coefficient, "goal": goal, "facet": facet, "estimate": point,
+                              "value": value, "ci_low": float(low), "ci_high": float(high), "max_n": int(max_n),
+                              "method": why}])  # fmt: skip
 
     def __repr__(self) -> str:
         return self.summary()
@@ -254,7 +377,7 @@ def _formula(score: str, subsets: list[tuple[str, ...]]) -> str:
     return f"{score} ~ 1 + " + " + ".join(f"(1 | {':'.join(s)})" for s in subsets)
 
 
-@reads_frame(keys=("facets",), numbers=("score",), engine=_variance_components_in_engine)
+@reads_frame(keys=("facets",), numbers=("score",), engine=_variance_components_in_engine, spread=True)
 @fill_doc
 def variance_components(
     data: pd.DataFrame,

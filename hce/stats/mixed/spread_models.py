@@ -18,7 +18,7 @@ from hce.stats.mixed.emmeans import _factor_column
 from hce.stats.mixed.lmer_result import LmerResult, Method
 
 
-@reads_frame(formula="formula", numbers=("score",))
+@reads_frame(formula="formula", numbers=("score",), spread=True)
 def spread_model(
     formula: str,
     data: pd.DataFrame,

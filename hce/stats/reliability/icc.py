@@ -384,7 +384,7 @@ def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item:
 
 
 @renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",), varying=("score",), engine=_icc_in_engine)
+@reads_frame(keys=("item", "rater"), numbers=("score",), varying=("score",), engine=_icc_in_engine, spread=True)
 @fill_doc
 def icc(
     data: pd.DataFrame,
@@ -637,7 +637,7 @@ def _icc_groups_in_engine(frame: EngineFrame, *, item: str, rater: str, score: s
 
 
 @renamed(targets="item", raters="rater", ratings="score", groups="condition")
-@reads_frame(keys=("item", "rater", "condition"), numbers=("score",), varying=("score",), engine=_icc_groups_in_engine)
+@reads_frame(keys=("item", "rater", "condition"), numbers=("score",), varying=("score",), engine=_icc_groups_in_engine, spread=True)
 @fill_doc
 def icc_groups(
     data: pd.DataFrame,
