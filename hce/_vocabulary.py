@@ -222,6 +222,7 @@ RENAMED_ELSEWHERE: dict[str, str] = {
 #: rater, the value of ``rater`` being tested, as in the authors' ``alt_test(llm_annotations, ...)``.
 REUSED: dict[tuple[str, str], str] = {
     ("alt_test", "judge"): "the rater value(s) tested as the judge, not a column",
+    ("solve", "target"): "the G or Phi coefficient a D study must reach (a number), not a column",
 }
 
 #: ``random_state`` defaults to None except here, with the reason.

@@ -147,7 +147,7 @@ def plan_from_pilot(
     # the score of an item under one condition, averaged over its attempts
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".* does not reach ")  # the page says "more than max_n" itself
-        d_study = pd.concat([g.solve(goal=reliability, coefficient=c, max_n=max(50, rule_max), n_levels={condition: 1},
+        d_study = pd.concat([g.solve(target=reliability, coefficient=c, max_n=max(50, rule_max), n_levels={condition: 1},
                                      random_state=random_state) for c in ("G", "Phi")], ignore_index=True)  # fmt: skip
     rule = StopRule(min=rule_min, max=rule_max, criterion=score, half_width=half_width)
     usable = pilot

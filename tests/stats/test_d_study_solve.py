@@ -42,7 +42,7 @@ def smallest_by_loop(g, target, coefficient, facet, max_n):
 @pytest.mark.parametrize("target", [0.5, 0.8, 0.9, 0.95])
 def test_solve_is_the_first_n_whose_d_study_reaches_the_target_shrout_fleiss(coefficient, target):
     g = variance_components(SF, score="rating", facets=["target", "judge"])
-    res = g.solve(goal=target, coefficient=coefficient, facet="judge", max_n=60, random_state=1).iloc[0]
+    res = g.solve(target=target, coefficient=coefficient, facet="judge", max_n=60, random_state=1).iloc[0]
     assert res["estimate"] == smallest_by_loop(g, target, coefficient, "judge", 60)
     assert res["value"] >= target and res["ci_low"] <= res["estimate"] <= res["ci_high"]
 
@@ -52,7 +52,7 @@ def test_solve_on_the_three_facet_judge_log():
         g = variance_components(judge_log(), score="total", facets=["item_id", "prompt_id", "model"], n_attempts=4)
     for facet in ("attempt", "prompt_id", "model"):
         for coefficient in ("G", "Phi"):
-            res = g.solve(goal=0.85, coefficient=coefficient, facet=facet, max_n=40, random_state=0).iloc[0]
+            res = g.solve(target=0.85, coefficient=coefficient, facet=facet, max_n=40, random_state=0).iloc[0]
             want = smallest_by_loop(g, 0.85, coefficient, facet, 40)
             assert (res["estimate"] == want) if want else np.isnan(res["estimate"])
 
@@ -68,20 +68,20 @@ def test_solve_matches_the_closed_form_from_rs_components(name):
         exact = 0.7 * error / (v_t * 0.3)
         if abs(exact - round(exact)) < 1e-3:  # R's components to ~1e-6: a tie at an integer is not decidable
             continue
-        res = g.solve(goal=0.7, coefficient=coefficient, facet="rater", max_n=500, random_state=0).iloc[0]
+        res = g.solve(target=0.7, coefficient=coefficient, facet="rater", max_n=500, random_state=0).iloc[0]
         assert res["estimate"] == max(1, math.ceil(exact)), (coefficient, exact)
 
 
 def test_solve_out_of_reach_and_bad_arguments():
     g = variance_components(SF, score="rating", facets=["target", "judge"])
     with pytest.warns(HceWarning, match="does not reach"):
-        res = g.solve(goal=0.99, facet="judge", max_n=5, random_state=0).iloc[0]
+        res = g.solve(target=0.99, facet="judge", max_n=5, random_state=0).iloc[0]
     assert np.isnan(res["estimate"]) and res["ci_high"] == np.inf
     with pytest.raises(DataError, match="one score per facet combination"):
         g.solve()
     with pytest.raises(DataError, match="facet='rater'"):
         g.solve(facet="rater")
-    with pytest.raises(DataError, match="goal"):
-        g.solve(goal=1.5, facet="judge")
+    with pytest.raises(DataError, match="target"):
+        g.solve(target=1.5, facet="judge")
     with pytest.raises(DataError, match="coefficient"):
         g.solve(coefficient="ICC", facet="judge")

@@ -194,7 +194,7 @@ class VarianceComponents:
     @fill_doc
     def solve(
         self,
-        goal: float = 0.8,
+        target: float = 0.8,
         coefficient: str = "G",
         facet: str = "attempt",
         max_n: int = 50,
@@ -202,13 +202,13 @@ class VarianceComponents:
         confidence: float = 0.95,
         random_state: int | np.random.Generator | None = None,
     ) -> pd.DataFrame:
-        """The smallest number of attempts (or levels of a facet) whose G or Phi reaches a goal.
+        """The smallest number of attempts (or levels of a facet) whose G or Phi reaches a target.
 
         Parameters
         ----------
-        goal : float, default 0.8
-            Coefficient to reach, in (0, 1) (hce's vocabulary retired ``target``, which meant
-            the object of measurement).
+        target : float, default 0.8
+            Coefficient to reach, in (0, 1) (a number here; the retired column word ``target``
+            for the object of measurement is ``item`` everywhere else).
         coefficient : {"G", "Phi"}, default "G"
             Relative (G) or absolute (Phi) coefficient, as :meth:`d_study` gives them.
         facet : str, default "attempt"
@@ -227,18 +227,18 @@ class VarianceComponents:
         Returns
         -------
         pandas.DataFrame
-            One row: ``coefficient, goal, facet, estimate`` (the smallest n reaching the
-            goal; NaN beyond ``max_n``), ``value`` (the coefficient at that n),
-            ``ci_low, ci_high`` (the interval of n; ``inf`` where the goal is out of reach
+            One row: ``coefficient, target, facet, estimate`` (the smallest n reaching the
+            target; NaN beyond ``max_n``), ``value`` (the coefficient at that n),
+            ``ci_low, ci_high`` (the interval of n; ``inf`` where the target is out of reach
             within ``max_n``), ``max_n, method``.
 
         Notes
         -----
         The point is the smallest n whose :meth:`d_study` coefficient (at n attempts, or
-        ``n_levels={facet: n}``) is at least ``goal``. Its interval comes from the same
+        ``n_levels={facet: n}``) is at least ``target``. Its interval comes from the same
         joint draws of the components as the coefficients' intervals (Satterthwaite pivots
         tied by a Gaussian copula, see :meth:`d_study`): for each draw the smallest n
-        reaching the goal, and the percentiles of those numbers (``inverted_cdf``, so
+        reaching the target, and the percentiles of those numbers (``inverted_cdf``, so
         the bounds are whole numbers). grader-variance's ``repeats_needed`` gives the point
         only.
 
@@ -247,12 +247,12 @@ class VarianceComponents:
         >>> from hce.stats import simulated_log, variance_components
         >>> log = simulated_log(n_items=10, n_attempts=3, noise={"A": 0.3, "B": 0.6}, random_state=1)
         >>> g = variance_components(log, score="total", facets=["item_id", "condition_id"], random_state=0)
-        >>> g.solve(goal=0.95, random_state=0)[["coefficient", "estimate", "ci_low", "ci_high"]]  # 10 items: wide
+        >>> g.solve(target=0.95, random_state=0)[["coefficient", "estimate", "ci_low", "ci_high"]]  # 10 items: wide
           coefficient  estimate  ci_low  ci_high
         0           G         4     2.0      inf
         """
-        if not (isinstance(goal, (int, float)) and 0 < goal < 1):
-            raise DataError(f"goal={goal!r} must be strictly between 0 and 1")
+        if not (isinstance(target, (int, float)) and 0 < target < 1):
+            raise DataError(f"target={target!r} must be strictly between 0 and 1")
         if coefficient not in ("G", "Phi"):
             raise DataError(f"coefficient={coefficient!r} must be 'G' or 'Phi'")
         if facet != "attempt" and facet not in self.levels:
@@ -276,14 +276,14 @@ class VarianceComponents:
         variances = np.maximum(self.components["estimate"].to_numpy(), 0.0)
         obj = names.index(self.object)
         universe = variances[obj]
-        # the same arithmetic as d_study, so the answer is the first n whose d_study estimate reaches the goal
+        # the same arithmetic as d_study, so the answer is the first n whose d_study estimate reaches the target
         values = [universe / (universe + float(w @ variances)) if universe + float(w @ variances) > 0 else np.nan
                   for w in weights]  # fmt: skip
-        reached = [n for n, v in zip(ns, values) if v >= goal]
+        reached = [n for n, v in zip(ns, values) if v >= target]
         point = reached[0] if reached else np.nan
         value = values[point - 1] if reached else np.nan
         if not reached:
-            warn(f"{coefficient} does not reach {goal} with {max_n} {facet}(s); raise max_n or vary another facet",
+            warn(f"{coefficient} does not reach {target} with {max_n} {facet}(s); raise max_n or vary another facet",
                  HceWarning)
         cov = self.covariance.to_numpy()
         low = high = np.nan
@@ -292,10 +292,10 @@ class VarianceComponents:
             limits = self.components[["ci_low", "ci_high"]].to_numpy()
             draws = np.exp(pivot_draws(variances, cov, _N_DRAWS, as_generator(random_state), limits))
             # every weight is a + b / n in the n varied (b from the components that facet divides),
-            # so each draw's smallest n is the ceiling of b v / (v_p (1 - goal) / goal - a v)
+            # so each draw's smallest n is the ceiling of b v / (v_p (1 - target) / target - a v)
             per_n = 2 * (weights[0] - weight(2))
             fixed = weights[0] - per_n
-            room = draws[:, obj] * (1 - goal) / goal - draws @ fixed
+            room = draws[:, obj] * (1 - target) / target - draws @ fixed
             with np.errstate(divide="ignore", invalid="ignore"):
                 needed = np.maximum(np.ceil(draws @ per_n / room), 1.0)
             needed[(room <= 0) | (needed > max_n)] = np.inf
@@ -304,7 +304,7 @@ class VarianceComponents:
             why = f"percentiles of the n each of {_N_DRAWS:,} joint draws of the components needs ({_RATIO_METHOD})"
         else:
             why = f"no interval: {why}"
-        return pd.DataFrame([{"coefficient": coefficient, "goal": goal, "facet": facet, "estimate": point,
+        return pd.DataFrame([{"coefficient": coefficient, "target": target, "facet": facet, "estimate": point,
                               "value": value, "ci_low": float(low), "ci_high": float(high), "max_n": int(max_n),
                               "method": why}])  # fmt: skip
 
