@@ -89,7 +89,8 @@ def test_scorecard_hand_computed_cases():
     sm2 = {"metric": ["both"], "estimate": [0.99], "ci_low": [0.96], "ci_high": [1.0], "n_items": [100],
            "target_share": [0.95], "meets": [True]}
     results = StudyResults(
-        log=pd.DataFrame(),
+        log=pd.DataFrame({"experiment_id": ["EXP1_BaselineRubricUtility", "EXP2_PromptOptimization",
+                                            "EXP3_ModelComparison", "EXP5_FinalToolValidation"]}),
         simulated=False,
         experiments={
             "EXP1_BaselineRubricUtility": fake({"h1a": {"p_value": [0.001]}}),
@@ -125,6 +126,9 @@ def test_scorecard_hand_computed_cases():
     card = card_of(results)
     assert card.loc["SM1", "verdict"] == NOT_MEASURABLE + " (no test of H1a)"
     assert card.loc["SM7", "verdict"] == "not met" and card.loc["SM7", "value"].startswith("3 of 4")
+    # a log without an experiment's rows cannot say whether it ran: not measurable, as every other metric (issue 45)
+    results.log = results.log.iloc[1:]
+    assert card_of(results).loc["SM7", "verdict"] == NOT_MEASURABLE + " (no rows of EXP1)"
 
 
 def test_an_experiment_that_cannot_be_analysed_is_reported_not_fatal():
