@@ -151,6 +151,7 @@ def _with_errors(counts: pd.DataFrame, spread: pd.DataFrame, condition: str) -> 
 # --------------------------------------------------------------------------- Experiment 1
 @renamed(target="truth")
 @reads_frame(frame="log", keys=("item", "condition"), numbers=("score", "truth"))
+@fill_doc
 def experiment1(
     log: pd.DataFrame,
     *,
@@ -168,6 +169,7 @@ def experiment1(
     r_threshold: float = 0.7,
     alpha: float = 0.05,
     confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
 ) -> AnalysisResult:
     """Experiment 1 (7.1.7): rubric (G2) vs non-rubric (G1) grading of synthetic transcripts.
 
@@ -191,6 +193,9 @@ def experiment1(
         Success Metric 3's correlation threshold (Pearson r >= 0.7).
     alpha, confidence : float
         Significance level and interval level.
+    %(random_state)s
+        It seeds the Monte Carlo permutation P of Success Metric 3's Spearman rho (12 to 30
+        transcripts: too many arrangements to enumerate).
 
     Returns
     -------
@@ -245,11 +250,11 @@ def experiment1(
     distribution["share"] = distribution["count"] / distribution.groupby("source")["count"].transform("sum")
     h1c = kl_divergence(scores, condition="source", score=score, reference="target", support=support,
                         smoothing=smoothing)  # fmt: skip
-    sm3 = []
+    sm3, rng = [], as_generator(random_state)
     for level in (non_rubric, rubric):
         cell = mae[mae[condition] == level]
         for method in ("pearson", "spearman"):
-            r = correlation(cell, x="mean_score", y="target", method=method, confidence=confidence)
+            r = correlation(cell, x="mean_score", y="target", method=method, confidence=confidence, random_state=rng)
             sm3.append(r.assign(**{condition: level}))
     sm3 = pd.concat(sm3, ignore_index=True)
     sm3.insert(0, condition, sm3.pop(condition))
@@ -709,8 +714,12 @@ def experiment5(
     if confidence_column and confidence_column in data.columns and valid[confidence_column].notna().any():
         conf = valid.groupby(item)[confidence_column].mean().rename("mean_confidence")
         joined = per_item.merge(conf, left_on=item, right_index=True)
+        random_state = as_generator(random_state)  # the permutation P and the strata's bootstrap: one stream
         tables["uncertainty"] = correlation(joined, x="mean_confidence", y="sd_total",
-                                            method="spearman", confidence=confidence)  # fmt: skip
+                                            method="spearman", confidence=confidence, random_state=random_state)  # fmt: skip
+        notes.append("Step 5's predictor is not independent of its outcome: each item's mean confidence and its SD of "
+                     "totals come from the same repeated attempts (confidence from the same replies' token "
+                     "probabilities), so part of the correlation is built in; it describes, it does not validate")
     else:
         notes.append("no judge confidence recorded: step 5 (confidence vs SD) skipped")
     if metadata:
@@ -769,7 +778,8 @@ def _metadata_tests(data, per_item, item, metadata, confidence, random_state) ->
     rows = []
     for column in metadata:
         if pd.api.types.is_numeric_dtype(joined[column]) and not pd.api.types.is_bool_dtype(joined[column]):
-            r = correlation(joined, x=column, y="sd_total", method="spearman", confidence=confidence)
+            r = correlation(joined, x=column, y="sd_total", method="spearman", confidence=confidence,
+                            random_state=random_state)  # fmt: skip
             rows.append(r.rename(columns=dict(zip(ESTIMATE_COLUMNS, EFFECT_COLUMNS))).assign(variable=column))
         else:
             kw = kruskal_wallis(joined.dropna(subset=[column]), condition=column, score="sd_total",
