@@ -21,6 +21,7 @@ from hce.study.rules import (
     INCONCLUSIVE,
     RULES,
     MIN_PER_LEVEL,
+    NEAR_ALPHA,
     NEGATIVE,
     NOT_MEASURABLE,
     POSITIVE,
@@ -134,6 +135,28 @@ def with_sm6_verdict(fair_verdict: pd.DataFrame, pairwise: pd.DataFrame | None) 
     words = [NEGATIVE["metric"] if bool(row.any_detrimental) else INCONCLUSIVE if small else POSITIVE["metric"]
              for row in fair_verdict.itertuples(index=False)]  # fmt: skip
     return fair_verdict.drop(columns=["passes"], errors="ignore").assign(small_levels=small, verdict=words)
+
+
+def near_alpha_notes(claims: pd.DataFrame) -> list[str]:
+    """A note for each test-decided verdict whose P lies within :data:`NEAR_ALPHA` of its alpha.
+
+    Such a verdict could turn on a tie correction, an exact instead of an asymptotic P or the
+    threshold itself, so the reader is told which verdicts sit on the edge. ``claims`` is the
+    hypotheses table (its ``p_value`` column); rows without a P are skipped.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"id": ["H2", "H3"], "decides": ["p", "p"], "alpha": [0.05, 0.05],
+    ...                       "p_value": [0.043, 0.0001], "verdict": ["supported", "supported"]})
+    >>> near_alpha_notes(table)
+    ['H2 was supported on P = .04, within 0.01 of alpha = 0.05: a tie correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the edge, not a robust one)']
+    """
+    if "p_value" not in claims:
+        return []
+    edge = claims[(claims["decides"] == "p") & ((claims["p_value"] - claims["alpha"]).abs() < NEAR_ALPHA)]
+    return [f"{row.id} was {row.verdict} on {p_text(row.p_value)}, within {NEAR_ALPHA:g} of alpha = {row.alpha:g}: a tie "
+            "correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the edge, not "
+            "a robust one)" for row in edge.itertuples(index=False)]  # fmt: skip
 
 
 def _with_p(rows: list[dict[str, object]]) -> pd.DataFrame:

@@ -51,7 +51,7 @@ from hce.study.analyses import (
     experiment3,
     experiment5,
 )
-from hce.study.claims import hypotheses, key_results, rank_sums_as_counts, scorecard
+from hce.study.claims import hypotheses, key_results, near_alpha_notes, rank_sums_as_counts, scorecard
 from hce.study.confidence import (
     DEFAULT_LOGPROBS_ARE,
     logprob_confidence,
@@ -758,9 +758,10 @@ def study_report(
     if len(key):
         overview.add(Table(key, "Table 2: Key statistical results for prompt and model comparisons", "table2_key_results", confidence))
     alpha = float(results.settings.get("EXP1_BaselineRubricUtility", {}).get("alpha", 0.05))
+    claims = hypotheses(results.experiments, alpha=alpha)
     overview.add(RULES_NOTE,
-                 Table(hypotheses(results.experiments, alpha=alpha), "Pre-specified hypotheses: rule and verdict",
-                       "hypotheses", confidence),
+                 Table(claims, "Pre-specified hypotheses: rule and verdict", "hypotheses", confidence),
+                 *(f"Note: {note}." for note in near_alpha_notes(claims)),
                  Table(scorecard(results.experiments, log=log, coded=results.reasoning.coded if results.reasoning else None,
                                  alpha=alpha), "Success metrics scorecard (PRD section 1): rule and verdict", "scorecard",
                        confidence))  # fmt: skip
