@@ -67,7 +67,7 @@ def test_demo_reports_experiment_4(demo):
     last = rounds[rounds["round"] == rounds["round"].max()]
     met = rounds["verdict"] == "met"  # the kappa target is an interval rule: every lower limit >= 0.7 (issue 45)
     assert met[last.index].all() and not met.groupby(rounds["round"]).all().iloc[:-1].any()
-    assert (last["ci_low"] >= last["target"]).all()
+    assert (last["ci_low"] >= 0.7).all()  # the study's kappa_target
     score = pd.read_csv(demo / "tables" / "scorecard.csv").set_index("id")
     # The demo corpus's Set B holds 8 transcripts: SM4 is measured (not met: the PRD asks for 15).
     assert score.loc["SM4", "value"] == "8 transcripts x 4 models coded (160 segments)"
