@@ -24,7 +24,7 @@ from hce.stats._resample import (
     percentile_interval,
     unit_sums,
 )
-from hce.stats.reliability.agreement import kappa_core
+from hce.stats.reliability.agreement import FISHER_Z_KAPPA, kappa_core, kappa_z_interval
 from hce.stats._validate import reads_frame, warn_undefined_sd
 
 AGREEMENT_METRICS = ("accuracy", "precision", "recall", "specificity", "f1", "cohen_kappa", "mcc")
@@ -180,9 +180,8 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
         elif units is None and metric == "cohen_kappa":
             # rows: prediction, columns: truth; the same core as cohen_kappa(rater=[prediction, truth])
             se = kappa_core(counts.reshape(2, 2), np.eye(2))["se"] if n else np.nan
-            z = _z(confidence)
-            low, high = est[metric] - z * se, est[metric] + z * se
-            method, m = "fleiss-cohen-everitt asymptotic", n
+            low, high = kappa_z_interval(est[metric], se, confidence)
+            method, m = FISHER_Z_KAPPA, n
         elif reps is not None:
             low, high = (float(x[0]) for x in percentile_interval(reps[metric][:, None], confidence))
             method = "percentile bootstrap" if units is None else "cluster percentile bootstrap"

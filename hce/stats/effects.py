@@ -16,6 +16,7 @@ from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
+from hce.stats._rank_permutation import PERMUTATION_MAX_N, heavy_ties, spearman_permutation_p
 from hce.stats.spread import as_list, present_error, valid_mask
 from hce.stats.tests import _two_groups, block_matrix, two_levels
 from hce.stats._validate import reads_frame
@@ -154,11 +155,14 @@ def correlation_core(
     method: CorrelationMethod,
     confidence: float,
     names: tuple[str, str] = ("x", "y"),
+    p_method: str = "auto",
+    random_state: int | np.random.Generator | None = 0,
 ) -> dict[str, object]:
     """Coefficient, two-sided test and Fisher-z interval of complete pairs ``u``, ``v`` (n >= 3).
 
     The interval is NaN where its variance is undefined (n <= 3; n <= 4 for Kendall). A
-    constant input gives NaN throughout and a warning naming it (``names``).
+    constant input gives NaN throughout and a warning naming it (``names``). ``p_method``
+    and ``random_state``: as in :func:`correlation` (Spearman only).
     """
     n = u.size
     nan = float("nan")
@@ -184,6 +188,12 @@ def correlation_core(
     else:
         r = float(stats.spearmanr(u, v).statistic)
         se = np.sqrt((1 + r**2 / 2) / (n - 3)) if n > 3 else nan
+        if p_method == "permutation" or (p_method == "auto" and (n <= PERMUTATION_MAX_N or heavy_ties(u, v))):
+            p, test = spearman_permutation_p(u, v, random_state)
+            low, high = fisher_z_ci(r, se, confidence)
+            # R's S statistic of cor.test(method = "spearman"): (n^3 - n)(1 - rho) / 6
+            return {"estimate": r, "ci_low": low, "ci_high": high, "statistic": (n**3 - n) * (1 - r) / 6, "df1": nan,
+                    "p_value": p, "n": n, "method": f"Spearman rho; {test}; Bonett-Wright Fisher z CI"}  # fmt: skip
         name = "Spearman rho; t approximation; Bonett-Wright Fisher z CI"
     with np.errstate(divide="ignore"):
         t = r * np.sqrt((n - 2) / (1 - r**2)) if abs(r) < 1 else np.sign(r) * np.inf
@@ -201,6 +211,8 @@ def correlation(
     y: str,
     method: CorrelationMethod = "pearson",
     confidence: float = 0.95,
+    p_method: Literal["auto", "permutation", "t"] = "auto",
+    random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     r"""Pearson, Spearman or Kendall correlation with a Fisher-z interval (Success Metric 3).
 
@@ -214,6 +226,15 @@ def correlation(
         Correlation coefficient; ``"kendall"`` is tau-b (ties handled), the usual choice for
         short ordinal scales with many ties.
     %(confidence)s
+    p_method : {"auto", "permutation", "t"}, default "auto"
+        Spearman's P: ``"t"`` the t approximation (R's ``cor.test(exact = FALSE)``);
+        ``"permutation"`` the permutation P, exact over every distinct arrangement of the
+        ranks when there are at most 400,000 of them (n <= 9 untied; more with ties), else
+        Monte Carlo over 20,000; ``"auto"`` the permutation P for n <= 30 or heavy ties
+        (a variable with at most n/2 distinct values), the t approximation otherwise.
+    %(random_state)s
+        It seeds the Monte Carlo permutation P (Spearman, when the arrangements are too many
+        to enumerate).
 
     Returns
     -------
@@ -227,8 +248,10 @@ def correlation(
     -----
     Pearson: :math:`\tanh(\operatorname{atanh} r \pm z/\sqrt{n-3})`, p from
     :math:`t = r\sqrt{(n-2)/(1-r^2)}` (R's ``cor.test``). Spearman: the same t
-    approximation for p (R's ``cor.test(method = "spearman", exact = FALSE)``) and the
-    Bonett-Wright interval with :math:`SE = \sqrt{(1 + \rho^2/2)/(n-3)}`.
+    approximation for p (R's ``cor.test(method = "spearman", exact = FALSE)``) on more than
+    30 pairs without heavy ties, the permutation P otherwise (``p_method``; ``statistic`` is
+    then R's :math:`S = (n^3 - n)(1 - \rho)/6` and ``df1`` NaN), and the Bonett-Wright
+    interval with :math:`SE = \sqrt{(1 + \rho^2/2)/(n-3)}`.
 
     Kendall: :math:`\tau_b = (n_c - n_d)/\sqrt{(n_0 - n_1)(n_0 - n_2)}`, with
     :math:`n_0 = n(n-1)/2` and :math:`n_1, n_2` the pairs tied in x, in y. The p-value is
@@ -274,7 +297,9 @@ def correlation(
     need = 5 if method == "kendall" else 4
     if n < need:
         raise DataError(f"a {method} correlation interval needs >= {need} complete rows, got {n}")
-    return pd.DataFrame([{"x": x, "y": y, **correlation_core(u, v, method, confidence, names=(x, y))}])
+    check_choice("p_method", p_method, ("auto", "permutation", "t"))
+    return pd.DataFrame([{"x": x, "y": y, **correlation_core(u, v, method, confidence, names=(x, y), p_method=p_method,
+                                                             random_state=random_state)}])  # fmt: skip
 
 
 @renamed(target="truth")

@@ -46,7 +46,8 @@ from hce.stats.tests import (
     rm_anova,
     wilcoxon_paired,
 )
-from hce.study.claims import exp1_claims
+from hce.study.claims import exp1_claims, with_sm2_verdict, with_sm3_verdict, with_sm6_verdict
+from hce.study.rules import SM2_CATEGORY_MAX, SM2_TARGET, SM2_TOTAL_MAX
 
 #: Rubric v5.0 categories as attempt-log columns (seeds/000, section 3).
 RUBRIC_V5_CATEGORIES = (
@@ -150,6 +151,7 @@ def _with_errors(counts: pd.DataFrame, spread: pd.DataFrame, condition: str) -> 
 # --------------------------------------------------------------------------- Experiment 1
 @renamed(target="truth")
 @reads_frame(frame="log", keys=("item", "condition"), numbers=("score", "truth"))
+@fill_doc
 def experiment1(
     log: pd.DataFrame,
     *,
@@ -167,6 +169,7 @@ def experiment1(
     r_threshold: float = 0.7,
     alpha: float = 0.05,
     confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
 ) -> AnalysisResult:
     """Experiment 1 (7.1.7): rubric (G2) vs non-rubric (G1) grading of synthetic transcripts.
 
@@ -190,6 +193,9 @@ def experiment1(
         Success Metric 3's correlation threshold (Pearson r >= 0.7).
     alpha, confidence : float
         Significance level and interval level.
+    %(random_state)s
+        It seeds the Monte Carlo permutation P of Success Metric 3's Spearman rho (12 to 30
+        transcripts: too many arrangements to enumerate).
 
     Returns
     -------
@@ -201,8 +207,8 @@ def experiment1(
         ``h1b`` (Wilcoxon signed-rank of MAEs paired by item, G2 vs G1), ``distribution``
         (step 4: counts of each total for G1, G2 and the targets), ``h1c`` (KL divergence of
         each condition from the target distribution), ``success_metric_3`` (Pearson and
-        Spearman r between mean total and target per condition, ``meets`` for r >=
-        threshold) and ``hypotheses`` (H1a-c, SM3: each claim with its decision rule and
+        Spearman r between mean total and target per condition, ``verdict`` of the rule on
+        the row the claim reads, G2's Pearson r) and ``hypotheses`` (H1a-c, SM3: each claim with its decision rule and
         verdict, ``hce.study.claims.exp1_claims``).
 
     Examples
@@ -244,16 +250,15 @@ def experiment1(
     distribution["share"] = distribution["count"] / distribution.groupby("source")["count"].transform("sum")
     h1c = kl_divergence(scores, condition="source", score=score, reference="target", support=support,
                         smoothing=smoothing)  # fmt: skip
-    sm3 = []
+    sm3, rng = [], as_generator(random_state)
     for level in (non_rubric, rubric):
         cell = mae[mae[condition] == level]
         for method in ("pearson", "spearman"):
-            r = correlation(cell, x="mean_score", y="target", method=method, confidence=confidence)
+            r = correlation(cell, x="mean_score", y="target", method=method, confidence=confidence, random_state=rng)
             sm3.append(r.assign(**{condition: level}))
     sm3 = pd.concat(sm3, ignore_index=True)
     sm3.insert(0, condition, sm3.pop(condition))
-    sm3["threshold"] = r_threshold
-    sm3["meets"] = sm3["estimate"] >= r_threshold
+    sm3 = with_sm3_verdict(sm3, rubric=rubric, condition=condition, r_threshold=r_threshold)
     hypotheses = exp1_claims(h1a, h1b, h1c, sm3, rubric=rubric, non_rubric=non_rubric, condition=condition,
                              alpha=alpha, r_threshold=r_threshold)  # fmt: skip
     counts = _with_errors(_attempt_counts(data, item, condition, error), spread, condition)
@@ -610,6 +615,9 @@ def experiment5(
     experiment_id: str | None = "EXP5_FinalToolValidation",
     category_thresholds: Sequence[float] = (0.3, 0.5),
     total_thresholds: Sequence[float] = (1.0,),
+    sm2_category_max: float = SM2_CATEGORY_MAX,
+    sm2_total_max: float = SM2_TOTAL_MAX,
+    sm2_target: float = SM2_TARGET,
     confidence_column: str | None = "confidence",
     metadata: Sequence[str] = (),
     strata: Sequence[str] = (),
@@ -628,6 +636,11 @@ def experiment5(
         Column names and the experiment kept.
     category_thresholds, total_thresholds : sequence of float
         Step 3: shares of items with SD strictly below each threshold.
+    sm2_category_max, sm2_total_max, sm2_target : float
+        Success Metric 2's pre-specified rule (PRD: mean category SD <= 0.40, total SD <= 1.0,
+        in at least 95% of transcripts); the verdict and every sentence read them from the
+        ``success_metric_2`` table. ``success_metric_2_sensitivity`` recomputes the share at
+        each of ``category_thresholds`` and ``total_thresholds`` as well.
     confidence_column : str or None
         Per-attempt judge confidence (step 5); skipped when absent or all missing.
     metadata : sequence of str
@@ -644,8 +657,9 @@ def experiment5(
     -------
     AnalysisResult
         ``attempts``, ``sd`` (step 1: SD per item and criterion), ``sd_summary`` (step 2:
-        mean, median, IQR), ``sd_histogram`` (bins of width 0.1), ``success_metric_2``,
-        ``share_below`` (step 3), ``score_descriptives`` (step 4: mean, median, SD, min,
+        mean, median, IQR), ``sd_histogram`` (bins of width 0.1), ``success_metric_2`` (with
+        the rule's ``verdict`` on the ``both`` row), ``success_metric_2_sensitivity`` (the same
+        at the other thresholds), ``share_below`` (step 3), ``score_descriptives`` (step 4: mean, median, SD, min,
         max of the scores), ``uncertainty`` (step 5: Spearman between mean confidence and
         total SD per item), ``metadata`` (step 6), and ``fairness_omnibus``,
         ``fairness_pairwise``, ``fairness_verdict`` when ``strata`` are given.
@@ -655,11 +669,15 @@ def experiment5(
     >>> from hce.stats import simulated_log
     >>> from hce.study import experiment5
     >>> log = simulated_log(n_items=20, n_attempts=5, error_rate=0.0)
-    >>> experiment5(log, random_state=0)["success_metric_2"][["metric", "n_items", "estimate", "meets"]]
-            metric  n_items  estimate  meets
-    0  category_sd       20      0.70  False
-    1     total_sd       20      0.85  False
-    2         both       20      0.65  False
+    >>> result = experiment5(log, random_state=0)
+    >>> both = result["success_metric_2"].set_index("metric").loc["both"]
+    >>> int(both["n_items"]), float(both["estimate"]), both["verdict"]
+    (20, 0.65, 'not met')
+    >>> result["success_metric_2_sensitivity"][["category_rule", "category_max", "estimate", "verdict"]].head(3)
+      category_rule  category_max  estimate  verdict
+    0          mean           0.3      0.35  not met
+    1          mean           0.4      0.65  not met
+    2          mean           0.5      0.80  not met
     """
     data = _rows_of(log, experiment, experiment_id)
     criteria = [*as_list(categories), total]
@@ -674,9 +692,13 @@ def experiment5(
     tables["sd"] = spread
     tables["sd_summary"] = spread_summary(spread, item=item)
     tables["sd_histogram"] = _histogram(spread)
-    tables["success_metric_2"] = success_metric_2(spread, categories=categories, total=total,
-                                                  item=item, confidence=confidence,
-                                                  ci_method=ci_method)  # fmt: skip
+    sm2_at = dict(categories=categories, total=total, item=item, confidence=confidence, ci_method=ci_method,
+                  target_share=sm2_target)  # fmt: skip
+    tables["success_metric_2"] = with_sm2_verdict(success_metric_2(spread, category_max=sm2_category_max,
+                                                                   total_max=sm2_total_max, **sm2_at))  # fmt: skip
+    tables["success_metric_2_sensitivity"] = _sm2_sensitivity(
+        spread, sorted({*category_thresholds, sm2_category_max}), sorted({*total_thresholds, sm2_total_max}),
+        (sm2_category_max, sm2_total_max), **sm2_at)  # fmt: skip
     thresholds = {c: list(category_thresholds) for c in as_list(categories)}
     thresholds[total] = list(total_thresholds)
     tables["share_below"] = share_below(spread, threshold=thresholds, item=item, strict=True,
@@ -692,8 +714,12 @@ def experiment5(
     if confidence_column and confidence_column in data.columns and valid[confidence_column].notna().any():
         conf = valid.groupby(item)[confidence_column].mean().rename("mean_confidence")
         joined = per_item.merge(conf, left_on=item, right_index=True)
+        random_state = as_generator(random_state)  # the permutation P and the strata's bootstrap: one stream
         tables["uncertainty"] = correlation(joined, x="mean_confidence", y="sd_total",
-                                            method="spearman", confidence=confidence)  # fmt: skip
+                                            method="spearman", confidence=confidence, random_state=random_state)  # fmt: skip
+        notes.append("Step 5's predictor is not independent of its outcome: each item's mean confidence and its SD of "
+                     "totals come from the same repeated attempts (confidence from the same replies' token "
+                     "probabilities), so part of the correlation is built in; it describes, it does not validate")
     else:
         notes.append("no judge confidence recorded: step 5 (confidence vs SD) skipped")
     if metadata:
@@ -705,12 +731,33 @@ def experiment5(
         fair = fairness(valid, strata=strata, item=item, score=total, error=None, alpha=alpha,
                         confidence=confidence, random_state=random_state)  # fmt: skip
         tables.update({f"fairness_{k}": v for k, v in fair.tables.items()})
+        tables["fairness_verdict"] = with_sm6_verdict(tables["fairness_verdict"], tables.get("fairness_pairwise"))
     sm2 = tables["success_metric_2"].set_index("metric").loc["both"]
     notes.append(f"Success Metric 2: {sm2['n_below']} of {sm2['n_items']} items meet both thresholds "
-                 f"({sm2['estimate']:.1%}, {ci_method} {confidence:.0%} CI "
-                 f"[{sm2['ci_low']:.1%}, {sm2['ci_high']:.1%}]); "
-                 f"{'met' if sm2['meets'] else 'not met'} at the target {sm2['target_share']:.0%}")
+                 f"({sm2['estimate']:.1%}, {ci_method} {confidence:.0%} CI {sm2['ci_low']:.1%} to {sm2['ci_high']:.1%}); "
+                 f"verdict of the interval rule at the target {sm2['target_share']:.0%}: {sm2['verdict']}")  # fmt: skip
     return AnalysisResult(title="EXP5_FinalToolValidation", tables=tables, notes=notes)
+
+
+def _sm2_sensitivity(spread: pd.DataFrame, category_maxima: Sequence[float], total_maxima: Sequence[float],
+                     prespecified: tuple[float, float], **kwargs) -> pd.DataFrame:
+    """Success Metric 2's share (``both``) and the rule's verdict at every pair of SD thresholds, the pre-specified pair marked.
+
+    Each pair is applied to the mean of an item's category SDs (the PRD's wording, pre-specified)
+    and to every category SD. A verdict that turns between neighbouring thresholds rests on the
+    choice of threshold; the table shows whether it does.
+    """
+    rows = []
+    for category_rule, category_max, total_max in itertools.product(("mean", "each"), category_maxima, total_maxima):
+        both = with_sm2_verdict(success_metric_2(spread, category_max=category_max, total_max=total_max,
+                                                 category_rule=category_rule, **kwargs))  # fmt: skip
+        row = both[both["metric"] == "both"].iloc[0]
+        rows.append({"category_rule": category_rule, "category_max": category_max, "total_max": total_max, "n_items": row["n_items"],
+                     "n_below": row["n_below"], "estimate": row["estimate"], "ci_low": row["ci_low"],
+                     "ci_high": row["ci_high"], "ci_method": row["ci_method"], "target_share": row["target_share"],
+                     "prespecified": (category_rule, category_max, total_max) == ("mean", *prespecified),
+                     "verdict": row["verdict"]})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def _histogram(spread: pd.DataFrame, width: float = 0.1) -> pd.DataFrame:
@@ -731,7 +778,8 @@ def _metadata_tests(data, per_item, item, metadata, confidence, random_state) ->
     rows = []
     for column in metadata:
         if pd.api.types.is_numeric_dtype(joined[column]) and not pd.api.types.is_bool_dtype(joined[column]):
-            r = correlation(joined, x=column, y="sd_total", method="spearman", confidence=confidence)
+            r = correlation(joined, x=column, y="sd_total", method="spearman", confidence=confidence,
+                            random_state=random_state)  # fmt: skip
             rows.append(r.rename(columns=dict(zip(ESTIMATE_COLUMNS, EFFECT_COLUMNS))).assign(variable=column))
         else:
             kw = kruskal_wallis(joined.dropna(subset=[column]), condition=column, score="sd_total",

@@ -19,7 +19,9 @@ from hce.stats.result import AnalysisResult
 from hce.stats.tests import p_adjust
 from hce.study.rules import (
     INCONCLUSIVE,
+    RULES,
     MIN_PER_LEVEL,
+    NEAR_ALPHA,
     NEGATIVE,
     NOT_MEASURABLE,
     POSITIVE,
@@ -84,12 +86,77 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
     r = rule("H1c")
     rows.append(verdict_row(r, f"D(target || G2) = {g2:.2f}, D(target || G1) = {g1:.2f} nats", verdict(r, estimate=g2 - g1),
                             p_value=np.nan))  # fmt: skip
-    pearson = sm3[(sm3[condition] == rubric) & sm3["method"].str.startswith("Pearson")].iloc[0]
-    r = rule("SM3", threshold=r_threshold)
-    rows.append(verdict_row(r, f"r = {format_ci(pearson['ci_low'], pearson['ci_high'], estimate=pearson['estimate'])}, "
-                            f"n = {pearson['n']}", verdict(r, estimate=pearson["estimate"], ci_low=pearson["ci_low"],
-                                                           ci_high=pearson["ci_high"]), p_value=np.nan))  # fmt: skip
+    pearson = sm3[sm3["verdict"] != ""].iloc[0]
+    rows.append(verdict_row(rule("SM3", threshold=r_threshold), f"r = {format_ci(pearson['ci_low'], pearson['ci_high'], estimate=pearson['estimate'])}, "
+                            f"n = {pearson['n']}", pearson["verdict"], p_value=np.nan))  # fmt: skip
     return _with_p(rows)
+
+
+def with_sm3_verdict(sm3: pd.DataFrame, *, rubric: object, condition: str, r_threshold: float) -> pd.DataFrame:
+    """Success Metric 3's correlations with the rule's verdict on the row the claim reads (G2's Pearson r).
+
+    The other rows (G1, Spearman) are descriptive: their ``verdict`` is empty, so no table
+    prints a verdict of its own beside the claim's.
+    """
+    r = rule("SM3", threshold=r_threshold)
+    claim = (sm3[condition] == rubric) & sm3["method"].str.startswith("Pearson")
+    words = [verdict(r, estimate=row.estimate, ci_low=row.ci_low, ci_high=row.ci_high) if is_claim else ""
+             for row, is_claim in zip(sm3.itertuples(index=False), claim)]  # fmt: skip
+    return sm3.assign(threshold=r_threshold, verdict=words)
+
+
+def with_sm2_verdict(sm2: pd.DataFrame) -> pd.DataFrame:
+    """Success Metric 2's table with the rule's verdict on the ``both`` row (the claim) in place of its own ``meets`` columns.
+
+    The rule reads the thresholds and the target share from the table, which the analysis
+    computed with the study's settings: one source for the numbers and the words.
+    """
+    out = sm2.drop(columns=["meets", "meets_with_confidence"], errors="ignore")
+    words = [verdict(rule("SM2", threshold=float(row.target_share)), estimate=row.estimate, ci_low=row.ci_low,
+                     ci_high=row.ci_high) if row.metric == "both" else "" for row in out.itertuples(index=False)]  # fmt: skip
+    return out.assign(verdict=words)
+
+
+def sm2_claim(sm2: pd.DataFrame) -> str:
+    """Success Metric 2's claim with the thresholds its table was computed with."""
+    if "threshold" not in sm2:
+        return RULES["SM2"].claim
+    rows = sm2.set_index("metric")["threshold"]
+    return f"items with mean category SD <= {rows['category_sd']:.2f} and total SD <= {rows['total_sd']:.1f} (Exp 5)"
+
+
+def with_sm6_verdict(fair_verdict: pd.DataFrame, pairwise: pd.DataFrame | None) -> pd.DataFrame:
+    """Success Metric 6's table with the rule's verdict in place of the analysis's own ``passes``.
+
+    "none found" on a stratum level with fewer than :data:`MIN_PER_LEVEL` transcripts is no
+    evidence (no test can find a difference there): inconclusive, as the rule says.
+    """
+    small = _small_levels(pairwise)
+    words = [NEGATIVE["metric"] if bool(row.any_detrimental) else INCONCLUSIVE if small else POSITIVE["metric"]
+             for row in fair_verdict.itertuples(index=False)]  # fmt: skip
+    return fair_verdict.drop(columns=["passes"], errors="ignore").assign(small_levels=small, verdict=words)
+
+
+def near_alpha_notes(claims: pd.DataFrame) -> list[str]:
+    """A note for each test-decided verdict whose P lies within :data:`NEAR_ALPHA` of its alpha.
+
+    Such a verdict could turn on a tie correction, an exact instead of an asymptotic P or the
+    threshold itself, so the reader is told which verdicts sit on the edge. ``claims`` is the
+    hypotheses table (its ``p_value`` column); rows without a P are skipped.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"id": ["H2", "H3"], "decides": ["p", "p"], "alpha": [0.05, 0.05],
+    ...                       "p_value": [0.043, 0.0001], "verdict": ["supported", "supported"]})
+    >>> near_alpha_notes(table)
+    ['H2 was supported on P = .04, within 0.01 of alpha = 0.05: a tie correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the edge, not a robust one)']
+    """
+    if "p_value" not in claims:
+        return []
+    edge = claims[(claims["decides"] == "p") & ((claims["p_value"] - claims["alpha"]).abs() < NEAR_ALPHA)]
+    return [f"{row.id} was {row.verdict} on {p_text(row.p_value)}, within {NEAR_ALPHA:g} of alpha = {row.alpha:g}: a tie "
+            "correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the edge, not "
+            "a robust one)" for row in edge.itertuples(index=False)]  # fmt: skip
 
 
 def _with_p(rows: list[dict[str, object]]) -> pd.DataFrame:
@@ -103,7 +170,8 @@ def hypotheses(experiments: Mapping[str, AnalysisResult], *, alpha: float = 0.05
 
     A hypothesis whose experiment is absent or could not be analysed is listed as
     :data:`NOT_MEASURABLE` with the reason. ``p_holm`` is the Holm-adjusted P across the
-    confirmatory family :data:`FAMILY` (reported beside the protocol's per-hypothesis alpha).
+    confirmatory family :data:`FAMILY` (reported beside the protocol's per-hypothesis alpha),
+    NaN throughout when fewer than two of its hypotheses were tested.
     """
     exp1 = experiments.get("EXP1_BaselineRubricUtility")
     rows: list[dict[str, object]] = []
@@ -118,7 +186,8 @@ def hypotheses(experiments: Mapping[str, AnalysisResult], *, alpha: float = 0.05
     out = _with_p(rows)
     family = out["id"].isin(FAMILY) & out["p_value"].notna()
     out["p_holm"] = np.nan
-    out.loc[family, "p_holm"] = p_adjust(out.loc[family, "p_value"].to_numpy(float), "holm")
+    if family.sum() >= 2:  # a family of one has nothing to adjust for: no "Holm-adjusted" label on its own P
+        out.loc[family, "p_holm"] = p_adjust(out.loc[family, "p_value"].to_numpy(float), "holm")
     return out
 
 
@@ -220,10 +289,11 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
         missing = [h for k, _, h in OMNIBUS if k not in exp]
         rows.append(verdict_row(r, "—", f"{NOT_MEASURABLE} (no test of {', '.join(missing)})"))
     if "EXP5_FinalToolValidation" in exp:
-        both = exp["EXP5_FinalToolValidation"]["success_metric_2"].set_index("metric").loc["both"]
-        r = rule("SM2", threshold=float(both["target_share"]))
+        sm2 = with_sm2_verdict(exp["EXP5_FinalToolValidation"]["success_metric_2"])
+        both = sm2.set_index("metric").loc["both"]
+        r = rule("SM2", threshold=float(both["target_share"]), claim=sm2_claim(sm2))
         rows.append(verdict_row(r, f"{both['estimate']:.1%} [{both['ci_low']:.1%}, {both['ci_high']:.1%}] of {int(both['n_items'])}",
-                                verdict(r, estimate=both["estimate"], ci_low=both["ci_low"], ci_high=both["ci_high"])))  # fmt: skip
+                                both["verdict"]))  # fmt: skip
     else:
         rows.append(verdict_row(rule("SM2"), "—", NOT_MEASURABLE))
     exp1 = exp.get("EXP1_BaselineRubricUtility")
@@ -242,28 +312,35 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
     fair = exp.get("EXP5_FinalToolValidation")
     r = rule("SM6", alpha=alpha)
     if fair is not None and "fairness_verdict" in fair:
-        v = fair["fairness_verdict"].iloc[0]
+        v = with_sm6_verdict(fair["fairness_verdict"], fair.tables.get("fairness_pairwise")).iloc[0]
         r = rule("SM6", alpha=float(v["alpha"]))
-        small = _small_levels(fair)
-        word = POSITIVE["metric"] if bool(v["passes"]) else NEGATIVE["metric"]
-        if word == POSITIVE["metric"] and small:  # no test can find a difference in a level of 1 or 2 transcripts
-            word = INCONCLUSIVE
+        small = v["small_levels"]
         rows.append(verdict_row(r, ("detrimental difference found" if bool(v["any_detrimental"]) else "none found")
-                                + (f"; levels with fewer than {MIN_PER_LEVEL} transcripts: {small}" if small else ""), word))  # fmt: skip
+                                + (f"; levels with fewer than {MIN_PER_LEVEL} transcripts: {small}" if small else ""),
+                                v["verdict"]))  # fmt: skip
     else:
         rows.append(verdict_row(r, "—", NOT_MEASURABLE + f" ({_strata_reason(log)})"))
-    planned = ["EXP1_BaselineRubricUtility", "EXP2_PromptOptimization", "EXP3_ModelComparison", "EXP5_FinalToolValidation"]
-    done = [p for p in planned if p in exp]
-    r = rule("SM7", threshold=len(planned))
-    rows.append(verdict_row(r, f"{len(done)} of {len(planned)} analysable experiments in the log", verdict(r, estimate=len(done))))
+    rows.append(_sm7(exp, log))
     return verdicts_frame(rows)
 
 
-def _small_levels(exp5: AnalysisResult) -> str:
+def _sm7(exp: Mapping[str, AnalysisResult], log: pd.DataFrame) -> dict[str, object]:
+    """Success Metric 7: every planned experiment analysable; a log without an experiment's rows cannot say whether it ran."""
+    planned = ["EXP1_BaselineRubricUtility", "EXP2_PromptOptimization", "EXP3_ModelComparison", "EXP5_FinalToolValidation"]
+    logged = set(log["experiment_id"].dropna()) if "experiment_id" in log else set()
+    done = [p for p in planned if p in exp]
+    r = rule("SM7", threshold=len(planned))
+    value = f"{len(done)} of {len(planned)} analysable experiments in the log"
+    absent = [p.split("_")[0] for p in planned if p not in logged]
+    if absent:  # e.g. one experiment's log: the others may have run elsewhere
+        return verdict_row(r, value, f"{NOT_MEASURABLE} (no rows of {', '.join(absent)})")
+    return verdict_row(r, value, verdict(r, estimate=len(done)))
+
+
+def _small_levels(pairs: pd.DataFrame | None) -> str:
     """The stratum levels Experiment 5 compared with fewer than :data:`MIN_PER_LEVEL` transcripts ("" when none)."""
-    if "fairness_pairwise" not in exp5:
+    if pairs is None or not len(pairs):
         return ""
-    pairs = exp5["fairness_pairwise"]
     sizes = pd.concat([pairs[["stratum", side, f"n_{side}"]].set_axis(["stratum", "level", "n"], axis=1) for side in ("a", "b")])
     order = {stratum: i for i, stratum in enumerate(pairs["stratum"].unique())}  # the strata in the analysis's order
     sizes = sizes.drop_duplicates(["stratum", "level"]).assign(order=lambda f: f["stratum"].map(order))

@@ -35,6 +35,7 @@ from hce.collect.parse import json_object
 from hce.errors import DataError
 from hce.rubric import Rubric, load_rubric
 from hce.stats._resample import as_generator
+from hce.study.rules import POSITIVE, rule, verdict
 
 SEGMENT_KEY = ("item_id", "model", "attempt_id", "criterion")
 _PACKAGED_SCHEMES = {"prd": "coding_scheme_prd.yaml"}
@@ -373,7 +374,8 @@ def intercoder_agreement(
         One row per dimension: ``dimension``, ``coder_a``, ``coder_b``, ``estimate``,
         ``ci_low``, ``ci_high``, ``ci_method``, ``p_value``, ``n`` (segments coded by both),
         ``n_replies`` (the replies they come from), ``n_transcripts``,
-        ``percent_agreement``, ``target``, ``meets_target``, ``method``. A dimension where
+        ``percent_agreement``, ``target``, ``verdict`` and ``meets_target``
+        (:func:`kappa_verdicts`), ``method``. A dimension where
         both coders used a single, identical code has an undefined kappa (NaN) and says so.
     """
     from hce.stats import cohen_kappa
@@ -408,11 +410,22 @@ def intercoder_agreement(
             why = "fewer than 2 segments coded by both" if n < 2 else "both coders used one identical code: kappa undefined"
             row.update(estimate=np.nan, ci_low=np.nan, ci_high=np.nan, ci_method="", p_value=np.nan, method=why)
         rows.append(row)
-    out = pd.DataFrame(rows)
-    out["target"] = target
-    out["meets_target"] = out["estimate"] >= target
+    out = kappa_verdicts(pd.DataFrame(rows).assign(target=target))
     return out[["dimension", "coder_a", "coder_b", "estimate", "ci_low", "ci_high", "ci_method", "p_value", "n",
-                "n_replies", "n_transcripts", "percent_agreement", "target", "meets_target", "method"]]  # fmt: skip
+                "n_replies", "n_transcripts", "percent_agreement", "target", "verdict", "meets_target", "method"]]  # fmt: skip
+
+
+def kappa_verdicts(kappa: pd.DataFrame) -> pd.DataFrame:
+    """Kappas with the target rule's ``verdict`` (the 95% CI lower limit >= ``target``) and ``meets_target`` (verdict "met").
+
+    The target is an interval rule like every declared threshold of the study
+    (:data:`hce.study.rules.RULES` ``"KAPPA"``): an estimate of 0.76 with a lower limit of
+    0.60 has not shown a kappa of 0.70. Recomputed from the limits, so a table saved by an
+    older run that compared the point estimate is judged by the rule too.
+    """
+    words = [verdict(rule("KAPPA", threshold=float(row.target)), ci_low=row.ci_low, ci_high=row.ci_high)
+             for row in kappa.itertuples(index=False)]  # fmt: skip
+    return kappa.assign(verdict=words, meets_target=[w == POSITIVE["metric"] for w in words])
 
 
 # --- LLM coding ----------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
 from hce.report.generic import check_columns
 from hce.report.provenance import log_notes, read_with_notes, separate_settings
-from hce.report.sections import not_reported_section
+from hce.report.sections import NOT_APPLICABLE, not_reported_section
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
@@ -51,7 +51,7 @@ from hce.study.analyses import (
     experiment3,
     experiment5,
 )
-from hce.study.claims import hypotheses, key_results, rank_sums_as_counts, scorecard
+from hce.study.claims import hypotheses, key_results, near_alpha_notes, rank_sums_as_counts, scorecard
 from hce.study.confidence import (
     DEFAULT_LOGPROBS_ARE,
     logprob_confidence,
@@ -105,6 +105,8 @@ CAPTIONS = {
     "mean_posthoc": "Post-hoc comparisons of mean total scores",
     "cost_latency": "API latency and cost per model",
     "success_metric_2": "Success Metric 2: share of items under the SD thresholds",
+    "success_metric_2_sensitivity": ("Success Metric 2 at other SD thresholds (threshold sensitivity; the pre-specified "
+                                     "pair marked): share of items under both and the rule's verdict"),
     "share_below": "Share of items under each SD threshold",
     "score_descriptives": "Scores assigned (descriptive)",
     "uncertainty": "Confidence vs per-item SD (Spearman)",
@@ -233,6 +235,17 @@ def is_simulated(log: pd.DataFrame) -> bool:
 
 def _table(result: AnalysisResult, name: str, prefix: str, confidence: float) -> Table:
     return Table(result[name], caption=CAPTIONS.get(name, name.replace("_", " ")), name=f"{prefix}_{name}", confidence=confidence)
+
+
+def _one_level(log: pd.DataFrame, experiment_id: str, results: StudyResults) -> bool:
+    """Whether the experiment's rows hold one level of the factor its analysis compares: no comparison is possible.
+
+    A comparison that a one-condition log cannot support is not a section the log supports, so
+    its absence is "not applicable" (``hce report`` exits 0), not "not computed".
+    """
+    factor = results.settings.get(experiment_id, {}).get("condition")
+    rows = log[log["experiment_id"] == experiment_id]
+    return factor is not None and factor in rows and rows[factor].nunique() < 2
 
 
 def _settings_line(experiment_id: str, results: StudyResults) -> str:
@@ -745,9 +758,10 @@ def study_report(
     if len(key):
         overview.add(Table(key, "Table 2: Key statistical results for prompt and model comparisons", "table2_key_results", confidence))
     alpha = float(results.settings.get("EXP1_BaselineRubricUtility", {}).get("alpha", 0.05))
+    claims = hypotheses(results.experiments, alpha=alpha)
     overview.add(RULES_NOTE,
-                 Table(hypotheses(results.experiments, alpha=alpha), "Pre-specified hypotheses: rule and verdict",
-                       "hypotheses", confidence),
+                 Table(claims, "Pre-specified hypotheses: rule and verdict", "hypotheses", confidence),
+                 *(f"Note: {note}." for note in near_alpha_notes(claims)),
                  Table(scorecard(results.experiments, log=log, coded=results.reasoning.coded if results.reasoning else None,
                                  alpha=alpha), "Success metrics scorecard (PRD section 1): rule and verdict", "scorecard",
                        confidence))  # fmt: skip
@@ -755,7 +769,8 @@ def study_report(
         overview.add("No rows of Experiments 1, 2, 3 or 5 were found (column experiment_id); their analysis plans are not shown.")
     rubric = rubric if rubric is None or isinstance(rubric, Rubric) else load_rubric(rubric)
     rng = as_generator(random_state)
-    skipped = [{"section": EXPERIMENTS[e][0], "reason": message, "fix": "see the reason; the other experiments are reported"}
+    skipped = [{"section": EXPERIMENTS[e][0], "reason": message, "fix": "see the reason; the other experiments are reported",
+                **({"status": NOT_APPLICABLE, "fix": "log two or more conditions to compare"} if _one_level(log, e, results) else {})}
                for e, message in results.failures.items()]  # fmt: skip
     for experiment_id in _experiment_order(log) or [None]:
         if experiment_id == "EXP5_FinalToolValidation":

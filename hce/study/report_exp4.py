@@ -21,7 +21,7 @@ from hce.report.document import Report
 from hce.report.tables import Table
 from hce.stats.result import AnalysisResult
 from hce.study.analyses import experiment4
-from hce.study.reasoning import SEGMENT_KEY
+from hce.study.reasoning import SEGMENT_KEY, kappa_verdicts
 from hce.study.settings import SETTINGS_FILE, describe, read_settings
 
 if TYPE_CHECKING:  # the report's bundle; it holds a ReasoningCodes, so it imports this module
@@ -71,7 +71,9 @@ def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
 
     def table(name: str) -> pd.DataFrame:
         file = folder / "exp4" / name
-        return pd.read_csv(file) if file.is_file() else pd.DataFrame()
+        frame = pd.read_csv(file) if file.is_file() else pd.DataFrame()
+        # the kappa target's verdict is the rule's on the limits, whatever an older run wrote beside them
+        return kappa_verdicts(frame) if {"target", "ci_low", "ci_high"} <= set(frame.columns) else frame
 
     settings = dict(read_settings(folder).get(EXP4_ID, {}).get("settings", {}))
     # Without saved settings, the coding dimensions are the CSV's columns beyond the segment and coder.
@@ -137,7 +139,7 @@ def reasoning_section(report: Report, results: StudyResults, confidence: float) 
         for note in data.result.notes:
             section.add(f"Note: {note}")
     wanted = ["dimension", "coder_a", "coder_b", "estimate", "ci_low", "ci_high", "ci_method", "n", "n_replies",
-              "n_transcripts", "percent_agreement", "meets_target"]  # fmt: skip
+              "n_transcripts", "percent_agreement", "verdict"]  # fmt: skip
 
     def kappa_columns(frame: pd.DataFrame) -> list[str]:  # a study folder written before ci_method has fewer
         return [c for c in wanted if c in frame]
@@ -146,8 +148,9 @@ def reasoning_section(report: Report, results: StudyResults, confidence: float) 
         last = data.rounds[data.rounds["round"] == data.rounds["round"].max()]
         verdict = "every dimension reached" if last["meets_target"].all() else "NOT every dimension reached"
         section.add(Table(data.rounds[["round", "agreement", "expected_kappa", *kappa_columns(data.rounds)]],
-                          f"Inter-coder reliability: refinement rounds until Cohen's kappa >= {last['target'].iloc[0]:g} "
-                          f"({verdict} it in round {int(last['round'].iloc[0])})", "exp4_kappa_rounds", confidence))  # fmt: skip
+                          f"Inter-coder reliability: refinement rounds until the 95% CI lower limit of Cohen's kappa >= "
+                          f"{last['target'].iloc[0]:g} ({verdict} it in round {int(last['round'].iloc[0])})",
+                          "exp4_kappa_rounds", confidence))  # fmt: skip
         section.add("The researchers are simulated (hce.study.sim_coders): coder_1 reads the codes the simulated "
                         "judge planted; coder_2 agrees with coder_1 at the round's agreement, whose expected kappa is shown.")
     elif len(data.kappa):

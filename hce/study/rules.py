@@ -38,6 +38,11 @@ INCONCLUSIVE = "inconclusive"
 NOT_MEASURABLE = "not measurable from this log"
 #: Success Metric 6: a stratum level with fewer transcripts cannot show a difference, so "none found" there is no evidence.
 MIN_PER_LEVEL = 5
+#: Success Metric 2's pre-specified thresholds (PRD section 1): mean category SD, total SD, share of transcripts.
+#: :func:`hce.study.experiment5` takes them as settings; the rule and its claim read them from its table.
+SM2_CATEGORY_MAX, SM2_TOTAL_MAX, SM2_TARGET = 0.40, 1.0, 0.95
+#: A verdict whose P lies this close to alpha gets a note: a tie or a threshold could have turned it.
+NEAR_ALPHA = 0.01
 #: Columns a rule adds to a table of verdicts, in order.
 RULE_COLUMNS = ["test", "decides", "alpha", "direction", "threshold", "rule"]
 
@@ -127,8 +132,8 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     Rule("SM1", "significant differences between conditions (Exp 1, 2 and 3)", "metric",
          "H1a's, H2's and H3's omnibus tests", "p", "two-sided", 0.05, condition=
          "every one of the three tests P < {alpha:g}"),
-    Rule("SM2", "items with every category SD <= 0.40 and total SD <= 1.0 (Exp 5)", "metric",
-         "share of transcripts, Wilson 95% CI", "interval", "greater", None, 0.95),
+    Rule("SM2", f"items with mean category SD <= {SM2_CATEGORY_MAX:.2f} and total SD <= {SM2_TOTAL_MAX:.1f} (Exp 5)", "metric",
+         "share of transcripts, Wilson 95% CI", "interval", "greater", None, SM2_TARGET),
     Rule("SM3", "Pearson r of mean G2 total with target (Exp 1)", "metric",
          "Pearson r, Fisher z 95% CI", "interval", "greater", None, 0.7),
     Rule("SM4", "reasoning of >= 15 real transcripts reviewed (Exp 4)", "metric",
@@ -140,6 +145,8 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "Kruskal-Wallis tests across each stratum's levels, Holm", "p", "two-sided", 0.05, condition=
          "no stratum level significantly worse at Holm-adjusted P < {alpha:g}, every level with at least "
          f"{MIN_PER_LEVEL} transcripts (fewer: inconclusive, as no test can show a difference there)"),
+    Rule("KAPPA", "inter-coder Cohen's kappa of a coding dimension >= 0.70 (Exp 4, 7.4.5)", "metric",
+         "Cohen's kappa, 95% CI", "interval", "greater", None, 0.7),
     Rule("SM7", "all planned experiments completed", "metric",
          "count of analysable experiments", "point", "greater", None, 4, condition=
          "all {threshold:g} judged experiments analysable"),

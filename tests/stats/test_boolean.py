@@ -62,10 +62,13 @@ def test_golden_agreement_matches_sklearn_and_statsmodels():
                         ("cohen_kappa", cohen_kappa_score(y, p)), ("mcc", matthews_corrcoef(y, p))]:
         assert out.loc[metric, "estimate"] == pytest.approx(ref, rel=1e-12), metric
     assert out.loc["specificity", "estimate"] == pytest.approx(41 / 48)
-    # statsmodels cohens_kappa: asymptotic SE of Fleiss, Cohen & Everitt (1969) and its z limits.
+    # statsmodels cohens_kappa: asymptotic SE of Fleiss, Cohen & Everitt (1969); the interval is its Wald
+    # interval on the atanh scale (delta method), back-transformed, as cohen_kappa's default.
     ref = cohens_kappa(np.array([[23, 7], [5, 41]]))
-    assert out.loc["cohen_kappa", "ci_low"] == pytest.approx(ref.kappa_low, rel=1e-10)
-    assert out.loc["cohen_kappa", "ci_high"] == pytest.approx(ref.kappa_upp, rel=1e-10)
+    half = 1.959963984540054 * ref.std_kappa / (1 - ref.kappa**2)
+    low, high = np.tanh(np.arctanh(ref.kappa) + np.array([-half, half]))
+    assert out.loc["cohen_kappa", "ci_low"] == pytest.approx(low, rel=1e-10)
+    assert out.loc["cohen_kappa", "ci_high"] == pytest.approx(high, rel=1e-10)
     for metric in ("f1", "mcc"):
         assert out.loc[metric, "ci_low"] < out.loc[metric, "estimate"] < out.loc[metric, "ci_high"]
 

@@ -70,7 +70,10 @@ def test_spearman_with_bonett_wright_interval():
     out = correlation(pd.DataFrame({"x": CT_X, "y": CT_Y}), x="x", y="y", method="spearman").iloc[0]
     # R: cor.test(x, y, method = "spearman") -> rho = 0.6 (no ties)
     assert out["estimate"] == pytest.approx(0.6, rel=1e-12)
-    assert out["p_value"] == pytest.approx(stats.spearmanr(CT_X, CT_Y).pvalue, rel=1e-10)
+    # R's help page for cor.test: S = 48, p-value = 0.0968 (exact, n = 9 untied): the permutation P over 9!
+    assert out["statistic"] == pytest.approx(48) and out["p_value"] == pytest.approx(0.0968, abs=5e-5)
+    t = correlation(pd.DataFrame({"x": CT_X, "y": CT_Y}), x="x", y="y", method="spearman", p_method="t").iloc[0]
+    assert t["p_value"] == pytest.approx(stats.spearmanr(CT_X, CT_Y).pvalue, rel=1e-10)
     se = np.sqrt((1 + 0.6**2 / 2) / 6)  # Bonett & Wright (2000), n = 9
     z = stats.norm.ppf(0.975)
     assert (out["ci_low"], out["ci_high"]) == pytest.approx(

@@ -120,3 +120,11 @@ def test_experiment5_reports_success_metric_2_and_undefined_items():
     assert hist.groupby("criterion")["count"].sum().eq(39).all()
     assert "Success Metric 2" in out.notes[-1]
     assert "EXP5_FinalToolValidation" in repr(out) and "## success_metric_2" in out.summary()
+
+
+def test_experiment5_notes_that_confidence_and_sd_come_from_the_same_attempts():
+    # Issue 45: Success Metric 5 correlates a predictor computed from the outcome's own repeats (near-circular).
+    from hce.stats import simulated_log
+
+    notes = ex.experiment5(simulated_log(n_items=8, n_attempts=4, random_state=2), random_state=0).notes
+    assert any("same repeated attempts" in note for note in notes)

@@ -153,3 +153,15 @@ def test_llm_coding_prompt_and_parser():
     # Prose around the fenced block, as models write it, does not lose the codes.
     prose = "Here are the codes:\n```json\n" + json.dumps(reply) + "\n```\nLet me know if you need more."
     assert parse_codes(prose, scheme, list(segments)) == (codes, problems)
+
+
+def test_the_kappa_target_is_judged_on_the_interval_not_the_point():
+    # Issue 45: kappa 0.76 (95% CI, 0.60-0.88) was called "met" at the target 0.7; the rule reads the lower limit.
+    from hce.study.reasoning import kappa_verdicts
+
+    old = pd.DataFrame({"dimension": ["a", "b", "c", "d"], "estimate": [0.76, 0.82, 0.5, np.nan],
+                        "ci_low": [0.60, 0.71, 0.3, np.nan], "ci_high": [0.88, 0.92, 0.65, np.nan],
+                        "target": 0.7, "meets_target": [True, True, False, False]})  # as an older run saved it
+    out = kappa_verdicts(old).set_index("dimension")
+    assert out["verdict"].tolist() == ["inconclusive", "met", "not met", "not measurable from this log"]
+    assert out["meets_target"].tolist() == [False, True, False, False]

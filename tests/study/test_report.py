@@ -89,7 +89,8 @@ def test_scorecard_hand_computed_cases():
     sm2 = {"metric": ["both"], "estimate": [0.99], "ci_low": [0.96], "ci_high": [1.0], "n_items": [100],
            "target_share": [0.95], "meets": [True]}
     results = StudyResults(
-        log=pd.DataFrame(),
+        log=pd.DataFrame({"experiment_id": ["EXP1_BaselineRubricUtility", "EXP2_PromptOptimization",
+                                            "EXP3_ModelComparison", "EXP5_FinalToolValidation"]}),
         simulated=False,
         experiments={
             "EXP1_BaselineRubricUtility": fake({"h1a": {"p_value": [0.001]}}),
@@ -125,6 +126,9 @@ def test_scorecard_hand_computed_cases():
     card = card_of(results)
     assert card.loc["SM1", "verdict"] == NOT_MEASURABLE + " (no test of H1a)"
     assert card.loc["SM7", "verdict"] == "not met" and card.loc["SM7", "value"].startswith("3 of 4")
+    # a log without an experiment's rows cannot say whether it ran: not measurable, as every other metric (issue 45)
+    results.log = results.log.iloc[1:]
+    assert card_of(results).loc["SM7", "verdict"] == NOT_MEASURABLE + " (no rows of EXP1)"
 
 
 def test_an_experiment_that_cannot_be_analysed_is_reported_not_fatal():
@@ -356,3 +360,19 @@ def test_text_in_a_criterion_column_names_the_experiment_it_stops():
     entry, *criterion = [e for e in document.not_reported if e["status"] == "not computed"]
     assert entry["section"].startswith("Experiment 5") and "row 5 holds 'three'" in entry["reason"]
     assert criterion and all("clarity_of_language" in e["section"] for e in criterion)  # named where it stops
+
+
+def test_a_one_condition_log_is_not_applicable_and_a_family_of_one_has_no_holm_p():
+    # Issue 45: a one-condition log counted the impossible Friedman test as a section the log supports (exit 1),
+    # and H3's P alone was labelled Holm-adjusted.
+    from hce.report.sections import NOT_COMPUTED
+
+    one = simulated_log(experiment_id="EXP2_PromptOptimization", condition="prompt_id", noise={"P2.1": 0.6},
+                        n_items=8, n_attempts=4, random_state=0)
+    report = study_report(one.assign(condition_id=one["prompt_id"]), random_state=0)
+    assert [e for e in report.not_reported if e["status"] == NOT_COMPUTED] == []
+    exp3 = simulated_log(experiment_id="EXP3_ModelComparison", condition="model", noise={"m1": 0.5, "m2": 0.3, "m3": 0.6},
+                         n_items=8, n_attempts=4, random_state=0).assign(condition_id=lambda f: f["model"])
+    table = next(b.data for s in study_report(exp3, random_state=0).sections for b in s.blocks
+                 if getattr(b, "name", "") == "hypotheses")
+    assert table["p_value"].notna().sum() == 1 and table["p_holm"].isna().all()

@@ -614,6 +614,7 @@ def confidence_spread(
     prob: str = "prob",
     method: CorrelationMethod = "spearman",
     confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Rank correlation between an item's mean confidence and the SD of its scores.
 
@@ -631,7 +632,10 @@ def confidence_spread(
     method : {"spearman", "kendall", "pearson"}, default "spearman"
         Coefficient, as in :func:`~hce.stats.correlation`. Per-item SDs of short
         scales tie often (many are 0); ``"kendall"`` (tau-b) handles the ties explicitly.
+        Spearman's P is a permutation P on 30 items or fewer or with heavy ties.
     %(confidence)s
+    %(random_state)s
+        It seeds Spearman's Monte Carlo permutation P.
 
     Returns
     -------
@@ -663,4 +667,4 @@ def confidence_spread(
     per_item = frame.groupby("item", sort=True).agg(sd=("s", "std"), mean_prob=("p", "mean")).dropna()
     if len(per_item) < 4:
         raise DataError(f"need at least 4 items with an SD and a confidence, got {len(per_item)}")
-    return correlation(per_item, x="mean_prob", y="sd", method=method, confidence=confidence)
+    return correlation(per_item, x="mean_prob", y="sd", method=method, confidence=confidence, random_state=random_state)

@@ -22,13 +22,16 @@ from hce.stats._resample import (
     unit_sums,
 )
 from hce.stats._frames import EngineFrame
+from hce.stats._intervals import fisher_z_ci
 from hce.stats._validate import reads_frame
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 from hce.stats.reliability._engine import count_matrix, rated, unit_counts
 from hce.stats.reliability.paradox import NO_PARADOX, PARADOX_COLUMNS, pabak, paradox_of_table
 
 Weights = Literal["unweighted", "linear", "quadratic"]
-KappaInterval = Literal["wald", "bootstrap"]
+KappaInterval = Literal["fisher-z", "wald", "bootstrap"]
+#: The bounded interval of :func:`cohen_kappa` by default, as its ``ci_method`` column names it.
+FISHER_Z_KAPPA = "Wald on the Fisher z (atanh) scale, SE of Fleiss, Cohen & Everitt (1969) by the delta method"
 
 COLUMNS = [
     "metric", "weights", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value",
@@ -129,6 +132,17 @@ def kappa_core(table: np.ndarray, w: np.ndarray) -> dict[str, float]:
             "pa": pa, "pe": pe}  # fmt: skip
 
 
+def kappa_z_interval(kappa: float, se: float, confidence: float) -> tuple[float, float]:
+    """The :data:`FISHER_Z_KAPPA` interval: ``tanh(atanh(kappa) -/+ z se / (1 - kappa^2))``.
+
+    atanh maps (-1, 1) onto the line, so the back-transformed limits stay inside it; at
+    kappa = +-1 the SE is 0 and atanh infinite: no interval (NaN, not estimable).
+    """
+    if not abs(kappa) < 1:
+        return np.nan, np.nan
+    return fisher_z_ci(kappa, se / (1 - kappa**2), confidence)
+
+
 def kappa_replicates(tables: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Weighted kappa of each of ``(B, q, q)`` count tables at once (NaN where pe = 1)."""
     n = tables.sum(axis=(1, 2))
@@ -177,7 +191,7 @@ def _cohen_in_engine(frame: EngineFrame, *, item: str | None, rater: str | Seque
     import narwhals as nw
 
     _check_options(weights, confidence)
-    check_choice("ci_method", ci_method, ("wald", "bootstrap"))
+    check_choice("ci_method", ci_method, ("fisher-z", "wald", "bootstrap"))
     check_n_boot(n_boot)
     if ci_method == "bootstrap" and n_boot == 0:
         raise DataError("ci_method='bootstrap' needs n_boot >= 1")
@@ -226,7 +240,7 @@ def cohen_kappa(
     weights: Weights = "unweighted",
     categories: Sequence | None = None,
     confidence: float = 0.95,
-    ci_method: KappaInterval = "wald",
+    ci_method: KappaInterval = "fisher-z",
     cluster: str | None = None,
     n_boot: int = 1000,
     random_state: int | np.random.Generator | None = None,
@@ -249,9 +263,12 @@ def cohen_kappa(
         All categories in order; defaults to the sorted observed ones. Give it when a
         category is possible but unused, since weighted kappa depends on the positions.
     %(confidence)s
-    ci_method : {"wald", "bootstrap"}, default "wald"
-        ``"wald"``: estimate +- z se (R's ``psych::cohen.kappa``), which can leave [-1, 1]
-        near perfect agreement or with few targets; ``"bootstrap"``: the percentile
+    ci_method : {"fisher-z", "wald", "bootstrap"}, default "fisher-z"
+        ``"fisher-z"``: the Wald interval on the Fisher z scale, ``tanh(atanh(kappa) +- z se
+        / (1 - kappa^2))`` (the delta-method SE of ``atanh(kappa)``), inside (-1, 1) by
+        construction and not estimable (NaN) at kappa = +-1; ``"wald"``: estimate +- z se
+        (R's ``psych::cohen.kappa``, SAS, statsmodels), which leaves [-1, 1] near perfect
+        agreement or with few targets; ``"bootstrap"``: the percentile
         interval over ``n_boot`` resamples of the targets (of the clusters with ``cluster``),
         inside [-1, 1] by construction.
     cluster : str, optional
@@ -306,9 +323,15 @@ def cohen_kappa(
     ...                   "label": [1, 1, 2, 2, 3, 3, 1, 2, 2, 2, 3, 1]})
     >>> cohen_kappa(d, item="item", rater="rater", score="label")[["estimate", "se", "ci_low", "ci_high"]].round(3)
        estimate     se  ci_low  ci_high
-    0       0.5  0.273  -0.036    1.036
+    0       0.5  0.273  -0.163    0.852
 
-    The Wald upper limit passes 1; the bootstrap percentile interval stays inside [-1, 1]:
+    The default interval is bounded; the plain Wald interval (psych, SAS) passes 1 here:
+
+    >>> cohen_kappa(d, item="item", rater="rater", score="label", ci_method="wald")[["ci_low", "ci_high"]].round(3)
+       ci_low  ci_high
+    0  -0.036    1.036
+
+    The bootstrap percentile interval stays inside [-1, 1] too:
 
     >>> k = cohen_kappa(d, item="item", rater="rater", score="label", ci_method="bootstrap", random_state=1)
     >>> bool(-1 <= k["ci_low"].iloc[0] <= k["estimate"].iloc[0] <= k["ci_high"].iloc[0] <= 1), k["ci_method"].iloc[0]
@@ -322,7 +345,7 @@ def cohen_kappa(
     0       0.5  0.273
     """
     _check_options(weights, confidence)
-    check_choice("ci_method", ci_method, ("wald", "bootstrap"))
+    check_choice("ci_method", ci_method, ("fisher-z", "wald", "bootstrap"))
     check_n_boot(n_boot)
     if cluster is not None and ci_method != "bootstrap":
         raise DataError(f"cluster={cluster!r} is used by the bootstrap interval only; pass ci_method='bootstrap'")
@@ -374,6 +397,8 @@ def _cohen_table(cross: np.ndarray, per_unit: Callable[[], tuple[np.ndarray, np.
     if ci_method == "wald":
         half = stats.norm.ppf((1 + confidence) / 2) * se
         low, high, how = kappa - half, kappa + half, "Wald, SE of Fleiss, Cohen & Everitt (1969)"
+    elif ci_method == "fisher-z":
+        (low, high), how = kappa_z_interval(kappa, se, confidence), FISHER_Z_KAPPA
     else:
         low, high = _kappa_bootstrap(*per_unit(), q, w, n_boot, confidence, as_generator(random_state))
         how = f"percentile bootstrap over {'targets' if cluster is None else cluster} (B={n_boot})"

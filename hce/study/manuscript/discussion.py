@@ -25,6 +25,7 @@ from hce.report.manuscript.model import (
     Placeholder,
 )
 from hce.stats._intervals import proportion_ci
+from hce.study.claims import near_alpha_notes
 from hce.study.manuscript.cells import Cells
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
 from hce.study.rules import INCONCLUSIVE, MIN_PER_LEVEL, NOT_MEASURABLE
@@ -65,6 +66,7 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
             items.append([f"{row.id} ({row.claim}) could not be assessed: {row.verdict}."])
         for row in card[verdicts.isin(["not met", "not supported", INCONCLUSIVE])].itertuples(index=False):
             items.append([f"{row.id} ({row.claim}) was {row.verdict} ({row.value}; rule: {row.rule})."])
+        items += [[f"{note}."] for note in near_alpha_notes(card)]
     errors = facts.log[facts.log["error_flag"].astype(bool)]
     items.append([f"{len(errors)} of {len(facts.log)} logged attempts ended in an error and were excluded."
                   if len(errors) else "No attempt was excluded for an error; exclusions cannot explain the results."])  # fmt: skip

@@ -164,7 +164,7 @@ def _success_metric_2(cells: Cells) -> list[Inline]:
     if not cells.has(sm2):
         return []
     return [" Success Metric 2 asks that at least ", cells.percent(sm2, "both", "target_share"),
-            " of transcripts have every category SD ≤ ", cells.number(sm2, "category_sd", "threshold"),
+            " of transcripts have a mean category SD ≤ ", cells.number(sm2, "category_sd", "threshold"),
             " and a total SD ≤ ", cells.number(sm2, "total_sd", "threshold"), "."]  # fmt: skip
 
 
@@ -261,9 +261,12 @@ def _multiplicity(facts: StudyFacts) -> str:
         within.append(f"the Experiment 4 tests across the coding dimensions ({str(adjust.get('EXP4_ReasoningAnalysis') or 'holm').capitalize()})")
     if _settings(facts, "EXP5_FinalToolValidation").get("strata"):
         within.append("the strata tests of Success Metric 6 (Holm)")
+    tested = sum(facts.ran(e) for e in ("EXP2_PromptOptimization", "EXP3_ModelComparison")) + 2 * facts.ran("EXP1_BaselineRubricUtility")
+    holm = ("their Holm-adjusted P values are given beside each P in the study report's hypotheses table, so a reader can "
+            "apply a familywise error rate" if tested >= 2 else
+            "only one of them was tested here, so no familywise adjustment applies and none is reported")
     return ("Multiplicity: the confirmatory family is H1a, H1b, H2 and H3; as pre-specified, each is tested at the "
-            "protocol's own α with no familywise correction, and their Holm-adjusted P values are given beside each P in "
-            "the study report's hypotheses table, so a reader can apply a familywise error rate; H1c is descriptive "
+            f"protocol's own α with no familywise correction, and {holm}; H1c is descriptive "
             "(no test). Within families, P values were adjusted for " + (_joined(within) or "nothing (no family ran)")
             + ". The Spearman correlation of confidence with SD (Success Metric 5), the repeated-measures ANOVA and the "
             "paired H1a analysis are single secondary or sensitivity tests, not adjusted, and decide no claim.")
@@ -327,7 +330,7 @@ def _reasoning_section(facts: StudyFacts) -> list[Block]:
         + (f"An LLM ({llm.get('model')}, temperature {llm.get('temperature')}) also coded every segment. " if llm.get("enabled") else "")
         + f"The final codes (coder {coders}) were analysed. Inter-coder agreement was Cohen κ (its 95% CI a percentile "
         "bootstrap over replies, because a reply's segments are not independent) with a target of "
-        f"{config.get('kappa_target')}; code distributions were compared across models with Cramér V (noncentral "
+        f"{config.get('kappa_target')}, met when the 95% CI lower limit reached it; code distributions were compared across models with Cramér V (noncentral "
         "chi-squared CI) and, because the segments are nested in replies, a permutation test that reassigns the models "
         "among each transcript's whole replies (Pearson χ² statistic); the segment-level chi-squared or Fisher exact "
         f"tests are reported in the study report for comparison ({s.get('p_adjust_method')} adjustment across the "

@@ -295,11 +295,11 @@ def _exp4(facts: StudyFacts, cells: Cells) -> list[Block]:
     if cells.has("exp4_kappa_rounds"):
         rounds = cells.frame("exp4_kappa_rounds")
         last = rounds[rounds["round"] == rounds["round"].max()]
-        weakest = last.loc[last["estimate"].idxmin()]
+        weakest = last.loc[last["ci_low"].idxmin()]  # the rule reads the lower limits
         low = cells.find("exp4_kappa_rounds", round=weakest["round"], dimension=weakest["dimension"])
-        reached = "met" if bool(last["meets_target"].all()) else "did not all meet"
-        parts += ["After refinement round ", cells.number("exp4_kappa_rounds", low, "round"), (", the lowest inter-coder "
-                  "Cohen κ across dimensions was "), *cells.interval("exp4_kappa_rounds", low),
+        reached = "met" if bool((last["verdict"] == "met").all()) else "did not all meet"
+        parts += ["After refinement round ", cells.number("exp4_kappa_rounds", low, "round"), (", the inter-coder "
+                  "Cohen κ with the lowest 95% CI lower limit was "), *cells.interval("exp4_kappa_rounds", low),
                   f" ({weakest['dimension'].replace('_', ' ')}; ", *_kappa_basis(cells, low, weakest),
                   f"); the dimensions {reached} the prespecified κ target."]  # fmt: skip
     blocks.append(Paragraph(parts))
@@ -322,7 +322,7 @@ def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         " held-out transcripts (", cells.number("table1_datasets", "EXP5_FinalToolValidation", "n_attempts"),
         " attempts in all). The median per-transcript SD of the total score was ", *_median_iqr(cells, sd, "total"),
         " (maximum ", cells.number(sd, "total", "max"), "). Of the transcripts, ", *cells.interval(sm2, "both", percent=True),
-        " had every category SD ≤ ", cells.number(sm2, "category_sd", "threshold"), " and a total SD ≤ ",
+        " had a mean category SD ≤ ", cells.number(sm2, "category_sd", "threshold"), " and a total SD ≤ ",
         cells.number(sm2, "total_sd", "threshold"), " (Success Metric 2 target, ", cells.percent(sm2, "both", "target_share"),
         f"); {cells.claim('SM2')}."]  # fmt: skip
     if cells.has("exp5_uncertainty"):

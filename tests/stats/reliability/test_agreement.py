@@ -89,7 +89,11 @@ def test_cohen_kappa_matches_statsmodels_and_sklearn(weights):
     np.testing.assert_allclose(out.p_value[0], ref.pvalue_two_sided, rtol=1e-10)
     sk = cohen_kappa_score(a, b, weights={"unweighted": None}.get(weights, weights))
     np.testing.assert_allclose(out.estimate[0], sk, rtol=1e-12)
-    np.testing.assert_allclose(out.ci_high[0] - out.estimate[0], 1.959963984540054 * ref.std_kappa)
+    wald = cohen_kappa(long, item="target", rater="rater", score="rating", weights=weights, ci_method="wald")
+    np.testing.assert_allclose(wald.ci_high[0] - wald.estimate[0], 1.959963984540054 * ref.std_kappa)
+    # the default: the same SE through the delta method on atanh(kappa), back-transformed
+    half = 1.959963984540054 * ref.std_kappa / (1 - ref.kappa**2)
+    np.testing.assert_allclose([out.ci_low[0], out.ci_high[0]], np.tanh(np.arctanh(ref.kappa) + np.array([-half, half])))
 
 
 def test_cohen_kappa_drops_targets_rated_once():
@@ -113,8 +117,9 @@ def test_cohen_kappa_two_wide_columns_equal_long_and_golden_agreement():
     pd.testing.assert_frame_equal(out, cohen_kappa(wide, item="case", rater=["golden", "judge"]))
     # statsmodels cohens_kappa on the 2x2 table: kappa, SE and limits of Fleiss, Cohen & Everitt (1969)
     ref = inter_rater.cohens_kappa(np.array([[23, 7], [5, 41]]))
-    np.testing.assert_allclose(out.loc[0, ["estimate", "se", "ci_low", "ci_high"]].to_numpy(float),
-                               [ref.kappa, ref.std_kappa, ref.kappa_low, ref.kappa_upp], rtol=1e-10)
+    np.testing.assert_allclose(out.loc[0, ["estimate", "se"]].to_numpy(float), [ref.kappa, ref.std_kappa], rtol=1e-10)
+    wald = cohen_kappa(wide, rater=["judge", "golden"], ci_method="wald")
+    np.testing.assert_allclose(wald.loc[0, ["ci_low", "ci_high"]].to_numpy(float), [ref.kappa_low, ref.kappa_upp], rtol=1e-10)
     # golden_agreement takes the same two columns: identical kappa and interval
     gold = golden_agreement(wide, score="judge", truth="golden", n_boot=0).set_index("metric")
     np.testing.assert_allclose(gold.loc["cohen_kappa", ["estimate", "ci_low", "ci_high"]].to_numpy(float),
@@ -229,7 +234,7 @@ def _near_perfect() -> pd.DataFrame:
 
 def test_cohen_kappa_bootstrap_interval_stays_in_the_parameter_space():
     long = _near_perfect()
-    wald = cohen_kappa(long, item="target", rater="rater", score="rating").iloc[0]
+    wald = cohen_kappa(long, item="target", rater="rater", score="rating", ci_method="wald").iloc[0]
     assert wald.ci_high > 1  # issue 33: "0.92 [0.81, 1.03]"
     boot = cohen_kappa(long, item="target", rater="rater", score="rating", ci_method="bootstrap", random_state=0).iloc[0]
     assert boot.estimate == wald.estimate and boot.se == wald.se and boot.p_value == wald.p_value
@@ -266,3 +271,22 @@ def test_cohen_kappa_cluster_bootstrap_resamples_whole_clusters():
         cohen_kappa(long.assign(reply=np.arange(len(long))), cluster="reply", **kw)
     with pytest.raises(DataError, match="pass ci_method='bootstrap'"):
         cohen_kappa(long, item="target", rater="rater", score="rating", cluster="reply")
+
+
+def test_cohen_kappa_default_interval_is_bounded_and_named():
+    # Issue 45: 58 of 60 binary targets agreed on gave the Wald 0.842 to 1.024 by default. statsmodels'
+    # cohens_kappa (SAS formulas) gives the same kappa and SE; the default interval is the Wald interval of
+    # atanh(kappa) with the delta-method SE se / (1 - kappa^2), back-transformed: inside (-1, 1).
+    a = np.repeat([1, 0], 30)
+    b = a.copy()
+    b[[0, 45]] = 1 - b[[0, 45]]
+    out = cohen_kappa(pd.DataFrame({"a": a, "b": b}), rater=["a", "b"]).iloc[0]
+    ref = inter_rater.cohens_kappa(pd.crosstab(a, b).to_numpy())
+    assert (round(ref.kappa_low, 3), round(ref.kappa_upp, 3)) == (0.842, 1.024)  # the Wald interval of the issue
+    half = 1.959963984540054 * ref.std_kappa / (1 - ref.kappa**2)
+    np.testing.assert_allclose([out.ci_low, out.ci_high], np.tanh(np.arctanh(ref.kappa) + np.array([-half, half])), rtol=1e-12)
+    assert -1 < out.ci_low < out.estimate < out.ci_high < 1
+    assert out.ci_method.startswith("Wald on the Fisher z (atanh) scale")
+    # perfect agreement: SE 0, atanh(1) infinite; no interval rather than the point [1, 1]
+    perfect = cohen_kappa(pd.DataFrame({"a": a, "b": a}), rater=["a", "b"]).iloc[0]
+    assert perfect.estimate == 1 and np.isnan(perfect.ci_low) and np.isnan(perfect.ci_high)
