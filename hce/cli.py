@@ -240,6 +240,7 @@ def collect(
     --batch --cancel stops this log's batches.
     """
     from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
+    from hce.collect.endpoints import check_addresses
     from hce.collect.fingerprint import set_aside_changed, superseded_path
     from hce.collect.lock import check_free
     from hce.collect.runner import (
@@ -257,6 +258,7 @@ def collect(
         if cancel and (not batch or dry_run or retry_failed):
             raise HceError("--cancel goes with --batch, and not with --dry-run or --retry-failed")
         parsed = load_design(design)
+        check_addresses(parsed, base_url)  # a local endpoint missing its address: refused before a plan names the host
         if batch:
             check_batch(parsed)
         table = None if cancel else estimate(parsed, log=log if log.exists() else None, batch=batch,

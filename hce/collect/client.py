@@ -530,7 +530,9 @@ def endpoint_key(name: str, base_url: str | None, api_key_env: str | None, *, ne
 
     ``$OPENAI_API_KEY`` is read when no variable is named only if the endpoint is OpenAI's
     own: a key never goes to a host it was not meant for. An endpoint with
-    ``needs_key=False`` (a local server that checks none) gets the placeholder ``"no-key"``.
+    ``needs_key=False`` (a local server that checks none) gets the placeholder ``"no-key"``,
+    and must name its server (``base_url`` or ``$OPENAI_BASE_URL``): without one its calls
+    would go to api.openai.com, so it is refused.
 
     Raises
     ------
@@ -544,6 +546,12 @@ def endpoint_key(name: str, base_url: str | None, api_key_env: str | None, *, ne
     """
     url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
     if not needs_key:
+        if is_openai(url):  # a local endpoint missing its address: every transcript would go to a public API
+            raise CollectError(
+                f"endpoint {name!r} has needs_key: false (a local server) but its calls would go to {url}: "
+                f"{'no base_url is set, so the default applies' if url == OPENAI_URL else 'that is OpenAI'}. Set the "
+                "server's base_url (e.g. http://127.0.0.1:8080/v1 for llama-server); nothing was sent"
+            )
         return "no-key"
     if api_key_env is None:
         if not is_openai(url):
