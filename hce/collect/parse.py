@@ -36,9 +36,30 @@ def _label_pattern(label: str) -> re.Pattern[str]:
 
 
 def _na_pattern(label: str, answer: str) -> re.Pattern[str]:
-    """A category's line answered with its declared "not applicable" label (``Medications: N/A``)."""
+    """A category's line answered with its declared "not applicable" label (``Medications: N/A``).
+
+    Read in any case, and a declared ``NA``, ``N/A``, ``n.a.`` or ``not applicable`` in any
+    of those spellings: a judge writing "N/A" where the rubric declares "NA" means the same.
+    """
     words = r"\s+".join(re.escape(w) for w in label.split())
-    return re.compile(rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_VALUE_DECOR}{re.escape(answer)}(?!\w)")
+    return re.compile(rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_VALUE_DECOR}{na_spellings(answer)}(?!\w)")
+
+
+# The spellings of "not applicable" that mean one answer (a declared one in any of them is read as declared).
+_NA_SPELLING = r"(?:n\s*/\s*a|n\.\s*a\.?|na|not\s+applicable)"
+
+
+def na_spellings(answer: str) -> str:
+    """A pattern of a declared "not applicable" answer: its label, or any spelling of N/A when the label is one.
+
+    Examples
+    --------
+    >>> bool(re.fullmatch(na_spellings("NA"), "n/a", re.I)), bool(re.fullmatch(na_spellings("NA"), "N.A.", re.I))
+    (True, True)
+    >>> bool(re.fullmatch(na_spellings("skip"), "n/a", re.I))
+    False
+    """
+    return _NA_SPELLING if re.fullmatch(_NA_SPELLING, answer.strip(), re.I) else re.escape(answer)
 
 
 _TOTAL = _label_pattern("Total Score")
@@ -58,6 +79,7 @@ def _error(row: dict[str, Any], message: str) -> dict[str, Any]:
 
 
 _SCORE_KEYS = ("total", "verdict", "verdict_score")
+_COUNT = {2: "two", 3: "three", 4: "four"}
 
 
 def flag(row: dict[str, Any], message: str, *, criteria: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
@@ -146,6 +168,13 @@ def _parse_total_only(row: dict[str, Any], text: str, rubric: Rubric) -> dict[st
     return row
 
 
+def _finite(text: str) -> bool:
+    try:
+        return float(text) == float(text) and abs(float(text)) != float("inf")
+    except ValueError:
+        return False
+
+
 def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
@@ -175,6 +204,10 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
                 continue
         if not matches:
             return _error(row, f"no score line for {category.name}")
+        written = list(dict.fromkeys(_fmt(float(m.group(1))) for m in matches if _finite(m.group(1))))
+        if len(written) > 1:  # which one the judge meant is unknowable: keeping the last would guess
+            _error(row, f"{_COUNT.get(len(written), len(written))} scores for {category.name}: {' and '.join(written)}")
+            continue
         # The value and the rest of its line: "3 or 4" is conflicting, "3/4" is 3.
         value_line = block[matches[-1].start(1) :].split("\n", 1)[0]
         read = extract_score(
