@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -50,6 +51,24 @@ class NotApplicable:
 
     label: str
     descriptor: str
+
+    @property
+    def pattern(self) -> str:
+        """A regular expression of the answer as judges write it: the label in any case, and a declared
+        ``NA``, ``N/A``, ``n.a.`` or ``not applicable`` in any of those spellings (they mean one answer).
+
+        Examples
+        --------
+        >>> import re
+        >>> answer = NotApplicable("NA", "no medication discussed")
+        >>> [bool(re.fullmatch(answer.pattern, said, re.I)) for said in ("N/A", "n.a.", "Not applicable", "none")]
+        [True, True, True, False]
+        """
+        return _NA_SPELLING if re.fullmatch(_NA_SPELLING, self.label.strip(), re.I) else re.escape(self.label)
+
+
+# The spellings of "not applicable" that mean one answer.
+_NA_SPELLING = r"(?:n\s*/\s*a|n\.\s*a\.?|na|not\s+applicable)"
 
 
 @dataclass(frozen=True)

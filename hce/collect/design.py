@@ -518,7 +518,7 @@ def _examples(
                 raise CollectError(f"{exc}. They are scored on Rubric v5.0; for rubric {rubric.name!r} add examples: FILE "
                                    "(YAML or JSONL: text and a score per criterion) to this condition or to defaults") from None
             return None
-        check_template(used, examples)
+        check_template(used, examples, rubric)
     except HceError as exc:
         raise CollectError(f"{where}: {exc}") from None
     return examples

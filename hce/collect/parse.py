@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from hce.collect.prompts import REPLY_FORMAT
-from hce.rubric import Rubric, load_rubric
+from hce.rubric import NotApplicable, Rubric, load_rubric
 from hce.score_extraction import NUMERAL, extract_score
 
 # A score after a label: a numeral that does not open a range ("3-4" is no score).
@@ -35,31 +35,10 @@ def _label_pattern(label: str) -> re.Pattern[str]:
     )
 
 
-def _na_pattern(label: str, answer: str) -> re.Pattern[str]:
-    """A category's line answered with its declared "not applicable" label (``Medications: N/A``).
-
-    Read in any case, and a declared ``NA``, ``N/A``, ``n.a.`` or ``not applicable`` in any
-    of those spellings: a judge writing "N/A" where the rubric declares "NA" means the same.
-    """
+def _na_pattern(label: str, answer: NotApplicable) -> re.Pattern[str]:
+    """A category's line answered with its declared "not applicable" answer (``Medications: N/A``), in any spelling."""
     words = r"\s+".join(re.escape(w) for w in label.split())
-    return re.compile(rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_VALUE_DECOR}{na_spellings(answer)}(?!\w)")
-
-
-# The spellings of "not applicable" that mean one answer (a declared one in any of them is read as declared).
-_NA_SPELLING = r"(?:n\s*/\s*a|n\.\s*a\.?|na|not\s+applicable)"
-
-
-def na_spellings(answer: str) -> str:
-    """A pattern of a declared "not applicable" answer: its label, or any spelling of N/A when the label is one.
-
-    Examples
-    --------
-    >>> bool(re.fullmatch(na_spellings("NA"), "n/a", re.I)), bool(re.fullmatch(na_spellings("NA"), "N.A.", re.I))
-    (True, True)
-    >>> bool(re.fullmatch(na_spellings("skip"), "n/a", re.I))
-    False
-    """
-    return _NA_SPELLING if re.fullmatch(_NA_SPELLING, answer.strip(), re.I) else re.escape(answer)
+    return re.compile(rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_VALUE_DECOR}{answer.pattern}(?!\w)")
 
 
 _TOTAL = _label_pattern("Total Score")
@@ -198,7 +177,7 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
     for category in rubric.categories:
         matches = list(_label_pattern(category.name).finditer(block))
         if category.not_applicable is not None:
-            said = list(_na_pattern(category.name, category.not_applicable.label).finditer(block))
+            said = list(_na_pattern(category.name, category.not_applicable).finditer(block))
             if said and (not matches or said[-1].start() > matches[-1].start()):
                 not_applicable.append(category.id)  # missing by the rubric's design: no score, no error
                 continue
