@@ -49,7 +49,8 @@ SCHEMA: tuple[Column, ...] = (
     Column("cached_tokens", "int", "Prompt tokens served from cache"),
     Column("cache_write_tokens", "int", "Prompt tokens written to the provider's cache, where its usage reports them (prompt_tokens_details.cache_write_tokens; billed at the model's cache-write rate)"),
     Column("cost_usd", "float", "Cost from the dated price table (empty when the model is unpriced)"),
-    Column("latency_s", "float", "Wall time of the successful try, seconds"),
+    Column("latency_s", "float", "Wall time of the whole attempt, seconds: every try and the waits between them"),
+    Column("latency_last_s", "float", "Wall time of the attempt's last try alone, seconds (empty in logs made before it was logged)"),
     Column("retries", "int", "Tries beyond the first (transient errors retried)"),
     Column("total", "float", "Parsed total score"),
     Column("verdict", "bool", "Parsed boolean verdict (boolean judges)"),
@@ -63,7 +64,7 @@ COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}
 # Columns a collector writes beside the schema's (hce.collect.log_rows, hce.collect.parse): with
 # the schema's, the names no rubric criterion may take, as its score would overwrite them.
 WRITTEN_COLUMNS = ("retry_errors", "system_fingerprint", "behavior_id", "not_applicable", "uncertain", "verdict_score",
-                   "outline", "transcript", "leak_flag", "leak_reason", "latency_last_s")
+                   "outline", "transcript", "leak_flag", "leak_reason")
 RESERVED_COLUMNS = frozenset(COLUMNS) | frozenset(WRITTEN_COLUMNS)
 # Where a retry keeps the rows of failed calls it sends again (hce.collect.failed): the
 # same attempts as the new rows in the log, so the two files are never read together.

@@ -78,6 +78,7 @@ def attempt_row(
         "cache_write_tokens": result.cache_write_tokens,
         "cost_usd": None,
         "latency_s": result.latency_s,
+        "latency_last_s": result.latency_last_s,
         "retries": result.retries,
         # Seed 000 section 12: log every error; a retried try's error would otherwise vanish.
         "retry_errors": json.dumps(result.tries) if result.tries else None,  # JSON text, as `request`
@@ -105,8 +106,30 @@ def attempt_row(
         parsed = parse_synthetic(result.response_text, target_total=item.metadata.get("target_total"), rubric=design.rubric)
     else:
         parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric, fmt=cond.reply_format)
-    if result.ok and result.finish_reason == "length" and not parsed.get("error_flag"):
-        flag(parsed, "the reply was cut off at max_tokens (finish_reason=length)", criteria=() if custom else design.rubric.criteria)
+    if result.ok and result.finish_reason in STOPPED_EARLY:
+        _stopped_early(parsed, result.finish_reason, cond.max_tokens, criteria=() if custom else design.rubric.criteria)
     row.update(parsed)
     order = [c.name for c in SCHEMA]
     return {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}
+
+
+#: finish_reason values that mean the reply was stopped before the judge finished it.
+STOPPED_EARLY = ("length", "content_filter")
+
+
+def _stopped_early(parsed: dict[str, Any], finish_reason: str, max_tokens: int | None, *, criteria: Any) -> None:
+    """Flag a reply stopped early, the cause first: a parse error after a cut is the cut's doing, not the model's.
+
+    Examples
+    --------
+    >>> row = {"error_flag": True, "error_message": "no score line for Clarity"}
+    >>> _stopped_early(row, "length", 60, criteria=())
+    >>> row["error_message"]
+    'cut at max_tokens=60 before the score block (finish_reason=length; no score line for Clarity)'
+    """
+    cause = (f"cut at max_tokens={max_tokens}" if max_tokens is not None else "cut at the server's token limit") \
+        if finish_reason == "length" else "stopped by the provider's content filter"
+    said = parsed.get("error_message") if parsed.get("error_flag") else None
+    where = "before the score block" if said else "after the score block began (its last score may be cut)"
+    parsed["error_flag"], parsed["error_message"] = False, None
+    flag(parsed, f"{cause} {where} (finish_reason={finish_reason}{f'; {said}' if said else ''})", criteria=criteria)
