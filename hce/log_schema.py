@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -104,3 +105,26 @@ def make_attempt_id(experiment_id: str, item_id: str, condition_id: str, attempt
     """
     key = "\x1f".join([str(experiment_id), str(item_id), str(condition_id), str(int(attempt))])
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+# A dated snapshot an alias resolves to: gpt-4o -> gpt-4o-2024-08-06, gpt-3.5-turbo -> gpt-3.5-turbo-0125.
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})$")
+
+
+def served_as_requested(requested: str | None, served: str | None) -> bool:
+    """Whether the ``model_version`` a reply names is the ``model`` asked for (itself, or its dated snapshot).
+
+    A local server answers with whatever file it loaded (llama-server names its GGUF): such a
+    reply is not the requested model's, and is never priced or reported as it.
+
+    Examples
+    --------
+    >>> served_as_requested("gpt-4o", "gpt-4o-2024-08-06"), served_as_requested("gpt-4o-mini", "gemma-3-270m-it-Q4_K_M.gguf")
+    (True, False)
+    """
+    if not served or not requested:
+        return True  # nothing named: nothing differs
+    asked, answered = (re.sub(r"^openai/", "", name.strip()) for name in (requested, served))
+    if asked == answered:
+        return True
+    return answered.startswith(asked) and _SNAPSHOT.fullmatch(answered[len(asked):]) is not None

@@ -611,10 +611,9 @@ def status_text(exc: openai.APIStatusError) -> str:
 
     Examples
     --------
-    >>> import httpx, openai
+    >>> from types import SimpleNamespace
     >>> page = "<html><body><h1>Error response</h1><p>Unsupported method ('POST')</p></body></html>"
-    >>> reply = httpx.Response(501, text=page, request=httpx.Request("POST", "http://127.0.0.1/v1/chat/completions"))
-    >>> status_text(openai.APIStatusError("Error code: 501", response=reply, body=page))
+    >>> status_text(SimpleNamespace(status_code=501, message="Error code: 501", body=page))  # an APIStatusError's fields
     "HTTP 501: Error code: 501 - Error response Unsupported method ('POST')"
     """
     text = f"HTTP {exc.status_code}: {exc.message}"

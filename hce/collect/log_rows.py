@@ -14,10 +14,11 @@ from hce.collect.client import CallResult
 from hce.collect.design import Attempt, Design
 from hce.collect.fingerprint import settings_hash
 from hce.collect.parse import flag, parse_reply, parse_synthetic
-from hce.collect.pricing import cost_usd, price_of
+from hce.collect.pricing import Price, cost_usd, price_of
 from hce.collect.sampling import Request, split_result
 from hce.collect.transcripts import clean_text
 from hce.log import SCHEMA
+from hce.log_schema import served_as_requested
 
 
 def request_rows(
@@ -84,11 +85,7 @@ def attempt_row(
         "retry_errors": json.dumps(result.tries) if result.tries else None,  # JSON text, as `request`
     }
     if result.input_tokens is not None:
-        priced = cond.price_model or (result.model_version if price_of(result.model_version) else cond.model)
-        row["cost_usd"] = cost_usd(
-            priced, result.input_tokens, result.output_tokens, result.cached_tokens, batch=batch, warn=False,
-            cache_write_tokens=result.cache_write_tokens,
-        )
+        row["cost_usd"] = _cost(cond, design.endpoints[cond.endpoint], result, batch)
     if request_id is not None:  # one attempt a request has no column of it: logs made before n-sampling are unchanged
         row["request_id"] = request_id
     row["system_fingerprint"] = result.system_fingerprint  # the backend configuration; fp_hce_sim_* when simulated
@@ -111,6 +108,33 @@ def attempt_row(
     row.update(parsed)
     order = [c.name for c in SCHEMA]
     return {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}
+
+
+def _cost(cond: Any, endpoint: Any, result: CallResult, batch: bool) -> float | None:
+    """The call's cost, or None: never at another model's price.
+
+    An endpoint's ``pricing: none`` prices nothing; its own prices price every call. Else the
+    table prices ``price_model`` when set; a served model the table knows (an Azure
+    deployment answers with the model behind it); or the requested one, but only when the
+    reply names that model (or nothing): a local server answering with its own file is
+    left unpriced, with a warning (:class:`~hce.collect.run_summary.Tally`).
+    """
+    if endpoint.pricing == "none":
+        return None
+    tokens = (result.input_tokens, result.output_tokens, result.cached_tokens)
+    if isinstance(endpoint.pricing, Price):
+        return cost_usd(cond.model, *tokens, prices={cond.model: endpoint.pricing}, batch=batch, warn=False,
+                        cache_write_tokens=result.cache_write_tokens)
+    served = result.model_version
+    if cond.price_model:
+        priced = cond.price_model
+    elif price_of(served) and not price_of(cond.model):
+        priced = served
+    elif served_as_requested(cond.model, served):
+        priced = cond.model
+    else:
+        return None
+    return cost_usd(priced, *tokens, batch=batch, warn=False, cache_write_tokens=result.cache_write_tokens)
 
 
 #: finish_reason values that mean the reply was stopped before the judge finished it.

@@ -44,6 +44,7 @@ from hce.report.logs import KEPT, kept_settings, missing_attempts, read_any
 from hce.report.provenance import (
     read_with_notes,
     separate_settings,
+    served_models,
 )
 from hce.report.sections import (
     _EXPECTED,
@@ -153,7 +154,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *notes)
+    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *served_models(frame), *notes)
     _cost_section(document, context)
     _criteria_sections(document, context)
     context.progress("calibration")
