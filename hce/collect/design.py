@@ -133,7 +133,7 @@ class Endpoint:
         Whether the Batch API is used; None means the provider's default.
     pricing : "none", Price or None
         ``"none"``: its calls are not priced (a judge on your own hardware: empty
-        ``cost_usd``, no warning); a :class:`~hce.collect.pricing.Price`: its own per-token
+        ``cost_usd``, no warning); a ``hce.collect.pricing.Price``: its own per-token
         prices; None (the default): hce's price table, by model.
 
     Examples
