@@ -242,6 +242,7 @@ def collect(
     --batch --cancel stops this log's batches.
     """
     from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
+    from hce.collect.endpoints import check_addresses
     from hce.collect.fingerprint import set_aside_changed, superseded_path
     from hce.collect.lock import check_free
     from hce.collect.runner import (
@@ -260,6 +261,7 @@ def collect(
         if cancel and (not batch or dry_run or retry_failed):
             raise HceError("--cancel goes with --batch, and not with --dry-run or --retry-failed")
         parsed = load_design(design)
+        check_addresses(parsed, base_url)  # a local endpoint missing its address: refused before a plan names the host
         if batch:
             check_batch(parsed)
         table = None if cancel else estimate(parsed, log=log if log.exists() else None, batch=batch,
@@ -629,18 +631,21 @@ def study_status(study: Path = typer.Argument(..., help="The study YAML.")) -> N
 def log_merge(
     logs: list[Path] = typer.Argument(..., help="Logs that overlap on purpose (.jsonl, .csv, .parquet)."),
     out: Path = _out(..., "the merged log; its format follows the suffix (.jsonl, .csv, .parquet)", "FILE"),
+    prefer: str = typer.Option(None, "--prefer", metavar="first|last|usable", help="How two different answers for one "
+                               "attempt are settled: the log given first, or last, or a usable reply over a flagged "
+                               "one (default: refused, naming them)."),
 ) -> None:
     """Combine overlapping logs into one with one row per attempt id.
 
-    Where an attempt has several rows, a successful one (error_flag false) wins over a
-    flagged one; between rows of the same kind the first wins, in the order the logs are
-    given. The rows left out are counted; nothing else changes.
+    Where an attempt has several rows, a reply wins over a failed call (no reply), and
+    rows holding the same answer are one. Two different answers for one attempt are
+    refused, naming them, unless --prefer chooses. The rows left out are counted.
     """
     with reported():
         if out.resolve() in {log.resolve() for log in logs}:
             raise hce.LogFormatError(f"{out}: the merged log would replace one of its inputs; write it elsewhere")
         output_file(out, "--out")
-        merged, dropped = hce.log.merge_logs(logs)
+        merged, dropped = hce.log.merge_logs(logs, prefer=prefer)
         hce.write_log(merged, out)
     failed = int(dropped["error_flag"].sum())
     console.print(

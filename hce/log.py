@@ -243,19 +243,34 @@ def combine_logs(logs: Sequence[pd.DataFrame], *, row_labels: Sequence[str] | No
     return combined
 
 
-def merge_logs(logs: Sequence[pd.DataFrame | str | os.PathLike]) -> tuple[pd.DataFrame, pd.DataFrame]:
+# Columns that record how a call went, not what the judge answered: two rows of one attempt that differ
+# only here hold the same answer (the reply received twice, or logged again by a recovery).
+_CALL_RECORD = ("timestamp", "latency_s", "latency_last_s", "retries", "retry_errors", "request_id", "system_fingerprint",
+                "cost_usd", "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "logprobs",
+                "model_version", "settings_hash", "request")
+PREFER = ("first", "last", "usable")
+
+
+def merge_logs(logs: Sequence[pd.DataFrame | str | os.PathLike], *, prefer: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Combine logs that overlap on purpose: one row per ``attempt_id``.
 
     The rule, for each attempt id found in more than one row (in one log or across logs):
-    a row with ``error_flag`` false (a usable reply) wins over a flagged one; between rows
-    of the same kind the first wins, in the order the logs are given and then their rows.
-    So a log merged with the ``.retried.jsonl`` of its failed calls keeps the answers of
-    the calls sent again, and the failed rows only of attempts never answered.
+    a reply wins over a failed call (a flagged row with no ``response_text``: no reply came
+    back); rows that hold the same answer (they differ at most in how the call went:
+    timing, tokens, cost) are one, the first given kept. Two rows holding different answers
+    (scores 3 and 5, a usable and a flagged reply) conflict: which to keep is a choice, so
+    without ``prefer`` the merge is refused, naming them. So a log merged with the
+    ``.retried.jsonl`` of its failed calls keeps the answers of the calls sent again, and
+    the failed rows only of attempts never answered.
 
     Parameters
     ----------
     logs : list of DataFrame or paths
         Attempt logs, or files read with :func:`read_log` (repeated ids allowed here).
+    prefer : {"first", "last", "usable"}, optional
+        How conflicting answers are settled: the row of the log given first, or last, or a
+        usable reply (``error_flag`` false) over a flagged one and then the first. Default
+        None: conflicts are refused.
 
     Returns
     -------
@@ -263,6 +278,12 @@ def merge_logs(logs: Sequence[pd.DataFrame | str | os.PathLike]) -> tuple[pd.Dat
         The merged log, its rows in the order given, and the rows left out, with columns
         ``log`` (1-based position of the log each came from) and ``row`` (1-based row
         within it) added.
+
+    Raises
+    ------
+    LogFormatError
+        When two rows of one attempt hold different answers and ``prefer`` is None: naming
+        the attempts, where their rows are, and the columns that differ.
 
     Examples
     --------
@@ -279,6 +300,8 @@ def merge_logs(logs: Sequence[pd.DataFrame | str | os.PathLike]) -> tuple[pd.Dat
       attempt_id  error_flag  log  row
     0         a1        True    1    1
     """
+    if prefer is not None and prefer not in PREFER:
+        raise LogFormatError(f"prefer={prefer!r} is not valid; choose one of {list(PREFER)} (or None: refuse conflicts)")
     frames = [
         _read_one(Path(log), None, None, unique=False)[0] if isinstance(log, (str, os.PathLike))
         else validate_log(log, source=f"log {k + 1}", unique=False)
@@ -291,12 +314,50 @@ def merge_logs(logs: Sequence[pd.DataFrame | str | os.PathLike]) -> tuple[pd.Dat
         "log": np.repeat(np.arange(1, len(frames) + 1), [len(f) for f in frames]),
         "row": np.concatenate([np.arange(1, len(f) + 1) for f in frames]),
     })  # fmt: skip
-    # A stable sort on the flag puts usable rows first and keeps the order given among equals.
-    order = np.argsort(combined["error_flag"].to_numpy(dtype=bool), kind="stable")
+    flagged = combined["error_flag"].to_numpy(dtype=bool)
+    no_reply = flagged & (combined["response_text"].isna().to_numpy() if "response_text" in combined else True)
+    # Rank each row: replies before failed calls; then as `prefer` says; the order given breaks ties (stable sorts).
+    rank = no_reply.astype(int) * 4
+    if prefer == "usable":
+        rank = rank + flagged.astype(int) * 2
+    position = origin["log"].to_numpy()
+    order = np.lexsort((np.arange(len(combined)), -position if prefer == "last" else np.zeros(len(combined)), rank))
     keep = np.zeros(len(combined), dtype=bool)
     keep[order[~combined["attempt_id"].iloc[order].duplicated().to_numpy()]] = True
+    if prefer is None:
+        _refuse_conflicts(combined, origin, no_reply)
     dropped = pd.concat([combined[~keep], origin[~keep]], axis=1).reset_index(drop=True)
     return combined[keep].reset_index(drop=True), dropped
+
+
+def _refuse_conflicts(combined: pd.DataFrame, origin: pd.DataFrame, no_reply: np.ndarray) -> None:
+    """Raise when two replies of one attempt hold different answers, naming up to five such attempts."""
+    replies = combined[~no_reply]
+    repeated = replies["attempt_id"].duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return
+    answer = [c for c in replies.columns if c not in _CALL_RECORD]
+    rows = replies[repeated]
+    conflicts = []
+    for attempt_id, group in rows.groupby("attempt_id", sort=False):
+        values = group[answer].astype(object).where(group[answer].notna(), None)
+        differ = [c for c in answer if values[c].map(repr).nunique() > 1]
+        if differ:
+            where = " and ".join(f"log {origin['log'][i]} row {origin['row'][i]}" for i in group.index)
+            shown = "; ".join(f"{c}: {' vs '.join(values[c].map(_short).tolist())}" for c in differ[:3])
+            conflicts.append(f"attempt {attempt_id} ({where}) differs in {shown}")
+    if conflicts:
+        raise LogFormatError(
+            f"{len(conflicts):,} attempt(s) have two different answers, and keeping either would be a silent choice: "
+            + " | ".join(conflicts[:5]) + (" | ..." if len(conflicts) > 5 else "")
+            + ". Choose with --prefer first|last|usable (prefer= in Python), or fix the logs"
+        )
+
+
+def _short(value: Any) -> str:
+    text = "empty" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @keywords_checked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,7 +50,8 @@ SCHEMA: tuple[Column, ...] = (
     Column("cached_tokens", "int", "Prompt tokens served from cache"),
     Column("cache_write_tokens", "int", "Prompt tokens written to the provider's cache, where its usage reports them (prompt_tokens_details.cache_write_tokens; billed at the model's cache-write rate)"),
     Column("cost_usd", "float", "Cost from the dated price table (empty when the model is unpriced)"),
-    Column("latency_s", "float", "Wall time of the successful try, seconds"),
+    Column("latency_s", "float", "Wall time of the whole attempt, seconds: every try and the waits between them"),
+    Column("latency_last_s", "float", "Wall time of the attempt's last try alone, seconds (empty in logs made before it was logged)"),
     Column("retries", "int", "Tries beyond the first (transient errors retried)"),
     Column("total", "float", "Parsed total score"),
     Column("verdict", "bool", "Parsed boolean verdict (boolean judges)"),
@@ -60,6 +62,11 @@ SCHEMA: tuple[Column, ...] = (
     Column("error_message", "str", "Why error_flag is set"),
 )
 COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}
+# Columns a collector writes beside the schema's (hce.collect.log_rows, hce.collect.parse): with
+# the schema's, the names no rubric criterion may take, as its score would overwrite them.
+WRITTEN_COLUMNS = ("retry_errors", "system_fingerprint", "behavior_id", "not_applicable", "uncertain", "verdict_score",
+                   "outline", "transcript", "leak_flag", "leak_reason")
+RESERVED_COLUMNS = frozenset(COLUMNS) | frozenset(WRITTEN_COLUMNS)
 # Where a retry keeps the rows of failed calls it sends again (hce.collect.failed): the
 # same attempts as the new rows in the log, so the two files are never read together.
 RETRIED_SUFFIX = ".retried.jsonl"
@@ -98,3 +105,26 @@ def make_attempt_id(experiment_id: str, item_id: str, condition_id: str, attempt
     """
     key = "\x1f".join([str(experiment_id), str(item_id), str(condition_id), str(int(attempt))])
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+# A dated snapshot an alias resolves to: gpt-4o -> gpt-4o-2024-08-06, gpt-3.5-turbo -> gpt-3.5-turbo-0125.
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})$")
+
+
+def served_as_requested(requested: str | None, served: str | None) -> bool:
+    """Whether the ``model_version`` a reply names is the ``model`` asked for (itself, or its dated snapshot).
+
+    A local server answers with whatever file it loaded (llama-server names its GGUF): such a
+    reply is not the requested model's, and is never priced or reported as it.
+
+    Examples
+    --------
+    >>> served_as_requested("gpt-4o", "gpt-4o-2024-08-06"), served_as_requested("gpt-4o-mini", "gemma-3-270m-it-Q4_K_M.gguf")
+    (True, False)
+    """
+    if not served or not requested:
+        return True  # nothing named: nothing differs
+    asked, answered = (re.sub(r"^openai/", "", name.strip()) for name in (requested, served))
+    if asked == answered:
+        return True
+    return answered.startswith(asked) and _SNAPSHOT.fullmatch(answered[len(asked):]) is not None

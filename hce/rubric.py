@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -22,6 +23,7 @@ import yaml
 
 from hce._vocabulary import keywords_checked
 from hce.errors import RubricError
+from hce.log_schema import COLUMNS, RESERVED_COLUMNS
 
 # The fields a rubric file may hold, at each level: anything else is a typo, refused.
 _RUBRIC_FIELDS = ("name", "version", "description", "source", "total_meaningful", "allow_gaps", "categories")
@@ -49,6 +51,24 @@ class NotApplicable:
 
     label: str
     descriptor: str
+
+    @property
+    def pattern(self) -> str:
+        """A regular expression of the answer as judges write it: the label in any case, and a declared
+        ``NA``, ``N/A``, ``n.a.`` or ``not applicable`` in any of those spellings (they mean one answer).
+
+        Examples
+        --------
+        >>> import re
+        >>> answer = NotApplicable("NA", "no medication discussed")
+        >>> [bool(re.fullmatch(answer.pattern, said, re.I)) for said in ("N/A", "n.a.", "Not applicable", "none")]
+        [True, True, True, False]
+        """
+        return _NA_SPELLING if re.fullmatch(_NA_SPELLING, self.label.strip(), re.I) else re.escape(self.label)
+
+
+# The spellings of "not applicable" that mean one answer.
+_NA_SPELLING = r"(?:n\s*/\s*a|n\.\s*a\.?|na|not\s+applicable)"
 
 
 @dataclass(frozen=True)
@@ -96,6 +116,13 @@ class Rubric:
     description: str | None = None
     source: str | None = None
     total_meaningful: bool | None = None
+
+    def __post_init__(self) -> None:
+        # A rubric built in Python skips the file checks: a criterion named like a log column is refused here too.
+        taken = [c.id for c in self.categories if c.id in RESERVED_COLUMNS]
+        if taken:
+            raise RubricError(f"rubric {self.name!r}: criterion id(s) {taken} are columns of the attempt log; their "
+                              "scores would overwrite those columns in every row: give the categories other ids")
 
     @property
     def total_is_meaningful(self) -> bool:
@@ -360,6 +387,8 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
         cat_id = cat.text("id", required=False) or _snake(cat_name)
         if not cat_id.isidentifier():
             cat.fail("id", "a snake_case identifier usable as a column name", cat_id)
+        if cat_id in RESERVED_COLUMNS:
+            _reserved(cat, cat_id)
         levels = []
         for lvl in cat.items("levels"):
             lvl.only(_LEVEL_FIELDS)
@@ -402,6 +431,17 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
         description=top.text("description", required=False),
         source=top.text("source", required=False),
         total_meaningful=total_meaningful,
+    )
+
+
+def _reserved(cat: _Fields, cat_id: str) -> None:
+    """Refuse a criterion id that is an attempt-log column: its score would overwrite the column's value."""
+    column = COLUMNS.get(cat_id)
+    meaning = f" ({column.description.split(' (')[0].lower()})" if column else ""
+    given = "id" if "id" in cat.mapping else "name"
+    raise RubricError(
+        f"{cat.source}: field {cat.path}.{given!s}: the criterion id {cat_id!r} is a column of the attempt log{meaning}; "
+        f"its scores would overwrite that column in every row. Give the category another id, e.g. 'id: {cat_id}_score'"
     )
 
 

@@ -112,10 +112,51 @@ def test_merge_keeps_the_failed_row_of_an_attempt_never_answered(tmp_path):
     assert not merged.set_index("attempt_id")["error_flag"][log["attempt_id"].iloc[2]]
 
 
-def test_merge_rule_between_two_successful_rows_the_first_given_wins():
+def test_two_different_answers_for_one_attempt_are_refused_naming_them():
+    # Issue 44: two logs with one attempt scored 3 and 5 merged with exit 0, the first kept without a word.
     log = exp2_log(n_items=2)
     other = log.assign(total=log["total"] + 1)
-    merged, dropped = merge_logs([log, other])
+    first = log["attempt_id"].iloc[0]
+    with pytest.raises(LogFormatError, match=rf"30 attempt\(s\) have two different answers.*attempt {first} \(log 1 row 1 "
+                                             rf"and log 2 row 1\) differs in total: {log['total'].iloc[0]:g} vs "
+                                             rf"{log['total'].iloc[0] + 1:g}.*--prefer first\|last\|usable"):
+        merge_logs([log, other])
+    # The same answer twice (only its call record differs) is one attempt, not a conflict.
+    merged, dropped = merge_logs([log, log.assign(latency_s=9.0)])
+    assert len(merged) == len(log) and len(dropped) == len(log)
+
+
+def test_a_flagged_reply_is_not_dropped_for_a_usable_one_without_a_choice():
+    # Issue 44: the usable row was kept over the flagged one: 57 flagged rows dropped, the bias --retry-failed avoids.
+    log = exp2_log(n_items=1).assign(response_text="Total Score: 12", error_flag=False)
+    flagged = log.assign(response_text="I cannot score", error_flag=True, total=np.nan)
+    with pytest.raises(LogFormatError, match="differs in"):
+        merge_logs([flagged, log])
+    merged, _ = merge_logs([flagged, log], prefer="usable")
+    assert not merged["error_flag"].any()
+    merged, _ = merge_logs([flagged, log], prefer="first")
+    assert merged["error_flag"].all()
+    merged, _ = merge_logs([flagged, log], prefer="last")
+    assert not merged["error_flag"].any()
+
+
+def test_cli_merge_refuses_a_conflict_and_prefer_chooses(tmp_path):
+    log = exp2_log(n_items=1)
+    hce.write_log(log, tmp_path / "a.jsonl")
+    hce.write_log(log.assign(total=log["total"] + 1), tmp_path / "b.jsonl")
+    out = tmp_path / "merged.jsonl"
+    refused = CliRunner().invoke(app, ["log", "merge", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--out", str(out)])
+    assert refused.exit_code == 2 and "have two different answers" in refused.output and not out.exists()
+    chosen = CliRunner().invoke(app, ["log", "merge", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--out", str(out),
+                                      "--prefer", "last"])
+    assert chosen.exit_code == 0, chosen.output
+    assert hce.read_log(out)["total"].fillna(-1).tolist() == (log["total"] + 1).fillna(-1).tolist()
+
+
+def test_merge_rule_between_two_successful_rows_the_first_given_wins_when_preferred():
+    log = exp2_log(n_items=2)
+    other = log.assign(total=log["total"] + 1)
+    merged, dropped = merge_logs([log, other], prefer="first")
     assert merged["total"].tolist() == log["total"].tolist()
     assert dropped["total"].tolist() == other["total"].tolist() and (dropped["log"] == 2).all()
     assert dropped["row"].tolist() == list(range(1, len(log) + 1))

@@ -1,7 +1,10 @@
 import re
+import subprocess
+import sys
 import textwrap
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 import hce
@@ -230,3 +233,31 @@ def test_malformed_behavior_spec(tmp_path, change, message):
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     with pytest.raises(RubricError, match=message):
         hce.load_behavior(path)
+
+
+@pytest.mark.parametrize("criterion", ["model", "error_flag", "reasoning", "confidence", "total", "attempt", "not_applicable"])
+def test_a_criterion_named_like_a_log_column_is_refused(tmp_path, criterion):
+    # Issue 44: with id 'model' the score overwrote the column; with 'error_flag' every score vanished unnoticed.
+    path = tmp_path / "rubric.yaml"
+    levels = [{"score": 1, "label": "a", "descriptor": "a"}, {"score": 2, "label": "b", "descriptor": "b"}]
+    path.write_text(yaml.safe_dump({"name": "T", "categories": [{"name": "Fine", "levels": levels},
+                                                                  {"name": "Other", "id": criterion, "levels": levels}]}))
+    with pytest.raises(RubricError, match=rf"categories\[1\]\.id: the criterion id '{criterion}' is a column of the attempt log"):
+        hce.load_rubric(path)
+    result = subprocess.run([sys.executable, "-m", "hce.cli", "rubric", "validate", str(path)], capture_output=True, text=True)
+    assert result.returncode == 2 and f"'{criterion}' is a column of the attempt log" in result.stderr
+
+
+def test_a_category_whose_name_becomes_a_log_column_says_to_give_it_an_id(tmp_path):
+    path = tmp_path / "rubric.yaml"
+    levels = [{"score": 1, "label": "a", "descriptor": "a"}, {"score": 2, "label": "b", "descriptor": "b"}]
+    path.write_text(yaml.safe_dump({"name": "T", "categories": [{"name": "Reasoning", "levels": levels}]}))
+    with pytest.raises(RubricError, match=r"categories\[0\]\.name: .*'reasoning'.*'id: reasoning_score'"):
+        hce.load_rubric(path)
+
+
+def test_a_rubric_built_in_python_with_a_log_column_is_refused():
+    from hce.rubric import Category, Level, Rubric
+    levels = (Level(1, "a", "a"), Level(2, "b", "b"))
+    with pytest.raises(RubricError, match=r"\['error_flag'\] are columns of the attempt log"):
+        Rubric("T", (Category("error_flag", "Error flag", levels),))

@@ -560,7 +560,7 @@ class _Session:
         self.state = _State(state_path(log))
         self.own_client = client is None
         self.client = client or client_for(design, base_url=base_url, api_key=api_key, random_state=random_state)
-        self.tally = Tally()
+        self.tally = Tally.of(design)
         self.attempts = {a.attempt_id: a for a in design.plan()}
         self.prompt_for = prompt_cache(design, 64)
         self.bar = (_Progress() if sys.stderr.isatty() else _PollLines()) if progress else None

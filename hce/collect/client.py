@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import html
 import json
 import os
 import random
@@ -39,6 +40,8 @@ from hce.errors import CollectError
 
 TRANSIENT_STATUS = frozenset({408, 409, 429})  # and every 5xx
 FATAL_STATUS = frozenset({401, 403, 404})
+# 5xx answers no retry can change: the server does not implement the method or the HTTP version.
+PERMANENT_5XX = frozenset({501, 505})
 OPENAI_URL = "https://api.openai.com/v1"
 T = TypeVar("T")
 # Reasoning models take max_completion_tokens; older servers know only max_tokens.
@@ -85,7 +88,9 @@ class CallResult:
     logprobs : list of dict or None
         The tokens' log probabilities, when asked for.
     latency_s : float or None
-        Wall time of the last try.
+        Wall time of the whole attempt: every try and the waits between them.
+    latency_last_s : float or None
+        Wall time of the last try alone.
     retries : int
         Tries beyond the first.
     error_message : str or None
@@ -115,6 +120,7 @@ class CallResult:
     cache_write_tokens: int | None = None
     logprobs: list[dict[str, Any]] | None = None
     latency_s: float | None = None
+    latency_last_s: float | None = None
     retries: int = 0
     error_message: str | None = None
     status: int | None = None
@@ -186,7 +192,9 @@ class JudgeClient:
         endpoint needs its key given (``endpoint_key`` reads it from the variable the
         endpoint names). Local servers accept any non-empty string.
     timeout : float
-        Seconds allowed for one try.
+        Seconds the server may take to answer one call, every try together (60 by default):
+        a try still waiting then is given up on, and no try starts after it; the waits
+        between tries (backoff, ``Retry-After``) do not count.
     max_retries : int
         Retries of a transient failure after the first try (3: the PRD's retry policy).
     backoff_base, backoff_max : float
@@ -300,44 +308,52 @@ class JudgeClient:
             kwargs["extra_headers"] = {REQUEST_ID_HEADER: request_id}
         result = CallResult()
         attempt = -1
+        begun = time.perf_counter()
+        waited = 0.0  # seconds spent waiting on the server, all tries together: at most self.timeout
         while True:
             attempt += 1
             result.retries = attempt
             started = time.perf_counter()
             try:
-                # The raw reply, read as JSON here: the SDK's objects (thousands a reply with
-                # logprobs) cost more CPU than the call itself against a local server (issue 35).
-                raw = await self._openai.chat.completions.with_raw_response.create(**kwargs)
-                response = json.loads(raw.http_response.content)
+                # The whole call's deadline bounds each try by wall time too: httpx's timeout is per read, and a
+                # server that keeps the request open (llama-server after SIGTERM) would be waited on try after try.
+                async with asyncio.timeout(self.timeout - waited):
+                    # The raw reply, read as JSON here: the SDK's objects (thousands a reply with
+                    # logprobs) cost more CPU than the call itself against a local server (issue 35).
+                    raw = await self._openai.chat.completions.with_raw_response.create(**kwargs,
+                                                                                       timeout=self.timeout - waited)
+                    response = json.loads(raw.http_response.content)
             except openai.APIStatusError as exc:
-                result.latency_s = time.perf_counter() - started
+                waited += _timed(result, begun, started)
                 self._refuse_redirect(exc)
-                message = self.scrub(f"HTTP {exc.status_code}: {exc.message}")
+                message = self.scrub(status_text(exc))
                 if exc.status_code in FATAL_STATUS:
                     raise _refused(self.base_url, exc.status_code, message, model=model) from None
                 result.tries.append(message)
-                if not _transient(exc.status_code) or attempt == self.max_retries:
+                if not _transient(exc.status_code) or attempt == self.max_retries or waited >= self.timeout:
                     result.error_message = _final(message, attempt)
                     result.status = exc.status_code
                     return result
                 await asyncio.sleep(self._wait(attempt, _retry_after(exc.response.headers)))
                 continue
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                result.latency_s = time.perf_counter() - started
-                kind = "timeout" if isinstance(exc, openai.APITimeoutError) else "connection error"
-                message = self.scrub(f"{kind}: {exc}")
+            except (openai.APITimeoutError, openai.APIConnectionError, TimeoutError) as exc:
+                waited += _timed(result, begun, started)
+                if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
+                    message = self.scrub(f"connection error: {exc}")
+                else:
+                    message = f"timeout: no answer within the call's {self.timeout:g} s (the endpoint's timeout)"
                 result.tries.append(message)
-                if attempt == self.max_retries:
+                if attempt == self.max_retries or waited >= self.timeout:
                     result.error_message = _final(message, attempt)
                     return result
                 await asyncio.sleep(self._wait(attempt, None))
                 continue
             # A reply the SDK could not read (bad JSON, say): an answer, so not a failed call (hce.collect.failed).
             except (openai.OpenAIError, ValueError) as exc:
-                result.latency_s = time.perf_counter() - started
+                _timed(result, begun, started)
                 result.error_message = self.scrub(f"unreadable response: {type(exc).__name__}: {exc}")
                 return result
-            result.latency_s = time.perf_counter() - started
+            _timed(result, begun, started)
             try:
                 fill(result, response)
             except (AttributeError, TypeError, ValueError) as exc:  # JSON, but not a chat completion's
@@ -489,7 +505,7 @@ class JudgeClient:
                 return await call()
             except openai.APIStatusError as exc:
                 self._refuse_redirect(exc)
-                message = self.scrub(f"HTTP {exc.status_code}: {exc.message}")
+                message = self.scrub(status_text(exc))
                 if exc.status_code in FATAL_STATUS:
                     raise _refused(self.base_url, exc.status_code, message, what=what) from None
                 if not _transient(exc.status_code) or attempt == self.max_retries:
@@ -530,7 +546,9 @@ def endpoint_key(name: str, base_url: str | None, api_key_env: str | None, *, ne
 
     ``$OPENAI_API_KEY`` is read when no variable is named only if the endpoint is OpenAI's
     own: a key never goes to a host it was not meant for. An endpoint with
-    ``needs_key=False`` (a local server that checks none) gets the placeholder ``"no-key"``.
+    ``needs_key=False`` (a local server that checks none) gets the placeholder ``"no-key"``,
+    and must name its server (``base_url`` or ``$OPENAI_BASE_URL``): without one its calls
+    would go to api.openai.com, so it is refused.
 
     Raises
     ------
@@ -544,6 +562,12 @@ def endpoint_key(name: str, base_url: str | None, api_key_env: str | None, *, ne
     """
     url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
     if not needs_key:
+        if is_openai(url):  # a local endpoint missing its address: every transcript would go to a public API
+            raise CollectError(
+                f"endpoint {name!r} has needs_key: false (a local server) but its calls would go to {url}: "
+                f"{'no base_url is set, so the default applies' if url == OPENAI_URL else 'that is OpenAI'}. Set the "
+                "server's base_url (e.g. http://127.0.0.1:8080/v1 for llama-server); nothing was sent"
+            )
         return "no-key"
     if api_key_env is None:
         if not is_openai(url):
@@ -562,12 +586,42 @@ def endpoint_key(name: str, base_url: str | None, api_key_env: str | None, *, ne
 
 
 def _transient(status: int) -> bool:
-    return status in TRANSIENT_STATUS or status >= 500
+    return status in TRANSIENT_STATUS or (status >= 500 and status not in PERMANENT_5XX)
 
 
 def client_error(status: int | None) -> bool:
     """Whether an HTTP status is a 4xx that retrying cannot change (a bad request, not 408, 409 or 429)."""
     return status is not None and 400 <= status < 500 and not _transient(status)
+
+
+def _timed(result: CallResult, begun: float, started: float) -> float:
+    """Set the attempt's whole wall time and its last try's; the last try's seconds."""
+    now = time.perf_counter()
+    result.latency_s, result.latency_last_s = now - begun, now - started
+    return now - started
+
+
+# What a server says in an error body that is not JSON (an HTML page, plain text): kept, shortened.
+_TAGS = re.compile(r"(?is)<(script|style)\b.*?</\1>|<[^>]+>")
+BODY_CHARS = 300
+
+
+def status_text(exc: openai.APIStatusError) -> str:
+    """``HTTP <status>: <message>``, with the body's own words when it is not JSON (the SDK keeps only the code).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> page = "<html><body><h1>Error response</h1><p>Unsupported method ('POST')</p></body></html>"
+    >>> status_text(SimpleNamespace(status_code=501, message="Error code: 501", body=page))  # an APIStatusError's fields
+    "HTTP 501: Error code: 501 - Error response Unsupported method ('POST')"
+    """
+    text = f"HTTP {exc.status_code}: {exc.message}"
+    if isinstance(exc.body, str) and exc.body.strip():
+        words = " ".join(html.unescape(_TAGS.sub(" ", exc.body)).split())
+        if words:
+            text += f" - {words if len(words) <= BODY_CHARS else words[: BODY_CHARS - 3] + '...'}"
+    return text
 
 
 def _final(message: str, attempt: int) -> str:

@@ -78,6 +78,7 @@ from hce._paths import input_file
 from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.collect.client import OPENAI_URL
+from hce.collect.pricing import Price
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
 from hce.collect.providers import PROVIDERS, REASONING_MODEL, infer_kind, unsupported
 from hce.collect.schema import AttemptsSpec, ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
@@ -133,6 +134,10 @@ class Endpoint:
         This endpoint's own rate limits (None: only the run's).
     batch : bool or None
         Whether the Batch API is used; None means the provider's default.
+    pricing : "none", Price or None
+        ``"none"``: its calls are not priced (a judge on your own hardware: empty
+        ``cost_usd``, no warning); a ``hce.collect.pricing.Price``: its own per-token
+        prices; None (the default): hce's price table, by model.
 
     Examples
     --------
@@ -152,6 +157,7 @@ class Endpoint:
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     batch: bool | None = None
+    pricing: str | Price | None = None
 
     @property
     def host(self) -> str:
@@ -400,7 +406,10 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
 def endpoint_from(name: str, spec: EndpointSpec) -> Endpoint:
     """An :class:`Endpoint` from its checked mapping, the provider inferred from the host unless stated."""
     kind = spec.kind or infer_kind(spec.base_url or os.environ.get("OPENAI_BASE_URL"))
-    return Endpoint(name=name, kind=kind, **spec.model_dump(exclude={"kind"}))
+    pricing = spec.pricing
+    if pricing is not None and pricing != "none":
+        pricing = Price(pricing.input, pricing.cached_input, pricing.output, as_of="the design", source="the endpoint's pricing:")
+    return Endpoint(name=name, kind=kind, pricing=pricing, **spec.model_dump(exclude={"kind", "pricing"}))
 
 
 def _endpoints(spec: DesignSpec, name: str) -> dict[str, Endpoint]:
@@ -532,7 +541,7 @@ def _examples(
                 raise CollectError(f"{exc}. They are scored on Rubric v5.0; for rubric {rubric.name!r} add examples: FILE "
                                    "(YAML or JSONL: text and a score per criterion) to this condition or to defaults") from None
             return None
-        check_template(used, examples)
+        check_template(used, examples, rubric)
     except HceError as exc:
         raise CollectError(f"{where}: {exc}") from None
     return examples

@@ -76,6 +76,19 @@ def check_keys(design: Design, base_url: str | None = None) -> None:
         endpoint_key(endpoint.name, base_url or endpoint.base_url, endpoint.api_key_env, needs_key=endpoint.needs_key)
 
 
+def check_addresses(design: Design, base_url: str | None = None) -> None:
+    """Refuse, before any plan is shown, a keyless (local) endpoint whose calls would go to api.openai.com.
+
+    Raises
+    ------
+    CollectError
+        Naming the endpoint and the address its calls would go to.
+    """
+    for endpoint in used_endpoints(design):
+        if not endpoint.needs_key:
+            endpoint_key(endpoint.name, base_url or endpoint.base_url, endpoint.api_key_env, needs_key=False)
+
+
 async def open_clients(
     design: Design, cleanup: contextlib.AsyncExitStack, client: JudgeClient | None, **overrides: Any
 ) -> dict[str, JudgeClient]:

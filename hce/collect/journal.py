@@ -4,7 +4,8 @@ A reply is paid for once the endpoint answers it. So the rows of each reply are 
 first to ``<log>.wal`` (the write-ahead record), then appended to the log. The record
 holds space reserved when the run starts (1 MiB, :data:`RESERVE`), and while every
 record has reached the log the next one overwrites it, so a full disk does not stop the
-record from being written. When the log cannot be written (a full disk, a quota, a
+record from being written; a run whose record cannot get that room (a disk already nearly
+full) is refused before anything is sent, naming the free space. When the log cannot be written (a full disk, a quota, a
 file-size limit, a permission, an I/O error), the run stops launching calls, the calls in
 flight are finished and their replies go only to the record, and the run ends with one
 line naming the file and the cause. The next run of the same design on the same log
@@ -19,6 +20,7 @@ is never read.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,6 +32,9 @@ from hce.log import LogWriter, jsonl_line, logged_attempt_ids
 from hce.log_writer import wal_path, wal_records
 
 RESERVE = 1 << 20  # bytes reserved for the record: replies in flight when a disk fills fit in it
+# Why a reservation fails for want of room (a full disk, a quota): the run is refused. A file-size limit
+# (ulimit -f, EFBIG) is left to the writes: the log then stops the run as any failed write does.
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
 def recorded_rows(log: str | os.PathLike) -> list[dict[str, Any]]:
@@ -104,8 +109,23 @@ class Journal:
             raise CollectError(f"cannot write {self.path}: {cause(error)}; nothing was sent") from None
         try:
             os.posix_fallocate(self._fd, 0, RESERVE)
-        except OSError:
-            pass  # no room to reserve (or no support): the record is still written, only not guaranteed space
+        except OSError as error:
+            if error.errno in _NO_ROOM:
+                self._refuse(error)
+            # Else no support for reserving (some network file systems): the record is written, its room not reserved.
+
+    def _refuse(self, error: OSError) -> None:
+        """Stop before anything is sent: without its room the record cannot keep the replies a full disk refuses."""
+        os.close(self._fd)
+        self._writer.close()
+        self.path.unlink(missing_ok=True)  # it held nothing: recover() logged and removed an earlier record
+        free = _free_bytes(self.path.parent)
+        raise CollectError(
+            f"cannot reserve {RESERVE // 1024:,} KiB for the crash-safety record {self.path} ({cause(error)}; "
+            f"{'unknown' if free is None else f'{free / 1024:,.0f} KiB'} free on its file system): replies received when "
+            "the disk fills could be written nowhere and would be paid for again. Free some space and run again; "
+            "nothing was sent"
+        ) from None
 
     def write(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Record ``rows`` (one reply's), then append them to the log unless it failed before."""
@@ -150,6 +170,15 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _free_bytes(folder: Path) -> int | None:
+    """Bytes this user may still write on the file system holding ``folder`` (None when it cannot be asked)."""
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize
 
 
 def _write_at(fd: int, data: bytes, offset: int) -> None:

@@ -13,6 +13,12 @@ blocks a new run and needs no clean-up; the lock file itself is removed on a nor
 ``flock`` locks an open file, not a process, so two runs inside one process (threads,
 notebooks) also exclude each other. On network file systems (NFS) whether ``flock`` works
 across machines depends on the mount; run one collector per log there.
+
+A log has many names: a symlink, a relative or ``..`` spelling, a hard link in another
+folder, a bind mount. The lock file sits beside the log's real path (symlinks resolved),
+and a log that exists is locked as well through its own inode, so every name of one file
+takes one lock: two collectors on ``real.jsonl`` and a link to it would pay for every
+attempt twice.
 """
 
 from __future__ import annotations
@@ -39,8 +45,17 @@ class LogLockedError(CollectError):
 
 
 def lock_path(log: str | os.PathLike) -> Path:
-    """The lock file of a log: ``<log>.lock`` next to it."""
-    log = Path(log)
+    """The lock file of a log: ``<log>.lock`` beside the file the log's path leads to (symlinks resolved).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> os.symlink(os.path.join(folder, "real.jsonl"), os.path.join(folder, "link.jsonl"))
+    >>> lock_path(os.path.join(folder, "link.jsonl")).name
+    'real.jsonl.lock'
+    """
+    log = Path(os.path.realpath(log))
     return log.with_name(log.name + ".lock")
 
 
@@ -92,6 +107,13 @@ def hold_log(log: str | os.PathLike) -> Iterator[Path]:
             break
         os.close(fd)
     try:
+        inode = _hold_inode(log)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # this lock file is ours (held): a refused run leaves none behind
+        os.close(fd)
+        raise
+    try:
         record = {"pid": os.getpid(), "host": socket.gethostname(), "since": datetime.now(UTC).isoformat(timespec="seconds")}
         os.ftruncate(fd, 0)
         os.write(fd, (json.dumps(record) + "\n").encode("utf-8"))
@@ -100,7 +122,32 @@ def hold_log(log: str | os.PathLike) -> Iterator[Path]:
         # Remove the file while still holding the lock, so no run can lock a file about to vanish.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+        if inode is not None:
+            os.close(inode)
         os.close(fd)
+
+
+def _hold_inode(log: str | os.PathLike) -> int | None:
+    """Lock the log file itself (its inode: every hard link and mount of it), when it exists; its descriptor.
+
+    A hard link in another folder has another lock file, but the same inode: a collector
+    holding it through another name stops this one here.
+    """
+    try:
+        inode = os.open(log, os.O_RDONLY)
+    except FileNotFoundError:
+        return None  # a new log: no other name can lead to it yet
+    try:
+        fcntl.flock(inode, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        number = os.fstat(inode).st_ino
+        os.close(inode)
+        raise LogLockedError(
+            f"another collector is writing {log} under another name (a hard link or another mount of the same file, "
+            f"inode {number}): two collectors on one log would send and pay for "
+            "every pending attempt twice. Wait for it to finish, or stop it and run again to resume."
+        ) from None
+    return inode
 
 
 def check_free(log: str | os.PathLike) -> None:

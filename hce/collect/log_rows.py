@@ -14,10 +14,11 @@ from hce.collect.client import CallResult
 from hce.collect.design import Attempt, Design
 from hce.collect.fingerprint import settings_hash
 from hce.collect.parse import flag, parse_reply, parse_synthetic
-from hce.collect.pricing import cost_usd, price_of
+from hce.collect.pricing import Price, cost_usd, price_of
 from hce.collect.sampling import Request, split_result
 from hce.collect.transcripts import clean_text
 from hce.log import SCHEMA
+from hce.log_schema import served_as_requested
 
 
 def request_rows(
@@ -78,16 +79,13 @@ def attempt_row(
         "cache_write_tokens": result.cache_write_tokens,
         "cost_usd": None,
         "latency_s": result.latency_s,
+        "latency_last_s": result.latency_last_s,
         "retries": result.retries,
         # Seed 000 section 12: log every error; a retried try's error would otherwise vanish.
         "retry_errors": json.dumps(result.tries) if result.tries else None,  # JSON text, as `request`
     }
     if result.input_tokens is not None:
-        priced = cond.price_model or (result.model_version if price_of(result.model_version) else cond.model)
-        row["cost_usd"] = cost_usd(
-            priced, result.input_tokens, result.output_tokens, result.cached_tokens, batch=batch, warn=False,
-            cache_write_tokens=result.cache_write_tokens,
-        )
+        row["cost_usd"] = _cost(cond, design.endpoints[cond.endpoint], result, batch)
     if request_id is not None:  # one attempt a request has no column of it: logs made before n-sampling are unchanged
         row["request_id"] = request_id
     if design.stop_rule is not None:  # the rule and which attempts the spread statistics may read (hce.collect.stopping)
@@ -108,8 +106,57 @@ def attempt_row(
         parsed = parse_synthetic(result.response_text, target_total=item.metadata.get("target_total"), rubric=design.rubric)
     else:
         parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric, fmt=cond.reply_format)
-    if result.ok and result.finish_reason == "length" and not parsed.get("error_flag"):
-        flag(parsed, "the reply was cut off at max_tokens (finish_reason=length)", criteria=() if custom else design.rubric.criteria)
+    if result.ok and result.finish_reason in STOPPED_EARLY:
+        _stopped_early(parsed, result.finish_reason, cond.max_tokens, criteria=() if custom else design.rubric.criteria)
     row.update(parsed)
     order = [c.name for c in SCHEMA]
     return {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}
+
+
+def _cost(cond: Any, endpoint: Any, result: CallResult, batch: bool) -> float | None:
+    """The call's cost, or None: never at another model's price.
+
+    An endpoint's ``pricing: none`` prices nothing; its own prices price every call. Else the
+    table prices ``price_model`` when set; a served model the table knows (an Azure
+    deployment answers with the model behind it); or the requested one, but only when the
+    reply names that model (or nothing): a local server answering with its own file is
+    left unpriced, with a warning (:class:`~hce.collect.run_summary.Tally`).
+    """
+    if endpoint.pricing == "none":
+        return None
+    tokens = (result.input_tokens, result.output_tokens, result.cached_tokens)
+    if isinstance(endpoint.pricing, Price):
+        return cost_usd(cond.model, *tokens, prices={cond.model: endpoint.pricing}, batch=batch, warn=False,
+                        cache_write_tokens=result.cache_write_tokens)
+    served = result.model_version
+    if cond.price_model:
+        priced = cond.price_model
+    elif price_of(served) and not price_of(cond.model):
+        priced = served
+    elif served_as_requested(cond.model, served):
+        priced = cond.model
+    else:
+        return None
+    return cost_usd(priced, *tokens, batch=batch, warn=False, cache_write_tokens=result.cache_write_tokens)
+
+
+#: finish_reason values that mean the reply was stopped before the judge finished it.
+STOPPED_EARLY = ("length", "content_filter")
+
+
+def _stopped_early(parsed: dict[str, Any], finish_reason: str, max_tokens: int | None, *, criteria: Any) -> None:
+    """Flag a reply stopped early, the cause first: a parse error after a cut is the cut's doing, not the model's.
+
+    Examples
+    --------
+    >>> row = {"error_flag": True, "error_message": "no score line for Clarity"}
+    >>> _stopped_early(row, "length", 60, criteria=())
+    >>> row["error_message"]
+    'cut at max_tokens=60 before the score block (finish_reason=length; no score line for Clarity)'
+    """
+    cause = (f"cut at max_tokens={max_tokens}" if max_tokens is not None else "cut at the server's token limit") \
+        if finish_reason == "length" else "stopped by the provider's content filter"
+    said = parsed.get("error_message") if parsed.get("error_flag") else None
+    where = "before the score block" if said else "after the score block began (its last score may be cut)"
+    parsed["error_flag"], parsed["error_message"] = False, None
+    flag(parsed, f"{cause} {where} (finish_reason={finish_reason}{f'; {said}' if said else ''})", criteria=criteria)

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from hce.collect.prompts import REPLY_FORMAT
-from hce.rubric import Rubric, load_rubric
+from hce.rubric import NotApplicable, Rubric, load_rubric
 from hce.score_extraction import NUMERAL, extract_score
 
 # A score after a label: a numeral that does not open a range ("3-4" is no score).
@@ -35,10 +35,10 @@ def _label_pattern(label: str) -> re.Pattern[str]:
     )
 
 
-def _na_pattern(label: str, answer: str) -> re.Pattern[str]:
-    """A category's line answered with its declared "not applicable" label (``Medications: N/A``)."""
+def _na_pattern(label: str, answer: NotApplicable) -> re.Pattern[str]:
+    """A category's line answered with its declared "not applicable" answer (``Medications: N/A``), in any spelling."""
     words = r"\s+".join(re.escape(w) for w in label.split())
-    return re.compile(rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_VALUE_DECOR}{re.escape(answer)}(?!\w)")
+    return re.compile(rf"(?im)^{_DECOR}{words}{_DECOR}(?:score)?{_DECOR}[:=\-–]{_VALUE_DECOR}{answer.pattern}(?!\w)")
 
 
 _TOTAL = _label_pattern("Total Score")
@@ -58,6 +58,7 @@ def _error(row: dict[str, Any], message: str) -> dict[str, Any]:
 
 
 _SCORE_KEYS = ("total", "verdict", "verdict_score")
+_COUNT = {2: "two", 3: "three", 4: "four"}
 
 
 def flag(row: dict[str, Any], message: str, *, criteria: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
@@ -146,6 +147,13 @@ def _parse_total_only(row: dict[str, Any], text: str, rubric: Rubric) -> dict[st
     return row
 
 
+def _finite(text: str) -> bool:
+    try:
+        return float(text) == float(text) and abs(float(text)) != float("inf")
+    except ValueError:
+        return False
+
+
 def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
@@ -169,12 +177,16 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
     for category in rubric.categories:
         matches = list(_label_pattern(category.name).finditer(block))
         if category.not_applicable is not None:
-            said = list(_na_pattern(category.name, category.not_applicable.label).finditer(block))
+            said = list(_na_pattern(category.name, category.not_applicable).finditer(block))
             if said and (not matches or said[-1].start() > matches[-1].start()):
                 not_applicable.append(category.id)  # missing by the rubric's design: no score, no error
                 continue
         if not matches:
             return _error(row, f"no score line for {category.name}")
+        written = list(dict.fromkeys(_fmt(float(m.group(1))) for m in matches if _finite(m.group(1))))
+        if len(written) > 1:  # which one the judge meant is unknowable: keeping the last would guess
+            _error(row, f"{_COUNT.get(len(written), len(written))} scores for {category.name}: {' and '.join(written)}")
+            continue
         # The value and the rest of its line: "3 or 4" is conflicting, "3/4" is 3.
         value_line = block[matches[-1].start(1) :].split("\n", 1)[0]
         read = extract_score(

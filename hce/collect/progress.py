@@ -27,22 +27,28 @@ class ProgressBar:
             TextColumn(f"judging ({retried:,} failed calls again)" if retried else "judging"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("errors {task.fields[errors]}"),
+            TextColumn("flagged {task.fields[flagged]}, failed calls {task.fields[failed]}"),
             TextColumn("${task.fields[spend]:.4f}"),
             TextColumn("ETA"),
             TimeRemainingColumn(),
             console=Console(stderr=True),
         )
-        self.task = self.progress.add_task("judging", total=total, errors=0, spend=0.0)
+        self.task = self.progress.add_task("judging", total=total, flagged=0, failed=0, spend=0.0)
 
     def start(self) -> None:
         self.progress.start()
 
     def update(self, counts: Mapping[str, float]) -> None:
-        self.progress.update(self.task, completed=counts["done"], errors=counts["errors"], spend=counts["cost"])
+        self.progress.update(self.task, completed=counts["done"], flagged=flagged(counts), failed=int(counts.get("failed", 0)),
+                             spend=counts["cost"])
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+def flagged(counts: Mapping[str, float]) -> int:
+    """Replies that came back but were flagged (unparsable, cut off): the errors that are not failed calls."""
+    return int(counts["errors"]) - int(counts.get("failed", 0))
 
 
 class ProgressLines:
@@ -55,16 +61,16 @@ class ProgressLines:
     Examples
     --------
     >>> lines = ProgressLines(total=200, every=30)
-    >>> lines.update({"done": 50, "errors": 2, "cost": 0.125})
+    >>> lines.update({"done": 50, "errors": 3, "failed": 1, "cost": 0.125})
     >>> lines.line(elapsed=60.0)
-    'progress: 50/200 done (25%), 2 errors, $0.1250 spent, 0:01:00 elapsed, ETA 0:03:00'
+    'progress: 50/200 done (25%), 2 flagged replies, 1 failed calls, $0.1250 spent, 0:01:00 elapsed, ETA 0:03:00'
     """
 
     def __init__(self, total: int, every: float):
         if not every > 0:
             raise CollectError(f"progress_every must be > 0 seconds, got {every!r}")
         self.total, self.every = total, float(every)
-        self.counts: Mapping[str, float] = {"done": 0, "errors": 0, "cost": 0.0}
+        self.counts: Mapping[str, float] = {"done": 0, "errors": 0, "failed": 0, "cost": 0.0}
         self.started = time.monotonic()
         self.task: asyncio.Task[None] | None = None
 
@@ -73,7 +79,8 @@ class ProgressLines:
         done = int(self.counts["done"])
         eta = clock(elapsed / done * (self.total - done)) if done else "unknown"
         return (
-            f"progress: {done:,}/{self.total:,} done ({done / self.total:.0%}), {int(self.counts['errors']):,} errors, "
+            f"progress: {done:,}/{self.total:,} done ({done / self.total:.0%}), {flagged(self.counts):,} flagged replies, "
+            f"{int(self.counts.get('failed', 0)):,} failed calls, "
             f"${self.counts['cost']:,.4f} spent, {clock(elapsed)} elapsed, ETA {eta}"
         )
 

@@ -23,7 +23,7 @@ import yaml
 
 from hce.collect.templates import PromptTemplate, canonical, check_examples, packaged_template
 from hce.errors import HceError
-from hce.rubric import BehaviorSpec, Rubric, load_rubric
+from hce.rubric import BehaviorSpec, Category, Rubric, load_rubric
 
 Messages = list[dict[str, str]]
 
@@ -58,11 +58,16 @@ def score_format(rubric: Rubric) -> str:
     Clarity: [score_1_5]
     Safety: [score_0_1]
     """
-    lines = [f"{c.name}: [score_{c.min_score}_{c.max_score}]" for c in rubric.categories]
+    # A declared "not applicable" answer is offered on its criterion's line: the parser reads it, so the format says so.
+    lines = [f"{c.name}: [score_{c.min_score}_{c.max_score}{_or_na(c)}]" for c in rubric.categories]
     if rubric.total_is_meaningful:
         low, high = rubric.total_range
         lines.append(f"Total Score: [sum_of_scores_{low}_{high}]")
     return "\n".join(lines)
+
+
+def _or_na(category: Category) -> str:
+    return f" or {category.not_applicable.label}" if category.not_applicable is not None else ""
 
 
 # The packaged templates' sentences asking for the total (P1.2, P2.1; P2.3), left out for a
@@ -120,7 +125,7 @@ def _rubric_values(rubric: Rubric) -> dict[str, Any]:
         "TotalMin": low,
         "TotalMax": high,
         "ScoreFormat": score_format(rubric),
-        "ScaleLines": "\n".join(f"{c.name}: {c.min_score} to {c.max_score}" for c in rubric.categories),
+        "ScaleLines": "\n".join(f"{c.name}: {c.min_score} to {c.max_score}{_or_na(c)}" for c in rubric.categories),
     }
 
 

@@ -15,6 +15,7 @@ from hce.collect.design import Condition
 from hce.collect.failed import call_failed, retried_path
 from hce.collect.fingerprint import Change, superseded_path
 from hce.collect.pricing import UnpricedModelWarning, unpriced_message
+from hce.log_schema import served_as_requested
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class RunSummary:
     settled : int
         Planned attempts not sent because the design's stopping rule settled their cells
         first (``hce.collect.stopping``).
+    served : tuple of (str, str)
+        ``(requested, served)`` for each model asked for that another answered (the reply's
+        ``model``: a local server names the file it loaded); their calls are not priced.
 
     Examples
     --------
@@ -65,6 +69,7 @@ class RunSummary:
     superseded: tuple[Change, ...] = ()  # conditions started afresh with new settings (--new-settings)
     not_applicable: int = 0  # criterion scores the judge answered with the rubric's "not applicable" label
     settled: int = 0  # planned attempts the stopping rule made unnecessary (hce.collect.stopping)
+    served: tuple[tuple[str, str], ...] = ()  # (requested, served) where another model answered
 
     @property
     def all_failed(self) -> bool:
@@ -83,6 +88,8 @@ class RunSummary:
             failed += f" ({self.not_applicable:,} criterion scores not applicable, missing by the rubric's design)"
         if self.settled:
             again += f" ({self.settled:,} not needed: the stopping rule settled their items first)"
+        for requested, answered in self.served:
+            failed += f" (model {answered!r} answered where {requested!r} was asked for: those calls are not priced)"
         return (
             f"{self.done:,} attempts run, {self.skipped:,} already logged, of {self.planned:,} planned{again}; "
             f"{self.errors:,} flagged{failed}, {self.retries:,} retries, ${self.cost_usd:,.4f}, {self.wall_s:.1f} s "
@@ -93,9 +100,16 @@ class RunSummary:
 class Tally:
     """Running counts of a run (done, errors, retries, cost) that warns once per unpriced model."""
 
-    def __init__(self) -> None:
+    def __init__(self, unpriced_endpoints: Sequence[str] = ()) -> None:
         self.counts = {"done": 0, "errors": 0, "failed": 0, "retries": 0, "cost": 0.0, "not_applicable": 0}
         self._unpriced: set[str] = set()
+        self._served: dict[tuple[str, str], None] = {}
+        self._free = set(unpriced_endpoints)  # endpoints with pricing: none: their calls are unpriced by design
+
+    @classmethod
+    def of(cls, design: Any) -> Tally:
+        """The tally of a run of ``design``: its endpoints with ``pricing: none`` are never warned about."""
+        return cls([name for name, endpoint in design.endpoints.items() if endpoint.pricing == "none"])
 
     def add(self, row: Mapping[str, Any], result: CallResult, cond: Condition, *, call: bool = True) -> None:
         """Count one logged row; ``call=False`` for the second and later rows of one request (its retries count once)."""
@@ -105,8 +119,17 @@ class Tally:
         counts["failed"] += call_failed(row)
         counts["not_applicable"] += len(row["not_applicable"].split(",")) if row.get("not_applicable") else 0
         counts["retries"] += result.retries if call else 0
+        served = row.get("model_version")
+        if not served_as_requested(cond.model, served) and (cond.model, served) not in self._served:
+            self._served[(cond.model, served)] = None
+            if row["cost_usd"] is None and cond.endpoint not in self._free:
+                warn(f"model {served!r} answered where {cond.model!r} was asked for (endpoint {cond.endpoint!r}): its "
+                     "calls are logged with an empty cost, never at another model's price; set the endpoint's pricing "
+                     "(none, or its own prices) or price_model", UnpricedModelWarning)
         if row["cost_usd"] is not None:
             counts["cost"] += row["cost_usd"]
+        elif cond.endpoint in self._free or (cond.model, served) in self._served:
+            pass  # unpriced by the endpoint's choice, or warned about above
         elif result.input_tokens is not None and cond.model not in self._unpriced:
             self._unpriced.add(cond.model)
             warn(unpriced_message(cond.price_model or cond.model), UnpricedModelWarning)  # at the caller's line
@@ -130,4 +153,5 @@ class Tally:
             superseded=tuple(superseded),
             not_applicable=counts["not_applicable"],
             settled=settled,
+            served=tuple(self._served),
         )

@@ -221,7 +221,7 @@ async def run_async(
     rpm = requests_per_minute or design.requests_per_minute
     tpm = tokens_per_minute or design.tokens_per_minute
     started = time.perf_counter()
-    tally = Tally()
+    tally = Tally.of(design)
     async with contextlib.AsyncExitStack() as cleanup:
         # Every endpoint's key is read before anything is sent or the log is touched.
         clients = await open_clients(design, cleanup, client, base_url=base_url, api_key=api_key, random_state=random_state)

@@ -48,6 +48,14 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+class PricingSpec(Strict):
+    """An endpoint's own ``pricing:``: USD per million tokens (a local server's power, a negotiated rate)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(None, ge=0)
+
+
 class EndpointSpec(Strict):
     """``endpoint:`` or one entry of ``endpoints:`` (see :mod:`hce.collect.providers`)."""
 
@@ -61,6 +69,8 @@ class EndpointSpec(Strict):
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
     batch: bool | None = None
+    # "none": the calls cost nothing hce should count (a judge on your own hardware); or the endpoint's own prices.
+    pricing: typing.Literal["none"] | PricingSpec | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -162,7 +172,7 @@ def validate(model: type[M], data: Any, source: str, where: tuple[str | int, ...
     >>> validate(EndpointSpec, {"base_ulr": "http://127.0.0.1:8000/v1"}, "design.yaml", ("endpoint",))
     Traceback (most recent call last):
     ...
-    hce.collect.schema.SchemaError: design.yaml: endpoint.base_ulr: unknown key; did you mean 'base_url'? (valid here: api_key_env, base_url, batch, concurrency, kind, max_retries, needs_key, requests_per_minute, timeout, tokens_per_minute)
+    hce.collect.schema.SchemaError: design.yaml: endpoint.base_ulr: unknown key; did you mean 'base_url'? (valid here: api_key_env, base_url, batch, concurrency, kind, max_retries, needs_key, pricing, requests_per_minute, timeout, tokens_per_minute)
     """
     try:
         return model.model_validate(data if data is not None else {})

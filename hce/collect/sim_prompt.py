@@ -6,7 +6,7 @@ import re
 
 from hce.collect import sim_reasoning
 
-_SCORE_LINE = re.compile(r"^[ \t]*([^\n:]+?):[ \t]*\[score_(\d+)_(\d+)\]", re.MULTILINE)
+_SCORE_LINE = re.compile(r"^[ \t]*([^\n:]+?):[ \t]*\[score_(\d+)_(\d+)(?: or [^\]\n]+)?\]", re.MULTILINE)
 TOTAL_RANGE = re.compile(r"\[sum_of_scores_(\d+)_(\d+)\]|Total Score \((\d+)-(\d+)\)")
 _ITEM_START = re.compile(r"(?:^|\n)[ \t]*(?:New )?Transcript:[ \t]*\n")
 _ITEM_END = re.compile(r"\n[ \t]*\n[ \t]*(?:Scores:|Step-by-step Analysis|Total Score \(|Final Scores Output:)")

@@ -56,6 +56,10 @@ PLACEHOLDERS: dict[str, str] = {
 _ALIASES = {re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower(): name for name in PLACEHOLDERS}
 _ITEM = ("TranscriptText", "ItemText")
 _JINJA = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+# A placeholder name in single braces inside a {{ }} template (JSON such as {"pass": true} is not one).
+_SINGLE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})")
+# The levels an answer line offers: "1-5", "1 to 5", "[score_1_5]".
+_OFFERED = re.compile(r"(?i)(?<![\w.])(-?\d+)\s*(?:-|–|—|\bto\b|_)\s*(-?\d+)(?![\w.])")
 _HEADER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
 
 
@@ -210,10 +214,15 @@ def check_examples(examples: Sequence[Mapping[str, Any]], rubric: Rubric, source
                                 f"give every criterion of rubric {rubric.name!r} a score on its scale")  # fmt: skip
 
 
-def check_template(template: PromptTemplate, examples: Sequence[Mapping[str, Any]] | None) -> None:
+def check_template(template: PromptTemplate, examples: Sequence[Mapping[str, Any]] | None, rubric: Rubric | None = None) -> None:
     """Refuse a template that cannot be filled: unknown placeholders, no item, examples placed but none given.
 
-    The examples' scores are checked against the rubric by :func:`check_examples`.
+    With the ``rubric`` (default None: not checked) also a template that never says how to
+    answer (neither ``{{ScoreFormat}}`` nor a line per criterion) and one whose own answer
+    lines offer other levels than the rubric's (``1-5`` for a 1-4 scale, or no N/A where
+    the rubric declares one). A single-brace ``{ScaleLines}`` in a ``{{ }}`` template, which
+    would reach the judge as written, is refused always. The examples' scores are checked
+    against the rubric by :func:`check_examples`.
 
     Examples
     --------
@@ -232,7 +241,15 @@ def check_template(template: PromptTemplate, examples: Sequence[Mapping[str, Any
             known = ", ".join(sorted(PLACEHOLDERS))
             raise TemplateError(f"{template.source}: unknown placeholder {name!r}{hint}; the known placeholders are {known} "
                                 "(or their snake_case names)")  # fmt: skip
+    if template.syntax == "jinja":
+        for single in _SINGLE.finditer(template.text):
+            name = single.group(1)
+            meant = canonical(name) or name
+            raise TemplateError(f"{template.source}: {{{name}}} has single braces, so the judge would read it as written: "
+                                f"write {{{{{meant}}}}} (this template's placeholders take two braces)")
     names = {canonical(n) for n in used}
+    if rubric is not None and template.reply in REPLIES:
+        _check_answer_format(template, names, rubric)
     if template.reply != "synthetic" and not names & set(_ITEM):
         raise TemplateError(f"{template.source}: the template never places the item: add {{{{TranscriptText}}}} (or {{item_text}})")
     if "TTS" in names and template.reply != "synthetic":
@@ -240,3 +257,36 @@ def check_template(template: PromptTemplate, examples: Sequence[Mapping[str, Any
     if "FewShotExamples" in names and not examples:
         raise TemplateError(f"{template.source}: the template places few-shot examples ({{{{FewShotExamples}}}}) but the "
                             "condition names none: add examples: FILE (YAML or JSONL: text and scores per criterion)")
+
+
+def _check_answer_format(template: PromptTemplate, names: set[str | None], rubric: Rubric) -> None:
+    """The template asks for the answer the parser reads, on the rubric's own levels."""
+    text = template.text
+    if "ScoreFormat" in names:
+        return  # hce writes the lines: the rubric's criteria, levels and declared N/A answers
+    if template.reply == "total":
+        if not re.search(r"(?i)\btotal\b", text):
+            raise TemplateError(f"{template.source}: reply: total, but the template never asks for the total: place "
+                                "{{ScoreFormat}} or write the line to answer with ('Total Score: ...')")
+        return
+    lines = {c.id: re.search(rf"(?im)^[^\n]*\b{re.escape(c.name)}\b\s*[:=][^\n]*$", text) for c in rubric.categories}
+    missing = [c.name for c in rubric.categories if lines[c.id] is None]
+    if missing and "ScaleLines" not in names:
+        raise TemplateError(f"{template.source}: the template never says how to answer (no line for {', '.join(missing)}): "
+                            "place {{ScoreFormat}}, the score lines hce reads, or write one line per criterion "
+                            "('Name: score')")
+    for category in rubric.categories:
+        line = lines[category.id]
+        offered = _OFFERED.search(line.group(0)) if line is not None else None
+        if offered is None:
+            continue
+        low, high = int(offered.group(1)), int(offered.group(2))
+        if (low, high) != (category.min_score, category.max_score):
+            raise TemplateError(f"{template.source}: the answer line for {category.name} offers {low}-{high}, but the "
+                                f"rubric's levels are {category.min_score}-{category.max_score}: write its scale as the "
+                                "rubric does, or place {{ScoreFormat}}")
+        na = category.not_applicable
+        if na is not None and not re.search(rf"(?i)(?<!\w){na.pattern}(?!\w)", line.group(0)):
+            raise TemplateError(f"{template.source}: the answer line for {category.name} offers {low}-{high}, but the "
+                                f"rubric also allows {na.label!r} ({na.descriptor}): add it to the line, or place "
+                                "{{ScoreFormat}}")

@@ -45,6 +45,7 @@ from hce.report.logs import KEPT, kept_settings, missing_attempts, read_any
 from hce.report.provenance import (
     read_with_notes,
     separate_settings,
+    served_models,
 )
 from hce.report.sections import (
     _EXPECTED,
@@ -164,7 +165,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *notes)
+    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *served_models(frame), *notes)
     _cost_section(document, context)
     _criteria_sections(document, context)
     context.progress("calibration")
@@ -244,7 +245,37 @@ def _attempts_section(document: Report, context: _Context) -> Section:
         counts = (errors.assign(error_message=errors["error_message"].fillna("(no message)"))
                   .groupby([CONDITION, "error_message"], sort=True).size().rename("n").reset_index())  # fmt: skip
         section.add(Table(counts, "Error messages per condition", "errors", context.confidence))
+    answered = not_applicable_table(log)
+    if len(answered):
+        section.add("A not-applicable answer is one the rubric declares (e.g. N/A): that score is missing by design, "
+                    "not an error, and is left out of the criterion's statistics.",
+                    Table(answered, "Not-applicable answers per criterion and condition", "not_applicable", context.confidence))  # fmt: skip
     return section
+
+
+def not_applicable_table(log: pd.DataFrame) -> pd.DataFrame:
+    """Per condition and criterion: the declared not-applicable answers (``not_applicable`` column) and their share.
+
+    The share is of the condition's unflagged attempts; an empty table when no answer was one.
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"condition_id": ["a", "a", "b"], "error_flag": False,
+    ...                     "not_applicable": ["meds", "meds,allergies", None]})
+    >>> not_applicable_table(log)
+      condition_id  criterion  n_not_applicable  n_answered  share
+    0            a  allergies                 1           2    0.5
+    1            a       meds                 2           2    1.0
+    """
+    columns = [CONDITION, "criterion", "n_not_applicable", "n_answered", "share"]
+    if "not_applicable" not in log or log["not_applicable"].isna().all():
+        return pd.DataFrame(columns=columns)
+    answered = log[~log["error_flag"].astype(bool)]
+    said = answered[[CONDITION]].assign(criterion=answered["not_applicable"].str.split(",")).explode("criterion").dropna()
+    counts = said.groupby([CONDITION, "criterion"], sort=True).size().rename("n_not_applicable").reset_index()
+    counts["n_answered"] = counts[CONDITION].map(answered.groupby(CONDITION).size()).astype(int)
+    counts["share"] = counts["n_not_applicable"] / counts["n_answered"]
+    return counts[columns]
 
 
 # --- cost --------------------------------------------------------------------------------
@@ -324,10 +355,10 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
         section.add(f"Condition {condition} is left out of this section: {reason}.")
         context.skip(f"{section.title}: condition {condition}", reason,
                      f"correct column {criterion.column!r} in the log (hce log validate lists such rows), then report again")  # fmt: skip
+    whole = context.log  # its messages and not-applicable answers say why a criterion has no score
     context = dataclasses.replace(context, log=log)
     if log[criterion.column].notna().sum() == 0:
-        context.skip(section.title, f"no attempt has a score in column {criterion.column!r}",
-                     "check that the log was judged with this rubric (--rubric)")  # fmt: skip
+        context.skip(section.title, *_why_no_score(whole, criterion.column))
         return
     levels = binary_levels(log[criterion.column], criterion.scores)
     if levels is not None:  # 0/1 scores have no meaningful SD, ICC or interval-level alpha
@@ -346,6 +377,21 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
                      lambda value=value, label=label: _tests(section, context, spread["table"], value, label, stem, criterion.name))
     _attempt(context, section, "variance decomposition", lambda: _variance(section, context, criterion, stem))
     _attempt(context, section, "reliability", lambda: _reliability(section, context, criterion, stem))
+
+
+def _why_no_score(log: pd.DataFrame, column: str) -> tuple[str, str]:
+    """Why a criterion has no score at all, and the fix: every reply flagged, answered N/A, or another rubric's log."""
+    flagged = log["error_flag"].astype(bool)
+    if flagged.all():
+        messages = log["error_message"].dropna() if "error_message" in log else pd.Series(dtype=object)
+        common = f"; the commonest message: {messages.value_counts().index[0]!r}" if len(messages) else ""
+        return (f"every attempt was flagged ({len(log):,} of {len(log):,}){common}",
+                "see the table 'Error messages per condition', fix its cause (a cut reply: raise max_tokens) and collect again")
+    answered = log.loc[~flagged, "not_applicable"].fillna("").str.split(",") if "not_applicable" in log else None
+    if answered is not None and answered.map(lambda ids: column in ids).all():
+        return (f"every unflagged answer was the rubric's not-applicable answer for {column!r}",
+                "nothing to fix: the criterion did not apply to these items")
+    return (f"no attempt has a score in column {column!r}", "check that the log was judged with this rubric (--rubric)")
 
 
 def _binary(section: Section, context: _Context, criterion: Criterion, stem: str, levels: tuple) -> None:
@@ -519,6 +565,8 @@ def calibration_data(log: pd.DataFrame, criteria: Sequence[Criterion]) -> pd.Dat
     """
     valid = log[~log["error_flag"].astype(bool) & log["logprobs"].notna()]
     valid = valid.dropna(subset=[c.column for c in criteria]).reset_index(drop=True)
+    if valid.empty:
+        raise DataError("no unflagged attempt has both its scores and token logprobs (every one was flagged or unscored)")
     scale = sorted({s for c in criteria for s in c.scores})
     n = len(criteria)
     # logprob_confidence keeps the log's (here positional) index, repeated per occurrence.

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from hce.log import TruncatedLogWarning
+from hce.log_schema import served_as_requested
 
 #: Columns that fingerprint a condition's settings, where the log has them.
 SETTINGS = ("settings_hash", "model", "prompt_id", "temperature", "max_tokens", "top_p", "seed", "endpoint")
@@ -128,3 +129,25 @@ def read_with_notes(read: Callable[[Any], pd.DataFrame], logs: Any) -> tuple[pd.
 def log_notes(*logs: pd.DataFrame) -> list[str]:
     """The notes :func:`read_with_notes` kept with these frames (none for a frame read otherwise)."""
     return [note for log in logs for note in log.attrs.get(NOTES, [])]
+
+
+def served_models(log: pd.DataFrame) -> list[str]:
+    """One note per condition whose replies name another model than the one asked for (a local server's file).
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"condition_id": "local", "model": "gpt-4o-mini-2024-07-18",
+    ...                     "model_version": ["gemma-3-270m-it-Q4_K_M.gguf"] * 3})
+    >>> served_models(log)[0][:98]
+    "Condition 'local' asked for model 'gpt-4o-mini-2024-07-18'; 'gemma-3-270m-it-Q4_K_M.gguf' answered"
+    """
+    if not {"condition_id", "model", "model_version"} <= set(log.columns):
+        return []
+    pairs = log[["condition_id", "model", "model_version"]].dropna().astype(str).value_counts(sort=False)
+    notes = []
+    for (condition, requested, served), n in pairs.items():
+        if not served_as_requested(requested, served):
+            notes.append(f"Condition {condition!r} asked for model {requested!r}; {served!r} answered ({n:,} rows, the "
+                         "reply's own model): the judge of this condition is the served model, and its calls are not "
+                         "priced as the requested one.")
+    return notes

@@ -18,7 +18,7 @@ from hce.collect.sim import SimJudge
 from hce.collect.sim_batch import BatchSettings
 from hce.errors import CollectError
 
-TIMING = ("timestamp", "latency_s", "retries")
+TIMING = ("timestamp", "latency_s", "latency_last_s", "retries")
 FAST = dict(poll_interval=0.001, max_poll_interval=0.005)
 # Scores, reasoning, a total with logprobs, and a reply cut off at max_tokens (a flagged row).
 CONDITIONS = [

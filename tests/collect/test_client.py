@@ -80,7 +80,8 @@ def test_500_then_success_is_retried(serve):
 def test_timeout_and_connection_errors_end_as_errors(serve):
     server = serve(SimJudge(seed=0, faults=Faults(rate_slow=1.0, slow_s=2.0)))
     result = call(fast_client(server, timeout=0.2, max_retries=1))
-    assert result.retries == 1 and result.error_message.startswith("timeout") and "after 2 tries" in result.error_message
+    # The timeout is the whole call's: the first try used it all, so no second try is sent (issue 44).
+    assert result.retries == 0 and result.error_message.startswith("timeout") and "after 1 try" in result.error_message
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -206,3 +207,80 @@ def test_retry_after_forms():
     date = email.utils.formatdate(time.time() + 30, usegmt=True)
     assert 25 < _retry_after({"retry-after": date}) <= 30
     assert _retry_after({"retry-after": "soon"}) is None and _retry_after({}) is None
+
+
+@contextlib.contextmanager
+def hung_server():
+    """A socket server that accepts every connection and never answers (llama-server after SIGTERM)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        listener.settimeout(0.05)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        listener.close()
+
+
+def test_a_hung_server_is_given_up_on_at_the_calls_deadline():
+    # Issue 44: a server keeping the request open was waited on for the whole timeout, try after try.
+    with hung_server() as url:
+        started = time.perf_counter()
+        result = call(JudgeClient(base_url=url, api_key="k", timeout=0.6, max_retries=3, backoff_base=0.01))
+        took = time.perf_counter() - started
+    assert took < 2.5, took  # 0.6 s deadline; 4 tries of 0.6 s would be 2.4 s and more
+    assert result.error_message.startswith("timeout: no answer within the call's 0.6 s")
+    assert result.latency_s == pytest.approx(took, abs=0.5) and result.latency_last_s <= result.latency_s
+
+
+class _Answers(http.server.BaseHTTPRequestHandler):
+    status, body, kind = 501, "", "text/html"
+    seen = 0
+
+    def do_POST(self):
+        type(self).seen += 1
+        data = self.body.encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", self.kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("status, body, kind, said", [
+    (501, "<html><head><title>Error</title></head><body><h1>Error response</h1><p>Error code: 501</p>"
+          "<p>Message: Unsupported method ('POST').</p></body></html>", "text/html", "Unsupported method ('POST')"),
+    (405, "Method Not Allowed: use GET", "text/plain", "Method Not Allowed: use GET"),
+    (400, "bad body " * 100, "text/plain", "bad body"),
+])
+def test_a_non_json_error_body_is_kept_and_permanent_statuses_are_not_retried(status, body, kind, said):
+    # Issue 44: a 501 with HTML was retried as transient and logged as "HTTP 501: Error code: 501".
+    handler = type("Handler", (_Answers,), {"status": status, "body": body, "kind": kind, "seen": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = call(JudgeClient(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="k", backoff_base=0.01))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert handler.seen == 1 and result.retries == 0
+    assert result.error_message.startswith(f"HTTP {status}: ") and said in result.error_message
+    assert len(result.error_message) < 400 and "<" not in result.error_message

@@ -213,3 +213,17 @@ def test_new_settings_starts_a_changed_condition_afresh(serve, tmp_path, monkeyp
     old = hce.read_log(tmp_path / "log.jsonl.superseded.jsonl")
     assert len(old) == 6 and set(old["temperature"]) == {0.7} and set(old["condition_id"]) == {"zeroshot"}
     assert runner.invoke(app, ["collect", str(after), "--log", str(log)]).exit_code == 0  # now it resumes
+
+
+def test_a_keyless_local_endpoint_without_its_address_is_refused_before_the_plan(tmp_path, monkeypatch):
+    # Issue 44: `needs_key: false` and no base_url resolved to api.openai.com, shown by the dry run without a word.
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump(design(endpoint={"needs_key": False})))
+    for extra in (["--dry-run"], []):
+        result = runner.invoke(app, ["collect", str(path), "--log", str(tmp_path / "log.jsonl"), *extra])
+        said = " ".join(result.output.split())
+        assert result.exit_code == 2, said
+        assert "endpoint 'default' has needs_key: false (a local server) but its calls would go to https://api.openai.com/v1" in said
+        assert "to run:" not in said
+    assert not (tmp_path / "log.jsonl").exists()

@@ -110,3 +110,40 @@ def test_batch_runs_and_cancels_take_the_same_lock(serve, tmp_path):
             run(design(attempts=1), log, client=fast_client(server))
     assert server.judge.stats["requests"] == 0 and not log.exists()
     assert run_batch(design(attempts=1), log, client=fast_client(server), poll_interval=0.001).done == 6
+
+
+@pytest.mark.parametrize("other_name", ["symlink", "hard link in another folder", "dot-dot spelling"])
+def test_every_name_of_one_log_takes_one_lock(tmp_path, other_name):
+    # Issue 44: a collector on real.jsonl and one on a symlink to it paid 540 replies for 270 attempts.
+    real = tmp_path / "runs" / "real.jsonl"
+    real.parent.mkdir()
+    real.write_text('{"attempt_id": "a1", "item_id": "T1", "attempt": 1, "error_flag": false}\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if other_name == "symlink":
+        other = elsewhere / "link.jsonl"
+        other.symlink_to(real)
+    elif other_name == "hard link in another folder":
+        other = elsewhere / "same.jsonl"
+        os.link(real, other)
+    else:
+        other = elsewhere / ".." / "runs" / "real.jsonl"
+    with hold_log(real):
+        with pytest.raises(LogLockedError, match="another collector is writing"):
+            with hold_log(other):
+                pass
+    with hold_log(other):  # released: the other name runs once the first is done
+        with pytest.raises(LogLockedError):
+            with hold_log(real):
+                pass
+    assert not lock_path(real).exists() and not lock_path(other).exists()
+
+
+def test_a_symlink_to_a_log_not_yet_written_takes_the_real_files_lock(tmp_path):
+    real = tmp_path / "real.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)  # dangling until the first reply is logged
+    assert lock_path(link) == lock_path(real)
+    with hold_log(link), pytest.raises(LogLockedError):
+        with hold_log(real):
+            pass

@@ -1,5 +1,6 @@
 """Issue 34: a rubric may declare a "not applicable" answer (PDSQI-9's); such a score is missing by design."""
 
+import pytest
 import yaml
 from collect_helpers import design, fast_client
 
@@ -54,3 +55,26 @@ def test_a_run_counts_the_not_applicable_scores_and_reports_them(serve, tmp_path
     log = hce.read_log(tmp_path / "log.jsonl")
     assert log["medications"].isna().all() and (log["accurate"] == 2).all() and (log["not_applicable"] == "medications").all()
     assert notes.criteria == ["accurate", "medications"]
+
+
+def declared(tmp_path, label):
+    spec = {**RUBRIC, "categories": [RUBRIC["categories"][0], {**RUBRIC["categories"][1], "not_applicable":
+                                                              {"label": label, "descriptor": "No medication."}}]}
+    path = tmp_path / f"rubric_{abs(hash(label))}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return hce.load_rubric(path)
+
+
+@pytest.mark.parametrize("label", ["NA", "N/A", "n/a", "Not applicable"])
+@pytest.mark.parametrize("written", ["N/A", "n/a", "NA", "na", "N.A.", "not applicable", "**N/A**"])
+def test_any_spelling_of_not_applicable_is_read_as_the_declared_answer(tmp_path, label, written):
+    # Issue 44: "N/A" where the rubric declares "NA" was flagged as "no score line".
+    row = parse_reply("P1.2", f"Accurate: 2\nMedications: {written}\nTotal Score: 2", rubric=declared(tmp_path, label))
+    assert not row["error_flag"], row["error_message"]
+    assert row["not_applicable"] == "medications" and row["accurate"] == 2
+
+
+def test_a_declared_word_answer_is_read_in_any_case_but_not_as_n_a(tmp_path):
+    notes = declared(tmp_path, "Unscorable")
+    assert parse_reply("P1.2", "Accurate: 2\nMedications: unscorable\nTotal Score: 2", rubric=notes)["not_applicable"] == "medications"
+    assert parse_reply("P1.2", "Accurate: 2\nMedications: N/A\nTotal Score: 2", rubric=notes)["error_flag"]

@@ -184,3 +184,42 @@ def test_an_unexpected_error_in_one_call_lets_the_others_in_flight_finish_and_lo
         run(spec, tmp_path / "log.jsonl")
     # Every reply answered is logged but the one whose row could not be built; none was cancelled in flight.
     assert len(hce.read_log(tmp_path / "log.jsonl")) == recorder.answered[200] - 1 >= 3
+
+
+def test_a_disk_without_room_for_the_crash_record_is_refused_before_anything_is_sent(serve, proxy, tmp_path, monkeypatch):
+    # Issue 44: on a 1 MB file system the record got 24 KB of its 1 MB; "3 replies could be written nowhere".
+    import hce.collect.journal as journal
+
+    def no_room(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(journal.os, "posix_fallocate", no_room)
+    recorder = proxy(serve(SimJudge(seed=0)))
+    spec = design(prompts=("P1.2",), attempts=2, endpoint={"base_url": recorder.url, "api_key_env": "K"})
+    monkeypatch.setenv("K", "sk-test")
+    log = tmp_path / "run.jsonl"
+    with pytest.raises(CollectError, match=r"cannot reserve 1,024 KiB for the crash-safety record .*run\.jsonl\.wal "
+                                           r"\(No space left on device \(ENOSPC\); [\d,]+ KiB free on its file system\).*"
+                                           r"nothing was sent"):
+        run(spec, log)
+    assert recorder.answered[200] == 0 and not wal_path(log).exists() and (not log.exists() or not log.read_text())
+
+
+def test_a_real_nearly_full_file_system_is_refused_at_start(serve, proxy, tmp_path, monkeypatch):
+    """The same on a real 1 MB tmpfs (needs root and mount; skipped elsewhere)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a 1 MB tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("mount -t tmpfs is not permitted here")
+    try:
+        recorder = proxy(serve(SimJudge(seed=0)))
+        spec = design(prompts=("P1.2",), attempts=2, endpoint={"base_url": recorder.url, "api_key_env": "K"})
+        monkeypatch.setenv("K", "sk-test")
+        (mount / "filler").write_bytes(b"x" * 200_000)
+        with pytest.raises(CollectError, match=r"cannot reserve 1,024 KiB .* KiB free on its file system"):
+            run(spec, mount / "run.jsonl")
+        assert recorder.answered[200] == 0
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)

@@ -207,3 +207,16 @@ def test_synthetic_split_and_leak_flag():
     assert leaky["leak_flag"]
     assert leaky["leak_reason"] == "mentions 'rubric'; mentions 'score'; states the target 9/20"
     assert parse_synthetic("Just a dialogue.")["error_message"] == "no 'Transcript:' section in reply"
+
+
+@pytest.mark.parametrize("prompt", ["P1.2", "P2.1"])
+def test_two_different_scores_for_one_criterion_are_flagged_naming_both(prompt):
+    # Issue 44: the last of two scores was kept silently (it differed from the score block in 7 of 9 rows).
+    reply = ("Clarity of Language: 3\nLexical Diversity: 2\nConciseness and Completeness: 3\n"
+             "Engagement with Health Information: 2\nHealth Literacy Indicator: 2\nClarity of Language: 4\nTotal Score: 12")
+    row = parse_reply(prompt, reply)
+    assert row["error_flag"] and "two scores for Clarity of Language: 3 and 4" in row["error_message"]
+    assert row["clarity_of_language"] is None and row["total"] is None
+    # The same score said twice is one score.
+    same = reply.replace("Clarity of Language: 4", "Clarity of Language: 3")
+    assert not parse_reply(prompt, same)["error_flag"]

@@ -9,7 +9,7 @@ from hce.collect.runner import run
 from hce.collect.sim import SimJudge
 from hce.collect.sim_batch import BatchSettings
 
-LINE = re.compile(r"^progress: (\d+)/12 done \(\d+%\), (\d+) errors, \$\d+\.\d{4} spent, \d+:\d\d:\d\d elapsed, "
+LINE = re.compile(r"^progress: (\d+)/12 done \(\d+%\), (\d+) flagged replies, \d+ failed calls, \$\d+\.\d{4} spent, \d+:\d\d:\d\d elapsed, "
                   r"ETA (\d+:\d\d:\d\d|unknown)$")
 
 

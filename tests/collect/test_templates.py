@@ -4,7 +4,7 @@ import json
 
 import pytest
 import yaml
-from collect_helpers import MODEL, TRANSCRIPTS, fast_client
+from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client
 
 import hce
 from hce.collect import SimJudge, load_design, run
@@ -141,3 +141,50 @@ def test_packaged_few_shot_prompt_with_another_rubric_names_the_fix(tmp_path):
         load_design(path)
     path = _files(tmp_path, conditions=[{"id": "fewshot", "prompt": "P2.2", "examples": "examples.jsonl"}])
     assert load_design(path).conditions[0].examples[1]["id"] == "poor"
+
+
+def na_rubric(tmp_path):
+    levels = [{"score": s, "label": str(s), "descriptor": "d"} for s in (1, 2, 3, 4)]
+    spec = {"name": "Notes", "categories": [{"name": "Accurate", "levels": levels},
+                                             {"name": "Medications", "levels": levels,
+                                              "not_applicable": {"label": "NA", "descriptor": "no medication"}}]}
+    path = tmp_path / "notes.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return hce.load_rubric(path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Judge {{ItemText}}.\nScales:\n{ScaleLines}\nAnswer:\n{{ScoreFormat}}",
+     r"\{ScaleLines\} has single braces, so the judge would read it as written: write \{\{ScaleLines\}\}"),
+    ("Judge {{ItemText}} by {{RubricText}}. Be fair.",
+     r"never says how to answer \(no line for Accurate, Medications\): place \{\{ScoreFormat\}\}"),
+    ("Judge {{ItemText}}.\nAccurate: 1-5\nMedications: 1-4 or NA",
+     r"the answer line for Accurate offers 1-5, but the rubric's levels are 1-4"),
+    ("Judge {{ItemText}}.\nAccurate: 1-4\nMedications: 1-4",
+     r"the answer line for Medications offers 1-4, but the rubric also allows 'NA' \(no medication\)"),
+])
+def test_templates_are_checked_against_the_rubric_before_any_call(tmp_path, text, message):
+    # Issue 44: a single-brace {ScaleLines} went to the judge literally; no answer format, or 1-5 where NA is allowed, passed.
+    from hce.collect.templates import PromptTemplate, TemplateError, check_template
+    with pytest.raises(TemplateError, match=message):
+        check_template(PromptTemplate("mine", text, source="mine.txt"), None, na_rubric(tmp_path))
+
+
+def test_a_template_that_writes_the_rubrics_lines_or_places_the_score_format_passes(tmp_path):
+    from hce.collect.prompts import score_format
+    from hce.collect.templates import PromptTemplate, check_template
+    rubric = na_rubric(tmp_path)
+    for text in ("Judge {{ItemText}}.\n{{ScoreFormat}}", "Judge {{ItemText}}.\nAccurate: 1-4\nMedications: 1-4 or N/A",
+                 'Judge {{ItemText}}. Reply {"ok": 1}\n{{ScoreFormat}}'):
+        check_template(PromptTemplate("mine", text, source="mine.txt"), None, rubric)
+    # The score lines hce writes offer the declared answer too.
+    assert score_format(rubric).splitlines()[1] == "Medications: [score_1_4 or NA]"
+
+
+def test_a_design_with_a_bad_template_stops_before_any_call(tmp_path):
+    (tmp_path / "mine.txt").write_text("Judge {{ItemText}}.\n{ScoreFormat}\n")
+    spec = design(conditions=[{"prompt": "mine.txt"}])
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(CollectError, match=r"single braces"):
+        load_design(path)

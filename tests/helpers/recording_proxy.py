@@ -21,6 +21,7 @@ class RecordingProxy:
         host, port = host_port.rsplit(":", 1)
         self.upstream = (host, int(port))
         self.answered: Counter[int] = Counter()
+        self.replies: list[bytes] = []  # every answer as sent (status line, headers, body)
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -52,6 +53,7 @@ class RecordingProxy:
                 if answer is None:
                     break
                 self.answered[int(answer.split(b" ", 2)[1])] += 1  # counted before the client can read it
+                self.replies.append(answer)
                 writer.write(answer)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):

@@ -210,3 +210,28 @@ def test_criteria_computed_in_a_forked_child_give_the_report_computed_alone(tmp_
     files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
     assert len(files) > 20
     assert all((tmp_path / "two" / f).read_bytes() == (tmp_path / "one" / f).read_bytes() for f in files)
+
+
+def test_when_nothing_scores_the_report_says_why_and_calibration_does_not_crash():
+    # Issue 44: every reply cut at max_tokens: each criterion was "not reported ... judged with this rubric (--rubric)"
+    # and the calibration section showed "ArrowInvalid: Must pass at least one array".
+    log = _log(n_items=4, attempts=2).assign(
+        accurate=np.nan, stigma=np.nan, total=np.nan, error_flag=True,
+        error_message="cut at max_tokens=60 before the score block (no score line for Accurate)",
+        logprobs='[{"token": "A", "logprob": -0.1, "top_logprobs": []}]')
+    skipped = _table(report(log, rubric=MIXED), "not_reported").set_index("section")
+    reason = skipped.loc["Criterion: Accurate", "reason"]
+    assert "every attempt was flagged (24 of 24)" in reason and "cut at max_tokens=60" in reason
+    assert "--rubric" not in skipped.loc["Criterion: Accurate", "fix"]
+    assert not skipped["reason"].str.contains("ArrowInvalid|Must pass at least one array").any()
+    assert "no unflagged attempt has both its scores and token logprobs" in skipped.filter(like="alibration", axis=0)["reason"].iloc[0]
+
+
+def test_declared_not_applicable_answers_are_counted_per_criterion_and_condition():
+    # Issue 44: collect counted them, but the report showed them as missing data.
+    log = _log(n_items=4, attempts=2)
+    log.loc[log["condition_id"] == "a", "stigma"] = np.nan
+    log["not_applicable"] = np.where(log["condition_id"] == "a", "stigma", None)
+    table = _table(report(log, rubric=MIXED), "not_applicable")
+    assert table.to_dict("records") == [{"condition_id": "a", "criterion": "stigma", "n_not_applicable": 8,
+                                         "n_answered": 8, "share": 1.0}]
