@@ -612,11 +612,16 @@ def report(
         if study_folder and len(logs) > 1:
             raise HceError("give one study folder, or attempt log files (not both)")
         conf = _engine_options(engine, memory_limit, spark_master, spark_conf)
+        # Path() made s3a://bucket/log of the argument s3a:/bucket/log: the URL back, for the engine that reads it
+        urls = [re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)", r"\1://", str(p)) for p in logs]
+        if engine == "pandas" and any("://" in u for u in urls):
+            raise HceError(f"{next(u for u in urls if '://' in u)}: an object-store path is read by the engine that "
+                           "reads it: add --engine spark, duckdb, polars or dask")  # fmt: skip
         if engine != "pandas":  # a lazy log in its engine (auto: pandas when the files are small)
             from hce.engines import choose_engine, scan_log
 
-            lazy = choose_engine(logs[0], engine) != "pandas"
-            log = scan_log(logs[0], engine=engine, **conf) if lazy else hce.read_log(logs[0], engine=engine)
+            lazy = choose_engine(urls[0], engine) != "pandas"
+            log = scan_log(urls[0], engine=engine, **conf) if lazy else hce.read_log(logs[0], engine=engine)
         else:
             # An attempt in two files is refused here (unless made with other settings: hce.report.logs.read_logs);
             # a torn last line becomes a note of the report.

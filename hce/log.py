@@ -128,7 +128,7 @@ def read_log(
       item_id  total  error_flag
     0      T1   14.0       False
     """
-    if engine != "pandas" or (isinstance(path, (str, os.PathLike)) and Path(path).is_dir()):
+    if engine != "pandas" or (isinstance(path, (str, os.PathLike)) and (Path(path).is_dir() or "://" in str(path))):
         from hce.engines import choose_engine, log_files, scan_log  # the lazy log of larger-than-memory files
 
         if not isinstance(path, (str, os.PathLike)) or choose_engine(path, engine) != "pandas":

@@ -263,3 +263,40 @@ def test_memory_limit_reaches_duckdb_and_spark_options_are_checked(tmp_path, mon
     monkeypatch.setitem(__import__("sys").modules, "pyspark.sql", type("module", (), {"SparkSession": Session}))
     assert engines.spark_session("local[2]", {"spark.executor.memory": "8g"}, "3GB") == "session"
     assert made == {"master": "local[2]", "spark.executor.memory": "8g", "spark.driver.memory": "3g"}
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_a_report_of_everything_the_log_supports_exits_0(tmp_path, engine):
+    # before: a pandas report of a log without cost columns exited 1, and so did an engine report
+    # of a 0/1 criterion (its row-level sections, which the engine cannot compute, counted as failures)
+    log = small_log(n_items=12, n_conditions=2, n_attempts=4)
+    log["stigma"] = (np.random.default_rng(5).random(len(log)) < 0.4).astype(float)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--engine", engine, "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert "not reported (not applicable): Cost and tokens" in done.output
+
+
+def test_an_object_store_path_goes_to_the_engine_that_reads_it(tmp_path, monkeypatch):
+    # before: `hce report s3a://...` was refused (local paths only). No network: Spark's reader is
+    # replaced by one that records the URL and returns a Polars frame of a small log
+    import hce.engines as engines
+
+    log = small_log(n_items=10, n_conditions=2, n_attempts=3)
+    asked = []
+
+    class Reader:
+        def parquet(self, url):
+            asked.append(url)
+            return pl.from_pandas(log).lazy()
+
+    monkeypatch.setattr(engines, "spark_session", lambda **settings: type("Session", (), {"read": Reader()})())
+    for url in ("s3a://bucket/judge-logs/", "gs://bucket/logs", "abfss://c@acct.dfs.core.windows.net/logs", "hdfs://nn/logs"):
+        assert known_unique(hce.read_log(url, engine="spark"))  # checked once, in the engine
+    assert asked == ["s3a://bucket/judge-logs/", "gs://bucket/logs", "abfss://c@acct.dfs.core.windows.net/logs", "hdfs://nn/logs"]
+    done = CliRunner().invoke(app, ["report", "s3a://bucket/judge-logs", "--engine", "spark", "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0 and asked[-1] == "s3a://bucket/judge-logs", done.output
+    refused = CliRunner().invoke(app, ["report", "s3a://bucket/judge-logs", "--out", str(tmp_path / "out2")])
+    assert refused.exit_code == 2 and "add --engine spark" in refused.output, refused.output
+    with pytest.raises(LogFormatError, match="not 'pandas'"):
+        hce.read_log("s3a://bucket/judge-logs")
