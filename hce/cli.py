@@ -676,6 +676,12 @@ def report(
     engine: str = typer.Option("pandas", "--engine", metavar="[pandas|duckdb|polars|spark|dask|auto]", help="Where the statistics run: pandas (the log in memory), or duckdb, "
                                "polars, spark, dask (PATH is one Parquet/JSONL file or directory, read lazily: logs larger "
                                "than memory), or auto (DuckDB past 256 MB on disk, else pandas)."),
+    memory_limit: str | None = typer.Option(None, "--memory-limit", metavar="SIZE", help="DuckDB: the memory it holds before "
+                                            "spilling to the temp folder (default 2GB); Spark: the driver's memory (2GB: 2g)."),
+    spark_master: str | None = typer.Option(None, "--spark-master", metavar="URL", help="--engine spark: the master of the "
+                                            "session (local[2], spark://host:7077, yarn; default Spark's own)."),
+    spark_conf: list[str] = typer.Option([], "--spark-conf", metavar="KEY=VALUE", help="--engine spark: a setting of the "
+                                         "session (repeatable), e.g. spark.executor.memory=8g."),
 ) -> None:
     """Write the report of attempt logs, or of a study's output folder (no API calls).
 
@@ -700,8 +706,17 @@ def report(
         study_folder = engine == "pandas" and any(path.is_dir() for path in logs)
         if study_folder and len(logs) > 1:
             raise HceError("give one study folder, or attempt log files (not both)")
+        conf = _engine_options(engine, memory_limit, spark_master, spark_conf)
+        # Path() made s3a://bucket/log of the argument s3a:/bucket/log: the URL back, for the engine that reads it
+        urls = [re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)", r"\1://", str(p)) for p in logs]
+        if engine == "pandas" and any("://" in u for u in urls):
+            raise HceError(f"{next(u for u in urls if '://' in u)}: an object-store path is read by the engine that "
+                           "reads it: add --engine spark, duckdb, polars or dask")  # fmt: skip
         if engine != "pandas":  # a lazy log in its engine (auto: pandas when the files are small)
-            log = hce.read_log(logs[0], engine=engine)
+            from hce.engines import choose_engine, scan_log
+
+            lazy = choose_engine(urls[0], engine) != "pandas"
+            log = scan_log(urls[0], engine=engine, **conf) if lazy else hce.read_log(logs[0], engine=engine)
         else:
             # An attempt in two files is refused here (unless made with other settings: hce.report.logs.read_logs);
             # a torn last line becomes a note of the report.
@@ -749,6 +764,22 @@ def report(
         stderr.print(f"{len(missing)} section(s) the log supports were not reported (see \"Not reported\" in the report)",
                      highlight=False)  # fmt: skip
         raise typer.Exit(code=1)
+
+
+def _engine_options(engine: str, memory: str | None, master: str | None, conf: list[str]) -> dict:
+    """``hce report``'s engine settings as :func:`hce.engines.scan_log`'s arguments, refusing
+    those the engine named does not read."""
+    if (master or conf) and engine != "spark":
+        raise HceError(f"--spark-master and --spark-conf set up Spark; they need --engine spark, got --engine {engine}")
+    if memory and engine not in ("duckdb", "spark", "auto"):
+        raise HceError(f"--memory-limit applies to --engine duckdb or spark, got --engine {engine}")
+    settings = {}
+    for item in conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise HceError(f"--spark-conf {item!r}: write KEY=VALUE, e.g. spark.executor.memory=8g")
+        settings[key.strip()] = value.strip()
+    return {"memory": memory, "spark_master": master, "spark_conf": settings}
 
 
 @contextmanager

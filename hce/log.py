@@ -29,6 +29,7 @@ from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import HceWarning, LogFormatError, PathError
 from hce.log_files import MissingValueWarning, read_csv, read_jsonl, read_parquet  # noqa: F401 (re-exported)
+from hce.log_partitions import partition_values, with_partitions
 from hce.log_schema import (  # noqa: F401 (Column, schema_table, make_attempt_id: re-exported)
     COLUMNS,
     ID_COLUMNS,
@@ -127,19 +128,23 @@ def read_log(
       item_id  total  error_flag
     0      T1   14.0       False
     """
-    if engine != "pandas" or (isinstance(path, (str, os.PathLike)) and Path(path).is_dir()):
+    if engine != "pandas" or (isinstance(path, (str, os.PathLike)) and (Path(path).is_dir() or "://" in str(path))):
         from hce.engines import choose_engine, log_files, scan_log  # the lazy log of larger-than-memory files
 
         if not isinstance(path, (str, os.PathLike)) or choose_engine(path, engine) != "pandas":
             return scan_log(path, engine=engine)
-        files = log_files(path)[0]  # a directory (or "auto" below the size limit) read in pandas
-        path = files[0] if len(files) == 1 and Path(path).is_file() else files
+        root = Path(path)
+        files = log_files(root)[0]  # a directory (or "auto" below the size limit) read in pandas
+        partitions = {p: partition_values(root, p) for p in files}  # Hive folders: column=value
+        path = files[0] if len(files) == 1 and root.is_file() else files
+    else:
+        partitions = {}
     if isinstance(path, (str, os.PathLike)):
         return _read_one(Path(path), format, columns)[0]
     paths = [Path(p) for p in path]
     if not paths:
         raise LogFormatError("no log file given")
-    read = [_read_one(p, format, columns) for p in paths]
+    read = [_read_one(p, format, columns, partitions=partitions.get(p)) for p in paths]
     labels = [[f"{p} {label}" for label in (rows or (f"row {i + 1}" for i in range(len(frame))))]
               for p, (frame, rows) in zip(paths, read)]  # fmt: skip
     _refuse_sidecar(paths, [frame for frame, _ in read])
@@ -147,9 +152,11 @@ def read_log(
 
 
 def _read_one(
-    path: Path, format: Format | None, columns: Sequence[str] | None, *, unique: bool = True
+    path: Path, format: Format | None, columns: Sequence[str] | None, *, unique: bool = True,
+    partitions: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, list[str] | None]:
-    """One validated log file and how errors name its rows (None: ``row <n>`` from 1)."""
+    """One validated log file and how errors name its rows (None: ``row <n>`` from 1), with
+    the columns of its Hive folders (``partitions``, see :mod:`hce.log_partitions`)."""
     if not path.exists():
         raise LogFormatError(f"{path}: no such log file")
     input_file(path, "log")  # a device (/dev/zero) would be read until memory runs out
@@ -164,6 +171,8 @@ def _read_one(
         frame, labels = read_parquet(path, wanted)
     if wanted is not None and fmt != "parquet":
         frame = frame[[c for c in wanted if c in frame.columns]]
+    if partitions:
+        frame = with_partitions(frame, partitions, path)
     _say_waiting_replies(path, frame)
     return validate_log(frame, source=str(path), row_labels=labels, unique=unique), labels
 

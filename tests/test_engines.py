@@ -150,3 +150,153 @@ def test_a_binary_criterion_in_the_engine_report_is_analysed_as_binary_as_in_pan
         pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9)
     shares = pd.read_csv(tmp_path / "duckdb" / "tables" / "stigma_binary.csv")
     assert shares["n_attempts_high"].sum() == int(log.loc[~log["error_flag"], "stigma"].sum())
+
+
+# --- issue 43: Hive folders read the same in every engine and in pandas ---------------------
+
+#: Every reader of a log folder: pandas (hce.read_log's default) and the lazy engines.
+READERS = ["pandas", *LAZY]
+
+
+def _read_back(path, engine: str) -> pd.DataFrame:
+    """The log ``engine`` reads at ``path``, as a pandas frame sorted by attempt."""
+    import narwhals as nw
+
+    read = hce.read_log(path, engine=engine)
+    frame = read if isinstance(read, pd.DataFrame) else nw.from_native(read).lazy().collect().to_pandas()
+    return frame.sort_values("attempt_id").reset_index(drop=True)
+
+
+def partitioned_jsonl(log: pd.DataFrame, folder) -> None:
+    for condition, part in log.groupby("condition_id"):
+        (folder / f"condition_id={condition}").mkdir(parents=True)
+        records = part.drop(columns="condition_id").astype(object).where(part.notna(), None).to_dict("records")
+        (folder / f"condition_id={condition}" / "part-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+@pytest.mark.parametrize("layout", [partitioned, partitioned_jsonl], ids=["parquet", "jsonl"])
+@pytest.mark.parametrize("engine", READERS)
+def test_a_hive_folder_keeps_its_partition_column_in_every_reader(tmp_path, engine, layout):
+    # before: the default (pandas) reader dropped condition_id silently, and every engine dropped it from JSONL folders
+    log = small_log()
+    layout(log, tmp_path / "log")
+    got = _read_back(tmp_path / "log", engine)
+    assert got["condition_id"].astype(str).tolist() == log.sort_values("attempt_id")["condition_id"].tolist()
+    if engine == "pandas":
+        pd.testing.assert_frame_equal(hs.item_spread(hce.read_log(tmp_path / "log"), score="accuracy"),
+                                      hs.item_spread(log, score="accuracy"), check_dtype=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", READERS)
+def test_a_column_both_in_the_files_and_the_folder_name_is_refused_unless_equal(tmp_path, engine):
+    # before: DuckDB, Polars and Dask silently took the folder's value over the file's
+    log = small_log()
+    for condition, part in log.groupby("condition_id"):
+        (tmp_path / "same" / f"condition_id={condition}").mkdir(parents=True)
+        part.to_parquet(tmp_path / "same" / f"condition_id={condition}" / "part-0.parquet", index=False)
+    assert _read_back(tmp_path / "same", engine)["condition_id"].astype(str).tolist() == \
+        log.sort_values("attempt_id")["condition_id"].tolist()  # fmt: skip
+    bad = tmp_path / "other" / "condition_id=C9"
+    bad.mkdir(parents=True)
+    log.to_parquet(bad / "part-0.parquet", index=False)
+    with pytest.raises(LogFormatError, match=r"part-0.parquet: column 'condition_id' is both in the file \(e.g. 'C0'.*"
+                                             r"and in its folder name \(condition_id=C9\)"):  # fmt: skip
+        hce.read_log(tmp_path / "other", engine=engine)
+
+
+@pytest.mark.parametrize("damage", [b"", b"PAR1 not a parquet file"], ids=["empty", "corrupt"])
+@pytest.mark.parametrize("engine", LAZY)
+def test_an_empty_or_corrupt_parquet_file_is_named_and_the_report_exits_2(tmp_path, engine, damage):
+    # before: a 100-line traceback and exit 1 (Polars did not name the file)
+    partitioned(small_log(), tmp_path / "log")
+    (tmp_path / "log" / "condition_id=C1" / "part-1.parquet").write_bytes(damage)
+    with pytest.raises(LogFormatError, match=r"condition_id=C1/part-1.parquet: not a readable Parquet file"):
+        hce.read_log(tmp_path / "log", engine=engine)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "log"), "--engine", engine, "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2 and "part-1.parquet: not a readable Parquet file" in done.output, done.output
+
+
+@pytest.mark.parametrize("engine", LAZY)
+def test_a_blank_attempt_id_is_reported_as_blank_not_as_a_repeat(tmp_path, engine):
+    # before: "attempt_id nan appears more than once"
+    log = small_log().astype({"attempt_id": object})
+    log.loc[[2, 5], "attempt_id"] = None
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    with pytest.raises(LogFormatError, match=r"column 'attempt_id' is blank in 2 row\(s\)"):
+        hce.read_log(tmp_path / "log.parquet", engine=engine)
+
+
+def test_memory_limit_reaches_duckdb_and_spark_options_are_checked(tmp_path, monkeypatch):
+    small_log().to_parquet(tmp_path / "log.parquet", index=False)
+    lazy = scan_log(tmp_path / "log.parquet", memory="300MB")
+    assert lazy.query("log", "SELECT current_setting('memory_limit') AS m").fetchall()[0][0].startswith("286")  # 300 MB in MiB
+    runner = CliRunner()
+    for extra, said in ((["--engine", "duckdb", "--spark-master", "local[1]"], "need --engine spark"),
+                        (["--engine", "spark", "--spark-conf", "spark.driver.memory"], "write KEY=VALUE"),
+                        (["--memory-limit", "1GB"], "applies to --engine duckdb or spark")):  # fmt: skip
+        done = runner.invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "out"), *extra])
+        assert done.exit_code == 2 and said in done.output, done.output
+    # the Spark session a report starts gets the master, the settings and the driver's memory
+    import hce.engines as engines
+
+    made = {}
+
+    class Builder:
+        def master(self, url):
+            made["master"] = url
+            return self
+
+        def config(self, key, value):
+            made[key] = value
+            return self
+
+        def getOrCreate(self):
+            return "session"
+
+    class Session:
+        builder = Builder()
+
+        @staticmethod
+        def getActiveSession():
+            return None
+
+    monkeypatch.setitem(__import__("sys").modules, "pyspark.sql", type("module", (), {"SparkSession": Session}))
+    assert engines.spark_session("local[2]", {"spark.executor.memory": "8g"}, "3GB") == "session"
+    assert made == {"master": "local[2]", "spark.executor.memory": "8g", "spark.driver.memory": "3g"}
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_a_report_of_everything_the_log_supports_exits_0(tmp_path, engine):
+    # before: a pandas report of a log without cost columns exited 1, and so did an engine report
+    # of a 0/1 criterion (its row-level sections, which the engine cannot compute, counted as failures)
+    log = small_log(n_items=12, n_conditions=2, n_attempts=4)
+    log["stigma"] = (np.random.default_rng(5).random(len(log)) < 0.4).astype(float)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--engine", engine, "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert "not reported (not applicable): Cost and tokens" in done.output
+
+
+def test_an_object_store_path_goes_to_the_engine_that_reads_it(tmp_path, monkeypatch):
+    # before: `hce report s3a://...` was refused (local paths only). No network: Spark's reader is
+    # replaced by one that records the URL and returns a Polars frame of a small log
+    import hce.engines as engines
+
+    log = small_log(n_items=10, n_conditions=2, n_attempts=3)
+    asked = []
+
+    class Reader:
+        def parquet(self, url):
+            asked.append(url)
+            return pl.from_pandas(log).lazy()
+
+    monkeypatch.setattr(engines, "spark_session", lambda **settings: type("Session", (), {"read": Reader()})())
+    for url in ("s3a://bucket/judge-logs/", "gs://bucket/logs", "abfss://c@acct.dfs.core.windows.net/logs", "hdfs://nn/logs"):
+        assert known_unique(hce.read_log(url, engine="spark"))  # checked once, in the engine
+    assert asked == ["s3a://bucket/judge-logs/", "gs://bucket/logs", "abfss://c@acct.dfs.core.windows.net/logs", "hdfs://nn/logs"]
+    done = CliRunner().invoke(app, ["report", "s3a://bucket/judge-logs", "--engine", "spark", "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0 and asked[-1] == "s3a://bucket/judge-logs", done.output
+    refused = CliRunner().invoke(app, ["report", "s3a://bucket/judge-logs", "--out", str(tmp_path / "out2")])
+    assert refused.exit_code == 2 and "add --engine spark" in refused.output, refused.output
+    with pytest.raises(LogFormatError, match="not 'pandas'"):
+        hce.read_log("s3a://bucket/judge-logs")

@@ -290,7 +290,9 @@ def _cost_section(document: Report, context: _Context) -> None:
     """Cost and tokens per condition (:func:`hce.report.cost.cost_summary`), or why not under "Not reported"."""
     logged = [c for c in ("cost_usd", "input_tokens", "output_tokens") if c in context.log and context.log[c].notna().any()]
     if not logged:
-        context.skip("Cost and tokens by condition", "the log records no cost or token counts (cost_usd, input_tokens, output_tokens)")
+        # a log without cost columns does not support the section: listed, not a failure (exit 0)
+        context.skip("Cost and tokens by condition", "the log records no cost or token counts (cost_usd, input_tokens, output_tokens)",
+                     applicable=False)
         return
     missing = [c for c in ("cost_usd", "input_tokens", "cached_tokens", "output_tokens") if c not in context.log]
     if missing:  # e.g. a log imported from a tool that keeps the cost but not the tokens

@@ -53,7 +53,26 @@ def engine_frame(data: object) -> EngineFrame | None:
             frame = nw.from_native(data)
         except TypeError:
             return None
-    return EngineFrame(frame.lazy() if isinstance(frame, nw.DataFrame) else frame, native=data)
+    return EngineFrame(_nan_as_null(frame.lazy() if isinstance(frame, nw.DataFrame) else frame), native=data)
+
+
+def _nan_as_null(frame):
+    """``frame`` with NaN in its float columns read as null: the one missing value.
+
+    pandas reads NaN and null alike as missing; Polars, Spark, DuckDB and NumPy-written
+    Parquet keep NaN as a number, which a mean turns to NaN and a variance of an all-NaN
+    cell to 0. Replaced in the plan (no pass over the data), every reduction after it
+    (counts, moments, value counts, checks) counts NaN as pandas does: in ``n_missing``.
+    """
+    import narwhals as nw
+
+    floats = [name for name, dtype in frame.collect_schema().items() if dtype in (nw.Float64, nw.Float32)]
+    if not floats:
+        return frame
+    # NaN as "not finite and not infinite", not is_nan: DuckDB (2.0) answers isnan() from a Parquet
+    # file's min/max statistics, which leave NaN out, so it finds no NaN in a file full of them
+    nan = [~nw.col(c).is_finite() & (nw.col(c).abs() != float("inf")) for c in floats]
+    return frame.with_columns(*[nw.when(~is_nan).then(nw.col(c)).alias(c) for c, is_nan in zip(floats, nan)])
 
 
 class EngineFrame:
@@ -91,14 +110,10 @@ class EngineFrame:
         return nw.col(error).cast(nw.Boolean).fill_null(False)
 
     def blank(self, column: str):
-        """Whether ``column`` is blank, as a narwhals expression: null, or NaN in a float
-        column (pandas' missing value, which Spark keeps as NaN where Arrow makes it null)."""
+        """Whether ``column`` is blank, as a narwhals expression (null: the door made NaN null)."""
         import narwhals as nw
 
-        missing = nw.col(column).is_null()
-        if self.schema[column] in (nw.Float64, nw.Float32):
-            missing = missing | nw.col(column).is_nan().fill_null(False)
-        return missing
+        return nw.col(column).is_null()
 
     def is_numeric(self, column: str) -> bool:
         """Whether ``column`` holds numbers (booleans count, as pandas' door counts them)."""

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from hce.errors import DataError
-from hce.stats.mixed.balanced import StrataFit, balanced_reml_cells
+from hce.stats.mixed.balanced import StrataFit, balanced_reml_cells, fixed_effects_parts
 from hce.stats.mixed.formula import MixedFormula, check_identifiable, parse_formula
 from hce.stats.mixed.lmer_fit import _varcorr_intercepts, announce
 from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
@@ -45,6 +45,8 @@ class CellFit:
         As :class:`~hce.stats.mixed.lmer_result.LmerResult`'s.
     messages : list of str
         Warnings raised by the fit.
+    loglik : float
+        REML log-likelihood at the estimates, the rows' (``-2 * loglik`` is lme4's criterion).
     """
 
     formula: MixedFormula
@@ -54,6 +56,7 @@ class CellFit:
     converged: bool
     singular: bool
     messages: list[str]
+    loglik: float
     _varcorr: pd.DataFrame
     _strata: StrataFit | None = None
     _pls: PlsProblem | None = None
@@ -118,7 +121,7 @@ def fit_cells(cells: pd.DataFrame, formula: str) -> CellFit:
     variances = [float(cov[0, 0]) for cov in fit.covariances]
     messages = [] if fit.converged else [f"the profiled REML deviance did not converge: {fit.message}"]
     return _finish(parsed, int(n_obs.sum()), "penalised least squares from the cell table (lme4's profiled deviance)",
-                   variances, fit.sigma2, messages, pls=fit.problem)  # fmt: skip
+                   variances, fit.sigma2, messages, fit.loglik, pls=fit.problem)  # fmt: skip
 
 
 def _term_codes(codes: list[np.ndarray], shape: list[int], axes: list[int]) -> np.ndarray:
@@ -141,11 +144,16 @@ def _balanced(parsed, codes, shape, factors, mean, within, n_rep) -> CellFit | N
     else:
         engine = f"balanced-design REML likelihood, {'boundary' if strata.boundary else 'numerical'} (cell table)"
     messages = [] if strata.converged else ["optimiser for the boundary REML fit did not converge"]
-    return _finish(parsed, grid.size * n_rep, engine, list(strata.theta[:-1]), float(strata.theta[-1]),
-                   messages, strata=strata)  # fmt: skip
+    n = grid.size * n_rep
+    # the intercept's information X'V^-1 X, as lmer's balanced path computes it (lmer_fit)
+    _, parts = fixed_effects_parts(strata, np.ones((*shape, 1)), [frozenset()], len(shape))
+    logdet = np.linalg.slogdet(sum(part / lam for part, lam in zip(parts, strata.lam)))[1]
+    loglik = -0.5 * ((n - 1) * np.log(2 * np.pi) + strata.deviance_core + logdet)
+    return _finish(parsed, n, engine, list(strata.theta[:-1]), float(strata.theta[-1]),
+                   messages, float(loglik), strata=strata)  # fmt: skip
 
 
-def _finish(parsed, n, engine, variances, sigma2, messages, *, strata=None, pls=None) -> CellFit:
+def _finish(parsed, n, engine, variances, sigma2, messages, loglik, *, strata=None, pls=None) -> CellFit:
     varcorr = _varcorr_intercepts(parsed.random, variances, sigma2)
     messages, singular, converged = announce(varcorr, sigma2, messages)
-    return CellFit(parsed, n, engine, float(sigma2), converged, singular, messages, varcorr, strata, pls)
+    return CellFit(parsed, n, engine, float(sigma2), converged, singular, messages, float(loglik), varcorr, strata, pls)

@@ -210,7 +210,10 @@ def profile_search(
     crossings are close), and brentq polishes in a narrow bracket. Same limits, a fraction
     of the minimisations.
     """
-    tol = {"xtol": 1e-9 * scale, "rtol": 1e-6}  # ample for an interval
+    # to 1e-10, not the 1e-6 an interval needs to be read: two evaluations of one likelihood (a log's
+    # rows in pandas, its cell table in an engine) must give the same limits to 1e-8 (issue 43);
+    # brentq converges superlinearly, so this costs two or three more evaluations per limit
+    tol = {"xtol": 1e-12 * scale, "rtol": 1e-10}
     if bound is not None:
         inner = profile_search(bound, est, scale, floor)
         if np.isfinite(inner[1]):

@@ -1,7 +1,8 @@
-"""Variance components and generalizability coefficients (G theory) from an ``lmer`` fit.
+"""Variance components and generalizability coefficients (G theory) from a REML fit.
 
-:func:`variance_components` fits the fully crossed random model of a G study with
-:func:`~hce.stats.mixed.lmer_fit.lmer` and reports each component with its standard error and
+:func:`variance_components` fits the fully crossed random model of a G study, ``lmer``'s REML
+likelihood computed from the facet-cell table (:mod:`hce.stats.mixed.cell_fit`: exact, and
+the same table in pandas and in every engine), and reports each component with its standard error and
 interval, and G and Phi for a chosen number of attempts, with the intervals of
 ``hce.stats.mixed.component_intervals``.
 """
@@ -31,7 +32,6 @@ from hce.stats.mixed.component_intervals import (
     satterthwaite_fails,
     satterthwaite_interval,
 )
-from hce.stats.mixed.lmer_fit import lmer
 from hce.stats.mixed.lmer_result import _SINGULAR_TOL, LmerResult
 
 
@@ -340,7 +340,14 @@ def _variance_components_in_engine(
     blank = frame.count_blank(score)
     if blank:
         warn(f"dropped {blank} rows with missing values in {[score]}")
-    cells = frame.cell_moments(facets, score)
+    return _from_cells(frame.cell_moments(facets, score), score, facets, n_attempts, confidence, random_state)
+
+
+def _from_cells(cells: pd.DataFrame, score: str, facets: list[str], n_attempts: int, confidence: float,
+                random_state: int | np.random.Generator | None) -> VarianceComponents:
+    """The G study from the facet-cell table (``n``, ``mean``, ``ss``, ``min``, ``max`` per
+    cell), which pandas and every engine compute alike: one fit of one table, so the same
+    components and intervals wherever the rows are."""
     if cells.empty:
         raise DataError(f"no row has values in every formula column {[score, *facets]}")
     replicated = bool(cells["n"].max() > 1)
@@ -348,6 +355,19 @@ def _variance_components_in_engine(
     fit = fit_cells(cells, _formula(score, subsets))
     levels = {f: int(cells[f].nunique()) for f in facets[1:]}
     return _g_study(fit, subsets, facets, levels, replicated, n_attempts, confidence, random_state)
+
+
+def _pandas_cells(data: pd.DataFrame, score: str, facets: list[str]) -> pd.DataFrame:
+    """The facet-cell table of a pandas log, as :meth:`EngineFrame.cell_moments` makes it in an engine."""
+    used = [score, *facets]
+    keep = data[used].notna().all(axis=1).to_numpy()
+    if not keep.all():
+        warn(f"dropped {int((~keep).sum())} of {len(data)} rows with missing values in {used}")
+    values = pd.to_numeric(data.loc[keep, score]).astype(float)
+    groups = values.groupby([data.loc[keep, f] for f in facets], observed=True, sort=True)
+    cells = groups.agg(["size", "mean", "var", "min", "max"]).rename(columns={"size": "n"}).reset_index()
+    cells["ss"] = np.where(cells["n"] > 1, cells.pop("var").fillna(0.0) * (cells["n"] - 1), 0.0)
+    return cells
 
 
 def _check_facets(facets: list[str], confidence: float) -> None:
@@ -420,7 +440,7 @@ def variance_components(
 
     Notes
     -----
-    Estimates are REML (:func:`lmer`). Intervals, as ``method`` says row by row:
+    Estimates are REML (:func:`lmer`'s likelihood, from the facet-cell table). Intervals, as ``method`` says row by row:
 
     * balanced design, non-negative ANOVA estimates (closed form): Satterthwaite's, with
       estimate v = sum_k a_k MS_k, df = v^2 / sum_k (a_k MS_k)^2 / df_k and [df v /
@@ -462,12 +482,7 @@ def variance_components(
     _check_facets(facets, confidence)
     require_columns(data, [score, *facets])
     numeric_column(data, score)
-    cells = data.groupby(list(facets), observed=True)
-    replicated = bool(cells.size().max() > 1)
-    subsets = _model(score, facets, replicated, varies=bool((cells[score].max() > cells[score].min()).any()))
-    fit = lmer(_formula(score, subsets), data)
-    levels = {f: int(data.loc[fit.design.data.index, f].nunique()) for f in facets[1:]}
-    return _g_study(fit, subsets, facets, levels, replicated, n_attempts, confidence, random_state)
+    return _from_cells(_pandas_cells(data, score, list(facets)), score, list(facets), n_attempts, confidence, random_state)
 
 
 def _g_study(

@@ -288,9 +288,12 @@ def _newton(f: _Counted, x: np.ndarray, lo: np.ndarray):
         if free.any():
             step[free] = -_solve_modified(hess[np.ix_(free, free)], g[free])
         # predicted decrease of the deviance: below the threshold one more Newton step
-        # (quadratic convergence) leaves the error far below the deviance's precision
+        # (quadratic convergence) leaves the error far below the deviance's precision. The
+        # step must be small too: a cell table of 20M rows has a deviance of ~1e8, whose 1e-11
+        # is 1e-3, more than a whole step (2% of the condition variance) decreases it by
+        # there, while its rounding is ~1e-6; the polish below takes steps under 1e-5
         decrement = -0.5 * float(g @ step)
-        small = decrement < 1e-11 * max(1.0, abs(fx))
+        small = decrement < 1e-11 * max(1.0, abs(fx)) and bool(np.all(np.abs(step) <= 1e-5 * np.maximum(np.abs(x), _FLOOR)))
         t, accepted = 1.0, False
         for _ in range(40):
             trial = np.maximum(x + t * step, lo)

@@ -1,0 +1,97 @@
+"""Hive-partitioned log folders: the ``column=value`` folders above each file are columns.
+
+A log written as ``log/condition_id=A/part-0.parquet`` holds ``condition_id`` only in its
+path. Every reader of hce (pandas, DuckDB, Polars, Dask, Spark) keeps such columns; a
+column both in a file and in its path is refused, naming both, unless every value in the
+file equals the path's (engines would otherwise silently take one or the other: DuckDB,
+Polars and Dask the path's).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from hce.errors import LogFormatError
+
+
+def partition_values(root: Path, file: Path) -> dict[str, str]:
+    """The ``column=value`` folders between ``root`` and ``file``, outermost first.
+
+    Examples
+    --------
+    >>> partition_values(Path("log"), Path("log/condition_id=A/model=m1/part-0.parquet"))
+    {'condition_id': 'A', 'model': 'm1'}
+    """
+    parts = file.relative_to(root).parts[:-1] if root != file else ()
+    return dict(part.split("=", 1) for part in parts if "=" in part and not part.startswith("="))
+
+
+def with_partitions(frame: pd.DataFrame, values: dict[str, str], file: Path) -> pd.DataFrame:
+    """``frame`` (one file's rows) with its path's partition columns, refusing a column that is
+    also in the file with another value."""
+    for column, value in values.items():
+        if column in frame.columns:
+            refuse_conflict(file, column, value, frame[column])
+            continue
+        frame[column] = value
+    return frame
+
+
+def refuse_conflict(file: Path, column: str, value: str, found: pd.Series) -> None:
+    """Refuse ``file`` whose ``column`` holds values other than its folder's ``column=value``."""
+    text = found.astype("string").str.strip()
+    other = text[text.ne(value).fillna(True)]
+    if len(other):
+        shown = found.loc[other.index[0]]
+        raise LogFormatError(
+            f"{file}: column {column!r} is both in the file (e.g. {shown!r}, {len(other):,} row(s) differ) and in "
+            f"its folder name ({column}={value}); the two disagree, so which condition a row belongs to is not "
+            f"known: drop the column from the files, or rename the folders"
+        )
+
+
+def check_partitions(root: Path, files: list[Path], fmt: str) -> bool:
+    """Before an engine reads a folder: every file's column that is also a partition of its
+    path must hold the path's value (only those columns are read, only from those files).
+    Returns whether any file holds such a column."""
+    found = False
+    for file in files:
+        values = partition_values(root, file)
+        if not values:
+            continue
+        shared = [c for c in _file_columns(file, fmt) if c in values]
+        if shared:
+            found = True
+            frame = _read_columns(file, fmt, shared)
+            for column in shared:
+                refuse_conflict(file, column, values[column], frame[column])
+    return found
+
+
+def _file_columns(file: Path, fmt: str) -> list[str]:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.read_schema(file).names)
+        except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
+            raise LogFormatError(f"{file}: not a readable Parquet file ({exc}); expected a Parquet attempt log") from None
+    import json
+
+    with open(file, "rb") as f:
+        first = f.readline()
+    try:
+        record = json.loads(first) if first.strip() else {}
+    except ValueError:
+        raise LogFormatError(f"{file}: line 1 is not valid JSON") from None
+    return list(record) if isinstance(record, dict) else []
+
+
+def _read_columns(file: Path, fmt: str, columns: list[str]) -> pd.DataFrame:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(file, columns=columns).to_pandas()
+    return pd.read_json(file, lines=True, dtype=False)[columns]
