@@ -135,6 +135,7 @@ DEFAULTS_KEPT: dict[tuple[str, str], str] = {
     **{(f, "score"): "a normalised judge score" for f in ("binarize_likert", "discrepancy", "mean_score_ensemble",
                                                           "normalize_likert")},
     ("ppi_mean", "score"): "prediction-powered inference's judge scores",
+    ("probe_effect", "rater"): "the attempt log's model column (the judge whose family the author probe compares)",
     ("ppi_mean", "truth"): "prediction-powered inference's human scores",
     **{(f, "truth"): "a forecast table's outcome (calibration)" for f in
        ("brier_score", "calibration_metrics", "expected_calibration_error", "reliability_table")},
@@ -189,6 +190,8 @@ RETURNS_OTHER: dict[str, str] = {
     "edit_counts_from_matches": "as edit_counts",
     "parse_formula": "the formula layer's objects, under lmer and bayes_*",
     "build_design": "the formula layer's objects, under lmer and bayes_*",
+    "control_limits": "the settings of one control chart (its limit for the asked ARL)",
+    "model_family": "the family name of one model name",
 }
 
 #: Argument names users bring from pingouin and statsmodels, and hce's word for each: a typo
