@@ -77,6 +77,7 @@ from hce._paths import input_file
 from hce._vocabulary import keywords_checked
 from hce.collect.client import OPENAI_URL
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
+from hce.collect.probes import Probe, check_probe_items, load_probes, twin_conditions
 from hce.collect.providers import PROVIDERS, REASONING_MODEL, infer_kind, unsupported
 from hce.collect.schema import ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
 from hce.collect.templates import (
@@ -183,6 +184,7 @@ class Condition:
     prompt_cache_key: str | None = None  # sent as prompt_cache_key: requests sharing it share OpenAI's prompt cache
     template: PromptTemplate | None = None  # a user's template (prompt_id is its id); None: the packaged one
     examples: tuple[Mapping[str, Any], ...] | None = None  # few-shot examples; None: the packaged ones
+    probe: Probe | None = None  # a probe's twin of a condition (hce.collect.probes); None: an original
 
     @property
     def reply_format(self) -> str:
@@ -260,6 +262,9 @@ class Design:
         The run stops before its estimated cost passes this.
     prompts : mapping of str to CustomPrompt
         Prompts the caller renders and parses itself, by the prompt_id its conditions name.
+    probes : tuple of Probe
+        The design's ``probes:`` (:mod:`hce.collect.probes`); each transforming probe's twins
+        of the conditions are in ``conditions`` (their ``probe`` set).
 
     Examples
     --------
@@ -281,6 +286,7 @@ class Design:
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     max_cost_usd: float | None = None
+    probes: tuple[Probe, ...] = ()  # the design's probes (hce.collect.probes); their twins are in conditions
     # Prompts the caller renders and parses itself, by the prompt_id its conditions name.
     prompts: Mapping[str, CustomPrompt] = field(default_factory=dict, compare=False)
     # settings_hash per condition id, filled on first use (hce.collect.fingerprint); not part of the design.
@@ -369,6 +375,9 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
         raise CollectError(f"{name}: condition ids must be distinct, got {ids}")
     items = tuple(_items(doc.get("items"), name, base))
     _check_items(items, conditions, rubric, name)
+    probes = load_probes(spec.probes, name)
+    check_probe_items(probes, items, name)
+    conditions = twin_conditions(conditions, probes)
     return Design(
         experiment_id=spec.experiment_id,
         items=items,
@@ -380,6 +389,7 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
         requests_per_minute=spec.run.requests_per_minute,
         tokens_per_minute=spec.run.tokens_per_minute,
         max_cost_usd=spec.run.max_cost_usd,
+        probes=probes,
     )
 
 

@@ -16,7 +16,6 @@ human) on the text's length, per 1,000 characters, with item-clustered standard 
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Literal
@@ -27,59 +26,17 @@ from scipy import stats
 
 from hce._checks import require_columns
 from hce._docstrings import fill_doc
-from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
+from hce.model_families import model_family
 from hce.stats._validate import reads_frame
 from hce.stats.mixed import SingularFitWarning, clmm, glmer, lmer
 
 PROBE = "probe_id"
 BASE_CONDITION = "base_condition_id"
 AUTHOR = "author_model"
+FIRST, BASE_FIRST = "first_criterion", "base_first_criterion"  # a shuffle_criteria twin's first criterion, and the original's
 Model = Literal["auto", "lmer", "glmer", "clmm"]
-
-#: Model-name patterns (``re.match``, lower case) -> the family a self-preference test groups them in.
-FAMILY_PATTERNS: tuple[tuple[str, str], ...] = (
-    (r"(gpt|o\d|chatgpt|text-davinci|openai)", "openai"),
-    (r"(claude|anthropic)", "anthropic"),
-    (r"(gemini|gemma|palm|google)", "google"),
-    (r"(llama|meta)", "meta"),
-    (r"(mistral|mixtral|ministral|codestral)", "mistral"),
-    (r"(qwen|qwq)", "qwen"),
-    (r"deepseek", "deepseek"),
-)
-
-
-@keywords_checked
-def model_family(model: object) -> str:
-    """The family of a model name, for self-preference: ``gpt-4o`` and ``o3`` are both ``openai``.
-
-    A name no pattern of :data:`FAMILY_PATTERNS` matches is its own family (its text before the
-    first ``-``, ``:``, ``_`` or ``.``: ``acme-7b`` is ``acme``).
-
-    Parameters
-    ----------
-    model : str
-        A model name, with or without a provider prefix (``ollama/llama3``).
-
-    Returns
-    -------
-    str
-        The family's name.
-
-    Examples
-    --------
-    >>> model_family("gpt-4o-2024-08-06"), model_family("o4-mini"), model_family("claude-3-5-sonnet")
-    ('openai', 'openai', 'anthropic')
-    >>> model_family("ollama/llama3.1:8b"), model_family("acme-7b")
-    ('meta', 'acme')
-    """
-    name = str(model).strip().lower().rsplit("/", 1)[-1]
-    for pattern, family in FAMILY_PATTERNS:
-        if re.match(pattern, name):
-            return family
-    return re.split(r"[-:_.\s]", name, maxsplit=1)[0] or name
-
 
 def _columns(score: str | Sequence[str]) -> list[str]:
     return [score] if isinstance(score, str) else list(score)
@@ -183,6 +140,12 @@ def probe_effect(
     on the original rows: self-preference, the judge family's score of its own family's texts
     against the others'.
 
+    When the probe's rows carry ``first_criterion`` and ``base_first_criterion`` (a
+    ``shuffle_criteria`` twin logs them) and several criteria are given, one more row,
+    ``(first position)``, estimates the order bias: the score gained by the criterion the prompt
+    presents first, from ``d ~ change + (1 | item)`` over items and criteria, ``d`` the paired
+    difference of a criterion's mean score and ``change`` (-1, 0 or 1) how its being first changed.
+
     Parameters
     ----------
     data : DataFrame
@@ -262,21 +225,49 @@ def probe_effect(
         if kind != "clmm" and probe != "author" and sub.groupby("cell").size().max() > 1:
             random.append("(1 | cell)")
         formula = f"y ~ {' + '.join(terms)} + {' + '.join(random)}"
-        row = _fit(sub, formula, kind, confidence)
-        p_eq = _tost(row["estimate"], row["std_error"], row["df"], margin) if margin is not None else np.nan
-        rows.append({
-            "criterion": column, "probe": probe, "estimate": row["estimate"], "std_error": row["std_error"],
-            "df": row["df"], "statistic": row["statistic"], "p_value": row["p_value"],
-            "ci_low": row["ci_low"], "ci_high": row["ci_high"], "margin": margin if margin is not None else np.nan,
-            "p_equivalence": p_eq,
-            "equivalent": pd.NA if margin is None else bool(p_eq < alpha),
-            "scale": {"lmer": "points", "glmer": "log odds", "clmm": "latent (logit)"}[kind],
-            "n_items": int(sub["item"].nunique()), "n": len(sub),
-            "method": f"{kind} {formula}" + (f"; TOST at margin {margin:g}, alpha {alpha:g}" if margin else ""),
-        })  # fmt: skip
+        rows.append(_result_row(column, probe, _fit(sub, formula, kind, confidence), kind, formula, sub, margin, alpha))
+    twins = frame.index[frame["effect"] == 1]
+    if probe != "author" and {FIRST, BASE_FIRST} <= set(data.columns) and len(_columns(score)) > 1 \
+            and data.loc[twins, [FIRST, BASE_FIRST]].notna().all(axis=None):
+        position = _position_frame(data, frame, _columns(score))
+        formula = "y ~ effect + (1 | item)"
+        rows.append(_result_row("(first position)", probe, _fit(position, formula, "lmer", confidence), "lmer",
+                                formula, position, margin, alpha))  # fmt: skip
     out = pd.DataFrame(rows)
     out["equivalent"] = out["equivalent"].astype("boolean")
     return out
+
+
+def _result_row(criterion: str, probe: str, row: pd.Series, kind: str, formula: str, sub: pd.DataFrame,
+                margin: float | None, alpha: float) -> dict:
+    p_eq = _tost(row["estimate"], row["std_error"], row["df"], margin) if margin is not None else np.nan
+    return {
+        "criterion": criterion, "probe": probe, "estimate": row["estimate"], "std_error": row["std_error"],
+        "df": row["df"], "statistic": row["statistic"], "p_value": row["p_value"],
+        "ci_low": row["ci_low"], "ci_high": row["ci_high"], "margin": margin if margin is not None else np.nan,
+        "p_equivalence": p_eq,
+        "equivalent": pd.NA if margin is None else bool(p_eq < alpha),
+        "scale": {"lmer": "points", "glmer": "log odds", "clmm": "latent (logit)"}[kind],
+        "n_items": int(sub["item"].nunique()), "n": len(sub),
+        "method": f"{kind} {formula}" + (f"; TOST at margin {margin:g}, alpha {alpha:g}" if margin else ""),
+    }  # fmt: skip
+
+
+def _position_frame(data: pd.DataFrame, frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Per item, base condition and criterion: the paired difference of the mean scores (twin minus
+    original) as ``y``, and as ``effect`` how the criterion's presented-first indicator changed (-1, 0, 1)."""
+    twin = frame[frame["effect"] == 1]
+    firsts = pd.DataFrame({"item": twin["item"], "base": twin["base"], "first": data.loc[twin.index, FIRST].astype(str),
+                           "base_first": data.loc[twin.index, BASE_FIRST].astype(str)})  # fmt: skip
+    firsts = firsts.groupby(["item", "base"]).first()
+    parts = []
+    for column in columns:
+        means = frame.assign(y=data.loc[frame.index, column].astype(float)).groupby(["item", "base", "effect"])["y"].mean()
+        wide = means.unstack("effect").dropna()
+        d = pd.DataFrame({"y": wide[1.0] - wide[0.0]}).join(firsts, how="inner")
+        d["effect"] = (d["first"] == column).astype(float) - (d["base_first"] == column).astype(float)
+        parts.append(d.reset_index()[["item", "base", "y", "effect"]])
+    return pd.concat(parts, ignore_index=True)
 
 
 @reads_frame(keys=("item",), numbers=("score",), optional=("truth",))
