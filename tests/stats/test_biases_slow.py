@@ -42,7 +42,7 @@ def _effects(case: str, planted: float) -> list:
     probe, keywords, biases, row = CASES[case]
     out = []
     for seed in SEEDS:
-        log = study(1000 * planted + seed, n_items=150, attempts=1, biases=biases(planted), **keywords)
+        log = study(int(1000 * planted) + seed, n_items=150, attempts=1, biases=biases(planted), **keywords)
         score = CRITERIA if row == "(first position)" else row
         result = hs.probe_effect(log, probe=probe, score=score, margin=0.25)
         out.append(result.set_index("criterion").loc[row])
