@@ -448,6 +448,28 @@ def sim_server(
         raise typer.Exit(code=2) from None
 
 
+@app.command()
+def audit(
+    design: Path = typer.Argument(..., help="The design YAML, with a probes: section."),
+    log: Path = typer.Option(..., "--log", metavar="FILE", help="The JSONL attempt log; rerunning resumes it."),
+    out: Path = _out(Path("audit"), "the audit report (audit.md and a CSV per table)"),
+    margin: float = typer.Option(0.25, "--margin", min=0, help="The equivalence margin in score points."),
+    period: str = typer.Option("model_version", "--period", metavar="COLUMN", help="The drift's period column."),
+    base_url: str = typer.Option(None, "--base-url", metavar="URL", help="Send every call here (e.g. hce sim-server's address)."),
+    concurrency: int = typer.Option(None, "--concurrency", min=1, help="Calls in flight at most (default: the design's)."),
+) -> None:
+    """Run a design's probes and write the judge's bias audit: each probe's effect and equivalence, length bias, drift."""
+    from hce.study.audit import run_audit
+
+    with reported():
+        output_file(log, "--log")
+        kwargs = {"base_url": base_url} if base_url else {}
+        if concurrency:
+            kwargs["concurrency"] = concurrency
+        path = run_audit(design, log, out, margin=margin, period=period, **kwargs)
+    console.print(f"audit written to {path}", highlight=False)
+
+
 _STUDY_TEMPLATE = """# A study of the Rubric v5.0 protocol's Experiments 1-5. Only what differs from the packaged defaults
 # (hce/study/data/study_default.yaml, the protocol's numbers) needs to be here.
 name: my-study
