@@ -51,3 +51,33 @@ def test_audit_recovers_a_planted_length_bias_through_the_cli(tmp_path):
     assert not probes.loc[probes["probe"] == "pad", "equivalent"].any()
     labels = probes[probes["probe"] == "labels"]
     assert (labels["estimate"].abs() < 0.3).all()
+
+
+def test_audit_tables_and_report_from_a_log_without_running(tmp_path):
+    import numpy as np
+
+    from hce.collect.design import load_design
+    from hce.study.audit import audit_tables, write_audit
+
+    items = [{"id": f"T{i}", "text": "Doctor: Hi.\nPatient: " + "word " * (5 + 40 * (i % 3))} for i in range(12)]
+    design = load_design({"conditions": [{"prompt": "P2.1", "model": "gpt-4o"}], "items": items,
+                          "probes": [{"id": "pad", "kind": "pad_neutral", "chars": 200}]})  # fmt: skip
+    rng = np.random.default_rng(0)
+    rows = []
+    for version in ("v1", "v2"):
+        for item in design.items:
+            for twin in (False, True):
+                row = {"item_id": item.id, "condition_id": design.conditions[int(twin)].id, "model_version": version,
+                       "probe_id": "pad" if twin else None, "base_condition_id": design.conditions[0].id if twin else None,
+                       "error_flag": False}  # fmt: skip
+                row.update({c: float(rng.integers(1, 5)) for c in design.rubric.criteria})
+                rows.append(row)
+    log = pd.DataFrame(rows).assign(condition_id=lambda d: d["condition_id"] + "|" + d["model_version"])
+    log["base_condition_id"] = log["base_condition_id"].where(log["probe_id"].isna(), log["base_condition_id"] + "|"
+                                                               + log["model_version"])  # fmt: skip
+    tables = audit_tables(log, design, margin=0.5)
+    assert set(tables) == {"probes", "length_bias", "drift"}
+    assert list(tables["probes"]["criterion"]) == design.rubric.criteria
+    report = write_audit(tables, tmp_path).read_text()
+    assert report.count("| pad |") == 5 and "Length:" in report and "Drift:" in report
+    assert (tmp_path / "probes.csv").exists() and (tmp_path / "drift.csv").exists()
