@@ -65,11 +65,6 @@ class PlantedBiases:
             raise HceError(f"drift_after must be a number of completions >= 0, got {self.drift_after!r}")
         self.authors = {text_key(canonical_text(text)): str(author) for text, author in dict(self.authors).items()}
 
-    @property
-    def active(self) -> bool:
-        """Whether any bias is planted."""
-        return bool(self.length or self.order or self.self_preference or (self.drift_after is not None and self.drift_shift))
-
     def count(self) -> int:
         """Count one completion; its number from 0 (the drift begins at ``drift_after``)."""
         with self._lock:
