@@ -7,7 +7,7 @@ parser), 100 seeded studies per case. Margins, with reasons:
 * coverage of the planted B = 0.5 by the 95% interval in >= 93 of 100 studies (the issue's
   bar); a correct interval covers 95 on average, so 93 is two binomial SDs below;
 * TOST at margin 0.25 says "equivalent" in >= 90 of 100 studies without a planted bias: with
-  150 items the paired SE is about 0.07, so the power is about 95%;
+  150 items (250 for self-preference) the SE is about 0.07, so the power is about 95%;
 * drift: no alarm in >= 90 of 100 stable 30-period histories (arl0 = 370: about 8% expected),
   an alarm within 5 periods of a planted 1-point shift in >= 90 of 100 (20 items, noise SD 1);
 * the in-control ARL by simulation within 10% of arl0 = 100 (4,000 runs: the run length's SD
@@ -28,8 +28,10 @@ pytestmark = pytest.mark.slow
 SEEDS = range(100)
 PAD = [{"id": "pad", "kind": "pad_neutral", "chars": 1000}]
 SHUFFLE = [{"id": "shuffle", "kind": "shuffle_criteria"}]
+# 250 items: self-preference is estimated from a different (judge x author) split of each item's
+# attempts than a paired twin, and at 150 items the TOST said "equivalent" in 89 of 100 (measured).
 AUTHOR = dict(probes=[{"id": "self", "kind": "author"}], models=("gpt-4.1-mini", "claude-3-haiku"),
-              authors=("gpt-4o", "claude-3-5-sonnet"))  # fmt: skip
+              authors=("gpt-4o", "claude-3-5-sonnet"), n_items=250)  # fmt: skip
 CASES = {
     # probe, study keywords, the planted bias, the row of the answer
     "length": ("pad", dict(probes=PAD), lambda b: PlantedBiases(length=b), CRITERIA[0]),
@@ -42,7 +44,7 @@ def _effects(case: str, planted: float) -> list:
     probe, keywords, biases, row = CASES[case]
     out = []
     for seed in SEEDS:
-        log = study(int(1000 * planted) + seed, n_items=150, attempts=1, biases=biases(planted), **keywords)
+        log = study(int(1000 * planted) + seed, attempts=1, biases=biases(planted), **{"n_items": 150, **keywords})
         score = CRITERIA if row == "(first position)" else row
         result = hs.probe_effect(log, probe=probe, score=score, margin=0.25)
         out.append(result.set_index("criterion").loc[row])
