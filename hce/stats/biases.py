@@ -101,6 +101,9 @@ def _author_frame(data: pd.DataFrame, item: str, rater: str, author: str, condit
     own = rows[rater].map(family) == rows[author].map(family)
     frame = pd.DataFrame({"item": rows[item].astype(str), "base": rows[condition].astype(str),
                           "effect": own.astype(float)}, index=rows.index)  # fmt: skip
+    if frame.groupby("item").size().max() < 2:
+        raise DataError("probe_effect: the author probe needs each item judged more than once (by judges of two "
+                        "model families, or in several attempts): with one score per item its variance is not identified")
     if frame["effect"].nunique() < 2:
         raise DataError(f"probe_effect: the author probe needs texts by the judge's own family and by others; "
                         f"every {author!r} here is {'the' if frame['effect'].all() else 'not the'} judge's family")  # fmt: skip

@@ -120,8 +120,8 @@ def test_author_probe_recovers_self_preference():
 
 
 def test_author_probe_needs_both_kinds_of_text():
-    log = pd.DataFrame({"item_id": ["a", "b"], "condition_id": "c", "model": "gpt-4o",
-                        "author_model": ["gpt-4o", "o3"], "total": [1.0, 2.0]})  # fmt: skip
+    log = pd.DataFrame({"item_id": ["a", "a", "b", "b"], "condition_id": "c", "model": "gpt-4o",
+                        "author_model": ["gpt-4o", "gpt-4o", "o3", "o3"], "total": [1.0, 1.5, 2.0, 2.5]})  # fmt: skip
     with pytest.raises(DataError, match="judge's family"):
         hs.probe_effect(log, probe="author")
 
@@ -152,3 +152,10 @@ def test_length_bias_takes_a_text_column_as_its_length():
 def test_model_family_groups_a_provider():
     assert {hs.model_family(m) for m in ("gpt-4o-2024-08-06", "o3-2025-04-16", "gpt-4.1-mini")} == {"openai"}
     assert hs.model_family("claude-3-haiku") != hs.model_family("gemini-1.5-pro")
+
+
+def test_author_probe_needs_more_than_one_score_per_item():
+    log = pd.DataFrame({"item_id": ["a", "b"], "condition_id": "c", "model": "gpt-4o",
+                        "author_model": ["gpt-4o", "claude-3-haiku"], "total": [1.0, 2.0]})  # fmt: skip
+    with pytest.raises(DataError, match="more than once"):
+        hs.probe_effect(log, probe="author")
