@@ -101,7 +101,7 @@ def judge_bias_section(tables: dict[str, pd.DataFrame]) -> list[str]:
                   "(TOST: 'equivalent' only when both one-sided tests reject).", ""]  # fmt: skip
         lines += ["| probe | criterion | effect | 95% CI | p | margin | verdict |", "|---|---|---|---|---|---|---|"]
         for r in probes.itertuples(index=False):
-            verdict = "equivalent" if r.equivalent is True else "not shown equivalent" if r.equivalent is False else ""
+            verdict = "" if pd.isna(r.equivalent) else "equivalent" if r.equivalent else "not shown equivalent"
             lines.append(f"| {r.probe} | {r.criterion} | {r.estimate:.3f} | [{r.ci_low:.3f}, {r.ci_high:.3f}] | "
                          f"{r.p_value:.3g} | {r.margin:g} | {verdict} |")  # fmt: skip
         lines.append("")

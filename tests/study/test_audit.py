@@ -80,4 +80,5 @@ def test_audit_tables_and_report_from_a_log_without_running(tmp_path):
     assert list(tables["probes"]["criterion"]) == design.rubric.criteria
     report = write_audit(tables, tmp_path).read_text()
     assert report.count("| pad |") == 5 and "Length:" in report and "Drift:" in report
+    assert report.count("equivalent |") == 5  # every row gives its verdict
     assert (tmp_path / "probes.csv").exists() and (tmp_path / "drift.csv").exists()
