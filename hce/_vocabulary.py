@@ -136,6 +136,7 @@ DEFAULTS_KEPT: dict[tuple[str, str], str] = {
                                                           "normalize_likert")},
     **{(f, "score"): "prediction-powered inference's judge scores" for f in ("calibrate_to_humans", "ppi_budget", "ppi_compare", "ppi_mean")},
     **{(f, "truth"): "prediction-powered inference's human scores" for f in ("calibrate_to_humans", "ppi_budget", "ppi_compare", "ppi_mean")},
+    ("probe_effect", "rater"): "the attempt log's model column (the judge whose family the author probe compares)",
     **{(f, "truth"): "a forecast table's outcome (calibration)" for f in
        ("brier_score", "calibration_metrics", "expected_calibration_error", "reliability_table")},
     **{(f, "condition"): "the attempt log's model column" for f in ("cluster_permutation_test", "code_frequencies",
@@ -189,6 +190,8 @@ RETURNS_OTHER: dict[str, str] = {
     "edit_counts_from_matches": "as edit_counts",
     "parse_formula": "the formula layer's objects, under lmer and bayes_*",
     "build_design": "the formula layer's objects, under lmer and bayes_*",
+    "control_limits": "the settings of one control chart (its limit for the asked ARL)",
+    "model_family": "the family name of one model name",
 }
 
 #: Argument names users bring from pingouin and statsmodels, and hce's word for each: a typo

@@ -484,12 +484,23 @@ def sim_server(
     models: str = typer.Option(
         None, "--models", metavar="MODEL,...", help="Serve only these models, comma-separated; others get 404 (rehearse a misspelt model)."
     ),
+    length_bias: float = typer.Option(0.0, "--length-bias", metavar="B", help="Planted bias: B points per 1,000 characters of text on every criterion."),
+    order_bias: float = typer.Option(0.0, "--order-bias", metavar="B", help="Planted bias: the first-presented criterion scored B higher."),
+    self_preference: float = typer.Option(
+        0.0, "--self-preference", metavar="B", help="Planted bias: B points for texts of the judge's own model family (needs --authors)."
+    ),
+    authors: Path = typer.Option(
+        None, "--authors", metavar="ITEMS", help="The design's items file (.jsonl/.csv with text and author_model), for --self-preference."
+    ),
+    drift_after: int = typer.Option(None, "--drift-after", min=0, metavar="N", help="Planted drift: after N completions every score moves by --drift-shift."),
+    drift_shift: float = typer.Option(0.0, "--drift-shift", metavar="D", help="The planted drift's shift in score points."),
 ) -> None:
     """Serve a simulated OpenAI-compatible judge with known truth on 127.0.0.1 (Ctrl-C stops it)."""
     import asyncio
 
     from hce.collect.sim import Faults, Profile, SimJudge, SimServer
     from hce.collect.sim_batch import BatchSettings
+    from hce.collect.sim_biases import PlantedBiases, read_authors
 
     with reported():
         profiles = {}
@@ -501,7 +512,12 @@ def sim_server(
                 raise HceError(f"--profile {spec!r}: expected MODEL=BIAS,NOISE, e.g. gpt-4o=0.3,0.5") from None
             profiles[name] = Profile(model_bias, model_noise)
         faults = Faults(fail_429, fail_500, slow, malformed, retry_after, slow_seconds, reject=reject, redirect=redirect)
-        judge = SimJudge(seed=seed, profiles=profiles, default=Profile(bias, noise), faults=faults, latency=latency,
+        if self_preference and authors is None:
+            raise HceError("--self-preference needs --authors ITEMS: the items file that names each text's author_model")
+        planted = PlantedBiases(length=length_bias, order=order_bias, self_preference=self_preference,
+                                drift_after=drift_after, drift_shift=drift_shift,
+                                authors=read_authors(authors) if authors is not None else {})  # fmt: skip
+        judge = SimJudge(seed=seed, profiles=profiles, default=Profile(bias, noise), faults=faults, latency=latency, biases=planted,
                          batch=BatchSettings(polls=batch_polls, failure_rate=batch_failures,
                                              cancel_share=batch_cancel_share),
                          models=[m.strip() for m in models.split(",") if m.strip()] if models else None)
@@ -519,6 +535,28 @@ def sim_server(
     except OSError as exc:  # the port is taken, say
         stderr.print(f"{ERROR} cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}", highlight=False)
         raise typer.Exit(code=2) from None
+
+
+@app.command()
+def audit(
+    design: Path = typer.Argument(..., help="The design YAML, with a probes: section."),
+    log: Path = typer.Option(..., "--log", metavar="FILE", help="The JSONL attempt log; rerunning resumes it."),
+    out: Path = _out(Path("audit"), "the audit report (audit.md and a CSV per table)"),
+    margin: float = typer.Option(0.25, "--margin", min=0, help="The equivalence margin in score points."),
+    period: str = typer.Option("model_version", "--period", metavar="COLUMN", help="The drift's period column."),
+    base_url: str = typer.Option(None, "--base-url", metavar="URL", help="Send every call here (e.g. hce sim-server's address)."),
+    concurrency: int = typer.Option(None, "--concurrency", min=1, help="Calls in flight at most (default: the design's)."),
+) -> None:
+    """Run a design's probes and write the judge's bias audit: each probe's effect and equivalence, length bias, drift."""
+    from hce.study.audit import run_audit
+
+    with reported():
+        output_file(log, "--log")
+        kwargs = {"base_url": base_url} if base_url else {}
+        if concurrency:
+            kwargs["concurrency"] = concurrency
+        path = run_audit(design, log, out, margin=margin, period=period, **kwargs)
+    console.print(f"audit written to {path}", highlight=False)
 
 
 _STUDY_TEMPLATE = """# A study of the Rubric v5.0 protocol's Experiments 1-5. Only what differs from the packaged defaults

@@ -44,6 +44,7 @@ NOT_ESTIMATORS: dict[str, str] = {
     "binarize_likert": "recodes a scale",
     "build_design": "builds model matrices from a formula",
     "code_frequencies": "counts codes per condition",
+    "model_family": "names the family of a model name",
     "confidence_table": "tabulates confidences",
     "count_sentences": "counts sentences",
     "edit_counts_from_matches": "counts matched sentences",

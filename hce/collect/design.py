@@ -80,6 +80,7 @@ from hce._warnings import warn
 from hce.collect.client import OPENAI_URL
 from hce.collect.pricing import Price
 from hce.collect.prompts import REPLY_FORMAT, fewshot_examples
+from hce.collect.probes import Probe, check_probe_items, load_probes, twin_conditions
 from hce.collect.providers import PROVIDERS, REASONING_MODEL, infer_kind, unsupported
 from hce.collect.schema import AttemptsSpec, ConditionSpec, DesignSpec, EndpointSpec, SchemaError, did_you_mean, validate
 from hce.collect.stopping import StopRule, stop_rule_of
@@ -192,6 +193,7 @@ class Condition:
     prompt_cache_key: str | None = None  # sent as prompt_cache_key: requests sharing it share OpenAI's prompt cache
     template: PromptTemplate | None = None  # a user's template (prompt_id is its id); None: the packaged one
     examples: tuple[Mapping[str, Any], ...] | None = None  # few-shot examples; None: the packaged ones
+    probe: Probe | None = None  # a probe's twin of a condition (hce.collect.probes); None: an original
 
     @property
     def reply_format(self) -> str:
@@ -272,6 +274,9 @@ class Design:
         The run stops before its estimated cost passes this.
     prompts : mapping of str to CustomPrompt
         Prompts the caller renders and parses itself, by the prompt_id its conditions name.
+    probes : tuple of Probe
+        The design's ``probes:`` (:mod:`hce.collect.probes`); each transforming probe's twins
+        of the conditions are in ``conditions`` (their ``probe`` set).
 
     Examples
     --------
@@ -294,6 +299,7 @@ class Design:
     tokens_per_minute: float | None = None
     max_cost_usd: float | None = None
     stop_rule: StopRule | None = None
+    probes: tuple[Probe, ...] = ()  # the design's probes (hce.collect.probes); their twins are in conditions
     # Prompts the caller renders and parses itself, by the prompt_id its conditions name.
     prompts: Mapping[str, CustomPrompt] = field(default_factory=dict, compare=False)
     # settings_hash per condition id, filled on first use (hce.collect.fingerprint); not part of the design.
@@ -388,6 +394,9 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
             rule = stop_rule_of(spec.attempts.model_dump(), rubric.criteria)
         except CollectError as exc:
             raise CollectError(f"{name}: {exc}") from None
+    probes = load_probes(spec.probes, name)
+    check_probe_items(probes, items, name)
+    conditions = twin_conditions(conditions, probes)
     return Design(
         experiment_id=spec.experiment_id,
         items=items,
@@ -400,6 +409,7 @@ def load_design(source: str | os.PathLike | Mapping[str, Any]) -> Design:
         requests_per_minute=spec.run.requests_per_minute,
         tokens_per_minute=spec.run.tokens_per_minute,
         max_cost_usd=spec.run.max_cost_usd,
+        probes=probes,
     )
 
 

@@ -63,6 +63,7 @@ def settings_of(cond: Condition, design: Design) -> dict[str, Any]:
         # Choices of one request share it (docs/guide/cost.md: n-sampling), so k > 1 is another way of sampling;
         # k = 1 adds nothing, so the fingerprints of logs made before the setting existed hold.
         **({"samples_per_request": cond.samples_per_request} if cond.samples_per_request != 1 else {}),
+        **({"probe": cond.probe.spec()} if cond.probe is not None else {}),  # a twin: its probe's settings too
     }  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from hce.collect.design import Attempt, Design
 from hce.collect.fingerprint import settings_hash
 from hce.collect.parse import flag, parse_reply, parse_synthetic
 from hce.collect.pricing import Price, cost_usd, price_of
+from hce.collect.probes import probe_columns
 from hce.collect.sampling import Request, split_result
 from hce.collect.transcripts import clean_text
 from hce.log import SCHEMA
@@ -95,6 +96,7 @@ def attempt_row(
     if cond.behavior is not None:
         row["behavior_id"] = cond.behavior.behavior_id
     row.update(item.metadata)
+    row.update(probe_columns(cond, item.id, design.rubric))  # a probe's twin: probe_id and base_condition_id, so pairs match
     if custom is not None:
         parsed = dict(custom.parse(item, result.response_text if result.ok else None))
         if not result.ok:

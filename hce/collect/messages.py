@@ -22,8 +22,10 @@ def item_messages(item: Item, cond: Condition, design: Design) -> list[dict[str,
         return render("BOOL", behavior=cond.behavior, case=item.case)
     if cond.prompt_id == "SYNTH":
         return render("SYNTH", rubric=design.rubric, target_total=int(item.metadata["target_total"]))
-    return render(cond.prompt_id, rubric=design.rubric, transcript=clean_text(item.text).text, template=cond.template,
-                  examples=cond.examples)
+    text, rubric = clean_text(item.text).text, design.rubric
+    if cond.probe is not None:  # a probe's twin sees the item transformed (hce.collect.probes)
+        text, rubric = cond.probe.transform_text(text, item.id), cond.probe.transform_rubric(rubric, item.id)
+    return render(cond.prompt_id, rubric=rubric, transcript=text, template=cond.template, examples=cond.examples)
 
 
 def call_settings(cond: Condition) -> dict[str, Any]:

@@ -162,6 +162,7 @@ class DesignSpec(Strict):
     defaults: SettingsSpec = SettingsSpec()
     conditions: list[ConditionSpec] = Field(min_length=1)
     items: Any = None
+    probes: Any = None  # checked by hce.collect.probes.load_probes (issue 47)
 
 
 def validate(model: type[M], data: Any, source: str, where: tuple[str | int, ...] = ()) -> M:

@@ -39,6 +39,12 @@ is reproducible end to end); without that header, identical requests are told ap
 many came before (the multiset of replies is then the same, not who gets which). A request
 carrying ``seed`` gets the same reply every time.
 
+*Planted biases* (:class:`~hce.collect.sim_biases.PlantedBiases`, ``hce sim-server --length-bias
+--order-bias --self-preference --drift-after --drift-shift``): a length bias per 1,000
+characters, an order bias on the first-presented criterion, a self-preference for texts of the
+judge's model family and a score drift after N completions, each added to every category's
+mean; an item transformed by a probe keeps its original's levels (:func:`~hce.collect.sim_biases.canonical_text`).
+
 *Calibration truth.* Every drawn token (a score, a verdict) reports in ``logprobs`` the
 distribution :func:`reported` gives: ``r^f`` renormalised, where ``f`` is the profile's
 ``overconfidence`` (default 1) and ``r`` depends on the model's ``Family``:
@@ -121,12 +127,13 @@ from hce.collect.sim_judge import (
     SIM_FINGERPRINT,
     SimJudge,
 )
+from hce.collect.sim_biases import PlantedBiases, canonical_text
 from hce.collect.sim_prompt import detect_format
 from hce.collect.sim_server import SimServer
 from hce.collect.sim_settings import LOOPBACK, Faults, Profile
 from hce.collect.sim_truth import latent_scores, split_total, text_key
 
 __all__ = [
-    "COT_QUOTE_WORDS", "FORMAT_NOISE", "LOOPBACK", "MAX_CHOICES", "PRD_MODELS", "SIM_FINGERPRINT", "Faults", "Profile",
-    "SimJudge", "SimServer", "detect_format", "latent_scores", "split_total", "text_key",
+    "COT_QUOTE_WORDS", "FORMAT_NOISE", "LOOPBACK", "MAX_CHOICES", "PRD_MODELS", "SIM_FINGERPRINT", "Faults", "PlantedBiases", "Profile",
+    "SimJudge", "canonical_text", "SimServer", "detect_format", "latent_scores", "split_total", "text_key",
 ]  # fmt: skip

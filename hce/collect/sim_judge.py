@@ -15,6 +15,7 @@ from typing import Any
 from hce.collect import sim_reasoning
 from hce.collect.pricing import ALIASES
 from hce.collect.sim_batch import BatchSettings, SimBatches
+from hce.collect.sim_biases import PlantedBiases, canonical_text
 from hce.collect.sim_cache import PrefixCache
 from hce.collect.sim_draws import Draw
 from hce.collect.sim_families import FAMILIES, Drift, Family, refusal
@@ -82,6 +83,9 @@ class SimJudge:
         every model's logprobs those of its sampling distribution.
     drift : mapping of model name -> Drift, optional
         Version strings that change after some completions of a model (to rehearse drift).
+    biases : PlantedBiases, optional
+        Length, order and self-preference biases and a score drift of known size
+        (:mod:`hce.collect.sim_biases`); default none.
 
     Examples
     --------
@@ -107,6 +111,7 @@ class SimJudge:
         models: Sequence[str] | None = None,
         families: Mapping[str, Family] | None = None,
         drift: Mapping[str, Drift] | None = None,
+        biases: PlantedBiases | None = None,
     ):
         self.seed = seed
         self.profiles = dict(profiles or {})
@@ -118,6 +123,7 @@ class SimJudge:
         own = dict(families or {})
         self.families = {**own, **{k: v for k, v in FAMILIES.items() if k not in own}}  # the judge's own first
         self.drift = dict(drift or {})
+        self.biases = biases if biases is not None else PlantedBiases()  # hce.collect.sim_biases
         self._served: Counter[str] = Counter()  # completions per model, for drift
         self.stats: Counter[str] = Counter()
         self._seen: Counter[str] = Counter()
@@ -221,11 +227,12 @@ class SimJudge:
         _, item = item_text(prompt, fmt)
         profile = self.profiles.get(model, self.default)
         shift = rng.gauss(0.0, profile.request_sd) if profile.request_sd > 0 else 0.0  # shared by the choices
+        served = self.biases.count()  # the planted drift starts after drift_after completions
         choices = []
         for index in range(n):  # each choice its own draws from the request's stream (n = 1: as before n existed)
             bad = malformed if index == 0 else unit(self.seed, "malformed", *attempt, occurrence, index) < f.rate_malformed
             draw = Draw(rng, temperature, family.logprobs_are, profile.overconfidence)
-            marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift)
+            marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift, served=served)
             tokens, draws = reply_tokens(marked)
             cap = body.get("max_completion_tokens") or body.get("max_tokens")
             if cap is not None and len(tokens) > int(cap):
@@ -279,7 +286,7 @@ class SimJudge:
 
     def _reply(
         self, fmt: str, prompt: str, item: str, model: str, draw: Draw, malformed: bool, rng: random.Random,
-        shift: float = 0.0,
+        shift: float = 0.0, served: int = 0,
     ) -> tuple[str, str]:
         profile = self.profiles.get(model, self.default)
         if shift:
@@ -289,11 +296,11 @@ class SimJudge:
         elif fmt == "synthetic":
             text = self._synthetic(prompt, rng)
         elif fmt in ("scores", "cot"):
-            text = self._scores(item, prompt, profile, draw, fmt, model)
+            text = self._scores(item, prompt, profile, draw, fmt, model, served)
         elif fmt == "coding":
             text = sim_reasoning.coding_reply(prompt)
         elif fmt == "total":
-            text = self._total(item, prompt, profile, draw)
+            text = self._total(item, prompt, profile, draw, model, served)
         else:
             text = "I am a simulated judge and could not tell which answer format this prompt asks for."
         if malformed:
@@ -301,6 +308,7 @@ class SimJudge:
         return text, "stop"
 
     def _levels(self, item: str, categories: list[tuple[str, int, int]]) -> dict[str, int]:
+        item = canonical_text(item)  # a probe's transformed text has its original's truth (hce.collect.sim_biases)
         names = [c[0] for c in categories]
         low, high = min(c[1] for c in categories), max(c[2] for c in categories)
         known = self.truth.get(text_key(item))
@@ -317,11 +325,13 @@ class SimJudge:
                     levels[name] = level
         return levels
 
-    def _scores(self, item: str, prompt: str, profile: Profile, draw: Draw, fmt: str, model: str = "") -> str:
+    def _scores(self, item: str, prompt: str, profile: Profile, draw: Draw, fmt: str, model: str = "", served: int = 0) -> str:
         categories = score_categories(prompt)
         levels = self._levels(item, categories)
         spread = profile.noise * FORMAT_NOISE[fmt]
-        scores = {name: draw.score(levels[name] + profile.bias, spread, lo, hi) for name, lo, hi in categories}
+        planted = self.biases.shift
+        scores = {name: draw.score(levels[name] + profile.bias + planted(item, model, first=i == 0, served=served), spread, lo, hi)
+                  for i, (name, lo, hi) in enumerate(categories)}  # fmt: skip
         block = "\n".join(f"{name}: {mark(s)}" for name, s in scores.items())
         if TOTAL_RANGE.search(prompt):  # the total only when the prompt asks for it
             block += f"\nTotal Score: {sum(scores.values())}"
@@ -337,7 +347,7 @@ class SimJudge:
             steps.append(f"{number}. {name}\nReasoning: {reasoning}\nScore: {s}")
         return "Step-by-step Analysis and Scoring:\n" + "\n\n".join(steps) + "\n\nFinal Scores Output:\n" + block
 
-    def _total(self, item: str, prompt: str, profile: Profile, draw: Draw) -> str:
+    def _total(self, item: str, prompt: str, profile: Profile, draw: Draw, model: str = "", served: int = 0) -> str:
         m = TOTAL_RANGE.search(prompt)
         low, high = (int(m.group(3) or m.group(1)), int(m.group(4) or m.group(2))) if m else (5, 20)
         # The prompt names no categories: on the 5-20 scale the item's truth is its Rubric v5.0
@@ -346,6 +356,7 @@ class SimJudge:
         latent = sum(self._levels(item, categories).values())
         n = len(categories)
         mean = 0.5 * latent + 0.5 * (low + high) / 2 + n * profile.bias
+        mean += n * self.biases.shift(item, model, first=False, served=served)  # no category is presented first here
         return mark(draw.score(mean, profile.noise * math.sqrt(n) * FORMAT_NOISE["total"], low, high))
 
     def _verdict(self, item: str, prompt: str, profile: Profile, draw: Draw) -> str:
