@@ -55,6 +55,8 @@ STATS_TOPICS = (
      "comparisons corrected with a sample of human labels (prediction-powered inference, Rogan-Gladen).",
      ("hce.stats.alternative_annotator", "hce.stats.agreement_humans", "hce.stats.calibrate_humans",
       "hce.stats.ppi", "hce.stats.ppi_compare")),
+    ("The judge's own biases and drift", "Perturbation probes' effects with equivalence tests, length bias, and "
+     "golden-set drift with control charts.", ("hce.stats.biases", "hce.stats.golden_drift", "hce.stats.control_charts")),
     ("Bayesian models", "Hierarchical ordinal and binary models of judge scores in PyMC, with their diagnostics.",
      ("hce.stats.bayes",)),
     ("Planning", "Items and attempts a study needs for the precision or power it wants, and the smallest difference "
