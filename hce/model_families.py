@@ -1,6 +1,6 @@
 """Model families: which model names one provider's models share, for self-preference (issue 47).
 
-Both the simulated judge (:mod:`hce.collect.sim_biases`, planting a self-preference) and
+Both the simulated judge (``hce.collect.sim_biases``, planting a self-preference) and
 :func:`hce.stats.probe_effect` (measuring it) group model names this one way.
 """
 
@@ -26,7 +26,7 @@ FAMILY_PATTERNS: tuple[tuple[str, str], ...] = (
 def model_family(model: object) -> str:
     """The family of a model name, for self-preference: ``gpt-4o`` and ``o3`` are both ``openai``.
 
-    A name no pattern of :data:`FAMILY_PATTERNS` matches is its own family (its text before the
+    A name no pattern of ``FAMILY_PATTERNS`` matches is its own family (its text before the
     first ``-``, ``:``, ``_`` or ``.``: ``acme-7b`` is ``acme``).
 
     Parameters

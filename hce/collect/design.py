@@ -275,7 +275,7 @@ class Design:
     prompts : mapping of str to CustomPrompt
         Prompts the caller renders and parses itself, by the prompt_id its conditions name.
     probes : tuple of Probe
-        The design's ``probes:`` (:mod:`hce.collect.probes`); each transforming probe's twins
+        The design's ``probes:`` (``hce.collect.probes``); each transforming probe's twins
         of the conditions are in ``conditions`` (their ``probe`` set).
 
     Examples

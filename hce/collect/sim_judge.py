@@ -85,7 +85,7 @@ class SimJudge:
         Version strings that change after some completions of a model (to rehearse drift).
     biases : PlantedBiases, optional
         Length, order and self-preference biases and a score drift of known size
-        (:mod:`hce.collect.sim_biases`); default none.
+        (``hce.collect.sim_biases``); default none.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """``hce audit DESIGN``: run a design's probes and write the judge's bias audit (issue 47, item 5).
 
-The design's ``probes:`` (:mod:`hce.collect.probes`) are collected like any condition into
+The design's ``probes:`` (``hce.collect.probes``) are collected like any condition into
 the attempt log (rerunning resumes), then :func:`audit_tables` measures, per probe and rubric
 criterion, the paired effect with its interval and its equivalence verdict at ``margin``
 (:func:`hce.stats.probe_effect`), the observational length slope of the original attempts

@@ -202,7 +202,7 @@ class ClmmResult:
         levels of the other categorical fixed factors with equal weights, numeric covariates
         at their mean; a difference of two means is the difference of their ``x' beta``
         (positive: the first level scores higher). Tests are Wald z (df = inf), as emmeans
-        tests a clmm. See :mod:`hce.stats.mixed.emmeans`.
+        tests a clmm. See ``hce.stats.mixed.emmeans``.
 
         Parameters
         ----------

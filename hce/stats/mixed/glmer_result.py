@@ -165,7 +165,7 @@ class GlmerResult:
 
         Means average the linear predictor over a grid of all levels of the other categorical
         fixed factors with equal weights, numeric covariates at their mean; tests are Wald z
-        (df = inf), as emmeans tests a glmer. See :mod:`hce.stats.mixed.emmeans`.
+        (df = inf), as emmeans tests a glmer. See ``hce.stats.mixed.emmeans``.
 
         Parameters
         ----------

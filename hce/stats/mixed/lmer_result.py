@@ -357,7 +357,7 @@ class LmerResult:
         Each level's mean averages the predictions over a grid of all levels of the other
         categorical fixed factors with equal weights, numeric covariates at their mean (R:
         ``emmeans(m, ~ factor, lmer.df = ddf)``; ``pairwise=True``: ``pairs()`` of it, with
-        ``confint()``'s intervals). See :mod:`hce.stats.mixed.emmeans`.
+        ``confint()``'s intervals). See ``hce.stats.mixed.emmeans``.
 
         Parameters
         ----------
