@@ -16,7 +16,7 @@ from hce.collect.sim import SimJudge
 class CutJudge(SimJudge):
     """Every reply stopped at max_tokens before its score block, as a small local model's."""
 
-    def _reply(self, fmt, prompt, item, model, draw, malformed, rng, shift=0.0):
+    def _reply(self, fmt, prompt, item, model, draw, malformed, rng, shift=0.0, served=0):
         return "Let me think about the clarity of this transcript. The doctor", "length"
 
 

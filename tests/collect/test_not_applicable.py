@@ -44,7 +44,7 @@ def test_a_run_counts_the_not_applicable_scores_and_reports_them(serve, tmp_path
     notes = rubric(tmp_path)
 
     class NotApplicableJudge(SimJudge):
-        def _reply(self, fmt, prompt, item, model, draw, malformed, rng, shift=0.0):
+        def _reply(self, fmt, prompt, item, model, draw, malformed, rng, shift=0.0, served=0):
             return "Accurate: 2\nMedications: N/A\nTotal Score: 2", "stop"
 
     server = serve(NotApplicableJudge(seed=0))
