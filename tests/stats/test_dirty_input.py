@@ -197,6 +197,13 @@ class Case:
     rowwise: bool = False
 
 
+def probe_log(rng: np.random.Generator) -> pd.DataFrame:
+    """A log whose condition b is condition a's pad_neutral twin (hce.collect.probes' columns)."""
+    log = attempt_log(rng)
+    twin = log["condition_id"] == "b"
+    return log.assign(probe_id=np.where(twin, "pad", None), base_condition_id=np.where(twin, "a", None))
+
+
 LOG_SCORE = ("item_id", "condition_id", "total")
 LONG = ("item", "rater", "rating")
 BY_LONG = dict(zip(("item", "rater", "score"), LONG))
@@ -270,6 +277,10 @@ CASES: dict[str, Case] = {
     "krippendorff_alpha": Case(rater_table, lambda d: hs.krippendorff_alpha(d, **BY_LONG, n_boot=0), LONG),
     "kruskal_wallis": Case(attempt_log, lambda d: hs.kruskal_wallis(d, n_boot=200, random_state=0), ("condition_id", "total")),
     "lmer": Case(attempt_log, lambda d: hs.lmer("total ~ condition_id + (1 | item_id)", d), LOG_SCORE),
+    "length_bias": Case(attempt_log, lambda d: hs.length_bias(d, length="target_total", score="total"),
+                        ("item_id", "total", "target_total")),
+    "drift": Case(attempt_log, lambda d: hs.drift(d, period="condition_id", score="total"), LOG_SCORE),
+    "probe_effect": Case(probe_log, lambda d: hs.probe_effect(d, probe="pad", score="total"), LOG_SCORE),
     "mde": Case(attempt_log, lambda d: hs.mde(d, n_items=[8, 16], n_attempts=3), LOG_SCORE),
     "planning_components": Case(attempt_log, lambda d: hs.planning_components(d), LOG_SCORE),
     "power_difference": Case(attempt_log, lambda d: hs.power_difference(d, delta=3.0, n_items=[8, 16], n_attempts=3),
@@ -348,6 +359,8 @@ EXEMPT = {
     "count_sentences": "a list of strings in",
     "edit_counts": "two strings and a matcher in",
     "edit_counts_from_matches": "strings in",
+    "control_limits": "a control chart's limit from numbers, no frame",
+    "model_family": "one model name in, its family out",
 }  # fmt: skip
 
 
