@@ -42,7 +42,7 @@ def test_plan_parts_are_the_statistics_they_report():
     np.testing.assert_allclose(plan.grid["cost_usd"], grid["calls"] * price)
     assert plan.power["reached"].iloc[0] and plan.power["calls"].iloc[0] == plan.power.loc[plan.power["reached"], "calls"].min()
     g = quiet(hs.variance_components, pilot, score="total", facets=["item_id", "condition_id"], random_state=0)
-    want = g.solve(goal=0.8, coefficient="G", n_levels={"condition_id": 1}, random_state=0)
+    want = g.solve(target=0.8, coefficient="G", n_levels={"condition_id": 1}, random_state=0)
     assert plan.d_study["estimate"].iloc[0] == want["estimate"].iloc[0]
     assert list(plan.stopping["condition_id"]) == ["A", "B"]
     assert ((plan.stopping["expected_attempts"] >= 3) & (plan.stopping["expected_attempts"] <= 15)).all()
