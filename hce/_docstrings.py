@@ -78,7 +78,7 @@ References
    inference. JASA 22, 209-212.
 .. [2] Clopper, C. J., & Pearson, E. S. (1934). The use of confidence or fiducial limits
    illustrated in the case of the binomial. Biometrika 26, 404-413.""",
-    # prediction-powered inference (hce.stats.ppi, hce.stats.ppi_compare)
+    # prediction-powered inference (hce.stats.ppi, hce.stats.ppi_comparisons)
     "ppi_references": """\
 References
 ----------

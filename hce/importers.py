@@ -185,8 +185,8 @@ def from_geval(
         join to a companion table on a real key, e.g. the response text to ``items.csv``'s
         ``item_id``. A record whose key it lacks is named in ``.problems`` and left out.
         An attempt log's ``item_id`` is text (the log schema): ids given as numbers are
-        stored as their text (``10`` as ``"10"``), and a warning says how to join them back
-        (``items.astype({"item_id": str})``).
+        stored as their text (``10`` as ``"10"``): join them back with
+        ``items.astype({"item_id": str})``.
     n_items : int, optional
         With ``item_keys=()`` (position ids): the number of items of the companion file
         the positions stand for. A file of another length has a gap or an extra record,
@@ -271,11 +271,6 @@ def from_geval(
                 }
             )
             labels.append(f"record {position}, reply {attempt}")
-    numbers = [v for v in (ids or {}).values() if not isinstance(v, str)]
-    if numbers:
-        warn(f"{path}: ids= gives {type(numbers[0]).__name__} item ids (e.g. {numbers[0]!r}); an attempt log's "
-             f"item_id is text, so they are stored as {str(numbers[0])!r}: join your items with "
-             "items.astype({'item_id': str})", HceWarning)
     if not item_keys and n_items is not None and n_items != len(records):
         warn(f"{path}: {len(records):,} records numbered by position stand for {n_items:,} items: a record is missing "
              "or extra, so every position after it names the wrong item. Join on a real key instead (item_keys= and "

@@ -23,7 +23,6 @@ import yaml
 
 from hce._vocabulary import keywords_checked
 from hce.errors import RubricError
-from hce.log_schema import COLUMNS, RESERVED_COLUMNS
 
 # The fields a rubric file may hold, at each level: anything else is a typo, refused.
 _RUBRIC_FIELDS = ("name", "version", "description", "source", "total_meaningful", "allow_gaps", "categories")
@@ -119,6 +118,8 @@ class Rubric:
 
     def __post_init__(self) -> None:
         # A rubric built in Python skips the file checks: a criterion named like a log column is refused here too.
+        from hce.log_schema import RESERVED_COLUMNS  # the schema loads pandas: the simulator starts without it
+
         taken = [c.id for c in self.categories if c.id in RESERVED_COLUMNS]
         if taken:
             raise RubricError(f"rubric {self.name!r}: criterion id(s) {taken} are columns of the attempt log; their "
@@ -387,8 +388,7 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
         cat_id = cat.text("id", required=False) or _snake(cat_name)
         if not cat_id.isidentifier():
             cat.fail("id", "a snake_case identifier usable as a column name", cat_id)
-        if cat_id in RESERVED_COLUMNS:
-            _reserved(cat, cat_id)
+        _refuse_reserved(cat, cat_id)
         levels = []
         for lvl in cat.items("levels"):
             lvl.only(_LEVEL_FIELDS)
@@ -434,8 +434,12 @@ def _parse_rubric(name: str, doc: Any) -> Rubric:
     )
 
 
-def _reserved(cat: _Fields, cat_id: str) -> None:
+def _refuse_reserved(cat: _Fields, cat_id: str) -> None:
     """Refuse a criterion id that is an attempt-log column: its score would overwrite the column's value."""
+    from hce.log_schema import COLUMNS, RESERVED_COLUMNS  # the schema loads pandas: the simulator starts without it
+
+    if cat_id not in RESERVED_COLUMNS:
+        return
     column = COLUMNS.get(cat_id)
     meaning = f" ({column.description.split(' (')[0].lower()})" if column else ""
     given = "id" if "id" in cat.mapping else "name"

@@ -292,14 +292,3 @@ def test_geval_binary_or_non_finite_input(tmp_path):
     assert log["error_flag"].tolist() == [True, True, False]
     assert log["error_message"].tolist()[:2] == ["score nan is not a finite number", "score inf is not a finite number"]
     assert log["total"].isna().tolist() == [True, True, False]
-
-
-def test_geval_says_numeric_ids_become_text(tmp_path):
-    # Issue 49: ids= mapping to integers gave string ids without a word, so a join back to items.csv's
-    # integer item_id found nothing. The log schema keeps ids as text; the importer now says so and how to join.
-    records = [{"doc_id": "d1", "all_responses": [2, 3]}, {"doc_id": "d2", "all_responses": [1]}]
-    with pytest.warns(HceWarning, match=r"int item ids \(e.g. 10\).*stored as '10'.*astype\(\{'item_id': str\}\)"):
-        log = from_geval(write_json(tmp_path, records), condition_id="g", item_keys=("doc_id",),
-                         ids={"d1": 10, "d2": 11}, low=1, high=3).data  # fmt: skip
-    items = pd.DataFrame({"item_id": [10, 11], "words": [120, 80]})
-    assert log.merge(items.astype({"item_id": str}), on="item_id")["words"].tolist() == [120, 120, 80]

@@ -54,7 +54,7 @@ STATS_TOPICS = (
      "agreement with them (Bland-Altman, Lin's CCC, McNemar), its scores mapped to theirs, and means and "
      "comparisons corrected with a sample of human labels (prediction-powered inference, Rogan-Gladen).",
      ("hce.stats.alternative_annotator", "hce.stats.agreement_humans", "hce.stats.calibrate_humans",
-      "hce.stats.ppi", "hce.stats.ppi_compare")),
+      "hce.stats.ppi", "hce.stats.ppi_comparisons")),
     ("The judge's own biases and drift", "Perturbation probes' effects with equivalence tests, length bias, and "
      "golden-set drift with control charts.", ("hce.stats.biases", "hce.stats.golden_drift", "hce.stats.control_charts")),
     ("Bayesian models", "Hierarchical ordinal and binary models of judge scores in PyMC, with their diagnostics.",

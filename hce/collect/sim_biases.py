@@ -31,8 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
-
 from hce.collect.probes import LABELS, SEPARATOR, is_neutral_line
 from hce.collect.sim_truth import text_key
 from hce.errors import HceError
@@ -104,6 +102,8 @@ def read_authors(path: str | os.PathLike) -> dict[str, str]:
     if path.suffix == ".jsonl":
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     elif path.suffix == ".csv":
+        import pandas as pd  # only for a CSV of authors: the simulator starts without pandas
+
         rows = pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records")
     else:
         raise HceError(f"authors file {path}: expected a .jsonl or .csv items file with text and author_model")

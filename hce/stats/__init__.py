@@ -49,7 +49,7 @@ _EXPORTS = {
         "sd_difference_power_analytic",
     ),
     "hce.stats.ppi": ("ppi_budget", "ppi_mean", "rogan_gladen"),
-    "hce.stats.ppi_compare": ("ppi_compare",),
+    "hce.stats.ppi_comparisons": ("ppi_compare",),
     "hce.stats._simulate": ("simulated_log",),
     "hce.stats.reliability": (
         "cohen_kappa", "cronbach_alpha", "fleiss_kappa", "gwet_ac", "icc", "icc_groups",

@@ -1,4 +1,4 @@
-"""Tests for hce.stats.ppi_compare and hce.stats.ppi_budget against ppi_py and statsmodels.
+"""Tests for hce.stats.ppi_comparisons (ppi_compare) and hce.stats.ppi_budget against ppi_py and statsmodels.
 
 References: tests/stats/data/ppi_reference.json, written by tests/stats/py/ppi_reference.py with
 ppi-python 0.2.3 (``ppi_ols_ci``, ``ppi_logistic_ci``, their point estimates, ``ppi_mean_power``;
