@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hce.collect.runner import run
+from hce.collect.running.runner import run
 
 ITEMS = 40
 
@@ -84,8 +84,8 @@ def bare_sdk(url: str, attempts: int, concurrency: int) -> float:
 
     import openai
 
-    from hce.collect.design import load_design
-    from hce.collect.prompts import render
+    from hce.collect.design.design import load_design
+    from hce.collect.design.prompts import render
 
     d = load_design(design(1))
     prompts = [render("P2.1", rubric=d.rubric, transcript=item.text) for item in d.items]

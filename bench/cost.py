@@ -11,7 +11,7 @@ against the simulated judge (in this process, on loopback):
 - ``samples_per_request: 10`` through the Batch API: one request per item (n = 10), cached
   prefixes, half price.
 
-Every figure comes from the logged usage at hce's dated list prices (hce.collect.pricing),
+Every figure comes from the logged usage at hce's dated list prices (hce.collect.call.pricing),
 never from the projection, which is printed beside it as a check.
 
 Items: deterministic English consultations, their lengths spread like the 57 PriMock57
@@ -44,13 +44,13 @@ from pathlib import Path
 import pandas as pd
 
 import hce
-from hce.collect.batch import run_batch
-from hce.collect.client import JudgeClient
-from hce.collect.design import load_design
-from hce.collect.pricing import _OPENAI, cost_usd
+from hce.collect.running.batch import run_batch
+from hce.collect.call.client import JudgeClient
+from hce.collect.design.design import load_design
+from hce.collect.call.pricing import _OPENAI, cost_usd
 from hce.collect.projection import project
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge, SimServer
+from hce.collect.running.runner import run
+from hce.sim import SimJudge, SimServer
 
 # PriMock57 consultation lengths in characters (min, quartiles, max of the 57; shared/data/primock57).
 LENGTHS = (4048, 8125, 9772, 11396, 17925)

@@ -1,4 +1,4 @@
-"""Benchmark: the write-ahead record's cost per reply (hce.collect.journal), against writing the log alone.
+"""Benchmark: the write-ahead record's cost per reply (hce.collect.running.journal), against writing the log alone.
 
 Run: python bench/journal.py [--rows 2000]
 
@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 
-from hce.collect.journal import Journal
+from hce.collect.running.journal import Journal
 from hce.log import LogWriter
 
 ROW = {"attempt_id": "x", "item_id": "T1", "attempt": 1, "request": [{"role": "user", "content": "y" * 13_000}],

@@ -241,11 +241,11 @@ def collect(
     Rerunning resumes; an attempt whose call failed counts as done until --retry-failed sends it again.
     --batch --cancel stops this log's batches.
     """
-    from hce.collect.batch import cancel_batches, open_batches, run_batch, state_path
-    from hce.collect.endpoints import check_addresses
-    from hce.collect.fingerprint import set_aside_changed, superseded_path
-    from hce.collect.lock import check_free
-    from hce.collect.runner import (
+    from hce.collect.running.batch import cancel_batches, open_batches, run_batch, state_path
+    from hce.collect.call.endpoints import check_addresses
+    from hce.collect.design.fingerprint import set_aside_changed, superseded_path
+    from hce.collect.running.lock import check_free
+    from hce.collect.running.runner import (
         budget_stop,
         check_batch,
         check_keys,
@@ -324,7 +324,7 @@ def collect(
 
 def _rule_projection(parsed, table, pilot) -> str:
     """One line for a dry run of a design with a stopping rule: the attempts and cost it may take."""
-    from hce.collect.stopping import expected_under_rule
+    from hce.collect.running.stopping import expected_under_rule
 
     rule, rows = parsed.stop_rule, expected_under_rule(parsed, pilot)
     text = (f"stopping rule ({rule.criterion} to +-{rule.half_width:g} at {rule.confidence:.0%}, {rule.min}-{rule.max} "
@@ -498,9 +498,9 @@ def sim_server(
     """Serve a simulated OpenAI-compatible judge with known truth on 127.0.0.1 (Ctrl-C stops it)."""
     import asyncio
 
-    from hce.collect.sim import Faults, Profile, SimJudge, SimServer
-    from hce.collect.sim_batch import BatchSettings
-    from hce.collect.sim_biases import PlantedBiases, read_authors
+    from hce.sim import Faults, Profile, SimJudge, SimServer
+    from hce.sim.batch import BatchSettings
+    from hce.sim.biases import PlantedBiases, read_authors
 
     with reported():
         profiles = {}

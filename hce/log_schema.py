@@ -41,7 +41,7 @@ SCHEMA: tuple[Column, ...] = (
     Column("endpoint", "str", "Name of the design's endpoint the call went to (its address is in the design)"),
     Column("settings_hash", "str", "Fingerprint of the condition's settings (model, prompt, sampling, endpoint)"),
     Column("request", "json_repeated", "The messages sent (JSON text; dictionary-encoded, as each prompt repeats per attempt)"),
-    Column("cleaned_chars", "int", "Characters of the transcript removed or rewritten before it was sent (BOM, NUL, ANSI escapes, control and zero-width characters, NFC: hce.collect.transcripts.clean_text)"),
+    Column("cleaned_chars", "int", "Characters of the transcript removed or rewritten before it was sent (BOM, NUL, ANSI escapes, control and zero-width characters, NFC: hce.collect.design.transcripts.clean_text)"),
     Column("response_text", "str", "The full reply text"),
     Column("finish_reason", "str", "Why generation stopped (stop, length, ...)"),
     Column("logprobs", "json", "Token logprobs with top_logprobs, when asked (JSON text)"),
@@ -62,12 +62,12 @@ SCHEMA: tuple[Column, ...] = (
     Column("error_message", "str", "Why error_flag is set"),
 )
 COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}
-# Columns a collector writes beside the schema's (hce.collect.log_rows, hce.collect.parse): with
+# Columns a collector writes beside the schema's (hce.collect.running.log_rows, hce.collect.call.parse): with
 # the schema's, the names no rubric criterion may take, as its score would overwrite them.
 WRITTEN_COLUMNS = ("retry_errors", "system_fingerprint", "behavior_id", "not_applicable", "uncertain", "verdict_score",
                    "outline", "transcript", "leak_flag", "leak_reason")
 RESERVED_COLUMNS = frozenset(COLUMNS) | frozenset(WRITTEN_COLUMNS)
-# Where a retry keeps the rows of failed calls it sends again (hce.collect.failed): the
+# Where a retry keeps the rows of failed calls it sends again (hce.collect.running.failed): the
 # same attempts as the new rows in the log, so the two files are never read together.
 RETRIED_SUFFIX = ".retried.jsonl"
 ID_COLUMNS = ("attempt_id", "experiment_id", "item_id", "condition_id", "prompt_id", "model", "attempt")

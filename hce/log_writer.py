@@ -155,7 +155,7 @@ WAL_SUFFIX = ".wal"
 
 
 def wal_path(log: str | os.PathLike) -> Path:
-    """The write-ahead record of a log (:mod:`hce.collect.journal`): ``<log>.wal`` next to it."""
+    """The write-ahead record of a log (:mod:`hce.collect.running.journal`): ``<log>.wal`` next to it."""
     log = Path(log)
     return log.with_name(log.name + WAL_SUFFIX)
 

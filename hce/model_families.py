@@ -1,6 +1,6 @@
 """Model families: which model names one provider's models share, for self-preference (issue 47).
 
-Both the simulated judge (``hce.collect.sim_biases``, planting a self-preference) and
+Both the simulated judge (``hce.sim.biases``, planting a self-preference) and
 :func:`hce.stats.probe_effect` (measuring it) group model names this one way.
 """
 

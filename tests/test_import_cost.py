@@ -30,7 +30,7 @@ CASES = {
     # the Bayesian entry points and result type are importable without the Bayesian stack
     "from hce.stats import BayesResult, MCMCDiagnosticsWarning, bayes_binary, bayes_ordinal": BAYES_AND_PLOTS,
     # `hce sim-server` (issue 35): the simulator serves without the HTTP client or pandas
-    "from hce.collect.sim import SimServer": BAYES_AND_PLOTS | CLIENTS | {"pandas", "hce.stats"},
+    "from hce.sim import SimServer": BAYES_AND_PLOTS | CLIENTS | {"pandas", "hce.stats"},
 }
 
 

@@ -30,8 +30,11 @@ FORBIDDEN = {
     ("collect", "report"): "hce.collect knows no report",
     ("stats", "report"): "hce.stats is pure statistics; plots and documents are hce.report's",
     ("report", "collect"): "hce.report imports hce.stats at most, never hce.collect",
-    **{(layer, "study"): "nothing below hce.study imports it" for layer in ("collect", "stats", "report", "base")},
-    **{("base", layer): "the base modules (log, rubric, errors, ...) import no layer" for layer in ("collect", "stats", "report")},
+    **{(layer, "study"): "nothing below hce.study imports it" for layer in ("collect", "sim", "stats", "report", "base")},
+    **{("base", layer): "the base modules (log, rubric, errors, ...) import no layer" for layer in ("collect", "sim", "stats", "report")},
+    # Issue 49: the simulator is a product of its own beside collect; the CLI, demo, tests and bench start it.
+    **{(layer, "sim"): "only the study, the CLI and the tests start the simulator" for layer in ("collect", "stats", "report")},
+    **{("sim", layer): "the simulator imports the base modules only" for layer in ("collect", "stats", "report")},
 }
 
 #: Exceptions, each with its reason: (importing module, imported module) -> (names allowed, reason).
@@ -116,7 +119,7 @@ def layer(module: str, package: str = "hce") -> str:
     if module == package:
         return "top"
     part = module.split(".")[1]
-    return part if part in ("collect", "stats", "report", "study", "cli") else "base"
+    return part if part in ("collect", "sim", "stats", "report", "study", "cli") else "base"
 
 
 def violations(edges: list[Edge], package: str = "hce") -> list[str]:
@@ -255,7 +258,7 @@ def test_the_circle_finder_sees_imports_inside_functions_and_longer_loops(tmp_pa
 
 def fake_package(tmp_path: Path, sources: dict[str, str]) -> dict[str, Path]:
     root = tmp_path / "hce"
-    for name in ("", "collect", "stats", "report", "study"):
+    for name in ("", "collect", "sim", "stats", "report", "study"):
         (root / name).mkdir(parents=True, exist_ok=True)
         (root / name / "__init__.py").write_text("", encoding="utf-8")
     for relative, text in sources.items():
@@ -271,8 +274,11 @@ BROKEN = {
     "collect -> stats relatively": ("collect/runner.py", "from ..stats import icc\n", "hce.stats"),
     "collect -> stats by import_module": ("collect/runner.py", "import importlib\nm = importlib.import_module('hce.stats')\n", "hce.stats"),
     "collect -> stats by __import__": ("collect/runner.py", "m = __import__('hce.stats.tests')\n", "hce.stats.tests"),
-    "stats -> collect": ("stats/tests.py", "def f():\n    from hce.collect.sim import SIM_FINGERPRINT\n", "hce.collect.sim"),
-    "report -> collect": ("report/tables.py", "from hce.collect.sim import SIM_FINGERPRINT\n", "hce.collect.sim"),
+    "stats -> collect": ("stats/tests.py", "def f():\n    from hce.collect.call.pricing import ALIASES\n", "hce.collect.call.pricing"),
+    "report -> collect": ("report/tables.py", "from hce.collect.call.pricing import ALIASES\n", "hce.collect.call.pricing"),
+    "report -> sim": ("report/tables.py", "from hce.sim import SIM_FINGERPRINT\n", "hce.sim"),
+    "collect -> sim": ("collect/runner.py", "def f():\n    from hce.sim.server import SimServer\n", "hce.sim.server"),
+    "sim -> collect": ("sim/judge.py", "from hce.collect.design.prompts import render\n", "hce.collect.design.prompts"),
     "report -> study": ("report/tables.py", "from hce.study import run_study\n", "hce.study"),
     "stats -> study": ("stats/tests.py", "from hce.study.analyses import experiment2\n", "hce.study.analyses"),
     "collect -> study": ("collect/runner.py", "from hce.study import load_study\n", "hce.study"),
@@ -295,10 +301,22 @@ def test_the_checker_passes_allowed_arrows(tmp_path):
     files = fake_package(tmp_path, {
         "report/figures.py": "from hce.stats import icc\n",
         "stats/__init__.py": "def __getattr__(name):\n    from hce.report.figures import reliability_diagram\n",
-        "study/run.py": "from hce.collect import run\nfrom hce.stats import icc\nfrom hce.report import figures\n",
+        "study/run.py": "from hce.collect import run\nfrom hce.sim import SimServer\nfrom hce.stats import icc\nfrom hce.report import figures\n",
         "cli.py": "def f():\n    import hce.study\n",
         "__init__.py": "from hce.log import read_log\n",
         "log.py": "from hce.errors import HceError\n",
         "errors.py": "",
     })  # fmt: skip
     assert violations(import_edges(files)) == []
+
+
+# --- issue 49: collect in rooms, the simulator its own package -------------------------------
+
+
+def test_collect_has_rooms_and_the_simulator_is_its_own_package():
+    collect = PACKAGE / "collect"
+    top = sorted(p.name for p in collect.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file())
+    assert len(top) <= 12, f"hce/collect/ has {len(top)} modules at its top level (at most 12): {top}"
+    simulated = sorted(str(p.relative_to(PACKAGE)) for p in collect.rglob("sim*.py"))
+    assert not simulated, f"the simulator lives in hce/sim/, not in collect: {simulated}"
+    assert (PACKAGE / "sim" / "server.py").is_file()

@@ -17,7 +17,7 @@ import hce
 import hce.log_writer
 import hce.stats as hs
 from hce.cli import app
-from hce.collect.failed import retried_path, set_aside_failed
+from hce.collect.running.failed import retried_path, set_aside_failed
 from hce.errors import DataError, LogFormatError
 from hce.log import LogWriter, combine_logs, make_attempt_id, merge_logs
 from hce.stats._simulate import simulated_log

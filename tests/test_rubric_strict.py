@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 import hce
-from hce.collect.prompts import render
+from hce.collect.design.prompts import render
 from hce.errors import RubricError
 
 RUBRIC = {

@@ -2,23 +2,24 @@
 
 from hce._lazy import import_public
 
-# Every public name and the module that defines it. A module is imported at the first use of
+# Every public name and the module that defines it. The simulator's names are aliases kept for
+# code written before it became its own package (hce.sim); collect itself never imports it. A module is imported at the first use of
 # one of its names (PEP 562): `hce sim-server` needs the simulator, not the openai client
 # (half a second of imports) that the runner and batch modules load.
 _EXPORTS = {
-    "hce.collect.batch": (
+    "hce.collect.running.batch": (
         "BatchSummary", "CancelSummary", "cancel_batches", "cancel_batches_async", "run_batch", "run_batch_async",
     ),
-    "hce.collect.client": ("CallResult", "FatalCallError", "JudgeClient"),
-    "hce.collect.design": ("CustomPrompt", "Design", "Endpoint", "load_design"),
+    "hce.collect.call.client": ("CallResult", "FatalCallError", "JudgeClient"),
+    "hce.collect.design.design": ("CustomPrompt", "Design", "Endpoint", "load_design"),
     "hce.collect.estimates": ("estimate",),
-    "hce.collect.run_summary": ("RunSummary",),
-    "hce.collect.runner": ("run", "run_async"),
-    "hce.collect.schema": ("SchemaError",),
-    "hce.collect.sim_batch": ("BatchSettings",),
-    "hce.collect.sim_judge": ("SimJudge",),
-    "hce.collect.sim_server": ("SimServer",),
-    "hce.collect.sim_settings": ("Faults", "Profile"),
+    "hce.collect.running.run_summary": ("RunSummary",),
+    "hce.collect.running.runner": ("run", "run_async"),
+    "hce.collect.design.schema": ("SchemaError",),
+    "hce.sim.batch": ("BatchSettings",),
+    "hce.sim.judge": ("SimJudge",),
+    "hce.sim.server": ("SimServer",),
+    "hce.sim.settings": ("Faults", "Profile"),
 }  # fmt: skip
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -2,7 +2,7 @@
 
 Input tokens are the rendered prompt's characters / :data:`CHARS_PER_TOKEN`; output tokens a
 typical reply of the prompt's format (:func:`expected_output`). The spending limit
-(:mod:`hce.collect.spend_limit`) and the run's reservations price calls the same way.
+(:mod:`hce.collect.running.spend_limit`) and the run's reservations price calls the same way.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import os
 import pandas as pd
 
 from hce._vocabulary import keywords_checked
-from hce.collect.design import Condition, Design, load_design
-from hce.collect.failed import failed_attempt_ids
-from hce.collect.fingerprint import changed_settings, check_resume
-from hce.collect.journal import recorded_rows
-from hce.collect.messages import item_messages
-from hce.collect.pricing import cost_usd
-from hce.collect.prompts import REPLY_FORMAT
-from hce.collect.sampling import group_requests
+from hce.collect.design.design import Condition, Design, load_design
+from hce.collect.running.failed import failed_attempt_ids
+from hce.collect.design.fingerprint import changed_settings, check_resume
+from hce.collect.running.journal import recorded_rows
+from hce.collect.call.messages import item_messages
+from hce.collect.call.pricing import cost_usd
+from hce.collect.design.prompts import REPLY_FORMAT
+from hce.collect.call.sampling import group_requests
 from hce.log import logged_attempt_ids
 from hce.rubric import Rubric
 
@@ -43,7 +43,7 @@ def expected_output(cond: Condition, rubric: Rubric) -> int:
     51 and about 450 of its tokens). Other formats: :data:`TYPICAL_OUTPUT_TOKENS`.
 
     >>> import hce
-    >>> from hce.collect.design import Condition
+    >>> from hce.collect.design.design import Condition
     >>> expected_output(Condition("c", "P2.1", "m"), hce.load_rubric("v5")), expected_output(Condition("c", "P2.3", "m"), hce.load_rubric("v5"))
     (53, 453)
     """

@@ -5,7 +5,7 @@
 - ``separate``: one online call per attempt, no prompt-cache hit (the PRD's plan as written);
 - ``n_sampling``: one online request per item x condition answering ``k`` attempts (``n = k``:
   the prompt billed once, each choice's output), no cache hit;
-- ``caching``: separate online calls, with OpenAI's prompt cache as :mod:`hce.collect.sim_cache`
+- ``caching``: separate online calls, with OpenAI's prompt cache as :mod:`hce.prompt_cache`
   models it (the longest prefix an earlier request computed, from 1,024 tokens in 128-token
   steps, per model and ``prompt_cache_key``), the requests sent in plan order;
 - ``batch``: separate calls through the Batch API (half price), no cache hit;
@@ -17,7 +17,7 @@ differs by some percent); output tokens are a typical reply length per prompt fo
 grown with the rubric (:func:`hce.collect.estimates.expected_output`, capped by ``max_tokens``) per attempt,
 whatever ``n``; cache hits as modelled (no eviction, no overflow to other machines: real
 hit rates can be lower); the batch half applies to cached input too
-(:mod:`hce.collect.pricing`); prices from the dated table.
+(:mod:`hce.collect.call.pricing`); prices from the dated table.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from dataclasses import replace
 
 import pandas as pd
 
-from hce.collect.design import Attempt, Condition, Design, load_design
+from hce.collect.design.design import Attempt, Condition, Design, load_design
 from hce.collect.estimates import expected_output, input_tokens
-from hce.collect.messages import prompt_cache
-from hce.collect.pricing import _OPENAI, cost_usd
-from hce.collect.sampling import group_requests
-from hce.collect.sim_cache import PrefixCache
+from hce.collect.call.messages import prompt_cache
+from hce.collect.call.pricing import _OPENAI, cost_usd
+from hce.collect.call.sampling import group_requests
+from hce.prompt_cache import PrefixCache
 from hce.rubric import Rubric
 
 STRATEGIES = {

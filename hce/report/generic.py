@@ -72,7 +72,7 @@ from hce.stats._resample import as_generator
 ATTRIBUTES = ("experiment_id", "prompt_id", "model", "temperature", "top_p", "max_tokens")
 #: Smallest calibration bin drawn: a line through a bin of 2 scores and one of 398 looks like perfect calibration.
 MIN_BIN = 10
-SIM_FINGERPRINT = "fp_hce_sim_"  # hce.collect.sim's system_fingerprint prefix
+SIM_FINGERPRINT = "fp_hce_sim_"  # hce.sim's system_fingerprint prefix
 
 
 @keywords_checked

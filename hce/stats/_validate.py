@@ -69,7 +69,7 @@ class FrameSpec:
     ``engine`` says how a frame of another engine (Polars, DuckDB, PySpark, ...) is read:
     see :mod:`hce.stats._frames`; ``None`` refuses one, naming the alternatives.
     ``spread=True`` marks a statistic of the spread of repeated attempts: on a log collected
-    under a stopping rule (a ``within_min`` column, ``hce.collect.stopping``) it reads only
+    under a stopping rule (a ``within_min`` column, ``hce.collect.running.stopping``) it reads only
     the attempts within the rule's ``min`` (:func:`first_min_attempts`).
     """
 
@@ -177,7 +177,7 @@ WITHIN_MIN = "within_min"
 def first_min_attempts(data: pd.DataFrame, name: str) -> pd.DataFrame:
     """The rows a spread statistic may read: of a log with a stopping rule, the attempts within its ``min``.
 
-    A collection that stops repeating an item once its scores agree (``hce.collect.stopping``)
+    A collection that stops repeating an item once its scores agree (``hce.collect.running.stopping``)
     biases every later attempt's spread: a cell stops early exactly when its first scores
     happen to agree. The first ``min`` attempts of every cell were taken whatever the scores,
     so their spread is unbiased. Rows of a log without the rule (no ``within_min`` column,

@@ -1,6 +1,6 @@
 """The judge's own biases measured as experiments: perturbation probes and the length slope.
 
-A *probe* (issue 47; ``probes:`` in a design, ``hce.collect.probes``) judges every item a
+A *probe* (issue 47; ``probes:`` in a design, ``hce.collect.design.probes``) judges every item a
 second time in a transformed form that leaves the rubric's answer unchanged: neutral small talk
 padded in, the criteria shuffled, the speaker labels renamed, the texts' order reversed. The log
 keeps ``probe_id`` on the twin's rows and ``base_condition_id`` (the condition it is a twin of),

@@ -3,7 +3,7 @@
 inclusion / exclusion agreement (IAA) and inter-annotator predictability (IAP).
 
 Counting is pure: the sentence matcher is any callable ``(sentence, draft) -> span | None``
-(an LLM through ``hce.collect.matcher``, a human annotation, a string rule), or the
+(an LLM through ``hce.collect.design.matcher``, a human annotation, a string rule), or the
 matches can be computed elsewhere and passed in.
 """
 
@@ -131,7 +131,7 @@ def sentence_table(
     matcher : callable, optional
         ``matcher(sentence, draft)`` -> matching draft content or None / ``"NO MATCH"``;
         when given, its result fills a ``match`` column. Without it, send the table to an
-        LLM matcher (``hce.collect.matcher``) and add its replies as ``match``.
+        LLM matcher (``hce.collect.design.matcher``) and add its replies as ``match``.
 
     Returns
     -------
@@ -326,7 +326,7 @@ def edit_counts_table(
     ----------
     data : DataFrame
         One row per (pair, reference sentence): the matcher's result for that sentence
-        (an LLM matcher's log, ``hce.collect.matcher``, or human annotation) and the
+        (an LLM matcher's log, ``hce.collect.design.matcher``, or human annotation) and the
         pair's draft (the same text on every row of a pair).
     item : str or sequence of str, default "pair_id"
         Column(s) naming the reference / draft pair.

@@ -1,6 +1,6 @@
 """``hce audit DESIGN``: run a design's probes and write the judge's bias audit (issue 47, item 5).
 
-The design's ``probes:`` (``hce.collect.probes``) are collected like any condition into
+The design's ``probes:`` (``hce.collect.design.probes``) are collected like any condition into
 the attempt log (rerunning resumes), then :func:`audit_tables` measures, per probe and rubric
 criterion, the paired effect with its interval and its equivalence verdict at ``margin``
 (:func:`hce.stats.probe_effect`), the observational length slope of the original attempts
@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 import hce.stats as hs
-from hce.collect.design import Design, load_design
+from hce.collect.design.design import Design, load_design
 
 PROBE_COLUMNS = ["criterion", "probe", "estimate", "ci_low", "ci_high", "p_value", "margin", "equivalent", "n_items"]
 
@@ -148,7 +148,7 @@ def run_audit(design: str | os.PathLike, log: str | os.PathLike, out: str | os.P
     Path
     """
     import hce
-    from hce.collect.runner import run
+    from hce.collect.running.runner import run
 
     parsed = load_design(design)
     run(parsed, log, **run_kwargs)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from hce.collect.design import Condition, CustomPrompt, Item
+from hce.collect.design.design import Condition, CustomPrompt, Item
 from hce.log import read_log
 from hce.study import reasoning
 from hce.study.analyses import experiment4
@@ -107,7 +107,7 @@ def _llm_codes(study: Study, result: StudyRun, segments: pd.DataFrame, corpus: p
     """Code every reply's segments with an LLM, through the collection runner (logged, resumable, rate-limited).
 
     One call per coded reply (transcript x model): the item ``<transcript>|<model>`` of a
-    design whose prompt is the coding request (:class:`~hce.collect.design.CustomPrompt`),
+    design whose prompt is the coding request (:class:`~hce.collect.design.design.CustomPrompt`),
     so the runner's concurrency, rate limits, retries, resume and attempt log apply.
     """
     coding = study.exp("exp4")["llm_coding"]

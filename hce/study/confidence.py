@@ -11,19 +11,19 @@ import numpy as np
 import pandas as pd
 
 from hce._vocabulary import keywords_checked
-from hce.collect.prompts import REPLY_FORMAT
-from hce.collect.sim import SIM_FINGERPRINT, SimJudge
+from hce.collect.design.prompts import REPLY_FORMAT
+from hce.sim import SIM_FINGERPRINT, SimJudge
 from hce.rubric import Rubric, load_rubric
 from hce.stats import logprob_confidence as token_confidence
 
 #: What a real log's logprobs are assumed to be the log of when the study does not say
-#: (``experiments.exp5.logprobs_are``): raw, OpenAI's behaviour (:mod:`hce.collect.sim`, "Calibration truth").
+#: (``experiments.exp5.logprobs_are``): raw, OpenAI's behaviour (:mod:`hce.sim`, "Calibration truth").
 DEFAULT_LOGPROBS_ARE = "raw"
 
 
 def logprobs_behaviour(log: pd.DataFrame, setting: str | None = None) -> str:
     """What the log's logprobs are the log of: the study's setting; else, for a log of the simulated
-    judge, its default family behaviour for the log's models (:data:`hce.collect.sim_families.FAMILIES`);
+    judge, its default family behaviour for the log's models (:data:`hce.sim.families.FAMILIES`);
     else :data:`DEFAULT_LOGPROBS_ARE`.
 
     Examples

@@ -18,11 +18,11 @@ from typing import Any
 import yaml
 
 from hce._vocabulary import keywords_checked
-from hce.collect.design import Endpoint, check_temperature, endpoint_from
-from hce.collect.pricing import ALIASES
-from hce.collect.prompts import REPLY_FORMAT
-from hce.collect.schema import EndpointSpec, RunSpec, SchemaError, SettingsSpec, did_you_mean, validate
-from hce.collect.sim_families import LOGPROBS_ARE
+from hce.collect.design.design import Endpoint, check_temperature, endpoint_from
+from hce.model_names import ALIASES
+from hce.collect.design.prompts import REPLY_FORMAT
+from hce.collect.design.schema import EndpointSpec, RunSpec, SchemaError, SettingsSpec, did_you_mean, validate
+from hce.sim.families import LOGPROBS_ARE
 from hce.errors import CollectError, HceError
 from hce.rubric import Rubric, load_rubric
 
@@ -245,7 +245,7 @@ _SAMPLING = ("temperature", "max_tokens", "top_p", "seed", "top_logprobs", "logp
 
 
 def _check_schema(study: Study) -> None:
-    """Types and ranges of every setting (:mod:`hce.collect.schema`): endpoint, run, sampling settings."""
+    """Types and ranges of every setting (:mod:`hce.collect.design.schema`): endpoint, run, sampling settings."""
     name, config = study.source, study.config
     validate(EndpointSpec, config["endpoint"], name, ("endpoint",))
     validate(RunSpec, config["run"], name, ("run",))
@@ -332,7 +332,7 @@ def _check_calls(study: Study) -> None:
 
     Each enabled experiment's calls (Exp 5's ``model: winner`` may be any Exp 3 model) are
     resolved as the run resolves them (:meth:`Study.settings`) and checked by
-    :func:`hce.collect.design.check_temperature`: a reasoning model asked for a temperature
+    :func:`hce.collect.design.design.check_temperature`: a reasoning model asked for a temperature
     other than 1, or for logprobs (Exp 5's), is named with the setting to change.
     """
     exp = study.config["experiments"]

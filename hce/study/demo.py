@@ -1,6 +1,6 @@
 """``hce demo``: the whole study offline, from the packaged demo corpus to the report.
 
-The simulated judge (:mod:`hce.collect.sim`) is started on a free loopback port, the
+The simulated judge (:mod:`hce.sim`) is started on a free loopback port, the
 reduced demo study (``hce/study/data/study_demo.yaml``) runs through the real collection layer
 (the ``openai`` client over HTTP, retries, parsing, the attempt log), and the study report
 is written from the logs with the study's saved analysis settings and decisions. No API key, no cost; every output says it is simulated.

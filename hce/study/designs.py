@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from hce._vocabulary import keywords_checked
-from hce.collect.design import Condition, CustomPrompt, Design, Item, check_temperature
-from hce.collect.transcripts import is_missing
+from hce.collect.design.design import Condition, CustomPrompt, Design, Item, check_temperature
+from hce.collect.design.transcripts import is_missing
 from hce.errors import CollectError, DataError
 from hce.log import COLUMNS
 from hce.rubric import Rubric, load_rubric

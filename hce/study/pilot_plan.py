@@ -4,8 +4,8 @@ Three answers from one pilot attempt log: the smallest difference between two co
 mean scores each design of a grid detects, with its calls and cost
 (:func:`hce.stats.mde`); the attempts per item a G or Phi target needs
 (:meth:`hce.stats.VarianceComponents.solve`); and what repeats that stop when the score is
-known would save (``hce.collect.stopping``). The cost of an attempt is the pilot's own
-(its logged ``cost_usd``, else its tokens at the model's price, ``hce.collect.pricing``):
+known would save (``hce.collect.running.stopping``). The cost of an attempt is the pilot's own
+(its logged ``cost_usd``, else its tokens at the model's price, ``hce.collect.call.pricing``):
 this module sits above both layers, so ``hce.stats`` never sees a price.
 """
 
@@ -37,7 +37,7 @@ def cost_per_attempt(pilot: pd.DataFrame) -> float:
         return float(pilot["cost_usd"].mean())
     if not {"model", "input_tokens", "output_tokens"} <= set(pilot.columns):
         return float("nan")
-    from hce.collect.pricing import cost_usd
+    from hce.collect.call.pricing import cost_usd
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an unpriced model: the cost stays NaN, the page says "unpriced"
@@ -132,7 +132,7 @@ def plan_from_pilot(
     >>> plan.d_study["coefficient"].tolist()
     ['G', 'Phi']
     """
-    from hce.collect.stopping import StopRule, expected_attempts
+    from hce.collect.running.stopping import StopRule, expected_attempts
     from hce.stats import mde, planning_components, power_difference, variance_components
 
     if pilot.empty:

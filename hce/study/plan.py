@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from hce._vocabulary import keywords_checked
-from hce.collect.design import Design, Item
-from hce.collect.pricing import cost_usd
-from hce.collect.runner import CHARS_PER_TOKEN, estimate
+from hce.collect.design.design import Design, Item
+from hce.collect.call.pricing import cost_usd
+from hce.collect.running.runner import CHARS_PER_TOKEN, estimate
 from hce.errors import CollectError
 from hce.study import reasoning
 from hce.study.config import Study, scheme_source

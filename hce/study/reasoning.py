@@ -31,7 +31,7 @@ import pandas as pd
 import yaml
 
 from hce._checks import require_columns
-from hce.collect.parse import json_object
+from hce.collect.call.parse import json_object
 from hce.errors import DataError
 from hce.rubric import Rubric, load_rubric
 from hce.stats._resample import as_generator

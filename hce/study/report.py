@@ -30,7 +30,7 @@ import yaml
 import hce.stats as hs
 from hce._docstrings import fill_doc
 from hce._vocabulary import keywords_checked
-from hce.collect.sim import SIM_FINGERPRINT
+from hce.sim import SIM_FINGERPRINT
 from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
 from hce.report import figures

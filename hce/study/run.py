@@ -33,8 +33,8 @@ import pandas as pd
 import yaml
 
 from hce._vocabulary import keywords_checked
-from hce.collect.client import endpoint_key
-from hce.collect.transcripts import is_missing
+from hce.collect.call.client import endpoint_key
+from hce.collect.design.transcripts import is_missing
 from hce.errors import CollectError
 from hce.log import read_log
 from hce.rubric import Rubric
@@ -62,7 +62,7 @@ def _truth(corpus: pd.DataFrame, rubric: Rubric) -> dict[str, dict[str, Any]]:
 
 @contextlib.contextmanager
 def _simulated(study: Study, corpus: pd.DataFrame | None) -> Iterator[tuple[str, str]]:
-    from hce.collect.sim import Profile, SimJudge, SimServer
+    from hce.sim import Profile, SimJudge, SimServer
 
     sim = study.config["simulation"]
     # Fields left out keep the simulator's own defaults.
@@ -90,7 +90,7 @@ def run_study(
     ----------
     study : Study, path or mapping
     simulate : bool
-        Judge with the simulated judge (``hce.collect.sim``) on loopback instead of an
+        Judge with the simulated judge (``hce.sim``) on loopback instead of an
         API; item targets (``target_<criterion>`` / ``target_total`` columns) are its truth.
     base_url, api_key : str, optional
         Override the study's endpoint (the key otherwise comes from the environment).

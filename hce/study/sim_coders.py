@@ -3,8 +3,8 @@
 The protocol's reliability step (7.4.5 "Refinement") has two researchers code the reasoning
 of 3 transcripts with the draft scheme, computes Cohen's kappa per dimension, and refines the
 scheme's definitions until kappa >= 0.70. With the simulated judge
-(:mod:`hce.collect.sim`) the truth of every segment is known: the codes its phrases carry
-(:func:`hce.collect.sim_reasoning.read_codes`). A rehearsal then has
+(:mod:`hce.sim`) the truth of every segment is known: the codes its phrases carry
+(:func:`hce.sim.reasoning.read_codes`). A rehearsal then has
 
 - ``coder_1``, a researcher who reads every segment right (the truth), and
 - ``coder_2``, who in refinement round ``r`` gives ``coder_1``'s code with probability
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from hce.collect.sim_reasoning import read_codes
+from hce.sim.reasoning import read_codes
 from hce.errors import DataError
 from hce.stats._resample import as_generator
 from hce.study.reasoning import SEGMENT_KEY, CodingScheme, intercoder_agreement

@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from hce.collect.design import Design
-from hce.collect.runner import run
+from hce.collect.design.design import Design
+from hce.collect.running.runner import run
 from hce.log import read_log
 from hce.stats.result import AnalysisResult
 from hce.study import synthetic

@@ -146,7 +146,7 @@ def synthetic_corpus(log: pd.DataFrame, targets: pd.DataFrame, *, policy: Mappin
     Returns
     -------
     DataFrame
-        A corpus (as :func:`hce.collect.transcripts.load_transcripts` gives) with
+        A corpus (as :func:`hce.collect.design.transcripts.load_transcripts` gives) with
         ``transcript_id``, ``text``, ``source`` ("synthetic"), ``n_words``, ``n_chars``,
         ``stripped_lines`` (0), ``synthetic`` (True), ``target_total``, ``stratum``,
         ``outline``, ``leak_flag``, ``leak_reason``, ``generation_attempts``,

@@ -5,7 +5,7 @@ persistent TranscriptID per transcript. :func:`load_transcripts` does exactly th
 refuses, with the file and row named, anything it cannot do faithfully: bytes that are not
 valid in the declared encoding, a missing or duplicated ID, a text that is empty (before
 or after stripping). Nothing is skipped silently. Decoding and cleaning are the collection
-layer's (:mod:`hce.collect.transcripts`), the same a design's items go through.
+layer's (:mod:`hce.collect.design.transcripts`), the same a design's items go through.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from hce._vocabulary import keywords_checked
-from hce.collect.transcripts import clean_text, decode_bytes, is_missing, normalize_text
+from hce.collect.design.transcripts import clean_text, decode_bytes, is_missing, normalize_text
 from hce.errors import DataError
 
 ID_COLUMNS = ("transcript_id", "id")

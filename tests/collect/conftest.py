@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hce.collect.sim import SimJudge, SimServer
+from hce.sim import SimJudge, SimServer
 
 
 @pytest.fixture

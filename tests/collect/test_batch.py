@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 
 import hce
 from hce.cli import app
-from hce.collect.batch import BATCH_FAILED, batch_result, cancel_batches, run_batch, split_files, state_path
-from hce.collect.client import FatalCallError, JudgeClient
-from hce.collect.design import load_design
-from hce.collect.runner import estimate, run
-from hce.collect.sim import SimJudge
-from hce.collect.sim_batch import BatchSettings
+from hce.collect.running.batch import BATCH_FAILED, batch_result, cancel_batches, run_batch, split_files, state_path
+from hce.collect.call.client import FatalCallError, JudgeClient
+from hce.collect.design.design import load_design
+from hce.collect.running.runner import estimate, run
+from hce.sim import SimJudge
+from hce.sim.batch import BatchSettings
 from hce.errors import CollectError
 
 TIMING = ("timestamp", "latency_s", "latency_last_s", "retries")

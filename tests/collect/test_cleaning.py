@@ -6,10 +6,10 @@ import pytest
 from collect_helpers import MODEL, fast_client
 
 import hce
-from hce.collect.design import Design, load_design
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
-from hce.collect.transcripts import clean_text
+from hce.collect.design.design import Design, load_design
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
+from hce.collect.design.transcripts import clean_text
 from hce.study.designs import corpus_items
 from hce.study.transcripts import load_transcripts
 from hce.errors import CollectError

@@ -10,9 +10,9 @@ import time
 import pytest
 from collect_helpers import MODEL, fast_client
 
-from hce.collect.client import FatalCallError, JudgeClient, _retry_after, endpoint_key
-from hce.collect.prompts import render
-from hce.collect.sim import Faults, SimJudge
+from hce.collect.call.client import FatalCallError, JudgeClient, _retry_after, endpoint_key
+from hce.collect.design.prompts import render
+from hce.sim import Faults, SimJudge
 from hce.errors import CollectError
 
 USER = [{"role": "user", "content": "Transcript:\nPatient: I walk sometimes.\n\nTotal Score (5-20):"}]

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 import hce
 from hce.cli import app
-from hce.collect.sim import Faults, SimJudge
+from hce.sim import Faults, SimJudge
 
 runner = CliRunner()
 

@@ -7,11 +7,11 @@ from typer.testing import CliRunner
 
 import hce
 from hce.cli import app
-from hce.collect.batch import run_batch
-from hce.collect.design import load_design
+from hce.collect.running.batch import run_batch
+from hce.collect.design.design import load_design
 from hce.collect.projection import project
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
 from hce.report.cost import cost_summary
 
 runner = CliRunner()

@@ -14,9 +14,9 @@ import pytest
 from collect_helpers import MODEL, fast_client
 
 import hce
-from hce.collect.design import Condition, CustomPrompt, Design, Item
-from hce.collect.runner import estimate, run
-from hce.collect.sim import SimJudge
+from hce.collect.design.design import Condition, CustomPrompt, Design, Item
+from hce.collect.running.runner import estimate, run
+from hce.sim import SimJudge
 from hce.errors import CollectError
 
 

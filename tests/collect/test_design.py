@@ -4,8 +4,8 @@ import pytest
 import yaml
 from collect_helpers import MODEL, design
 
-from hce.collect.design import load_design
-from hce.collect.schema import SchemaError
+from hce.collect.design.design import load_design
+from hce.collect.design.schema import SchemaError
 from hce.errors import CollectError, HceWarning
 from hce.log import make_attempt_id
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from hce.collect import failed
-from hce.collect.failed import call_failed, failed_attempt_ids, retried_path, set_aside_failed
+from hce.collect.running import failed
+from hce.collect.running.failed import call_failed, failed_attempt_ids, retried_path, set_aside_failed
 
 # error_message of each kind of flagged row, as hce writes them (client.py, batch.py, runner.py, parse.py)
 FAILED_CALLS = [

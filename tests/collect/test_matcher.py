@@ -1,9 +1,9 @@
-"""Tests for hce.collect.matcher: prompt rendering and reply parsing for the editJudge."""
+"""Tests for hce.collect.design.matcher: prompt rendering and reply parsing for the editJudge."""
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hce.collect.matcher import SYSTEM_PROMPT, parse_matcher_reply, render_matcher_prompt
+from hce.collect.design.matcher import SYSTEM_PROMPT, parse_matcher_reply, render_matcher_prompt
 from hce.stats.editf1 import edit_counts_from_matches
 
 DRAFT = "I'm sorry you've been feeling nauseous. Have you recently changed your diet?"

@@ -4,9 +4,9 @@ import warnings
 
 from collect_helpers import design, fast_client
 
-from hce.collect.pricing import UnpricedModelWarning, cost_usd
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
+from hce.collect.call.pricing import UnpricedModelWarning, cost_usd
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
 
 
 def test_a_misspelt_model_gets_a_did_you_mean_from_the_price_table():
@@ -62,8 +62,8 @@ def test_a_redirect_and_a_401_end_with_what_fixes_them(serve, tmp_path):
     # Issue 34: a redirect error ended "fix the key or the model"; a 401 read "refused model".
     import pytest
 
-    from hce.collect.client import FatalCallError
-    from hce.collect.sim import Faults
+    from hce.collect.call.client import FatalCallError
+    from hce.sim import Faults
 
     target = serve(SimJudge(seed=0))
     origin = f"http://127.0.0.1:{target.port}"

@@ -5,9 +5,9 @@ import yaml
 from collect_helpers import design, fast_client
 
 import hce
-from hce.collect.parse import parse_reply
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
+from hce.collect.call.parse import parse_reply
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
 
 RUBRIC = {
     "name": "Notes",

@@ -17,10 +17,10 @@ from collect_helpers import MODEL, TRANSCRIPTS, design
 from recording_proxy import RecordingProxy
 
 import hce
-from hce.collect.client import FatalCallError
+from hce.collect.call.client import FatalCallError
 from hce.log_writer import wal_path
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
 from hce.errors import CollectError
 from hce.log import LogWriter, WaitingRepliesWarning
 
@@ -146,8 +146,8 @@ def test_a_file_size_limit_stops_the_cli_in_one_line_and_the_resume_logs_what_wa
 def test_a_full_disk_while_a_batch_is_logged_keeps_it_open_and_the_next_run_logs_the_rest(serve, tmp_path, monkeypatch):
     from collect_helpers import fast_client
 
-    from hce.collect.batch import run_batch
-    from hce.collect.sim_batch import BatchSettings
+    from hce.collect.running.batch import run_batch
+    from hce.sim.batch import BatchSettings
 
     judge = SimJudge(seed=0, batch=BatchSettings(polls=1))
     server = serve(judge)
@@ -165,7 +165,7 @@ def test_a_full_disk_while_a_batch_is_logged_keeps_it_open_and_the_next_run_logs
 
 
 def test_an_unexpected_error_in_one_call_lets_the_others_in_flight_finish_and_log(serve, proxy, tmp_path, monkeypatch):
-    import hce.collect.runner as runner_module
+    import hce.collect.running.runner as runner_module
 
     recorder = proxy(serve(SimJudge(seed=0, latency=0.2)))
     spec = design(prompts=("P1.2",), attempts=4, endpoint={"base_url": recorder.url, "api_key_env": "K"},
@@ -188,7 +188,7 @@ def test_an_unexpected_error_in_one_call_lets_the_others_in_flight_finish_and_lo
 
 def test_a_disk_without_room_for_the_crash_record_is_refused_before_anything_is_sent(serve, proxy, tmp_path, monkeypatch):
     # Issue 44: on a 1 MB file system the record got 24 KB of its 1 MB; "3 replies could be written nowhere".
-    import hce.collect.journal as journal
+    import hce.collect.running.journal as journal
 
     def no_room(fd, offset, length):
         raise OSError(errno.ENOSPC, "No space left on device")

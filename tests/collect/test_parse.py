@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hce
-from hce.collect.parse import flag, json_object, parse_reply, parse_synthetic, parse_verdict
+from hce.collect.call.parse import flag, json_object, parse_reply, parse_synthetic, parse_verdict
 
 BLOCK = """Clarity of Language: 3
 Lexical Diversity: 2

@@ -3,7 +3,7 @@ import warnings
 
 import pytest
 
-from hce.collect.pricing import (
+from hce.collect.call.pricing import (
     ALIASES,
     BATCH_DISCOUNT,
     PRICES,
@@ -72,7 +72,7 @@ def test_cache_write_rate_by_hand():
 
 
 def test_price_table_lists_every_rate_with_date_and_source():
-    from hce.collect.pricing import price_table
+    from hce.collect.call.pricing import price_table
 
     table = price_table()
     assert set(table["model"]) == set(PRICES)

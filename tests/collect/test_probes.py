@@ -9,13 +9,13 @@ from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client
 
 import hce
 import hce.stats as hs
-from hce.collect.design import load_design
-from hce.collect.messages import item_messages
-from hce.collect.probes import is_neutral_line, neutral_pad, swap_labels
-from hce.collect.runner import estimate, run
-from hce.collect.sim import Profile, SimJudge
-from hce.collect.sim_biases import PlantedBiases, canonical_text
-from hce.collect.sim_prompt import item_text, score_categories
+from hce.collect.design.design import load_design
+from hce.collect.call.messages import item_messages
+from hce.probe_text import is_neutral_line, neutral_pad, swap_labels
+from hce.collect.running.runner import estimate, run
+from hce.sim import Profile, SimJudge
+from hce.sim.biases import PlantedBiases, canonical_text
+from hce.sim.prompt import item_text, score_categories
 from hce.errors import CollectError
 
 PROBES = [{"id": "pad", "kind": "pad_neutral", "chars": 500}, {"id": "shuffle", "kind": "shuffle_criteria", "seed": 3},

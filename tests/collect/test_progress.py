@@ -4,10 +4,10 @@ import re
 
 from collect_helpers import design, fast_client
 
-from hce.collect.batch import run_batch
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
-from hce.collect.sim_batch import BatchSettings
+from hce.collect.running.batch import run_batch
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
+from hce.sim.batch import BatchSettings
 
 LINE = re.compile(r"^progress: (\d+)/12 done \(\d+%\), (\d+) flagged replies, \d+ failed calls, \$\d+\.\d{4} spent, \d+:\d\d:\d\d elapsed, "
                   r"ETA (\d+:\d\d:\d\d|unknown)$")

@@ -6,8 +6,8 @@ import os
 import pytest
 
 import hce
-from hce.collect.prompts import render
-from hce.collect.sim_cache import CHARS_PER_TOKEN, MIN_TOKENS
+from hce.collect.design.prompts import render
+from hce.prompt_cache import CHARS_PER_TOKEN, MIN_TOKENS
 
 RUBRIC = hce.load_rubric("v5")
 ONE = "Doctor: What brings you in?\nPatient: My belly is sore."

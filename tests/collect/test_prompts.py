@@ -3,7 +3,7 @@ import re
 import pytest
 
 import hce
-from hce.collect.prompts import PROMPT_IDS, fewshot_examples, render, render_behavior_message, render_fewshot, score_format
+from hce.collect.design.prompts import PROMPT_IDS, fewshot_examples, render, render_behavior_message, render_fewshot, score_format
 from hce.errors import HceError
 from hce.rubric import BehaviorSpec
 
@@ -189,8 +189,8 @@ def _no_total_rubrics(tmp_path):
 def test_a_rubric_whose_total_is_no_score_is_not_asked_for_one_and_parses_without_it(tmp_path, prompt_id):
     # A 0/1 criterion beside a 1-5 one: the sum is no score (rubric.total_is_meaningful), yet the prompt
     # asked for a 'Total Score' and the parser flagged every reply without one.
-    from hce.collect.parse import parse_reply
-    from hce.collect.sim import SimJudge
+    from hce.collect.call.parse import parse_reply
+    from hce.sim import SimJudge
 
     for rubric in _no_total_rubrics(tmp_path):
         assert not rubric.total_is_meaningful
@@ -209,7 +209,7 @@ def test_a_rubric_whose_total_is_no_score_is_not_asked_for_one_and_parses_withou
 
 
 def test_the_prd_rubric_is_still_asked_for_its_total_and_flagged_without_it():
-    from hce.collect.parse import parse_reply
+    from hce.collect.call.parse import parse_reply
 
     text = render("P2.1", transcript=TRANSCRIPT)[0]["content"]
     assert "Then, provide a total score, which is the sum of the 5 category scores (must be between 5 and 20)." in text
@@ -220,7 +220,7 @@ def test_the_prd_rubric_is_still_asked_for_its_total_and_flagged_without_it():
 
 
 def test_the_estimate_of_a_score_block_without_a_total_leaves_its_line_out(tmp_path):
-    from hce.collect.design import Condition
+    from hce.collect.design.design import Condition
     from hce.collect.estimates import expected_output
 
     mixed, _ = _no_total_rubrics(tmp_path)

@@ -7,9 +7,9 @@ from typer.testing import CliRunner
 
 import hce
 from hce.cli import app
-from hce.collect.providers import infer_kind, unsupported
-from hce.collect.runner import run
-from hce.collect.sim import Profile, SimJudge
+from hce.collect.call.providers import infer_kind, unsupported
+from hce.collect.running.runner import run
+from hce.sim import Profile, SimJudge
 
 
 class RecordingJudge(SimJudge):

@@ -5,8 +5,8 @@ import pytest
 from collect_helpers import fast_client
 
 import hce
-from hce.collect.runner import run
-from hce.collect.sim import Profile, SimJudge
+from hce.collect.running.runner import run
+from hce.sim import Profile, SimJudge
 from hce.errors import DataError
 from hce.stats import request_variance
 

@@ -11,13 +11,13 @@ import yaml
 from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client, kill_mid_run
 
 import hce
-from hce.collect.client import FatalCallError
-from hce.collect.design import load_design
-from hce.collect.fingerprint import settings_path
-from hce.collect.pricing import cost_usd
-from hce.collect.rate_limit import RateLimit
-from hce.collect.runner import estimate, run
-from hce.collect.sim import Faults, SimJudge, latent_scores
+from hce.collect.call.client import FatalCallError
+from hce.collect.design.design import load_design
+from hce.collect.design.fingerprint import settings_path
+from hce.collect.call.pricing import cost_usd
+from hce.collect.call.rate_limit import RateLimit
+from hce.collect.running.runner import estimate, run
+from hce.sim import Faults, SimJudge, latent_scores
 from hce.errors import CollectError
 from hce.log import TruncatedLogWarning, make_attempt_id
 
@@ -294,7 +294,7 @@ def test_a_kill_while_the_log_is_rewritten_leaves_a_readable_log(serve, tmp_path
     def killed(*args):
         raise KeyboardInterrupt  # stands for SIGKILL in the replace step
 
-    monkeypatch.setattr(hce.collect.failed.os, "replace", killed)
+    monkeypatch.setattr(hce.collect.running.failed.os, "replace", killed)
     with pytest.raises(KeyboardInterrupt):
         run(spec, log, client=fast_client(server), retry_failed=True)
     assert log.read_bytes() == original and len(hce.read_log(log)) == 18  # the old log, whole and readable

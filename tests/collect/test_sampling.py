@@ -9,11 +9,11 @@ import yaml
 from collect_helpers import design, fast_client, kill_mid_run
 
 import hce
-from hce.collect.batch import run_batch
-from hce.collect.design import load_design
-from hce.collect.runner import run
-from hce.collect.schema import SchemaError
-from hce.collect.sim import Faults, SimJudge
+from hce.collect.running.batch import run_batch
+from hce.collect.design.design import load_design
+from hce.collect.running.runner import run
+from hce.collect.design.schema import SchemaError
+from hce.sim import Faults, SimJudge
 from hce.errors import CollectError
 from hce.log import TruncatedLogWarning, make_attempt_id
 
@@ -180,8 +180,8 @@ def test_prompt_cache_key_is_sent(serve, tmp_path):
 
 
 def test_batch_stopped_while_waiting_failures_cancel_and_resubmit_keep_rows_unique(serve, tmp_path):
-    from hce.collect.batch import cancel_batches
-    from hce.collect.sim_batch import BatchSettings
+    from hce.collect.running.batch import cancel_batches
+    from hce.sim.batch import BatchSettings
 
     judge = CountingJudge(seed=8, batch=BatchSettings(polls=3, failure_rate=0.3))
     server = serve(judge)

@@ -12,9 +12,9 @@ from seeds import fast_and_other_seeds
 
 import hce
 from hce.collect import run
-from hce.collect.parse import parse_reply, parse_synthetic
-from hce.collect.prompts import REPLY_FORMAT, render
-from hce.collect.sim import (
+from hce.collect.call.parse import parse_reply, parse_synthetic
+from hce.collect.design.prompts import REPLY_FORMAT, render
+from hce.sim import (
     Faults,
     Profile,
     SimJudge,

@@ -6,8 +6,8 @@ import json
 import openai
 import pytest
 
-from hce.collect.sim import SimJudge
-from hce.collect.sim_batch import BatchSettings
+from hce.sim import SimJudge
+from hce.sim.batch import BatchSettings
 from hce.errors import HceError
 
 PROMPT = "Assign a single holistic total score. Transcript:\nPatient: I walk sometimes.\n\nTotal Score (5-20):"

@@ -1,7 +1,7 @@
 """The simulator's calibration truth, and hce's confidence at the temperature used (issue #23).
 
 The simulated judge writes score ``x`` with probability ``s(x) = P(x)^(1/T)`` renormalised
-(:func:`hce.collect.sim_draws.tempered` of :func:`hce.collect.sim_draws.score_distribution`); its
+(:func:`hce.sim.draws.tempered` of :func:`hce.sim.draws.score_distribution`); its
 logprobs report ``P`` (``raw``), ``s`` (``sampled``) or either by temperature
 (``raw_at_zero``), raised to the over-confidence factor ``f``. So every expectation below
 is computed exactly from the known distributions, and the Monte Carlo checks draw scores
@@ -18,10 +18,10 @@ from collect_helpers import MODEL
 from seeds import fast_and_other_seeds
 
 import hce
-from hce.collect.prompts import render
-from hce.collect.sim import FORMAT_NOISE, Profile, SimJudge, latent_scores
-from hce.collect.sim_draws import reported, score_distribution, tempered
-from hce.collect.sim_families import Family
+from hce.collect.design.prompts import render
+from hce.sim import FORMAT_NOISE, Profile, SimJudge, latent_scores
+from hce.sim.draws import reported, score_distribution, tempered
+from hce.sim.families import Family
 from hce.stats.calibration import (
     agrees_with_repeat,
     brier_score,

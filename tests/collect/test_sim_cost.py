@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from hce.collect.parse import parse_reply
-from hce.collect.prompts import render
-from hce.collect.sim import SimJudge
-from hce.collect.sim_cache import PrefixCache
+from hce.collect.call.parse import parse_reply
+from hce.collect.design.prompts import render
+from hce.sim import SimJudge
+from hce.prompt_cache import PrefixCache
 
 TEXT = "Doctor: How are you today?\nPatient: Fine, thanks. My knee aches when I climb the stairs at work."
 
@@ -59,13 +59,13 @@ def test_simulator_reports_cached_tokens_for_repeated_attempts_and_items():
 
 
 def test_cache_writes_are_logged_and_billed_at_a_write_rate(serve, tmp_path):
-    # hce.collect.client reads cache_write_tokens from the usage, the log keeps it, and a model with a
+    # hce.collect.call.client reads cache_write_tokens from the usage, the log keeps it, and a model with a
     # write rate (none in the dated table yet: a user's prices=) pays it instead of the input rate.
     from collect_helpers import fast_client
 
     import hce
-    from hce.collect.pricing import Price, cost_usd
-    from hce.collect.runner import run
+    from hce.collect.call.pricing import Price, cost_usd
+    from hce.collect.running.runner import run
 
     design = {"experiment_id": "W", "attempts": 2, "defaults": {"model": "gpt-4o-2024-08-06"},
               "conditions": [{"prompt": "P2.1"}], "items": [{"id": "T1", "text": TEXT}]}  # fmt: skip

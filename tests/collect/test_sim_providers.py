@@ -7,12 +7,12 @@ import pytest
 from collect_helpers import MODEL, design, fast_client
 
 import hce
-from hce.collect.design import load_design
-from hce.collect.prompts import render
-from hce.collect.providers import REASONING_MODEL
-from hce.collect.runner import run
-from hce.collect.sim import SimJudge
-from hce.collect.sim_families import FAMILIES, Drift, Family, refusal
+from hce.collect.design.design import load_design
+from hce.collect.design.prompts import render
+from hce.model_names import REASONING_MODEL
+from hce.collect.running.runner import run
+from hce.sim import SimJudge
+from hce.sim.families import FAMILIES, Drift, Family, refusal
 from hce.errors import CollectError, HceError
 
 RUBRIC = hce.load_rubric("v5")
@@ -28,7 +28,7 @@ def chat(judge, model=MODEL, **body):
 def test_reasoning_models_refuse_temperature_and_logprobs_with_the_apis_400(model):
     judge = SimJudge(seed=0)
     reply = chat(judge, model, temperature=0.1)
-    # The API's text, quoted in openai/openai-python#2104 (see hce.collect.sim's notes).
+    # The API's text, quoted in openai/openai-python#2104 (see hce.sim's notes).
     assert reply.status == 400 and reply.body["error"] == {
         "message": "Unsupported value: 'temperature' does not support 0.1 with this model. "
                    "Only the default (1) value is supported.",

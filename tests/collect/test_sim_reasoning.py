@@ -7,9 +7,9 @@ import pytest
 from seeds import fast_and_other_seeds
 
 import hce
-from hce.collect import sim_reasoning
-from hce.collect.prompts import render
-from hce.collect.sim import PRD_MODELS, SimJudge, detect_format
+from hce.sim import reasoning as sim_reasoning
+from hce.collect.design.prompts import render
+from hce.sim import PRD_MODELS, SimJudge, detect_format
 from hce.stats import code_frequencies
 from hce.study import reasoning
 
@@ -70,7 +70,7 @@ def _coded(seed: int, replies: int) -> pd.DataFrame:
 @pytest.mark.parametrize("seed", fast_and_other_seeds(0))
 def test_code_frequencies_recover_each_model_s_style(seed):
     # 60 replies x 5 categories = 300 segments per model, each dimension drawn independently from the
-    # model's style (hce.collect.sim_reasoning.REASONING_STYLES). Margin: every share's Wilson interval
+    # model's style (hce.sim.reasoning.REASONING_STYLES). Margin: every share's Wilson interval
     # at 1 - 0.01 / (number of shares) holds the true probability, so all 60 hold with >= 99% chance.
     freq = code_frequencies(_coded(seed, 60), condition="model", codes=SCHEME.ids, confidence=1 - 0.01 / 60)
     assert len(freq) == 4 * 15 and (freq["n"] == 300).all()

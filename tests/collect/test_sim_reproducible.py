@@ -5,9 +5,9 @@ import pandas as pd
 from collect_helpers import MODEL, design, fast_client
 
 import hce
-from hce.collect.prompts import render
-from hce.collect.runner import run
-from hce.collect.sim import Faults, SimJudge
+from hce.collect.design.prompts import render
+from hce.collect.running.runner import run
+from hce.sim import Faults, SimJudge
 
 BODY = {"model": MODEL, "temperature": 1.0,
         "messages": render("P1.2", rubric=hce.load_rubric("v5"), transcript="Doctor: How are you?\nPatient: My knee aches.")}  # fmt: skip

@@ -1,7 +1,7 @@
-"""Repeats that stop when the score is known (issue 48, item 3): hce.collect.stopping.
+"""Repeats that stop when the score is known (issue 48, item 3): hce.collect.running.stopping.
 
 The slow test runs the rule against the simulator's own score distributions
-(``hce.collect.sim_draws``: each category's distribution at the PRD's temperature 0.1, the
+(``hce.sim.draws``: each category's distribution at the PRD's temperature 0.1, the
 truth the simulated judge draws from), through the same ``due`` decisions the runner takes,
 so the true item means are known exactly; the fast tests run the rule through the runner
 against the SimServer.
@@ -19,11 +19,11 @@ from collect_helpers import MODEL, design, fast_client
 
 import hce
 import hce.stats as hs
-from hce.collect.design import load_design
-from hce.collect.runner import estimate, run
-from hce.collect.sim import SimJudge
-from hce.collect.sim_draws import score_distribution, tempered
-from hce.collect.stopping import StopRule, due, expected_under_rule
+from hce.collect.design.design import load_design
+from hce.collect.running.runner import estimate, run
+from hce.sim import SimJudge
+from hce.sim.draws import score_distribution, tempered
+from hce.collect.running.stopping import StopRule, due, expected_under_rule
 from hce.errors import CollectError, HceWarning
 from hce.stats.mixed import SingularFitWarning
 
@@ -81,7 +81,7 @@ def test_max_cost_stops_a_rule_run_and_batch_is_refused(serve, tmp_path):
     with pytest.raises(CollectError, match="max_cost_usd"):
         run(spec, log, client=fast_client(server), max_cost_usd=limit)
     assert 0 < len(hce.read_log(log)) < 18
-    from hce.collect.endpoints import check_batch
+    from hce.collect.call.endpoints import check_batch
 
     with pytest.raises(CollectError, match="--batch"):
         check_batch(load_design(spec))

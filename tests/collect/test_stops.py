@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 import hce
 from hce.cli import app
-from hce.collect.batch import run_batch, state_path
-from hce.collect.client import JudgeClient
-from hce.collect.pricing import cost_usd
-from hce.collect.runner import estimate, run
-from hce.collect.sim import Faults, SimJudge
+from hce.collect.running.batch import run_batch, state_path
+from hce.collect.call.client import JudgeClient
+from hce.collect.call.pricing import cost_usd
+from hce.collect.running.runner import estimate, run
+from hce.sim import Faults, SimJudge
 from hce.errors import CollectError
 
 runner = CliRunner()

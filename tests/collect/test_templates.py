@@ -8,8 +8,8 @@ from collect_helpers import MODEL, TRANSCRIPTS, design, fast_client
 
 import hce
 from hce.collect import SimJudge, load_design, run
-from hce.collect.prompts import render
-from hce.collect.templates import PromptTemplate, load_template
+from hce.collect.design.prompts import render
+from hce.collect.design.templates import PromptTemplate, load_template
 from hce.errors import CollectError
 from hce.report import report
 
@@ -102,7 +102,7 @@ def test_str_format_templates_and_snake_case_names(tmp_path):
 
 
 def test_packaged_prompts_are_templates_of_the_same_format():
-    from hce.collect.templates import packaged_template
+    from hce.collect.design.templates import packaged_template
 
     assert {n: packaged_template(n).reply for n in ("P1.1", "P1.2", "P2.1", "P2.2", "P2.3")} == {
         "P1.1": "total", "P1.2": "scores", "P2.1": "scores", "P2.2": "scores", "P2.3": "cot"}  # fmt: skip
@@ -165,14 +165,14 @@ def na_rubric(tmp_path):
 ])
 def test_templates_are_checked_against_the_rubric_before_any_call(tmp_path, text, message):
     # Issue 44: a single-brace {ScaleLines} went to the judge literally; no answer format, or 1-5 where NA is allowed, passed.
-    from hce.collect.templates import PromptTemplate, TemplateError, check_template
+    from hce.collect.design.templates import PromptTemplate, TemplateError, check_template
     with pytest.raises(TemplateError, match=message):
         check_template(PromptTemplate("mine", text, source="mine.txt"), None, na_rubric(tmp_path))
 
 
 def test_a_template_that_writes_the_rubrics_lines_or_places_the_score_format_passes(tmp_path):
-    from hce.collect.prompts import score_format
-    from hce.collect.templates import PromptTemplate, check_template
+    from hce.collect.design.prompts import score_format
+    from hce.collect.design.templates import PromptTemplate, check_template
     rubric = na_rubric(tmp_path)
     for text in ("Judge {{ItemText}}.\n{{ScoreFormat}}", "Judge {{ItemText}}.\nAccurate: 1-4\nMedications: 1-4 or N/A",
                  'Judge {{ItemText}}. Reply {"ok": 1}\n{{ScoreFormat}}'):

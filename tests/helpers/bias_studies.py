@@ -1,13 +1,13 @@
 """Seeded studies of the simulated judge with planted biases, run in-process (issue 47's coverage tests).
 
-Each study is the real path minus HTTP: a design with probes (:mod:`hce.collect.probes`), each
-attempt's messages rendered by :func:`hce.collect.messages.item_messages`, answered by
-:class:`hce.collect.sim.SimJudge` (its planted biases, :mod:`hce.collect.sim_biases`) and parsed
-by :func:`hce.collect.parse.parse_reply`, the log row given the probe's columns as the runner
+Each study is the real path minus HTTP: a design with probes (:mod:`hce.collect.design.probes`), each
+attempt's messages rendered by :func:`hce.collect.call.messages.item_messages`, answered by
+:class:`hce.sim.SimJudge` (its planted biases, :mod:`hce.sim.biases`) and parsed
+by :func:`hce.collect.call.parse.parse_reply`, the log row given the probe's columns as the runner
 gives them. The rubric is a nine-point one of three criteria (``bias_rubric.yaml``) and every
 item's truth is level 4, 5 or 6 on each, judged at temperature 1 with noise 0.6: far from the
 scale's ends and with enough spread, a planted shift of B moves the mean score by B (to within
-0.001; hce.collect.sim, "The judge"), so B itself is the truth an interval must cover.
+0.001; hce.sim, "The judge"), so B itself is the truth an interval must cover.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hce.collect.design import load_design
-from hce.collect.messages import item_messages
-from hce.collect.parse import parse_reply
-from hce.collect.probes import probe_columns
-from hce.collect.sim import Profile, SimJudge
-from hce.collect.sim_biases import PlantedBiases
+from hce.collect.design.design import load_design
+from hce.collect.call.messages import item_messages
+from hce.collect.call.parse import parse_reply
+from hce.collect.design.probes import probe_columns
+from hce.sim import Profile, SimJudge
+from hce.sim.biases import PlantedBiases
 from hce.rubric import load_rubric
 
 RUBRIC = Path(__file__).resolve().parent / "bias_rubric.yaml"

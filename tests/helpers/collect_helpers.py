@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hce.collect.client import JudgeClient
-from hce.collect.sim import SimServer
+from hce.collect.call.client import JudgeClient
+from hce.sim import SimServer
 
 # Short, distinct transcripts written for these tests (none quotes a Rubric v5.0 example).
 TRANSCRIPTS = {

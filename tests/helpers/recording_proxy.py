@@ -6,7 +6,7 @@ import asyncio
 import threading
 from collections import Counter
 
-from hce.collect.sim_server import stop_serving
+from hce.sim.server import stop_serving
 
 
 class RecordingProxy:

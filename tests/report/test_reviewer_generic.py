@@ -363,7 +363,7 @@ def test_the_design_plan_kept_by_collect_names_attempts_and_conditions_never_log
     # A run stopped after the first attempt of every item under one prompt: nothing in the log itself
     # shows it (each item has as many attempts as the others), only the plan hce collect keeps beside it.
     from hce.collect import run
-    from hce.collect.sim import SimJudge, SimServer
+    from hce.sim import SimJudge, SimServer
     from tests.helpers.collect_helpers import design, fast_client
 
     log = tmp_path / "log.jsonl"

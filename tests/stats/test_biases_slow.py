@@ -21,7 +21,7 @@ import pytest
 from bias_studies import CRITERIA, golden_history, study
 
 import hce.stats as hs
-from hce.collect.sim_biases import PlantedBiases
+from hce.sim.biases import PlantedBiases
 from hce.stats.control_charts import run_chart
 
 pytestmark = pytest.mark.slow

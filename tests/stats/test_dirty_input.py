@@ -198,7 +198,7 @@ class Case:
 
 
 def probe_log(rng: np.random.Generator) -> pd.DataFrame:
-    """A log whose condition b is condition a's pad_neutral twin (hce.collect.probes' columns)."""
+    """A log whose condition b is condition a's pad_neutral twin (hce.collect.design.probes' columns)."""
     log = attempt_log(rng)
     twin = log["condition_id"] == "b"
     return log.assign(probe_id=np.where(twin, "pad", None), base_condition_id=np.where(twin, "a", None))

@@ -56,7 +56,7 @@ def test_audit_recovers_a_planted_length_bias_through_the_cli(tmp_path):
 def test_audit_tables_and_report_from_a_log_without_running(tmp_path):
     import numpy as np
 
-    from hce.collect.design import load_design
+    from hce.collect.design.design import load_design
     from hce.study.audit import audit_tables, write_audit
 
     items = [{"id": f"T{i}", "text": "Doctor: Hi.\nPatient: " + "word " * (5 + 40 * (i % 3))} for i in range(12)]

@@ -33,7 +33,7 @@ def test_demo_calibration_equals_calibration_metrics(demo):
     exp5 = hce.read_log(demo / "study" / "study_output" / "exp5.jsonl")
     written = pd.read_csv(demo / "tables" / "exp5_calibration.csv")
     part = design_order(exp5[~exp5["error_flag"]])  # the report reads the log in the design's order
-    # The simulated judge's logprobs are raw (its default family, hce.collect.sim), sampled at 0.1.
+    # The simulated judge's logprobs are raw (its default family, hce.sim), sampled at 0.1.
     data = calibration_data(part, hce.load_rubric("v5").criteria, logprobs_are="raw")
     assert set(data["temperature"]) == {0.1} and set(data["logprobs_are"]) == {"raw"}
     direct, _ = calibration_tables(data)

@@ -9,7 +9,7 @@ import pytest
 from seeds import fast_and_other_seeds
 
 import hce.study as st
-from hce.collect.sim_reasoning import style
+from hce.sim.reasoning import style
 from hce.errors import CollectError
 from hce.stats import code_frequencies, cohen_kappa
 from hce.study.claims import scorecard
@@ -42,7 +42,7 @@ def test_exp4_code_frequencies_recover_the_simulator_s_styles(tmp_path, seed):
     assert len(codes) == 400 and set(codes["coder"]) == {"llm:gpt-4.1-2025-04-14"}
     scheme = st.reasoning.load_coding_scheme("prd")
     # Margin: each of the 60 shares (4 models x 15 codes, 100 segments each) gets its Wilson interval at
-    # 1 - 0.01 / 60, so all 60 hold the true probability (hce.collect.sim_reasoning) with >= 99% chance.
+    # 1 - 0.01 / 60, so all 60 hold the true probability (hce.sim.reasoning) with >= 99% chance.
     freq = code_frequencies(codes, condition="model", codes=scheme.ids, confidence=1 - 0.01 / 60)
     truth = np.array([style(m)[d][c] for m, d, c in zip(freq["model"], freq["code"], freq["level"])])
     inside = (freq["ci_low"] <= truth) & (truth <= freq["ci_high"])

@@ -2,7 +2,7 @@
 
 Each part is the statistic it reports, so the page is checked against those: the MDE grid is
 :func:`hce.stats.mde` at the pilot's own cost per attempt, the attempts are
-:meth:`~hce.stats.VarianceComponents.solve`, the saving is :mod:`hce.collect.stopping`'s.
+:meth:`~hce.stats.VarianceComponents.solve`, the saving is :mod:`hce.collect.running.stopping`'s.
 """
 
 import warnings
@@ -49,7 +49,7 @@ def test_plan_parts_are_the_statistics_they_report():
 
 
 def test_cost_per_attempt_from_tokens_when_the_log_has_no_cost():
-    from hce.collect.pricing import cost_usd
+    from hce.collect.call.pricing import cost_usd
 
     pilot = hce.stats.simulated_log(n_items=2, n_attempts=2, random_state=0).drop(columns="cost_usd")
     assert np.isnan(cost_per_attempt(pilot))

@@ -148,7 +148,7 @@ def test_llm_coding_prompt_and_parser():
     assert codes["clarity_of_language"]["rubric_alignment"] == "clear_link"
     assert codes["lexical_diversity"]["reasoning_depth"] is None
     assert problems == ["lexical_diversity.reasoning_depth: 'deep' is not one of ['superficial', 'moderate', 'in_depth']"]
-    # One JSON reader (hce.collect.parse.json_object) for codes and verdicts, with one wording.
+    # One JSON reader (hce.collect.call.parse.json_object) for codes and verdicts, with one wording.
     assert parse_codes("not json", scheme, ["x"])[1][0].startswith("reply is not a single JSON object")
     # Prose around the fenced block, as models write it, does not lose the codes.
     prose = "Here are the codes:\n```json\n" + json.dumps(reply) + "\n```\nLet me know if you need more."

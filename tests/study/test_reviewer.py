@@ -253,7 +253,7 @@ def test_a_seeded_demo_is_reproducible_end_to_end(demo, tables, tmp_path):
     # Issue 33: two runs of `hce demo` gave different tables (the simulator answered identical
     # requests in arrival order). Every table but those of cost and latency is now byte-identical:
     # latency is the clock's, and cached tokens are the server's prompt cache, which fills in
-    # arrival order (hce.collect.sim_cache), as a real server's does.
+    # arrival order (hce.prompt_cache), as a real server's does.
     again = run_demo(tmp_path / "again")
     measured = re.compile(r"cost|latency")
     compared = 0

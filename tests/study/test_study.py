@@ -12,7 +12,7 @@ import hce
 from hce.cli import app
 import hce.study as st
 from hce.study.designs import condition
-from hce.collect.client import CallResult
+from hce.collect.call.client import CallResult
 from hce.errors import CollectError
 from hce.rubric import load_rubric
 from hce.stats.result import AnalysisResult
@@ -232,7 +232,7 @@ class _CodingClient:
 def test_llm_coding_through_the_client(demo_run, tmp_path, monkeypatch):
     path, _ = demo_run
     shutil.copytree(path.parent / "out", tmp_path / "out")
-    monkeypatch.setattr("hce.collect.endpoints.JudgeClient", _CodingClient)  # Exp 4's coding goes through runner.run
+    monkeypatch.setattr("hce.collect.call.endpoints.JudgeClient", _CodingClient)  # Exp 4's coding goes through runner.run
     config = _demo_config(tmp_path / "out")
     config["experiments"]["exp4"]["llm_coding"] = {"enabled": True, "model": "gpt-4.1"}
     result = st.run_study(st.load_study(config), simulate=True, until="exp4")

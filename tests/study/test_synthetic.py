@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hce.collect.parse import parse_synthetic
+from hce.collect.call.parse import parse_synthetic
 from hce.study.synthetic import draw_targets, synthetic_corpus
 from hce.errors import DataError
 

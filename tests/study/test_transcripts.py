@@ -4,8 +4,8 @@ import warnings
 import pytest
 import yaml
 
-from hce.collect.design import load_design
-from hce.collect.transcripts import EncodingWarning, normalize_text, read_text_file
+from hce.collect.design.design import load_design
+from hce.collect.design.transcripts import EncodingWarning, normalize_text, read_text_file
 from hce.study.transcripts import StripRules, load_transcripts, write_transcripts
 from hce.errors import DataError
 

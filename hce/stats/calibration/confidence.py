@@ -86,7 +86,7 @@ def logprob_confidence(
         What the provider's logprobs are the log of (needs ``temperature``): ``"raw"`` the
         model's distribution at temperature 1 whatever the temperature (the default when
         ``temperature`` is given; OpenAI, Ollama: see docs/guide/calibration.md and
-        ``hce.collect.sim``); ``"sampled"`` the distribution the reply was sampled from
+        ``hce.sim``); ``"sampled"`` the distribution the reply was sampled from
         (no adjustment is made); ``"raw_at_zero"`` sampled, except raw at temperature 0.
 
     Returns

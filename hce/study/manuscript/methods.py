@@ -18,7 +18,7 @@ import re
 import pandas as pd
 
 import hce
-from hce.collect.prompts import REPLY_FORMAT
+from hce.collect.design.prompts import REPLY_FORMAT
 from hce.report.manuscript.model import (
     Block,
     Bullets,

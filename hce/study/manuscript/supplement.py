@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hce.collect.prompts import REPLY_FORMAT, render
+from hce.collect.design.prompts import REPLY_FORMAT, render
 from hce.study.manuscript.facts import StudyFacts
 from hce.study.report import PER_ITEM_TABLES
 

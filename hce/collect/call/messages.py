@@ -1,0 +1,58 @@
+"""What one call of a run sends: an item's prompt rendered for a condition, and the condition's sampling settings.
+
+Online runs, batch runs, the dry run's estimates and the cost projection all render prompts
+through :func:`item_messages`, so what is priced is what is sent.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from hce.collect.design.design import Condition, Design, Item
+from hce.collect.design.prompts import render
+from hce.collect.design.transcripts import clean_text
+
+
+def item_messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str]]:
+    if cond.prompt_id in design.prompts:
+        return design.prompts[cond.prompt_id].render(item)
+    if cond.prompt_id == "BOOL":
+        return render("BOOL", behavior=cond.behavior, case=item.case)
+    if cond.prompt_id == "SYNTH":
+        return render("SYNTH", rubric=design.rubric, target_total=int(item.metadata["target_total"]))
+    text, rubric = clean_text(item.text).text, design.rubric
+    if cond.probe is not None:  # a probe's twin sees the item transformed (hce.collect.design.probes)
+        text, rubric = cond.probe.transform_text(text, item.id), cond.probe.transform_rubric(rubric, item.id)
+    return render(cond.prompt_id, rubric=rubric, transcript=text, template=cond.template, examples=cond.examples)
+
+
+def call_settings(cond: Condition) -> dict[str, Any]:
+    """The sampling settings of a condition's calls, as :meth:`JudgeClient.complete` and :func:`chat_body` take them."""
+    return dict(
+        model=cond.model,
+        temperature=cond.temperature,
+        max_tokens=cond.max_tokens,
+        top_p=cond.top_p,
+        seed=cond.seed,
+        logprobs=cond.logprobs,
+        top_logprobs=cond.top_logprobs,
+        prompt_cache_key=cond.prompt_cache_key,
+    )
+
+
+def prompt_cache(design: Design, size: int) -> Callable[[str, str], list[dict[str, str]]]:
+    """``messages(item_id, condition_id)``, the rendered prompt, kept for the last ``size`` pairs.
+
+    Attempts of one item x condition come together: a small cache serves them all without
+    holding every prompt of a large design in memory.
+    """
+    items = {item.id: item for item in design.items}
+    conditions = {cond.id: cond for cond in design.conditions}
+
+    @functools.lru_cache(maxsize=size)
+    def messages(item_id: str, condition_id: str) -> list[dict[str, str]]:
+        return item_messages(items[item_id], conditions[condition_id], design)
+
+    return messages
