@@ -32,6 +32,24 @@ random_state : int, Generator or None, default None
     Seed (or NumPy ``Generator``) of every random draw the function makes: bootstrap
     resamples, simulations, the sampler. None draws fresh entropy; pass an int to reproduce
     the result. The command line spells it ``--seed``.""",
+    # the runs of a design (hce.collect.running): the endpoint override, and the synchronous forms
+    "endpoint_override": """\
+base_url, api_key : str, optional
+    The server and key of the design's one endpoint (default: the endpoint's
+    ``base_url``, else ``$OPENAI_BASE_URL``, and the variable ``api_key_env`` names).""",
+    "sync_parameters": """\
+Parameters
+----------
+design : Design, path of a design YAML, or mapping
+log : path
+    The JSONL attempt log.
+**kwargs
+    The keywords of the function's ``async`` form, named in the first line.""",
+    "run_example_setup": """\
+>>> import asyncio, tempfile, os, hce
+>>> from hce.examples import example_design
+>>> from hce.sim import SimServer
+>>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")""",
     # {default} is the function's own default, read from its signature by fill_doc
     "confidence": """\
 confidence : float, default {default}

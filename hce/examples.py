@@ -58,3 +58,26 @@ def write_example_inputs(folder: str | os.PathLike, *, n: int | None = None) -> 
     summaries.write_text("".join(json.dumps({"id": r["transcript_id"], "text": r["text"]}) + "\n" for r in rows),
                          encoding="utf-8")
     return [*written, summaries]
+
+
+def example_design(attempts: int = 3) -> dict:
+    """A one-item, one-condition design to try a run on the simulated judge in a few lines.
+
+    Parameters
+    ----------
+    attempts : int, default 3
+        Repeats of the one judgement.
+
+    Returns
+    -------
+    dict
+        A design mapping, as a design YAML file would hold it.
+
+    Examples
+    --------
+    >>> example_design(2)["attempts"], example_design()["conditions"]
+    (2, [{'prompt': 'P1.2', 'model': 'gpt-4.1-mini'}])
+    """
+    return {"attempts": attempts, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
+            "items": [{"id": "T1", "text": "Doctor: How are you?\nPatient: I walk sometimes."}]}
+

@@ -48,16 +48,16 @@ from pathlib import Path
 from typing import Any
 
 
-from hce._paths import cause
 from hce._vocabulary import keywords_checked, keywords_of
 from hce._warnings import warn
 from hce._docstrings import fill_doc
 from hce.collect.call.client import CallResult, JudgeClient, chat_body, fill
 from hce.collect.design.design import Design, load_design
 from hce.collect.call.endpoints import check_batch, client_for
-from hce.collect.running.failed import BATCH_FAILED, set_aside_failed
+from hce.collect.running.failed import BATCH_FAILED
 from hce.collect.running.lock import one_writer
-from hce.collect.running.log_rows import request_rows
+from hce.collect.running.journal import Journal
+from hce.collect.running.pipeline import Pipeline, open_log
 from hce.collect.call.messages import call_settings, prompt_cache
 from hce.collect.running.resume import pending
 from hce.collect.running.run_summary import RunSummary, Tally
@@ -65,7 +65,7 @@ from hce.collect.running.runner import in_new_loop
 from hce.collect.call.sampling import Request, group_requests
 from hce.collect.running.spend_limit import check_batch_budget
 from hce.errors import CollectError
-from hce.log import LogWriter, logged_attempt_ids
+from hce.log import logged_attempt_ids
 
 ENDPOINT = "/v1/chat/completions"
 MAX_REQUESTS = 50_000  # OpenAI's limits on one batch input file
@@ -222,9 +222,7 @@ async def run_batch_async(
     client : JudgeClient, optional
         Default: one built from the design's endpoint, ``base_url``/``api_key`` (else
         ``$OPENAI_BASE_URL`` and the variable ``endpoint.api_key_env`` names).
-    base_url, api_key : str, optional
-        The server and key of the design's one endpoint (default: the endpoint's
-        ``base_url``, else ``$OPENAI_BASE_URL``, and the variable ``api_key_env`` names).
+    %(endpoint_override)s
     resubmit_failed : bool
         Move the rows of calls that failed (inside a batch, or online after their retries)
         out of the log into ``<log>.retried.jsonl`` and send them again; a malformed reply
@@ -255,11 +253,9 @@ async def run_batch_async(
 
     Examples
     --------
-    >>> import asyncio, tempfile, os
-    >>> from hce.collect import SimServer, run_batch_async
-    >>> design = {"attempts": 2, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
-    ...           "items": [{"id": "T1", "text": "Doctor: How are you?\\nPatient: I walk sometimes."}]}
-    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    %(run_example_setup)s
+    >>> from hce.collect import run_batch_async
+    >>> design = example_design(attempts=2)
     >>> with SimServer().start() as server:
     ...     summary = asyncio.run(run_batch_async(design, log, base_url=server.url, api_key="local", poll_interval=0.01))
     >>> summary.done
@@ -268,7 +264,7 @@ async def run_batch_async(
     design = design if isinstance(design, Design) else load_design(design)
     check_batch(design)
     started = time.perf_counter()
-    retried = set_aside_failed(log) if resubmit_failed else 0
+    retried = open_log(design, log, retry_failed=resubmit_failed).retried
     planned, todo = pending(design, log)
     session = _Session(design, log, client, base_url, api_key, random_state, progress, poll_interval, max_poll_interval)
     async with session:
@@ -314,18 +310,13 @@ async def run_batch_async(
 
 
 @keywords_of(run_batch_async)
+@fill_doc
 def run_batch(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> BatchSummary:
     """Synchronous :func:`run_batch_async` (for scripts and the CLI).
 
     A ``client=`` given here is closed when the run ends.
 
-    Parameters
-    ----------
-    design : Design, path of a design YAML, or mapping
-    log : path
-        The JSONL attempt log.
-    **kwargs
-        The keywords of :func:`run_batch_async`.
+    %(sync_parameters)s
 
     Returns
     -------
@@ -333,11 +324,8 @@ def run_batch(design: Design | str | os.PathLike | Mapping[str, Any], log: str |
 
     Examples
     --------
-    >>> import tempfile, os, hce
-    >>> from hce.sim import SimServer
-    >>> design = {"attempts": 3, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
-    ...           "items": [{"id": "T1", "text": "Doctor: How are you?\\nPatient: I walk sometimes."}]}
-    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    %(run_example_setup)s
+    >>> design = example_design(attempts=3)
     >>> with SimServer().start() as server:
     ...     summary = run_batch(design, log, base_url=server.url, api_key="local", poll_interval=0.01)
     >>> summary.done, summary.errors, summary.batch_ids, len(hce.read_log(log))
@@ -503,18 +491,13 @@ async def cancel_batches_async(
 
 
 @keywords_of(cancel_batches_async)
+@fill_doc
 def cancel_batches(
     design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any
 ) -> CancelSummary:
     """Synchronous :func:`cancel_batches_async` (for scripts and the CLI).
 
-    Parameters
-    ----------
-    design : Design, path of a design YAML, or mapping
-    log : path
-        The JSONL attempt log.
-    **kwargs
-        The keywords of :func:`cancel_batches_async`.
+    %(sync_parameters)s
 
     Returns
     -------
@@ -522,11 +505,8 @@ def cancel_batches(
 
     Examples
     --------
-    >>> import tempfile, os, hce
-    >>> from hce.sim import SimServer
-    >>> design = {"attempts": 4, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
-    ...           "items": [{"id": "T1", "text": "Doctor: How are you?\\nPatient: I walk sometimes."}]}
-    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    %(run_example_setup)s
+    >>> design = example_design(attempts=4)
     >>> with SimServer().start() as server:   # the simulated batch stops after half its requests
     ...     options = dict(base_url=server.url, api_key="local", poll_interval=0.01)
     ...     submitted = run_batch(design, log, wait=False, **options)
@@ -565,7 +545,7 @@ class _Session:
         self.prompt_for = prompt_cache(design, 64)
         self.bar = (_Progress() if sys.stderr.isatty() else _PollLines()) if progress else None
         self.poller = _Poller(self.client, self.state, self.bar, first, most)
-        self.writer: LogWriter | None = None
+        self.pipeline: Pipeline | None = None  # the log is opened when the first batch is logged
 
     async def __aenter__(self) -> _Session:
         if self.bar is not None:
@@ -576,8 +556,8 @@ class _Session:
         try:
             if self.bar is not None:
                 self.bar.stop()
-            if self.writer is not None:
-                self.writer.close()
+            if self.pipeline is not None:
+                self.pipeline.journal.close()
         finally:
             if self.own_client:
                 await self.client.aclose()
@@ -588,8 +568,9 @@ class _Session:
 
     async def ingest(self, batch: Any) -> None:
         """Log the results of an ended batch: each attempt once, none that never ran."""
-        if self.writer is None:
-            self.writer = LogWriter(self.log)
+        if self.pipeline is None:
+            self.pipeline = Pipeline(self.design, Journal(self.log), self.tally)
+        journal = self.pipeline.journal
         logged = logged_attempt_ids(self.log)
         unknown = 0
         for file_id in (batch.output_file_id, batch.error_file_id):
@@ -612,17 +593,12 @@ class _Session:
                 request = Request(custom_id, tuple(self.attempts[i] for i in ids))
                 attempt = request.attempts[0]
                 messages = self.prompt_for(attempt.item.id, attempt.condition.id)
-                rows = [(row, part) for row, part in request_rows(request, self.design, messages, result, batch=True)
-                        if row["attempt_id"] not in logged]  # fmt: skip
-                try:
-                    self.writer.append_many([row for row, _ in rows])
-                except OSError as error:  # the batch stays open in the state file: the next run collects it again
-                    raise CollectError(f"cannot write {self.log}: {cause(error)}. The batch {batch.id} stays open; its "
-                                       "results stay with the provider, and the next --batch run of the same command "
-                                       "logs the ones not logged yet, without sending them again") from None
-                for index, (row, part) in enumerate(rows):
-                    logged.add(row["attempt_id"])
-                    self.tally.add(row, part, attempt.condition, call=index == 0)
+                self.pipeline.record(request, messages, result, batch=True, logged=logged)
+                if journal.reason is not None:  # the batch stays open in the state file: the next run collects it
+                    failed = f"cannot write {self.log}: {journal.log_cause}" if journal.log_cause else journal.reason
+                    raise CollectError(f"{failed}. The batch {batch.id} stays open; its results stay with the provider "
+                                       f"(those received are kept in {journal.path}), and the next --batch run of the "
+                                       "same command logs the ones not logged yet, without sending them again")
         if unknown:
             warn(
                 f"batch {batch.id}: {unknown} results name attempts this design does not plan (was the design changed?); "

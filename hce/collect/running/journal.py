@@ -96,6 +96,7 @@ class Journal:
         self.log = Path(log)
         self.path = wal_path(log)
         self._log_failed: str | None = None
+        self.log_cause: str | None = None  # why the log could not be written (the OS's words), once it failed
         self._record_failed: str | None = None
         self.unlogged = 0
         self.lost = 0
@@ -136,7 +137,8 @@ class Journal:
                 self._writer.write_lines(data)
                 return
             except OSError as error:
-                self._log_failed = (f"cannot write {self.log}: {cause(error)}. The run stopped; the replies received "
+                self.log_cause = cause(error)
+                self._log_failed = (f"cannot write {self.log}: {self.log_cause}. The run stopped; the replies received "
                                     f"are kept in {self.path} and logged by the next run of the same command, once "
                                     "the log can be written, without sending them again")
         if recorded:

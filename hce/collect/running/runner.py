@@ -79,11 +79,10 @@ from hce.collect.estimates import (
     input_tokens,
     summarise_estimate,
 )
-from hce.collect.running.failed import set_aside_failed
-from hce.collect.design.fingerprint import set_aside_changed
-from hce.collect.running.journal import Journal, recover
+from hce.collect.running.journal import Journal
 from hce.collect.running.lock import one_writer
 from hce.collect.running.log_rows import attempt_row, request_rows
+from hce.collect.running.pipeline import Pipeline, open_log
 from hce.collect.call.messages import call_settings, prompt_cache
 from hce.collect.running.progress import progress_display
 from hce.collect.call.rate_limit import endpoint_limits, rate_limits
@@ -137,9 +136,7 @@ async def run_async(
         variable its endpoint names (read, for every endpoint, before anything is sent).
         A ``client`` or ``base_url``/``api_key`` stands for the endpoint of a design that
         uses one; for a design with several it is refused.
-    base_url, api_key : str, optional
-        The server and key of the design's one endpoint (default: the endpoint's
-        ``base_url``, else ``$OPENAI_BASE_URL``, and the variable ``api_key_env`` names).
+    %(endpoint_override)s
     concurrency : int, optional
         Calls in flight at once in the whole run (default: the design's ``run``, else 8);
         an endpoint's own ``concurrency`` caps its share.
@@ -195,11 +192,9 @@ async def run_async(
 
     Examples
     --------
-    >>> import asyncio, tempfile, os
-    >>> from hce.collect import SimServer, run_async
-    >>> design = {"attempts": 2, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
-    ...           "items": [{"id": "T1", "text": "Doctor: How are you?\\nPatient: I walk sometimes."}]}
-    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    %(run_example_setup)s
+    >>> from hce.collect import run_async
+    >>> design = example_design(attempts=2)
     >>> with SimServer().start() as server:
     ...     summary = asyncio.run(run_async(design, log, base_url=server.url, api_key="local"))
     >>> summary.done
@@ -225,9 +220,7 @@ async def run_async(
     async with contextlib.AsyncExitStack() as cleanup:
         # Every endpoint's key is read before anything is sent or the log is touched.
         clients = await open_clients(design, cleanup, client, base_url=base_url, api_key=api_key, random_state=random_state)
-        recover(log)  # replies an earlier run received but could not log, before anything reads the log
-        retried = set_aside_failed(log) if retry_failed else 0  # before the writer opens the file it replaces
-        superseded = set_aside_changed(design, log) if new_settings else []
+        aside = open_log(design, log, retry_failed=retry_failed, new_settings=new_settings)
         journal = cleanup.enter_context(Journal(log))  # sets a torn last line aside before we read the ids
         planned, todo = pending(design, log)
         hosts = {name: getattr(c, "base_url", None) or design.endpoints[name].host for name, c in clients.items()}
@@ -238,7 +231,8 @@ async def run_async(
         limits = rate_limits(rpm, tpm)
         own = {name: endpoint_limits(design.endpoints[name]) for name in clients}
         slots = asyncio.Semaphore(concurrency)
-        bar = progress_display(len(todo), retried, progress_every) if progress and todo else None
+        bar = progress_display(len(todo), aside.retried, progress_every) if progress and todo else None
+        pipeline = Pipeline(design, journal, tally, budget, fail_fast, bar)
         prompt_for = prompt_cache(design, 4 * concurrency)
 
         def stopped() -> bool:
@@ -260,14 +254,7 @@ async def run_async(
                     return
                 result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n,
                                                                request_id=attempt.attempt_id)  # fmt: skip
-            rows = request_rows(request, design, messages, result)
-            journal.write([row for row, _ in rows])  # one write: a request's rows land together
-            budget.settle(cost, sum(row["cost_usd"] or 0.0 for row, _ in rows))
-            for index, (row, part) in enumerate(rows):
-                tally.add(row, part, cond, call=index == 0)
-            fail_fast.add(attempt, result)
-            if bar is not None:
-                bar.update(tally.counts)
+            pipeline.record(request, messages, result, estimate=cost)
 
         async def worker(queue: asyncio.Queue[Request]) -> None:
             while not queue.empty() and not stopped():
@@ -310,24 +297,19 @@ async def run_async(
             if stop.reason is not None:
                 raise CollectError(f"{stop.reason} So far: {so_far}")
     settled = len(unsent) if design.stop_rule is not None else 0
-    return tally.summary(len(planned), len(todo), started, log, retried=retried, superseded=superseded,
+    return tally.summary(len(planned), len(todo), started, log, retried=aside.retried, superseded=aside.superseded,
                          settled=settled)
 
 
 @keywords_of(run_async)
+@fill_doc
 def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> RunSummary:
     """Synchronous :func:`run_async` (for scripts and the CLI; in a notebook, ``await run_async(...)``).
 
     A ``client=`` given here is closed when the run ends: its connections belong to the
     event loop this function creates and ends.
 
-    Parameters
-    ----------
-    design : Design, path of a design YAML, or mapping
-    log : path
-        The JSONL attempt log.
-    **kwargs
-        The keywords of :func:`run_async`.
+    %(sync_parameters)s
 
     Returns
     -------
@@ -335,11 +317,8 @@ def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.Pa
 
     Examples
     --------
-    >>> import tempfile, os, hce
-    >>> from hce.sim import SimServer
-    >>> design = {"attempts": 3, "conditions": [{"prompt": "P1.2", "model": "gpt-4.1-mini"}],
-    ...           "items": [{"id": "T1", "text": "Doctor: How are you?\\nPatient: I walk sometimes."}]}
-    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    %(run_example_setup)s
+    >>> design = example_design(attempts=3)
     >>> with SimServer().start() as server:
     ...     summary = run(design, log, base_url=server.url, api_key="local")
     >>> summary.done, summary.errors, len(hce.read_log(log))
