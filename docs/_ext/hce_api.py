@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 # The modules whose public names get pages, in the order of the API index.
-MODULES = ("hce", "hce.stats", "hce.collect", "hce.report", "hce.study")
+MODULES = ("hce", "hce.stats", "hce.sim", "hce.collect", "hce.report", "hce.study")
 # Subpackages with an __all__ of their own: hce.stats' (partly beyond what hce.stats exports)
 # and the manuscript writers of hce.report.
 SUBPACKAGES = ("hce.stats.bayes", "hce.stats.calibration", "hce.stats.factor", "hce.stats.mixed",

@@ -15,7 +15,7 @@ Your own instrument end to end: PDSQI-9 as an hce rubric, own prompts, the simul
    the summary judged) x 3 conditions x 5 attempts. The conditions: zero-shot on model A at
    temperature 0.1, few-shot on model A at 0.1, few-shot on model B at 0.7, so two
    conditions share a prompt and are still never pooled.
-3. Runs the design against ``hce.collect.SimServer`` on loopback (no key, no cost; with
+3. Runs the design against ``hce.sim.SimServer`` on loopback (no key, no cost; with
    429s, 500s and malformed replies injected) and writes the generic report.
 
 Run from the repository root (the data live in ../shared/data, see its README)::

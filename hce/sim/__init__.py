@@ -134,7 +134,6 @@ from hce.sim.server import SimServer
 from hce.sim.settings import LOOPBACK, Faults, Profile
 from hce.sim.truth import latent_scores, split_total, text_key
 
-__all__ = [
-    "BatchSettings", "COT_QUOTE_WORDS", "FORMAT_NOISE", "LOOPBACK", "MAX_CHOICES", "PRD_MODELS", "SIM_FINGERPRINT", "Faults", "PlantedBiases", "Profile",
-    "SimJudge", "canonical_text", "SimServer", "detect_format", "latent_scores", "split_total", "text_key",
-]  # fmt: skip
+# The simulator's public product (its API page); the constants and helpers above are importable
+# from here for the study layer and the tests.
+__all__ = ["BatchSettings", "Faults", "PlantedBiases", "Profile", "SimJudge", "SimServer"]
