@@ -245,7 +245,9 @@ def test_a_hung_server_is_given_up_on_at_the_calls_deadline():
         took = time.perf_counter() - started
     assert took < 2.5, took  # 0.6 s deadline; 4 tries of 0.6 s would be 2.4 s and more
     assert result.error_message.startswith("timeout: no answer within the call's 0.6 s")
-    assert result.latency_s == pytest.approx(took, abs=0.5) and result.latency_last_s <= result.latency_s
+    # The attempt's whole wall time: at least the deadline, at most what the caller waited (no timing margin
+    # that a loaded machine could cross).
+    assert 0.6 <= result.latency_s <= took and result.latency_last_s <= result.latency_s
 
 
 class _Answers(http.server.BaseHTTPRequestHandler):
