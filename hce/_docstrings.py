@@ -65,6 +65,14 @@ unconverged : {"hide", "show"}, default "hide"
 n_boot : int, default {default}
     Bootstrap resamples behind the bootstrap intervals; more give steadier interval ends.""",
     # the emmeans methods of LmerResult, GlmerResult and ClmmResult
+    "emmeans_grid": """\
+A level's mean averages the model's linear predictor over emmeans' reference grid: all
+levels of the other categorical fixed factors with equal weights, numeric covariates at
+their mean. ``pairwise=True`` gives the differences of the means (R: ``pairs()`` of the
+means, with ``confint()``'s intervals). See ``hce.stats.mixed.emmeans``.""",
+    "emmeans_z_returns": """\
+pandas.DataFrame
+    The columns of :meth:`LmerResult.emmeans` (``df`` is ``inf``, ``statistic`` a z).""",
     "emmeans_factor": """\
 factor : str
     A categorical fixed effect.

@@ -63,6 +63,19 @@ def test_a_fit_stopped_by_max_iter_shows_estimates_only(judged, model):
     assert converged.converged and converged.fixef()[INFERENCE].notna().all().all()
 
 
+@pytest.mark.parametrize("reml", [True, False])
+def test_lmer_summary_says_where_an_unconverged_fit_stopped(judged, reml):
+    # issue 42: the summary said "REML criterion at convergence" on a fit that stopped short;
+    # lme4 prints its optimiser's code and the convergence messages at the end (.prt.warn)
+    text = quiet(FITS["lmer"], judged, max_iter=1, REML=reml).summary()
+    assert "at convergence" not in text
+    assert "where the optimiser stopped: the fit did not converge" in text
+    assert "convergence code: -1" in text and "Warning: the profiled" in text
+    done = FITS["lmer"](judged, REML=reml).summary()
+    assert "did not converge" not in done and "convergence code" not in done
+    assert ("REML criterion at convergence" in done) is reml
+
+
 def test_lmer_anova_and_contrasts_hide_their_tests_when_not_converged(judged):
     m = quiet(FITS["lmer"], judged, max_iter=1)
     table = m.anova()

@@ -14,13 +14,20 @@ Tolerances, with reasons:
   20-59 x samples 0-9 it stopped at max.grad 24 (logLik 0.010 below hce's);
 * estimates: 2e-3 absolute where R's fit converged (max.grad below 2e-3);
 * fixed-effect standard errors: 2e-3 relative (measured: below 1e-4);
-* threshold standard errors: 1.5e-2 relative. ordinal's come from a finite-difference Hessian
-  (step 1e-4) of a Laplace objective whose modes are found to gradient 1e-4, so its noise is of
-  order 1e-8 / 1e-8; hce differentiates its exact gradient. At ordinal's own estimates hce's
-  Hessian gives the 1|2 SE 0.3771 on items 0-59 where ordinal prints 0.3732; ordinal rerun
-  with clmm.control(gradTol = 1e-10) prints 0.578 at the same optimum. The thresholds' SEs
-  carry the item variance's uncertainty (sd 2.7 here), where that noise shows; the fixed
-  effects' contrasts do not;
+* standard errors against the Laplace approximation with its modes converged
+  (``std_error_laplace``, fits with one random term): 2e-3 relative, thresholds included.
+  ordinal's printed threshold SEs are 1% off on the issue-42 case (0.3732 against 0.3771 for
+  1|2): its C code for one random term (getNLA.ssr, NRalgv3) stops the inner Newton at
+  max|gradient| 1e-4 and takes ``log|D|`` from the Hessian of the previous iterate, so its
+  objective sits up to 1e-3 off the Laplace approximation and moves unevenly, and a
+  finite-difference Hessian of it (deriv12, step 1e-4) carries that. The R script evaluates
+  ordinal's own C code with the modes converged and D at the mode (logLik -1395.637067 at
+  ordinal's estimates, equal to hce's to 1e-9, where ordinal prints -1395.637926) and takes
+  its Hessian by numDeriv's Richardson extrapolation: 1|2 SE 0.37711, hce 0.37719. Against
+  ordinal's printed SEs only the fixed effects are held (2e-3; measured below 1e-4), the
+  thresholds at 1.5e-2 (that error, with room);
+* the crossed item + prompt fit runs ordinal's general code, which takes D at the final
+  modes: there every SE is held to ordinal's printed ones at 2e-3;
 * glmer's standard error with a variance at 0: 1e-2 relative (issue 42), lme4's from its
   central-difference Hessian at theta = 0.
 """
@@ -92,7 +99,13 @@ def check_clmm(scores: pd.DataFrame, ref: dict):
     np.testing.assert_allclose(table["estimate"], _as_list(ref["estimate"]), rtol=0, atol=2e-3)
     se = np.array(_as_list(ref["std_error"]))
     np.testing.assert_allclose(table["std_error"][n_theta:], se[n_theta:], rtol=2e-3)
-    np.testing.assert_allclose(table["std_error"][:n_theta], se[:n_theta], rtol=1.5e-2)
+    if "std_error_laplace" in ref:  # one random term: ordinal's stale log|D| (see the top)
+        assert m.loglik >= ref["loglik_laplace"] - 1e-6, (m.loglik, ref["loglik_laplace"])
+        laplace = np.array(_as_list(ref["std_error_laplace"]))[: len(table)]  # the sd's last
+        np.testing.assert_allclose(table["std_error"], laplace, rtol=2e-3)
+        np.testing.assert_allclose(table["std_error"][:n_theta], se[:n_theta], rtol=1.5e-2)
+    else:
+        np.testing.assert_allclose(table["std_error"], se, rtol=2e-3)
     sd = m.varcorr().set_index("group")["sdcor"]
     np.testing.assert_allclose(sd[_as_list(ref["sd_group"])], _as_list(ref["sd"]), rtol=0, atol=2e-3)
     return m

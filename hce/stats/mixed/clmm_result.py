@@ -198,11 +198,10 @@ class ClmmResult:
         """Estimated marginal means of ``factor`` on the latent scale, or their pairwise
         differences, as R's emmeans (its default ``mode = "latent"``).
 
-        A level's mean is ``x' beta`` minus the mean threshold, averaged over a grid of all
-        levels of the other categorical fixed factors with equal weights, numeric covariates
-        at their mean; a difference of two means is the difference of their ``x' beta``
-        (positive: the first level scores higher). Tests are Wald z (df = inf), as emmeans
-        tests a clmm. See ``hce.stats.mixed.emmeans``.
+        %(emmeans_grid)s
+        On the latent scale the linear predictor is ``x' beta`` minus the mean threshold; a
+        difference of two means is the difference of their ``x' beta`` (positive: the first
+        level scores higher). Tests are Wald z (df = inf), as emmeans tests a clmm.
 
         Parameters
         ----------
@@ -212,8 +211,7 @@ class ClmmResult:
 
         Returns
         -------
-        pandas.DataFrame
-            The columns of :meth:`LmerResult.emmeans` (``df`` is ``inf``, ``statistic`` a z).
+        %(emmeans_z_returns)s
 
         Examples
         --------

@@ -163,9 +163,8 @@ class GlmerResult:
     ) -> pd.DataFrame:
         """Estimated marginal means of ``factor``, or their pairwise differences, as R's emmeans.
 
-        Means average the linear predictor over a grid of all levels of the other categorical
-        fixed factors with equal weights, numeric covariates at their mean; tests are Wald z
-        (df = inf), as emmeans tests a glmer. See ``hce.stats.mixed.emmeans``.
+        %(emmeans_grid)s
+        Tests are Wald z (df = inf), as emmeans tests a glmer.
 
         Parameters
         ----------
@@ -180,8 +179,7 @@ class GlmerResult:
 
         Returns
         -------
-        pandas.DataFrame
-            The columns of :meth:`LmerResult.emmeans` (``df`` is ``inf``, ``statistic`` a z).
+        %(emmeans_z_returns)s
 
         Examples
         --------

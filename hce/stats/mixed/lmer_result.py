@@ -354,10 +354,8 @@ class LmerResult:
     ) -> pd.DataFrame:
         """Estimated marginal means of ``factor``, or their pairwise differences, as R's emmeans.
 
-        Each level's mean averages the predictions over a grid of all levels of the other
-        categorical fixed factors with equal weights, numeric covariates at their mean (R:
-        ``emmeans(m, ~ factor, lmer.df = ddf)``; ``pairwise=True``: ``pairs()`` of it, with
-        ``confint()``'s intervals). See ``hce.stats.mixed.emmeans``.
+        %(emmeans_grid)s
+        R: ``emmeans(m, ~ factor, lmer.df = ddf)``.
 
         Parameters
         ----------
@@ -422,7 +420,9 @@ class LmerResult:
         -------
         str
         """
-        crit = "REML criterion at convergence" if self.reml else "deviance"
+        # lme4 prints "at convergence" whatever happened and warns at the end; a fit that
+        # stopped short says so where its criterion is printed, not only in the warnings
+        stopped = "where the optimiser stopped: the fit did not converge"
         q = np.quantile(self.residuals / np.sqrt(self.sigma2), [0, 0.25, 0.5, 0.75, 1])
         lines = [
             f"Linear mixed model fit by {'REML' if self.reml else 'maximum likelihood'} [hce: {self.engine}]",
@@ -435,10 +435,12 @@ class LmerResult:
             lines += [
                 "     AIC      BIC   logLik deviance",
                 f"{aic:8.1f} {bic:8.1f} {self.loglik:8.1f} {-2 * self.loglik:8.1f}",
+                *([] if self.converged else [f"(taken {stopped})"]),
                 "",
             ]
         else:
-            lines += [f"{crit}: {-2 * self.loglik:.1f}", ""]
+            reached = "at convergence" if self.converged else stopped
+            lines += [f"REML criterion {reached}: {-2 * self.loglik:.1f}", ""]
         lines += [
             "Scaled residuals: ",
             _table([["Min", "1Q", "Median", "3Q", "Max"], [f"{v:.4f}" for v in q]]),
@@ -455,6 +457,9 @@ class LmerResult:
         if self.singular:
             lines += ["", "boundary (singular) fit: see help('isSingular') in lme4"]
         warned = [m for m in self.messages if not m.startswith("boundary")]
+        if not self.converged:
+            # as lme4's .prt.warn: the optimiser's code, then the convergence messages
+            lines += ["", "optimizer (hce: PLS) convergence code: -1 (the fit did not converge)"]
         if warned:
             lines += [""] + [f"Warning: {m}" for m in warned]
         return "\n".join(lines)

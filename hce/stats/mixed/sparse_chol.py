@@ -230,20 +230,20 @@ class ScalarElimination:
             c_row, c_col = rows[in_c] - k, cols[in_c]
             counts = np.bincount(c_col, minlength=k)
             # every pair (a, b) of C's entries in one column updates rest[row_a, row_b]
-            # (lower triangle: row_a >= row_b)
-            per = counts[c_col]
+            # (lower triangle: row_a >= row_b). Within a column the entries keep the pattern's
+            # ascending rows, so the pairs are entry a with the column's entries up to a itself
+            start = (np.cumsum(counts) - counts)[c_col]
+            per = np.arange(len(in_c)) - start + 1  # a's place in its column, from 1
             first = np.repeat(np.arange(len(in_c)), per)
-            second = np.repeat((np.cumsum(counts) - counts)[c_col], per) + (
-                np.arange(len(first)) - np.repeat(np.cumsum(per) - per, per)
-            )
-            lower = c_row[first] >= c_row[second]
-            first, second = first[lower], second[lower]
+            offset = np.cumsum(per) - per
+            second = np.arange(len(first)) - np.repeat(offset - start, per)
             rest = np.flatnonzero((rows >= k) & (cols >= k))
             keys = np.concatenate([(rows[rest] - k) * n + cols[rest] - k, c_row[first] * n + c_row[second]])
-            unique, target = np.unique(keys, return_inverse=True)
+            unique, target = _unique_keys(keys, n * n)
             by_row = np.lexsort((c_col, c_row))
             w_pattern = (c_col[by_row], np.searchsorted(c_row[by_row], np.arange(n + 1)), by_row)
-            self._steps.append((k, diagonal, in_c, c_col, rest, first, second, target, len(unique), w_pattern, size))
+            target_rest, target_pairs = target[: len(rest)], target[len(rest) :]
+            self._steps.append((k, diagonal, in_c, c_col, rest, first, second, (target_rest, target_pairs), len(unique), w_pattern, size))
             if len(self._steps) == 1:
                 self._c_rows = c_row  # the remainder row of each of C's entries
             rows, cols = unique // n, unique % n
@@ -260,8 +260,16 @@ class ScalarElimination:
             c = values[in_c]
             w = c / d[c_col]  # C D^-1
             self._pivots.append((d, w))
-            update = np.concatenate([values[rest], -w[first] * c[second]])
-            values = np.bincount(target, weights=update, minlength=nnz)
+            # rest - C D^-1 C': the pairs' products summed, then the remainder's own entries
+            # (fewer arrays of the pairs' length: they are most of a large fit's memory traffic)
+            target_rest, target_pairs = target
+            products = w[first]
+            products *= c[second]
+            # (float: with no pairs NumPy's bincount returns integers)
+            update = np.bincount(target_pairs, weights=products, minlength=nnz).astype(float, copy=False)
+            np.negative(update, out=update)
+            update[target_rest] += values[rest]
+            values = update
             indices, indptr, order = w_pattern
             self._inverse.append((sparse.diags(1.0 / d), sparse.csr_matrix((w[order], indices, indptr), shape=(size - k, k))))
         if self._remainder:
@@ -312,6 +320,26 @@ class ScalarElimination:
         """``A^-1 rhs`` for the last factored ``A`` (vector or matrix)."""
         solve_remainder = partial(linalg.cho_solve, self._chol, check_finite=False) if self._remainder else None
         return _substitute(rhs, self._inverse, solve_remainder)
+
+
+_MARKED_UP_TO = 1 << 23  # key ranges marked in tables (at most 8 MB of flags, 32 MB of positions)
+
+
+def _unique_keys(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` for keys in ``[0, size)``.
+
+    Why: the Schur pairs of a large fit are millions of keys (1.8M on InstEval), and sorting
+    them was half of a fit's setup; a remainder small enough to be factored dense has a key
+    range (the remainder's n^2) that a table of flags covers, found in one pass.
+    """
+    if size > _MARKED_UP_TO:
+        return np.unique(keys, return_inverse=True)
+    marked = np.zeros(size, dtype=bool)
+    marked[keys] = True
+    unique = np.flatnonzero(marked)
+    position = np.empty(size, dtype=np.int32)
+    position[unique] = np.arange(len(unique), dtype=np.int32)
+    return unique, position[keys].astype(np.int64)
 
 
 def _block_diagonal(block: sparse.spmatrix, q: int) -> bool:

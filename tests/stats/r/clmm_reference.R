@@ -18,6 +18,9 @@ suppressPackageStartupMessages({
   library(ordinal)
   library(jsonlite)
 })
+# clmm_summary(): the fields stored of each fit, shared with the other clmm reference script
+source(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))),
+                 "clmm_summary.R"))
 
 args <- commandArgs(trailingOnly = TRUE)
 if (length(args) != 1) stop("usage: Rscript clmm_reference.R OUT_DIR")
@@ -103,25 +106,13 @@ out <- lapply(fits, function(f) {
   d$score <- factor(d$score, levels = 1:5, ordered = TRUE)
   m <- clmm(as.formula(f$formula), data = d, link = f$link, nAGQ = f$nAGQ,
             control = clmm.control(useMatrix = isTRUE(f$useMatrix)))
-  s <- summary(m)
   re <- ranef(m, condVar = TRUE)
   ranef_rows <- do.call(rbind, lapply(names(re), function(g) {
     data.frame(group = g, level = rownames(re[[g]]), estimate = re[[g]][, 1],
                cond_var = attr(re[[g]], "condVar")[, 1])
   }))
-  c(f, list(
-    n = nobs(m),
-    loglik = as.numeric(logLik(m)),
-    terms = names(coef(m)),
-    estimate = unname(coef(m)),
-    std_error = unname(s$coefficients[, "Std. Error"]),
-    sd = unname(sapply(m$ST, function(st) st[1, 1])),
-    sd_group = names(m$ST),
-    ngroups = as.list(m$dims$nlev.gf),
-    max_grad = max(abs(m$gradient)),
-    cond_H = s$condHess,
-    ranef = ranef_rows
-  ), if (any(is.nan(s$coefficients[, "Std. Error"]))) {
+  fit <- clmm_summary(m)
+  c(f, fit, list(ranef = ranef_rows), if (any(is.nan(fit$std_error))) {
     # ordinal's Hessian in log(sd) is singular when the sd is ~0; there the fixed-effect
     # standard errors are those of the model without the term (clm), which hce reports
     fixed_only <- clm(as.formula(sub(" \\+ \\(1 \\| item\\)", "", f$formula)), data = d,

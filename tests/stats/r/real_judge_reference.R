@@ -2,9 +2,9 @@
 # ordinal::clmm on Topical-Chat coherence (and other attribute) scores of gpt-3.5-turbo, and
 # lme4::glmer on HealthBench physician labels plus an LLM grader's.
 #
-# Regenerate from the repository root (needs R with ordinal, lme4 and jsonlite; Debian:
-# apt-get install r-base-core r-cran-ordinal r-cran-lme4 r-cran-jsonlite), with the shared data
-# folder beside the repository (its README gives provenance and licences):
+# Regenerate from the repository root (needs R with ordinal, lme4, numDeriv and jsonlite; Debian:
+# apt-get install r-base-core r-cran-ordinal r-cran-lme4 r-cran-numderiv r-cran-jsonlite), with
+# the shared data folder beside the repository (its README gives provenance and licences):
 #
 #   Rscript tests/stats/r/real_judge_reference.R ../shared/data tests/stats/data
 #
@@ -25,13 +25,30 @@
 # Fits use each package's defaults (ordinal: Laplace, nlminb; lme4: Laplace, bobyqa + Nelder-Mead,
 # the default tolPwrss), as a user would run them. Stored: estimates and standard errors (vcov),
 # random-effect standard deviations, logLik, ordinal's max.grad and cond.H, lme4's isSingular and
-# messages, and the R, ordinal and lme4 versions.
+# messages, and the R, ordinal, lme4 and numDeriv versions.
+#
+# Also stored for each fit with one random term (ordinal's C path, clmm.fit.ssr): the Laplace
+# log-likelihood at ordinal's estimates with the modes converged (loglik_laplace) and the
+# standard errors from its Hessian (std_error_laplace). ordinal's own objective there is
+# getNLA.ssr, whose C Newton loop (NRalgv3) stops at max|gradient| < gradTol = 1e-4 and returns
+# as D the Hessian of the PREVIOUS iterate, so its value is off the Laplace approximation by up
+# to ~1e-3 and moves unevenly with the parameters; its deriv12 Hessian (step 1e-4) carries that
+# error (threshold SEs 1% off on the issue-42 case). laplace_at_modes() below evaluates the
+# same C code, with the modes converged to 1e-10 and one exact Newton step more, so D is the
+# Hessian at the mode; numDeriv::hessian (Richardson extrapolation, its defaults) then gives a
+# Hessian that no longer depends on the step. Raising clmm.control(gradTol = ...) alone does not
+# do it: the C line search rejects steps whose decrease is below rounding, stops at ~1e-6 and
+# leaves D stale again.
 
 suppressPackageStartupMessages({
   library(ordinal)
   library(lme4)
   library(jsonlite)
+  library(numDeriv)
 })
+# clmm_summary(): the fields stored of each fit, shared with the other clmm reference script
+source(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))),
+                 "clmm_summary.R"))
 
 args <- commandArgs(trailingOnly = TRUE)
 if (length(args) != 2) stop("usage: Rscript real_judge_reference.R SHARED_DATA_DIR OUT_DIR")
@@ -69,24 +86,38 @@ clmm_fits <- list(
        formula = "score ~ 1 + (1 | item_id) + (1 | prompt_variant)")
 )
 
+# Minus the Laplace log-likelihood in ordinal's parameters (thresholds, beta, log sd) by ordinal's
+# C code for one random term, with D the Hessian at the mode (see the header)
+laplace_at_modes <- function(rho) {
+  u_zero <- rho$uStart
+  function(par) {
+    rho$par <- par
+    rho$uStart <- u_zero
+    rho$ctrl$gradTol <- 1e-10
+    rho$ctrl$maxIter <- 200L
+    rho$ctrl$innerCtrl <- "noWarn"
+    stopifnot(ordinal:::update.uC(rho))
+    # one Newton step from where the line search stopped, then D at that point
+    rho$uStart <- rho$u - rho$gradient / rho$D
+    rho$ctrl$gradTol <- 0
+    rho$ctrl$maxIter <- 1L
+    stopifnot(ordinal:::update.uC(rho))
+    rho$negLogLik - rho$nrandom * log(2 * pi) / 2 + sum(log(rho$D)) / 2
+  }
+}
+
 clmm_out <- lapply(clmm_fits, function(f) {
   if (is.null(f$link)) f$link <- "logit"
   if (is.null(f$formula)) f$formula <- "score ~ prompt_variant + (1 | item_id)"
   d <- topical(f$attribute, f$items, f$samples)
   m <- clmm(as.formula(f$formula), data = d, link = f$link)
-  s <- summary(m)
-  c(f, list(
-    n = nobs(m),
-    loglik = as.numeric(logLik(m)),
-    terms = names(coef(m)),
-    estimate = unname(coef(m)),
-    std_error = unname(s$coefficients[, "Std. Error"]),
-    sd = unname(sapply(m$ST, function(st) st[1, 1])),
-    sd_group = names(m$ST),
-    ngroups = as.list(m$dims$nlev.gf),
-    max_grad = max(abs(m$gradient)),
-    cond_H = s$condHess
-  ))
+  out <- c(f, clmm_summary(m))
+  if (length(m$ST) == 1) {
+    nla <- laplace_at_modes(clmm(as.formula(f$formula), data = d, link = f$link, doFit = FALSE))
+    out$loglik_laplace <- -nla(m$optRes$par)
+    out$std_error_laplace <- sqrt(diag(solve(numDeriv::hessian(nla, m$optRes$par))))
+  }
+  out
 })
 
 healthbench <- function() {
@@ -133,6 +164,7 @@ writeLines(
   toJSON(list(r_version = R.version.string,
               ordinal_version = as.character(packageVersion("ordinal")),
               lme4_version = as.character(packageVersion("lme4")),
+              numderiv_version = as.character(packageVersion("numDeriv")),
               clmm = clmm_out, glmer = glmer_out),
          digits = NA, auto_unbox = TRUE, pretty = TRUE),
   file.path(out_dir, "real_judge_reference.json")
