@@ -330,11 +330,13 @@ def _rule_projection(parsed, table, pilot) -> str:
     text = (f"stopping rule ({rule.criterion} to +-{rule.half_width:g} at {rule.confidence:.0%}, {rule.min}-{rule.max} "
             f"attempts, {rule.batch} a round): between {rows['at_least'].sum():,} and {rows['at_most'].sum():,} "
             "attempts; the calls above are the most")  # fmt: skip
-    if pilot is None:
-        return text + "; give --pilot LOG for the expected number"
+    if rows["source"].iloc[0] is None:
+        return text + "; give --pilot LOG (or the design's attempts.stop_when.prior_sd) for the expected number"
     share = rows["expected"].to_numpy() / rows["at_most"].to_numpy()
     cost = (table["cost_usd"].to_numpy() * share).sum()
-    return (text + f"; expected from the pilot ~{rows['expected'].sum():,.0f} ({1 - rows['expected'].sum() / rows['at_most'].sum():.0%} "
+    source = ("from the pilot" if pilot is not None else
+              f"assuming the design's prior_sd={rule.prior_sd:g} (an assumption, not a measurement: --pilot LOG measures it)")
+    return (text + f"; expected {source} ~{rows['expected'].sum():,.0f} ({1 - rows['expected'].sum() / rows['at_most'].sum():.0%} "
             f"fewer), ~${cost:,.2f}")  # fmt: skip
 
 
