@@ -12,12 +12,12 @@ Each item x condition cell first gets ``min`` attempts; then, round by round, ``
 only while the half-width of its mean's interval is above ``half_width``, at ``confidence``:
 for a true/false criterion (a verdict) the Wilson interval of the share; for a score the t
 interval with Chow and Robbins' (1965) variance s^2 + 1/n, which keeps a cell whose first
-scores happen to agree (s = 0, a t interval of width 0) from stopping at once. That interval
-is also the one to report for the cell's mean: with it the sequential rule keeps its
-coverage (against the simulator: 95-99% of item means covered at a target of 0.5, where the
-plain t interval of the stopped cells covers 73-76%; docs/guide/planning.md). The run reads the log between rounds, so a resumed run takes the same
-decisions from the same rows, and resume, the lock, the write-ahead record and the spending
-limit work as for a fixed design. Each row of such a run carries ``stop_rule`` (the rule as
+scores happen to agree (s = 0, a t interval of width 0) from stopping at once
+(:mod:`hce.stop_interval`). That interval is also the one to report for the cell's mean
+(:func:`hce.stats.stopped_item_means`, and the report's table of item means). The run
+reads the log between rounds, so a resumed run takes the same decisions from the same rows,
+and resume, the lock, the write-ahead record and the spending limit work as for a fixed
+design. Each row of such a run carries ``stop_rule`` (the rule as
 JSON) and ``within_min`` (whether its attempt number is at most ``min``).
 
 ``prior_sd`` (optional) is the SD the design expects of the criterion over one cell's
@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from hce.errors import CollectError
+from hce.stop_interval import half_width
 from hce.log_files import read_jsonl
 from hce.log_writer import TruncatedLogWarning
 
@@ -83,20 +84,8 @@ class StopRule:
         return json.dumps(asdict(self), sort_keys=True)
 
     def interval_half_width(self, values: Sequence[Any]) -> float:
-        """Half-width of the interval of the mean of ``values`` (Wilson for true/false values); inf below 2."""
-        n = len(values)
-        if n < 2:
-            return math.inf
-        from scipy import stats  # only a run with a stopping rule pays for SciPy
-
-        if all(isinstance(v, (bool, np.bool_)) for v in values):
-            z = stats.norm.ppf(0.5 + self.confidence / 2)
-            p = sum(bool(v) for v in values) / n
-            return float(z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n))
-        # Chow & Robbins' guard: s^2 + 1/n (score points squared), so a cell whose first few scores
-        # happen to agree is not taken as settled (a plain t interval then has width 0)
-        variance = float(np.var(np.asarray(values, dtype=float), ddof=1)) + 1 / n
-        return float(stats.t.ppf(0.5 + self.confidence / 2, n - 1) * math.sqrt(variance / n))
+        """Half-width of the interval of the mean of ``values`` (:func:`hce.stop_interval.half_width`)."""
+        return half_width(values, self.confidence)
 
     def settled(self, values: Sequence[Any]) -> bool:
         """Whether a cell with these scores (at least ``min`` of them) needs no more attempts."""
