@@ -330,11 +330,13 @@ def _rule_projection(parsed, table, pilot) -> str:
     text = (f"stopping rule ({rule.criterion} to +-{rule.half_width:g} at {rule.confidence:.0%}, {rule.min}-{rule.max} "
             f"attempts, {rule.batch} a round): between {rows['at_least'].sum():,} and {rows['at_most'].sum():,} "
             "attempts; the calls above are the most")  # fmt: skip
-    if pilot is None:
-        return text + "; give --pilot LOG for the expected number"
+    if rows["source"].iloc[0] is None:
+        return text + "; give --pilot LOG (or the design's attempts.stop_when.prior_sd) for the expected number"
     share = rows["expected"].to_numpy() / rows["at_most"].to_numpy()
     cost = (table["cost_usd"].to_numpy() * share).sum()
-    return (text + f"; expected from the pilot ~{rows['expected'].sum():,.0f} ({1 - rows['expected'].sum() / rows['at_most'].sum():.0%} "
+    source = ("from the pilot" if pilot is not None else
+              f"assuming the design's prior_sd={rule.prior_sd:g} (an assumption, not a measurement: --pilot LOG measures it)")
+    return (text + f"; expected {source} ~{rows['expected'].sum():,.0f} ({1 - rows['expected'].sum() / rows['at_most'].sum():.0%} "
             f"fewer), ~${cost:,.2f}")  # fmt: skip
 
 
@@ -408,16 +410,27 @@ def plan(
     rule_max: int = typer.Option(15, "--rule-max", min=1, metavar="N", help="The stopping rule's most attempts."),
     half_width: float = typer.Option(0.5, "--half-width", callback=_positive, metavar="W",
                                      help="The stopping rule's target half-width of an item mean's 95% interval."),
+    humans: Path = typer.Option(None, "--humans", metavar="FILE", help="CSV of human ratings of the pilot's items "
+                                "(item_id, rater, one column per criterion): adds the human labels the main study needs."),
+    label_cost: float = typer.Option(None, "--label-cost", callback=_positive, metavar="USD",
+                                     help="With --humans: the cost of one item's human score."),
+    label_half_width: float = typer.Option(None, "--label-half-width", callback=_positive, metavar="W",
+                                           help="With --humans: the target half-width of the 95% interval of the score's mean."),
     seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the interval draws and the stopping rule's simulation."),
 ) -> None:
-    """Plan the main study from a pilot: detectable differences with costs, attempts needed, stopping savings."""
+    """Plan the main study from a pilot: detectable differences with costs, attempts needed, stopping savings, human labels."""
+    import pandas as pd
+
     from hce.study.pilot_plan import plan_from_pilot
 
     with reported():
+        if humans is not None and (label_cost is None or label_half_width is None):
+            raise HceError("--humans needs --label-cost USD and --label-half-width W")
         result = plan_from_pilot(hce.read_log(pilot), score=score, condition=condition, n_items=_integers(items),
                                  n_attempts=_integers(attempts), alpha=alpha, power=power, paired=not unpaired,
                                  delta=delta, reliability=reliability, rule_min=rule_min, rule_max=rule_max,
-                                 half_width=half_width, random_state=seed)  # fmt: skip
+                                 half_width=half_width, humans=None if humans is None else pd.read_csv(humans),
+                                 label_cost=label_cost, label_half_width=label_half_width, random_state=seed)  # fmt: skip
     comps = ", ".join(f"{r.component} {r.estimate:.4g}" for r in result.components.itertuples())
     console.print(f"pilot {pilot}: variance components ({result.components['scale'].iloc[0]} scale) {comps}; "
                   f"{_money(result.cost_per_attempt)} USD per attempt", highlight=False)  # fmt: skip
@@ -445,6 +458,16 @@ def plan(
         console.print(f"stopping rule on {row.condition_id}: {rule_min}-{rule_max} attempts to +-{half_width:g}: "
                       f"~{row.expected_attempts:.1f} attempts per item expected, {row.saving:.0%} fewer than {rule_max}",
                       highlight=False)  # fmt: skip
+    if result.labels is not None:
+        shown = Table("condition", "human labels", "judge only", "labels (USD)", "judge (USD)", "total (USD)",
+                      "humans alone (USD)", "PPI corr.")  # fmt: skip
+        for row in result.labels.itertuples():
+            shown.add_row(str(getattr(row, condition)), f"{row.n_labelled:,}", f"{row.n_unlabelled:,}",
+                          _money(row.label_cost_usd), _money(row.judge_cost_usd), _money(row.cost),
+                          f"{_money(row.classical_cost_usd)} ({row.classical_n:,} items)", f"{row.ppi_corr:.3f}")  # fmt: skip
+        console.print(f"items humans score for a 95% interval of the mean {score} of +-{label_half_width:g} (prediction-"
+                      f"powered: the judge scores every item), at {label_cost:g} USD an item:", highlight=False)  # fmt: skip
+        print_whole(shown)
 
 
 def _money(value: float) -> str:

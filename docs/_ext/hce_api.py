@@ -59,8 +59,9 @@ STATS_TOPICS = (
      "golden-set drift with control charts.", ("hce.stats.biases", "hce.stats.golden_drift", "hce.stats.control_charts")),
     ("Bayesian models", "Hierarchical ordinal and binary models of judge scores in PyMC, with their diagnostics.",
      ("hce.stats.bayes",)),
-    ("Planning", "Items and attempts a study needs for the precision or power it wants, and the smallest difference "
-     "it can detect.", ("hce.stats.power", "hce.stats.detectable")),
+    ("Planning", "Items and attempts a study needs for the precision or power it wants, the smallest difference "
+     "it can detect, and the item means of a log whose repeats stopped when the score was known.",
+     ("hce.stats.power", "hce.stats.detectable", "hce.stats.stopped_means")),
     ("Results and simulated logs", "The result object analyses return, and attempt logs with known truth.",
      ("hce.stats.result", "hce.stats._simulate")),
 )

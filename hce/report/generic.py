@@ -63,6 +63,7 @@ from hce.report.sections import (
     not_reported_section,
     per_criterion,
 )
+from hce.report.stopped import WITHIN_MIN, add_stopped_means
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._blas import one_blas_thread
@@ -351,7 +352,8 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
     context.progress(section.title)
     # Only the columns a criterion's statistics read: every filtered copy below then holds 6
     # columns, not the log's dozens (at 10 million attempts, gigabytes per copy).
-    needed = [c for c in ("attempt_id", ITEM, CONDITION, "attempt", "error_flag", criterion.column) if c in context.log]
+    needed = [c for c in ("attempt_id", ITEM, CONDITION, "attempt", "error_flag", WITHIN_MIN, criterion.column)
+              if c in context.log]  # within_min: a stopping rule's log, whose spread reads only the first min attempts
     log, left_out = _finite_scores(context.log[list(dict.fromkeys(needed))], criterion.column)
     for condition, reason in left_out.items():
         section.add(f"Condition {condition} is left out of this section: {reason}.")
@@ -371,6 +373,7 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
     def spread_part() -> None:
         spread["table"] = add_spread(section, context, criterion, stem, hs.item_spread(
             log, item=ITEM, condition=CONDITION, score=criterion.column, error="error_flag"))  # fmt: skip
+        add_stopped_means(section, context, criterion, stem, log)
 
     _attempt(context, section, "spread", spread_part)
     if "table" in spread:

@@ -58,6 +58,7 @@ _EXPORTS = {
     ),
     "hce.stats.request_effect": ("request_variance",),
     "hce.stats.result": ("AnalysisResult",),
+    "hce.stats.stopped_means": ("stopped_item_means",),
     "hce.stats.spread": (
         "item_spread", "share_below", "spread_summary", "success_metric_2", "vote_stability",
     ),
@@ -91,7 +92,7 @@ __all__ = [
     "ppi_budget", "ppi_compare", "ppi_mean", "probe_effect", "rater_expertise",
     "reliability_items", "reliability_table", "rm_anova", "rogan_gladen",
     "sd_difference_power", "sd_difference_power_analytic", "sentence_table", "share_below", "simulated_log",
-    "split_sentences", "spread_model", "spread_summary", "strict_agreement", "substantive_validity",
+    "split_sentences", "spread_model", "spread_summary", "stopped_item_means", "strict_agreement", "substantive_validity",
     "success_metric_2", "theme_f1", "theme_inclusion_agreement", "uncertain_routing",
     "variance_components", "verbal_confidence", "vote_confidence", "vote_stability",
     "wilcoxon_paired",

@@ -27,12 +27,21 @@ import numpy as np
 import pandas as pd
 
 from hce.engines import known_unique
-from hce.errors import DataError
+from hce._warnings import warn
+from hce.errors import DataError, HceWarning
 
 _INF = float("inf")
 ATTEMPT_ID = "attempt_id"
 #: The long view's criterion column (``hce.log.to_long``): one attempt per criterion there.
 LONG_CRITERION = "criterion"
+#: The column a log collected under a stopping rule marks its first ``min`` attempts of each cell with.
+WITHIN_MIN = "within_min"
+
+
+def first_min_message(name: str, n_later: int) -> str:
+    """The warning of a spread statistic that left out the attempts after a stopping rule's ``min``."""
+    return (f"{name}: the log was collected under a stopping rule, so only the first min attempts of each item are "
+            f"read (the spread of later attempts is biased by the stopping); left out {n_later:,} later attempt(s)")
 
 
 def engine_frame(data: object) -> EngineFrame | None:
@@ -108,6 +117,21 @@ class EngineFrame:
         import narwhals as nw
 
         return nw.col(error).cast(nw.Boolean).fill_null(False)
+
+    def first_min_attempts(self, name: str) -> EngineFrame:
+        """The rows a spread statistic may read, as pandas' door gives them
+        (:func:`hce.stats._validate.first_min_attempts`): of a log with a stopping rule's
+        ``within_min`` column, the attempts within its ``min`` (a blank counts as within)."""
+        import narwhals as nw
+
+        if WITHIN_MIN not in self.columns:
+            return self
+        later = ~nw.col(WITHIN_MIN).cast(nw.Boolean).fill_null(True)
+        n_later = self.where(later).count_rows()
+        if not n_later:
+            return self
+        warn(first_min_message(name, n_later), HceWarning)
+        return EngineFrame(self.frame.filter(~later), native=None)
 
     def blank(self, column: str):
         """Whether ``column`` is blank, as a narwhals expression (null: the door made NaN null)."""

@@ -32,7 +32,9 @@ from hce._vocabulary import check_keywords
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._blas import one_blas_thread
-from hce.stats._frames import ATTEMPT_ID, LONG_CRITERION, EngineFrame, engine_frame, refuse_rows  # noqa: F401 (re-exported)
+from hce.stats._frames import (  # noqa: F401 (re-exported)
+    ATTEMPT_ID, LONG_CRITERION, WITHIN_MIN, EngineFrame, engine_frame, first_min_message, refuse_rows,
+)  # fmt: skip
 
 ERROR_DEFAULT = "error_flag"
 _UNSET = object()
@@ -171,9 +173,6 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
 
 
 
-WITHIN_MIN = "within_min"
-
-
 def first_min_attempts(data: pd.DataFrame, name: str) -> pd.DataFrame:
     """The rows a spread statistic may read: of a log with a stopping rule, the attempts within its ``min``.
 
@@ -188,9 +187,7 @@ def first_min_attempts(data: pd.DataFrame, name: str) -> pd.DataFrame:
     later = data[WITHIN_MIN].astype("boolean").fillna(True).eq(False).to_numpy()
     if not later.any():
         return data
-    warn(f"{name}: the log was collected under a stopping rule, so only the first min attempts of each item are read "
-         f"(the spread of later attempts is biased by the stopping); left out {int(later.sum()):,} later attempt(s)",
-         HceWarning)  # fmt: skip
+    warn(first_min_message(name, int(later.sum())), HceWarning)
     return data.loc[~later]
 
 
@@ -412,6 +409,8 @@ def in_engine(wrapper: Callable, name: str, spec: FrameSpec, bound: inspect.Boun
         raise DataError(f"{name}: data has no column(s) {[column]}; columns present: {frame.columns}")
     if spec.log:
         frame.refuse_repeated_attempts(keys, name)
+    if spec.spread:
+        frame = frame.first_min_attempts(name)
     blank_ok = [c for k in spec.blank_keys for c in columns_of(arguments.get(k))]
     frame.check(name, keys=keys, blank_keys=blank_ok, numbers=numbers + present)
     if inject and isinstance(column, str) and column in frame.columns:

@@ -18,7 +18,7 @@ from hce.study.designs import load_corpus
 from hce.study.handoffs import choose_winner, read_decisions
 from hce.study.manuscript import manuscript  # the function: hce.study.manuscript(study_dir, ...) as the issue names it
 from hce.study.partition import partition
-from hce.study.pilot_plan import plan_from_pilot
+from hce.study.pilot_plan import label_budget, plan_from_pilot
 from hce.study.plan import plan
 from hce.study.report import study_report
 from hce.study.run import run_study, status
@@ -39,6 +39,7 @@ __all__ = [
     "experiment4",
     "experiment5",
     "load_corpus",
+    "label_budget",
     "plan_from_pilot",
     "load_study",
     "load_transcripts",

@@ -14,8 +14,11 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
-from collect_helpers import MODEL, design, fast_client
+import yaml
+from collect_helpers import MODEL, design, fast_client, kill_mid_run
+from typer.testing import CliRunner
 
 import hce
 import hce.stats as hs
@@ -23,6 +26,7 @@ from hce.collect.design.design import load_design
 from hce.collect.running.runner import estimate, run
 from hce.sim import SimJudge
 from hce.sim.draws import score_distribution, tempered
+from hce.cli import app
 from hce.collect.running.stopping import StopRule, due, expected_under_rule
 from hce.errors import CollectError, HceWarning
 from hce.stats.mixed import SingularFitWarning
@@ -118,6 +122,112 @@ def test_dry_run_gives_the_rule_bounds_and_the_expected_attempts_from_a_pilot(se
     assert (rows["at_least"] == 9).all() and (rows["at_most"] == 45).all()
     assert ((rows["expected"] >= 9) & (rows["expected"] <= 45)).all()
     assert np.isnan(expected_under_rule(d)["expected"]).all()
+
+
+def test_dry_run_without_a_pilot_states_the_range_and_the_prior_as_an_assumption(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    rule = {"min": 3, "max": 15, "stop_when": {"criterion": "total", "half_width": 0.5}}
+    path = tmp_path / "rule.yaml"
+    path.write_text(yaml.safe_dump(design(attempts=rule)))
+    said = CliRunner().invoke(app, ["collect", str(path), "--log", str(tmp_path / "x.jsonl"), "--dry-run"])
+    assert said.exit_code == 0, said.output
+    text = " ".join(said.output.split())
+    assert "between 18 and 90 attempts" in text and "prior_sd" in text and "for the expected number" in text
+    # a prior SD so small that every cell's scores agree: Chow-Robbins' half-width t(n-1) sqrt((0 + 1/n) / n)
+    # is 1.43 at n = 3 and 0.555 at 5 (t 2.776 / 5), 0.350 at 7 (2.447 / 7): each cell takes exactly 7
+    rule["stop_when"]["prior_sd"] = 1e-6
+    path.write_text(yaml.safe_dump(design(attempts=rule)))
+    said = CliRunner().invoke(app, ["collect", str(path), "--log", str(tmp_path / "x.jsonl"), "--dry-run"])
+    text = " ".join(said.output.split())
+    assert said.exit_code == 0 and "between 18 and 90 attempts" in text, said.output
+    assert "expected assuming the design's prior_sd=1e-06 (an assumption, not a measurement" in text
+    assert "~42 (53% fewer)" in text  # 6 cells x 7 of the 90
+    rows = expected_under_rule(load_design(design(attempts=rule)))
+    assert (rows["expected"] == 21).all() and (rows["source"] == "prior_sd").all()
+    rule["stop_when"]["prior_sd"] = 50.0  # scores this spread never settle within 15: every cell takes max
+    assert (expected_under_rule(load_design(design(attempts=rule)))["expected"] == 45).all()
+    verdict = {"min": 3, "max": 15, "stop_when": {"criterion": "verdict", "half_width": 0.2, "prior_sd": 0.7}}
+    with pytest.raises(CollectError, match="prior_sd=0.7 is above 0.5"):
+        expected_under_rule(load_design(design(attempts=verdict)))
+
+
+def test_a_round_cut_short_is_finished_before_the_rule_decides_again():
+    # min 3, batch 2: rounds end at 3, 5, 7, ... A cell stopped with 6 logged attempts (its round's
+    # attempt 7 lost in flight) gets attempt 7 whatever its 6 scores say, as the run that began the
+    # round sent it; at 7 the rule decides again, on the same 7 scores as a run never stopped
+    d = load_design(design(prompts=("P1.2",), attempts=RULE, items={"T1": "Doctor: Hi."}))
+    plan = d.plan()
+
+    def rows(scores):
+        return [{"item_id": "T1", "condition_id": d.conditions[0].id, "attempt": i + 1, "total": s}
+                for i, s in enumerate(scores)]  # fmt: skip
+
+    def after(n):
+        return [a for a in plan if a.attempt > n]
+
+    agree = [12] * 6
+    assert d.stop_rule.settled(agree)  # half-width t(5) sqrt(1/6 / 6) = 0.43: a decision at 6 would stop
+    assert [a.attempt for a in due(d.stop_rule, after(6), rows(agree))] == [7]
+    assert due(d.stop_rule, after(7), rows(agree + [12])) == []
+    wide = [8, 14, 11, 9, 15]
+    assert [a.attempt for a in due(d.stop_rule, after(5), rows(wide))] == [6, 7]
+    # a gap: attempts 1-5 and 7 logged, 6 lost in flight: the round is finished with 6 alone
+    cut = rows(wide + [10, 12])
+    del cut[5]
+    assert [a.attempt for a in due(d.stop_rule, [a for a in after(5) if a.attempt != 7], cut)] == [6]
+
+
+class Recording(SimJudge):
+    """A simulated judge that notes each chat request's attempt id (the runner's X-Client-Request-Id)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.asked: list[str] = []
+
+    def respond(self, method, path, body, *, request_id=None):
+        if path.endswith("/chat/completions"):
+            self.asked.append(request_id)
+        return super().respond(method, path, body, request_id=request_id)
+
+
+@pytest.mark.slow  # a subprocess killed mid-run and two CLI runs against the HTTP simulator: ~10 s
+def test_the_cli_run_killed_mid_rule_resumes_to_the_same_log_sending_nothing_logged_again(serve, tmp_path, monkeypatch):
+    # through `hce collect` against the HTTP simulator: an uninterrupted run is the reference; a second
+    # run is killed (SIGKILL) after the first round, mid-rule, and resumed by the same command
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    whole, killed = Recording(seed=3), Recording(seed=3, latency=0.05)
+    paths = {}
+    for name, judge in (("whole", whole), ("killed", killed)):
+        server = serve(judge)
+        paths[name] = tmp_path / f"{name}.yaml"
+        paths[name].write_text(yaml.safe_dump(design(attempts=RULE, run={"concurrency": 2},
+                                                     endpoint={"base_url": server.url, "api_key_env": "OPENAI_API_KEY"})))  # fmt: skip
+    reference = tmp_path / "whole.jsonl"
+    said = CliRunner().invoke(app, ["collect", str(paths["whole"]), "--log", str(reference)])
+    assert said.exit_code == 0, said.output
+    ref = hce.read_log(reference)
+    assert 18 < len(ref) < 90 and len(whole.asked) == len(ref)  # the rule stopped some cells, and went on in others
+    log = tmp_path / "killed.jsonl"
+    before = kill_mid_run(paths["killed"], log, at_least=18 + (len(ref) - 18) // 2)
+    assert 18 < before < len(ref), "the run was not stopped mid-rule"
+    logged = {json.loads(line)["attempt_id"] for line in log.read_text().splitlines() if line.endswith("}")}
+    asked_before = len(killed.asked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # only if the kill tore the last line
+        said = CliRunner().invoke(app, ["collect", str(paths["killed"]), "--log", str(log)])
+    assert said.exit_code == 0, said.output
+    resumed = killed.asked[asked_before:]
+    assert not logged & set(resumed)  # nothing logged before the kill is sent again
+    frame = hce.read_log(log)
+    assert frame["attempt_id"].is_unique
+    # the same decisions from the same rows: the resumed log is the uninterrupted one, attempt by attempt
+    columns = ["attempt_id", "attempt", "total", "stop_rule", "within_min"]
+    pd.testing.assert_frame_equal(frame[columns].sort_values("attempt_id").reset_index(drop=True),
+                                  ref[columns].sort_values("attempt_id").reset_index(drop=True))  # fmt: skip
+    assert (frame["within_min"] == (frame["attempt"] <= 3)).all()
+    assert {json.loads(r)["max"] for r in frame["stop_rule"]} == {15}
+    again = CliRunner().invoke(app, ["collect", str(paths["killed"]), "--log", str(log)])
+    assert again.exit_code == 0 and len(killed.asked) == asked_before + len(resumed)  # a finished rule sends nothing
 
 
 # ----------------------------------------------------------------------------- against the simulator

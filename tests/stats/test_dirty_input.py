@@ -271,6 +271,7 @@ CASES: dict[str, Case] = {
                               ("text", "rater", "attribute", "score")),
     "inter_annotator_predictability": Case(annotated, lambda d: hs.inter_annotator_predictability(d, n_boot=0), ("message_id", "em", "ea")),
     "item_spread": Case(attempt_log, lambda d: hs.item_spread(d), LOG_SCORE),
+    "stopped_item_means": Case(attempt_log, lambda d: hs.stopped_item_means(d), LOG_SCORE),
     "item_statistics": Case(item_matrix, lambda d: hs.item_statistics(d, columns=[f"i{j}" for j in range(6)]), ("i0", "i1"), log=False),
     "kl_divergence": Case(attempt_log, lambda d: hs.kl_divergence(d, reference="a", support=range(5, 21)), ("condition_id", "total")),
     "kmo": Case(item_matrix, lambda d: hs.kmo(d, columns=[f"i{j}" for j in range(6)]), ("i0", "i1"), log=False),

@@ -357,3 +357,30 @@ def test_the_refusal_names_every_statistic_that_runs_in_an_engine():
 def test_something_no_engine_reads_is_refused():
     with pytest.raises(DataError, match="must be a pandas DataFrame or a frame narwhals reads"):
         hs.item_spread({"item_id": [1]})
+
+
+# --- a log collected under a stopping rule (issue 48): spread statistics read the first min attempts ---
+
+
+@pytest.mark.parametrize("name", ["polars", "duckdb"])
+def test_spread_statistics_read_only_within_min_rows_in_the_engine(name):
+    log = attempt_log()
+    log["within_min"] = (log["attempt"] <= 3).astype("boolean")  # attempt 4: after the rule's min
+    log.loc[log.index[:2], "within_min"] = pd.NA  # a blank counts as within, as in pandas' door
+    first = log[log["within_min"].fillna(True)].drop(columns="within_min")
+    later = int((~log["within_min"].fillna(True)).sum())
+    assert later > 0
+    frame = ENGINES[name](log)
+    with pytest.warns(HceWarning, match=f"only the first min attempts.*left out {later:,} later"):
+        got = hs.item_spread(frame)
+    pd.testing.assert_frame_equal(got, hs.item_spread(first), check_dtype=False, rtol=1e-9, atol=1e-12)
+    call = dict(score="total", facets=["item_id", "condition_id"], random_state=1)
+    with pytest.warns(HceWarning, match="first min attempts"):
+        g = hs.variance_components(ENGINES[name](log), **call)
+    np.testing.assert_allclose(g.components["estimate"], hs.variance_components(first, **call).components["estimate"],
+                               rtol=1e-9, atol=1e-12)  # fmt: skip
+    with pytest.warns(HceWarning, match="first min attempts"):
+        icc = hs.icc(ENGINES[name](log[log["condition_id"] == "C0"]), item="item_id", rater="attempt", score="total")
+    one = first[first["condition_id"] == "C0"]
+    np.testing.assert_allclose(icc["estimate"], hs.icc(one, item="item_id", rater="attempt", score="total")["estimate"],
+                               rtol=1e-9)  # fmt: skip

@@ -135,6 +135,7 @@ class StopWhenSpec(Strict):
     criterion: Name
     half_width: float = Field(gt=0)
     confidence: float = Field(0.95, gt=0, lt=1)
+    prior_sd: float | None = Field(None, gt=0)
 
 
 class AttemptsSpec(Strict):

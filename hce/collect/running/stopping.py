@@ -6,19 +6,24 @@ A design may give ``attempts`` as a rule instead of a number::
       min: 3                      # every item x condition gets these
       max: 15                     # and never more than these
       batch: 2                    # attempts added to an unsettled cell per round (default 2)
-      stop_when: {criterion: total, half_width: 0.5, confidence: 0.95}
+      stop_when: {criterion: total, half_width: 0.5, confidence: 0.95, prior_sd: 1.0}
 
 Each item x condition cell first gets ``min`` attempts; then, round by round, ``batch`` more
 only while the half-width of its mean's interval is above ``half_width``, at ``confidence``:
 for a true/false criterion (a verdict) the Wilson interval of the share; for a score the t
 interval with Chow and Robbins' (1965) variance s^2 + 1/n, which keeps a cell whose first
-scores happen to agree (s = 0, a t interval of width 0) from stopping at once. That interval
-is also the one to report for the cell's mean: with it the sequential rule keeps its
-coverage (against the simulator: 95-99% of item means covered at a target of 0.5, where the
-plain t interval of the stopped cells covers 73-76%; docs/guide/planning.md). The run reads the log between rounds, so a resumed run takes the same
-decisions from the same rows, and resume, the lock, the write-ahead record and the spending
-limit work as for a fixed design. Each row of such a run carries ``stop_rule`` (the rule as
+scores happen to agree (s = 0, a t interval of width 0) from stopping at once
+(:mod:`hce.stop_interval`). That interval is also the one to report for the cell's mean
+(:func:`hce.stats.stopped_item_means`, and the report's table of item means). The run
+reads the log between rounds, so a resumed run takes the same decisions from the same rows,
+and resume, the lock, the write-ahead record and the spending limit work as for a fixed
+design. Each row of such a run carries ``stop_rule`` (the rule as
 JSON) and ``within_min`` (whether its attempt number is at most ``min``).
+
+``prior_sd`` (optional) is the SD the design expects of the criterion over one cell's
+attempts: a dry run without a pilot gives its expected attempts under that assumption
+(scores normal with that SD; for a true/false criterion, a pass share ``p`` with
+``sqrt(p (1 - p)) = prior_sd``). It decides nothing in the run itself.
 
 Stopping on an observed spread biases that spread (a cell stops early when its first scores
 happen to agree), so the spread statistics of ``hce.stats`` read only the attempts within
@@ -40,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from hce.errors import CollectError
+from hce.stop_interval import half_width
 from hce.log_files import read_jsonl
 from hce.log_writer import TruncatedLogWarning
 
@@ -65,6 +71,7 @@ class StopRule:
     half_width: float
     confidence: float = 0.95
     batch: int = DEFAULT_BATCH
+    prior_sd: float | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.min <= self.max:
@@ -77,20 +84,8 @@ class StopRule:
         return json.dumps(asdict(self), sort_keys=True)
 
     def interval_half_width(self, values: Sequence[Any]) -> float:
-        """Half-width of the interval of the mean of ``values`` (Wilson for true/false values); inf below 2."""
-        n = len(values)
-        if n < 2:
-            return math.inf
-        from scipy import stats  # only a run with a stopping rule pays for SciPy
-
-        if all(isinstance(v, (bool, np.bool_)) for v in values):
-            z = stats.norm.ppf(0.5 + self.confidence / 2)
-            p = sum(bool(v) for v in values) / n
-            return float(z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n))
-        # Chow & Robbins' guard: s^2 + 1/n (score points squared), so a cell whose first few scores
-        # happen to agree is not taken as settled (a plain t interval then has width 0)
-        variance = float(np.var(np.asarray(values, dtype=float), ddof=1)) + 1 / n
-        return float(stats.t.ppf(0.5 + self.confidence / 2, n - 1) * math.sqrt(variance / n))
+        """Half-width of the interval of the mean of ``values`` (:func:`hce.stop_interval.half_width`)."""
+        return half_width(values, self.confidence)
 
     def settled(self, values: Sequence[Any]) -> bool:
         """Whether a cell with these scores (at least ``min`` of them) needs no more attempts."""
@@ -107,7 +102,8 @@ def stop_rule_of(spec: Mapping[str, Any] | None, criteria: Iterable[str]) -> Sto
         raise CollectError(f"attempts.stop_when.criterion={when['criterion']!r} is not a score of this design; "
                            f"choose one of {sorted(known)}")  # fmt: skip
     return StopRule(min=spec["min"], max=spec["max"], criterion=when["criterion"], half_width=when["half_width"],
-                    confidence=when.get("confidence", 0.95), batch=spec.get("batch") or DEFAULT_BATCH)  # fmt: skip
+                    confidence=when.get("confidence", 0.95), batch=spec.get("batch") or DEFAULT_BATCH,
+                    prior_sd=when.get("prior_sd"))  # fmt: skip
 
 
 def logged_records(log: str | os.PathLike) -> list[dict[str, Any]]:
@@ -137,10 +133,14 @@ def scores_by_cell(records: Iterable[Mapping[str, Any]], criterion: str) -> tupl
 def due(rule: StopRule, todo: Sequence[Any], records: Iterable[Mapping[str, Any]]) -> list[Any]:
     """The attempts of ``todo`` (not yet logged, in plan order) to send in the next round.
 
-    A cell below ``min`` logged attempts gets those up to ``min``; a cell at or past it whose
-    interval is still wider than the target gets its next ``batch`` attempts (up to
-    ``max``); a settled cell gets none. A failed call counts as logged (it is not re-asked
-    unless ``--retry-failed``), so a cell whose calls fail stops at ``max`` like any other.
+    A cell below ``min`` logged attempts gets those up to ``min``; a cell at a round's end
+    (``min``, ``min + batch``, ``min + 2 batch``, ...) whose interval is still wider than the
+    target gets its next ``batch`` attempts (up to ``max``); a settled cell gets none. A cell
+    between two round ends (a run stopped mid-round: some of its round's calls logged, some
+    not) gets the rest of its round, undecided: the run that started the round had decided
+    it, so a resumed run takes the same decisions on the same attempts as one never stopped.
+    A failed call counts as logged (it is not re-asked unless ``--retry-failed``), so a cell
+    whose calls fail stops at ``max`` like any other.
     """
     logged, scores = scores_by_cell(records, rule.criterion)
     waiting: dict[tuple[str, str], list[Any]] = defaultdict(list)
@@ -150,8 +150,11 @@ def due(rule: StopRule, todo: Sequence[Any], records: Iterable[Mapping[str, Any]
     for key, attempts in waiting.items():
         attempts = sorted(attempts, key=lambda a: a.attempt)
         first = [a for a in attempts if a.attempt <= rule.min]
+        begun = (len(logged.get(key, ())) - rule.min) % rule.batch  # attempts of an unfinished round logged
         if first:
             out.extend(first)
+        elif begun:
+            out.extend(attempts[: rule.batch - begun])
         elif not rule.settled(scores.get(key, [])):
             out.extend(attempts[: rule.batch])
     order = {id(a): i for i, a in enumerate(todo)}
@@ -188,6 +191,31 @@ def expected_attempts(rule: StopRule, cells: Sequence[Sequence[Any]], *, n_sim: 
     return total / n_sim
 
 
+def prior_cells(rule: StopRule, binary: bool, *, size: int = 2000, seed: int | None = 0) -> list[list[Any]]:
+    """One pool of scores as the rule's ``prior_sd`` assumes them, for :func:`expected_attempts`.
+
+    Normal scores with SD ``prior_sd`` (their mean does not matter to the interval's width); for
+    a true/false criterion (``binary``) true/false values with the pass share ``p <= 0.5`` whose
+    SD ``sqrt(p (1 - p))`` is ``prior_sd`` (at most 0.5).
+
+    Examples
+    --------
+    >>> rule = StopRule(min=3, max=15, criterion="verdict", half_width=0.2, prior_sd=0.4)
+    >>> round(sum(prior_cells(rule, binary=True)[0]) / 2000, 2)
+    0.2
+    """
+    sd = rule.prior_sd
+    if sd is None:
+        raise CollectError("attempts.stop_when.prior_sd is not set")
+    if not binary:
+        return [np.random.default_rng(seed).normal(0.0, sd, size).tolist()]
+    if sd > 0.5:
+        raise CollectError(f"attempts.stop_when.prior_sd={sd:g} is above 0.5, the largest SD of a true/false "
+                           f"criterion ({rule.criterion!r}); give the SD of its pass share, sqrt(p (1 - p))")  # fmt: skip
+    passed = round(size * (1 - math.sqrt(1 - 4 * sd**2)) / 2)
+    return [[True] * passed + [False] * (size - passed)]
+
+
 def expected_under_rule(design: Any, pilot: Any | None = None, *, n_sim: int = 200, seed: int = 0) -> Any:
     """Attempts a design with a stopping rule takes per condition: at least, at most, and expected.
 
@@ -198,7 +226,8 @@ def expected_under_rule(design: Any, pilot: Any | None = None, *, n_sim: int = 2
     pilot : DataFrame, optional
         A pilot attempt log: each condition's expected attempts per cell are those of
         :func:`expected_attempts` on the pilot's cells of the same ``condition_id`` (all its
-        cells when it has none of that condition). Without it ``expected`` is NaN.
+        cells when it has none of that condition). Without it, the rule's ``prior_sd``
+        (:func:`prior_cells`) when the design declares one; else ``expected`` is NaN.
     n_sim, seed : int
         Simulated cells per condition, and the seed (defaults 200, 0).
 
@@ -206,7 +235,8 @@ def expected_under_rule(design: Any, pilot: Any | None = None, *, n_sim: int = 2
     -------
     DataFrame
         One row per condition: ``condition_id, cells, at_least, at_most, expected``
-        (attempts), ``saving`` (the share of ``at_most`` not needed).
+        (attempts), ``saving`` (the share of ``at_most`` not needed), ``source`` (``"pilot"``,
+        ``"prior_sd"`` or None: what ``expected`` assumes).
 
     Examples
     --------
@@ -232,11 +262,14 @@ def expected_under_rule(design: Any, pilot: Any | None = None, *, n_sim: int = 2
         ok = ok.dropna(subset=[rule.criterion])
         for (condition, _), group in ok.groupby(["condition_id", "item_id"], sort=False):
             cells.setdefault(str(condition), []).append(group[rule.criterion].tolist())
+    source = "pilot" if pilot is not None else "prior_sd" if rule.prior_sd is not None else None
+    if source == "prior_sd":
+        cells = {"": prior_cells(rule, binary=rule.criterion == "verdict", seed=seed)}
     rows = []
     for cond in design.conditions:
         n = len(design.items)
         pool = cells.get(cond.id) or [c for group in cells.values() for c in group]
         per_cell = expected_attempts(rule, pool, n_sim=n_sim, seed=seed) if pool else float("nan")
         rows.append({"condition_id": cond.id, "cells": n, "at_least": n * rule.min, "at_most": n * rule.max,
-                     "expected": n * per_cell, "saving": 1 - per_cell / rule.max})  # fmt: skip
+                     "expected": n * per_cell, "saving": 1 - per_cell / rule.max, "source": source})  # fmt: skip
     return pd.DataFrame(rows)
