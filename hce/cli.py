@@ -230,6 +230,11 @@ def collect(
         15.0, "--poll-interval", callback=_positive, metavar="SECONDS",
         help="With --batch: seconds between polls at first (growing 1.5-fold to 5 min).",
     ),
+    golden: bool = typer.Option(
+        False, "--golden",
+        help="DESIGN is a golden set: judge it again as the next period of LOG's history (rows tagged golden_run 1, 2, "
+        "...; an unfinished period is resumed), for drift charts (hce audit, hce report).",
+    ),
     cancel: bool = typer.Option(
         False, "--cancel",
         help="With --batch: cancel this log's open batches (and uploads not yet submitted) and log the requests they "
@@ -261,6 +266,11 @@ def collect(
         if cancel and (not batch or dry_run or retry_failed):
             raise HceError("--cancel goes with --batch, and not with --dry-run or --retry-failed")
         parsed = load_design(design)
+        if golden:
+            from hce.collect.running.golden import golden_design, next_golden_run
+
+            parsed = golden_design(parsed, next_golden_run(parsed, log))
+            console.print(f"golden run {parsed.golden_run} of {design} into {log}", highlight=False)
         check_addresses(parsed, base_url)  # a local endpoint missing its address: refused before a plan names the host
         if batch:
             check_batch(parsed)

@@ -65,7 +65,7 @@ COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}
 # Columns a collector writes beside the schema's (hce.collect.running.log_rows, hce.collect.call.parse): with
 # the schema's, the names no rubric criterion may take, as its score would overwrite them.
 WRITTEN_COLUMNS = ("retry_errors", "system_fingerprint", "behavior_id", "not_applicable", "uncertain", "verdict_score",
-                   "outline", "transcript", "leak_flag", "leak_reason")
+                   "outline", "transcript", "leak_flag", "leak_reason", "golden_run")
 RESERVED_COLUMNS = frozenset(COLUMNS) | frozenset(WRITTEN_COLUMNS)
 # Where a retry keeps the rows of failed calls it sends again (hce.collect.running.failed): the
 # same attempts as the new rows in the log, so the two files are never read together.
