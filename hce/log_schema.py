@@ -38,6 +38,7 @@ SCHEMA: tuple[Column, ...] = (
     Column("max_tokens", "int", "Maximum output tokens"),
     Column("top_p", "float", "Nucleus sampling parameter (empty: API default)"),
     Column("seed", "int", "Sampling seed sent to the API, if any"),
+    Column("golden_run", "int", "Period of a golden-set history (hce collect --golden), from 1; absent otherwise"),
     Column("endpoint", "str", "Name of the design's endpoint the call went to (its address is in the design)"),
     Column("settings_hash", "str", "Fingerprint of the condition's settings (model, prompt, sampling, endpoint)"),
     Column("request", "json_repeated", "The messages sent (JSON text; dictionary-encoded, as each prompt repeats per attempt)"),
@@ -65,7 +66,7 @@ COLUMNS: dict[str, Column] = {c.name: c for c in SCHEMA}
 # Columns a collector writes beside the schema's (hce.collect.running.log_rows, hce.collect.call.parse): with
 # the schema's, the names no rubric criterion may take, as its score would overwrite them.
 WRITTEN_COLUMNS = ("retry_errors", "system_fingerprint", "behavior_id", "not_applicable", "uncertain", "verdict_score",
-                   "outline", "transcript", "leak_flag", "leak_reason", "golden_run")
+                   "outline", "transcript", "leak_flag", "leak_reason")
 RESERVED_COLUMNS = frozenset(COLUMNS) | frozenset(WRITTEN_COLUMNS)
 # Where a retry keeps the rows of failed calls it sends again (hce.collect.running.failed): the
 # same attempts as the new rows in the log, so the two files are never read together.
