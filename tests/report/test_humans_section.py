@@ -91,11 +91,13 @@ def test_kappa_ppi_and_budget_equal_the_statistics():
     log, humans = log_and_humans()
     humans = humans[humans["item_id"].isin([f"T{i}" for i in range(25)])]  # 25 of 40 items rated: PPI has work to do
     tables = {t.name: t.data for t in section(report(log, humans=humans, random_state=0)).blocks if hasattr(t, "data")}
+    assert "dr1" not in set(tables["human_kappa_accuracy"]["human"])  # 25 items: the consensus row only
     judged = log.groupby(["condition_id", "item_id"])["accuracy"].mean().rename("score").reset_index()
+    consensus = np.floor(humans.groupby("item_id")["accuracy"].mean() + 0.5).rename("human")
     wide = (judged[judged["condition_id"] == "poor"].assign(judge=lambda d: np.floor(d["score"] + 0.5)).set_index("item_id")
-            .join(humans[humans["rater"] == "dr1"].set_index("item_id")["accuracy"].rename("human"), how="inner").reset_index())  # fmt: skip
+            .join(consensus, how="inner").reset_index())  # fmt: skip
     kappa = hs.cohen_kappa(wide, item="item_id", rater=["judge", "human"], weights="quadratic").iloc[0]
-    got = tables["human_kappa_accuracy"].set_index(["condition_id", "human"]).loc[("poor", "dr1")]
+    got = tables["human_kappa_accuracy"].set_index(["condition_id", "human"]).loc[("poor", "humans (consensus)")]
     assert got[["estimate", "ci_low", "ci_high"]].tolist() == pytest.approx([kappa.estimate, kappa.ci_low, kappa.ci_high])
     assert -1 <= got.ci_low <= got.ci_high <= 1  # the bounded default interval
     paired = judged.merge(humans.groupby("item_id")["accuracy"].mean().rename("humans").reset_index(), how="left")
