@@ -771,8 +771,7 @@ def report(
             from hce.report.logs import read_logs
 
             log = None if study_folder else read_with_notes(read_logs, logs)[0]
-        if study_folder or not (generic or rubric is not None or humans is not None or is_lazy_log(log)
-                                or not _prd_study(log)):
+        if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):
             from hce.study.report import (
                 bayes_section,
                 study_folder_report,
@@ -780,7 +779,8 @@ def report(
             )
 
             extra = [bayes_section] if bayes else []
-            options = {"strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed}
+            options = {"strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed,
+                       **({"humans": humans} if humans is not None else {})}  # a study folder's humans.csv otherwise
             progress("analysing the experiments")
             if study_folder:
                 built = study_folder_report(logs[0], **options, **titled)
