@@ -551,7 +551,7 @@ def sim_server(
 def audit(
     design: Path = typer.Argument(..., help="The design YAML, with a probes: section."),
     log: Path = typer.Option(..., "--log", metavar="FILE", help="The JSONL attempt log; rerunning resumes it."),
-    out: Path = _out(Path("audit"), "the audit report (audit.md and a CSV per table)"),
+    out: Path = _out(Path("audit"), "the audit report (audit.md, report.html, figures/ and a CSV per table)"),
     margin: float = typer.Option(0.25, "--margin", min=0, help="The equivalence margin in score points."),
     period: str = typer.Option("model_version", "--period", metavar="COLUMN", help="The drift's period column."),
     base_url: str = typer.Option(None, "--base-url", metavar="URL", help="Send every call here (e.g. hce sim-server's address)."),
