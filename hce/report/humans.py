@@ -6,8 +6,8 @@ given (:func:`hce.report.report`'s ``humans=``, ``hce report --humans FILE``, jo
 Per criterion and condition (each condition is one judge configuration): the alternative
 annotator test against the humans; the agreement of the judge's item mean with the humans'
 item mean (Lin's concordance, Bland-Altman bias and limits); Cohen's kappa of the judge with
-the humans' consensus and each human of 30 items or more (quadratic weights on a scale of more than two levels; the bounded Fisher-z
-interval); the conditions compared on the human scale by prediction-powered inference (PPI++,
+the humans' consensus and each human of 30 items or more (quadratic weights on a scale of
+more than two levels; the bounded Fisher-z interval); the conditions compared on the human scale by prediction-powered inference (PPI++,
 items as clusters) beside the judge-only and human-only comparisons; and the human-label
 budget of the next study (:func:`hce.stats.ppi_budget`). Every number comes from
 :mod:`hce.stats`.
@@ -51,7 +51,7 @@ def split_humans(log: pd.DataFrame, humans: pd.DataFrame | str | os.PathLike | N
     (1, ['dr1'])
     """
     if humans is not None and not isinstance(humans, pd.DataFrame):
-        humans = pd.read_csv(humans)
+        humans = pd.read_csv(humans, dtype={ITEM: str})  # ids are text, as in the log (T001 and 001 stay apart from 1)
     if ROLE in log:
         is_human = log[ROLE].astype(str).str.lower().eq("human").to_numpy()
         if is_human.any():
@@ -83,8 +83,9 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
                 "the judge's mean score per item against the remaining humans by negative RMSE, epsilon = 0.2 "
                 "(expert raters), Benjamini-Yekutieli at 0.05; the judge passes at a winning rate of 0.5. "
                 "Agreement: the judge's item mean against the humans' item mean; Cohen's kappa of the judge with the "
-                "humans' consensus and each human. PPI: where the humans rated only some items, the conditions' human-scale means compared by "
-                "PPI++ (Angelopoulos et al. 2023). Budget: ppi_budget (Broska et al. 2024).")  # fmt: skip
+                "humans' consensus and each human. PPI: where the humans rated only some items, the conditions' "
+                "human-scale means compared by PPI++ (Angelopoulos et al. 2023). Budget: ppi_budget (Broska et al. "
+                "2024).")  # fmt: skip
     for criterion in criteria:
         human = humans[[ITEM, RATER, criterion.column]].dropna()
         human = human.rename(columns={criterion.column: "score"}).astype({"score": float})

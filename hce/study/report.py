@@ -750,7 +750,7 @@ def study_report(
     >>> study_report(logs).write("reports/my_study")  # doctest: +SKIP
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
-    humans = humans if humans is None or isinstance(humans, pd.DataFrame) else pd.read_csv(humans)  # read once
+    humans = humans if humans is None or isinstance(humans, pd.DataFrame) else pd.read_csv(humans, dtype={ITEM: str})  # once; ids as text
     read_notes = log_notes(*(logs if isinstance(logs, Sequence) else [logs]))  # a torn last line, say
     # one condition_id run with two settings in one experiment: kept apart, never pooled
     log, split = separate_settings(log, within=["experiment_id"])
