@@ -230,6 +230,11 @@ def collect(
         15.0, "--poll-interval", callback=_positive, metavar="SECONDS",
         help="With --batch: seconds between polls at first (growing 1.5-fold to 5 min).",
     ),
+    golden: bool = typer.Option(
+        False, "--golden",
+        help="DESIGN is a golden set: judge it again as the next period of LOG's history (rows tagged golden_run 1, 2, "
+        "...; an unfinished period is resumed), for drift charts (hce audit, hce report).",
+    ),
     cancel: bool = typer.Option(
         False, "--cancel",
         help="With --batch: cancel this log's open batches (and uploads not yet submitted) and log the requests they "
@@ -261,6 +266,11 @@ def collect(
         if cancel and (not batch or dry_run or retry_failed):
             raise HceError("--cancel goes with --batch, and not with --dry-run or --retry-failed")
         parsed = load_design(design)
+        if golden:
+            from hce.collect.running.golden import golden_design, next_golden_run
+
+            parsed = golden_design(parsed, next_golden_run(parsed, log))
+            console.print(f"golden run {parsed.golden_run} of {design} into {log}", highlight=False)
         check_addresses(parsed, base_url)  # a local endpoint missing its address: refused before a plan names the host
         if batch:
             check_batch(parsed)
@@ -564,7 +574,7 @@ def sim_server(
 def audit(
     design: Path = typer.Argument(..., help="The design YAML, with a probes: section."),
     log: Path = typer.Option(..., "--log", metavar="FILE", help="The JSONL attempt log; rerunning resumes it."),
-    out: Path = _out(Path("audit"), "the audit report (audit.md and a CSV per table)"),
+    out: Path = _out(Path("audit"), "the audit report (audit.md, report.html, figures/ and a CSV per table)"),
     margin: float = typer.Option(0.25, "--margin", min=0, help="The equivalence margin in score points."),
     period: str = typer.Option("model_version", "--period", metavar="COLUMN", help="The drift's period column."),
     base_url: str = typer.Option(None, "--base-url", metavar="URL", help="Send every call here (e.g. hce sim-server's address)."),
@@ -784,8 +794,7 @@ def report(
             from hce.report.logs import read_logs
 
             log = None if study_folder else read_with_notes(read_logs, logs)[0]
-        if study_folder or not (generic or rubric is not None or humans is not None or is_lazy_log(log)
-                                or not _prd_study(log)):
+        if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):
             from hce.study.report import (
                 bayes_section,
                 study_folder_report,
@@ -793,7 +802,8 @@ def report(
             )
 
             extra = [bayes_section] if bayes else []
-            options = {"strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed}
+            options = {"strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed,
+                       **({"humans": humans} if humans is not None else {})}  # a study folder's humans.csv otherwise
             progress("analysing the experiments")
             if study_folder:
                 built = study_folder_report(logs[0], **options, **titled)

@@ -38,6 +38,7 @@ SCHEMA: tuple[Column, ...] = (
     Column("max_tokens", "int", "Maximum output tokens"),
     Column("top_p", "float", "Nucleus sampling parameter (empty: API default)"),
     Column("seed", "int", "Sampling seed sent to the API, if any"),
+    Column("golden_run", "int", "Period of a golden-set history (hce collect --golden), from 1; absent otherwise"),
     Column("endpoint", "str", "Name of the design's endpoint the call went to (its address is in the design)"),
     Column("settings_hash", "str", "Fingerprint of the condition's settings (model, prompt, sampling, endpoint)"),
     Column("request", "json_repeated", "The messages sent (JSON text; dictionary-encoded, as each prompt repeats per attempt)"),

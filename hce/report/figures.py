@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from hce._checks import require_columns  # noqa: E402
+from hce.errors import DataError  # noqa: E402
 
 _LINES = ("-", "--", ":", "-.")
 #: seaborn 0.13's ``axes_style("whitegrid")``, less its colormap (no figure here draws an image).
@@ -280,5 +281,59 @@ def bland_altman_plot(data: pd.DataFrame, *, a: str, b: str, item: str | None = 
     ax.set_ylabel(f"{a} - {b}")
     if title:
         ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def drift_chart(drift: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """A golden-set drift chart: above, each period's paired shift from the baseline with its
+    confidence interval; below, the control chart (EWMA or CUSUM) of
+    :func:`hce.stats.drift` with its control limits, alarms filled black.
+
+    Parameters
+    ----------
+    drift : DataFrame
+        :func:`hce.stats.drift`'s rows of one criterion (``period``, ``estimate``, ``ci_low``,
+        ``ci_high``, ``chart_statistic``, ``limit``, ``alarm``, ``method``).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import hce.stats as hs
+    >>> rng = np.random.default_rng(0)
+    >>> history = pd.DataFrame([{"item_id": i, "run": t, "score": rng.normal(t >= 8)} for t in range(12) for i in range(20)])
+    >>> fig = drift_chart(hs.drift(history, period="run", score="score"))
+    >>> [ax.get_ylabel() for ax in fig.axes]
+    ['shift from baseline', 'EWMA']
+    """
+    require_columns(drift, ["period", "estimate", "ci_low", "ci_high", "chart_statistic", "limit", "alarm"])
+    if "criterion" in drift and drift["criterion"].nunique() > 1:
+        raise DataError(f"one criterion per chart; got {sorted(drift['criterion'].unique())}")
+    x = np.arange(len(drift))
+    chart = "CUSUM" if "cusum" in str(drift.get("method", pd.Series([""])).iloc[-1]).lower() else "EWMA"
+    with plt.rc_context(WHITEGRID):
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.0, 4.8), sharex=True, height_ratios=(1, 1))
+    estimate = drift["estimate"].to_numpy(float)
+    errors = np.vstack([estimate - drift["ci_low"].to_numpy(float), drift["ci_high"].to_numpy(float) - estimate])
+    top.axhline(0, color="0.6", linewidth=1, zorder=0)
+    top.errorbar(x, estimate, yerr=np.nan_to_num(errors), fmt="o", color="k", markersize=4, capsize=2, linewidth=1)
+    top.set_ylabel("shift from baseline")
+    statistic, limit = drift["chart_statistic"].to_numpy(float), drift["limit"].to_numpy(float)
+    bottom.plot(x, statistic, color="k", linewidth=1)
+    alarm = drift["alarm"].fillna(False).to_numpy(bool)
+    bottom.scatter(x[~alarm], statistic[~alarm], s=16, facecolor="white", edgecolor="k", zorder=3)
+    bottom.scatter(x[alarm], statistic[alarm], s=20, color="k", zorder=3, label="alarm")
+    for sign in (1, -1):  # the limits are symmetric: a judge may drift up or down
+        bottom.plot(x, sign * limit, color="k", linestyle="--", linewidth=1)
+    bottom.set_ylabel(chart)
+    bottom.set_xticks(x, [str(p) for p in drift["period"]], rotation=90 if len(x) > 12 else 0)
+    bottom.set_xlabel("period")
+    if title:
+        top.set_title(title)
     fig.tight_layout()
     return fig

@@ -31,6 +31,7 @@ from hce.errors import DataError, HceError
 from hce.log import COLUMNS
 from hce.report import figures
 from hce.report._beside import beside
+from hce.report.biases import judge_bias_section
 from hce.report.binary import (
     as_high,
     binary_cells,
@@ -126,7 +127,9 @@ def report(
         Sections: "Attempts and errors by condition", one "Criterion: ..." per criterion
         (spread, tests between conditions, variance decomposition, reliability),
         "Calibration" when the log has logprobs, "Agreement with human raters" when
-        there are human ratings, and "Not reported" listing what could not
+        there are human ratings, "Judge biases" when the log has probe rows (``probe_id``),
+        ``author_model`` or a golden-set history (``golden_run``, module
+        ``hce.report.biases``), and "Not reported" listing what could not
         be computed, why, and what to do about it (also in ``Report.not_reported``). A
         condition whose scores of a criterion are not all finite numbers (a text such as
         "three", an infinity) is left out of that criterion's section, named there and under
@@ -172,6 +175,7 @@ def report(
     context.progress("calibration")
     _calibration_section(document, context)
     humans_section(document, context, human_ratings)
+    judge_bias_section(document, context)
     not_reported_section(document, context.not_reported, confidence)
     if out is not None:
         document.write(out, progress=context.progress)

@@ -39,7 +39,7 @@ from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
 from hce.report.generic import check_columns
 from hce.report.provenance import log_notes, read_with_notes, separate_settings
-from hce.report.sections import NOT_APPLICABLE, not_reported_section
+from hce.report.sections import ITEM, NOT_APPLICABLE, not_reported_section
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
@@ -119,6 +119,8 @@ CAPTIONS = {
 #: conditions instead when a level covers several (Exp 1 compares two named prompts: refused).
 COMPARED = ("EXP2_PromptOptimization", "EXP3_ModelComparison")
 INLINE_ROWS = 30
+#: A study folder's human ratings of its items (item_id, rater, one column per criterion).
+HUMANS_FILE = "humans.csv"
 # One row per item (or per bin): always written to CSV, never printed in the body.
 PER_ITEM_TABLES = {"sd", "mae", "mean_scores", "distribution", "sd_histogram"}
 
@@ -388,7 +390,7 @@ def _one_source(block: str | Table | Figure, plan: AnalysisResult | None) -> str
 
 def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, *, rubric: Rubric | None,
                      confidence: float, random_state: np.random.Generator,
-                     plan: AnalysisResult | None = None) -> list[dict[str, str]]:
+                     plan: AnalysisResult | None = None, humans: pd.DataFrame | None = None) -> list[dict[str, str]]:
     """The sections of :func:`hce.report.report` on one experiment's rows, titled and named after it.
 
     Every experiment is its own design (its items, its conditions), and the PRD's
@@ -400,10 +402,16 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
     prefix (``exp2_total_spread``). Returns what could not be computed (``not_reported``
     entries, named after the experiment), for the study report's one "Not reported" list.
     A test that repeats one of ``plan`` (the experiment's analysis) shows the plan's rows.
+    ``humans`` (human ratings) adds the section "Agreement with human raters" when they rate
+    these rows' items; the "Judge biases" section comes when the rows carry probes or a golden
+    history (:mod:`hce.report.biases`).
     """
+    if humans is not None and not humans[ITEM].isin(rows[ITEM]).any():
+        humans = None  # ratings of another experiment's items
     label, prefix = _experiment_label(experiment_id)
     try:
-        part = generic_report(rows.reset_index(drop=True), rubric=rubric, confidence=confidence, random_state=random_state)
+        part = generic_report(rows.reset_index(drop=True), rubric=rubric, confidence=confidence, random_state=random_state,
+                              humans=humans)  # fmt: skip
     except HceError as exc:  # e.g. no condition_id: conditions are never guessed
         report.section(f"{label}: by condition and criterion").add(
             f"Not reported (the report of any log, per condition_id and criterion, cannot be made on these rows): {exc}")
@@ -683,6 +691,7 @@ def study_report(
     logprobs_are: str | None = None,
     rubric: Rubric | str | os.PathLike | None = None,
     random_state: int | np.random.Generator | None = None,
+    humans: pd.DataFrame | str | os.PathLike | None = None,
 ) -> Report:
     """Build the study report from one or more attempt logs (no API calls).
 
@@ -719,6 +728,12 @@ def study_report(
         :func:`hce.report.report` finds it, Rubric v5.0 for logs with its five columns).
     %(random_state)s
         It serves the experiments without saved settings and the per-criterion sections.
+    humans : DataFrame or CSV path, optional
+        Human ratings of the logs' items (``item_id``, ``rater``, one column per criterion;
+        ``hce report --humans FILE``; a study folder's ``humans.csv``). Each experiment whose
+        items they rate gets the section "Agreement with human raters" (alt-test, kappa,
+        concordance, Bland-Altman, PPI and the label budget: ``hce.report.humans``), as do
+        log rows with ``rater_role == "human"``. Default None.
 
     Returns
     -------
@@ -735,6 +750,7 @@ def study_report(
     >>> study_report(logs).write("reports/my_study")  # doctest: +SKIP
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
+    humans = humans if humans is None or isinstance(humans, pd.DataFrame) else pd.read_csv(humans, dtype={ITEM: str})  # once; ids as text
     read_notes = log_notes(*(logs if isinstance(logs, Sequence) else [logs]))  # a torn last line, say
     # one condition_id run with two settings in one experiment: kept apart, never pooled
     log, split = separate_settings(log, within=["experiment_id"])
@@ -785,7 +801,7 @@ def study_report(
         else:
             rows = log[log["experiment_id"].isna()] if pd.isna(experiment_id) else log[log["experiment_id"] == experiment_id]
         skipped += generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng,
-                                    plan=results.experiments.get(experiment_id))  # fmt: skip
+                                    plan=results.experiments.get(experiment_id), humans=humans)  # fmt: skip
     if "EXP5_FinalToolValidation" not in (_experiment_order(log) or []):
         reasoning_section(report, results, confidence)
     for builder in (_calibration_section, _handoff_section, _cost_section, *extra_sections):
@@ -804,7 +820,8 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     The folder's judged logs (``exp1.jsonl``, ``exp2.jsonl``, ``exp3.jsonl``, ``exp5.jsonl``)
     are reported with the settings the run saved (``analysis_settings.json``: winner rule,
     adjustment, alpha, seeds) and the decisions it handed on (``decisions.json``), so the
-    report names the same winners; Experiment 4 comes from ``exp4/`` (``reasoning_codes``) and what the
+    report names the same winners; human ratings of the items from ``humans.csv`` when the folder has
+    one (the section "Agreement with human raters"); Experiment 4 comes from ``exp4/`` (``reasoning_codes``) and what the
     logprobs are from the study's ``experiments.exp5.logprobs_are`` (``study.resolved.yaml``). Other keyword arguments go to :func:`study_report`.
     """
     folder = Path(folder)
@@ -815,6 +832,8 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     logs = [read_with_notes(read_log, path)[0] for path in paths]
     kwargs.setdefault("logprobs_are", _study_logprobs_are(folder))
     kwargs.setdefault("rubric", kept_rubric(paths))  # the rubric the study judged with, kept beside its logs
+    if (folder / HUMANS_FILE).is_file():  # the study's human ratings of its items
+        kwargs.setdefault("humans", folder / HUMANS_FILE)
     return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder),
                         reasoning=reasoning_codes(folder), **kwargs)
 

@@ -85,3 +85,35 @@ def test_cli_humans_option(tmp_path):
                           env={**__import__("os").environ, "PYTHONPATH": str(root)}, cwd=tmp_path)  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     assert TITLE in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_kappa_ppi_and_budget_equal_the_statistics():
+    log, humans = log_and_humans()
+    humans = humans[humans["item_id"].isin([f"T{i}" for i in range(25)])]  # 25 of 40 items rated: PPI has work to do
+    tables = {t.name: t.data for t in section(report(log, humans=humans, random_state=0)).blocks if hasattr(t, "data")}
+    assert "dr1" not in set(tables["human_kappa_accuracy"]["human"])  # 25 items: the consensus row only
+    judged = log.groupby(["condition_id", "item_id"])["accuracy"].mean().rename("score").reset_index()
+    consensus = np.floor(humans.groupby("item_id")["accuracy"].mean() + 0.5).rename("human")
+    wide = (judged[judged["condition_id"] == "poor"].assign(judge=lambda d: np.floor(d["score"] + 0.5)).set_index("item_id")
+            .join(consensus, how="inner").reset_index())  # fmt: skip
+    kappa = hs.cohen_kappa(wide, item="item_id", rater=["judge", "human"], weights="quadratic").iloc[0]
+    got = tables["human_kappa_accuracy"].set_index(["condition_id", "human"]).loc[("poor", "humans (consensus)")]
+    assert got[["estimate", "ci_low", "ci_high"]].tolist() == pytest.approx([kappa.estimate, kappa.ci_low, kappa.ci_high])
+    assert -1 <= got.ci_low <= got.ci_high <= 1  # the bounded default interval
+    paired = judged.merge(humans.groupby("item_id")["accuracy"].mean().rename("humans").reset_index(), how="left")
+    with np.errstate(invalid="ignore"):  # the classical difference is 0 with variance ~ -1e-17: the humans rate the items, not the judges
+        ppi = hs.ppi_compare(paired, score="score", truth="humans", tuning="power", cluster="item_id")
+    np.testing.assert_allclose(tables["human_ppi_accuracy"][["estimate", "ci_low", "ci_high"]].to_numpy(float),
+                               ppi[["estimate", "ci_low", "ci_high"]].to_numpy(float), atol=1e-12)  # fmt: skip
+    assert set(tables["human_ppi_accuracy"]["method"]) == {"ppi++", "classical", "judge_only"}
+    budget = hs.ppi_budget(paired[paired["condition_id"] == "good"], cost_label=1, cost_judge=0.01, effective_n=40,
+                           score="score", truth="humans")  # fmt: skip
+    row = tables["human_budget_accuracy"].query("condition_id == 'good' and cost_ratio == 0.01").iloc[0]
+    assert (row.n_labelled, row.n_unlabelled) == (budget.n_labelled.iloc[0], budget.n_unlabelled.iloc[0])
+
+
+def test_no_ppi_when_the_humans_rated_every_item():
+    log, humans = log_and_humans()
+    doc = report(log, humans=humans, random_state=0)
+    assert "human_ppi_accuracy" not in {getattr(t, "name", "") for t in section(doc).blocks}
+    assert any("rated every item" in entry["reason"] for entry in doc.not_reported)

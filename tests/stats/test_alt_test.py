@@ -95,7 +95,11 @@ def _published_dir() -> Path:
     root = os.environ.get("HCE_ALTTEST_DIR")
     folder = Path(root) / "data" if root else Path(__file__).resolve().parents[3] / "shared" / "data" / "alttest" / "data"
     if not folder.is_dir():
-        pytest.skip("the authors' annotation sets are not here (set HCE_ALTTEST_DIR to a copy of nitaytech/AltTest)")
+        pytest.skip("the authors' annotation sets are not here: extract them outside the repo and point HCE_ALTTEST_DIR "
+                    "there, e.g. `git clone --depth 1 https://github.com/nitaytech/AltTest /tmp/AltTest` (or, from a git "
+                    "dir G: `mkdir -p /tmp/AltTest && git --git-dir=G archive 18428b1 $(git --git-dir=G ls-tree -r "
+                    "--name-only 18428b1 data | grep _annotations.json) | tar -x -C /tmp/AltTest`), then "
+                    "HCE_ALTTEST_DIR=/tmp/AltTest pytest -m slow tests/stats/test_alt_test.py")  # fmt: skip
     return folder
 
 

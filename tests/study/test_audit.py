@@ -43,7 +43,7 @@ def test_audit_recovers_a_planted_length_bias_through_the_cli(tmp_path):
         server.wait(10)
         server.stdout.close()
     report = (tmp_path / "audit" / "audit.md").read_text()
-    assert "## Judge biases" in report and "| pad |" in report and "| labels |" in report
+    assert "## Judge biases" in report and " | pad | " in report and " | labels | " in report
     probes = pd.read_csv(tmp_path / "audit" / "probes.csv")
     pad = probes[probes["probe"] == "pad"]
     # 0.8 a criterion away from the 1-4 scale's ends; at the ends less: every criterion well above 0, none above 0.8 + CI.
@@ -78,7 +78,8 @@ def test_audit_tables_and_report_from_a_log_without_running(tmp_path):
     tables = audit_tables(log, design, margin=0.5)
     assert set(tables) == {"probes", "length_bias", "drift"}
     assert list(tables["probes"]["criterion"]) == design.rubric.criteria
-    report = write_audit(tables, tmp_path).read_text()
-    assert report.count("| pad |") == 5 and "Length:" in report and "Drift:" in report
-    assert report.count("equivalent |") == 5  # every row gives its verdict
-    assert (tmp_path / "probes.csv").exists() and (tmp_path / "drift.csv").exists()
+    report = write_audit(tables, tmp_path / "audit").read_text()
+    assert report.count(" | pad | ") == 5 and "Length bias" in report and "Golden-set drift" in report
+    assert tables["probes"]["equivalent"].notna().all()  # every row gives its verdict
+    assert (tmp_path / "audit" / "figures" / "drift_clarity_of_language.png").exists()  # the drift chart
+    assert (tmp_path / "audit" / "probes.csv").exists() and (tmp_path / "audit" / "drift.csv").exists()

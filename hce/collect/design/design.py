@@ -278,6 +278,10 @@ class Design:
     probes : tuple of Probe
         The design's ``probes:`` (``hce.collect.design.probes``); each transforming probe's twins
         of the conditions are in ``conditions`` (their ``probe`` set).
+    golden_run : int or None
+        The period of a golden-set history this run judges (``hce collect --golden``,
+        :mod:`hce.collect.running.golden`): it is logged as ``golden_run`` and makes the
+        attempt ids of each period new; None (default) for an ordinary run.
 
     Examples
     --------
@@ -301,6 +305,7 @@ class Design:
     max_cost_usd: float | None = None
     stop_rule: StopRule | None = None
     probes: tuple[Probe, ...] = ()  # the design's probes (hce.collect.design.probes); their twins are in conditions
+    golden_run: int | None = None  # the golden-set period judged (hce.collect.running.golden)
     # Prompts the caller renders and parses itself, by the prompt_id its conditions name.
     prompts: Mapping[str, CustomPrompt] = field(default_factory=dict, compare=False)
     # settings_hash per condition id, filled on first use (hce.collect.design.fingerprint); not part of the design.
@@ -326,8 +331,10 @@ class Design:
         -------
         list of Attempt
         """
+        # A golden run re-judges the same attempts in a new period: the period is part of their ids.
+        key = self.experiment_id if self.golden_run is None else f"{self.experiment_id}\x1fgolden{self.golden_run}"
         return [
-            Attempt(make_attempt_id(self.experiment_id, item.id, cond.id, n), item, cond, n)
+            Attempt(make_attempt_id(key, item.id, cond.id, n), item, cond, n)
             for item in self.items
             for cond in self.conditions
             for n in range(1, self.attempts + 1)

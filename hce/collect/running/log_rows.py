@@ -95,6 +95,8 @@ def attempt_row(
     row["system_fingerprint"] = result.system_fingerprint  # the backend configuration; fp_hce_sim_* when simulated
     if cond.behavior is not None:
         row["behavior_id"] = cond.behavior.behavior_id
+    if design.golden_run is not None:  # a golden-set period (hce collect --golden): hs.drift(period="golden_run")
+        row["golden_run"] = design.golden_run
     row.update(item.metadata)
     row.update(probe_columns(cond, item.id, design.rubric))  # a probe's twin: probe_id and base_condition_id, so pairs match
     if custom is not None:
