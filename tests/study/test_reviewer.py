@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 
 from hce.study.demo import run_demo
-from hce.study.manuscript import manuscript
 from hce.study.rules import (
     INCONCLUSIVE,
     NEGATIVE,
@@ -29,10 +28,8 @@ METRICS = tuple(f"SM{i}" for i in range(1, 8))
 
 
 @pytest.fixture(scope="session")
-def demo(tmp_path_factory) -> Path:
-    out = run_demo(tmp_path_factory.mktemp("reviewer") / "demo")
-    manuscript(out)
-    return out
+def demo(demo_outputs) -> Path:
+    return demo_outputs  # tests/study/conftest.py: one demo and manuscript for every test that reads them
 
 
 @pytest.fixture(scope="session")
