@@ -229,7 +229,8 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     Points at (mean forecast, observed rate) sized by bin count and labelled with it, Wilson
     error bars, and the diagonal of perfect calibration. Bins with fewer than ``min_count``
     forecasts are left out (a line through a bin of 2 and one of 398 looks like perfect
-    calibration) and the axes say how many. Returns the matplotlib ``Axes``.
+    calibration) and the axes say how many; when one bin is left, the panel says so (the
+    confidences are too alike for a curve). Returns the matplotlib ``Axes``.
 
     Parameters
     ----------
@@ -282,6 +283,11 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     left_out = (f"\n{len(hidden)} bin(s) with < {min_count} forecasts not shown ({int(hidden['n'].sum())} in all)"
                 if len(hidden) else "")  # fmt: skip
     # A little room past 0 and 1, so a point at an observed rate of 1 and its label are not cut.
+    if len(table) == 1:  # a lone point reads as a plotting failure: say why there is no curve
+        row = table.iloc[0]
+        ax.text(0.04, 0.5, f"One bin holds {int(row['n'])} of {int(row['n']) + int(hidden['n'].sum())} forecasts\n"
+                f"(mean confidence {row['mean_prob']:.3f}): the confidences\nare too alike to draw a curve.",
+                transform=ax.transAxes, fontsize=8, va="center", ha="left")  # fmt: skip
     ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.06), xlabel="Mean confidence" + left_out, ylabel="Observed rate")
     ax.set_aspect("equal")
     return ax
