@@ -6,6 +6,7 @@ matplotlib draws them; seaborn (0.2 s to import) is imported only by the figures
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Mapping, Sequence
 
@@ -37,7 +38,7 @@ MAX_POINTS = 500
 
 #: Most lines a wrapped tick label may take before the labels are turned, or become codes with a key.
 MAX_TICK_LINES = 3
-#: Longest name shown turned (30 degrees) under its tick; longer names become codes with a key.
+#: Longest name shown turned under its tick (:func:`turned_ticks`); longer names become codes with a key.
 MAX_TURNED = 32
 
 
@@ -48,7 +49,7 @@ def condition_ticks(names: Sequence[str], *, width_in: float = 6.0) -> tuple[lis
     name that wraps to more than :data:`MAX_TICK_LINES` lines in its slot, or holds a word
     longer than the slot, makes every tick a code; the key (``C1: name; C2: name``) is then
     returned to be printed with the figure. (The figures of this module first try the names
-    turned 30 degrees, :func:`turned_ticks`.)
+    turned, :func:`turned_ticks`.)
 
     Examples
     --------
@@ -70,28 +71,42 @@ def condition_ticks(names: Sequence[str], *, width_in: float = 6.0) -> tuple[lis
     return codes, "; ".join(f"{c}:\u00a0{n}" for c, n in zip(codes, names))
 
 
-def turned_ticks(names: Sequence[str], *, width_in: float = 6.0) -> bool:
-    """Whether names too long for flat ticks (:func:`condition_ticks` would give codes) are shown
-    whole instead, turned 30 degrees: each at most :data:`MAX_TURNED` characters, and a slot of
-    at least a third of an inch each. A reader reads the model's name, not a code to look up.
+def turned_ticks(names: Sequence[str], *, width_in: float = 6.0) -> int | None:
+    """The angle (30 or 90 degrees) at which names too long for flat ticks (:func:`condition_ticks`
+    would give codes) are shown whole instead, or None (flat names, or codes).
+
+    Names of at most :data:`MAX_TURNED` characters are turned 30 degrees when each one's turned
+    extent fits its slot, else stood upright (90) when a slot holds a line of text; a reader
+    reads the model's name, not a code to look up.
 
     Examples
     --------
     >>> turned_ticks(["gpt-4.1-mini-2025-04-14", "gpt-4o-2024-08-06", "o3-2025-04-16", "o4-mini-2025-04-16"])
-    True
-    >>> turned_ticks(["a", "b"]), turned_ticks([f"condition_{k}" for k in range(40)])
-    (False, False)
+    90
+    >>> turned_ticks(["prompt strategy 1 (chain of thought)", "b"]), turned_ticks(["gpt-4o-2024-08-06", "gpt-4o-mini"], width_in=6)
+    (None, None)
+    >>> turned_ticks([f"model_{k}_04_16" for k in range(6)])
+    30
     """
     names = [str(n) for n in names]
-    return (condition_ticks(names, width_in=width_in)[1] is not None and max(map(len, names), default=0) <= MAX_TURNED
-            and width_in / max(len(names), 1) >= 1 / 3)  # fmt: skip
+    longest = max(map(len, names), default=0)
+    slot = width_in / max(len(names), 1)
+    if condition_ticks(names, width_in=width_in)[1] is None or longest > MAX_TURNED:
+        return None
+    # at 10 pt a character is about 0.076 inch wide and a line 0.14 inch high
+    turned = longest * 0.076 * math.cos(math.radians(30)) + 0.14 * math.sin(math.radians(30))
+    return 30 if turned <= 0.95 * slot else 90 if slot >= 0.25 else None
 
 
 def _set_condition_ticks(fig: Figure, ax: plt.Axes, names: Sequence[str]) -> None:
     """Condition ticks via :func:`condition_ticks`: the names, turned when long (:func:`turned_ticks`),
     else codes with their key printed under the axes."""
-    if turned_ticks(names, width_in=fig.get_figwidth()):
-        ax.set_xticks(range(len(names)), [str(n) for n in names], rotation=30, ha="right", rotation_mode="anchor")
+    angle = turned_ticks(names, width_in=fig.get_figwidth())
+    if angle is not None:
+        ax.set_xticks(range(len(names)), [str(n) for n in names], rotation=angle, ha="right" if angle < 90 else "center",
+                      rotation_mode="anchor" if angle < 90 else "default")  # fmt: skip
+        # the figure grows by the labels' height, so the axes keep theirs
+        fig.set_figheight(fig.get_figheight() + max(len(str(n)) for n in names) * 0.076 * math.sin(math.radians(angle)))
         fig.tight_layout()
         return
     ticks, key = condition_ticks(names, width_in=fig.get_figwidth())
