@@ -6,6 +6,7 @@ matplotlib draws them; seaborn (0.2 s to import) is imported only by the figures
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Mapping, Sequence
 
@@ -36,8 +37,10 @@ WHITEGRID = {
 MAX_POINTS = 500
 
 
-#: Most lines a wrapped tick label may take before the labels become codes with a key.
+#: Most lines a wrapped tick label may take before the labels are turned, or become codes with a key.
 MAX_TICK_LINES = 3
+#: Longest name shown turned under its tick (:func:`turned_ticks`); longer names become codes with a key.
+MAX_TURNED = 32
 
 
 def condition_ticks(names: Sequence[str], *, width_in: float = 6.0) -> tuple[list[str], str | None]:
@@ -46,7 +49,8 @@ def condition_ticks(names: Sequence[str], *, width_in: float = 6.0) -> tuple[lis
     A slot is the axis width shared by the ticks, at about 13 characters an inch (10 pt). A
     name that wraps to more than :data:`MAX_TICK_LINES` lines in its slot, or holds a word
     longer than the slot, makes every tick a code; the key (``C1: name; C2: name``) is then
-    returned to be printed with the figure.
+    returned to be printed with the figure. (The figures of this module first try the names
+    turned, :func:`turned_ticks`.)
 
     Examples
     --------
@@ -68,8 +72,44 @@ def condition_ticks(names: Sequence[str], *, width_in: float = 6.0) -> tuple[lis
     return codes, "; ".join(f"{c}:\u00a0{n}" for c, n in zip(codes, names))
 
 
+def turned_ticks(names: Sequence[str], *, width_in: float = 6.0) -> int | None:
+    """The angle (30 or 90 degrees) at which names too long for flat ticks (:func:`condition_ticks`
+    would give codes) are shown whole instead, or None (flat names, or codes).
+
+    Names of at most :data:`MAX_TURNED` characters are turned 30 degrees when each one's turned
+    extent fits its slot, else stood upright (90) when a slot holds a line of text; a reader
+    reads the model's name, not a code to look up.
+
+    Examples
+    --------
+    >>> turned_ticks(["gpt-4.1-mini-2025-04-14", "gpt-4o-2024-08-06", "o3-2025-04-16", "o4-mini-2025-04-16"])
+    90
+    >>> turned_ticks(["prompt strategy 1 (chain of thought)", "b"]), turned_ticks(["gpt-4o-2024-08-06", "gpt-4o-mini"], width_in=6)
+    (None, None)
+    >>> turned_ticks([f"model_{k}_04_16" for k in range(6)])
+    30
+    """
+    names = [str(n) for n in names]
+    longest = max(map(len, names), default=0)
+    slot = width_in / max(len(names), 1)
+    if condition_ticks(names, width_in=width_in)[1] is None or longest > MAX_TURNED:
+        return None
+    # at 10 pt a character is about 0.076 inch wide and a line 0.14 inch high
+    turned = longest * 0.076 * math.cos(math.radians(30)) + 0.14 * math.sin(math.radians(30))
+    return 30 if turned <= 0.95 * slot else 90 if slot >= 0.25 else None
+
+
 def _set_condition_ticks(fig: Figure, ax: plt.Axes, names: Sequence[str]) -> None:
-    """Condition ticks via :func:`condition_ticks`; a key of codes is printed under the axes."""
+    """Condition ticks via :func:`condition_ticks`: the names, turned when long (:func:`turned_ticks`),
+    else codes with their key printed under the axes."""
+    angle = turned_ticks(names, width_in=fig.get_figwidth())
+    if angle is not None:
+        ax.set_xticks(range(len(names)), [str(n) for n in names], rotation=angle, ha="right" if angle < 90 else "center",
+                      rotation_mode="anchor" if angle < 90 else "default")  # fmt: skip
+        # the figure grows by the labels' height, so the axes keep theirs
+        fig.set_figheight(fig.get_figheight() + max(len(str(n)) for n in names) * 0.076 * math.sin(math.radians(angle)))
+        fig.tight_layout()
+        return
     ticks, key = condition_ticks(names, width_in=fig.get_figwidth())
     ax.set_xticks(range(len(ticks)), ticks)
     if key is not None:
@@ -85,7 +125,8 @@ def _axes(width: float = 6.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
     return fig, ax
 
 
-def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", title: str | None = None) -> Figure:
+def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", title: str | None = None,
+                    item: str | None = None) -> Figure:  # fmt: skip
     """Per-item SD of repeated scores for each condition: box plot with the items as points
     (up to :data:`MAX_POINTS` items per condition; beyond that the box plot alone).
 
@@ -95,20 +136,48 @@ def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", tit
         One row per item x condition with the SD in column ``sd``.
     condition : str
         Column naming the condition (prompt strategy, model).
+    sd : str, default "sd"
+        Column of the SDs.
+    title : str, optional
+    item : str, optional
+        Item column. When every item was scored in every condition (a paired design), each
+        item's points are joined by a thin line across the conditions, unjittered, so the
+        reader sees the pairs the tests compare.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes: a box per condition, the items' points and, paired, their lines.
+
+    Examples
+    --------
+    >>> from pandas import DataFrame
+    >>> df = DataFrame({"item_id": [1, 2, 1, 2], "model": ["a", "a", "b", "b"], "sd": [0.5, 1.0, 0.2, 0.8]})
+    >>> len(sd_by_condition(df, condition="model", item="item_id").axes[0].lines) >= 2  # a line per item
+    True
     """
     fig, ax = _axes()
-    data = spread[[condition, sd]].dropna()
+    data = spread[[condition, sd, *([item] if item else [])]].dropna()
     order = sorted(data[condition].astype(str).unique())
     plot = data.assign(**{condition: data[condition].astype(str)})
     # matplotlib's own boxplot: seaborn 0.13's passes a `vert` argument matplotlib 3.11 deprecates.
     groups = [plot.loc[plot[condition] == level, sd].to_numpy(dtype=float) for level in order]
     ax.boxplot(groups, positions=range(len(order)), widths=0.6, showfliers=False, patch_artist=True,
                boxprops={"facecolor": "0.85", "edgecolor": "0.2"}, medianprops={"color": "0.0"})
-    # Seeded jitter (seaborn's stripplot draws from the global NumPy state): same log, same figure.
-    # Past MAX_POINTS items a condition's points are a blot and a slow file: the box alone then.
-    rng = np.random.default_rng(0)
-    for position, values in enumerate(groups if max(map(len, groups), default=0) <= MAX_POINTS else []):
-        ax.scatter(position + rng.uniform(-0.2, 0.2, values.size), values, s=6, color="0.15", alpha=0.6, zorder=3)
+    wide = plot.pivot_table(index=item, columns=condition, values=sd, aggfunc="first") if item else None
+    if wide is not None and len(order) > 1 and wide.notna().all(axis=None) and len(wide) <= MAX_POINTS:
+        # Paired: one line per item through its SDs (no jitter, so the line meets its points).
+        wide = wide[order]
+        for _, row in wide.iterrows():
+            ax.plot(range(len(order)), row.to_numpy(dtype=float), color="0.35", linewidth=0.6, alpha=0.6, zorder=2)
+        for position, level in enumerate(order):
+            ax.scatter(np.full(len(wide), position), wide[level].to_numpy(dtype=float), s=6, color="0.15", alpha=0.7, zorder=3)
+    else:
+        # Seeded jitter (seaborn's stripplot draws from the global NumPy state): same log, same figure.
+        # Past MAX_POINTS items a condition's points are a blot and a slow file: the box alone then.
+        rng = np.random.default_rng(0)
+        for position, values in enumerate(groups if max(map(len, groups), default=0) <= MAX_POINTS else []):
+            ax.scatter(position + rng.uniform(-0.2, 0.2, values.size), values, s=6, color="0.15", alpha=0.6, zorder=3)
     ax.set_xlabel(condition.replace("_", " "))
     ax.set_ylabel("SD of repeated scores (per item)")
     if title:
@@ -176,7 +245,8 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     Points at (mean forecast, observed rate) sized by bin count and labelled with it, Wilson
     error bars, and the diagonal of perfect calibration. Bins with fewer than ``min_count``
     forecasts are left out (a line through a bin of 2 and one of 398 looks like perfect
-    calibration) and the axes say how many. Returns the matplotlib ``Axes``.
+    calibration) and the axes say how many; when one bin is left, the panel says so (the
+    confidences are too alike for a curve). Returns the matplotlib ``Axes``.
 
     Parameters
     ----------
@@ -229,6 +299,11 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     left_out = (f"\n{len(hidden)} bin(s) with < {min_count} forecasts not shown ({int(hidden['n'].sum())} in all)"
                 if len(hidden) else "")  # fmt: skip
     # A little room past 0 and 1, so a point at an observed rate of 1 and its label are not cut.
+    if len(table) == 1:  # a lone point reads as a plotting failure: say why there is no curve
+        row = table.iloc[0]
+        ax.text(0.04, 0.5, f"One bin holds {int(row['n'])} of {int(row['n']) + int(hidden['n'].sum())} forecasts\n"
+                f"(mean confidence {row['mean_prob']:.3f}): the confidences\nare too alike to draw a curve.",
+                transform=ax.transAxes, fontsize=8, va="center", ha="left")  # fmt: skip
     ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.06), xlabel="Mean confidence" + left_out, ylabel="Observed rate")
     ax.set_aspect("equal")
     return ax

@@ -194,8 +194,9 @@ def add_spread(section: Section, context: _Context, criterion: Criterion, stem: 
                              "(median and quartiles). The per-item table is in tables/" + f"{stem}_item_spread.csv."]),
                 Table(table, f"{criterion.name}: per-item spread", f"{stem}_item_spread", context.confidence, inline=False))  # fmt: skip
     if table["sd"].notna().any():
-        _, key = figures.condition_ticks(sorted(table.loc[table["sd"].notna(), CONDITION].astype(str).unique()))
-        section.add(Figure(figures.sd_by_condition(table, condition=CONDITION, title=criterion.name),
+        names = sorted(table.loc[table["sd"].notna(), CONDITION].astype(str).unique())
+        key = None if figures.turned_ticks(names) is not None else figures.condition_ticks(names)[1]  # turned names need no key
+        section.add(Figure(figures.sd_by_condition(table, condition=CONDITION, title=criterion.name, item=ITEM),
                            f"{stem}_sd_by_condition", f"{criterion.name}: per-item SD of repeated scores by condition"
                            + (f" (conditions: {key.replace(chr(160), ' ')})" if key else "")))  # fmt: skip
     return table

@@ -1,12 +1,13 @@
 """Journal-style numbers and tables: full precision kept, rounding only for display.
 
-Conventions (JAMA): P values without a leading zero, two decimals (three below .01 or where
-two would round to .05), ``P < .001`` and ``P > .99`` at the ends; an estimate with its interval in one cell, ``0.41 [0.20, 0.60]``, under a
-header naming the level (``Effect size (95% CI)``); an interval with no upper limit as
-``[0.12, ∞)``; counts as integers with thousands separators; column headers in words
-(``Items``, ``P value``). Numbers get the decimals they need: two by default, more when two
-would show a number under 1 as a whole one (0.99937 is ``0.999``, not ``1.00``) or with
-fewer than two significant digits, or an interval narrower than its last shown digit. A
+Conventions (JAMA, one rule for every output in :mod:`hce.report.numbers`): P values without a
+leading zero, two decimals (three below .01 or where two would round to .05), ``P < .001`` and
+``P > .99`` at the ends; an estimate with its interval in one cell, ``0.41 (0.20-0.60)`` or
+``-0.41 (-0.60 to -0.20)``, under a header naming the level (``Effect size (95% CI)``); an
+interval that cannot be computed as "not estimable" with its reason; counts as integers with
+thousands separators; column headers in words (``Items``, ``P value``). Each bounded statistic
+type (coefficients, effect sizes, calibration errors) has its decimals, found from the column's
+name or the row's label (:data:`LABEL_COLUMNS`); other numbers get the decimals they need. A
 :class:`Table` keeps its raw DataFrame (written to CSV exactly, snake_case headers) and
 formats only when rendered to Markdown, HTML or LaTeX.
 """
@@ -20,7 +21,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pandas as pd
@@ -28,19 +28,28 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS
+from hce.report.numbers import (
+    DECIMALS,
+    LARGE,
+    decimals_needed,
+    fixed,
+    kind_decimals,
+    format_ci,
+    format_number,
+    format_p,
+    joiner,
+    statistic_kind,
+)
 
 # Every P value prints journal-style: the adjusted ones, the Greenhouse-Geisser one and the cluster permutation's too.
 P_COLUMNS = ("p_value", "p_adjusted", "p", "p_holm", "p_gg", "p_cluster", "p_cluster_adjusted")
 INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "df1", "df2", "count", "attempts_per_item")
 #: A method naming one of these makes ``statistic`` a rank sum (U, V, T): shown as the whole or half number it is.
 RANK_SUMS = re.compile(r"Wilcoxon|Mann-Whitney|rank-sum|signed-rank", re.IGNORECASE)
+#: Columns naming what a row's generic ``estimate`` is (its statistic type, :func:`hce.report.numbers.statistic_kind`).
+LABEL_COLUMNS = ("metric", "measure", "quantity", "coefficient", "component", "method", "ci_method")
 #: Each point column and the two columns of its interval (the vocabulary's result columns).
 INTERVALS = {point: (low, high) for point, low, high in (ESTIMATE_COLUMNS, EFFECT_COLUMNS)}
-#: Most decimals shown; a smaller number is shown in scientific notation.
-MAX_DECIMALS = 6
-#: A finite number this large is shown in scientific notation (an interval limit of 1e88
-#: from a degenerate chi-square is no figure to print in full).
-LARGE = 1e9
 
 #: Headers in words where the rule in :func:`header` does not find them.
 HEADERS = {
@@ -79,94 +88,6 @@ def header(column: object) -> str:
     return text[:1].upper() + text[1:]
 
 
-def format_p(p: float) -> str:
-    """A P value as JAMA prints it: 2 decimals, 3 below .01, ``< .001`` and ``> .99`` at the ends.
-
-    No leading zero. A P value that 2 decimals would round to .05 from either side keeps 3
-    (``.049``, ``.052``), so rounding never moves it across the usual threshold; halves round
-    away from zero, as every number of a report.
-
-    Examples
-    --------
-    >>> [format_p(p) for p in (0.0004, 0.0043, 0.0123, 0.0449, 0.0492, 0.05, 0.125, 0.9951, float("nan"))]
-    ['< .001', '.004', '.01', '.04', '.049', '.05', '.13', '> .99', '—']
-    """
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "—"
-    if p < 0.001:
-        return "< .001"
-    if p > 0.99:
-        return "> .99"
-    decimals = 3 if p < 0.01 or (_fixed(float(p), 2) == "0.05" and p != 0.05) else 2
-    return _fixed(float(p), decimals).lstrip("0")
-
-
-def format_number(x: object, digits: int = 2) -> str:
-    """A number rounded for display: integers as integers, floats to the decimals they need.
-
-    Floats get ``digits`` decimals, or more (up to :data:`MAX_DECIMALS`) where ``digits``
-    would leave fewer than two significant digits or round a number under 1 in size to a
-    whole one; numbers beyond that, and finite ones of :data:`LARGE` or more, in scientific notation.
-
-    Examples
-    --------
-    >>> [format_number(v) for v in (3, 1234567, 0.12345, -2.0, 0.99937, 0.00123, float("nan"), "text")]
-    ['3', '1,234,567', '0.12', '-2.00', '0.999', '0.0012', '—', 'text']
-    >>> [format_number(v) for v in (float("inf"), 2.5e88, 3e-9)]
-    ['∞', '2.5e+88', '3.0e-09']
-    """
-    if x is None or x is pd.NA:
-        return "—"
-    if isinstance(x, (bool, np.bool_)):
-        return "yes" if x else "no"
-    if isinstance(x, (int, np.integer)):
-        return f"{int(x):,}"
-    if isinstance(x, (float, np.floating)):
-        if math.isnan(x):
-            return "—"
-        if math.isinf(x):
-            return "∞" if x > 0 else "−∞"
-        return _fixed(float(x), decimals_needed([float(x)], digits))
-    return str(x)
-
-
-def decimals_needed(values: Sequence[float], digits: int = 2, *, width: float | None = None) -> int | None:
-    """Decimals that show every finite value (and an interval ``width``) faithfully.
-
-    At least ``digits``; more where a nonzero value would show fewer than two significant
-    digits, or one under 1 in size as a whole number, and where ``width`` (an interval's)
-    would show fewer than two significant digits. None when that takes more than
-    :data:`MAX_DECIMALS` (scientific notation instead).
-    """
-    needed = digits
-    for value in values:
-        if not math.isfinite(value) or value == 0:
-            continue
-        needed = max(needed, 1 - math.floor(math.log10(abs(value))))
-        # a correlation or share of 0.9996 is not 1.00 (a score of 19.9996 may well be 20.00)
-        while abs(value) < 1 and needed < MAX_DECIMALS and round(value, needed) == round(value):
-            needed += 1
-    if width is not None and math.isfinite(width) and width > 0:
-        needed = max(needed, 1 - math.floor(math.log10(width)))
-    return needed if needed <= MAX_DECIMALS else None
-
-
-def _fixed(x: float, decimals: int | None) -> str:
-    """``x`` to ``decimals`` places, halves rounded away from zero on the decimal digits shown.
-
-    Binary floats make ``f"{0.125:.2f}"`` "0.12" but ``f"{0.375:.2f}"`` "0.38"; rounding the
-    shortest decimal form of ``x`` gives one rule for every half (0.13, 0.38).
-    """
-    if math.isnan(x):
-        return "—"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if decimals is None or abs(x) >= LARGE:
-        return f"{x:.1e}"
-    rounded = Decimal(repr(x)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
-    return f"{rounded:,.{decimals}f}".replace("-0.", "0.") if rounded == 0 else f"{rounded:,.{decimals}f}"
-
-
 def _column_decimals(digits: int, values: pd.Series, *limits: pd.Series) -> int | None:
     """One number of decimals for a whole column (each row's need, the most of them), so a column
     reads alike; None (each cell its own) when some row needs scientific notation."""
@@ -179,32 +100,6 @@ def _column_decimals(digits: int, values: pd.Series, *limits: pd.Series) -> int 
             return None
         needs.append(needed)
     return max(needs, default=digits)
-
-
-def format_ci(low: float, high: float, digits: int = 2, *, estimate: float | None = None, decimals: int | None = None) -> str:
-    """``[low, high]``, or ``estimate [low, high]``, all with the decimals the interval needs.
-
-    ``decimals`` fixes the places instead (a table column shown alike). A limit at infinity (no bound on that side) is shown open: ``[0.12, ∞)``.
-
-    Examples
-    --------
-    >>> format_ci(0.1234, 0.5)
-    '[0.12, 0.50]'
-    >>> format_ci(0.99901, 0.99962, estimate=0.99937)
-    '0.99937 [0.99901, 0.99962]'
-    >>> format_ci(0.0, float("inf"), estimate=0.02)
-    '0.020 [0.000, ∞)'
-    """
-    numbers = [v for v in (estimate, low, high) if v is not None and not pd.isna(v)]
-    decimals = decimals if decimals is not None else decimals_needed([float(v) for v in numbers], digits, width=float(high) - float(low)
-                               if not (pd.isna(low) or pd.isna(high)) else None)  # fmt: skip
-    shown = [_fixed(float(v), decimals) if not pd.isna(v) else "—" for v in (low, high)]
-    opening = "(" if not pd.isna(low) and math.isinf(low) else "["
-    closing = ")" if not pd.isna(high) and math.isinf(high) else "]"
-    interval = f"{opening}{shown[0]}, {shown[1]}{closing}"
-    if estimate is None:
-        return interval
-    return f"{_fixed(float(estimate), decimals) if not pd.isna(estimate) else '—'} {interval}"
 
 
 def _looks_integer(column: str, values: pd.Series) -> bool:
@@ -235,6 +130,9 @@ class Table:
         Footnotes (method names, exclusions).
     inline : bool
         False for long tables that are only written to files (CSV, LaTeX), not printed.
+    readable : tuple of str
+        Text columns whose codes are shown in words (``evidence_type`` as "evidence type"); the
+        CSV keeps the codes, which the manuscript's sources name.
     """
 
     data: pd.DataFrame
@@ -244,6 +142,7 @@ class Table:
     digits: int = 2
     notes: list[str] = field(default_factory=list)
     inline: bool = True
+    readable: tuple[str, ...] = ()
     #: :meth:`display_columns`, held while :meth:`hce.report.document.Report.write` writes the
     #: table in three formats (formatting each cell is most of a small table's writing).
     _shown: list[tuple[str, list[str], bool]] | None = field(default=None, init=False, repr=False, compare=False)
@@ -295,12 +194,14 @@ class Table:
                 continue
             if column in merged:
                 low, high = merged[column]
-                places = _column_decimals(self.digits, values, raw[low], raw[high])
-                cells = [format_ci(a, b, self.digits, estimate=e, decimals=places) for e, a, b in zip(values, raw[low], raw[high])]
+                places = self._decimals(raw, column, values, raw[low], raw[high])
+                cells = [format_ci(a, b, self.digits, estimate=e, decimals=d, kind=k, method=m)
+                         for e, a, b, (d, k), m in zip(values, raw[low], raw[high], places, methods)]  # fmt: skip
                 out.append((f"{header(column)} ({level})", cells, False))
             elif column in alone:
-                places = _column_decimals(self.digits, values, raw[alone[column]])
-                out.append((level, [format_ci(a, b, self.digits, decimals=places) for a, b in zip(values, raw[alone[column]])], False))
+                places = self._decimals(raw, column, values, raw[alone[column]])
+                out.append((level, [format_ci(a, b, self.digits, decimals=d, kind=k, method=m)
+                                    for a, b, (d, k), m in zip(values, raw[alone[column]], places, methods)], False))  # fmt: skip
             elif column in P_COLUMNS:
                 out.append((header(column), [format_p(v) for v in values], False))
             elif column == "statistic" and pd.api.types.is_numeric_dtype(values):
@@ -308,11 +209,36 @@ class Table:
             elif _looks_integer(column, values):
                 out.append((header(column), [format_number(None if pd.isna(v) else int(v)) for v in values], False))
             elif pd.api.types.is_float_dtype(values):
-                places = _column_decimals(self.digits, values)
-                out.append((header(column), [format_number(v, self.digits) if places is None else _fixed(float(v), places)
-                                             for v in values], False))  # fmt: skip
+                places = self._decimals(raw, column, values)
+                out.append((header(column), [format_number(v, self.digits) if d is None else fixed(float(v), d)
+                                             for v, (d, _) in zip(values, places)], False))  # fmt: skip
+            elif column in self.readable:
+                out.append((header(column), [str(v).replace("_", " ") if isinstance(v, str) else format_number(v) for v in values], True))
             else:
                 out.append((header(column), [format_number(v, self.digits) for v in values], _is_text(values)))
+        return out
+
+    def _kinds(self, raw: pd.DataFrame, column: str) -> list[str | None]:
+        """Each row's statistic type (:func:`hce.report.numbers.statistic_kind`): the column's own
+        name, else for a generic point column (``estimate``) the row's label, method and the caption."""
+        own = statistic_kind(column)
+        if own is not None or column not in INTERVALS and column not in {low for low, _ in INTERVALS.values()}:
+            return [own] * len(raw)
+        labels = [c for c in LABEL_COLUMNS if c in raw.columns]
+        return [statistic_kind(*(raw.at[i, c] for c in labels), self.caption) for i in raw.index]
+
+    def _decimals(self, raw: pd.DataFrame, column: str, *series: pd.Series) -> list[tuple[int | None, str | None]]:
+        """Each row's decimals and statistic type: one count for every row of one type (JAMA's
+        decimals for the bounded types, :data:`hce.report.numbers.DECIMALS`), so a column of one
+        statistic reads alike; other rows the most any of them needs (None: each cell its own)."""
+        kinds = self._kinds(raw, column)
+        out: list[tuple[int | None, str | None]] = [(None, k) for k in kinds]
+        for kind in set(kinds):
+            rows = [i for i, k in enumerate(kinds) if k == kind]
+            values = [float(v) for s in series for v in s.iloc[rows] if not pd.isna(v)]
+            places = kind_decimals(values, kind) if kind in DECIMALS else _column_decimals(self.digits, *(s.iloc[rows] for s in series))
+            for i in rows:
+                out[i] = (places, kind)
         return out
 
     def to_markdown(self) -> str:
@@ -397,15 +323,16 @@ def _statistic(value: float, method: str) -> str:
     if pd.isna(value):
         return "—"
     if RANK_SUMS.search(method) and float(value) * 2 == round(float(value) * 2):
-        return _fixed(float(value), 0 if float(value) == round(float(value)) else 1)
-    return _fixed(float(value), 2)
+        return fixed(float(value), 0 if float(value) == round(float(value)) else 1)
+    return fixed(float(value), 2)
 
 
-_INTERVAL = re.compile(r"\[[^\[\]()]*[\])]")
+#: An interval in text, ``(0.60-0.88)``, ``(95% CI, -0.98 to -0.30)`` (:func:`hce.report.numbers.format_ci`).
+_INTERVAL = re.compile(r"\((?:\d+(?:\.\d+)?% CI, )?[-−]?[\d.,%∞]+(?:-| to )[-−]?[\d.,%∞]+\)")
 
 
 def _html_cell(value: object, kind: str) -> str:
-    """A cell's HTML: numbers whole, and in text an interval ``[a, b]`` kept on one line."""
+    """A cell's HTML: numbers whole, and in text an interval ``(a-b)`` kept on one line."""
     text = html.escape(str(value))
     if kind != 'class="t"':
         return text.replace(" ", "&nbsp;")
@@ -445,15 +372,16 @@ def _tex_row(cells: list[str]) -> str:
 
 
 def describe(values: Sequence[float] | pd.Series, *, digits: int = 2) -> str:
-    """``median [IQR a, b]`` of finite values, as the PRD asks SDs to be summarised.
+    """``median (IQR a-b)`` of finite values, as the PRD asks SDs to be summarised (JAMA's style).
 
-    >>> describe([0.1, 0.2, 0.3, 0.4])
-    'median 0.25 [IQR 0.18, 0.33], n = 4'
+    >>> describe([0.1, 0.2, 0.3, 0.4]), describe([-2, -1, 0])
+    ('median 0.25 (IQR 0.18-0.33), n = 4', 'median -1.00 (IQR -1.50 to -0.50), n = 3')
     """
     array = np.asarray(values, dtype=float)
     array = array[np.isfinite(array)]
     if array.size == 0:
         return "no finite values"
     q1, median, q3 = np.percentile(array, [25, 50, 75])
-    return f"median {format_number(median, digits)} [IQR {format_number(q1, digits)}, {format_number(q3, digits)}], n = {array.size:,}"
+    low, high = format_number(q1, digits), format_number(q3, digits)
+    return f"median {format_number(median, digits)} (IQR {low}{joiner(low, high)}{high}), n = {array.size:,}"
 

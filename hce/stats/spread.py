@@ -292,7 +292,7 @@ def _warn_undefined(spread: pd.DataFrame, item: str) -> None:
         names = list(dict.fromkeys(short[item].tolist()))
         warnings.warn(
             f"{len(short)} item x condition x criterion cell(s) have fewer than 2 valid "
-            f"scores, so their SD is NaN (items {', '.join(map(str, names[:5]))}{', ...' if len(names) > 5 else ''})",
+            f"scores, so their SD is not estimable (items {', '.join(map(str, names[:5]))}{', ...' if len(names) > 5 else ''})",
             HceWarning,
             stacklevel=3,
         )

@@ -46,7 +46,7 @@ from hce.stats.tests import (
     rm_anova,
     wilcoxon_paired,
 )
-from hce.study.claims import exp1_claims, with_sm2_verdict, with_sm3_verdict, with_sm6_verdict
+from hce.study.claims import exp1_claims, p_text, with_sm2_verdict, with_sm3_verdict, with_sm6_verdict
 from hce.study.rules import SM2_CATEGORY_MAX, SM2_TARGET, SM2_TOTAL_MAX
 
 #: Rubric v5.0 categories as attempt-log columns (seeds/000, section 3).
@@ -307,9 +307,9 @@ def _select_winner(
     table["winner"] = (table[condition] == candidate) & wins
     if wins:
         why = (f"winner {candidate!r}: lowest median SD and significantly lower than "
-               f"{beaten} of {others} other condition(s) (Friedman p = {friedman_row['p_value']:.3g})")
+               f"{beaten} of {others} other condition(s) ({p_text(friedman_row['p_value'])}, Friedman)")
     elif not omnibus:
-        why = (f"no winner: Friedman p = {friedman_row['p_value']:.3g} >= {alpha}; "
+        why = (f"no winner: Friedman {p_text(friedman_row['p_value'])}, not below {alpha:g}; "
                f"{candidate!r} has the lowest median SD but no significant difference")
     else:
         why = (f"no winner: {candidate!r} has the lowest median SD but is significantly lower "

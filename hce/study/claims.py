@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from hce._vocabulary import EFFECT_COLUMNS
-from hce.report.tables import format_ci, format_p
+from hce.report.numbers import fixed, format_ci, format_p, interval_decimals
 from hce.stats.result import AnalysisResult
 from hce.stats.tests import p_adjust
 from hce.study.rules import (
@@ -60,9 +60,9 @@ def shown(estimate: float, low: float, high: float) -> str:
     Examples
     --------
     >>> shown(-0.9583, -0.9841, -0.8962), shown(-0.96, float("nan"), float("nan"))
-    ('-0.958', '-0.96')
+    ('-0.96', '-0.96')
     """
-    return format_ci(low, high, estimate=estimate).split(" ", 1)[0]
+    return fixed(estimate, interval_decimals(estimate, low, high, kind="effect"))
 
 
 def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd.DataFrame, *, rubric: object,
@@ -87,7 +87,7 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
     rows.append(verdict_row(r, f"D(target || G2) = {g2:.2f}, D(target || G1) = {g1:.2f} nats", verdict(r, estimate=g2 - g1),
                             p_value=np.nan))  # fmt: skip
     pearson = sm3[sm3["verdict"] != ""].iloc[0]
-    rows.append(verdict_row(rule("SM3", threshold=r_threshold), f"r = {format_ci(pearson['ci_low'], pearson['ci_high'], estimate=pearson['estimate'])}, "
+    rows.append(verdict_row(rule("SM3", threshold=r_threshold), f"r = {format_ci(pearson['ci_low'], pearson['ci_high'], estimate=pearson['estimate'], kind='coefficient', level=0.95)}, "
                             f"n = {pearson['n']}", pearson["verdict"], p_value=np.nan))  # fmt: skip
     return _with_p(rows)
 
@@ -292,7 +292,7 @@ def scorecard(experiments: Mapping[str, AnalysisResult], *, log: pd.DataFrame, c
         sm2 = with_sm2_verdict(exp["EXP5_FinalToolValidation"]["success_metric_2"])
         both = sm2.set_index("metric").loc["both"]
         r = rule("SM2", threshold=float(both["target_share"]), claim=sm2_claim(sm2))
-        rows.append(verdict_row(r, f"{both['estimate']:.1%} [{both['ci_low']:.1%}, {both['ci_high']:.1%}] of {int(both['n_items'])}",
+        rows.append(verdict_row(r, f"{both['estimate']:.1%} (95% CI, {both['ci_low']:.1%}-{both['ci_high']:.1%}) of {int(both['n_items'])}",
                                 both["verdict"]))  # fmt: skip
     else:
         rows.append(verdict_row(rule("SM2"), "—", NOT_MEASURABLE))

@@ -288,7 +288,7 @@ def _experiment_section(report: Report, experiment_id: str, result: AnalysisResu
             long_tables.append(table)
         else:
             section.add(table)
-    for figure in _experiment_figures(experiment_id, result, prefix):
+    for figure in _experiment_figures(experiment_id, result, prefix, results.settings.get(experiment_id, {})):
         section.add(figure)
     if long_tables:
         section.add("Per-item tables (CSV): " + ", ".join(f"tables/{t.name}.csv" for t in long_tables) + ".")
@@ -300,11 +300,14 @@ def _total_sd(result: AnalysisResult) -> pd.DataFrame:
     return sd[sd["criterion"] == "total"] if "criterion" in sd else sd
 
 
-def _experiment_figures(experiment_id: str, result: AnalysisResult, prefix: str) -> list[Figure]:
+def _experiment_figures(experiment_id: str, result: AnalysisResult, prefix: str, settings: Mapping) -> list[Figure]:
     if experiment_id.startswith("EXP1"):
         dist = result["distribution"]
+        # The legend names the groups as the caption and the text do: G1 and G2, with their prompts.
+        names = {settings.get("non_rubric"): "G1", settings.get("rubric"): "G2"}
         groups = {
-            source: np.repeat(part["total"].to_numpy(dtype=float), part["count"].to_numpy(dtype=int))
+            f"{names[source]} ({source})" if source in names else str(source):
+                np.repeat(part["total"].to_numpy(dtype=float), part["count"].to_numpy(dtype=int))
             for source, part in dist.groupby("source", sort=False)
         }
         return [Figure(figures.score_histograms(groups), f"{prefix}_score_histograms",
@@ -313,7 +316,7 @@ def _experiment_figures(experiment_id: str, result: AnalysisResult, prefix: str)
         sd = _total_sd(result)
         condition = result["winner"].columns[0]  # the compared factor (prompt_id or model)
         what = "prompt strategies" if experiment_id.startswith("EXP2") else "LLM architectures"
-        return [Figure(figures.sd_by_condition(sd, condition=condition), f"{prefix}_sd_by_condition",
+        return [Figure(figures.sd_by_condition(sd, condition=condition, item="item_id" if "item_id" in sd else None), f"{prefix}_sd_by_condition",
                        f"Per-item SD of total scores for the {what}")]
     if experiment_id.startswith("EXP5"):
         return [Figure(figures.sd_histogram(_total_sd(result), thresholds=[1.0]), f"{prefix}_sd_histogram",

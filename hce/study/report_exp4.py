@@ -130,7 +130,8 @@ def reasoning_section(report: Report, results: StudyResults, confidence: float) 
     else:
         frequencies, tests = data.result["frequencies"], data.result["tests"]
         section.add(Table(code_table(frequencies), "Table 3: Reasoning codes per model: segments with the code / segments "
-                          "coded for the model (percent; Wilson CIs in tables/exp4_frequencies.csv)", "table3_reasoning_codes", confidence),
+                          "coded for the model (percent; Wilson CIs in tables/exp4_frequencies.csv)", "table3_reasoning_codes", confidence,
+                          readable=("dimension", "code")),
                     Table(tests, "Code distributions compared across models (chi-squared or Fisher's exact test, 7.4.7, segments as "
                           "independent; p_cluster: the models permuted among whole replies, which decides since segments "
                           "are nested in replies)",

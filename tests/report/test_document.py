@@ -24,18 +24,18 @@ def test_table_keeps_raw_values_and_formats_for_display():
     shown = table.display_frame()
     assert shown.columns.tolist() == ["Method", "Statistic", "P value", "Estimate (95% CI)", "N"]
     # U is a rank sum: the half number it is, not "1,234.50" (issue 33)
-    assert shown.iloc[0].tolist() == ["Mann-Whitney U", "1,234.5", "< .001", "0.41 [0.20, 0.60]", "50"]
+    assert shown.iloc[0].tolist() == ["Mann-Whitney U", "1,234.5", "< .001", "0.41 (0.20-0.60)", "50"]
     # floats in their shortest form that reads back exactly
     assert table.to_csv().splitlines()[1] == "Mann-Whitney U,1234.5,0.00012,0.41234,0.2,0.6,50"
     quoted = Table(raw.assign(method="U, exact"), caption="H1a", name="h1a").to_csv()
     pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(quoted)), raw.assign(method="U, exact"), check_dtype=False)
-    assert "| Mann-Whitney U | 1,234.5 | < .001 | 0.41 [0.20, 0.60] | 50 |" in table.to_markdown()
+    assert "| Mann-Whitney U | 1,234.5 | < .001 | 0.41 (0.20-0.60) | 50 |" in table.to_markdown()
     assert r"$<$ .001" in table.to_latex() and r"\label{tab:h1a}" in table.to_latex()
     assert "<caption>H1a</caption>" in table.to_html()
 
 
 def test_describe_median_iqr():
-    assert describe([1, 2, 3, np.nan]) == "median 2.00 [IQR 1.50, 2.50], n = 3"
+    assert describe([1, 2, 3, np.nan]) == "median 2.00 (IQR 1.50-2.50), n = 3"
 
 
 def report_with_everything():
@@ -83,21 +83,21 @@ def test_headers_are_words_in_markdown_html_and_latex_and_snake_case_in_csv():
 
 
 def test_an_interval_does_not_break_across_lines_in_html():
-    # Before: "[-1.00," and "-1.00]" sat on two lines of the HTML report.
+    # Before: "[-1.00," and "-1.00]" sat on two lines of the HTML report. JAMA: "to" between negative limits (issue 45).
     table = Table(pd.DataFrame({"estimate": [-1.0], "ci_low": [-1.0], "ci_high": [-0.5]}), caption="c", name="c")
     cell = re.search(r"<td[^>]*>([^<]*)</td>", table.to_html())
-    assert cell.group(1) == "-1.00&nbsp;[-1.00,&nbsp;-0.50]" and 'class="n"' in cell.group(0)
+    assert cell.group(1) == "-1.00&nbsp;(-1.00&nbsp;to&nbsp;-0.50)" and 'class="n"' in cell.group(0)
     assert "td.n{white-space:nowrap}" in Report("r").to_html()
-    # an interval inside text (the scorecard's "55.0% [34.2%, 74.2%] of 20") stays whole too
-    text = Table(pd.DataFrame({"value": ["55.0% [34.2%, 74.2%] of 20"]}), caption="c", name="c").to_html()
-    assert "55.0% [34.2%,&nbsp;74.2%] of 20" in text
+    # an interval inside text (the scorecard's "55.0% (95% CI, 34.2%-74.2%) of 20") stays whole too
+    text = Table(pd.DataFrame({"value": ["55.0% (95% CI, 34.2%-74.2%) of 20"]}), caption="c", name="c").to_html()
+    assert "55.0% (95%&nbsp;CI,&nbsp;34.2%-74.2%) of 20" in text
 
 
 def test_numbers_get_the_digits_they_need():
     # an ICC of 0.99937 was "1.00 [1.00, 1.00]"
     icc = Table(pd.DataFrame({"metric": ["ICC(A,1)"], "estimate": [0.99937], "ci_low": [0.99901],
                               "ci_high": [0.99962]}), caption="ICC", name="icc")  # fmt: skip
-    assert icc.display_frame().iloc[0, 1] == "0.99937 [0.99901, 0.99962]"
+    assert icc.display_frame().iloc[0, 1] == "0.9994 (0.9990-0.9996)"  # a coefficient: 2 decimals unless they show 1.00
     small = Table(pd.DataFrame({"share": [0.0004, 0.25], "mean": [12.34567, 3e-9]}), caption="s", name="s")
     # one number of decimals per column (issue 33: a column reads alike), each cell its own past scientific notation
     assert small.display_frame().to_numpy().tolist() == [["0.00040", "12.35"], ["0.25000", "3.0e-09"]]
@@ -109,7 +109,7 @@ def test_an_unbounded_interval_is_shown_as_such():
     raw = pd.DataFrame({"component": ["prompt_id", "prompt_id"], "estimate": [0.02, 0.02],
                         "ci_low": [0.0, 0.0], "ci_high": [np.inf, 2.5e88]})  # fmt: skip
     cells = Table(raw, caption="v", name="v").display_frame()["Estimate (95% CI)"].tolist()
-    assert cells == ["0.020 [0.000, ∞)", "0.020 [0.000, 2.5e+88]"]
+    assert cells == ["0.020 (0.000 to ∞)", "0.020 (0.000-2.5e+88)"]
     assert r"$\infty$)" in Table(raw, caption="v", name="v").to_latex()
 
 

@@ -107,7 +107,7 @@ def test_markdown_numbers_carry_their_source_and_figures_are_copied(doc, tmp_pat
     # the report's Markdown table, under reader-facing headers, with the label in the caption
     assert "**Table 1. Prompt comparison**" in text
     assert "| Condition | Estimate (95% CI) | P value |" in text
-    assert "| P2.1 | 0.41 [0.20, 0.60] | < .001 |" in text
+    assert "| P2.1 | 0.41 (0.20-0.60) | < .001 |" in text
     assert "*Holm-adjusted.*" in text
     # Markdown specials in prose are literal; a line starting "1." is not a list item
     assert r"Costs & 5% of \$10 #1 a\_b {x} \~y \^z \\w." in text and "\n1\\. Smith J." in text
@@ -144,8 +144,8 @@ def test_docx_has_headings_table_cells_picture_comments_and_highlights(doc, tmp_
     (table,) = word.tables
     assert [[c.text for c in row.cells] for row in table.rows] == [
         ["Condition", "Estimate (95% CI)", "P value"],
-        ["P2.1", "0.41 [0.20, 0.60]", "< .001"],
-        ["P2.2", "0.20 [0.10, 0.30]", ".20"],
+        ["P2.1", "0.41 (0.20-0.60)", "< .001"],
+        ["P2.2", "0.20 (0.10-0.30)", ".20"],
     ]
     # the picture is embedded, byte for byte
     assert len(word.inline_shapes) == 1
@@ -172,7 +172,7 @@ def test_latex_escapes_special_characters_and_marks_numbers(doc, tmp_path):
     assert r"(P \hcenum{$<$ .001}{tables/exp2\_friedman.csv\#row=total;col=p\_value});" in text
     assert r"\subsection*{2.1 Data}" in text and r"\item{} [0.2, 0.6] starts" in text
     assert r"\caption{Table 1. Prompt comparison}" in text and r"\toprule" in text and r"\bottomrule" in text
-    assert r"P2.1 & 0.41 [0.20, 0.60] & $<$ .001 \\" in text
+    assert r"P2.1 & 0.41 (0.20-0.60) & $<$ .001 \\" in text
     assert r"{figures/fig1-sd-by-prompt.png}" in text and (tmp_path / "out" / "figures" / "fig1-sd-by-prompt.png").is_file()
     assert r"\clearpage" in text and text.rstrip().endswith(r"\end{document}")
     # braces balance once escaped ones are taken out

@@ -260,7 +260,7 @@ def test_halves_are_rounded_by_one_rule():
     from hce.report.tables import format_ci, format_number
 
     assert [format_number(v) for v in (0.125, 0.375, 2.675, -0.125)] == ["0.13", "0.38", "2.68", "-0.13"]
-    assert format_ci(0.125, 0.875, estimate=0.5) == "0.50 [0.13, 0.88]"
+    assert format_ci(0.125, 0.875, estimate=0.5) == "0.50 (0.13-0.88)"  # JAMA's interval (issue 45)
 
 
 def test_tables_with_an_estimate_give_their_counts(written):

@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 
 from hce.study.demo import run_demo
-from hce.study.manuscript import manuscript
 from hce.study.rules import (
     INCONCLUSIVE,
     NEGATIVE,
@@ -29,10 +28,8 @@ METRICS = tuple(f"SM{i}" for i in range(1, 8))
 
 
 @pytest.fixture(scope="session")
-def demo(tmp_path_factory) -> Path:
-    out = run_demo(tmp_path_factory.mktemp("reviewer") / "demo")
-    manuscript(out)
-    return out
+def demo(demo_outputs) -> Path:
+    return demo_outputs  # tests/study/conftest.py: one demo and manuscript for every test that reads them
 
 
 @pytest.fixture(scope="session")
@@ -465,11 +462,11 @@ def test_one_statistic_has_one_number_of_decimals_in_a_sentence(text):
     checked = 0
     for sentence in sentences(results):
         for label in ("Cramér V", "Kendall W", "Spearman ρ", "Pearson r", "Cohen κ"):
-            shown = re.findall(rf"{label} = (-?[\d.]+) \(95% CI \[(-?[\d.]+), (-?[\d.]+)\]\)", sentence)
+            shown = re.findall(rf"{label} = (-?[\d.]+) \(95% CI, (-?[\d.]+)(?:-| to )(-?[\d.]+)\)", sentence)  # JAMA (issue 45)
             places = {decimals(n) for triple in shown for n in triple}
             assert len(places) <= 1, (label, shown)
             checked += bool(shown)
-        for triple in re.findall(r"(-?[\d.]+) \(IQR (-?[\d.]+)-(-?[\d.]+)\)", sentence):
+        for triple in re.findall(r"(-?[\d.]+) \(IQR (-?[\d.]+)(?:-| to )(-?[\d.]+)\)", sentence):
             assert len({decimals(n) for n in triple}) == 1, triple
             checked += 1
     assert checked >= 10
@@ -506,7 +503,7 @@ def test_a_p_value_in_a_sentence_reads_p_equals_or_p_less_than(demo, tables):
     h1a = key.loc["H1a: SD, G2 vs G1"]
     from hce.report.tables import format_ci
 
-    printed = format_ci(h1a["effect_ci_low"], h1a["effect_ci_high"], estimate=h1a["effect_size"]).split(" ")[0]
+    printed = format_ci(h1a["effect_ci_low"], h1a["effect_ci_high"], estimate=h1a["effect_size"], kind="effect").split(" ")[0]
     assert f"r = {printed}" in tables["hypotheses"].set_index("id").loc["H1a", "value"]
 
 

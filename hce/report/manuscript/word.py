@@ -25,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 import docx
+from docx.enum.section import WD_ORIENT, WD_SECTION
 from docx.enum.table import WD_TABLE_ALIGNMENT
 from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_COLOR_INDEX
 from docx.oxml import OxmlElement
@@ -125,26 +126,119 @@ def _add_runs(word: docx.document.Document, paragraph, parts: list[model.Inline]
 
 
 def _add_table(word: docx.document.Document, block: model.TableBlock) -> None:
+    """The table at column widths fitted to its cells, on a landscape page when portrait is too narrow.
+
+    No word is cut: a column is at least as wide as its longest word (hyphens do not break, so a
+    model name or a negative interval stays on one line), numbers and intervals never wrap,
+    and the page's spare width goes to the text columns that would otherwise wrap.
+    """
     table = labelled_table(block)
+    columns = table.display_columns()
+    texts = [[name, *cells] for name, cells, _ in columns]
+    portrait = _text_width(word.sections[-1])
+    widths = column_widths(texts, [not text for _, _, text in columns], portrait)
+    wide = widths is None
+    if wide:  # a landscape section of its own, then portrait again for what follows
+        _new_section(word, WD_ORIENT.LANDSCAPE)
+        widths = column_widths(texts, [not text for _, _, text in columns], _text_width(word.sections[-1]), fit=True)
     caption = word.add_paragraph()
     caption.add_run(table.caption).bold = True
     caption.paragraph_format.keep_with_next = True
-    columns = table.display_columns()
     grid = word.add_table(rows=len(table.data) + 1, cols=len(columns))  # the default style: no rules, no shading
     grid.alignment = WD_TABLE_ALIGNMENT.CENTER
+    grid.autofit = False
     _journal_rules(grid)
     _repeat_as_header(grid.rows[0])
-    for j, (name, cells, text) in enumerate(columns):
-        align = WD_ALIGN_PARAGRAPH.LEFT if text else WD_ALIGN_PARAGRAPH.RIGHT
-        for i, value in enumerate([name, *cells]):
-            paragraph = grid.cell(i, j).paragraphs[0]
-            run = paragraph.add_run(str(value))
+    for j, (column, width) in enumerate(zip(texts, widths)):
+        grid.columns[j].width = Pt(width)
+        align = WD_ALIGN_PARAGRAPH.LEFT if columns[j][2] else WD_ALIGN_PARAGRAPH.RIGHT
+        for i, value in enumerate(column):
+            cell = grid.cell(i, j)
+            cell.width = Pt(width)
+            paragraph = cell.paragraphs[0]
+            run = _unbroken_run(paragraph, str(value))
             run.bold = i == 0
-            run.font.size = Pt(9)
+            run.font.size, run.font.name = Pt(TABLE_PT), TABLE_FONT
             paragraph.alignment = align
     for note in table.notes:
         run = word.add_paragraph().add_run(note)
         run.italic, run.font.size = True, Pt(8)
+    if wide:
+        _new_section(word, WD_ORIENT.PORTRAIT)
+
+
+#: Tables are set in Arial (Liberation Sans where Arial is missing has the same widths), so the
+#: widths :func:`column_widths` estimates hold in Word and LibreOffice alike.
+TABLE_FONT, TABLE_PT = "Arial", 9
+#: Arial's advance widths in em: narrow, wide and capital letters; every other character 0.556.
+_NARROW, _WIDE = set("iljtfI.,;:'!|()[] "), set("mwMW%")
+#: A cell's left and right margins (Word's default 0.08 inch each) and a little slack, in points.
+_PADDING = 14.0
+
+
+def text_width(text: str, *, bold: bool = False) -> float:
+    """The width of ``text`` in points at the table font (:data:`TABLE_FONT`, :data:`TABLE_PT`), estimated.
+
+    Examples
+    --------
+    >>> round(text_width("0.76 (0.60-0.88)"), 1), text_width("a", bold=True) > text_width("a")
+    (65.1, True)
+    """
+    em = sum(0.278 if c in _NARROW else 0.833 if c in _WIDE else 0.667 if c.isupper() else 0.556 for c in text)
+    return em * TABLE_PT * (1.07 if bold else 1.0)
+
+
+def column_widths(columns: list[list[str]], numeric: list[bool], available: float, *, fit: bool = False) -> list[float] | None:
+    """Widths (points) of table columns whose cells (header first) fit ``available`` without cutting a word.
+
+    A column is at least as wide as its longest word (a number column as its longest cell:
+    an interval never wraps); the spare width goes to the columns that would wrap, in
+    proportion to what they lack. None when even the narrowest layout is wider than
+    ``available``, unless ``fit``: then every column shrinks in proportion (the widest tables
+    on a landscape page).
+
+    Examples
+    --------
+    >>> column_widths([["Model", "gpt-4o-2024-08-06"], ["P value", ".04"]], [False, True], 432.0)
+    [96.6, 47.2]
+    >>> column_widths([["x" * 200], ["y"]], [False, False], 432.0) is None
+    True
+    """
+    least, most = [], []
+    for cells, number in zip(columns, numeric):
+        words = [max((text_width(w, bold=i == 0) for w in c.split()), default=0.0) for i, c in enumerate(cells)]
+        whole = [text_width(c, bold=i == 0) for i, c in enumerate(cells)]
+        least.append(max(whole[1:] + words[:1] if number else words, default=0.0) + _PADDING)
+        most.append(max(whole, default=0.0) + _PADDING)
+    if sum(least) > available:
+        return [round(w * available / sum(least), 1) for w in least] if fit else None
+    spare, lacking = available - sum(least), [m - w for w, m in zip(least, most)]
+    share = min(1.0, spare / sum(lacking)) if sum(lacking) > 0 else 0.0
+    return [round(w + share * lack, 1) for w, lack in zip(least, lacking)]
+
+
+def _text_width(section) -> float:
+    return (section.page_width - section.left_margin - section.right_margin) / 12700  # EMU per point
+
+
+def _new_section(word: docx.document.Document, orientation) -> None:
+    """Start a section on a new page in ``orientation``, the page's sides swapped as needed."""
+    section = word.add_section(WD_SECTION.NEW_PAGE)
+    short, long = sorted((section.page_width, section.page_height))
+    section.orientation = orientation
+    section.page_width, section.page_height = (long, short) if orientation == WD_ORIENT.LANDSCAPE else (short, long)
+
+
+def _unbroken_run(paragraph, text: str):
+    """A run of ``text`` whose hyphens are Word's non-breaking hyphens (``w:noBreakHyphen``): a line
+    never breaks inside ``gpt-4o-2024-08-06`` or ``-0.98 to -0.30``; the text reads back unchanged."""
+    run = paragraph.add_run()
+    for i, piece in enumerate(text.split("-")):
+        if i:
+            run._r.append(OxmlElement("w:noBreakHyphen"))
+        if piece:
+            run._r.add_t(piece)
+    return run
 
 
 #: The rules of a journal table (JAMA): one above and one below the header row, one at the bottom.

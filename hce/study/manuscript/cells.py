@@ -3,9 +3,9 @@
 A cell's key is ``tables/<file>.csv#row=<key>;col=<column>``: ``<key>`` is the text of the
 row's first column (``EXP2_PromptOptimization``), or ``column=value`` pairs joined by ``&``
 (``round=3&dimension=specificity``), or the row's position ``[i]`` (1-based), matched on the
-CSV's text. Numbers are formatted by the report's own helpers (:func:`hce.report.tables.format_p`,
-:func:`~hce.report.tables.format_ci`, :func:`~hce.report.tables.format_number`), so the draft
-prints what the report's tables print.
+CSV's text. Numbers are formatted by the report's own rule (:mod:`hce.report.numbers`: JAMA's
+decimals per statistic type, intervals as ``0.76 (95% CI, 0.60-0.88)``), so the draft prints
+what the report's tables print.
 
 Example
 -------
@@ -16,8 +16,8 @@ Example
 >>> cells = Cells(root)
 >>> cells.p("key", "H2")
 Number(text='.07', source='tables/key.csv#row=H2;col=p_value')
->>> [n.text for n in cells.interval("key", "H2", estimate="effect_size") if not isinstance(n, str)]  # 0.029: two significant digits
-['0.341', '0.029', '0.817']
+>>> [str(getattr(n, "text", n)) for n in cells.interval("key", "H2", estimate="effect_size")]  # an effect size: 2 decimals
+['0.34', ' (95% CI, ', '0.03', '-', '0.82', ')']
 """
 
 from __future__ import annotations
@@ -31,12 +31,21 @@ import pandas as pd
 
 from hce.errors import HceError
 from hce.report.manuscript.model import Inline, Number
-from hce.report.tables import INTERVALS, decimals_needed, format_ci, format_number, format_p
+from hce.report.numbers import (
+    decimals_needed,
+    fixed,
+    format_number,
+    format_p,
+    interval_decimals,
+    joiner,
+    not_estimable_reason,
+    statistic_kind,
+)
+from hce.report.tables import INTERVALS, LABEL_COLUMNS
 
 TABLES = "tables"
 #: Characters a key cannot hold: they separate its parts or the source's.
 _UNSAFE = re.compile(r"[;&=#]")
-_CI = re.compile(r"^(?P<estimate>\S+) [\[(](?P<low>.+), (?P<high>.+)[\])]$")
 
 
 class Cells:
@@ -127,7 +136,7 @@ class Cells:
         value = self.value(name, key, column)
         if isinstance(value, float) and value.is_integer() and column.startswith("n"):
             value = int(value)  # a count read as float because of a missing cell elsewhere in the column
-        return Number(format_number(value), self.source(name, key, column))
+        return Number(format_number(value, kind=self.kind(name, key, column)), self.source(name, key, column))
 
     def statistic(self, name: str, key: str, column: str = "statistic") -> Number:
         """A test statistic (chi-squared, F, H) to 2 decimals, as JAMA prints them, whatever its size."""
@@ -149,40 +158,49 @@ class Cells:
         """
         values = [float(self.value(*ref)) for ref in refs]
         decimals = decimals_needed(values)
-        return [Number(_shown(v, decimals), self.source(*ref)) for v, ref in zip(values, refs)]
+        return [Number(fixed(v, decimals), self.source(*ref)) for v, ref in zip(values, refs)]
+
+    def kind(self, name: str, key: str, column: str) -> str | None:
+        """The statistic type of a cell (:func:`hce.report.numbers.statistic_kind`): its column's name,
+        else for a generic point column (``estimate``) the row's label and method, as the report's tables find it."""
+        own = statistic_kind(column)
+        if own is not None or column not in INTERVALS:
+            return own
+        labels = [c for c in LABEL_COLUMNS if c in self._read(name)[1].columns]
+        return statistic_kind(*(self.value(name, key, c) for c in labels))
 
     def interval_decimals(self, name: str, keys: list[str], *, estimate: str = "estimate") -> int | None:
         """The decimals that show every one of these rows' intervals faithfully (one count for a sentence listing them)."""
         low, high = INTERVALS.get(estimate, INTERVALS["estimate"])
-        needed = []
-        for key in keys:
-            e, lo, hi = (float(self.value(name, key, c)) for c in (estimate, low, high))
-            needed.append(decimals_needed([e, lo, hi], width=hi - lo if math.isfinite(hi - lo) else None))
+        needed = [interval_decimals(*(float(self.value(name, key, c)) for c in (estimate, low, high)),
+                                    kind=self.kind(name, key, estimate)) for key in keys]  # fmt: skip
         return None if None in needed else max(needed, default=2)
 
     def interval(self, name: str, key: str, *, estimate: str = "estimate", low: str | None = None, high: str | None = None,
                  level: float = 0.95, percent: bool = False, decimals: int | None = None) -> list[Inline]:
-        """``estimate (95% CI [low, high])`` with the decimals the report's tables give the interval.
+        """``estimate (95% CI, low-high)`` with the decimals the report's tables give the interval.
 
         ``low`` and ``high`` default to the interval columns of ``estimate`` (``ci_low``,
         ``ci_high``; ``effect_ci_low``, ``effect_ci_high`` for ``effect_size``). ``decimals``
-        (:meth:`interval_decimals`) gives every interval of a sentence the same decimals.
+        (:meth:`interval_decimals`) gives every interval of a sentence the same decimals. A
+        negative limit is joined by "to" (``-0.98 to -0.30``); a missing one makes the interval
+        "not estimable" with its reason.
         """
         ends = INTERVALS.get(estimate, INTERVALS["estimate"])
         low, high = low or ends[0], high or ends[1]
         values = [float(self.value(name, key, c)) * (100 if percent else 1) for c in (estimate, low, high)]
+        kind = self.kind(name, key, estimate)
         if percent:
-            text = f"{values[0]:.1f} [{values[1]:.1f}, {values[2]:.1f}]"
-        elif decimals is not None:
-            text = f"{_shown(values[0], decimals)} [{_shown(values[1], decimals)}, {_shown(values[2], decimals)}]"
-        else:
-            text = format_ci(values[1], values[2], estimate=values[0])
-        shown = _CI.match(text)
+            decimals = 1
+        elif decimals is None:
+            decimals = interval_decimals(*values, kind=kind)
         unit = "%" if percent else ""
-        e, lo, hi = (Number(shown[part] + unit, self.source(name, key, c))
-                     for part, c in zip(("estimate", "low", "high"), (estimate, low, high)))  # fmt: skip
-        return [e, f" ({level * 100:g}% CI [", lo, ", ", hi, "])"]
-
+        e, lo, hi = (Number(fixed(v, decimals) + unit, self.source(name, key, c)) for v, c in zip(values, (estimate, low, high)))
+        named = f"{level * 100:g}% CI"
+        if math.isnan(values[1]) or math.isnan(values[2]):
+            method = self.value(name, key, "method") if "method" in self._read(name)[1].columns else None
+            return [e, f" ({named} not estimable: {not_estimable_reason(values[0], kind=kind, method=method)})"]
+        return [e, f" ({named}, ", lo, joiner(lo.text, hi.text), hi, ")"]
 
     def claim(self, claim_id: str, *, rule: bool = True) -> str:
         """A claim's verdict from the hypotheses or scorecard table: ``H1a was supported by ...``.
@@ -200,11 +218,6 @@ class Cells:
                     said = f"{claim_id} was {row['verdict']}"
                     return f"{said} by its pre-specified rule (Methods 2.5)" if rule else said
         return f"{claim_id} was not assessed (no verdict in the study report)"
-
-
-def _shown(value: float, decimals: int | None) -> str:
-    """A number to ``decimals`` places (None: scientific notation, for numbers too small for fixed decimals)."""
-    return f"{value:.1e}" if decimals is None else f"{value:,.{decimals}f}"
 
 
 def p_phrase(number: Number) -> list[Inline]:

@@ -90,7 +90,7 @@ def _table(label: str, cells: Cells) -> Block | None:
     if "experiment_id" in frame:  # labels only, for a narrow column: "Experiment 2", not "EXP2_PromptOptimization"
         frame = frame.assign(experiment_id=frame["experiment_id"].map(lambda e: EXPERIMENTS.get(e, (e,))[0]))
         frame = frame.rename(columns={"experiment_id": "experiment"})
-    return TableBlock(Table(rank_sums_as_counts(frame), caption, name), label)
+    return TableBlock(Table(rank_sums_as_counts(frame), caption, name, readable=("dimension", "code")), label)
 
 
 def _median_iqr(cells: Cells, name: str, key: str) -> list[Inline]:
@@ -99,10 +99,9 @@ def _median_iqr(cells: Cells, name: str, key: str) -> list[Inline]:
 
 
 def _test(cells: Cells, name: str, key: str, *, statistic: str, effect: str) -> list[Inline]:
-    """``statistic = s; P = p; effect = e (95% CI [l, h])`` from one row of a test table."""
+    """``statistic = s; P = p; effect = e (95% CI, l-h)`` from one row of a test table (a missing
+    interval "not estimable" with the reason its method column states: every pair ordered one way, |r| = 1)."""
     head = [f"{statistic} = ", cells.number(name, key, "statistic"), "; ", *p_phrase(cells.p(name, key)), f"; {effect} = "]
-    if pd.isna(cells.value(name, key, "effect_ci_low")):  # |r| = 1: the method column says why
-        return [*head, cells.number(name, key, "effect_size"), " (CI not estimable: every pair ordered one way)"]
     return [*head, *cells.interval(name, key, estimate="effect_size")]
 
 
