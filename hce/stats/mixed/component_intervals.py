@@ -5,9 +5,10 @@ NumPy core for :func:`hce.stats.variance_components`, whatever engine fitted the
 * **Standard errors** from the observed information: the inverse Hessian of the REML
   deviance ``-2 l`` in the variances themselves (not profiled, not on a log scale),
   ``cov = 2 H^{-1}``, as SAS PROC MIXED's ``ASYCOV`` (Searle, Casella & McCulloch 1992,
-  sec. 6.3). The Hessian is taken by central differences with steps of 1% of each variance
-  and Richardson's extrapolation from steps h and 2h (error O(h^4)): smaller steps drown
-  in the rounding of a deviance of 1e5 over 50,000 rows, larger ones in curvature.
+  sec. 6.3). The Hessian is taken by central differences of the deviance's analytic gradient
+  (steps of 0.1% of each variance) where the model has one, else of the deviance itself (steps
+  of 1%), Richardson-extrapolated from steps h and 2h (error O(h^4)): smaller steps drown in
+  the rounding of a deviance of 1e5 over 50,000 rows, larger ones in curvature.
 * **Satterthwaite intervals** for a variance ``v`` with ``df`` degrees of freedom:
   ``[df v / chi2_(1-alpha/2, df), df v / chi2_(alpha/2, df)]``; from a standard error,
   ``df = 2 (v / SE)^2`` (SAS PROC MIXED ``COVTEST CL``). In a balanced design with interior
