@@ -44,28 +44,29 @@ BIG = Path(tempfile.gettempdir()) / "hce-bench-generic-100m"
 BIG_ITEMS, CHUNK, ATTEMPTS = 100_000, 5_000, 250
 
 
-def big_log() -> Path:
-    """100,000 items x 4 conditions x 250 attempts as partitioned Parquet, made once.
+def big_log(attempts: int = ATTEMPTS, root: Path = BIG) -> Path:
+    """100,000 items x 4 conditions x ``attempts`` (250) as partitioned Parquet in ``root``, made once
+    (bench/engines.py makes its smaller logs here too).
 
     The generative model of hce.stats._simulate.simulated_log (latent 1-4 category scores per
     item, normal noise of SD 0.3 + 0.1 c in condition c, rounded and clipped to 1-4, 1% failed
     calls without scores), written straight from NumPy arrays with the log's identifiers and
     the columns the report reads.
     """
-    done = BIG / "_complete.txt"
+    done = root / "_complete.txt"
     if done.exists():
-        return BIG
+        return root
     criteria = list(load_rubric("v5").criteria)
     for k, start in enumerate(range(0, BIG_ITEMS, CHUNK)):
         rng = np.random.default_rng(k + 1)
         latent = rng.uniform(1, 4, size=(CHUNK, len(criteria)))
         for c in range(4):
-            item = np.repeat(np.arange(CHUNK), ATTEMPTS)
+            item = np.repeat(np.arange(CHUNK), attempts)
             scores = np.clip(np.rint(latent[item] + rng.normal(size=(item.size, len(criteria))) * (0.3 + 0.1 * c)), 1, 4)
             errored = rng.random(item.size) < 0.01
             scores[errored] = np.nan
             number = pa.array(item + start).cast(pa.string())
-            attempt = np.tile(np.arange(1, ATTEMPTS + 1), CHUNK)
+            attempt = np.tile(np.arange(1, attempts + 1), CHUNK)
             columns = {
                 "attempt_id": pc.binary_join_element_wise(f"C{c}-", number, "-", pa.array(attempt).cast(pa.string()), ""),
                 "experiment_id": pa.array(np.full(item.size, "my_eval")),
@@ -75,12 +76,12 @@ def big_log() -> Path:
                 "total": pa.array(scores.sum(axis=1)),
                 "error_flag": pa.array(errored),
             }
-            folder = BIG / f"condition_id=C{c}"
+            folder = root / f"condition_id=C{c}"
             folder.mkdir(parents=True, exist_ok=True)
             pq.write_table(pa.table(columns), folder / f"part-{k:02d}.parquet")
         print(f"  made {start + CHUNK:,} of {BIG_ITEMS:,} items", flush=True)
     done.touch()
-    return BIG
+    return root
 
 
 def measure(path: Path, engine: str, timeout: float) -> tuple[float, float, float] | None:

@@ -9,6 +9,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -753,6 +754,9 @@ def report(
                                             "session (local[2], spark://host:7077, yarn; default Spark's own)."),
     spark_conf: list[str] = typer.Option([], "--spark-conf", metavar="KEY=VALUE", help="--engine spark: a setting of the "
                                          "session (repeatable), e.g. spark.executor.memory=8g."),
+    schema: str = typer.Option("strict", "--schema", metavar="[strict|union]", help="Log files whose columns differ: "
+                               "refused, naming the file and the column (strict), or read with a missing column as "
+                               "null there, saying so (union)."),
 ) -> None:
     """Write the report of attempt logs, or of a study's output folder (no API calls).
 
@@ -765,6 +769,7 @@ def report(
     (a bad option value, an unreadable log) before any work.
     """
     from hce.engines import is_lazy_log
+    from hce.log_drift import SCHEMAS
     from hce.report.generic import check_columns
     from hce.report.provenance import read_with_notes
     from hce.report.sections import NOT_COMPUTED
@@ -772,6 +777,8 @@ def report(
     titled = {} if title is None else {"title": title}  # else each report's own default, as in Python
     with reported(), _progress() as progress, _without_dask_notice(engine):
         output_folder(out, "--out")
+        if schema not in SCHEMAS:
+            raise HceError(f"--schema {schema!r}: choose strict or union")
         if engine != "pandas" and len(logs) != 1:
             raise HceError(f"--engine {engine} reads one log file or one directory of log files; got {len(logs)} paths")
         study_folder = engine == "pandas" and any(path.is_dir() for path in logs)
@@ -787,13 +794,13 @@ def report(
             from hce.engines import choose_engine, scan_log
 
             lazy = choose_engine(urls[0], engine) != "pandas"
-            log = scan_log(urls[0], engine=engine, **conf) if lazy else hce.read_log(logs[0], engine=engine)
+            log = scan_log(urls[0], engine=engine, schema=schema, **conf) if lazy else hce.read_log(logs[0], engine=engine, schema=schema)
         else:
             # An attempt in two files is refused here (unless made with other settings: hce.report.logs.read_logs);
             # a torn last line becomes a note of the report.
             from hce.report.logs import read_logs
 
-            log = None if study_folder else read_with_notes(read_logs, logs)[0]
+            log = None if study_folder else read_with_notes(partial(read_logs, schema=schema), logs)[0]
         if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):
             from hce.study.report import (
                 bayes_section,

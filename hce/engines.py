@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from hce.errors import LogFormatError
+from hce.log_drift import Schema, reconcile
 from hce.log_partitions import check_partitions, partition_values
 
 Engine = Literal["duckdb", "polars", "spark", "dask", "pandas", "auto"]
@@ -38,7 +39,7 @@ _REQUIRED = ("attempt_id", "item_id", "attempt")
 #: DuckDB's memory for one lazy log (its own connection): past it, DuckDB spills to the temp
 #: folder instead of growing (its default is 80% of the machine's memory).
 DUCKDB_MEMORY = "2GB"
-#: Lazy logs whose ``attempt_id`` was found unique, by identity (see :func:`known_unique`).
+#: Lazy frames whose keys were found unique, by identity and keys (see :func:`known_unique`).
 _UNIQUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
@@ -132,7 +133,7 @@ def choose_engine(path: str | os.PathLike, engine: Engine = "auto") -> str:
 
 
 def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool = True, memory: str | None = None,
-             spark_master: str | None = None, spark_conf: dict[str, str] | None = None):
+             spark_master: str | None = None, spark_conf: dict[str, str] | None = None, schema: Schema = "strict"):
     """A lazy attempt log over Parquet or JSONL files, in the engine named.
 
     Parameters
@@ -157,6 +158,11 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
         session is used as it is.
     spark_conf : dict, optional
         Spark only: more settings of a session this call starts (``{"spark.executor.memory": "8g"}``).
+    schema : {"strict", "union"}, default "strict"
+        Files of a folder whose columns differ: refused, naming the file and the column
+        (``"strict"``), or read by name with a missing column as null, saying so
+        (``"union"``); see :mod:`hce.log_drift`. Local folders only: an object store's
+        files are read as its engine reads them.
 
     Returns
     -------
@@ -197,12 +203,16 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
         readable_parquet(files)
     # a column in the files and the folder names, equal in both: the files' (Dask cannot merge the two)
     in_files = Path(path).is_dir() and check_partitions(Path(path), files, fmt)
+    folders = {k for p in files for k in partition_values(Path(path), p)}
+    union = reconcile(files, fmt, schema, sorted(folders))
     spark = {"master": spark_master, "conf": dict(spark_conf or {}), "memory": memory}
-    native = _open(chosen, Path(path), files, fmt, memory or DUCKDB_MEMORY, in_files, spark)
+    native = _open(chosen, Path(path), files, fmt, memory or DUCKDB_MEMORY, in_files, spark, union)
     return checked(native, str(path)) if check else native
 
 
-def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str, in_files: bool, spark: dict):
+def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str, in_files: bool, spark: dict, union: bool = False):
+    """The engine's lazy frame of the files; ``union``: files whose columns differ (``schema="union"``)
+    read by column name, a missing column null."""
     hive = root.is_dir()
     pattern = str(root / "**" / f"*{files[0].suffix}") if hive else str(root)
     try:
@@ -212,19 +222,29 @@ def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str, in_
             spill = Path(tempfile.gettempdir()) / "hce-duckdb"
             connection = duckdb.connect(config={"memory_limit": memory, "temp_directory": str(spill)})
             if fmt == "parquet":
-                return connection.read_parquet(pattern, hive_partitioning=hive)
-            return connection.read_json(pattern, format="newline_delimited", hive_partitioning=hive)
+                return connection.read_parquet(pattern, hive_partitioning=hive, union_by_name=union)
+            return connection.read_json(pattern, format="newline_delimited", hive_partitioning=hive, union_by_name=union)
         if engine == "polars":
             import polars as pl
 
-            if fmt == "parquet":
+            if fmt == "parquet" and not union:
                 return pl.scan_parquet(pattern, hive_partitioning=hive)
-            # scan_ndjson reads no Hive folders: each file with its folders' values as columns
-            return pl.concat([pl.scan_ndjson(p).with_columns(*[pl.lit(v).alias(k) for k, v in partition_values(root, p).items()])
+            # scan_ndjson reads no Hive folders, and scan_parquet no differing files: each file with
+            # its folders' values as columns, stacked by name
+            scan = pl.scan_parquet if fmt == "parquet" else pl.scan_ndjson
+            return pl.concat([scan(p).with_columns(*[pl.lit(v).alias(k) for k, v in partition_values(root, p).items()])
                               for p in files], how="diagonal_relaxed")
         if engine == "dask":
-            return _open_dask(root, files, fmt, in_files)
+            return _open_dask(root, files, fmt, in_files, union)
         reader = spark_session(**spark).read
+        if union:  # by name, widening integers to decimals where files differ
+            reader = reader.option("basePath", str(root)) if hive else reader
+            read = reader.parquet if fmt == "parquet" else reader.json
+            frames = [read(str(p)) for p in files]
+            out = frames[0]
+            for frame in frames[1:]:
+                out = out.unionByName(frame, allowMissingColumns=True)
+            return out
         if fmt == "parquet":
             return reader.parquet(str(root))
         return (reader.option("basePath", str(root)) if hive else reader).json([str(p) for p in files])
@@ -251,10 +271,12 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     return builder.getOrCreate()
 
 
-def _open_dask(root: Path, files: list[Path], fmt: str, in_files: bool):
+def _open_dask(root: Path, files: list[Path], fmt: str, in_files: bool, union: bool = False):
     import dask.dataframe as dd
     import pandas as pd
 
+    if union and fmt == "parquet":  # a frame per file, stacked by name (missing columns NaN)
+        return dd.concat([dd.read_parquet(str(p), blocksize="64MiB").assign(**partition_values(root, p)) for p in files])
     if fmt == "jsonl":
         if any(partition_values(root, p) for p in files):  # Dask reads no Hive folders of JSONL
             return dd.concat([dd.read_json(str(p), lines=True, blocksize=None).assign(**partition_values(root, p))
@@ -297,22 +319,77 @@ def checked(native, source: str = "log"):
     if int(blank["n"].iloc[0]):
         raise LogFormatError(f"{source}: column 'attempt_id' is blank in {int(blank['n'].iloc[0]):,} row(s); "
                              "every attempt needs its own id (hce.log.make_attempt_id makes them)")  # fmt: skip
-    repeated = (
-        frame.group_by("attempt_id").agg(nw.len().alias("_times")).filter(nw.col("_times") > 1)
-        .select(nw.len().alias("n"), nw.col("attempt_id").min().alias("first")).collect().to_pandas()
-    )  # fmt: skip
-    if int(repeated["n"].iloc[0]):
-        raise LogFormatError(f"{source}: attempt_id {repeated['first'].iloc[0]!r} appears more than once; "
-                             f"{int(repeated['n'].iloc[0]):,} attempt id(s) repeat, which would count those attempts "
-                             "twice; drop the repeats, or combine overlapping logs with `hce log merge`")  # fmt: skip
     out = frame.to_native()
-    _UNIQUE[id(out)] = out
+    n_repeated, first = repeated_attempts(out, ["attempt_id"])
+    if n_repeated:
+        raise LogFormatError(f"{source}: attempt_id {first!r} appears more than once; "
+                             f"{n_repeated:,} attempt id(s) repeat, which would count those attempts "
+                             "twice; drop the repeats, or combine overlapping logs with `hce log merge`")  # fmt: skip
+    remember_unique(out, ("attempt_id",))
     return out
 
 
-def known_unique(native: object) -> bool:
-    """Whether ``native`` is a lazy log :func:`checked` found free of repeated attempts."""
-    return _UNIQUE.get(id(native)) is native
+def repeated_attempts(native, keys: list[str]) -> tuple[int, object]:
+    """How many combinations of ``keys`` (``attempt_id`` and the keys within which it must be
+    unique) occur more than once in a lazy frame, and the smallest of them (None if none).
+
+    First a pass that holds 8 bytes a row: the rows against the distinct 64-bit hashes of
+    ``keys`` (DuckDB's ``hash``, Polars' ``hash``, Spark's ``xxhash64``). Equal keys hash
+    alike, so as many distinct hashes as rows proves every key distinct, exactly; only fewer
+    (a repeat, or a hash collision, about 1e-5 at 20M rows) runs the grouped count of the keys
+    themselves, which holds every key and its count. Why: at 20M attempts that grouped count
+    was the one step of a DuckDB report that outgrew 2 GB (issue 43); DuckDB's aggregates spill
+    to its temp folder past its ``memory_limit`` either way. Dask and other engines take the
+    grouped count directly.
+    """
+    rows = distinct = None
+    kind = type(native).__module__.split(".")[0]
+    if kind == "duckdb":
+        listed = ", ".join(f'"{k}"' for k in keys)
+        rows, distinct = native.aggregate(f"count(*), count(DISTINCT hash({listed}))").fetchall()[0]
+    elif kind == "polars":
+        import polars as pl
+
+        hashed = pl.struct(keys).hash() if len(keys) > 1 else pl.col(keys[0]).hash()
+        got = native.lazy().select(pl.len().alias("n"), hashed.n_unique().alias("h")).collect()
+        rows, distinct = int(got["n"][0]), int(got["h"][0])
+    elif kind == "pyspark":
+        from pyspark.sql import functions as F
+
+        got = native.agg(F.count(F.lit(1)).alias("n"), F.countDistinct(F.xxhash64(*keys)).alias("h")).collect()[0]
+        rows, distinct = got["n"], got["h"]
+    if rows is not None and rows == distinct:
+        return 0, None
+    return _grouped_repeats(native, keys)
+
+
+def _grouped_repeats(native, keys: list[str]) -> tuple[int, object]:
+    """The grouped count of ``keys`` themselves: the repeated combinations and the smallest."""
+    import narwhals as nw
+
+    frame = nw.from_native(native)
+    frame = frame.lazy() if isinstance(frame, nw.DataFrame) else frame
+    found = (
+        frame.group_by(keys).agg(nw.len().alias("_times")).filter(nw.col("_times") > 1)
+        .select(nw.len().alias("n"), nw.col(keys[0]).min().alias("first")).collect().to_pandas()
+    )  # fmt: skip
+    n = int(found["n"].iloc[0])
+    return n, found["first"].iloc[0] if n else None
+
+
+def remember_unique(native, keys: tuple[str, ...]) -> None:
+    """Record that ``keys`` are unique in ``native`` (see :func:`known_unique`), so the check
+    runs once per frame, not once per statistic (a full shuffle each on Spark: issue 43)."""
+    try:
+        _UNIQUE[(id(native), tuple(keys))] = native
+    except TypeError:  # a frame that takes no weak reference is checked every time
+        pass
+
+
+def known_unique(native: object, keys: tuple[str, ...] = ("attempt_id",)) -> bool:
+    """Whether ``native`` is a lazy frame found free of repeated ``keys`` (by :func:`checked`, or
+    by a statistic's door); ``attempt_id`` unique alone is unique within any other keys too."""
+    return native is not None and any(_UNIQUE.get((id(native), k)) is native for k in {("attempt_id",), tuple(keys)})
 
 
 def column_kinds(native: object) -> dict[str, str]:

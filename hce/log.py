@@ -28,6 +28,7 @@ from hce._paths import cause, input_file, output_file
 from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import HceWarning, LogFormatError, PathError
+from hce.log_drift import reconcile
 from hce.log_files import MissingValueWarning, read_csv, read_jsonl, read_parquet  # noqa: F401 (re-exported)
 from hce.log_partitions import partition_values, with_partitions
 from hce.log_schema import (  # noqa: F401 (Column, schema_table, make_attempt_id: re-exported)
@@ -83,6 +84,7 @@ def read_log(
     format: Format | None = None,
     columns: Sequence[str] | None = None,
     engine: str = "pandas",
+    schema: str = "strict",
 ) -> pd.DataFrame:
     """Read an attempt log (JSONL, CSV or Parquet), or several as one, into a validated DataFrame.
 
@@ -102,6 +104,10 @@ def read_log(
         Other than pandas: a lazy log over a Parquet or JSONL file or directory (logs
         larger than memory; ``hce.engines.scan_log``), checked in that engine;
         ``"auto"`` picks DuckDB past 256 MB on disk.
+    schema : {"strict", "union"}, default "strict"
+        Several files (a list, or a folder) whose columns differ: refused, naming the file
+        and the column, or (``"union"``) read with a missing column as null there, with a
+        warning saying so; the same in every engine (:mod:`hce.log_drift`).
 
     Returns
     -------
@@ -132,7 +138,7 @@ def read_log(
         from hce.engines import choose_engine, log_files, scan_log  # the lazy log of larger-than-memory files
 
         if not isinstance(path, (str, os.PathLike)) or choose_engine(path, engine) != "pandas":
-            return scan_log(path, engine=engine)
+            return scan_log(path, engine=engine, schema=schema)
         root = Path(path)
         files = log_files(root)[0]  # a directory (or "auto" below the size limit) read in pandas
         partitions = {p: partition_values(root, p) for p in files}  # Hive folders: column=value
@@ -144,6 +150,10 @@ def read_log(
     paths = [Path(p) for p in path]
     if not paths:
         raise LogFormatError("no log file given")
+    for p in paths:
+        if not p.exists():
+            raise LogFormatError(f"{p}: no such log file")
+    reconcile(paths, [_format_of(p, format) for p in paths], schema, sorted({k for v in partitions.values() for k in v}))
     read = [_read_one(p, format, columns, partitions=partitions.get(p)) for p in paths]
     labels = [[f"{p} {label}" for label in (rows or (f"row {i + 1}" for i in range(len(frame))))]
               for p, (frame, rows) in zip(paths, read)]  # fmt: skip

@@ -61,6 +61,7 @@ from hce.report.sections import (
     add_condition_comparison,
     add_spread,
     add_variance,
+    agreement_rows,
     not_reported_section,
     per_criterion,
 )
@@ -492,25 +493,10 @@ def reliability_by_condition(
                             "applicable": False})  # fmt: skip
             continue
         try:  # one condition the statistics cannot handle (all scores equal, say) leaves the others reported
-            rows += _agreement_rows(part, condition, score, confidence, rng)
+            rows += agreement_rows(part, condition, score, confidence, rng)
         except _EXPECTED as exc:
             skipped.append({CONDITION: str(condition), "reason": f"{type(exc).__name__}: {exc}"})
     return pd.DataFrame(rows), skipped
-
-
-def _agreement_rows(part: pd.DataFrame, condition: Any, score: str, confidence: float, rng: np.random.Generator) -> list[dict]:
-    rows = []
-    iccs = hs.icc(part, item=ITEM, rater="attempt", score=score, confidence=confidence)
-    for _, row in iccs[iccs["metric"].isin(["ICC1", "ICC1k"])].iterrows():
-        rows.append({CONDITION: condition, "metric": row["mcgraw_wong"], "estimate": row["estimate"],
-                     "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_items": row["n_items"],
-                     "n_scores": row["n_scores"], "method": row["method"]})  # fmt: skip
-    alpha = hs.krippendorff_alpha(part, item=ITEM, rater="attempt", score=score, level="interval",
-                                  confidence=confidence, random_state=rng).iloc[0]  # fmt: skip
-    rows.append({CONDITION: condition, "metric": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"],
-                 "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_items": alpha["n_items"],
-                 "n_scores": alpha["n_scores"], "method": alpha["ci_method"]})  # fmt: skip
-    return rows
 
 
 def _reliability(section: Section, context: _Context, criterion: Criterion, stem: str) -> None:

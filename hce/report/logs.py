@@ -48,7 +48,7 @@ def read_any(log: Any) -> pd.DataFrame:
     return frame
 
 
-def read_logs(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
+def read_logs(paths: Sequence[str | os.PathLike], schema: str = "strict") -> pd.DataFrame:
     """Log files as one; an attempt id in two files is refused unless its rows were made with different settings.
 
     Attempt ids hash experiment, item, condition id and attempt number, not the settings, so
@@ -56,10 +56,11 @@ def read_logs(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
     into another log repeats the ids of the first run. Those rows are other attempts: their
     ids are qualified by their file's name and :func:`separate_settings` keeps the two
     conditions apart. Rows repeated with the same settings are the same attempts twice and
-    stay refused (by :func:`hce.log.read_log`, naming files and lines).
+    stay refused (by :func:`hce.log.read_log`, naming files and lines). ``schema`` is
+    :func:`hce.log.read_log`'s (default "strict": files whose columns differ are refused).
     """
     try:
-        frame = read_log(paths)
+        frame = read_log(paths, schema=schema)
     except LogFormatError as refused:
         frame = _apart(paths, refused)
     frame.attrs[KEPT] = kept_settings(paths)  # a report of this frame knows what was recorded beside the files

@@ -7,9 +7,10 @@ the spread of repeated scores (:func:`hce.stats.item_spread`, one grouped pass),
 between conditions on that per-item table, and the variance decomposition
 (:func:`hce.stats.variance_components`, exact REML from the item x condition cell table).
 Only tables of items x conditions come back from the engine; the attempts stay where they
-are. The sections that need every attempt in memory (agreement of repeated attempts,
-calibration from token logprobs, cost) are listed under "Not reported" as not applicable,
-with how to get them.
+are, and agreement of repeated attempts (ICC, Krippendorff's alpha, Fleiss' kappa) runs in the
+engine per condition. The parts whose statistics do not run in an engine (:data:`ROW_PARTS`:
+shares and flips of a binary criterion, calibration from token logprobs, cost) are listed under
+"Not reported" as not applicable, with how to get them.
 """
 
 from __future__ import annotations
@@ -22,20 +23,44 @@ import numpy as np
 import pandas as pd
 
 import hce.stats as hs
-from hce.engines import column_kinds
+from hce.engines import column_kinds, known_unique, remember_unique
 from hce.errors import DataError
 from hce.log import COLUMNS
 from hce.report.binary import binary_levels
 from hce.report.document import Report
 from hce.report.sections import CONDITION, ITEM, Criterion, _attempt, _Context, _criteria, _stem, _tests, per_criterion  # fmt: skip
-from hce.report.sections import add_condition_comparison, add_spread, add_variance, not_reported_section  # fmt: skip
+from hce.report.sections import add_condition_comparison, add_spread, add_variance, agreement_rows, not_reported_section  # fmt: skip
 from hce.report.tables import Table
 from hce.rubric import Rubric, load_rubric
-from hce.stats._frames import engine_frame
+from hce.stats._frames import ENGINE_STATISTICS, engine_frame
 from hce.stats._resample import as_generator
 
 _ROW_LEVEL = "needs every attempt in memory, which a report in the log's engine does not load"
 _FIX = "report the log with --engine pandas (it fits in memory), or a sample of its items"
+_AGREEMENT = "agreement of repeated attempts (ICC, Krippendorff's alpha)"
+_NOMINAL = "nominal agreement (Fleiss' kappa)"
+_SHARES = "share of items at the higher level (majority of attempts) and flips"
+#: The parts of the in-memory report that read every attempt, with what each runs: a part is
+#: written here when all of it runs in an engine (hce.stats._frames.ENGINE_STATISTICS), and listed
+#: under "Not reported" otherwise, so the list is what does not run, not a list kept by hand.
+ROW_PARTS = {
+    _AGREEMENT: ("icc", "krippendorff_alpha"),
+    _NOMINAL: ("fleiss_kappa",),
+    _SHARES: ("binary_summary",),  # per-item majorities and flips: hce.report.binary, pandas only
+    "Calibration": ("calibration_data", "calibration_metrics", "reliability_table"),  # logprobs parsed per row
+    "Cost and tokens": ("cost_summary",),
+}
+
+
+def runs_in_engine(part: str) -> bool:
+    """Whether every statistic of ``part`` (a key of :data:`ROW_PARTS`) runs in a lazy log's engine.
+
+    Examples
+    --------
+    >>> runs_in_engine("agreement of repeated attempts (ICC, Krippendorff's alpha)"), runs_in_engine("Cost and tokens")
+    (True, False)
+    """
+    return set(ROW_PARTS[part]) <= set(ENGINE_STATISTICS)
 
 
 class _Columns(dict):
@@ -109,8 +134,9 @@ def report_in_engine(
     if spreads:
         table = _attempts(next(iter(spreads.values())))
         overview.add(Table(table, "Attempts, items and errors per condition", "conditions", confidence))
-    for section in ("Agreement of repeated attempts (ICC, Krippendorff's alpha)", "Calibration", "Cost and tokens"):
-        context.skip(section, _ROW_LEVEL, _FIX, applicable=False)
+    for section in ("Calibration", "Cost and tokens"):
+        if not runs_in_engine(section):
+            context.skip(section, _ROW_LEVEL, _FIX, applicable=False)
     not_reported_section(document, context.not_reported, confidence)
     if out is not None:
         document.write(out, progress=context.progress)
@@ -137,7 +163,7 @@ def _criterion(document: Report, context: _Context, log: Any, criterion: Criteri
     context.progress(section.title)
     cells = _binary_cells(log, criterion)
     if cells is not None:  # 0/1 scores have no meaningful SD, rank tests of means or variance decomposition
-        _binary(section, context, criterion, stem, *cells)
+        _binary(section, context, log, criterion, stem, *cells)
         return
 
     def spread_part() -> None:
@@ -152,6 +178,48 @@ def _criterion(document: Report, context: _Context, log: Any, criterion: Criteri
         _attempt(context, section, f"tests of the {label}",
                  lambda value=value, label=label: _tests(section, context, spread, value, label, stem, criterion.name))  # fmt: skip
     _attempt(context, section, "variance decomposition", lambda: _variance(section, context, log, criterion, stem, spread))
+    if runs_in_engine(_AGREEMENT):
+        _attempt(context, section, "reliability", lambda: _reliability(section, context, log, criterion, stem, spread))
+    else:
+        context.skip(f"{section.title}: {_AGREEMENT}", _ROW_LEVEL, _FIX, applicable=False)
+
+
+def _by_condition(log: Any, spread: pd.DataFrame, criterion: Criterion, statistic: Callable[[Any, Any], list]):
+    """``statistic(part, condition)`` on each condition's valid attempts, filtered in the engine
+    (conditions without 2 items or an item with 2 valid attempts left out, as in memory); the
+    rows it returns, and the conditions left out with why."""
+    import narwhals as nw
+
+    frame = nw.from_native(log)
+    frame = frame.lazy() if isinstance(frame, nw.DataFrame) else frame
+    valid = ~nw.col(criterion.column).is_null()
+    valid = valid & ~nw.col("error_flag") if "error_flag" in frame.collect_schema() else valid
+    rows, skipped = [], []
+    for condition, cells in spread[spread["n"] > 0].groupby(CONDITION, sort=True):
+        if cells[ITEM].nunique() < 2 or cells["n"].max() < 2:
+            skipped.append((condition, "fewer than 2 items or no item with 2 valid attempts", False))
+            continue
+        part = frame.filter(valid & (nw.col(CONDITION) == condition)).to_native()
+        if known_unique(log):
+            remember_unique(part, ("attempt_id",))  # a part of a checked log: no second pass
+        try:
+            rows += statistic(part, condition)
+        except DataError as exc:
+            skipped.append((condition, f"{type(exc).__name__}: {exc}", True))
+    return rows, skipped
+
+
+def _reliability(section, context: _Context, log: Any, criterion: Criterion, stem: str, spread: pd.DataFrame) -> None:
+    """ICC(1), ICC(1,k) and Krippendorff's alpha per condition, each run in the engine, as in memory."""
+    rows, skipped = _by_condition(log, spread, criterion, lambda part, condition: agreement_rows(
+        part, condition, criterion.column, context.confidence, context.rng))  # fmt: skip
+    for condition, reason, applicable in skipped:
+        section.add(f"Reliability of condition {condition} is not reported: {reason}.")
+        context.skip(f"{section.title}: reliability of {condition}", reason,
+                     "none needed when the scores do not vary; otherwise collect more items or attempts", applicable=applicable)  # fmt: skip
+    if rows:
+        section.add(Table(pd.DataFrame(rows), f"{criterion.name}: agreement of repeated attempts per condition (each attempt a rater)",
+                          f"{stem}_reliability", context.confidence))  # fmt: skip
 
 
 def _binary_cells(log: Any, criterion: Criterion) -> tuple[tuple, pd.DataFrame] | None:
@@ -175,7 +243,7 @@ def _binary_cells(log: Any, criterion: Criterion) -> tuple[tuple, pd.DataFrame] 
     return levels, cells
 
 
-def _binary(section, context: _Context, criterion: Criterion, stem: str, levels: tuple, cells: pd.DataFrame) -> None:
+def _binary(section, context: _Context, log: Any, criterion: Criterion, stem: str, levels: tuple, cells: pd.DataFrame) -> None:
     """A two-level criterion from its cells: attempts at the higher level per condition, and the
     conditions compared by the binomial GLMM (or its cluster fallback), as the in-memory report."""
     low, high = map(str, levels)
@@ -187,10 +255,25 @@ def _binary(section, context: _Context, criterion: Criterion, stem: str, levels:
     shares["share_attempts"] = shares["n_attempts_high"] / shares["n_attempts"]
     section.add(Table(shares, f"{criterion.name}: attempts at {high} per condition (descriptive; the comparison below "
                       "accounts for attempts nested in items)", f"{stem}_binary", context.confidence))  # fmt: skip
-    for what in ("share of items at the higher level (majority of attempts) and flips", "nominal agreement (Fleiss' kappa)"):
-        context.skip(f"{section.title}: {what}", _ROW_LEVEL, _FIX, applicable=False)  # not a failure: exit 0
+    for what in (_SHARES, _NOMINAL):
+        if not runs_in_engine(what):
+            context.skip(f"{section.title}: {what}", _ROW_LEVEL, _FIX, applicable=False)  # not a failure: exit 0
     _attempt(context, section, f"comparison of the share at {high}",
              lambda: add_condition_comparison(section, context, criterion, stem, high, cells))
+    if runs_in_engine(_NOMINAL):
+        _attempt(context, section, "nominal agreement", lambda: _nominal(section, context, log, criterion, stem, cells))
+
+
+def _nominal(section, context: _Context, log: Any, criterion: Criterion, stem: str, cells: pd.DataFrame) -> None:
+    """Fleiss' kappa of repeated attempts per condition, run in the engine, as in memory."""
+    rows, skipped = _by_condition(log, cells, criterion, lambda part, condition: [hs.fleiss_kappa(
+        part, item=ITEM, rater="attempt", score=criterion.column, confidence=context.confidence).assign(**{CONDITION: condition})])  # fmt: skip
+    section.add(*(f"The agreement of condition {condition} is not reported: {reason}." for condition, reason, _ in skipped))
+    if rows:
+        table = pd.concat(rows, ignore_index=True)
+        section.add(Table(table[[CONDITION, *[c for c in table.columns if c != CONDITION]]],
+                          f"{criterion.name}: agreement of repeated attempts on the nominal level (Fleiss' kappa, each attempt a rater)",
+                          f"{stem}_agreement", context.confidence))  # fmt: skip
 
 
 def _variance(section, context: _Context, log: Any, criterion: Criterion, stem: str, spread: pd.DataFrame) -> None:

@@ -298,3 +298,20 @@ def add_condition_comparison(section: Section, context: _Context, criterion: Cri
                 Table(effects, f"{criterion.name}: each condition against {effects['reference'].iloc[0]} "
                       f"({effects['effect'].iloc[0]} of an attempt at {high})", f"{stem}_condition_effects",
                       context.confidence))  # fmt: skip
+
+
+def agreement_rows(part: Any, condition: Any, score: str, confidence: float, rng: np.random.Generator) -> list[dict]:
+    """ICC(1), ICC(1,k) and Krippendorff's interval alpha of one condition's valid attempts (each
+    attempt a rater), as rows of the reliability table: ``part`` in memory or in an engine."""
+    rows = []
+    iccs = hs.icc(part, item=ITEM, rater="attempt", score=score, confidence=confidence)
+    for _, row in iccs[iccs["metric"].isin(["ICC1", "ICC1k"])].iterrows():
+        rows.append({CONDITION: condition, "metric": row["mcgraw_wong"], "estimate": row["estimate"],
+                     "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_items": row["n_items"],
+                     "n_scores": row["n_scores"], "method": row["method"]})  # fmt: skip
+    alpha = hs.krippendorff_alpha(part, item=ITEM, rater="attempt", score=score, level="interval",
+                                  confidence=confidence, random_state=rng).iloc[0]  # fmt: skip
+    rows.append({CONDITION: condition, "metric": "Krippendorff's alpha (interval)", "estimate": alpha["estimate"],
+                 "ci_low": alpha["ci_low"], "ci_high": alpha["ci_high"], "n_items": alpha["n_items"],
+                 "n_scores": alpha["n_scores"], "method": alpha["ci_method"]})  # fmt: skip
+    return rows

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from hce.engines import known_unique
+from hce.engines import known_unique, remember_unique, repeated_attempts
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -287,26 +287,26 @@ class EngineFrame:
     def refuse_repeated_attempts(self, named: Sequence[str], name: str) -> None:
         """An ``attempt_id`` twice (within the other keys the call names) is refused, as in
         pandas' door (:func:`hce.stats._validate.refuse_repeated_attempts`), by a grouped
-        count in the engine."""
-        import narwhals as nw
-
-        if ATTEMPT_ID not in self.columns or ATTEMPT_ID in named or known_unique(self.native):
+        count in the engine (:func:`hce.engines.repeated_attempts`), once per frame."""
+        if ATTEMPT_ID not in self.columns or ATTEMPT_ID in named:
             return
-        within = [c for c in dict.fromkeys([*named, LONG_CRITERION]) if c in self.columns]
-        repeated = (
-            self.frame.group_by([ATTEMPT_ID, *within])
-            .agg(nw.len().alias("_times"))
-            .filter(nw.col("_times") > 1)
+        keys = (ATTEMPT_ID, *(c for c in dict.fromkeys([*named, LONG_CRITERION]) if c in self.columns))
+        native = self.native if self.native is not None else self.frame.to_native()
+        if known_unique(native, keys):
+            return
+        # attempt_id unique alone first: then it is unique within any keys, and no statistic on this
+        # frame checks again (once per frame, whatever keys each names); else within these keys
+        for tried in dict.fromkeys([(ATTEMPT_ID,), keys]):
+            n_ids, first = repeated_attempts(native, list(tried))
+            if not n_ids:
+                remember_unique(native, tried)
+                return
+        raise DataError(
+            f"{name}: attempt_id {first!r} appears more than once; {n_ids:,} attempt id(s) "
+            "appear more than once, which would count those attempts twice (a log concatenated with itself, "
+            "or with an overlapping log?); drop the repeats, or combine overlapping logs with "
+            "hce.log.merge_logs (`hce log merge`)"
         )
-        found = repeated.select(nw.len().alias("n"), nw.col(ATTEMPT_ID).min().alias("first")).collect().to_pandas()
-        n_ids = int(found["n"].iloc[0])
-        if n_ids:
-            raise DataError(
-                f"{name}: attempt_id {found['first'].iloc[0]!r} appears more than once; {n_ids:,} attempt id(s) "
-                "appear more than once, which would count those attempts twice (a log concatenated with itself, "
-                "or with an overlapping log?); drop the repeats, or combine overlapping logs with "
-                "hce.log.merge_logs (`hce log merge`)"
-            )
 
 
 def _boolean():

@@ -5,9 +5,10 @@ NumPy core for :func:`hce.stats.variance_components`, whatever engine fitted the
 * **Standard errors** from the observed information: the inverse Hessian of the REML
   deviance ``-2 l`` in the variances themselves (not profiled, not on a log scale),
   ``cov = 2 H^{-1}``, as SAS PROC MIXED's ``ASYCOV`` (Searle, Casella & McCulloch 1992,
-  sec. 6.3). The Hessian is taken by central differences with steps of 1% of each variance
-  and Richardson's extrapolation from steps h and 2h (error O(h^4)): smaller steps drown
-  in the rounding of a deviance of 1e5 over 50,000 rows, larger ones in curvature.
+  sec. 6.3). The Hessian is taken by central differences of the deviance's analytic gradient
+  (steps of 0.1% of each variance) where the model has one, else of the deviance itself (steps
+  of 1%), Richardson-extrapolated from steps h and 2h (error O(h^4)): smaller steps drown in
+  the rounding of a deviance of 1e5 over 50,000 rows, larger ones in curvature.
 * **Satterthwaite intervals** for a variance ``v`` with ``df`` degrees of freedom:
   ``[df v / chi2_(1-alpha/2, df), df v / chi2_(alpha/2, df)]``; from a standard error,
   ``df = 2 (v / SE)^2`` (SAS PROC MIXED ``COVTEST CL``). In a balanced design with interior
@@ -51,6 +52,7 @@ from hce.stats._blas import one_blas_thread
 from hce.stats._numdiff import central_differences
 
 _STEP = 1e-2  # relative step of the numerical Hessian (see the module notes)
+_GRADIENT_STEP = 1e-3  # the same from the analytic gradient (_hessian_from_gradient)
 # past this many times its scale a variance's profile is in its asymptote (profile_search)
 _FLAT_SPAN = 1e6
 # the residual variance moves at most e^20 = 5e8-fold from its estimate in a profile: wider
@@ -59,12 +61,16 @@ _LOG_SPAN = 20.0
 
 
 def reml_covariance(
-    deviance: Callable[[np.ndarray], float], estimates: np.ndarray, free: np.ndarray
+    deviance: Callable[[np.ndarray], float],
+    estimates: np.ndarray,
+    free: np.ndarray,
+    gradient: Callable[[np.ndarray], np.ndarray | None] | None = None,
 ) -> np.ndarray | None:
     """Asymptotic covariance ``2 H^{-1}`` of the variances flagged ``free`` (others held fixed).
 
-    ``deviance`` is ``-2 l`` as a function of all variances. Rows and columns of fixed
-    variances are 0. Returns None when the Hessian is not positive definite (not a maximum).
+    ``deviance`` is ``-2 l`` as a function of all variances; ``gradient``, if given, its
+    analytic gradient (None where it has none). Rows and columns of fixed variances are 0.
+    Returns None when the Hessian is not positive definite (not a maximum).
     """
     estimates = np.asarray(estimates, dtype=float)
     k = len(estimates)
@@ -78,10 +84,12 @@ def reml_covariance(
         full[free] = values
         return deviance(full)
 
-    fx = sub(x)
-    _, near = central_differences(sub, x, _STEP * x, fx)
-    _, far = central_differences(sub, x, 2 * _STEP * x, fx)
-    hess = (4 * near - far) / 3
+    hess = None if gradient is None else _hessian_from_gradient(gradient, estimates, free)
+    if hess is None:
+        fx = sub(x)
+        _, near = central_differences(sub, x, _STEP * x, fx)
+        _, far = central_differences(sub, x, 2 * _STEP * x, fx)
+        hess = (4 * near - far) / 3
     try:
         chol = np.linalg.cholesky(hess)
     except np.linalg.LinAlgError:
@@ -89,6 +97,43 @@ def reml_covariance(
     inv = np.linalg.inv(chol)
     cov[np.ix_(free, free)] = 2 * inv.T @ inv
     return cov
+
+
+def _hessian_from_gradient(gradient, estimates: np.ndarray, free: np.ndarray) -> np.ndarray | None:
+    """The Hessian of the deviance in the ``free`` variances from central differences of its
+    analytic gradient, steps 0.1% and 0.2%, Richardson-extrapolated (error O(h^4)); None where
+    the gradient is missing at a step.
+
+    Why not second differences of the deviance: they divide its rounding by ``h^2``, and at a
+    20M-row cell table (a deviance of 4e7) that noise reached the standard errors' 8th digit,
+    which the chi-square quantile of an upper limit at df near 1 amplifies: two engines' tables
+    equal to 1e-15 gave upper limits 5e-8 apart (issue 43). The gradient's rounding is divided
+    by ``h`` once, so the steps can be ten times smaller and the limits agree to rounding.
+    """
+    columns = np.flatnonzero(free)
+    estimates = np.asarray(estimates, dtype=float)
+
+    def differences(step: float) -> np.ndarray | None:
+        out = np.empty((len(columns), len(columns)))
+        for i, j in enumerate(columns):
+            h = step * estimates[j]
+            sides = []
+            for sign in (1, -1):
+                at = estimates.copy()
+                at[j] += sign * h
+                g = gradient(at)
+                if g is None:
+                    return None
+                sides.append(g[columns])
+            out[:, i] = (sides[0] - sides[1]) / (2 * h)
+        return out
+
+    near = differences(_GRADIENT_STEP)
+    far = None if near is None else differences(2 * _GRADIENT_STEP)
+    if far is None or not np.all(np.isfinite(far)):
+        return None
+    hess = (4 * near - far) / 3
+    return (hess + hess.T) / 2
 
 
 def satterthwaite_interval(
@@ -248,7 +293,11 @@ def _outward(excess: Callable[[float], float], est: float, start: float, end: fl
 
 
 def profile_limits(
-    deviance: Callable[[np.ndarray], float], estimates: np.ndarray, j: int, confidence: float
+    deviance: Callable[[np.ndarray], float],
+    estimates: np.ndarray,
+    j: int,
+    confidence: float,
+    gradient: Callable[[np.ndarray], np.ndarray | None] | None = None,
 ) -> tuple[float, float]:
     """Profile-likelihood interval of variance ``j`` (any but the residual, the last).
 
@@ -271,7 +320,13 @@ def profile_limits(
     1e5 has rounding noise that swamps finite-difference gradients: unbounded, on the SD
     scale, L-BFGS-B fed that noise as curvature stepped the residual SD to exp(-956) (a
     near-flat 7-item x 3-rater facet). Nelder-Mead alone needs no gradient but took three
-    times as long on a 26,000-row G study.
+    times as long on a 26,000-row G study. With ``gradient`` (the deviance's analytic
+    gradient in the variances, None where it has none) L-BFGS-B takes it instead of forward
+    differences and is run to the gradient's precision: two engines' cell tables then give
+    limits equal to 1e-10, where the differences left each inner minimum 1e-5 of the
+    deviance above the true one (a 20M-row log: issue 43). A profile point is never worse
+    than the other variances held at their estimates (that point is evaluated too), so the
+    profile stays below the held bound :func:`profile_search` starts from.
     """
     estimates = np.asarray(estimates, dtype=float)
     others = np.flatnonzero(np.arange(len(estimates)) != j)
@@ -294,12 +349,28 @@ def profile_limits(
             return np.inf
         return dev if np.isfinite(dev) else np.inf
 
+    def jac(x: np.ndarray, value: float) -> np.ndarray:
+        full = np.empty_like(estimates)
+        full[others] = np.r_[x[:-1], np.exp(x[-1])] * scale
+        full[j] = value
+        try:
+            g = gradient(full)
+        except np.linalg.LinAlgError:
+            g = None
+        if g is None or not np.all(np.isfinite(g[others])):
+            return optimize.approx_fprime(x, objective, 1e-8 * np.maximum(np.abs(x), 1.0), value)
+        return g[others] * np.r_[np.full(n_free, scale), full[-1]]
+
+    held = np.r_[estimates[others[:-1]] / scale, 0.0]
+    search = (
+        {"jac": "2-point", "options": {"ftol": 1e-10, "gtol": 1e-7, "maxiter": 2000}}
+        if gradient is None
+        else {"jac": jac, "options": {"ftol": 1e-15, "gtol": 1e-9, "maxiter": 2000}}
+    )
+
     def excess(value: float) -> float:
         with np.errstate(invalid="ignore", over="ignore"):  # differences next to an inf
-            best = optimize.minimize(
-                objective, state["x"], args=(value,), method="L-BFGS-B", jac="2-point",
-                bounds=bounds, options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 2000},
-            )  # fmt: skip
+            best = optimize.minimize(objective, state["x"], args=(value,), method="L-BFGS-B", bounds=bounds, **search)
         # ftol is relative: 1e-10 of a deviance of 1e5 (50,000 rows) is 1e-5, a hundredth of
         # the 1e-3 to which a limit's excess is checked; 1e-12 cost 25% more evaluations
         if not (best.success and np.isfinite(best.fun)):
@@ -309,10 +380,10 @@ def profile_limits(
                 options={**tol, "maxfev": 4000, "adaptive": True},
             )  # fmt: skip
         state["x"] = best.x
-        return best.fun - cutoff
+        return min(best.fun, objective(held, value)) - cutoff
 
     def bound(value: float) -> float:  # the others held at their estimates: never below excess
-        return objective(np.r_[estimates[others[:-1]] / scale, 0.0], value) - cutoff
+        return objective(held, value) - cutoff
 
     with one_blas_thread():  # a thousand small factorisations (see one_blas_thread)
         return profile_search(excess, max(float(estimates[j]), 0.0), scale, bound=bound)

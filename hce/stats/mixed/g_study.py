@@ -569,7 +569,7 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
         return _Inference(se, low, high, nan, method, cov, _OBSERVED)
     est = fit.varcorr()["vcov"].to_numpy()
     free = np.sqrt(est / est[-1]) >= _SINGULAR_TOL
-    cov = reml_covariance(fit._pls.deviance, est, free)
+    cov = reml_covariance(fit._pls.deviance, est, free, fit._pls.deviance_gradient)
     engine = "REML (penalised least squares)"
     if cov is None:
         method = [f"{engine}; no interval: {_NOT_MAX}"] * k
@@ -582,14 +582,14 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
         "REML information"
     ] * k
     for j in np.flatnonzero(~free):
-        low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence)
+        low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence, fit._pls.deviance_gradient)
         method[j] = (
             f"{engine}; at the boundary (relative SD < {_SINGULAR_TOL:g}): no standard error; "
             "profile-likelihood interval from 0"
         )
     # The residual always has many df; profile_limits profiles the components only.
     for j in np.flatnonzero(free[:-1] & satterthwaite_fails(df, low, high)[:-1]):
-        low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence)
+        low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence, fit._pls.deviance_gradient)
         method[j] = f"{engine}; {_SMALL_DF.format(df=df[j])}"
     return _Inference(se, low, high, df, _state_no_upper(method, high), cov, _OBSERVED)
 

@@ -266,7 +266,13 @@ class PlsProblem:
             rhs_y, rhs_x = lam.T @ self.zty, lam.T @ self.ztx
         both = self.solve_a(np.column_stack([rhs_y, rhs_x]))
         a_y, a_x = both[:, 0], both[:, 1:]
-        rxtrx = self.xtx - rhs_x.T @ a_x
+        # R_X'R_X = X'X - rhs_x' A^-1 rhs_x is the penalised residual sum of squares of X's columns
+        # on Z Lambda, summed as squares for the reason r^2 is (below): the difference lost four digits
+        # when the random terms absorb the intercept (N = 2e5 less nearly as much leaves 22), and its
+        # noise (1e-9) reached the observed information of a 2-level variance (issue 43)
+        lam_a = scale[:, None] * a_x if self.dense or self._scalar is not None else lam @ a_x
+        resid_x = self._x - self._z @ lam_a
+        rxtrx = resid_x.T @ (self.weights[:, None] * resid_x) + a_x.T @ a_x
         rhs = self.xty - rhs_x.T @ a_y
         beta = np.linalg.solve(rxtrx, rhs)
         # r^2 as the penalised residual sum of squares at the solution, not as y'y - rhs' A^-1 rhs:
@@ -322,6 +328,15 @@ class PlsProblem:
         theta = np.asarray(theta, dtype=float)
         if not self.has_gradient or np.any(theta < 1e-2):
             return None
+        parts = self._gradient_parts(theta)
+        if parts is None:
+            return None
+        traces, squares, r2 = parts
+        return 2.0 * (traces - self.dof / r2 * squares) / theta
+
+    def _gradient_parts(self, theta: np.ndarray):
+        """Per term, ``theta_j / 2`` times the derivative in ``theta_j`` of ``log|L|^2 (+
+        log|R_X|^2)`` and of ``-r^2``, and ``r^2`` (see :meth:`gradient`); None where ``r^2 <= 0``."""
         s = self.solve(theta)
         if not s.r2 > 0:
             return None
@@ -331,15 +346,36 @@ class PlsProblem:
         else:
             diag = self._scalar.inverse_diagonal()
         u = s.a_y - s.a_x @ s.beta
-        per_term = [
-            np.bincount(self._column_param, weights=v, minlength=self.n_theta)
-            for v in (1.0 - diag, u**2)
-        ]
-        bracket = per_term[0] - self.dof / s.r2 * per_term[1]
+        traces, squares = (np.bincount(self._column_param, weights=v, minlength=self.n_theta) for v in (1.0 - diag, u**2))
         if self.reml:
             quad = np.einsum("ij,jk,ik->i", s.a_x, np.linalg.inv(s.rxtrx), s.a_x)
-            bracket -= np.bincount(self._column_param, weights=quad, minlength=self.n_theta)
-        return 2.0 * bracket / theta
+            traces = traces - np.bincount(self._column_param, weights=quad, minlength=self.n_theta)
+        return traces, squares, s.r2
+
+    def deviance_gradient(self, variances: np.ndarray) -> np.ndarray | None:
+        """The gradient of :meth:`deviance` in the variances, analytically (None as
+        :meth:`gradient`; NaN for a variance at 0).
+
+        With ``v_j = theta_j^2 sigma^2`` and ``t_j``, ``s_j`` the parts of :meth:`gradient`
+        (``d log|L|^2 / d theta_j (+ REML's term) = 2 t_j / theta_j``, ``d r^2 / d theta_j = -2
+        s_j / theta_j``): ``d / d v_j = (t_j - s_j / sigma^2) / v_j`` and ``d / d sigma^2 = (dof
+        - r^2 / sigma^2 - sum_j (t_j - s_j / sigma^2)) / sigma^2``. Differences of it give the
+        observed information with the deviance's rounding divided by the step once, not
+        squared (:func:`~hce.stats.mixed.component_intervals.reml_covariance`).
+        """
+        variances = np.asarray(variances, dtype=float)
+        if self.n_theta != len(self.terms) or not self.has_gradient:
+            return None
+        sigma2 = variances[-1]
+        theta = np.sqrt(np.maximum(variances[:-1], 0.0) / sigma2)
+        parts = self._gradient_parts(theta)
+        if parts is None:
+            return None
+        traces, squares, r2 = parts
+        core = traces - squares / sigma2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            components = core / variances[:-1]
+        return np.r_[components, (self.dof - r2 / sigma2 - core.sum()) / sigma2]
 
     def deviance(self, variances: np.ndarray) -> float:
         """-2 log-likelihood at ``variances`` (scalar random terms, then the residual),
@@ -389,6 +425,7 @@ def pls_fit(
     weights: np.ndarray | None = None,
     within: float = 0.0,
     max_iter: int | None = None,
+    start: np.ndarray | None = None,
 ) -> PlsFit:
     """Fit a linear mixed model by profiled REML (or ML).
 
@@ -398,6 +435,8 @@ def pls_fit(
         As for :class:`PlsProblem` (``weights``: ``y`` holds cell means).
     max_iter : int, optional
         Cap on the search's iterations (:func:`~hce.stats.mixed.theta_search.minimise_theta`).
+    start : ndarray, optional
+        ``theta`` to start the search from; default None: :meth:`PlsProblem.start`.
 
     Returns
     -------
@@ -415,7 +454,7 @@ def pls_fit(
     problem = PlsProblem(y, x, terms, reml, weights=weights, within=within)
     with one_blas_thread():  # many small factorisations (see one_blas_thread)
         search = minimise_theta(
-            problem.profiled_deviance, problem.start(y, x), problem.lower, problem.scalar,
+            problem.profiled_deviance, problem.start(y, x) if start is None else start, problem.lower, problem.scalar,
             problem.gradient if problem.has_gradient else None, max_iter=max_iter,
         )  # fmt: skip
     theta = search.theta

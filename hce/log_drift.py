@@ -1,0 +1,158 @@
+"""Schema drift across the files of one log: refused (``strict``) or reconciled (``union``).
+
+A log folder written over weeks gains a column (``note``), loses one, or writes a score as
+integers in one file and as decimals in the next. Left to themselves the readers disagree:
+DuckDB stops at the first file that lacks a column, Polars raises a ``SchemaError`` whose
+suggested option hce did not pass through, Dask raises a ``KeyError`` at compute time, and
+pandas fills the gap with NaN without a word. :func:`reconcile` decides once, before any
+engine reads the files, and every reader then does the same:
+
+* ``"strict"`` (the default): every file has the columns of the first (in sorted order),
+  of the same types; the first file that differs is refused, naming it and the column.
+* ``"union"``: a column some files lack is read as null there, and the reader says so
+  (one warning naming the columns and a file that lacks each); integer and floating-point
+  versions of one column are read as floating point. Other type differences (text in one
+  file, numbers in another) are refused in both modes: no reader can tell which is right.
+
+A file's columns are its Parquet schema or its CSV header; the ``column=value`` folders of a
+Hive layout are not compared (they are the path's). JSONL files are not compared: a JSONL
+record names its own fields and may leave any out, so every reader (pandas, DuckDB, Polars,
+Dask, Spark) already reads JSONL files by name with a missing field as null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from hce._warnings import warn
+from hce.errors import HceWarning, LogFormatError
+
+Schema = Literal["strict", "union"]
+SCHEMAS = ("strict", "union")
+_FIX = "the files of one log must have the same columns (schema='strict', the default); pass --schema union (schema='union' in Python) to read a column missing from some files as null there"
+
+
+def file_columns(file: Path, fmt: str) -> dict[str, str]:
+    """Each column of one Parquet or CSV log file and its kind: ``"integer"``, ``"float"``,
+    ``"bool"``, ``"text"`` or ``"other"`` (CSV: ``"any"``, its types are the reader's guess).
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "part-0.parquet")
+    >>> pd.DataFrame({"attempt_id": ["a1"], "total": [3]}).to_parquet(path)
+    >>> file_columns(Path(path), "parquet")
+    {'attempt_id': 'text', 'total': 'integer'}
+    """
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            schema = pq.read_schema(file)
+        except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
+            raise LogFormatError(f"{file}: not a readable Parquet file ({exc}); remove or rewrite it") from None
+        kinds = {}
+        for field in schema:
+            t = field.type
+            kinds[field.name] = ("integer" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
+                                 else "bool" if pa.types.is_boolean(t)
+                                 else "text" if pa.types.is_string(t) or pa.types.is_large_string(t) else "other")  # fmt: skip
+        return kinds
+    import csv
+
+    with open(file, encoding="utf-8-sig", newline="") as f:
+        return dict.fromkeys(next(csv.reader(f), []), "any")
+
+
+def reconcile(files: Sequence[Path], fmt: str | Sequence[str], schema: Schema = "strict", partitions: Sequence[str] = ()) -> bool:
+    """Check the files of one log against each other (see the module docstring).
+
+    Parameters
+    ----------
+    files : list of Path
+        The log's files, in the order read.
+    fmt : {"parquet", "jsonl", "csv"} or a list of them
+        The files' format, or each file's.
+    schema : {"strict", "union"}, default "strict"
+    partitions : list of str, default ()
+        Columns the folder names give (not compared).
+
+    Returns
+    -------
+    bool
+        Whether the files differ (only possible with ``"union"``): the reader must then read
+        them by column name, filling the gaps with null.
+
+    Raises
+    ------
+    LogFormatError
+        Naming the first file that differs and the column.
+
+    Warns
+    -----
+    HceWarning
+        With ``"union"``, naming each column missing from some files and one such file.
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, os, warnings
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> pd.DataFrame({"attempt_id": ["a1"], "total": [3.0]}).to_parquet(folder / "part-0.parquet")
+    >>> pd.DataFrame({"attempt_id": ["a2"]}).to_parquet(folder / "part-1.parquet")
+    >>> files = sorted(folder.glob("*.parquet"))
+    >>> try:
+    ...     reconcile(files, "parquet")
+    ... except LogFormatError as err:
+    ...     print(str(err).split(";")[0].replace(str(folder), "log"))
+    log/part-1.parquet: column 'total' is missing (log/part-0.parquet has it)
+    >>> with warnings.catch_warnings(record=True) as said:
+    ...     warnings.simplefilter("always")
+    ...     reconcile(files, "parquet", "union")
+    True
+    >>> print(str(said[0].message).split(" (e.g.")[0])
+    the log's files have different columns (schema='union'): 'total'
+
+    """
+    if schema not in SCHEMAS:
+        raise LogFormatError(f"schema={schema!r} is not valid; choose one of {list(SCHEMAS)}")
+    formats = [fmt] * len(files) if isinstance(fmt, str) else list(fmt)
+    files = [f for f, t in zip(files, formats) if t != "jsonl"]  # JSONL: read by name everywhere
+    formats = [t for t in formats if t != "jsonl"]
+    if len(files) < 2:
+        return False
+    skip = set(partitions)
+    columns = [{c: k for c, k in file_columns(f, t).items() if c not in skip} for f, t in zip(files, formats)]
+    first, reference = files[0], columns[0]
+    seen = dict(reference)
+    missing: dict[str, Path] = {}
+    for file, found in zip(files[1:], columns[1:]):
+        for column, kind in found.items():
+            known = seen.get(column)
+            if known is not None and known != kind and "any" not in (known, kind):
+                if {known, kind} <= {"integer", "float"} and schema == "union":
+                    seen[column] = "float"
+                    continue
+                where = first if column in reference else "an earlier file"
+                raise LogFormatError(f"{file}: column {column!r} holds {kind} values where {where} holds {known}; "
+                                     "write one type in every file (integers and decimals of one column are read "
+                                     "as decimals with --schema union)")  # fmt: skip
+            seen.setdefault(column, kind)
+        if schema == "strict":
+            for column in reference:
+                if column not in found:
+                    raise LogFormatError(f"{file}: column {column!r} is missing ({first} has it); {_FIX}")
+            for column in found:
+                if column not in reference:
+                    raise LogFormatError(f"{file}: column {column!r} is not in {first}; {_FIX}")
+    for column in seen:
+        lacking = [file for file, found in zip(files, columns) if column not in found]
+        if lacking:
+            missing[column] = lacking[0]
+    if missing:
+        shown = "; ".join(f"{c!r} (e.g. {f})" for c, f in missing.items())
+        warn(f"the log's files have different columns (schema='union'): {shown} read as null in the files that lack them",
+             HceWarning)
+    return bool(missing) or any(k == "float" and any(c.get(n) == "integer" for c in columns) for n, k in seen.items())

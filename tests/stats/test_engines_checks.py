@@ -1,0 +1,88 @@
+"""The repeated-attempt check of a frame of another engine (issue 43, items 4 and 6): once per
+frame, not once per statistic, and exact whatever pass finds the answer.
+
+Before: each statistic re-ran the grouped count of ``attempt_id`` (a full shuffle on Spark: 35
+jobs for three statistics), and that count, which holds every id, was the step of a 20M-row
+DuckDB report that outgrew 2 GB. Now a pass over 64-bit hashes settles it when every hash is
+distinct (equal ids hash alike, so this proves the ids distinct); only fewer hashes than rows
+runs the grouped count, which names the first repeated id.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import hce.engines
+import hce.stats as hs
+import hce.stats._frames as frames
+from engine_logs import attempt_log
+from hce.errors import DataError, HceWarning
+
+duckdb = pytest.importorskip("duckdb", reason='DuckDB is not installed: pip install "hce[engines]"')
+pl = pytest.importorskip("polars", reason='Polars is not installed: pip install "hce[engines]"')
+ENGINES = {
+    "duckdb": lambda df: duckdb.from_df(df),
+    "polars": lambda df: pl.from_pandas(df),
+    "polars-lazy": lambda df: pl.from_pandas(df).lazy(),
+}
+
+
+@pytest.fixture(params=list(ENGINES))
+def engine(request):
+    return ENGINES[request.param]
+
+
+def test_the_check_runs_once_per_frame_not_once_per_statistic(engine, monkeypatch):
+    calls = []
+    real = frames.repeated_attempts
+    monkeypatch.setattr(frames, "repeated_attempts", lambda native, keys: calls.append(keys) or real(native, keys))
+    frame = engine(attempt_log())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)
+        hs.item_spread(frame, score="total")
+        hs.item_spread(frame, score="accuracy")
+        hs.variance_components(frame, score="total", facets=["item_id", "condition_id"])
+    assert calls == [["attempt_id"]]  # the same keys: one pass for the three statistics
+    hs.item_spread(engine(attempt_log()), score="total")  # another frame is checked anew
+    assert len(calls) == 2
+
+
+def test_a_repeated_attempt_is_found_and_named(engine):
+    log = attempt_log()
+    doubled = pd.concat([log, log.iloc[[7, 3]]], ignore_index=True)
+    first = min(log["attempt_id"].iloc[[7, 3]])
+    with pytest.raises(DataError, match=rf"attempt_id {first!r} appears more than once; 2 attempt id\(s\)"):
+        hs.item_spread(engine(doubled), score="total")
+    n, found = hce.engines.repeated_attempts(engine(doubled), ["attempt_id"])
+    assert (n, found) == (2, first)
+    assert hce.engines.repeated_attempts(engine(log), ["attempt_id"]) == (0, None)
+
+
+def test_an_id_repeated_over_criteria_is_unique_within_them(engine):
+    log = attempt_log()
+    long = pd.concat([log.assign(criterion=c) for c in ("accuracy", "clarity")], ignore_index=True)
+    assert hce.engines.repeated_attempts(engine(long), ["attempt_id", "criterion"]) == (0, None)
+    assert hce.engines.repeated_attempts(engine(long), ["attempt_id"])[0] == len(log)
+
+
+def test_a_hash_collision_falls_back_to_the_exact_count(monkeypatch):
+    # fewer distinct hashes than rows without a repeat (what a collision looks like): the grouped
+    # count of the ids themselves decides, and finds none
+    log = attempt_log()
+    relation = duckdb.from_df(log)
+
+    class Colliding:
+        __module__ = "duckdb"
+
+        def aggregate(self, _):
+            return relation.aggregate("count(*), count(*) - 1")
+
+        def __getattr__(self, name):
+            return getattr(relation, name)
+
+    grouped = hce.engines._grouped_repeats
+    monkeypatch.setattr(hce.engines, "_grouped_repeats", lambda native, keys: grouped(relation, keys))
+    assert hce.engines.repeated_attempts(Colliding(), ["attempt_id"]) == (0, None)
