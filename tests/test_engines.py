@@ -158,6 +158,22 @@ def test_a_log_with_cost_logprobs_errors_and_a_binary_criterion_gives_the_pandas
             "errors", "not_applicable"} <= produced  # fmt: skip
 
 
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_a_torn_log_and_another_served_model_are_noted_from_the_engine_as_in_pandas(engine):
+    # Issue 49: the overview's notes come from grouped passes in the engine (items x conditions), not the attempts
+    from hce.report.logs import missing_attempts
+    from hce.report.provenance import served_models
+
+    log = small_log(n_items=6, n_conditions=2, n_attempts=3).drop(index=[2, 7, 8])
+    log["model"], log["model_version"] = "gpt-4o-mini", np.where(log["condition_id"] == "C1", "gemma-3-270m", "gpt-4o-mini")
+    lazy = pl.from_pandas(log).lazy() if engine == "polars" else duckdb.connect().from_df(log)
+    expected = missing_attempts(log, {"my_eval": {"T0", "T9"}}, {"my_eval": {"C0": 4, "C7": 2}})
+    assert len(expected) == 3 and "T9: 4" in expected[0]
+    assert missing_attempts(lazy, {"my_eval": {"T0", "T9"}}, {"my_eval": {"C0": 4, "C7": 2}}) == expected
+    assert missing_attempts(lazy) == missing_attempts(log) != []
+    assert served_models(lazy) == served_models(log) != []
+
+
 # --- issue 43: Hive folders read the same in every engine and in pandas ---------------------
 
 #: Every reader of a log folder: pandas (hce.read_log's default) and the lazy engines.

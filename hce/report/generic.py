@@ -167,8 +167,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    attempts = rows(view, ["experiment_id", CONDITION, ITEM, "attempt", "model", "model_version"])  # which attempts ran, and who answered
-    overview.add(*read_notes, *missing_attempts(attempts, kept["items"], kept.get("plan")), *split, *served_models(attempts), *notes)
+    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *served_models(frame), *notes)
     _cost_section(document, context)
     _criteria_sections(document, context)
     context.progress("calibration")
