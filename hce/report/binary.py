@@ -14,6 +14,7 @@ cluster-bootstrap intervals; the report says which ran and why.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,7 +60,7 @@ def as_high(log: object, column: str, levels: tuple) -> object:
     return native(replaced(log_frame(log), column, high))
 
 
-def binary_summary(log: pd.DataFrame, column: str, *, confidence: float = 0.95) -> pd.DataFrame:
+def binary_summary(log: Any, column: str, *, confidence: float = 0.95) -> pd.DataFrame:
     """Per condition: the share of items at the higher level with its Wilson interval, and flips.
 
     ``log[column]`` holds 1/0/NaN (:func:`as_high`). Returns one row per condition:
@@ -93,7 +94,7 @@ def binary_summary(log: pd.DataFrame, column: str, *, confidence: float = 0.95) 
     return pd.DataFrame(shares)
 
 
-def nominal_agreement(log: pd.DataFrame, column: str, *, confidence: float = 0.95) -> tuple[pd.DataFrame, list[str]]:
+def nominal_agreement(log: Any, column: str, *, confidence: float = 0.95) -> tuple[pd.DataFrame, list[str]]:
     """Fleiss' kappa of repeated attempts per condition (each attempt a rater), on the nominal level.
 
     Returns the table and the reasons a condition has none (one level only, too few items).
@@ -156,7 +157,7 @@ def condition_effects(
     return cell_effects(binary_cells(log, column), confidence=confidence, random_state=random_state)
 
 
-def binary_cells(log: pd.DataFrame, column: str) -> pd.DataFrame:
+def binary_cells(log: Any, column: str) -> pd.DataFrame:
     """Per item x condition: ``high`` (valid attempts at the higher level) and ``n`` (valid attempts).
 
     ``log[column]`` holds 1/0/NaN (:func:`as_high`); flagged attempts are left out.

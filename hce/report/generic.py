@@ -197,8 +197,8 @@ def check_columns(log: pd.DataFrame, option: str, names: Sequence[str]) -> None:
 # --- attempts and errors -------------------------------------------------------------------
 
 
-def condition_table(log: pd.DataFrame) -> pd.DataFrame:
-    """One row per ``condition_id``: its attributes, items, attempts and errors.
+def condition_table(log: Any) -> pd.DataFrame:
+    """One row per ``condition_id``: its attributes, items, attempts and errors (a log of any engine).
 
     Examples
     --------
@@ -239,7 +239,7 @@ def _attempts_section(document: Report, context: _Context) -> Section:
     return section
 
 
-def not_applicable_table(log: pd.DataFrame) -> pd.DataFrame:
+def not_applicable_table(log: Any) -> pd.DataFrame:
     """Per condition and criterion: the declared not-applicable answers (``not_applicable`` column) and their share.
 
     The share is of the condition's unflagged attempts; an empty table when no answer was one.
@@ -460,7 +460,7 @@ def _variance(section: Section, context: _Context, criterion: Criterion, stem: s
 
 
 def reliability_by_condition(
-    log: pd.DataFrame, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = None
+    log: Any, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = None
 ) -> tuple[pd.DataFrame, list[dict[str, str]]]:
     """Agreement of repeated attempts, per ``condition_id``: ICC(1), ICC(1,k), Krippendorff's alpha.
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from hce.errors import DataError
@@ -135,9 +134,9 @@ def per_condition(frame: EngineFrame) -> pd.DataFrame:
                          "n_errors": grouped["_error"].sum().astype("int64")})  # fmt: skip
 
 
-def conditions(frame: EngineFrame) -> np.ndarray:
+def conditions(frame: EngineFrame) -> list:
     """The distinct ``condition_id`` values, sorted."""
-    return np.asarray(sorted(cells(frame, [CONDITION])[CONDITION].tolist()), dtype=object)
+    return sorted(cells(frame, [CONDITION])[CONDITION].tolist())
 
 
 def of_condition(frame: EngineFrame, condition: object) -> EngineFrame:

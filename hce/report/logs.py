@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from hce.errors import DataError, LogFormatError
@@ -125,7 +124,7 @@ def kept_settings(log: Any) -> dict[str, dict]:
     return {"items": planned, "plan": plan, "fingerprints": fingerprints}
 
 
-def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = None,
+def missing_attempts(log: Any, planned: dict[str, set[str]] | None = None,
                      plan: dict[str, dict[str, int]] | None = None) -> list[str]:
     """Notes for conditions with fewer attempts than planned, or planned and never run.
 

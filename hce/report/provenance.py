@@ -133,7 +133,7 @@ def log_notes(*logs: pd.DataFrame) -> list[str]:
     return [note for log in logs for note in log.attrs.get(NOTES, [])]
 
 
-def served_models(log: pd.DataFrame) -> list[str]:
+def served_models(log: Any) -> list[str]:
     """One note per condition whose replies name another model than the one asked for (a local server's file).
 
     Examples
