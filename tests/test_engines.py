@@ -106,8 +106,19 @@ def test_auto_reads_small_logs_into_pandas(tmp_path):
         hce.read_log(tmp_path / "log.parquet", engine="sql")
 
 
+def same_report(pandas_out, engine_out) -> None:
+    """The report of an engine's log is the pandas report: every table (to rounding) and the text."""
+    names = sorted(p.name for p in (pandas_out / "tables").glob("*.csv"))
+    assert names == sorted(p.name for p in (engine_out / "tables").glob("*.csv"))
+    for name in names:
+        expected, got = pd.read_csv(pandas_out / "tables" / name), pd.read_csv(engine_out / "tables" / name)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9, obj=name)
+    assert (engine_out / "report.md").read_text() == (pandas_out / "report.md").read_text()
+
+
 @pytest.mark.parametrize("engine", ["duckdb", LAZY[-1]])
-def test_hce_report_in_an_engine_gives_the_pandas_report_numbers(tmp_path, engine):
+def test_hce_report_in_an_engine_is_the_pandas_report(tmp_path, engine):
+    # Issue 49: one report pipeline; before, an engine's report left out reliability, cost and calibration
     log = small_log(n_items=10, n_conditions=3, n_attempts=4)
     log.to_parquet(tmp_path / "log.parquet", index=False)
     partitioned(log, tmp_path / "parts")
@@ -116,41 +127,51 @@ def test_hce_report_in_an_engine_gives_the_pandas_report_numbers(tmp_path, engin
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         in_engine = runner.invoke(app, ["report", str(tmp_path / "parts"), "--engine", engine, "--out", str(tmp_path / engine)])
-    assert in_engine.exit_code == 0, in_engine.output
     # narwhals' notice that its Dask support moves to another package is no news to the report's reader
     assert not [w for w in caught if "narwhals" in str(w.message)]
-    assert in_pandas.exit_code in (0, 1), in_pandas.output
-    for table in ("accuracy_spread", "accuracy_item_spread", "accuracy_sd_test", "accuracy_variance_components"):
-        expected = pd.read_csv(tmp_path / "pandas" / "tables" / f"{table}.csv")
-        got = pd.read_csv(tmp_path / engine / "tables" / f"{table}.csv")
-        pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-7)
-    conditions = pd.read_csv(tmp_path / engine / "tables" / "conditions.csv")
-    assert conditions[["n_attempts", "n_errors"]].sum().tolist() == [len(log), int(log["error_flag"].sum())]
-    assert "needs every attempt in memory" in (tmp_path / engine / "report.md").read_text()
+    assert in_engine.exit_code == in_pandas.exit_code == 0, in_engine.output + in_pandas.output
+    same_report(tmp_path / "pandas", tmp_path / engine)
+    assert "accuracy_reliability.csv" in {p.name for p in (tmp_path / engine / "tables").iterdir()}
 
 
-def test_a_binary_criterion_in_the_engine_report_is_analysed_as_binary_as_in_pandas(tmp_path):
-    # Issue 33: a 0/1 criterion gets no SD, rank tests or variance decomposition; the engine's
-    # report compares conditions by the same binomial GLMM as the in-memory one, from its cells.
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("polars", marks=pytest.mark.slow)])
+def test_a_log_with_cost_logprobs_errors_and_a_binary_criterion_gives_the_pandas_report(tmp_path, engine):
+    # Issue 33 and 49: a 0/1 criterion is analysed as binary in every engine (shares, flips, nominal
+    # agreement, the binomial GLMM); cost, not-applicable answers and calibration are the pandas report's too.
     log = small_log(n_items=12, n_conditions=2, n_attempts=4)
     rng = np.random.default_rng(5)
     log["stigma"] = (rng.random(len(log)) < np.where(log["condition_id"] == log["condition_id"].min(), 0.3, 0.6)).astype(float)
+    log["error_message"] = np.where(log["error_flag"], "cut reply", None)
+    log["not_applicable"] = np.where(np.arange(len(log)) % 5 == 0, "accuracy", None)
+    log.loc[log["not_applicable"].notna(), "accuracy"] = np.nan
+    log["cost_usd"], log["latency_s"] = 0.001 * (1 + np.arange(len(log)) % 3), 0.5 + (np.arange(len(log)) % 7) / 10
+    log["input_tokens"], log["cached_tokens"], log["output_tokens"] = 1000, 0, 40
     log.to_parquet(tmp_path / "log.parquet", index=False)
     partitioned(log, tmp_path / "parts")
     runner = CliRunner()
     in_pandas = runner.invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "pandas")])
-    in_duckdb = runner.invoke(app, ["report", str(tmp_path / "parts"), "--engine", "duckdb", "--out", str(tmp_path / "duckdb")])
-    assert in_duckdb.exit_code in (0, 1), in_duckdb.output
-    assert in_pandas.exit_code in (0, 1), in_pandas.output
-    produced = {p.stem for p in (tmp_path / "duckdb" / "tables").glob("stigma_*.csv")}
-    # Fleiss' kappa of the repeated attempts runs in the engine too (issue 43: it was listed as needing every attempt)
-    assert produced == {"stigma_binary", "stigma_condition_test", "stigma_condition_effects", "stigma_agreement"}
-    for table in ("stigma_condition_test", "stigma_condition_effects", "stigma_agreement"):
-        expected = pd.read_csv(tmp_path / "pandas" / "tables" / f"{table}.csv")
-        got = pd.read_csv(tmp_path / "duckdb" / "tables" / f"{table}.csv")
-        pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9)
-    shares = pd.read_csv(tmp_path / "duckdb" / "tables" / "stigma_binary.csv")
-    assert shares["n_attempts_high"].sum() == int(log.loc[~log["error_flag"], "stigma"].sum())
+    in_engine = runner.invoke(app, ["report", str(tmp_path / "parts"), "--engine", engine, "--out", str(tmp_path / engine)])
+    assert in_engine.exit_code == in_pandas.exit_code, in_engine.output + in_pandas.output
+    same_report(tmp_path / "pandas", tmp_path / engine)
+    produced = {p.stem for p in (tmp_path / engine / "tables").glob("*.csv")}
+    assert {"stigma_binary", "stigma_condition_test", "stigma_condition_effects", "stigma_agreement", "cost",
+            "errors", "not_applicable"} <= produced  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_a_torn_log_and_another_served_model_are_noted_from_the_engine_as_in_pandas(engine):
+    # Issue 49: the overview's notes come from grouped passes in the engine (items x conditions), not the attempts
+    from hce.report.logs import missing_attempts
+    from hce.report.provenance import served_models
+
+    log = small_log(n_items=6, n_conditions=2, n_attempts=3).drop(index=[2, 7, 8])
+    log["model"], log["model_version"] = "gpt-4o-mini", np.where(log["condition_id"] == "C1", "gemma-3-270m", "gpt-4o-mini")
+    lazy = pl.from_pandas(log).lazy() if engine == "polars" else duckdb.connect().from_df(log)
+    expected = missing_attempts(log, {"my_eval": {"T0", "T9"}}, {"my_eval": {"C0": 4, "C7": 2}})
+    assert len(expected) == 3 and "T9: 4" in expected[0]
+    assert missing_attempts(lazy, {"my_eval": {"T0", "T9"}}, {"my_eval": {"C0": 4, "C7": 2}}) == expected
+    assert missing_attempts(lazy) == missing_attempts(log) != []
+    assert served_models(lazy) == served_models(log) != []
 
 
 # --- issue 43: Hive folders read the same in every engine and in pandas ---------------------

@@ -14,6 +14,7 @@ cluster-bootstrap intervals; the report says which ran and why.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from scipy import stats
 
 import hce.stats as hs
 from hce.errors import DataError, HceWarning
+from hce.report.log_frame import conditions, log_frame, native, of_condition, replaced, rows, valid
 from hce.stats._intervals import proportion_ci
 from hce.stats._resample import as_generator, percentile_interval, resample_counts
 
@@ -43,13 +45,22 @@ def binary_levels(values: pd.Series, scale: tuple | None) -> tuple | None:
     return seen if len(seen) == 2 else None
 
 
-def as_high(log: pd.DataFrame, column: str, levels: tuple) -> pd.DataFrame:
-    """The log with ``column`` as 1.0 (the higher level), 0.0 (the lower) or NaN."""
-    values = pd.to_numeric(log[column], errors="coerce")
-    return log.assign(**{column: np.where(values.isna(), np.nan, (values == levels[1]).astype(float))})
+def as_high(log: object, column: str, levels: tuple) -> object:
+    """The log (in its engine) with ``column`` as 1.0 (the higher level), 0.0 (the lower) or blank.
+
+    Examples
+    --------
+    >>> as_high(pd.DataFrame({"stigma": [0, 1, None]}), "stigma", (0, 1))["stigma"].tolist()
+    [0.0, 1.0, nan]
+    """
+    import narwhals as nw
+
+    value = nw.col(column).cast(nw.Float64)
+    high = nw.when(~value.is_null()).then((value == float(levels[1])).cast(nw.Float64))  # no otherwise: blank stays blank
+    return native(replaced(log_frame(log), column, high))
 
 
-def binary_summary(log: pd.DataFrame, column: str, *, confidence: float = 0.95) -> pd.DataFrame:
+def binary_summary(log: Any, column: str, *, confidence: float = 0.95) -> pd.DataFrame:
     """Per condition: the share of items at the higher level with its Wilson interval, and flips.
 
     ``log[column]`` holds 1/0/NaN (:func:`as_high`). Returns one row per condition:
@@ -62,15 +73,17 @@ def binary_summary(log: pd.DataFrame, column: str, *, confidence: float = 0.95) 
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HceWarning)  # ties are counted in n_ties below
-        votes = hs.vote_stability(log, item=ITEM, condition=CONDITION, score=column, error="error_flag", confidence=confidence)
+        # the stability of votes is read per attempt: only the columns it needs
+        attempts = rows(log_frame(log), ["attempt_id", ITEM, CONDITION, "attempt", "error_flag", column])
+        votes = hs.vote_stability(attempts, item=ITEM, condition=CONDITION, score=column, error="error_flag", confidence=confidence)
     votes = votes[votes["n"] > 0]
-    rows = []
+    shares = []
     for condition, part in votes.groupby(CONDITION, sort=True):
         decided = part["majority"].dropna().astype(bool)
         k, n = int(decided.sum()), len(decided)
         low, high = proportion_ci(np.array([k]), np.array([n]), confidence, "wilson")
         flipping = int((part["flip_rate"] > 0).sum())
-        rows.append({CONDITION: condition, "n_items": len(part), "n_attempts": int(part["n"].sum()),
+        shares.append({CONDITION: condition, "n_items": len(part), "n_attempts": int(part["n"].sum()),
                      "n_attempts_high": int(part["n_true"].sum()),
                      "share_attempts": float(part["n_true"].sum() / part["n"].sum()),
                      "n_items_high": k, "n_items_decided": n,
@@ -78,26 +91,27 @@ def binary_summary(log: pd.DataFrame, column: str, *, confidence: float = 0.95) 
                      "n_ties": len(part) - n, "mean_flip_rate": float(part["flip_rate"].mean()),
                      "n_items_flipping": flipping, "share_items_flipping": flipping / len(part),
                      "ci_method": "Wilson, over items (majority of each item's attempts)"})  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(shares)
 
 
-def nominal_agreement(log: pd.DataFrame, column: str, *, confidence: float = 0.95) -> tuple[pd.DataFrame, list[str]]:
+def nominal_agreement(log: Any, column: str, *, confidence: float = 0.95) -> tuple[pd.DataFrame, list[str]]:
     """Fleiss' kappa of repeated attempts per condition (each attempt a rater), on the nominal level.
 
     Returns the table and the reasons a condition has none (one level only, too few items).
     """
-    rows, skipped = [], []
-    for condition, part in log.groupby(CONDITION, sort=True):
-        valid = part[~part["error_flag"].astype(bool) & part[column].notna()]
+    view = log_frame(log)
+    found, skipped = [], []
+    for condition in conditions(view):
         try:
-            out = hs.fleiss_kappa(valid, item=ITEM, rater="attempt", score=column, confidence=confidence)
+            out = hs.fleiss_kappa(native(valid(of_condition(view, condition), column)), item=ITEM, rater="attempt", score=column,
+                                  confidence=confidence)  # fmt: skip
         except DataError as exc:
             skipped.append(f"agreement of condition {condition} is not reported: {exc}")
             continue
-        rows.append(out.assign(**{CONDITION: condition}))
-    if not rows:
+        found.append(out.assign(**{CONDITION: condition}))
+    if not found:
         return pd.DataFrame(), skipped
-    table = pd.concat(rows, ignore_index=True)
+    table = pd.concat(found, ignore_index=True)
     return table[[CONDITION, *[c for c in table.columns if c != CONDITION]]], skipped
 
 
@@ -143,14 +157,13 @@ def condition_effects(
     return cell_effects(binary_cells(log, column), confidence=confidence, random_state=random_state)
 
 
-def binary_cells(log: pd.DataFrame, column: str) -> pd.DataFrame:
+def binary_cells(log: Any, column: str) -> pd.DataFrame:
     """Per item x condition: ``high`` (valid attempts at the higher level) and ``n`` (valid attempts).
 
     ``log[column]`` holds 1/0/NaN (:func:`as_high`); flagged attempts are left out.
     """
-    valid = log[~log["error_flag"].astype(bool) & log[column].notna()]
-    return (valid.groupby([ITEM, CONDITION], observed=True, sort=True)[column].agg(["sum", "count"])
-            .reset_index().rename(columns={"sum": "high", "count": "n"}))  # fmt: skip
+    table = valid(log_frame(log), column).counts([ITEM, CONDITION], sums=[column])
+    return table.rename(columns={column: "high"})[[ITEM, CONDITION, "high", "n"]].astype({"n": "int64"})
 
 
 def cell_effects(
@@ -158,7 +171,7 @@ def cell_effects(
 ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """:func:`condition_effects` from its item x condition cells (``item_id``, ``condition_id``,
     ``high``: valid attempts at the higher level, ``n``: valid attempts), the table an engine
-    returns for a log larger than memory (:mod:`hce.report.scaled`).
+    returns for a log in any engine (:func:`binary_cells`).
 
     Examples
     --------

@@ -42,6 +42,7 @@ from hce.report.binary import (
 from hce.report.cost import cost_summary
 from hce.report.document import Figure, Report, Section
 from hce.report.humans import humans_section, split_humans
+from hce.report.log_frame import any_starts_with, cells, distinct, flagged, has_values, log_frame, native, of_condition, per_condition, rows, valid
 from hce.report.logs import KEPT, kept_settings, missing_attempts, read_any
 from hce.report.provenance import (
     read_with_notes,
@@ -69,6 +70,7 @@ from hce.report.stopped import WITHIN_MIN, add_stopped_means
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._blas import one_blas_thread
+from hce.stats._frames import EngineFrame
 from hce.stats._resample import as_generator
 
 #: Condition attributes shown beside ``condition_id`` (never grouped on).
@@ -97,8 +99,9 @@ def report(
     ----------
     log : DataFrame, path, or a list of them, or a lazy log
         Attempt logs (:func:`hce.read_log` reads paths); several are concatenated. A lazy
-        log (``hce.read_log(path, engine="duckdb")``, or any frame of Polars, DuckDB or
-        PySpark) is reported in its engine: see ``hce.report.scaled.report_in_engine``.
+        log (``hce.read_log(path, engine="duckdb")``, or any frame of Polars, DuckDB,
+        PySpark or Dask) gives the same report, its statistics reduced in its engine
+        (module ``hce.report.log_frame``).
     rubric : Rubric, packaged name or YAML path, optional
         The rubric the log was judged with: its criteria get a section each, and ``total``
         one only when ``rubric.total_is_meaningful``. Default: the rubric ``hce collect``
@@ -147,24 +150,23 @@ def report(
     >>> [s.title for s in doc.sections][:2]
     ['Attempts and errors by condition', 'Criterion: accuracy']
     """
-    if is_lazy_log(log):  # a log larger than memory: the statistics run in its engine
-        from hce.report.scaled import report_in_engine
-
+    if is_lazy_log(log):  # a frame of another engine: its reductions run there, nothing is read here
         if humans is not None:
             raise DataError("humans= takes an in-memory log; read the log with hce.read_log(path) first")
-        return report_in_engine(log, rubric=rubric, out=out, title=title, confidence=confidence,
-                                random_state=random_state, progress=progress)  # fmt: skip
-    frame, read_notes = read_with_notes(read_any, log)
-    kept = frame.attrs.get(KEPT) or kept_settings(log)
-    frame, human_ratings = split_humans(frame, humans)
-    frame, split = separate_settings(frame, fingerprints=kept["fingerprints"])  # one condition_id, two settings: kept apart
+        frame, read_notes, kept, human_ratings, split = log, [], {"items": {}}, None, []
+    else:
+        frame, read_notes = read_with_notes(read_any, log)
+        kept = frame.attrs.get(KEPT) or kept_settings(log)
+        frame, human_ratings = split_humans(frame, humans)
+        frame, split = separate_settings(frame, fingerprints=kept["fingerprints"])  # one condition_id, two settings: kept apart
     if rubric is None:
         rubric = kept_rubric(log)
-    criteria, notes = _criteria(frame, None if rubric is None else (rubric if isinstance(rubric, Rubric) else load_rubric(rubric)))
-    if CONDITION not in frame or frame[CONDITION].isna().any():
+    view = log_frame(frame)
+    criteria, notes = _criteria(view, None if rubric is None else (rubric if isinstance(rubric, Rubric) else load_rubric(rubric)))
+    if CONDITION not in view.columns or view.count_blank(CONDITION):
         raise DataError(f"the log needs a {CONDITION!r} value on every row: conditions are never guessed from "
                         "prompt_id or model (two conditions may share a prompt)")  # fmt: skip
-    if _simulated(frame):
+    if any_starts_with(view, "system_fingerprint", SIM_FINGERPRINT):
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
     context = _Context(frame, criteria, confidence, as_generator(random_state), progress=progress or (lambda _text: None))
     document = Report(title)
@@ -198,21 +200,11 @@ def check_columns(log: pd.DataFrame, option: str, names: Sequence[str]) -> None:
         raise DataError(f"{option} {', '.join(missing)}: no such column; columns: {', '.join(map(str, other))}")
 
 
-# --- what the log holds --------------------------------------------------------------------
-
-
-
-
-def _simulated(log: pd.DataFrame) -> bool:
-    column = log.get("system_fingerprint")
-    return column is not None and bool(column.dropna().astype(str).str.startswith(SIM_FINGERPRINT).any())
-
-
 # --- attempts and errors -------------------------------------------------------------------
 
 
-def condition_table(log: pd.DataFrame) -> pd.DataFrame:
-    """One row per ``condition_id``: its attributes, items, attempts and errors.
+def condition_table(log: Any) -> pd.DataFrame:
+    """One row per ``condition_id``: its attributes, items, attempts and errors (a log of any engine).
 
     Examples
     --------
@@ -223,33 +215,27 @@ def condition_table(log: pd.DataFrame) -> pd.DataFrame:
     0            a         P        2           2         1
     1            b         P        1           1         0
     """
-    rows = []
-    attributes = [c for c in ATTRIBUTES if c in log and log[c].notna().any()]  # a setting never sent is not shown
-    for condition, part in log.groupby(CONDITION, sort=True):
-        row: dict[str, Any] = {CONDITION: condition}
-        for column in attributes:
-            if column in part:
-                values = part[column].dropna().unique()
-                row[column] = ", ".join(sorted(str(v) for v in values)) if len(values) != 1 else values[0]
-        errors = part["error_flag"].astype(bool)
-        per_item = part.groupby(ITEM).size()
-        row.update({"n_items": part[ITEM].nunique(), "n_attempts": len(part),
-                    "attempts_per_item": float(per_item.median()), "n_errors": int(errors.sum()),
-                    "error_rate": float(errors.mean())})  # fmt: skip
-        rows.append(row)
-    return pd.DataFrame(rows)
+    view = log_frame(log)
+    table = per_condition(view)
+    for column in [c for c in ATTRIBUTES if has_values(view, c)]:  # a setting never sent is not shown
+        values = cells(view.where(~view.blank(column)), [CONDITION], column).groupby(CONDITION, sort=True)[column]
+        joined = values.agg(lambda v: v.iloc[0] if len(v) == 1 else ", ".join(sorted(str(x) for x in v)))
+        table[column] = joined.reindex(table.index, fill_value="")  # a condition that never sent it: blank
+    table["error_rate"] = table["n_errors"] / table["n_attempts"]
+    columns = [c for c in ATTRIBUTES if c in table]
+    return table[[*columns, "n_items", "n_attempts", "attempts_per_item", "n_errors", "error_rate"]].rename_axis(CONDITION).reset_index()
 
 
 def _attempts_section(document: Report, context: _Context) -> Section:
-    log = context.log
+    log, view = context.log, log_frame(context.log)
     section = document.section("Attempts and errors by condition")
     section.add("A condition is one condition_id of the log; prompt, model and temperature are its attributes "
                 "(two conditions may share a prompt and differ in model or temperature: they are never pooled).",
                 Table(condition_table(log), "Attempts, items and errors per condition", "conditions", context.confidence))  # fmt: skip
-    errors = log[log["error_flag"].astype(bool)]
-    if len(errors) and "error_message" in errors:
-        counts = (errors.assign(error_message=errors["error_message"].fillna("(no message)"))
-                  .groupby([CONDITION, "error_message"], sort=True).size().rename("n").reset_index())  # fmt: skip
+    errors = view.where(flagged(view))
+    if "error_message" in errors.columns and errors.count_rows():
+        counts = cells(errors, [CONDITION], "error_message").fillna({"error_message": "(no message)"})
+        counts = counts.groupby([CONDITION, "error_message"], sort=True)["n"].sum().reset_index()
         section.add(Table(counts, "Error messages per condition", "errors", context.confidence))
     answered = not_applicable_table(log)
     if len(answered):
@@ -259,7 +245,7 @@ def _attempts_section(document: Report, context: _Context) -> Section:
     return section
 
 
-def not_applicable_table(log: pd.DataFrame) -> pd.DataFrame:
+def not_applicable_table(log: Any) -> pd.DataFrame:
     """Per condition and criterion: the declared not-applicable answers (``not_applicable`` column) and their share.
 
     The share is of the condition's unflagged attempts; an empty table when no answer was one.
@@ -274,12 +260,14 @@ def not_applicable_table(log: pd.DataFrame) -> pd.DataFrame:
     1            a       meds                 2           2    1.0
     """
     columns = [CONDITION, "criterion", "n_not_applicable", "n_answered", "share"]
-    if "not_applicable" not in log or log["not_applicable"].isna().all():
+    view = log_frame(log)
+    if not has_values(view, "not_applicable"):
         return pd.DataFrame(columns=columns)
-    answered = log[~log["error_flag"].astype(bool)]
-    said = answered[[CONDITION]].assign(criterion=answered["not_applicable"].str.split(",")).explode("criterion").dropna()
-    counts = said.groupby([CONDITION, "criterion"], sort=True).size().rename("n_not_applicable").reset_index()
-    counts["n_answered"] = counts[CONDITION].map(answered.groupby(CONDITION).size()).astype(int)
+    said = cells(view.where(~flagged(view)), [CONDITION], "not_applicable")  # one row per distinct answer list
+    answered = said.groupby(CONDITION, sort=True)["n"].sum()
+    said = said.assign(criterion=said["not_applicable"].str.split(",")).explode("criterion").dropna(subset=["criterion"])
+    counts = said.groupby([CONDITION, "criterion"], sort=True)["n"].sum().rename("n_not_applicable").reset_index()
+    counts["n_answered"] = counts[CONDITION].map(answered).astype(int)
     counts["share"] = counts["n_not_applicable"] / counts["n_answered"]
     return counts[columns]
 
@@ -294,19 +282,21 @@ _COST_NOTE = ("Cost per attempt and per 1,000 attempts are over priced attempts 
 
 def _cost_section(document: Report, context: _Context) -> None:
     """Cost and tokens per condition (:func:`hce.report.cost.cost_summary`), or why not under "Not reported"."""
-    logged = [c for c in ("cost_usd", "input_tokens", "output_tokens") if c in context.log and context.log[c].notna().any()]
+    view = log_frame(context.log)
+    logged = [c for c in ("cost_usd", "input_tokens", "output_tokens") if has_values(view, c)]
     if not logged:
         # a log without cost columns does not support the section: listed, not a failure (exit 0)
         context.skip("Cost and tokens by condition", "the log records no cost or token counts (cost_usd, input_tokens, output_tokens)",
                      applicable=False)
         return
-    missing = [c for c in ("cost_usd", "input_tokens", "cached_tokens", "output_tokens") if c not in context.log]
+    missing = [c for c in ("cost_usd", "input_tokens", "cached_tokens", "output_tokens") if c not in view.columns]
     if missing:  # e.g. a log imported from a tool that keeps the cost but not the tokens
         context.skip("Cost and tokens by condition", f"the log records {', '.join(logged)} but has no column(s) {', '.join(missing)}",
                      "hce collect logs all four per attempt", applicable=False)  # fmt: skip
         return
-    try:
-        table = cost_summary(context.log, by=CONDITION)
+    try:  # a tabulation of every attempt's cost and latency: only those columns are read
+        table = cost_summary(rows(view, [CONDITION, "attempt_id", "request_id", "cost_usd", "input_tokens", "cached_tokens",
+                                         "output_tokens", "latency_s"]), by=CONDITION)  # fmt: skip
     except HceError as exc:
         context.skip("Cost and tokens by condition", f"{type(exc).__name__}: {exc}")
         return
@@ -333,7 +323,8 @@ def _criteria_sections(document: Report, context: _Context) -> None:
     first = _sections(jobs[:1])
     # One BLAS thread in both processes (the child inherits the limit): two OpenBLAS pools
     # spinning on two cores would take the cores the two processes need (hce.stats._blas).
-    with one_blas_thread(), beside(later, fork=len(jobs) > split) as other:
+    # Only a pandas log is forked: an engine's connection and threads do not survive a fork.
+    with one_blas_thread(), beside(later, fork=len(jobs) > split and log_frame(context.log).engine == "pandas") as other:
         here = _sections(jobs[1:split])
     for sections, skipped in (first, here, other.result()):
         document.sections.extend(sections)
@@ -357,19 +348,27 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
     context.progress(section.title)
     # Only the columns a criterion's statistics read: every filtered copy below then holds 6
     # columns, not the log's dozens (at 10 million attempts, gigabytes per copy).
-    needed = [c for c in ("attempt_id", ITEM, CONDITION, "attempt", "error_flag", WITHIN_MIN, criterion.column)
-              if c in context.log]  # within_min: a stopping rule's log, whose spread reads only the first min attempts
-    log, left_out = _finite_scores(context.log[list(dict.fromkeys(needed))], criterion.column)
+    view = log_frame(context.log)
+    # within_min: a stopping rule's log, whose spread reads only the first min attempts
+    needed = list(dict.fromkeys(c for c in ("attempt_id", ITEM, CONDITION, "attempt", "error_flag", WITHIN_MIN,
+                                            criterion.column) if c in view.columns))
+    if view.engine == "pandas":  # a pandas column may hold text among its numbers; an engine's column is typed
+        log, left_out = _finite_scores(context.log[needed], criterion.column)
+    else:
+        import narwhals as nw
+
+        scores = view.select({c: c for c in needed}).frame.with_columns(nw.col(criterion.column).cast(nw.Float64))
+        log, left_out = nw.to_native(scores), {}  # the scores as float, as pandas' _finite_scores makes them
     for condition, reason in left_out.items():
         section.add(f"Condition {condition} is left out of this section: {reason}.")
         context.skip(f"{section.title}: condition {condition}", reason,
                      f"correct column {criterion.column!r} in the log (hce log validate lists such rows), then report again")  # fmt: skip
-    whole = context.log  # its messages and not-applicable answers say why a criterion has no score
     context = dataclasses.replace(context, log=log)
-    if log[criterion.column].notna().sum() == 0:
-        context.skip(section.title, *_why_no_score(whole, criterion.column))
+    scored = log_frame(log)
+    if scored.count_blank(criterion.column) == scored.count_rows():  # the whole log's messages and answers say why
+        context.skip(section.title, *_why_no_score(view, criterion.column))
         return
-    levels = binary_levels(log[criterion.column], criterion.scores)
+    levels = binary_levels(distinct(scored, criterion.column), criterion.scores)
     if levels is not None:  # 0/1 scores have no meaningful SD, ICC or interval-level alpha
         _binary(section, context, criterion, stem, levels)
         return
@@ -389,18 +388,20 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
     _attempt(context, section, "reliability", lambda: _reliability(section, context, criterion, stem))
 
 
-def _why_no_score(log: pd.DataFrame, column: str) -> tuple[str, str]:
+def _why_no_score(view: EngineFrame, column: str) -> tuple[str, str]:
     """Why a criterion has no score at all, and the fix: every reply flagged, answered N/A, or another rubric's log."""
-    flagged = log["error_flag"].astype(bool)
-    if flagged.all():
-        messages = log["error_message"].dropna() if "error_message" in log else pd.Series(dtype=object)
-        common = f"; the commonest message: {messages.value_counts().index[0]!r}" if len(messages) else ""
-        return (f"every attempt was flagged ({len(log):,} of {len(log):,}){common}",
+    errors, n = view.where(flagged(view)), view.count_rows()
+    if errors.count_rows() == n:
+        messages = cells(errors.where(~errors.blank("error_message")), [], "error_message") if "error_message" in view.columns else None
+        common = (f"; the commonest message: {messages.sort_values('n', ascending=False, kind='stable')['error_message'].iloc[0]!r}"
+                  if messages is not None and len(messages) else "")  # fmt: skip
+        return (f"every attempt was flagged ({n:,} of {n:,}){common}",
                 "see the table 'Error messages per condition', fix its cause (a cut reply: raise max_tokens) and collect again")
-    answered = log.loc[~flagged, "not_applicable"].fillna("").str.split(",") if "not_applicable" in log else None
-    if answered is not None and answered.map(lambda ids: column in ids).all():
-        return (f"every unflagged answer was the rubric's not-applicable answer for {column!r}",
-                "nothing to fix: the criterion did not apply to these items")
+    if "not_applicable" in view.columns:
+        answers = cells(view.where(~flagged(view)), [], "not_applicable")["not_applicable"].fillna("").str.split(",")
+        if answers.map(lambda ids: column in ids).all():
+            return (f"every unflagged answer was the rubric's not-applicable answer for {column!r}",
+                    "nothing to fix: the criterion did not apply to these items")
     return (f"no attempt has a score in column {column!r}", "check that the log was judged with this rubric (--rubric)")
 
 
@@ -451,27 +452,24 @@ def _finite_scores(log: pd.DataFrame, column: str) -> tuple[pd.DataFrame, dict[s
     return log.loc[kept].assign(**{column: numbers[kept]}), reasons
 
 
-def _valid(log: pd.DataFrame, column: str) -> pd.DataFrame:
-    return log[~log["error_flag"].astype(bool) & log[column].notna()]
-
-
 def _variance(section: Section, context: _Context, criterion: Criterion, stem: str) -> None:
-    valid = _valid(context.log, criterion.column)
-    facets = [ITEM, CONDITION] if valid[CONDITION].nunique() > 1 else [ITEM]
-    cells = valid.groupby(facets).size()
-    attempts = int(cells.median()) if len(cells) else 0
-    if valid[ITEM].nunique() < 2 or attempts < 2:
+    scored = valid(log_frame(context.log), criterion.column)
+    n_items, n_conditions = len(cells(scored, [ITEM])), len(cells(scored, [CONDITION]))
+    facets = [ITEM, CONDITION] if n_conditions > 1 else [ITEM]
+    per_cell = cells(scored, facets)["n"]
+    attempts = int(per_cell.median()) if len(per_cell) else 0
+    if n_items < 2 or attempts < 2:
         context.skip(f"{section.title}: variance decomposition",
-                     f"needs 2 or more items with 2 or more valid attempts per cell (items {valid[ITEM].nunique()}, median attempts {attempts})",
+                     f"needs 2 or more items with 2 or more valid attempts per cell (items {n_items}, median attempts {attempts})",
                      "collect 2 or more attempts per item and condition", applicable=False)  # fmt: skip
         return
-    vc = hs.variance_components(valid, score=criterion.column, facets=facets, n_attempts=attempts,
+    vc = hs.variance_components(native(scored), score=criterion.column, facets=facets, n_attempts=attempts,
                                 confidence=context.confidence, random_state=context.rng)  # fmt: skip
     add_variance(section, context, criterion, stem, vc, attempts)
 
 
 def reliability_by_condition(
-    log: pd.DataFrame, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = None
+    log: Any, score: str, *, confidence: float = 0.95, random_state: int | np.random.Generator | None = None
 ) -> tuple[pd.DataFrame, list[dict[str, str]]]:
     """Agreement of repeated attempts, per ``condition_id``: ICC(1), ICC(1,k), Krippendorff's alpha.
 
@@ -485,18 +483,19 @@ def reliability_by_condition(
         The estimates, and the conditions left out with the reason.
     """
     rng = as_generator(random_state)
-    valid = _valid(log, score)
-    rows, skipped = [], []
-    for condition, part in valid.groupby(CONDITION, sort=True):
-        if part[ITEM].nunique() < 2 or part.groupby(ITEM).size().max() < 2:
+    scored = valid(log_frame(log), score)
+    per_item = cells(scored, [CONDITION, ITEM])
+    estimates, skipped = [], []
+    for condition, counts in per_item.groupby(CONDITION, sort=True):
+        if len(counts) < 2 or counts["n"].max() < 2:
             skipped.append({CONDITION: str(condition), "reason": "fewer than 2 items or no item with 2 valid attempts",
                             "applicable": False})  # fmt: skip
             continue
         try:  # one condition the statistics cannot handle (all scores equal, say) leaves the others reported
-            rows += agreement_rows(part, condition, score, confidence, rng)
+            estimates += agreement_rows(native(of_condition(scored, condition)), condition, score, confidence, rng)
         except _EXPECTED as exc:
             skipped.append({CONDITION: str(condition), "reason": f"{type(exc).__name__}: {exc}"})
-    return pd.DataFrame(rows), skipped
+    return pd.DataFrame(estimates), skipped
 
 
 def _reliability(section: Section, context: _Context, criterion: Criterion, stem: str) -> None:
@@ -515,8 +514,8 @@ def _reliability(section: Section, context: _Context, criterion: Criterion, stem
 
 
 def _calibration_section(document: Report, context: _Context) -> None:
-    log = context.log
-    if "logprobs" not in log or log["logprobs"].isna().all():
+    view = log_frame(context.log)
+    if not has_values(view, "logprobs"):
         context.skip("Calibration", "the log has no token logprobs", "collect with logprobs: true, top_logprobs: 5", applicable=False)
         return
     criteria = [c for c in context.criteria if c.column != "total" and c.scores]
@@ -529,7 +528,8 @@ def _calibration_section(document: Report, context: _Context) -> None:
                 "the condition's attempts. Attempts whose token does not match the logged score are left out.")  # fmt: skip
 
     def build() -> None:
-        data = calibration_data(log, criteria)
+        # token logprobs are read per attempt: only the columns the scores' probabilities need
+        data = calibration_data(rows(view, [ITEM, CONDITION, "prompt_id", "model", "attempt", "error_flag", "logprobs", "total", *(c.column for c in criteria)]), criteria)
         if len(data) < 20:
             raise DataError(f"only {len(data)} attempt x criterion scores could be matched to their token probability (needs 20)")
         metrics = pd.concat([hs.calibration_metrics(part, prob="prob", truth="outcome", item=ITEM, confidence=context.confidence,

@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from hce.errors import DataError, LogFormatError
 from hce.log import combine_logs, read_log
+from hce.report.log_frame import log_frame
 from hce.report.provenance import NOTES, SETTINGS, log_notes
+from hce.stats._frames import EngineFrame
 
 CONDITION, ITEM = "condition_id", "item_id"
 #: Where a frame read by :func:`read_logs` keeps what hce collect recorded beside its logs (``<log>.settings.json``).
@@ -124,7 +125,7 @@ def kept_settings(log: Any) -> dict[str, dict]:
     return {"items": planned, "plan": plan, "fingerprints": fingerprints}
 
 
-def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = None,
+def missing_attempts(log: Any, planned: dict[str, set[str]] | None = None,
                      plan: dict[str, dict[str, int]] | None = None) -> list[str]:
     """Notes for conditions with fewer attempts than planned, or planned and never run.
 
@@ -144,35 +145,50 @@ def missing_attempts(log: pd.DataFrame, planned: dict[str, set[str]] | None = No
     ['Incomplete log: condition a has 3 of 6 planned attempts (2 items x 3 attempts); 3 missing (T1: 1, T2: 2).',
      'Incomplete log: condition b has 0 of 6 planned attempts (2 items x 3 attempts); no attempt of it is in the log.']
     """
-    if "attempt" not in log or not len(log):
+    view = log_frame(log)
+    if "attempt" not in view.columns or not view.count_rows():
         return []
+    import narwhals as nw
+
     planned, plan = planned or {}, plan or {}
-    experiment = log["experiment_id"].astype(str) if "experiment_id" in log else pd.Series("", index=log.index)
+    experiment = nw.col("experiment_id").cast(nw.String).fill_null("nan") if "experiment_id" in view.columns else nw.lit("")
+    keyed = view.frame.select(experiment.alias("_experiment"), nw.col(CONDITION), nw.col(ITEM).cast(nw.String),
+                              nw.col("attempt").cast(nw.Float64))  # fmt: skip
+    keys = ["_experiment", CONDITION]
+    items = EngineFrame(keyed).counts([*keys, ITEM])  # grouped passes: items x conditions rows come back, not the attempts
+    most = keyed.group_by(keys).agg(nw.col("attempt").max()).collect().to_pandas()
+    attempts_of, bound = {}, nw.lit(0.0)
+    for exp, condition, top in most.itertuples(index=False):
+        planned_id = _planned_id(str(condition), plan.get(exp, {}))
+        attempts_of[(exp, condition)] = planned_id, plan.get(exp, {}).get(planned_id) or (int(top) if pd.notna(top) else 0)
+        bound = nw.when((nw.col("_experiment") == exp) & (nw.col(CONDITION) == condition)).then(
+            nw.lit(float(attempts_of[(exp, condition)][1]))).otherwise(bound)  # fmt: skip
+    attempt = nw.col("attempt")
+    planned_numbers = keyed.filter((attempt >= 1) & (attempt <= bound) & (attempt == attempt.round(0)))
+    done = (planned_numbers.group_by([*keys, ITEM]).agg(attempt.n_unique().alias("done")).collect().to_pandas()
+            .set_index([*keys, ITEM])["done"])  # fmt: skip
     notes = []
     seen: set[tuple[str, str]] = set()
-    for (exp, condition), part in log.groupby([experiment, log[CONDITION]], sort=True):
-        planned_id = _planned_id(str(condition), plan.get(exp, {}))
+    for (exp, condition), part in items.groupby(keys, sort=True):
+        planned_id, attempts = attempts_of[(exp, condition)]
         seen.add((exp, planned_id))
-        items = sorted(set(part[ITEM].astype(str)) | planned.get(exp, set()))
-        most = pd.to_numeric(part["attempt"], errors="coerce").max()
-        attempts = plan.get(exp, {}).get(planned_id) or (int(most) if np.isfinite(most) else 0)
         if not attempts:
             continue
-        done = set(zip(part[ITEM].astype(str), pd.to_numeric(part["attempt"], errors="coerce")))
-        missing = {item: sum((item, a) not in done for a in range(1, attempts + 1)) for item in items}
+        names = sorted(set(part[ITEM]) | planned.get(exp, set()))
+        missing = {item: attempts - int(done.get((exp, condition, item), 0)) for item in names}
         missing = {item: n for item, n in missing.items() if n}
         if not missing:
             continue
-        total = len(items) * attempts
+        total = len(names) * attempts
         listed = ", ".join(f"{item}: {n}" for item, n in list(missing.items())[:10]) + (", ..." if len(missing) > 10 else "")
         notes.append(f"Incomplete log: condition {condition} has {total - sum(missing.values()):,} of {total:,} planned attempts "
-                     f"({len(items)} items x {attempts} attempts); {sum(missing.values()):,} missing ({listed}).")  # fmt: skip
-    for exp in sorted(set(experiment)):
+                     f"({len(names)} items x {attempts} attempts); {sum(missing.values()):,} missing ({listed}).")  # fmt: skip
+    for exp in sorted(set(items["_experiment"])):
         for condition, attempts in sorted(plan.get(exp, {}).items()):
             if (exp, condition) not in seen:
-                items = planned.get(exp) or set(log.loc[experiment == exp, ITEM].astype(str))
-                notes.append(f"Incomplete log: condition {condition} has 0 of {len(items) * attempts:,} planned attempts "
-                             f"({len(items)} items x {attempts} attempts); no attempt of it is in the log.")  # fmt: skip
+                names = planned.get(exp) or set(items.loc[items["_experiment"] == exp, ITEM])
+                notes.append(f"Incomplete log: condition {condition} has 0 of {len(names) * attempts:,} planned attempts "
+                             f"({len(names)} items x {attempts} attempts); no attempt of it is in the log.")  # fmt: skip
     return notes
 
 

@@ -20,6 +20,8 @@ import pandas as pd
 
 from hce.log import TruncatedLogWarning
 from hce.log_schema import served_as_requested
+from hce.report.log_frame import log_frame
+from hce.stats._frames import EngineFrame
 
 #: Columns that fingerprint a condition's settings, where the log has them.
 SETTINGS = ("settings_hash", "model", "prompt_id", "temperature", "max_tokens", "top_p", "seed", "endpoint")
@@ -131,7 +133,7 @@ def log_notes(*logs: pd.DataFrame) -> list[str]:
     return [note for log in logs for note in log.attrs.get(NOTES, [])]
 
 
-def served_models(log: pd.DataFrame) -> list[str]:
+def served_models(log: Any) -> list[str]:
     """One note per condition whose replies name another model than the one asked for (a local server's file).
 
     Examples
@@ -141,11 +143,15 @@ def served_models(log: pd.DataFrame) -> list[str]:
     >>> served_models(log)[0][:98]
     "Condition 'local' asked for model 'gpt-4o-mini-2024-07-18'; 'gemma-3-270m-it-Q4_K_M.gguf' answered"
     """
-    if not {"condition_id", "model", "model_version"} <= set(log.columns):
+    keys = ["condition_id", "model", "model_version"]
+    view = log_frame(log)
+    if not set(keys) <= set(view.columns):
         return []
-    pairs = log[["condition_id", "model", "model_version"]].dropna().astype(str).value_counts(sort=False)
+    import narwhals as nw
+
+    answered = view.frame.filter(*[~nw.col(c).is_null() for c in keys]).select(*[nw.col(c).cast(nw.String) for c in keys])
     notes = []
-    for (condition, requested, served), n in pairs.items():
+    for condition, requested, served, n in EngineFrame(answered).counts(keys).itertuples(index=False):
         if not served_as_requested(requested, served):
             notes.append(f"Condition {condition!r} asked for model {requested!r}; {served!r} answered ({n:,} rows, the "
                          "reply's own model): the judge of this condition is the served model, and its calls are not "

@@ -1,10 +1,10 @@
-"""The building blocks of a report's sections, shared by the report of a log in memory
-(:mod:`hce.report.generic`) and of a log in its engine (:mod:`hce.report.scaled`).
+"""The building blocks of the report's sections (:mod:`hce.report.generic`), whichever engine
+holds the log (:mod:`hce.report.log_frame`).
 
 A criterion and where the criteria come from; the context a report is built in (its log,
 level, generator and what was not reported); one part of a section run so that a failure
 becomes a "Not reported" entry and a warning a note in the report's own words; and the
-spread, test and variance tables both reports add the same way.
+spread, test and variance tables the criteria's sections add.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from hce.log import COLUMNS, text_among_numbers
 from hce.report import figures
 from hce.report.binary import binary_levels, cell_effects
 from hce.report.document import Figure, Report, Section
+from hce.report.log_frame import distinct, extremes, is_score, native
 from hce.report.tables import Table
 from hce.rubric import Rubric, load_rubric
+from hce.stats._frames import EngineFrame
 
 CONDITION = "condition_id"
 ITEM = "item_id"
@@ -102,33 +104,34 @@ def not_reported_section(document: Report, skipped: Sequence[dict[str, str]], co
         Table(frame, "Sections that could not be computed on this log, why, and the fix", "not_reported", confidence))  # fmt: skip
 
 
-def _criteria(log: pd.DataFrame, rubric: Rubric | None) -> tuple[list[Criterion], list[str]]:
-    """The criteria to analyse and notes saying where they came from."""
+def _criteria(view: EngineFrame, rubric: Rubric | None) -> tuple[list[Criterion], list[str]]:
+    """The criteria to analyse in a log (:func:`~hce.report.log_frame.log_frame`), and notes saying where they came from."""
     notes = []
-    if rubric is None and all(c in log for c in load_rubric("v5").criteria):
+    if rubric is None and all(c in view.columns for c in load_rubric("v5").criteria):
         rubric = load_rubric("v5")
         notes.append("No rubric was named; the log has the five Rubric v5.0 criterion columns, so it is read as v5.")
     if rubric is not None:
-        missing = [c.id for c in rubric.categories if c.id not in log]
+        missing = [c.id for c in rubric.categories if c.id not in view.columns]
         if missing:
             raise DataError(f"the log has no column for criteria {missing} of rubric {rubric.name!r}; "
                             "name the rubric it was judged with")  # fmt: skip
         found = [Criterion(c.id, c.name, c.scores) for c in rubric.categories]
-        if rubric.total_is_meaningful and "total" in log:
+        if rubric.total_is_meaningful and "total" in view.columns:
             found.append(Criterion("total", "Total", rubric.total_levels))
-        elif "total" in log:
+        elif "total" in view.columns:
             notes.append(f"The total is not analysed: rubric {rubric.name!r} does not treat the sum of its criteria "
                          "as a score (its criteria have different scales, or it sets total_meaningful: false).")  # fmt: skip
         return found, [f"Criteria from rubric {rubric.name!r}: {', '.join(c.id for c in rubric.categories)}.", *notes]
-    numeric = [c for c in log.columns if c not in COLUMNS and pd.api.types.is_numeric_dtype(log[c])
-               and not pd.api.types.is_bool_dtype(log[c])]  # fmt: skip
-    for column, row in text_among_numbers(log).items():  # a score column with a typo is named, never dropped silently
-        notes.append(f"Column {column!r} is mostly numbers but also holds text (e.g. {log[column].iloc[row]!r}), so it is not "
-                     "taken as a criterion: correct it, or pass rubric= to analyse it (the conditions holding text are then named).")  # fmt: skip
+    numeric = [c for c in view.columns if c not in COLUMNS and is_score(view, c)]
+    if view.engine == "pandas":  # a score column with a typo is named, never dropped silently (an engine's column is typed)
+        log = native(view)
+        for column, row in text_among_numbers(log).items():
+            notes.append(f"Column {column!r} is mostly numbers but also holds text (e.g. {log[column].iloc[row]!r}), so it is not "
+                         "taken as a criterion: correct it, or pass rubric= to analyse it (the conditions holding text are then named).")  # fmt: skip
     found = [Criterion(c, c) for c in numeric]
-    if "total" in log:
-        scales = {c: tuple(pd.to_numeric(log[c], errors="coerce").agg(["min", "max"])) for c in numeric}
-        if len(set(scales.values())) <= 1 and not any(binary_levels(log[c], None) for c in numeric):
+    if "total" in view.columns:
+        scales = extremes(view, numeric)
+        if len(set(scales.values())) <= 1 and not any(binary_levels(distinct(view, c), None) for c in numeric):
             found.append(Criterion("total", "Total"))
         else:  # a 0/1 item beside 1-5 ones: their sum is no score (the README's analysis asks the rubric the same)
             ranges = ", ".join(f"{c} {lo:g}-{hi:g}" for c, (lo, hi) in scales.items())

@@ -19,7 +19,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -61,10 +61,10 @@ from hce.study.confidence import (
 from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
 from hce.study.report_exp4 import (
-    ReasoningCodes,
     reasoning_codes,
     reasoning_section,
 )
+from hce.study.results import ReasoningCodes, StudyResults
 from hce.study.settings import (
     SETTINGS_FILE,
     describe,
@@ -123,26 +123,6 @@ INLINE_ROWS = 30
 HUMANS_FILE = "humans.csv"
 # One row per item (or per bin): always written to CSV, never printed in the body.
 PER_ITEM_TABLES = {"sd", "mae", "mean_scores", "distribution", "sd_histogram"}
-
-
-@dataclass
-class StudyResults:
-    """What the report is built from: the log, each experiment's analysis and the settings that made it.
-
-    ``settings`` holds each analysis's effective keyword arguments; ``saved`` names the
-    experiments whose settings a study saved (the rest ran on the defaults of
-    ``hce.study.analyses``); ``decisions`` is the study's ``decisions.json`` (empty for bare logs).
-    """
-
-    log: pd.DataFrame
-    experiments: dict[str, AnalysisResult]
-    simulated: bool
-    failures: dict[str, str] = field(default_factory=dict)
-    settings: dict[str, dict] = field(default_factory=dict)
-    saved: set[str] = field(default_factory=set)
-    decisions: dict[str, dict] = field(default_factory=dict)
-    reasoning: ReasoningCodes | None = None  # Experiment 4 (codes and kappas from a study folder)
-    logprobs_are: str | None = None  # what the logprobs are (a study's setting; None: see logprobs_behaviour)
 
 
 def analyse(

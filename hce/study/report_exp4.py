@@ -8,10 +8,8 @@ run saved, and the section that shows them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -19,42 +17,13 @@ import pandas as pd
 from hce.errors import HceError
 from hce.report.document import Report
 from hce.report.tables import Table
-from hce.stats.result import AnalysisResult
 from hce.study.analyses import experiment4
 from hce.study.reasoning import SEGMENT_KEY, kappa_verdicts
+from hce.study.results import ReasoningCodes, StudyResults
 from hce.study.settings import SETTINGS_FILE, describe, read_settings
-
-if TYPE_CHECKING:  # the report's bundle; it holds a ReasoningCodes, so it imports this module
-    from hce.study.report import StudyResults
 
 EXP4_ID = "EXP4_ReasoningAnalysis"
 EXP4_TITLE = "Experiment 4: qualitative reasoning analysis"
-
-
-@dataclass
-class ReasoningCodes:
-    """Experiment 4 as a study folder holds it: the final coder's codes and the coders' kappas.
-
-    ``codes`` (``exp4/codes.csv``, one row per coded segment) feed the frequency tests;
-    ``kappa`` (two researchers), ``rounds`` (the refinement loop, 7.4.5) and ``llm_vs_human``
-    are the reliability tables the run wrote (empty when that step did not happen);
-    ``settings`` are the keyword arguments the study analysed the codes with.
-    """
-
-    codes: pd.DataFrame
-    kappa: pd.DataFrame = field(default_factory=pd.DataFrame)
-    rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
-    llm_vs_human: pd.DataFrame = field(default_factory=pd.DataFrame)
-    settings: dict = field(default_factory=dict)
-    result: AnalysisResult | None = None
-    failure: str | None = None
-
-    @property
-    def coded(self) -> dict[str, int]:
-        """Transcripts, models, replies and segments coded."""
-        c = self.codes
-        return {"transcripts": c["item_id"].nunique(), "models": c["model"].nunique(),
-                "replies": len(c.drop_duplicates(["item_id", "model"])), "segments": len(c)}  # fmt: skip
 
 
 def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:

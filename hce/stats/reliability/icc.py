@@ -339,10 +339,14 @@ def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, con
         kept = f if full.all() else EngineFrame(f.frame.join(
             targets.filter(nw.col("_ni") == n_raters).select(item), on=item))  # fmt: skip
         rows, columns = kept.cell_moments([item], score), kept.cell_moments([rater], score)
-        grand = kept.frame.select(y.mean().alias("m"), y.var(ddof=1).alias("v")).collect().to_pandas().iloc[0]
+        grand = float(kept.frame.select(y.mean().alias("m")).collect().to_pandas()["m"].iloc[0])
         n_kept = int(full.sum())
-        ms = mean_squares_of_means(rows["mean"].to_numpy(float), columns["mean"].to_numpy(float), float(grand["m"]),
-                                   float(grand["v"]) * (n_kept * n_raters - 1))  # fmt: skip
+        # The total sum of squares as between plus within targets, the within part from each target's
+        # own deviations: targets whose ratings all agree give a within part of exactly 0, as pandas'
+        # matrix does, where the engine's total variance minus the between part leaves rounding noise.
+        target_means = rows["mean"].to_numpy(float)
+        ss_t = n_raters * float(((target_means - grand) ** 2).sum()) + float(rows["ss"].sum())
+        ms = mean_squares_of_means(target_means, columns["mean"].to_numpy(float), grand, ss_t)
         n_count = counts(n_kept, n_raters, n_kept * n_raters, ratings.n_missing + nobs - n_kept * n_raters)
         return _icc_table(ms, n_kept, float(n_raters), method, k, confidence, n_count)
     # identical partitions need as many levels as ratings, which the level counts refuse first
