@@ -60,6 +60,7 @@ from hce.report.sections import (
     add_condition_comparison,
     add_spread,
     add_variance,
+    no_within_variance,
     not_reported_section,
     per_criterion,
 )
@@ -377,7 +378,7 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
         for value, label in (("sd", "SD of repeated scores"), ("mean", "mean score")):
             _attempt(context, section, f"tests of the {label}",
                      lambda value=value, label=label: _tests(section, context, spread["table"], value, label, stem, criterion.name))
-    _attempt(context, section, "variance decomposition", lambda: _variance(section, context, criterion, stem))
+    _attempt(context, section, "variance decomposition", lambda: _variance(section, context, criterion, stem, spread.get("table")))
     _attempt(context, section, "reliability", lambda: _reliability(section, context, criterion, stem))
 
 
@@ -447,7 +448,9 @@ def _valid(log: pd.DataFrame, column: str) -> pd.DataFrame:
     return log[~log["error_flag"].astype(bool) & log[column].notna()]
 
 
-def _variance(section: Section, context: _Context, criterion: Criterion, stem: str) -> None:
+def _variance(section: Section, context: _Context, criterion: Criterion, stem: str, spread: pd.DataFrame | None) -> None:
+    if no_within_variance(section, criterion, spread):
+        return
     valid = _valid(context.log, criterion.column)
     facets = [ITEM, CONDITION] if valid[CONDITION].nunique() > 1 else [ITEM]
     cells = valid.groupby(facets).size()

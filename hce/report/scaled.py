@@ -28,7 +28,7 @@ from hce.log import COLUMNS
 from hce.report.binary import binary_levels
 from hce.report.document import Report
 from hce.report.sections import CONDITION, ITEM, Criterion, _attempt, _Context, _criteria, _stem, _tests, per_criterion  # fmt: skip
-from hce.report.sections import add_condition_comparison, add_spread, add_variance, not_reported_section  # fmt: skip
+from hce.report.sections import add_condition_comparison, add_spread, add_variance, no_within_variance, not_reported_section  # fmt: skip
 from hce.report.tables import Table
 from hce.rubric import Rubric, load_rubric
 from hce.stats._frames import engine_frame
@@ -194,6 +194,8 @@ def _binary(section, context: _Context, criterion: Criterion, stem: str, levels:
 
 
 def _variance(section, context: _Context, log: Any, criterion: Criterion, stem: str, spread: pd.DataFrame) -> None:
+    if no_within_variance(section, criterion, spread):
+        return
     scored = spread[spread["n"] > 0]
     facets = [ITEM, CONDITION] if scored[CONDITION].nunique() > 1 else [ITEM]
     attempts = int(scored["n"].median()) if len(scored) else 0

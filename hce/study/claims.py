@@ -69,9 +69,10 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
                 non_rubric: object, condition: str, alpha: float, r_threshold: float) -> pd.DataFrame:
     """Experiment 1's hypotheses H1a-c and Success Metric 3, each with its rule and verdict.
 
-    ``h1a``/``h1b`` are the rubric-vs-non-rubric tests (effect < 0: G2 lower), ``h1c`` the KL
-    divergences ``D(target || group)`` of each condition, ``sm3`` the correlations of mean
-    totals with the targets.
+    ``h1a``/``h1b`` are the rubric-vs-non-rubric tests (effect < 0: G2 lower), ``h1c`` the
+    difference of the KL divergences ``D(target || G2) - D(target || G1)`` with its
+    cluster-bootstrap interval (:func:`hce.stats.kl_difference`), ``sm3`` the correlations of
+    mean totals with the targets.
     """
     rows = []
     for rid, test, name in (("H1a", h1a, "Mann-Whitney U"), ("H1b", h1b, "Wilcoxon V")):
@@ -81,11 +82,12 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
         rows.append(verdict_row(r, f"{name} = {t['statistic']:g}, {p_text(t['p_value'])}, r = "
                                    f"{shown(t['effect_size'], t['effect_ci_low'], t['effect_ci_high'])}",
                                 word, p_value=t["p_value"]))  # fmt: skip
-    kl = h1c.set_index("a")["estimate"]
-    g2, g1 = float(kl.get(rubric, np.nan)), float(kl.get(non_rubric, np.nan))
+    d = h1c.iloc[0]
     r = rule("H1c")
-    rows.append(verdict_row(r, f"D(target || G2) = {g2:.2f}, D(target || G1) = {g1:.2f} nats", verdict(r, estimate=g2 - g1),
-                            p_value=np.nan))  # fmt: skip
+    rows.append(verdict_row(r, f"D(target || G2) = {d['estimate_a']:.2f}, D(target || G1) = {d['estimate_b']:.2f} nats; "
+                               f"difference {format_ci(d['ci_low'], d['ci_high'], estimate=d['estimate'])} "
+                               f"(smoothing {d['smoothing_share']:.0%} of the target mass)",
+                            verdict(r, estimate=d["estimate"], ci_low=d["ci_low"], ci_high=d["ci_high"]), p_value=np.nan))  # fmt: skip
     pearson = sm3[sm3["verdict"] != ""].iloc[0]
     rows.append(verdict_row(rule("SM3", threshold=r_threshold), f"r = {format_ci(pearson['ci_low'], pearson['ci_high'], estimate=pearson['estimate'])}, "
                             f"n = {pearson['n']}", pearson["verdict"], p_value=np.nan))  # fmt: skip

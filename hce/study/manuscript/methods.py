@@ -158,6 +158,14 @@ def _settings(facts: StudyFacts, experiment_id: str) -> dict:
     return (facts.settings.get(experiment_id) or {}).get("settings") or {}
 
 
+def _smoothing_share(cells: Cells) -> list[Inline]:
+    """How much of H1c's smoothed target distribution the pseudo-counts supply (cited), where the report computed it."""
+    if not cells.has("exp1_h1c_difference"):
+        return []
+    return ["; the smoothing supplies ", cells.percent("exp1_h1c_difference", "[1]", "smoothing_share"),
+            " of the smoothed target distribution's mass"]
+
+
 def _success_metric_2(cells: Cells) -> list[Inline]:
     """Success Metric 2's rule as the analysis applied it (its thresholds and target share, cited)."""
     sm2 = "exp5_success_metric_2"
@@ -180,8 +188,10 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
                       "absolute error of each transcript's mean total from its target with the Wilcoxon signed-rank test "
                       "paired by transcript (H1b); effect sizes as rank-biserial r with their intervals; the Kullback-Leibler "
                       "divergence of each prompt's total-score distribution from the targets', D(target ‖ G) = Σ p_target "
-                      f"log(p_target / p_G) in nats (additive smoothing {s.get('smoothing')} per score; H1c, descriptive: "
-                      f"no test); Pearson r of mean G2 totals with the targets (Fisher z CI) against a threshold of "
+                      f"log(p_target / p_G) in nats, with additive smoothing of {s.get('smoothing')} per score (H1c: "
+                      "G2's divergence minus G1's, with a percentile interval from a cluster bootstrap that resamples "
+                      f"transcripts with replacement, {s.get('n_boot', 2000)} resamples"), *_smoothing_share(cells),
+                      (f"); Pearson r of mean G2 totals with the targets (Fisher z CI) against a threshold of "
                       f"{s.get('r_threshold')} (Success Metric 3).")])  # fmt: skip
     for experiment_id, what in (("EXP2_PromptOptimization", "prompt strategy"), ("EXP3_ModelComparison", "LLM")):
         if not facts.ran(experiment_id):
@@ -226,7 +236,8 @@ INTERVAL_METHODS = {
     ("exp1_success_metric_3",): "Pearson r, Fisher z interval",
     ("exp2_friedman", "exp3_friedman"): "Kendall W, percentile bootstrap over transcripts",
     ("exp2_posthoc", "exp3_posthoc"): "post hoc rank-biserial r, Fisher z interval",
-    ("exp3_rm_anova",): "partial η², noncentral F interval",
+    ("exp1_h1c_difference",): "difference of KL divergences, percentile cluster bootstrap over transcripts",
+    ("exp3_rm_anova",): "partial η², noncentral F interval on the Greenhouse-Geisser df",
     ("exp5_success_metric_2",): "shares of transcripts, {ci_method} interval",
     ("exp5_uncertainty",): "Spearman ρ, Bonett-Wright Fisher z interval",
     ("exp5_calibration",): "expected calibration error, percentile bootstrap over transcripts",
@@ -266,8 +277,8 @@ def _multiplicity(facts: StudyFacts) -> str:
             "apply a familywise error rate" if tested >= 2 else
             "only one of them was tested here, so no familywise adjustment applies and none is reported")
     return ("Multiplicity: the confirmatory family is H1a, H1b, H2 and H3; as pre-specified, each is tested at the "
-            f"protocol's own α with no familywise correction, and {holm}; H1c is descriptive "
-            "(no test). Within families, P values were adjusted for " + (_joined(within) or "nothing (no family ran)")
+            f"protocol's own α with no familywise correction, and {holm}; H1c is decided by its "
+            "bootstrap interval (no test). Within families, P values were adjusted for " + (_joined(within) or "nothing (no family ran)")
             + ". The Spearman correlation of confidence with SD (Success Metric 5), the repeated-measures ANOVA and the "
             "paired H1a analysis are single secondary or sensitivity tests, not adjusted, and decide no claim.")
 

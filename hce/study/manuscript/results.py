@@ -136,7 +136,7 @@ def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         *_test(cells, "exp1_h1b", h1b, statistic="V", effect="matched-pairs rank-biserial r"),
         f"). {cells.claim('H1b')}. ",
         "The Kullback-Leibler divergence of G2's total-score distribution from the targets', D(target ‖ G2), was ", cells.number("exp1_h1c", kl[g2], "estimate"), " nats and D(target ‖ G1) was ",
-        cells.number("exp1_h1c", kl[g1], "estimate"), f" nats; {cells.claim('H1c')}. ",
+        cells.number("exp1_h1c", kl[g1], "estimate"), " nats", *_kl_difference(cells), f"; {cells.claim('H1c')}. ",
         "The mean G2 total correlated with the target total with Pearson r = ",
         *cells.interval("exp1_success_metric_3", r), " (Success Metric 3 threshold, r ≥ ",
         cells.number("exp1_success_metric_3", r, "threshold"), f"); {cells.claim('SM3')}. " + _INTERVALS,
@@ -251,6 +251,13 @@ def _kappa_basis(cells: Cells, key: str, row) -> list[Inline]:
             " replies to ", cells.number("exp4_kappa_rounds", key, "n_transcripts"), f" transcripts; {interval}"]
 
 
+def _kl_difference(cells: Cells) -> list[Inline]:
+    """H1c's evidence: the difference of the divergences with its cluster-bootstrap interval (absent from older reports)."""
+    if not cells.has("exp1_h1c_difference"):
+        return []
+    return [" (difference ", *cells.interval("exp1_h1c_difference", "[1]"), ", cluster bootstrap over transcripts)"]
+
+
 def _exp3_sensitivity(cells: Cells) -> list[Inline]:
     """What the Methods announce for Experiment 3 beyond the Friedman test: the RM-ANOVA and latency and cost."""
     parts: list[Inline] = []
@@ -258,8 +265,11 @@ def _exp3_sensitivity(cells: Cells) -> list[Inline]:
         key = cells.find("exp3_rm_anova")
         parts += [" In the sensitivity analysis, a repeated-measures ANOVA of the transformed SDs gave F(",
                   cells.number("exp3_rm_anova", key, "df1"), ", ", cells.number("exp3_rm_anova", key, "df2"), ") = ",
-                  cells.statistic("exp3_rm_anova", key), "; Greenhouse-Geisser ", *p_phrase(cells.p("exp3_rm_anova", key, "p_gg")),
-                  "; partial η² = ", *cells.interval("exp3_rm_anova", key, estimate="effect_size"), "."]  # fmt: skip
+                  cells.statistic("exp3_rm_anova", key), "; Greenhouse-Geisser ε = ", cells.number("exp3_rm_anova", key, "epsilon"),
+                  ", ", *p_phrase(cells.p("exp3_rm_anova", key, "p_gg")),
+                  "; partial η² = ", *cells.interval("exp3_rm_anova", key, estimate="effect_size"), " on the corrected df."]  # fmt: skip
+        if "assumptions" in cells.frame("exp3_rm_anova"):  # a report written before the checks were printed lacks them
+            parts.append(f" Its assumptions: {cells.value('exp3_rm_anova', key, 'assumptions')}.")
     if cells.has("exp3_cost_latency"):
         frame = cells.frame("exp3_cost_latency")
         parts.append(" Median latency and mean cost per call were ")
