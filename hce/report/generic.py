@@ -38,7 +38,7 @@ from hce.report.binary import (
     binary_summary,
     nominal_agreement,
 )
-from hce.report.cost import cost_summary
+from hce.report.cost import cost_summary, without_empty_latency, without_simulated_timings
 from hce.report.document import Figure, Report, Section
 from hce.report.humans import humans_section, split_humans
 from hce.report.logs import KEPT, kept_settings, missing_attempts, read_any
@@ -154,6 +154,7 @@ def report(
     kept = frame.attrs.get(KEPT) or kept_settings(log)
     frame, human_ratings = split_humans(frame, humans)
     frame, split = separate_settings(frame, fingerprints=kept["fingerprints"])  # one condition_id, two settings: kept apart
+    frame, timings = without_simulated_timings(frame, SIM_FINGERPRINT)
     if rubric is None:
         rubric = kept_rubric(log)
     criteria, notes = _criteria(frame, None if rubric is None else (rubric if isinstance(rubric, Rubric) else load_rubric(rubric)))
@@ -166,7 +167,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *served_models(frame), *notes)
+    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *timings, *served_models(frame), *notes)
     _cost_section(document, context)
     _criteria_sections(document, context)
     context.progress("calibration")
@@ -301,7 +302,7 @@ def _cost_section(document: Report, context: _Context) -> None:
                      "hce collect logs all four per attempt", applicable=False)  # fmt: skip
         return
     try:
-        table = cost_summary(context.log, by=CONDITION)
+        table = without_empty_latency(cost_summary(context.log, by=CONDITION))
     except HceError as exc:
         context.skip("Cost and tokens by condition", f"{type(exc).__name__}: {exc}")
         return

@@ -17,7 +17,7 @@ from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
 from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval
-from hce.stats._rank_permutation import PERMUTATION_MAX_N, heavy_ties, spearman_permutation_p
+from hce.stats._rank_permutation import PERMUTATION_MAX_N, heavy_ties, kendall_permutation_p, spearman_permutation_p
 from hce.stats.spread import as_list, present_error, valid_mask
 from hce.stats.tests import _two_groups, block_matrix, two_levels
 from hce.stats._validate import reads_frame
@@ -178,6 +178,9 @@ def correlation_core(
     if method == "kendall":
         r = float(stats.kendalltau(u, v).statistic)
         statistic, p, test = _kendall_test(u, v, r)
+        tied = np.unique(u).size < n or np.unique(v).size < n  # untied n < 50 has R's exact P already
+        if p_method == "permutation" or (p_method == "auto" and tied and (n <= PERMUTATION_MAX_N or heavy_ties(u, v))):
+            p, test = kendall_permutation_p(u, v, random_state)
         se = np.sqrt(0.437 / (n - 4)) if n > 4 else nan
         return {"estimate": r, **dict(zip(("ci_low", "ci_high"), fisher_z_ci(r, se, confidence))),
                 "statistic": statistic, "df1": nan, "p_value": p, "n": n,
@@ -233,9 +236,11 @@ def correlation(
         ranks when there are at most 400,000 of them (n <= 9 untied; more with ties), else
         Monte Carlo over 20,000; ``"auto"`` the permutation P for n <= 30 or heavy ties
         (a variable with at most n/2 distinct values), the t approximation otherwise.
+        Kendall's tau with ties takes the same rule (``"t"``: R's tie-corrected normal
+        approximation); untied, R's exact P below 50 pairs is kept under ``"auto"``.
     %(random_state)s
-        It seeds the Monte Carlo permutation P (Spearman, when the arrangements are too many
-        to enumerate).
+        It seeds the Monte Carlo permutation P (Spearman or Kendall, when the arrangements
+        are too many to enumerate).
 
     Returns
     -------
@@ -266,7 +271,8 @@ def correlation(
     :math:`v_2 = \sum t(t-1)(t-2) \sum u(u-1)(u-2)`; no continuity correction. R gives no
     interval for tau; here :math:`\tanh(\operatorname{atanh}\tau \pm z\sqrt{0.437/(n-4)})`
     (Fieller, Hartley & Pearson 1957; recommended by Bonett & Wright 2000), which needs
-    n >= 5.
+    n >= 5. With ties on 30 pairs or fewer, or heavy ties, the normal approximation is
+    replaced by the permutation P of S (as Spearman's; ``statistic`` stays z).
 
     References
     ----------

@@ -519,7 +519,8 @@ def experiment3(
     notes = list(result.notes)
     # a parametric sensitivity analysis is read with its assumptions beside it (issue 45)
     notes.append(f"repeated-measures ANOVA (sensitivity analysis; Friedman decides): {tables['rm_anova']['assumptions'].iloc[0]}")
-    present = [c for c in (latency, cost) if c is not None and c in data.columns]
+    # a column without a value (a simulated call's latency is left out) has nothing to summarise
+    present = [c for c in (latency, cost) if c is not None and c in data.columns and data[c].notna().any()]
     if present:
         g = data.groupby(condition, sort=True)
         cl = pd.DataFrame({"n_attempts": g.size()})

@@ -35,7 +35,7 @@ from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
 from hce.report import figures
 from hce.report import report as generic_report
-from hce.report.cost import cost_summary
+from hce.report.cost import cost_summary, without_empty_latency, without_simulated_timings
 from hce.report.document import Figure, Report, Section
 from hce.report.generic import check_columns
 from hce.report.provenance import log_notes, read_with_notes, separate_settings
@@ -475,7 +475,7 @@ def _cost_section(report: Report, results: StudyResults, confidence: float) -> N
         section.add("Not reported: the logs record no cost or token counts (cost_usd, input_tokens, output_tokens).")
         return
     try:
-        table = cost_summary(log, by="experiment_id")
+        table = without_empty_latency(cost_summary(log, by="experiment_id"))
     except HceError as exc:  # e.g. a cost column without the token counts
         section.add(f"Not reported: {exc}.")
         return
@@ -741,6 +741,7 @@ def study_report(
     # one condition_id run with two settings in one experiment: kept apart, never pooled
     log, split = separate_settings(log, within=["experiment_id"])
     log = design_order(log)
+    log, timings = without_simulated_timings(log, SIM_FINGERPRINT)  # the simulator's timings are no model's latency
     check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section
     check_columns(log, "--metadata", metadata)
     # The experiments record their seed in the report's settings: an integer (or None), drawn
@@ -754,7 +755,7 @@ def study_report(
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
     report = Report(title)
     overview = report.section("Datasets and key results")
-    overview.add(*read_notes, *split)
+    overview.add(*read_notes, *split, *timings)
     overview.add(Table(dataset_table(log), "Table 1: Attempt log by experiment", "table1_datasets", confidence))
     key = key_results(results.experiments)
     if len(key):

@@ -120,6 +120,10 @@ def test_h1a_has_its_paired_sensitivity_analysis(tables, text):
     paired = tables["exp1_h1a_paired"].iloc[0]
     assert paired["method"].startswith("Wilcoxon signed-rank") and paired["n"] == tables["exp1_h1a"]["n_a"].iloc[0]
     assert "H1a sensitivity: SD, G2 vs G1, paired" in set(tables["table2_key_results"]["comparison"])
+    # issue 45: Table 2 gave N = 24 for H1a, counting each of the 12 paired transcripts twice
+    key = tables["table2_key_results"].set_index("comparison")
+    assert key.loc["H1a: SD, G2 vs G1", "n"] == tables["exp1_h1a"]["n_a"].iloc[0] == 12
+    assert key.loc["H1a: SD, G2 vs G1", "n_unit"].startswith("pairs")
     assert "sensitivity analysis pairing the SDs by transcript, Wilcoxon signed-rank test" in text
 
 
