@@ -299,7 +299,7 @@ def _exp3_sensitivity(cells: Cells) -> list[Inline]:
         timed, priced = "median_latency_s" in frame, "mean_cost_usd" in frame
         if timed or priced:
             parts.append(" " + " and ".join(w for w, on in (("Median latency", timed), ("mean cost", priced)) if on).capitalize()
-                         + " per call were ")
+                         + (" per call were " if timed and priced else " per call was "))
         for i, model in enumerate(frame["model"].astype(str) if timed or priced else []):
             key = cells.find("exp3_cost_latency", model=model)
             parts += [f"{model}, ", *([cells.number("exp3_cost_latency", key, "median_latency_s"), " s"] if timed else []),
