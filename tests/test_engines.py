@@ -322,3 +322,34 @@ def test_an_object_store_path_goes_to_the_engine_that_reads_it(tmp_path, monkeyp
     assert refused.exit_code == 2 and "add --engine spark" in refused.output, refused.output
     with pytest.raises(LogFormatError, match="not 'pandas'"):
         hce.read_log("s3a://bucket/judge-logs")
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_a_criterion_whose_repeats_never_differ_is_a_result_and_the_report_exits_0(tmp_path, engine):
+    # issue 45: the demo's own report exited 1 because three Exp 5 criteria had no within-item variance (their variance
+    # decompositions "not computed"); every repeat alike is a finding about the judge, stated in its section
+    from hce.report.sections import NO_WITHIN_VARIANCE
+
+    log = small_log(n_items=12, n_conditions=2, n_attempts=4)
+    log["steady"] = log.groupby(["item_id", "condition_id"])["accuracy"].transform("first").fillna(3.0)
+    log.loc[log["error_flag"], "steady"] = np.nan
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--engine", engine, "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert "steady" not in done.output  # nothing about it under "not reported"
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert f"Variance decomposition of steady: {NO_WITHIN_VARIANCE}" in text
+    assert (tmp_path / "out" / "tables" / "accuracy_variance_components.csv").is_file()  # the varying criterion keeps its own
+
+
+def test_a_variance_decomposition_that_fails_still_exits_1(tmp_path, monkeypatch):
+    from hce.errors import DataError
+
+    def fails(*args, **kwargs):
+        raise DataError("the model did not fit")
+
+    monkeypatch.setattr(hs, "variance_components", fails)
+    small_log(n_items=12, n_conditions=2, n_attempts=4).to_parquet(tmp_path / "log.parquet", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 1, done.output
+    assert "not reported (not computed)" in done.output and "the model did not fit" in done.output

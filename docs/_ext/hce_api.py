@@ -34,7 +34,8 @@ STATS_TOPICS = (
     ("Spread of repeated judgements", "How far one item's scores vary across repeated attempts, and how many items "
      "meet a spread target.", ("hce.stats.spread", "hce.stats.request_effect")),
     ("Tests between conditions", "Paired, blocked and independent-group tests with effect sizes and their intervals, "
-     "count tables, and P-value adjustment.", ("hce.stats.tests", "hce.stats.effects", "hce.stats.contingency")),
+     "count tables, and P-value adjustment.", ("hce.stats.tests", "hce.stats.repeated_measures", "hce.stats.effects",
+                                                       "hce.stats.contingency")),
     ("Mixed models and G theory", "lme4-style linear, generalised and ordinal mixed models from R formulas, "
      "variance components and G/D studies.", ("hce.stats.mixed",)),
     ("Reliability and agreement", "ICC, kappas, Gwet's AC, Krippendorff's alpha, percent agreement, and internal "

@@ -91,3 +91,41 @@ def _summarise(group: pd.DataFrame) -> dict[str, float]:
         latency_mean_s=float(online.mean()) if len(online) else np.nan,
         latency_median_s=float(online.median()) if len(online) else np.nan,
     )
+
+
+#: The log's timing columns: how long a call took, which a simulated call says nothing about.
+TIMINGS = ("latency_s", "latency_last_s")
+#: The tables' latency columns (:func:`cost_summary`).
+LATENCY_COLUMNS = ("latency_mean_s", "latency_median_s")
+
+
+def without_simulated_timings(log: pd.DataFrame, fingerprint: str) -> tuple[pd.DataFrame, list[str]]:
+    """The log with the timings of simulated calls removed, and a note saying so (none when no call was simulated).
+
+    A call answered by hce's simulator (its ``system_fingerprint`` starts with ``fingerprint``)
+    took the simulator's time, not a model's: reported beside the models' names it would read
+    as their latency. Its ``latency_s`` and ``latency_last_s`` become NaN (real calls keep
+    theirs), so no table or sentence reports them as a result.
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"system_fingerprint": ["fp_hce_sim_0", "fp_abc"], "latency_s": [0.1, 1.4]})
+    >>> kept, notes = without_simulated_timings(log, "fp_hce_sim_")
+    >>> kept["latency_s"].tolist(), len(notes)
+    ([nan, 1.4], 1)
+    """
+    if "system_fingerprint" not in log:
+        return log, []
+    simulated = log["system_fingerprint"].astype("string").str.startswith(fingerprint).fillna(False).to_numpy(bool)
+    present = [c for c in TIMINGS if c in log]
+    if not simulated.any() or not present:
+        return log, []
+    log = log.copy()
+    log.loc[simulated, present] = np.nan
+    return log, [f"Latency of the {int(simulated.sum()):,} simulated calls is left out: the simulator answered them, so their "
+                 "timings describe the simulator, not a model."]
+
+
+def without_empty_latency(table: pd.DataFrame) -> pd.DataFrame:
+    """A cost table without latency columns that hold no value (every call simulated or batched)."""
+    return table.drop(columns=[c for c in LATENCY_COLUMNS if c in table and table[c].isna().all()])

@@ -39,7 +39,7 @@ from hce.report.binary import (
     binary_summary,
     nominal_agreement,
 )
-from hce.report.cost import cost_summary
+from hce.report.cost import cost_summary, without_empty_latency, without_simulated_timings
 from hce.report.document import Figure, Report, Section
 from hce.report.humans import humans_section, split_humans
 from hce.report.log_frame import any_starts_with, cells, distinct, flagged, has_values, log_frame, native, of_condition, per_condition, rows, valid
@@ -63,6 +63,7 @@ from hce.report.sections import (
     add_spread,
     add_variance,
     agreement_rows,
+    no_within_variance,
     not_reported_section,
     per_criterion,
 )
@@ -153,12 +154,14 @@ def report(
     if is_lazy_log(log):  # a frame of another engine: its reductions run there, nothing is read here
         if humans is not None:
             raise DataError("humans= takes an in-memory log; read the log with hce.read_log(path) first")
-        frame, read_notes, kept, human_ratings, split = log, [], {"items": {}}, None, []
+        # (a lazy log's simulated timings stay: hce.report.cost reads them there; the note is pandas')
+        frame, read_notes, kept, human_ratings, split, timings = log, [], {"items": {}}, None, [], []
     else:
         frame, read_notes = read_with_notes(read_any, log)
         kept = frame.attrs.get(KEPT) or kept_settings(log)
         frame, human_ratings = split_humans(frame, humans)
         frame, split = separate_settings(frame, fingerprints=kept["fingerprints"])  # one condition_id, two settings: kept apart
+        frame, timings = without_simulated_timings(frame, SIM_FINGERPRINT)
     if rubric is None:
         rubric = kept_rubric(log)
     view = log_frame(frame)
@@ -172,7 +175,7 @@ def report(
     document = Report(title)
     context.progress("attempts and errors")
     overview = _attempts_section(document, context)
-    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *served_models(frame), *notes)
+    overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *timings, *served_models(frame), *notes)
     _cost_section(document, context)
     _criteria_sections(document, context)
     context.progress("calibration")
@@ -295,8 +298,8 @@ def _cost_section(document: Report, context: _Context) -> None:
                      "hce collect logs all four per attempt", applicable=False)  # fmt: skip
         return
     try:  # a tabulation of every attempt's cost and latency: only those columns are read
-        table = cost_summary(rows(view, [CONDITION, "attempt_id", "request_id", "cost_usd", "input_tokens", "cached_tokens",
-                                         "output_tokens", "latency_s"]), by=CONDITION)  # fmt: skip
+        table = without_empty_latency(cost_summary(rows(view, [CONDITION, "attempt_id", "request_id", "cost_usd", "input_tokens", "cached_tokens",
+                                         "output_tokens", "latency_s"]), by=CONDITION))  # fmt: skip
     except HceError as exc:
         context.skip("Cost and tokens by condition", f"{type(exc).__name__}: {exc}")
         return
@@ -384,7 +387,7 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
         for value, label in (("sd", "SD of repeated scores"), ("mean", "mean score")):
             _attempt(context, section, f"tests of the {label}",
                      lambda value=value, label=label: _tests(section, context, spread["table"], value, label, stem, criterion.name))
-    _attempt(context, section, "variance decomposition", lambda: _variance(section, context, criterion, stem))
+    _attempt(context, section, "variance decomposition", lambda: _variance(section, context, criterion, stem, spread.get("table")))
     _attempt(context, section, "reliability", lambda: _reliability(section, context, criterion, stem))
 
 
@@ -452,7 +455,9 @@ def _finite_scores(log: pd.DataFrame, column: str) -> tuple[pd.DataFrame, dict[s
     return log.loc[kept].assign(**{column: numbers[kept]}), reasons
 
 
-def _variance(section: Section, context: _Context, criterion: Criterion, stem: str) -> None:
+def _variance(section: Section, context: _Context, criterion: Criterion, stem: str, spread: pd.DataFrame | None) -> None:
+    if no_within_variance(section, criterion, spread):
+        return
     scored = valid(log_frame(context.log), criterion.column)
     n_items, n_conditions = len(cells(scored, [ITEM])), len(cells(scored, [CONDITION]))
     facets = [ITEM, CONDITION] if n_conditions > 1 else [ITEM]

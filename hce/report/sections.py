@@ -274,6 +274,40 @@ def _tests(section: Section, context: _Context, spread: pd.DataFrame, value: str
         section.add(Table(pairs, f"{name}: {label}, pairwise comparisons ({method}, {adjusted})", f"{stem}_{kind}_pairs", context.confidence))
 
 
+#: What a criterion whose repeats never differ shows in place of a variance decomposition: a result, not a failure.
+NO_WITHIN_VARIANCE = "no within-item variance: all repeats identical"
+
+
+def no_within_variance(section: Section, criterion: Criterion, spread: pd.DataFrame | None) -> bool:
+    """Say so and return True when no item x condition cell of ``spread`` varies (every SD 0).
+
+    A variance decomposition needs attempt-to-attempt noise: with none (every repeat of every
+    cell scored alike) its REML likelihood is unbounded and there is nothing to decompose.
+    That is a finding about the judge (perfectly repeatable on this criterion), so the
+    section states it instead of listing the decomposition as "not computed" (``hce report``
+    would exit 1 on a log that supports every section it wrote).
+
+    Examples
+    --------
+    >>> section = Report("Demo").section("Clarity")
+    >>> spread = pd.DataFrame({"n": [3, 3], "sd": [0.0, 0.0]})
+    >>> no_within_variance(section, Criterion("clarity", "Clarity"), spread)
+    True
+    >>> section.blocks[-1].split(":")[1].strip()
+    'no within-item variance'
+    """
+    if spread is None or "sd" not in spread:
+        return False
+    repeated = spread[spread["n"] >= 2]
+    if not len(repeated) or repeated["sd"].isna().any() or (repeated["sd"] > 0).any():
+        return False
+    section.add(f"Variance decomposition of {criterion.name}: {NO_WITHIN_VARIANCE} ({len(repeated)} item x condition "
+                "cells, every attempt scored as the others of its cell). The attempt-to-attempt variance is 0, so a single "
+                "attempt is as repeatable as their mean on this criterion; the item and condition variances are those of the "
+                "cell scores, and no G study is fitted (its likelihood is unbounded at a residual variance of 0).")  # fmt: skip
+    return True
+
+
 def add_variance(section: Section, context: _Context, criterion: Criterion, stem: str, vc: Any, attempts: int) -> None:
     """Add a criterion's variance components and G and Phi coefficients."""
     section.add(

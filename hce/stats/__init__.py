@@ -32,7 +32,7 @@ _EXPORTS = {
         "edit_counts_table", "edit_f1", "inter_annotator_predictability", "sentence_table",
         "split_sentences", "theme_f1", "theme_inclusion_agreement",
     ),
-    "hce.stats.effects": ("cohens_d", "correlation", "kl_divergence", "mae_vs_target"),
+    "hce.stats.effects": ("cohens_d", "correlation", "kl_difference", "kl_divergence", "mae_vs_target"),
     "hce.stats.factor": (
         "bartlett_sphericity", "cfa", "correlation_matrix", "efa", "eigenvalues", "kmo",
         "parallel_analysis", "polychoric",
@@ -57,6 +57,7 @@ _EXPORTS = {
         "strict_agreement",
     ),
     "hce.stats.request_effect": ("request_variance",),
+    "hce.stats.repeated_measures": ("rm_anova",),
     "hce.stats.result": ("AnalysisResult",),
     "hce.stats.stopped_means": ("stopped_item_means",),
     "hce.stats.spread": (
@@ -64,7 +65,7 @@ _EXPORTS = {
     ),
     "hce.stats.contingency": ("cluster_permutation_test", "code_frequencies", "contingency_test"),
     "hce.stats.tests": (
-        "friedman", "kruskal_wallis", "mann_whitney", "p_adjust", "posthoc", "rm_anova", "wilcoxon_paired",
+        "friedman", "kruskal_wallis", "mann_whitney", "p_adjust", "posthoc", "wilcoxon_paired",
     ),
     "hce.stats.validity": ("discriminant_validity", "rater_expertise", "substantive_validity"),
 }
@@ -84,7 +85,7 @@ __all__ = [
     "discriminant_validity", "edit_counts", "edit_counts_from_matches", "edit_counts_table",
     "edit_f1", "efa", "eigenvalues", "expected_calibration_error", "fairness", "fleiss_kappa", "friedman",
     "glmer", "golden_agreement", "gwet_ac", "icc", "icc_groups", "instrument_report",
-    "inter_annotator_predictability", "item_spread", "item_statistics", "kl_divergence", "kmo", "length_bias",
+    "inter_annotator_predictability", "item_spread", "item_statistics", "kl_difference", "kl_divergence", "kmo", "length_bias",
     "krippendorff_alpha", "kruskal_wallis", "lmer", "logprob_confidence", "mae_vs_target",
     "majority_vote", "mann_whitney", "mcnemar", "mcdonald_omega", "mde", "mean_score_ensemble", "model_family",
     "normalize_likert", "omega_hierarchical", "ordinal_alpha", "p_adjust", "parallel_analysis", "parse_formula",

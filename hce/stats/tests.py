@@ -25,7 +25,7 @@ from hce._docstrings import fill_doc
 from hce._vocabulary import default_column, keywords_checked, renamed
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
-from hce.stats._intervals import fisher_z_ci, noncentrality_ci
+from hce.stats._intervals import fisher_z_ci
 from hce.stats._resample import (
     as_generator,
     bootstrap_sums,
@@ -670,117 +670,6 @@ def posthoc(
                 else "pairwise Wilcoxon signed-rank (R conventions)")  # fmt: skip
     out["method"] = name + "; effect size: matched-pairs rank-biserial r" + out["effect_size"].map(_not_estimable)
     return ordered_columns(out)
-
-
-Transform = Literal["sqrt", "log", "log1p", "none"] | None
-
-
-@renamed(subject="item", within="condition", value="score")
-@reads_frame(keys=("item", "condition"), numbers=("score",))
-@fill_doc
-def rm_anova(
-    data: pd.DataFrame,
-    *,
-    item: str = "item_id",
-    condition: str = "condition_id",
-    score: str = "sd",
-    transform: Transform = None,
-    confidence: float = 0.95,
-) -> pd.DataFrame:
-    r"""One-way repeated-measures ANOVA of ``score`` (optionally transformed): the PRD's alternative to Friedman.
-
-    Parameters
-    ----------
-    data : DataFrame
-        One ``score`` per subject x condition (e.g. SD per item x model).
-    item : str, default "item_id"
-        Subject (block) column; incomplete subjects are dropped with a warning.
-    condition : str, default "condition_id"
-        Within-subject factor.
-    score : str, default "sd"
-        Numeric column.
-    transform : {None, "sqrt", "log", "log1p", "none"}, default None
-        Variance-stabilising transform applied first; ``None`` (the default, also spelled
-        ``"none"``) analyses the scores as given, as pingouin's ``rm_anova`` and R's ``aov``
-        do. ``"sqrt"`` accepts the zero SDs that repeated low-temperature scoring produces;
-        ``"log"`` raises on zeros. The result's ``transform`` and ``method`` name it.
-    %(confidence)s
-        Here: the interval for partial eta squared.
-
-    Returns
-    -------
-    DataFrame
-        One row: ``statistic`` (F), ``df1``, ``df2``, ``p_value`` (uncorrected),
-        ``epsilon`` (Greenhouse-Geisser), ``p_gg`` (p with GG-corrected df),
-        ``effect_size`` (partial eta squared), ``effect_ci_low``, ``effect_ci_high``, ``eta2_generalized``,
-        ``normality_p`` (Shapiro-Wilk of the residuals), ``n`` (subjects), ``k``,
-        ``transform``, ``method``.
-
-    Notes
-    -----
-    :math:`F = MS_{cond}/MS_{error}` with :math:`df_1 = k-1`, :math:`df_2 = (n-1)(k-1)`;
-    :math:`\eta_p^2 = SS_{cond}/(SS_{cond} + SS_{error})`; its interval inverts the
-    noncentral F (Steiger, 2004) and maps ``ncp`` to :math:`ncp/(ncp + df_2)`, as R's
-    ``effectsize::F_to_eta2``. GG epsilon comes from the double-centred covariance matrix.
-    ``normality_p`` is the Shapiro-Wilk p of the residuals
-    :math:`y_{ij} - \bar y_{i\cdot} - \bar y_{\cdot j} + \bar y` (NaN outside 3-5000
-    residuals); a small value or an ``epsilon`` far below 1 says to prefer :func:`friedman`.
-
-    References
-    ----------
-    .. [1] Greenhouse, S. W., & Geisser, S. (1959). Psychometrika 24, 95-112.
-    .. [2] Steiger, J. H. (2004). Psychological Methods 9, 164-182.
-
-    Examples
-    --------
-    >>> from hce.stats import rm_anova, item_spread, simulated_log
-    >>> log = simulated_log(n_items=8, n_attempts=4, noise={"A": 0.2, "B": 0.6}, random_state=1)
-    >>> spread = item_spread(log)  # one row per item x condition: its SD across attempts
-    >>> rm_anova(spread)[["statistic", "df1", "df2", "p_value"]].round(4)
-       statistic  df1  df2  p_value
-    0     1.4555    1    7   0.2668
-    """
-    check_choice("transform", transform, [None, "sqrt", "log", "log1p", "none"])
-    transform = transform or "none"
-    check_confidence(confidence)
-    matrix, _, _ = block_matrix(data, item, condition, score)
-    if transform != "none" and (matrix < 0).any():
-        raise DataError(f"transform={transform!r} needs non-negative {score!r} values")
-    if transform == "log" and (matrix == 0).any():
-        raise DataError(f"transform='log' met zero {score!r} values; use 'sqrt' or 'log1p'")
-    y = {"sqrt": np.sqrt, "log": np.log, "log1p": np.log1p, "none": np.asarray}[transform](matrix)
-    n, k = y.shape
-    if n < 2 or k < 2:
-        raise DataError(f"RM-ANOVA needs >= 2 complete subjects and >= 2 conditions ({n} x {k})")
-    grand = y.mean()
-    ss_cond = n * ((y.mean(axis=0) - grand) ** 2).sum()
-    ss_subj = k * ((y.mean(axis=1) - grand) ** 2).sum()
-    ss_err = ((y - grand) ** 2).sum() - ss_cond - ss_subj
-    df1, df2 = k - 1, (n - 1) * (k - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = (ss_cond / df1) / (ss_err / df2)
-        cov = np.cov(y, rowvar=False)
-        dc = cov - cov.mean(axis=0) - cov.mean(axis=1)[:, None] + cov.mean()
-        eps = np.trace(dc) ** 2 / ((k - 1) * (dc**2).sum()) if k > 2 else 1.0
-    ncp_low, ncp_high = noncentrality_ci(f * df1, lambda x, nc: stats.ncf.cdf(x / df1, df1, df2, nc),
-                                         confidence, upper_start=f * df1)  # fmt: skip
-    row = {"statistic": f, "df1": df1, "df2": df2, "p_value": float(stats.f.sf(f, df1, df2)),
-           "epsilon": eps, "p_gg": float(stats.f.sf(f, df1 * eps, df2 * eps)),
-           "effect_size": ss_cond / (ss_cond + ss_err),
-           "effect_ci_low": ncp_low / (ncp_low + df2), "effect_ci_high": ncp_high / (ncp_high + df2),
-           "eta2_generalized": ss_cond / (ss_cond + ss_subj + ss_err),
-           "normality_p": _residual_normality(y), "n": n, "k": k,
-           "transform": transform,
-           "method": "one-way repeated-measures ANOVA" + ("" if transform == "none" else f" of {transform}({score})")
-                     + "; partial eta squared, noncentral-F CI"}  # fmt: skip
-    return ordered_columns(pd.DataFrame([row]))
-
-
-def _residual_normality(y: np.ndarray) -> float:
-    resid = (y - y.mean(axis=1, keepdims=True) - y.mean(axis=0) + y.mean()).ravel()
-    if not 3 <= resid.size <= 5000 or np.ptp(resid) < 1e-12 * max(1.0, np.abs(y).max()):
-        return np.nan
-    return float(stats.shapiro(resid).pvalue)
 
 
 # --------------------------------------------------------------------------- independent groups

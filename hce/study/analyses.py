@@ -24,7 +24,8 @@ from hce.stats.contingency import (
     code_frequencies,
     contingency_test,
 )
-from hce.stats.effects import cohens_d, correlation, kl_divergence, mae_vs_target
+from hce.stats.effects import cohens_d, correlation, kl_difference, kl_divergence, mae_vs_target
+from hce.stats.repeated_measures import Transform, rm_anova
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import (
     as_list,
@@ -37,13 +38,11 @@ from hce.stats.subgroup_fairness import fairness
 from hce.stats.tests import (
     Adjustment,
     PosthocMethod,
-    Transform,
     friedman,
     kruskal_wallis,
     mann_whitney,
     p_adjust,
     posthoc,
-    rm_anova,
     wilcoxon_paired,
 )
 from hce.study.claims import exp1_claims, p_text, with_sm2_verdict, with_sm3_verdict, with_sm6_verdict
@@ -169,6 +168,7 @@ def experiment1(
     r_threshold: float = 0.7,
     alpha: float = 0.05,
     confidence: float = 0.95,
+    n_boot: int = 2000,
     random_state: int | np.random.Generator | None = None,
 ) -> AnalysisResult:
     """Experiment 1 (7.1.7): rubric (G2) vs non-rubric (G1) grading of synthetic transcripts.
@@ -193,9 +193,11 @@ def experiment1(
         Success Metric 3's correlation threshold (Pearson r >= 0.7).
     alpha, confidence : float
         Significance level and interval level.
+    %(n_boot)s
+        Here: the cluster bootstrap over transcripts of H1c's KL difference.
     %(random_state)s
         It seeds the Monte Carlo permutation P of Success Metric 3's Spearman rho (12 to 30
-        transcripts: too many arrangements to enumerate).
+        transcripts: too many arrangements to enumerate) and H1c's cluster bootstrap.
 
     Returns
     -------
@@ -206,7 +208,9 @@ def experiment1(
         sensitivity analysis: Wilcoxon signed-rank of the SDs paired by item), ``mae`` and ``mae_summary`` (step 3),
         ``h1b`` (Wilcoxon signed-rank of MAEs paired by item, G2 vs G1), ``distribution``
         (step 4: counts of each total for G1, G2 and the targets), ``h1c`` (KL divergence of
-        each condition from the target distribution), ``success_metric_3`` (Pearson and
+        each condition from the target distribution), ``h1c_difference`` (G2's divergence minus
+        G1's with its cluster-bootstrap interval over transcripts, which decides H1c;
+        :func:`~hce.stats.kl_difference`), ``success_metric_3`` (Pearson and
         Spearman r between mean total and target per condition, ``verdict`` of the rule on
         the row the claim reads, G2's Pearson r) and ``hypotheses`` (H1a-c, SM3: each claim with its decision rule and
         verdict, ``hce.study.claims.exp1_claims``).
@@ -217,12 +221,15 @@ def experiment1(
     >>> from hce.study import experiment1
     >>> log = simulated_log(experiment_id="EXP1_BaselineRubricUtility", condition="prompt_id",
     ...                     noise={"P1.1": 1.2, "P1.2": 0.3}, n_items=20, n_attempts=5, random_state=1)
-    >>> experiment1(log)["hypotheses"][["id", "verdict"]]
-        id    verdict
-    0  H1a  supported
-    1  H1b  supported
-    2  H1c  supported
-    3  SM3        met
+    >>> experiment1(log, random_state=0)["hypotheses"][["id", "verdict"]]
+        id       verdict
+    0  H1a     supported
+    1  H1b     supported
+    2  H1c  inconclusive
+    3  SM3           met
+
+    H1c is inconclusive: with 20 transcripts the cluster bootstrap's interval of the KL
+    difference (-0.36 to 0.14 nats) holds 0.
     """
     data = _rows_of(log, experiment, experiment_id)
     require_columns(data, [item, condition, score, truth] + as_list(error), what="log")
@@ -250,7 +257,11 @@ def experiment1(
     distribution["share"] = distribution["count"] / distribution.groupby("source")["count"].transform("sum")
     h1c = kl_divergence(scores, condition="source", score=score, reference="target", support=support,
                         smoothing=smoothing)  # fmt: skip
-    sm3, rng = [], as_generator(random_state)
+    rng = as_generator(random_state)
+    h1c_difference = kl_difference(data, a=rubric, b=non_rubric, item=item, condition=condition, score=score, truth=truth,
+                                   error=error, support=support,
+                                   smoothing=smoothing, confidence=confidence, n_boot=n_boot, random_state=rng)  # fmt: skip
+    sm3 = []
     for level in (non_rubric, rubric):
         cell = mae[mae[condition] == level]
         for method in ("pearson", "spearman"):
@@ -259,7 +270,7 @@ def experiment1(
     sm3 = pd.concat(sm3, ignore_index=True)
     sm3.insert(0, condition, sm3.pop(condition))
     sm3 = with_sm3_verdict(sm3, rubric=rubric, condition=condition, r_threshold=r_threshold)
-    hypotheses = exp1_claims(h1a, h1b, h1c, sm3, rubric=rubric, non_rubric=non_rubric, condition=condition,
+    hypotheses = exp1_claims(h1a, h1b, h1c_difference, sm3, rubric=rubric, non_rubric=non_rubric, condition=condition,
                              alpha=alpha, r_threshold=r_threshold)  # fmt: skip
     counts = _with_errors(_attempt_counts(data, item, condition, error), spread, condition)
     return AnalysisResult(
@@ -268,14 +279,22 @@ def experiment1(
                 "sd_summary": spread_summary(spread, item=item, by=condition),
                 "h1a": h1a, "h1a_paired": h1a_paired, "mae": mae,
                 "mae_summary": spread_summary(mae, item=item, score="mae", by=condition),
-                "h1b": h1b, "distribution": distribution, "h1c": h1c,
+                "h1b": h1b, "distribution": distribution, "h1c": h1c, "h1c_difference": h1c_difference,
                 "success_metric_3": sm3, "hypotheses": hypotheses},
         notes=_undefined_note(spread, item)
         + [("H1a follows the protocol: Mann-Whitney U on SDs (decides the verdict); both conditions score the same "
             "transcripts, so the Wilcoxon signed-rank test paired by transcript (h1a_paired) is reported as a "
             "sensitivity analysis"),
-           "H1c is descriptive: no test of the KL difference is made"],
+           _smoothing_note(h1c_difference.iloc[0])],
     )  # fmt: skip
+
+
+def _smoothing_note(row: pd.Series) -> str:
+    """How much of H1c's target distribution the smoothing supplies, and what decides H1c."""
+    return (f"H1c: the KL divergences use additive smoothing of {row['smoothing']:g} per score over {row['n_bins']} scores, "
+            f"which supplies {row['smoothing_share']:.0%} of the smoothed target distribution's mass ({row['n_items']} "
+            "transcripts); the difference's interval resamples transcripts (cluster bootstrap, "
+            f"{row['n_boot']} resamples) and decides the verdict")
 
 
 # --------------------------------------------------------------------------- Experiments 2 and 3
@@ -498,7 +517,10 @@ def experiment3(
                                      method=posthoc_method, p_adjust_method=p_adjust_method,
                                      confidence=confidence)  # fmt: skip
     notes = list(result.notes)
-    present = [c for c in (latency, cost) if c is not None and c in data.columns]
+    # a parametric sensitivity analysis is read with its assumptions beside it (issue 45)
+    notes.append(f"repeated-measures ANOVA (sensitivity analysis; Friedman decides): {tables['rm_anova']['assumptions'].iloc[0]}")
+    # a column without a value (a simulated call's latency is left out) has nothing to summarise
+    present = [c for c in (latency, cost) if c is not None and c in data.columns and data[c].notna().any()]
     if present:
         g = data.groupby(condition, sort=True)
         cl = pd.DataFrame({"n_attempts": g.size()})

@@ -69,9 +69,10 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
                 non_rubric: object, condition: str, alpha: float, r_threshold: float) -> pd.DataFrame:
     """Experiment 1's hypotheses H1a-c and Success Metric 3, each with its rule and verdict.
 
-    ``h1a``/``h1b`` are the rubric-vs-non-rubric tests (effect < 0: G2 lower), ``h1c`` the KL
-    divergences ``D(target || group)`` of each condition, ``sm3`` the correlations of mean
-    totals with the targets.
+    ``h1a``/``h1b`` are the rubric-vs-non-rubric tests (effect < 0: G2 lower), ``h1c`` the
+    difference of the KL divergences ``D(target || G2) - D(target || G1)`` with its
+    cluster-bootstrap interval (:func:`hce.stats.kl_difference`), ``sm3`` the correlations of
+    mean totals with the targets.
     """
     rows = []
     for rid, test, name in (("H1a", h1a, "Mann-Whitney U"), ("H1b", h1b, "Wilcoxon V")):
@@ -81,11 +82,12 @@ def exp1_claims(h1a: pd.DataFrame, h1b: pd.DataFrame, h1c: pd.DataFrame, sm3: pd
         rows.append(verdict_row(r, f"{name} = {t['statistic']:g}, {p_text(t['p_value'])}, r = "
                                    f"{shown(t['effect_size'], t['effect_ci_low'], t['effect_ci_high'])}",
                                 word, p_value=t["p_value"]))  # fmt: skip
-    kl = h1c.set_index("a")["estimate"]
-    g2, g1 = float(kl.get(rubric, np.nan)), float(kl.get(non_rubric, np.nan))
+    d = h1c.iloc[0]
     r = rule("H1c")
-    rows.append(verdict_row(r, f"D(target || G2) = {g2:.2f}, D(target || G1) = {g1:.2f} nats", verdict(r, estimate=g2 - g1),
-                            p_value=np.nan))  # fmt: skip
+    rows.append(verdict_row(r, f"D(target || G2) = {d['estimate_a']:.2f}, D(target || G1) = {d['estimate_b']:.2f} nats; "
+                               f"difference {format_ci(d['ci_low'], d['ci_high'], estimate=d['estimate'])} "
+                               f"(smoothing {d['smoothing_share']:.0%} of the target mass)",
+                            verdict(r, estimate=d["estimate"], ci_low=d["ci_low"], ci_high=d["ci_high"]), p_value=np.nan))  # fmt: skip
     pearson = sm3[sm3["verdict"] != ""].iloc[0]
     rows.append(verdict_row(rule("SM3", threshold=r_threshold), f"r = {format_ci(pearson['ci_low'], pearson['ci_high'], estimate=pearson['estimate'], kind='coefficient', level=0.95)}, "
                             f"n = {pearson['n']}", pearson["verdict"], p_value=np.nan))  # fmt: skip
@@ -229,11 +231,41 @@ def key_results(results: Mapping[str, AnalysisResult]) -> pd.DataFrame:
     for experiment_id, name, label in picks:
         if experiment_id in results and name in results[experiment_id]:
             row = results[experiment_id][name].iloc[0]
+            n, unit = sample_size(row, results[experiment_id].tables.get("sd"))
             rows.append({"comparison": label, "method": row.get("method"), "statistic": row.get("statistic"),
                          "p_value": row.get("p_value"), "effect_size": row.get("effect_size"),
                          "effect_ci_low": row.get("effect_ci_low"), "effect_ci_high": row.get("effect_ci_high"),
-                         "n": row.get("n")})  # fmt: skip
-    return rank_sums_as_counts(pd.DataFrame(rows, columns=["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n"]))
+                         "n": n, "n_unit": unit})  # fmt: skip
+    columns = ["comparison", "method", "statistic", "p_value", *EFFECT_COLUMNS, "n", "n_unit"]
+    return rank_sums_as_counts(pd.DataFrame(rows, columns=columns))
+
+
+def sample_size(row: pd.Series, per_item: pd.DataFrame | None) -> tuple[int, str]:
+    """A test's N in the units of its design: pairs where both conditions scored the same items, whatever the test.
+
+    A two-group test (``a``, ``b``, ``n_a``, ``n_b``) whose groups are the same items under two
+    conditions (``per_item``: the item x condition table it was computed from) has N = the
+    items, as pairs: "24" would count each transcript twice. A paired test gives its pairs,
+    a blocked one its blocks (items).
+
+    Examples
+    --------
+    >>> per_item = pd.DataFrame({"item_id": ["T1", "T2", "T1", "T2"], "prompt_id": ["A", "A", "B", "B"]})
+    >>> sample_size(pd.Series({"a": "A", "b": "B", "n_a": 2, "n_b": 2, "n": 4}), per_item)
+    (2, 'pairs (the same transcripts under both conditions)')
+    >>> sample_size(pd.Series({"n_pairs": 12, "n": 12}), None)
+    (12, 'pairs')
+    """
+    if "n_pairs" in row:
+        return int(row["n_pairs"]), "pairs"
+    if {"a", "b", "n_a", "n_b"} <= set(row.index):
+        if per_item is not None and len(per_item.columns) >= 2:
+            item, condition = per_item.columns[:2]
+            items = {level: set(per_item.loc[per_item[condition].astype(str) == str(level), item]) for level in (row["a"], row["b"])}
+            if items[row["a"]] == items[row["b"]] and len(items[row["a"]]) == row["n_a"] == row["n_b"]:
+                return int(row["n_a"]), "pairs (the same transcripts under both conditions)"
+        return int(row["n_a"] + row["n_b"]), "independent observations"
+    return int(row["n"]), "transcripts (blocks)"
 
 
 #: The tests whose statistic is a rank sum (U, V, W): a whole one is a count.

@@ -35,7 +35,7 @@ from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
 from hce.report import figures
 from hce.report import report as generic_report
-from hce.report.cost import cost_summary
+from hce.report.cost import cost_summary, without_empty_latency, without_simulated_timings
 from hce.report.document import Figure, Report, Section
 from hce.report.generic import check_columns
 from hce.report.provenance import log_notes, read_with_notes, separate_settings
@@ -76,7 +76,7 @@ RULES_NOTE = ("Each verdict comes from its pre-specified rule only (columns test
               "'supported' and 'met' where the rule's condition holds; an interval rule that the interval straddles is "
               "'inconclusive'. Multiplicity: each hypothesis of the confirmatory family H1a, H1b, H2, H3 is tested at "
               "the protocol's own alpha, as pre-specified, and the Holm-adjusted P across that family is given for the "
-              "reader (H1c is descriptive); post hoc, Experiment 4 and strata P values are adjusted within their own "
+              "reader (H1c is decided by its cluster-bootstrap interval, not a test); post hoc, Experiment 4 and strata P values are adjusted within their own "
               "families (each table names how); the remaining tests (Success Metric 5's correlation, sensitivity "
               "analyses) are single secondary tests, not adjusted, and decide no claim.")
 EXPERIMENTS = {
@@ -93,6 +93,8 @@ CAPTIONS = {
     "mae_summary": "MAE of the mean total score from the target, per condition",
     "h1b": "H1b: MAE, G2 vs G1, Wilcoxon signed-rank paired by transcript",
     "h1c": "H1c: KL divergence of the score distribution from the target distribution",
+    "h1c_difference": ("H1c: G2's KL divergence from the targets minus G1's, with its cluster-bootstrap interval over "
+                       "transcripts (decides H1c) and the smoothing's share of the target mass"),
     "success_metric_3": "Success Metric 3: Pearson r of mean LLM total with target total",
     "hypotheses": "Hypotheses and verdicts",
     "friedman": "Friedman test of per-item SDs across conditions (Kendall's W)",
@@ -464,7 +466,7 @@ def _cost_section(report: Report, results: StudyResults, confidence: float) -> N
         section.add("Not reported: the logs record no cost or token counts (cost_usd, input_tokens, output_tokens).")
         return
     try:
-        table = cost_summary(log, by="experiment_id")
+        table = without_empty_latency(cost_summary(log, by="experiment_id"))
     except HceError as exc:  # e.g. a cost column without the token counts
         section.add(f"Not reported: {exc}.")
         return
@@ -738,6 +740,7 @@ def study_report(
     # one condition_id run with two settings in one experiment: kept apart, never pooled
     log, split = separate_settings(log, within=["experiment_id"])
     log = design_order(log)
+    log, timings = without_simulated_timings(log, SIM_FINGERPRINT)  # the simulator's timings are no model's latency
     check_columns(log, "--strata", strata)  # a misspelt column is an error before any work, not a lost section
     check_columns(log, "--metadata", metadata)
     # The experiments record their seed in the report's settings: an integer (or None), drawn
@@ -751,7 +754,7 @@ def study_report(
         title = f"{title} — SIMULATED JUDGE (hce sim-server), not real model output"
     report = Report(title)
     overview = report.section("Datasets and key results")
-    overview.add(*read_notes, *split)
+    overview.add(*read_notes, *split, *timings)
     overview.add(Table(dataset_table(log), "Table 1: Attempt log by experiment", "table1_datasets", confidence))
     key = key_results(results.experiments)
     if len(key):

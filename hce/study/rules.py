@@ -103,7 +103,7 @@ class Rule:
         if self.decides == "interval":
             side, other = ("lower limit >= ", "upper limit") if self.direction == "greater" else ("upper limit <= ", "lower limit")
             return (f"the 95% CI {side}{self.threshold:g} (interval decides; its {other} beyond {self.threshold:g}: "
-                    "not met; an interval holding it: inconclusive)")
+                    f"{NEGATIVE[self.kind]}; an interval holding it: inconclusive)")
         sign = ">=" if self.direction == "greater" else "<" if self.direction == "less" else "=="
         return f"the estimate {sign} the threshold (point decides: no sampling interval)"
 
@@ -121,8 +121,8 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     Rule("H1b", "G2 has a lower MAE from the target total than G1", "hypothesis",
          "Wilcoxon signed-rank paired by transcript (two-sided)", "p", "less", 0.05),
     Rule("H1c", "G2's score distribution is closer to the targets' than G1's", "hypothesis",
-         "KL divergence D(target || group), G2 minus G1 (descriptive: no test)", "point", "less", None, 0.0, condition=
-         "D(target || G2) < D(target || G1), a descriptive comparison with no sampling interval"),
+         "KL divergence D(target || G2) minus D(target || G1), cluster-bootstrap 95% CI over transcripts", "interval",
+         "less", None, 0.0),
     Rule("H2", "chain-of-thought prompting has a lower SD than zero-shot and few-shot", "hypothesis",
          "Friedman test, then the study's post hoc test and adjustment", "p", "less", 0.05, condition=
          "Friedman P < {alpha:g}, and the chain-of-thought prompt has the lowest median SD with an adjusted post hoc "
@@ -170,8 +170,8 @@ def verdict(rule: Rule, *, p_value: float | None = None, estimate: float | None 
     'not supported'
     >>> verdict(RULES["SM3"], estimate=0.99, ci_low=0.98, ci_high=1.0)
     'met'
-    >>> verdict(RULES["H1c"], estimate=0.16)
-    'not supported'
+    >>> verdict(RULES["H1c"], estimate=-0.28, ci_low=-0.90, ci_high=0.34)
+    'inconclusive'
     """
     alpha = rule.alpha if alpha is None else alpha
     threshold = rule.threshold if threshold is None else threshold

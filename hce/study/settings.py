@@ -21,7 +21,7 @@ from hce.errors import DataError
 
 SETTINGS_FILE = "analysis_settings.json"
 # Settings that decide a result (shown in the report); the rest name columns of the log.
-DECIDING = ("non_rubric", "rubric", "posthoc_method", "p_adjust_method", "require", "alpha", "r_threshold",
+DECIDING = ("non_rubric", "rubric", "smoothing", "n_boot", "posthoc_method", "p_adjust_method", "require", "alpha", "r_threshold",
             "transform", "category_thresholds", "total_thresholds", "sm2_category_max", "sm2_total_max", "sm2_target", "ci_method", "method", "metadata",
             "strata", "confidence", "random_state")  # fmt: skip
 

@@ -50,3 +50,31 @@ def test_many_pairs_without_ties_keep_the_t_approximation_and_monte_carlo_in_bet
     t = correlation(mid, x="x", y="y", method="spearman", p_method="t").iloc[0]
     assert "Monte Carlo permutation P" in out.method and out.p_value == again.p_value
     assert abs(out.p_value - t.p_value) < 0.02
+
+
+@pytest.mark.parametrize("name", ["sm5", "two_levels", "ties_both"])
+def test_kendall_permutation_p_with_ties_equals_brute_force_over_all_n_factorial_pairings(name):
+    # Issue 45: with ties R's cor.test(method = "kendall") has no exact P and uses the normal approximation; on a few
+    # heavily tied pairs the permutation P replaces it. Reference: every one of the n! pairings enumerated here, each
+    # scored by scipy's tau-b (the same statistic the function orders arrangements by, through S).
+    import itertools
+
+    from scipy import stats
+
+    case = REFERENCE[name]
+    x, y = np.asarray(case["x"], float), np.asarray(case["y"], float)
+    out = correlation(pd.DataFrame({"x": x, "y": y}), x="x", y="y", method="kendall").iloc[0]
+    perms = np.array(list(itertools.permutations(range(len(y)))))
+    i, j = np.triu_indices(len(y), 1)
+    s = np.sign(y[perms][:, i] - y[perms][:, j]) @ np.sign(x[i] - x[j])  # tau-b's numerator for every pairing
+    observed = abs(stats.kendalltau(x, y).statistic)
+    tau = s / np.sqrt((len(i) - _tied_pairs(x)) * (len(i) - _tied_pairs(y)))
+    assert out.p_value == pytest.approx(float(np.mean(np.abs(tau) >= observed - 1e-12)), rel=1e-12)
+    assert "exact permutation P" in out.method
+    normal = correlation(pd.DataFrame({"x": x, "y": y}), x="x", y="y", method="kendall", p_method="t").iloc[0]
+    assert "normal approximation" in normal.method
+
+
+def _tied_pairs(values: np.ndarray) -> int:
+    _, counts = np.unique(values, return_counts=True)
+    return int(np.sum(counts * (counts - 1) // 2))

@@ -14,13 +14,13 @@ from statsmodels.stats.multitest import multipletests
 
 from hce.errors import DataError, HceWarning
 from hce.stats.contingency import code_frequencies, contingency_core, contingency_test
+from hce.stats.repeated_measures import mauchly, rm_anova
 from hce.stats.tests import (
     friedman,
     kruskal_wallis,
     mann_whitney,
     p_adjust,
     posthoc,
-    rm_anova,
     tie_term,
     wilcoxon_paired,
 )
@@ -235,17 +235,6 @@ def test_rm_anova_matches_pingouin():
     assert out["normality_p"] == pytest.approx(stats.shapiro(resid.ravel()).pvalue, rel=1e-10)
 
 
-def test_rm_anova_eta_interval_inverts_noncentral_f():
-    # Definition check (no independent reference at hand): at the bounds the noncentral F
-    # puts the observed F at the 97.5th and 2.5th percentiles; eta = ncp / (ncp + df2).
-    out = rm_anova(_long(ROUNDING), transform="none").iloc[0]
-    f, df1, df2 = out["statistic"], out["df1"], out["df2"]
-    ncp_low = out["effect_ci_low"] * df2 / (1 - out["effect_ci_low"])
-    ncp_high = out["effect_ci_high"] * df2 / (1 - out["effect_ci_high"])
-    assert stats.ncf.cdf(f, df1, df2, ncp_low) == pytest.approx(0.975, abs=1e-8)
-    assert stats.ncf.cdf(f, df1, df2, ncp_high) == pytest.approx(0.025, abs=1e-8)
-
-
 def test_rm_anova_transforms():
     data = _long(ROUNDING)
     sqrt = rm_anova(data, transform="sqrt").iloc[0]
@@ -361,3 +350,42 @@ def test_epsilon_squared_interval_holds_its_estimate_near_zero():
     out = kruskal_wallis(data, condition="condition", score="score", random_state=0).iloc[0]
     assert out["effect_ci_low"] == 0 <= out["effect_size"] <= out["effect_ci_high"]
     assert "lower limit 0, the percentile one excluding the estimate" in out["method"]
+
+
+def test_mauchly_matches_r_and_pingouin():
+    # R 4.2.2: mauchly.test(lm(RoundingTimes ~ 1), X = ~1) -> W = 0.70717762, p-value = 0.03128132
+    # (RoundingTimes is ?friedman.test's matrix, ROUNDING here)
+    w, p = mauchly(ROUNDING)
+    assert (w, p) == pytest.approx((0.70717762, 0.03128132), abs=5e-9)
+    out = rm_anova(_long(ROUNDING)).iloc[0]
+    ref = pg.sphericity(_long(ROUNDING), dv="sd", within="condition_id", subject="item_id")
+    assert (out["sphericity_w"], out["sphericity_p"]) == pytest.approx((ref.W, ref.pval), rel=1e-10)
+    assert "sphericity rejected (Mauchly P = 0.031" in out["assumptions"]
+    assert mauchly(ROUNDING[:, :2]) == (1.0, 1.0)  # one contrast is always spherical
+
+
+def test_rm_anova_names_zero_variance_conditions_and_failed_assumptions():
+    # issue 45: the RM-ANOVA sensitivity analysis reported only the GG P while normality and sphericity
+    # failed and one condition had zero variance; the row now says so
+    rng = np.random.default_rng(4)
+    y = np.column_stack([rng.exponential(1, 12), rng.exponential(1, 12) + 0.5, np.zeros(12)])
+    out = rm_anova(_long(y)).iloc[0]
+    assert out["zero_variance"] == "WA"
+    assert "no variance in condition_id WA" in out["assumptions"]
+    assert out["assumptions"].endswith("the rank test decides")
+    ref = pg.sphericity(_long(y), dv="sd", within="condition_id", subject="item_id")
+    assert out["sphericity_p"] == pytest.approx(ref.pval, rel=1e-10)
+
+
+def test_rm_anova_eta_interval_uses_the_greenhouse_geisser_df():
+    # Definition check, as R's effectsize::F_to_eta2(F, df = eps * df1, df_error = eps * df2): at the bounds the
+    # noncentral F on the corrected df puts the observed F at the 97.5th and 2.5th percentiles.
+    out = rm_anova(_long(ROUNDING)).iloc[0]
+    ref = pg.rm_anova(_long(ROUNDING), dv="sd", within="condition_id", subject="item_id", correction=True).iloc[0]
+    assert out["epsilon"] == pytest.approx(ref["eps"], rel=1e-10) and out["epsilon"] < 1
+    f, gg1, gg2 = out["statistic"], out["df1_gg"], out["df2_gg"]
+    assert (gg1, gg2) == pytest.approx((out["epsilon"] * 2, out["epsilon"] * 42), rel=1e-12)
+    ncp_low = out["effect_ci_low"] * gg2 / (1 - out["effect_ci_low"])
+    ncp_high = out["effect_ci_high"] * gg2 / (1 - out["effect_ci_high"])
+    assert stats.ncf.cdf(f, gg1, gg2, ncp_low) == pytest.approx(0.975, abs=1e-8)
+    assert stats.ncf.cdf(f, gg1, gg2, ncp_high) == pytest.approx(0.025, abs=1e-8)

@@ -82,7 +82,10 @@ def test_interval_and_p_verdicts_follow_their_rule_from_the_evidence_table(table
     hyp = tables["hypotheses"].set_index("id")
     assert (hyp.loc["H3", "verdict"] == "supported") == (tables["exp3_friedman"]["p_value"].iloc[0] < 0.05)
     kl = tables["exp1_h1c"].set_index("a")["estimate"]
-    assert (hyp.loc["H1c", "verdict"] == "supported") == (kl["P1.2"] < kl["P1.1"])
+    # issue 45: H1c is read from the cluster-bootstrap interval of the KL difference, not from the two point estimates
+    d = tables["exp1_h1c_difference"].iloc[0]
+    assert d["estimate"] == pytest.approx(kl["P1.2"] - kl["P1.1"], rel=1e-12)
+    assert hyp.loc["H1c", "verdict"] == verdict(RULES["H1c"], estimate=d["estimate"], ci_low=d["ci_low"], ci_high=d["ci_high"])
 
 
 def test_every_sentence_naming_a_claim_says_its_verdict_and_no_more(tables, text):
@@ -114,6 +117,10 @@ def test_h1a_has_its_paired_sensitivity_analysis(tables, text):
     paired = tables["exp1_h1a_paired"].iloc[0]
     assert paired["method"].startswith("Wilcoxon signed-rank") and paired["n"] == tables["exp1_h1a"]["n_a"].iloc[0]
     assert "H1a sensitivity: SD, G2 vs G1, paired" in set(tables["table2_key_results"]["comparison"])
+    # issue 45: Table 2 gave N = 24 for H1a, counting each of the 12 paired transcripts twice
+    key = tables["table2_key_results"].set_index("comparison")
+    assert key.loc["H1a: SD, G2 vs G1", "n"] == tables["exp1_h1a"]["n_a"].iloc[0] == 12
+    assert key.loc["H1a: SD, G2 vs G1", "n_unit"].startswith("pairs")
     assert "sensitivity analysis pairing the SDs by transcript, Wilcoxon signed-rank test" in text
 
 

@@ -21,6 +21,7 @@ from hce.report.manuscript.model import (
     Bullets,
     Heading,
     Inline,
+    Number,
     Paragraph,
     Placeholder,
 )
@@ -44,7 +45,7 @@ def _summary(facts: StudyFacts, cells: Cells) -> list[Block]:
             items.append([f"The {kind} carried forward was {decision['choice']} ({route})."])
     for name in ("hypotheses", "scorecard"):
         if cells.has(name):
-            items += [[f"{row.id} ({row.claim}): {row.verdict} ({row.value}; rule: {row.rule})."]
+            items += [[f"{row.id} ({row.claim}): {row.verdict} (", _value(cells, name, row), f"; rule: {row.rule})."]
                       for row in cells.frame(name).itertuples(index=False)]
     paragraph = Paragraph(["In this simulated run, " if facts.simulated else "",
                            ("the study's own record reads as follows (decisions.json, and the report's pre-specified "
@@ -65,11 +66,9 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
         for row in card[verdicts.str.startswith(NOT_MEASURABLE)].itertuples(index=False):
             items.append([f"{row.id} ({row.claim}) could not be assessed: {row.verdict}."])
         for row in card[verdicts.isin(["not met", "not supported", INCONCLUSIVE])].itertuples(index=False):
-            items.append([f"{row.id} ({row.claim}) was {row.verdict} ({row.value}; rule: {row.rule})."])
+            items.append([f"{row.id} ({row.claim}) was {row.verdict} (", _value(cells, name, row), f"; rule: {row.rule})."])
         items += [[f"{note}."] for note in near_alpha_notes(card)]
-    errors = facts.log[facts.log["error_flag"].astype(bool)]
-    items.append([f"{len(errors)} of {len(facts.log)} logged attempts ended in an error and were excluded."
-                  if len(errors) else "No attempt was excluded for an error; exclusions cannot explain the results."])  # fmt: skip
+    items.append(_exclusions(facts, cells))
     for kind, decision in facts.decisions.items():
         if kind in ("prompt", "model") and decision.get("source") != "rule":
             items.append([(f"The {kind} {decision['choice']} was carried forward without meeting the prespecified winner "
@@ -78,6 +77,7 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
         if not facts.ran(experiment_id):
             items.append([f"{name} was not run; its questions remain open."])
     items.append([_drift(facts)])
+    items += _confounds(facts) + _carried_across_models(facts)
     items += _sample_sizes(cells) + _strata_sizes(facts)
     items.append([_targets(facts)])
     items.append([Placeholder("4.4 other limitations: scope of the transcripts, the specific LLMs tested, consistency vs "
@@ -85,17 +85,66 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
     return [Heading(2, "4.4 Limitations"), Bullets(items)]
 
 
+def _confounds(facts: StudyFacts) -> list[list[Inline]]:
+    """Each comparison whose conditions also differ in a request setting (from the logs: :meth:`StudyFacts.confounds`)."""
+    return [[(f"{EXPERIMENTS[r.experiment_id][0]}'s comparison of {r.factor} levels is confounded with {r.setting} "
+              f"({r.by_level}): a difference between them may be the {r.setting}'s, not the {r.factor}'s.")]
+            for r in facts.confounds().itertuples(index=False)]  # fmt: skip
+
+
+def _carried_across_models(facts: StudyFacts) -> list[list[Inline]]:
+    """The prompt chosen on one model and used with others later, which no experiment re-chose it on."""
+    decision = facts.decisions.get("prompt") or {}
+    chosen = decision.get("choice")
+    if chosen is None or not facts.ran("EXP2_PromptOptimization"):
+        return []
+    chosen_on = set(facts.rows("EXP2_PromptOptimization")["model"].dropna().astype(str))
+    later = facts.log[(facts.log["experiment_id"] != "EXP2_PromptOptimization") & (facts.log["prompt_id"].astype(str) == str(chosen))]
+    others = sorted(set(later["model"].dropna().astype(str)) - chosen_on)
+    if not others or not chosen_on:
+        return []
+    return [[(f"The prompt {chosen} was chosen in Experiment 2 on {', '.join(sorted(chosen_on))} and used with "
+              f"{', '.join(others)} afterwards without being compared on them: the best prompt for one model need not be "
+              "the best for another.")]]  # fmt: skip
+
+
+def _value(cells: Cells, name: str, row) -> Number:
+    """A claim's evidence as the hypotheses or scorecard table prints it, cited to that cell."""
+    return Number(str(row.value), cells.source(name, cells.find(name, id=row.id), "value"))
+
+
+def _exclusions(facts: StudyFacts, cells: Cells) -> list[Inline]:
+    """Attempts excluded for an error, per experiment, each count cited to Table 1."""
+    errors = int(facts.log["error_flag"].astype(bool).sum())
+    if not errors:
+        return ["No attempt was excluded for an error; exclusions cannot explain the results."]
+    if not cells.has("table1_datasets"):
+        return [f"{errors} logged attempts ended in an error and were excluded."]
+    parts: list[Inline] = ["Attempts that ended in an error and were excluded: "]
+    for i, experiment_id in enumerate(cells.frame("table1_datasets")["experiment_id"]):
+        parts += ["; " if i else "", f"{EXPERIMENTS.get(experiment_id, (experiment_id,))[0]}, ",
+                  cells.number("table1_datasets", experiment_id, "n_errors"), " of ",
+                  cells.number("table1_datasets", experiment_id, "n_attempts")]  # fmt: skip
+    return parts + [" (Table 1)."]
+
+
 def _sample_sizes(cells: Cells) -> list[list[Inline]]:
     """The transcripts per experiment (Table 1) and what the smallest lets a share show at best."""
     if not cells.has("table1_datasets"):
         return []
     table = cells.frame("table1_datasets")
-    sizes = "; ".join(f"{EXPERIMENTS.get(e, (e,))[0]}, {n}" for e, n in zip(table["experiment_id"], table["n_items"]))
+    parts: list[Inline] = ["Transcripts per experiment: "]
+    for i, experiment_id in enumerate(table["experiment_id"]):
+        parts += ["; " if i else "", f"{EXPERIMENTS.get(experiment_id, (experiment_id,))[0]}, ",
+                  cells.number("table1_datasets", experiment_id, "n_items")]  # fmt: skip
+    smallest = str(table.loc[table["n_items"].idxmin(), "experiment_id"])
     n = int(table["n_items"].min())
     best = float(proportion_ci(np.array([n]), np.array([n]), 0.95, "wilson")[0][0])
-    return [[(f"Transcripts per experiment: {sizes} (Table 1). With {n} transcripts, even {n} of {n} under a threshold "
-              f"has a Wilson 95% CI lower limit of {best:.1%}: a share target above that cannot be shown at this size, and "
-              "the tests have little power for moderate differences.")]]  # fmt: skip
+    cited = cells.number("table1_datasets", smallest, "n_items")
+    # the Wilson limit is computed here from that n (no table holds it): the sentence says how
+    return [[*parts, " (Table 1). With ", cited, " transcripts, even all of them under a threshold has a Wilson 95% CI lower "
+             f"limit of {best:.1%} (computed from that n): a share target above that cannot be shown at this size, and the "
+             "tests have little power for moderate differences."]]  # fmt: skip
 
 
 def _strata_sizes(facts: StudyFacts) -> list[list[Inline]]:

@@ -37,6 +37,11 @@ EXPERIMENTS = {
     "EXP4_ReasoningAnalysis": ("Experiment 4", "exp4"),
     "EXP5_FinalToolValidation": ("Experiment 5", "exp5"),
 }
+#: The factor each comparing experiment varies (its conditions' levels).
+COMPARED = {"EXP1_BaselineRubricUtility": "prompt_id", "EXP2_PromptOptimization": "prompt_id",
+            "EXP3_ModelComparison": "model"}  # fmt: skip
+#: The request settings the Methods name per experiment, and that confound a comparison when they differ with its factor.
+REQUEST_SETTINGS = ("model", "prompt_id", "temperature", "max_tokens")
 _COLUMNS = ["experiment_id", "item_id", "condition_id", "prompt_id", "model", "model_version", "timestamp",
             "temperature", "max_tokens", "retries", "error_flag", "error_message", "system_fingerprint"]  # fmt: skip
 
@@ -140,6 +145,52 @@ class StudyFacts:
         return pd.DataFrame(rows, columns=["model", "first_version", "last_version", "n_versions", "first_call",
                                            "last_call", "n_calls"])  # fmt: skip
 
+    def request_settings(self) -> pd.DataFrame:
+        """Each judged experiment's request settings as its attempts logged them (one row per experiment x setting).
+
+        Returns
+        -------
+        DataFrame
+            ``experiment_id``, ``setting`` (:data:`REQUEST_SETTINGS`), ``values`` (the
+            distinct values sent, "not sent (API default)" for a missing one).
+        """
+        rows = []
+        for experiment_id in EXPERIMENTS:
+            part = self.rows(experiment_id)
+            for setting in (s for s in REQUEST_SETTINGS if s in part and len(part)):
+                rows.append({"experiment_id": experiment_id, "setting": setting, "values": sent_values(part[setting])})
+        return pd.DataFrame(rows, columns=["experiment_id", "setting", "values"])
+
+    def confounds(self) -> pd.DataFrame:
+        """Request settings that differ between the conditions an experiment compares (its factor's levels).
+
+        Experiment 3 compares models; if its models also ran at different temperatures, a
+        difference in SD may be the temperature's: the comparison is confounded, and the
+        Methods and Limitations say so. Read from the attempt logs, so a configuration that
+        sets no temperature for one model (the API default) shows as "not sent".
+
+        Returns
+        -------
+        DataFrame
+            ``experiment_id``, ``factor``, ``setting``, ``by_level`` ("level: values" per level).
+
+        Examples
+        --------
+        >>> facts.confounds()[["experiment_id", "setting"]].values.tolist()  # doctest: +SKIP
+        [['EXP3_ModelComparison', 'temperature']]
+        """
+        rows = []
+        for experiment_id, factor in COMPARED.items():
+            part = self.rows(experiment_id)
+            if factor not in part or part[factor].nunique() < 2:
+                continue
+            for setting in (s for s in REQUEST_SETTINGS if s != factor and s in part):
+                by_level = {str(level): sent_values(values) for level, values in part.groupby(factor, sort=True)[setting]}
+                if len(set(by_level.values())) > 1:
+                    rows.append({"experiment_id": experiment_id, "factor": factor, "setting": setting,
+                                 "by_level": "; ".join(f"{level}: {v}" for level, v in by_level.items())})  # fmt: skip
+        return pd.DataFrame(rows, columns=["experiment_id", "factor", "setting", "by_level"])
+
     def sets(self) -> dict[str, list[str]]:
         """Transcript IDs per set: A, B, C of the partition, and the synthetic transcripts of Exp 1.
 
@@ -152,3 +203,16 @@ class StudyFacts:
         if len(self.synthetic):
             out["Synthetic (Experiment 1)"] = self.synthetic["transcript_id"].astype(str).tolist()
         return out
+
+
+def sent_values(values: pd.Series) -> str:
+    """The distinct values of a request setting as the Methods state them; a missing one was not sent (the API default).
+
+    Examples
+    --------
+    >>> sent_values(pd.Series([0.1, 0.1, None])), sent_values(pd.Series(["gpt-4o"]))
+    ('0.1 and not sent (API default)', 'gpt-4o')
+    """
+    shown = sorted({"not sent (API default)" if pd.isna(v) else f"{v:g}" if isinstance(v, (int, float)) else str(v)
+                    for v in values})  # fmt: skip
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]

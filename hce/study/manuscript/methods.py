@@ -15,7 +15,6 @@ from __future__ import annotations
 import platform
 import re
 
-import pandas as pd
 
 import hce
 from hce.collect.design.prompts import REPLY_FORMAT
@@ -28,7 +27,7 @@ from hce.report.manuscript.model import (
     Placeholder,
 )
 from hce.study.manuscript.cells import Cells
-from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
+from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts, sent_values
 
 #: How each packaged prompt asks for its score (seed 000 section 6).
 PROMPTS = {"P1.1": "non-rubric holistic score (G1)", "P1.2": "rubric-based scores per category (G2)",
@@ -102,11 +101,6 @@ def _design_section(facts: StudyFacts) -> list[Block]:
         + (f"Carried forward: {'; '.join(handed)}." if handed else "No decision was recorded (decisions.json).")])]  # fmt: skip
 
 
-def _sent(values: pd.Series) -> str:
-    shown = sorted({"not sent (API default)" if pd.isna(v) else f"{v:g}" for v in values})
-    return _joined(shown)
-
-
 def _models_section(facts: StudyFacts) -> list[Block]:
     log, versions = facts.log, facts.versions()
     items: list[list[Inline]] = []
@@ -114,16 +108,18 @@ def _models_section(facts: StudyFacts) -> list[Block]:
         rows = log[log["model"] == row.model]
         used_in = _joined(EXPERIMENTS.get(e, (e,))[0] for e in sorted(rows["experiment_id"].unique()))
         returned = row.first_version if row.n_versions == 1 else f"{row.n_versions} versions, first {row.first_version}, last {row.last_version}"
-        items.append([(f"{row.model}: model_version returned {returned}; {used_in}; temperature {_sent(rows['temperature'])}; "
-                      f"max_tokens {_sent(rows['max_tokens'])}.")])  # fmt: skip
+        items.append([(f"{row.model}: model_version returned {returned}; {used_in}; temperature {sent_values(rows['temperature'])}; "
+                      f"max_tokens {sent_values(rows['max_tokens'])}.")])  # fmt: skip
     prompts = sorted(log["prompt_id"].dropna().astype(str).unique())
     named = "; ".join(f"{p} ({PROMPTS.get(p, 'reply format ' + REPLY_FORMAT.get(p, 'custom'))})" for p in prompts)
     defaults = facts.config.get("defaults") or {}
     endpoint = facts.config.get("endpoint") or {}
     retried = int(log["retries"].fillna(0).gt(0).sum()) if "retries" in log else 0
     retries = int(log["retries"].fillna(0).sum()) if "retries" in log else 0
-    judge = ("Every call went to hce's simulated judge (hce sim-server, on loopback), which answers in the name of the "
-             "model requested: the models below were not called. " if facts.simulated else "")  # fmt: skip
+    simulation = facts.config.get("simulation") or {}
+    judge = ("Every call went to hce's simulated judge (hce sim-server, on loopback, seed "
+             f"{simulation.get('seed', 'not recorded')}), which answers in the name of the model requested: the models below "
+             "were not called. " if facts.simulated else "")  # fmt: skip
     blocks: list[Block] = [Heading(2, "2.4 LLM Models and Prompting Strategies"), Paragraph([
         judge + "Models as requested, with the model_version each API reply returned (from the attempt logs):"]), Bullets(items)]
     blocks.append(Paragraph([
@@ -135,7 +131,21 @@ def _models_section(facts: StudyFacts) -> list[Block]:
         f"{endpoint.get('max_retries')} times after an exponential, jittered wait or the wait the server asked for; "
         f"{retried} of {len(log)} logged attempts needed at least one retry ({retries} retries in all). "
         + _exclusions(facts)]))  # fmt: skip
+    blocks.append(Paragraph([_request_settings(facts)]))
     return blocks
+
+
+def _request_settings(facts: StudyFacts) -> str:
+    """Each experiment's model, prompt, temperature and max_tokens as logged, and those that differ within a comparison."""
+    table = facts.request_settings()
+    per = "; ".join(f"{EXPERIMENTS[e][0]}: " + ", ".join(f"{r.setting} {r.values}" for r in part.itertuples(index=False))
+                    for e, part in table.groupby("experiment_id", sort=False))  # fmt: skip
+    text = f"Request settings as the attempt logs record them: {per or 'none logged'}."
+    confounds = facts.confounds()
+    if confounds.empty:
+        return text + " Within each comparison the conditions differ only in the factor compared."
+    return text + " Within a comparison, the conditions also differ in: " + "; ".join(
+        f"{EXPERIMENTS[r.experiment_id][0]} ({r.factor}), {r.setting} ({r.by_level})" for r in confounds.itertuples(index=False)) + "."
 
 
 def _setting(value: object) -> str:
@@ -156,6 +166,14 @@ def _exclusions(facts: StudyFacts) -> str:
 
 def _settings(facts: StudyFacts, experiment_id: str) -> dict:
     return (facts.settings.get(experiment_id) or {}).get("settings") or {}
+
+
+def _smoothing_share(cells: Cells) -> list[Inline]:
+    """How much of H1c's smoothed target distribution the pseudo-counts supply (cited), where the report computed it."""
+    if not cells.has("exp1_h1c_difference"):
+        return []
+    return ["; the smoothing supplies ", cells.percent("exp1_h1c_difference", "[1]", "smoothing_share"),
+            " of the smoothed target distribution's mass"]
 
 
 def _success_metric_2(cells: Cells) -> list[Inline]:
@@ -180,8 +198,10 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
                       "absolute error of each transcript's mean total from its target with the Wilcoxon signed-rank test "
                       "paired by transcript (H1b); effect sizes as rank-biserial r with their intervals; the Kullback-Leibler "
                       "divergence of each prompt's total-score distribution from the targets', D(target ‖ G) = Σ p_target "
-                      f"log(p_target / p_G) in nats (additive smoothing {s.get('smoothing')} per score; H1c, descriptive: "
-                      f"no test); Pearson r of mean G2 totals with the targets (Fisher z CI) against a threshold of "
+                      f"log(p_target / p_G) in nats, with additive smoothing of {s.get('smoothing')} per score (H1c: "
+                      "G2's divergence minus G1's, with a percentile interval from a cluster bootstrap that resamples "
+                      f"transcripts with replacement, {s.get('n_boot', 2000)} resamples"), *_smoothing_share(cells),
+                      (f"); Pearson r of mean G2 totals with the targets (Fisher z CI) against a threshold of "
                       f"{s.get('r_threshold')} (Success Metric 3).")])  # fmt: skip
     for experiment_id, what in (("EXP2_PromptOptimization", "prompt strategy"), ("EXP3_ModelComparison", "LLM")):
         if not facts.ran(experiment_id):
@@ -226,7 +246,8 @@ INTERVAL_METHODS = {
     ("exp1_success_metric_3",): "Pearson r, Fisher z interval",
     ("exp2_friedman", "exp3_friedman"): "Kendall W, percentile bootstrap over transcripts",
     ("exp2_posthoc", "exp3_posthoc"): "post hoc rank-biserial r, Fisher z interval",
-    ("exp3_rm_anova",): "partial η², noncentral F interval",
+    ("exp1_h1c_difference",): "difference of KL divergences, percentile cluster bootstrap over transcripts",
+    ("exp3_rm_anova",): "partial η², noncentral F interval on the Greenhouse-Geisser df",
     ("exp5_success_metric_2",): "shares of transcripts, {ci_method} interval",
     ("exp5_uncertainty",): "Spearman ρ, Bonett-Wright Fisher z interval",
     ("exp5_calibration",): "expected calibration error, percentile bootstrap over transcripts",
@@ -266,8 +287,8 @@ def _multiplicity(facts: StudyFacts) -> str:
             "apply a familywise error rate" if tested >= 2 else
             "only one of them was tested here, so no familywise adjustment applies and none is reported")
     return ("Multiplicity: the confirmatory family is H1a, H1b, H2 and H3; as pre-specified, each is tested at the "
-            f"protocol's own α with no familywise correction, and {holm}; H1c is descriptive "
-            "(no test). Within families, P values were adjusted for " + (_joined(within) or "nothing (no family ran)")
+            f"protocol's own α with no familywise correction, and {holm}; H1c is decided by its "
+            "bootstrap interval (no test). Within families, P values were adjusted for " + (_joined(within) or "nothing (no family ran)")
             + ". The Spearman correlation of confidence with SD (Success Metric 5), the repeated-measures ANOVA and the "
             "paired H1a analysis are single secondary or sensitivity tests, not adjusted, and decide no claim.")
 
@@ -319,9 +340,10 @@ def _reasoning_section(facts: StudyFacts) -> list[Block]:
     s = _settings(facts, "EXP4_ReasoningAnalysis")
     coders = _joined(sorted(codes["coder"].dropna().unique())) if "coder" in codes else "not recorded"
     simulated_coders = not config.get("human_codes") and ((facts.config.get("simulation") or {}).get("coders") or {}).get("enabled")
-    who = ("The researchers' codes were simulated (hce.study.sim_coders: one coder reads the codes the simulated judge "
-           "planted, the other agrees with it at a set rate per round); no human coded these replies. "
-           if simulated_coders else "")  # fmt: skip
+    coder_seed = ((facts.config.get("simulation") or {}).get("coders") or {}).get("seed", "not recorded")
+    who = ("The researchers' codes were simulated (hce.study.sim_coders, seed "
+           f"{coder_seed}: one coder reads the codes the simulated judge planted, the other agrees with it at a set rate per "
+           "round); no human coded these replies. " if simulated_coders else "")  # fmt: skip
     llm = config.get("llm_coding") or {}
     return blocks + [Paragraph([
         f"The reasoning of {codes['item_id'].nunique()} Set B transcripts (chosen for spread of SD, length and apparent "

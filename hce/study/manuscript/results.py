@@ -26,7 +26,7 @@ from hce.report.manuscript.model import (
 )
 from hce.report.tables import Table
 from hce.study.claims import rank_sums_as_counts
-from hce.study.manuscript.cells import Cells, p_phrase
+from hce.study.manuscript.cells import TABLES as TABLES_DIR, Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
 
 #: The study report's figures the outline places (seed 000 section 9), by file stem. They are numbered
@@ -41,8 +41,8 @@ FIGURES = {
     "exp5_sd_histogram": ("EXP5_FinalToolValidation",
                           "Distribution of per-transcript SDs of the total score for the final tool (Experiment 5)"),
     "exp5_reliability_diagram": ("EXP5_FinalToolValidation",
-                                 ("Reliability diagram of the judge's token-probability confidence against agreement with "
-                                  "a repeat (Experiment 5)")),
+                                 ("Reliability diagrams of the judge's token-probability confidence, temperature-adjusted "
+                                  "and as returned (raw), against agreement with a repeat (Experiment 5)")),
 }  # fmt: skip
 #: The study report's tables the outline names: file, caption.
 TABLES = {
@@ -90,7 +90,9 @@ def _table(label: str, cells: Cells) -> Block | None:
     if "experiment_id" in frame:  # labels only, for a narrow column: "Experiment 2", not "EXP2_PromptOptimization"
         frame = frame.assign(experiment_id=frame["experiment_id"].map(lambda e: EXPERIMENTS.get(e, (e,))[0]))
         frame = frame.rename(columns={"experiment_id": "experiment"})
-    return TableBlock(Table(rank_sums_as_counts(frame), caption, name, readable=("dimension", "code")), label)
+    # every number of the table traces to its cell: the CSV it comes from, at the same row and column
+    source = f"Source: {TABLES_DIR}/{name}.csv (the study report's table; each number at its row and column)."
+    return TableBlock(Table(rank_sums_as_counts(frame), caption, name, readable=("dimension", "code"), notes=[source]), label)
 
 
 def _median_iqr(cells: Cells, name: str, key: str) -> list[Inline]:
@@ -135,7 +137,7 @@ def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         *_test(cells, "exp1_h1b", h1b, statistic="V", effect="matched-pairs rank-biserial r"),
         f"). {cells.claim('H1b')}. ",
         "The Kullback-Leibler divergence of G2's total-score distribution from the targets', D(target ‖ G2), was ", cells.number("exp1_h1c", kl[g2], "estimate"), " nats and D(target ‖ G1) was ",
-        cells.number("exp1_h1c", kl[g1], "estimate"), f" nats; {cells.claim('H1c')}. ",
+        cells.number("exp1_h1c", kl[g1], "estimate"), " nats", *_kl_difference(cells), f"; {cells.claim('H1c')}. ",
         "The mean G2 total correlated with the target total with Pearson r = ",
         *cells.interval("exp1_success_metric_3", r), " (Success Metric 3 threshold, r ≥ ",
         cells.number("exp1_success_metric_3", r, "threshold"), f"); {cells.claim('SM3')}. " + _INTERVALS,
@@ -250,6 +252,34 @@ def _kappa_basis(cells: Cells, key: str, row) -> list[Inline]:
             " replies to ", cells.number("exp4_kappa_rounds", key, "n_transcripts"), f" transcripts; {interval}"]
 
 
+def _calibration(cells: Cells) -> list[Inline]:
+    """Raw and temperature-adjusted confidence side by side (ECE and Brier score of each): neither reported alone.
+
+    The adjusted confidence is, by construction, the chance that a repeat gives the same score,
+    so its small error against that outcome says little; the raw logprobs are what a reader of
+    the API gets, and their error is reported with it.
+    """
+    name = "exp5_calibration"
+    if not cells.has(name):
+        return []
+    views = [v for v in ("raw", "adjusted") if cells.rows(name, confidence=v, outcome="agrees_with_repeat", metric="ece")]
+    parts: list[Inline] = [" Against agreement with a repeat of the transcript, the expected calibration error and Brier score of "
+                           "the token-probability confidence were "]
+    for i, view in enumerate(views):
+        ece, brier = (cells.find(name, confidence=view, outcome="agrees_with_repeat", metric=m) for m in ("ece", "brier"))
+        parts += [f"{'as returned (raw)' if view == 'raw' else 'temperature-adjusted'}, ECE ", *cells.interval(name, ece),
+                  " and Brier ", *cells.interval(name, brier), "; " if i < len(views) - 1 else ""]  # fmt: skip
+    return parts + [(" (the reliability diagrams below show both; the adjusted confidence is the probability that a repeat "
+                     "gives the same score, so it is calibrated for that outcome by construction).")]
+
+
+def _kl_difference(cells: Cells) -> list[Inline]:
+    """H1c's evidence: the difference of the divergences with its cluster-bootstrap interval (absent from older reports)."""
+    if not cells.has("exp1_h1c_difference"):
+        return []
+    return [" (difference ", *cells.interval("exp1_h1c_difference", "[1]"), ", cluster bootstrap over transcripts)"]
+
+
 def _exp3_sensitivity(cells: Cells) -> list[Inline]:
     """What the Methods announce for Experiment 3 beyond the Friedman test: the RM-ANOVA and latency and cost."""
     parts: list[Inline] = []
@@ -257,15 +287,24 @@ def _exp3_sensitivity(cells: Cells) -> list[Inline]:
         key = cells.find("exp3_rm_anova")
         parts += [" In the sensitivity analysis, a repeated-measures ANOVA of the transformed SDs gave F(",
                   cells.number("exp3_rm_anova", key, "df1"), ", ", cells.number("exp3_rm_anova", key, "df2"), ") = ",
-                  cells.statistic("exp3_rm_anova", key), "; Greenhouse-Geisser ", *p_phrase(cells.p("exp3_rm_anova", key, "p_gg")),
-                  "; partial η² = ", *cells.interval("exp3_rm_anova", key, estimate="effect_size"), "."]  # fmt: skip
+                  cells.statistic("exp3_rm_anova", key), "; Greenhouse-Geisser ε = ", cells.number("exp3_rm_anova", key, "epsilon"),
+                  ", ", *p_phrase(cells.p("exp3_rm_anova", key, "p_gg")),
+                  "; partial η² = ", *cells.interval("exp3_rm_anova", key, estimate="effect_size"), " on the corrected df."]  # fmt: skip
+        if "assumptions" in cells.frame("exp3_rm_anova"):  # a report written before the checks were printed lacks them
+            parts.append(f" Its assumptions: {cells.value('exp3_rm_anova', key, 'assumptions')}.")
     if cells.has("exp3_cost_latency"):
         frame = cells.frame("exp3_cost_latency")
-        parts.append(" Median latency and mean cost per call were ")
-        for i, model in enumerate(frame["model"].astype(str)):
+        # the study report leaves out the latency of simulated calls (the simulator's time, not a model's)
+        timed, priced = "median_latency_s" in frame, "mean_cost_usd" in frame
+        if timed or priced:
+            parts.append(" " + " and ".join(w for w, on in (("Median latency", timed), ("mean cost", priced)) if on).capitalize()
+                         + (" per call were " if timed and priced else " per call was "))
+        for i, model in enumerate(frame["model"].astype(str) if timed or priced else []):
             key = cells.find("exp3_cost_latency", model=model)
-            parts += [f"{model}, ", cells.number("exp3_cost_latency", key, "median_latency_s"), " s and US $",
-                      cells.number("exp3_cost_latency", key, "mean_cost_usd"), "; " if i < len(frame) - 1 else "."]  # fmt: skip
+            parts += [f"{model}, ", *([cells.number("exp3_cost_latency", key, "median_latency_s"), " s"] if timed else []),
+                      " and " if timed and priced else "",
+                      *(["US $", cells.number("exp3_cost_latency", key, "mean_cost_usd")] if priced else []),
+                      "; " if i < len(frame) - 1 else "."]  # fmt: skip
     return parts
 
 
@@ -328,10 +367,7 @@ def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         key = cells.find("exp5_uncertainty")
         parts += [" The mean confidence of a transcript's scores and its total-score SD correlated with Spearman ρ = ",
                   *cells.interval("exp5_uncertainty", key), "; ", *p_phrase(cells.p("exp5_uncertainty", key)), "."]  # fmt: skip
-    if cells.has("exp5_calibration"):
-        key = cells.find("exp5_calibration", confidence="adjusted", outcome="agrees_with_repeat", metric="ece")
-        parts += [(" The expected calibration error of the temperature-adjusted token-probability confidence against "
-                  "agreement with a repeat was "), *cells.interval("exp5_calibration", key), "."]  # fmt: skip
+    parts += _calibration(cells)
     parts += _strata(cells)
     blocks.append(Paragraph(parts))
     blocks += [_figure("exp5_sd_histogram", figures, facts), _figure("exp5_reliability_diagram", figures, facts)]
