@@ -1,6 +1,11 @@
 """Benchmark: 2,000 judge attempts against the simulated judge at 200 ms latency, concurrency 50.
 
-Run: python bench/collect.py [--attempts 2000] [--latency 0.2] [--concurrency 50] [--repeat 2]
+Run: python bench/collect.py [--attempts 2000] [--latency 0.2] [--concurrency 50] [--repeat 2] [--local]
+
+``--local`` (issue 44) instead runs a 2-condition design (P1.2 as text, and with
+``response_format: json_schema``) against llama.cpp's real ``llama-server`` with the packaged
+GGUF (``HCE_LLAMA_SERVER``, ``HCE_LLAMA_MODEL``; without them it prints the install lines and
+exits), against the same requests through the bare ``openai`` client.
 
 The simulated judge (``hce sim-server``) runs in its own process on 127.0.0.1, so the
 client side (the real ``openai`` client, retries, parsing, one flushed JSONL line per
@@ -78,7 +83,7 @@ def timed(spec: dict, url: str, concurrency: int) -> tuple[float, int, float]:
     return wall, summary.done, cpu
 
 
-def bare_sdk(url: str, attempts: int, concurrency: int) -> float:
+def bare_sdk(url: str, attempts: int, concurrency: int, max_tokens: int = 1000, prompt: str = "P2.1") -> float:
     """Wall time of the same calls through the bare ``openai`` client: no parsing, no log, no retries."""
     import asyncio
 
@@ -88,7 +93,7 @@ def bare_sdk(url: str, attempts: int, concurrency: int) -> float:
     from hce.collect.design.prompts import render
 
     d = load_design(design(1))
-    prompts = [render("P2.1", rubric=d.rubric, transcript=item.text) for item in d.items]
+    prompts = [render(prompt, rubric=d.rubric, transcript=item.text) for item in d.items]
 
     async def go() -> float:
         client = openai.AsyncOpenAI(api_key="bench", base_url=url, max_retries=0)
@@ -97,7 +102,7 @@ def bare_sdk(url: str, attempts: int, concurrency: int) -> float:
         async def one(i: int) -> None:
             async with gate:
                 await client.chat.completions.create(
-                    model="gpt-4.1-mini-2025-04-14", messages=prompts[i % len(prompts)], temperature=0.1, max_tokens=1000
+                    model="gpt-4.1-mini-2025-04-14", messages=prompts[i % len(prompts)], temperature=0.1, max_tokens=max_tokens
                 )
 
         started = time.perf_counter()
@@ -109,6 +114,26 @@ def bare_sdk(url: str, attempts: int, concurrency: int) -> float:
     return asyncio.run(go())
 
 
+def local_case(concurrency: int) -> None:
+    """hce against llama-server (text and JSON-schema conditions) and the bare client's same calls."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+    from llama_server import INSTALL, installed, llama_server
+
+    found = installed()
+    if found is None:
+        print(f"local llama-server case skipped: {INSTALL}")
+        return
+    spec = design(2, items=4)
+    spec["defaults"].update(max_tokens=200)
+    spec["conditions"] = [{"id": "text", "prompt": "P1.2"}, {"id": "json", "prompt": "P1.2", "response_format": "json_schema"}]
+    with llama_server(*found, parallel=concurrency) as url:
+        wall, done, _ = timed(spec, url, concurrency)
+        sdk = bare_sdk(url, done, concurrency, max_tokens=200, prompt="P1.2")
+    print(f"collect {done} attempts against llama-server (text + JSON schema, concurrency {concurrency}): hce {wall:.2f} s, "
+          f"BARE OPENAI CLIENT {sdk:.2f} s (no parsing, logging or schema), ratio {wall / sdk:.2f}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=2000)
@@ -116,7 +141,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--sequential-sample", type=int, default=20)
+    parser.add_argument("--local", action="store_true", help="the llama-server case instead (issue 44)")
     args = parser.parse_args()
+    if args.local:
+        return local_case(min(args.concurrency, 2))
     per_item = max(1, args.attempts // ITEMS)
     attempts = per_item * ITEMS
     server, url = start_server(args.latency)

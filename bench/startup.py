@@ -1,6 +1,6 @@
 """Benchmark: start-up time of ``import hce``, ``import hce.stats``, every ``hce ... --help`` and ``hce sim-server``.
 
-Run: python bench/startup.py [--runs 5]
+Run: python bench/startup.py [--runs 5] [--only collect]
 Each case runs in a fresh interpreter (``python -c``) from this tree's root, best of
 ``--runs``; the wall time is printed with the CPU time of that run (user + system), which
 a machine shared with other jobs inflates much less than the wall time.
@@ -17,6 +17,15 @@ one-command Typer app's ``--help``, the floor any Typer CLI pays. ``hce sim-serv
 from launch until the URL it prints has answered ``GET /v1/models`` (issue 35: < 1.5 s, and
 the line comes the moment the port listens, so scripts read it instead of sleeping); its
 peer is ``python -u -m http.server 0`` timed to its "Serving HTTP" line and one ``GET /``.
+
+``hce collect --dry-run`` and ``hce collect`` on a 20-item, 2-condition design (issue 44: < 1 s to
+the estimate, and to the first request) are compared with ``hce --help`` (the CLI's own floor:
+Typer, Rich and hce.cli) and with ``python -c pass`` (the interpreter's floor); the first request
+is timed from launch until a listening socket of this script accepts the run's connection.
+Profile (issue 44, ``python -X importtime``, load 14-20): the dry run imported the openai client
+(4.8 s of its 9.4 s of imports there: openai.types' pydantic models) although it sends nothing;
+``hce.collect.call.client`` now imports ``openai`` at its first use. pandas (4.2 s there, ~0.35 s
+idle) still loads: the estimate is a DataFrame and the design reads the log schema.
 
 Profile (issue 35, ``python -X importtime``, 2-core machine, load 1.2): ``hce --help`` and
 every subcommand's help already took 0.18-0.36 s idle: hce.cli imports only typer and rich
@@ -106,11 +115,76 @@ def first_answer(argv: list[str], path: str, runs: int) -> float:
     return best
 
 
+def collect_design(folder: Path) -> Path:
+    """A 20-item, 2-condition design whose endpoint is ``HCE_BENCH_URL`` (filled in per run)."""
+    import yaml
+
+    spec = {"experiment_id": "BENCH", "attempts": 3, "defaults": {"model": "gpt-4.1-mini", "max_tokens": 50},
+            "endpoint": {"base_url": "http://127.0.0.1:9/v1", "needs_key": False, "pricing": "none", "timeout": 5,
+                         "max_retries": 0},
+            "conditions": [{"prompt": "P1.2"}, {"prompt": "P2.1"}],
+            "items": [{"id": f"T{i}", "text": f"Doctor: How are you {i}?\nPatient: I walk sometimes."} for i in range(20)]}
+    path = folder / "design.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def first_request(design: Path, log: Path, runs: int) -> float:
+    """Best time over ``runs`` from launching ``hce collect`` until its first request reaches a socket here."""
+    import socket
+
+    import yaml
+
+    best = float("inf")
+    for _ in range(runs):
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(16)
+            spec = yaml.safe_load(design.read_text())
+            spec["endpoint"]["base_url"] = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+            design.write_text(yaml.safe_dump(spec))
+            log.unlink(missing_ok=True)
+            argv = ["hce", "collect", str(design), "--log", str(log)]
+            statement = f"import sys; sys.argv = {argv!r}; from hce.cli import main; main()"
+            start = time.perf_counter()
+            process = subprocess.Popen([sys.executable, "-c", statement], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)  # fmt: skip
+            listener.settimeout(60)
+            connection, _ = listener.accept()
+            best = min(best, time.perf_counter() - start)
+            connection.close()
+            process.kill()
+            process.wait(timeout=30)
+    return best
+
+
+def collect_cases(runs: int) -> None:
+    """``hce collect --dry-run`` and ``hce collect`` to its first request, against both floors."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        design, log = collect_design(Path(folder)), Path(folder) / "log.jsonl"
+        argv = ["hce", "collect", str(design), "--log", str(log), "--dry-run"]
+        t_dry, c_dry = best_run(f"import sys; sys.argv = {argv!r}; from hce.cli import main; main()", runs)
+        t_run = first_request(design, log, runs)
+    (t_help, c_help), (t_pass, c_pass) = best_run(HELP, runs), best_run("pass", runs)
+    for case, wall, cpu in (("hce collect --dry-run (20 items x 2 conditions)", t_dry, c_dry),
+                            ("hce collect to its first request (20 items x 2 conditions)", t_run, None)):
+        shown = f"hce {wall:.2f} s" + (f" (cpu {cpu:.2f} s)" if cpu is not None else "")
+        print(f"{case}: {shown}, PEER hce --help {t_help:.2f} s (cpu {c_help:.2f} s), ratio {wall / t_help:.2f}; "
+              f"PEER python -c pass {t_pass:.2f} s (cpu {c_pass:.2f} s), ratio {wall / t_pass:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=["collect"], help="only the hce collect cases (issue 44)")
     args = parser.parse_args()
     print(f"# cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}; best of {args.runs} fresh runs")
+    collect_cases(args.runs)
+    if args.only == "collect":
+        print(f"# load average at end: {os.getloadavg()[0]:.1f}")
+        return
     for case, (ours, floor) in CASES.items():
         (t_hce, c_hce), (t_peer, c_peer) = best_run(ours, args.runs), best_run(floor, args.runs)
         print(f"{case}: hce {t_hce:.2f} s (cpu {c_hce:.2f} s), PEER {floor} {t_peer:.2f} s (cpu {c_peer:.2f} s), "

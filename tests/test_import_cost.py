@@ -114,3 +114,21 @@ def test_the_top_level_names_and_modules_load_on_first_use():
             "assert hce.log.schema_table() is not None and hce.read_log is hce.log.read_log; "
             "assert hce.stats.icc is not None and hce.load_rubric('v5').criteria")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_collect_dry_run_never_loads_the_http_client(tmp_path):
+    # Issue 44: `hce collect --dry-run` took 7 s, half of it importing the openai client (and httpx, pydantic's
+    # models of every OpenAI type) for a command that sends nothing. Its estimate is a DataFrame, so pandas loads.
+    import yaml
+
+    spec = {"experiment_id": "D", "attempts": 3, "defaults": {"model": "gpt-4.1-mini"},
+            "endpoint": {"base_url": "http://127.0.0.1:9/v1", "needs_key": False, "pricing": "none"},
+            "conditions": [{"prompt": "P1.2"}, {"prompt": "P2.1", "response_format": "json_schema"}],
+            "items": [{"id": f"T{i}", "text": f"Doctor: How are you {i}?\nPatient: I walk sometimes."} for i in range(20)]}
+    design = tmp_path / "d.yaml"
+    design.write_text(yaml.safe_dump(spec))
+    argv = ["hce", "collect", str(design), "--log", str(tmp_path / "l.jsonl"), "--dry-run"]
+    modules = imported_by(f"import sys; sys.argv = {argv!r}; from hce.cli import main; main()")
+    assert any(name == "hce.collect.estimates" for name, _ in modules), "the dry run did not run"
+    loaded = {name: importer for name, importer in modules if _matches(name, CLIENTS | BAYES_AND_PLOTS | {"scipy"})}
+    assert not loaded, loaded

@@ -13,12 +13,12 @@ import os
 import pandas as pd
 
 from hce._vocabulary import keywords_checked
-from hce.collect.design.design import Condition, Design, load_design
+from hce.collect.design.design import Condition, Design, Endpoint, load_design
 from hce.collect.running.failed import failed_attempt_ids
 from hce.collect.design.fingerprint import changed_settings, check_resume
 from hce.collect.running.journal import recorded_rows
 from hce.collect.call.messages import item_messages
-from hce.collect.call.pricing import cost_usd
+from hce.collect.call.pricing import Price, cost_usd
 from hce.collect.design.prompts import REPLY_FORMAT
 from hce.collect.call.sampling import group_requests
 from hce.log import logged_attempt_ids
@@ -95,7 +95,8 @@ def estimate(
         One row per condition: ``condition_id``, ``prompt_id``, ``endpoint`` (its name),
         ``host``, ``model``, ``temperature``, ``max_tokens``, ``calls`` (requests: one per
         ``samples_per_request`` attempts, the prompt counted once), ``input_tokens``,
-        ``output_tokens``, ``cost_usd`` (NaN for unpriced models).
+        ``output_tokens``, ``cost_usd`` (as the endpoint prices it: 0 for ``pricing: none``, its
+        own prices when it has them; NaN for unpriced models).
 
     Examples
     --------
@@ -133,19 +134,46 @@ def estimate(
     costs = []
     for cond in design.conditions:
         row = rows[cond.id]
-        cost = cost_usd(cond.price_model or cond.model, row["input_tokens"], row["output_tokens"], batch=batch)
+        cost = planned_cost(cond, design.endpoint_of(cond), row["input_tokens"], row["output_tokens"], batch=batch,
+                            warn=True)  # fmt: skip
         costs.append(float("nan") if cost is None else cost)
     table["cost_usd"] = costs
     return table
 
 
-def call_estimate(
-    cond: Condition, messages: list[dict[str, str]], rubric: Rubric, *, batch: bool = False, n: int = 1
+def planned_cost(
+    cond: Condition, endpoint: Endpoint, tokens_in: int, tokens_out: int, cached: int = 0, *, batch: bool = False,
+    warn: bool = False,
 ) -> float | None:
-    """The estimated cost of one call asking for ``n`` choices (as :func:`estimate` prices it); None for an unpriced model."""
-    return cost_usd(
-        cond.price_model or cond.model, input_tokens(messages), expected_output(cond, rubric) * n, batch=batch, warn=False
-    )
+    """The cost of planned calls as their endpoint prices them; None when unpriced.
+
+    An endpoint's ``pricing: none`` costs 0 (a judge on your own hardware); its own prices
+    price every call; else hce's table prices ``price_model`` or the model (``cached``
+    prompt tokens at the cached rate, 0 by default; ``batch`` at the Batch API's discount,
+    False by default), as the log will (``hce.collect.running.log_rows``); ``warn=True`` warns
+    of a model the table does not price (False by default).
+
+    Examples
+    --------
+    >>> from hce.collect.design.design import Condition, Endpoint
+    >>> cond = Condition("c", "P2.1", "gpt-4.1-mini-2025-04-14")
+    >>> planned_cost(cond, Endpoint(pricing="none"), 1000, 50), planned_cost(cond, Endpoint(), 1_000_000, 0)
+    (0.0, 0.4)
+    """
+    if endpoint.pricing == "none":
+        return 0.0
+    if isinstance(endpoint.pricing, Price):
+        return cost_usd(cond.model, tokens_in, tokens_out, cached, prices={cond.model: endpoint.pricing}, batch=batch,
+                        warn=False)  # fmt: skip
+    return cost_usd(cond.price_model or cond.model, tokens_in, tokens_out, cached, batch=batch, warn=warn)
+
+
+def call_estimate(
+    cond: Condition, messages: list[dict[str, str]], design: Design, *, batch: bool = False, n: int = 1
+) -> float | None:
+    """The estimated cost of one call asking for ``n`` choices (as :func:`estimate` prices it); None when unpriced."""
+    return planned_cost(cond, design.endpoint_of(cond), input_tokens(messages), expected_output(cond, design.rubric) * n,
+                        batch=batch)  # fmt: skip
 
 
 def summarise_estimate(table: pd.DataFrame) -> str:

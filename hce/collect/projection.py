@@ -28,9 +28,9 @@ from dataclasses import replace
 import pandas as pd
 
 from hce.collect.design.design import Attempt, Condition, Design, load_design
-from hce.collect.estimates import expected_output, input_tokens
+from hce.collect.estimates import expected_output, input_tokens, planned_cost
 from hce.collect.call.messages import prompt_cache
-from hce.collect.call.pricing import _OPENAI, cost_usd
+from hce.collect.call.pricing import _OPENAI
 from hce.collect.call.sampling import group_requests
 from hce.prompt_cache import PrefixCache
 from hce.rubric import Rubric
@@ -95,7 +95,6 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
     for cond in design.conditions:
         attempts = [a for a in plan if a.condition.id == cond.id]
         size = k or (cond.samples_per_request if cond.samples_per_request > 1 else min(design.attempts, 128))
-        priced = cond.price_model or cond.model
         reply, source = _reply_tokens(cond, design.rubric, pilot)
         for strategy, how in STRATEGIES.items():
             each = size if how["n"] else 1
@@ -109,7 +108,7 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
                 tokens_in += input_tokens(messages)
                 tokens_cached += cache.hit(cond.model, cond.prompt_cache_key, prompt) if cache is not None else 0
                 tokens_out += reply * request.n
-            cost = cost_usd(priced, tokens_in, tokens_out, tokens_cached, batch=how["batch"], warn=False)
+            cost = planned_cost(cond, design.endpoint_of(cond), tokens_in, tokens_out, tokens_cached, batch=how["batch"])
             cost = float("nan") if cost is None else cost
             rows.append(dict(condition_id=cond.id, model=cond.model, strategy=strategy, k=each, calls=calls,
                              attempts=len(attempts), input_tokens=tokens_in, cached_tokens=tokens_cached,

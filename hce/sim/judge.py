@@ -223,7 +223,10 @@ class SimJudge:
         temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
         prompt = "\n\n".join(str(m.get("content") or "") for m in body["messages"] if isinstance(m, dict))
         model = str(body["model"])
+        schema = structured_schema(body)  # a structured reply: answered as JSON in the schema asked for
         fmt = detect_format(prompt)
+        if schema is not None and fmt not in ("scores", "cot", "total"):
+            fmt = "cot" if "reasoning" in schema else "scores" if set(schema) - {"total"} else "total"
         _, item = item_text(prompt, fmt)
         profile = self.profiles.get(model, self.default)
         shift = rng.gauss(0.0, profile.request_sd) if profile.request_sd > 0 else 0.0  # shared by the choices
@@ -232,7 +235,9 @@ class SimJudge:
         for index in range(n):  # each choice its own draws from the request's stream (n = 1: as before n existed)
             bad = malformed if index == 0 else unit(self.seed, "malformed", *attempt, occurrence, index) < f.rate_malformed
             draw = Draw(rng, temperature, family.logprobs_are, profile.overconfidence)
-            marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift, served=served)
+            # a schema only when asked: subclasses that answer text of their own keep their signature
+            marked, finish = self._reply(fmt, prompt, item, model, draw, bad, rng, shift=shift, served=served,
+                                         **({"schema": schema} if schema is not None else {}))  # fmt: skip
             tokens, draws = reply_tokens(marked)
             cap = body.get("max_completion_tokens") or body.get("max_tokens")
             if cap is not None and len(tokens) > int(cap):
@@ -286,7 +291,7 @@ class SimJudge:
 
     def _reply(
         self, fmt: str, prompt: str, item: str, model: str, draw: Draw, malformed: bool, rng: random.Random,
-        shift: float = 0.0, served: int = 0,
+        shift: float = 0.0, served: int = 0, schema: Mapping[str, Any] | None = None,
     ) -> tuple[str, str]:
         profile = self.profiles.get(model, self.default)
         if shift:
@@ -296,11 +301,12 @@ class SimJudge:
         elif fmt == "synthetic":
             text = self._synthetic(prompt, rng)
         elif fmt in ("scores", "cot"):
-            text = self._scores(item, prompt, profile, draw, fmt, model, served)
+            text = self._scores(item, prompt, profile, draw, fmt, model, served, schema)
         elif fmt == "coding":
             text = sim_reasoning.coding_reply(prompt)
         elif fmt == "total":
             text = self._total(item, prompt, profile, draw, model, served)
+            text = json_reply({"total": text}) if schema is not None else text
         else:
             text = "I am a simulated judge and could not tell which answer format this prompt asks for."
         if malformed:
@@ -325,8 +331,9 @@ class SimJudge:
                     levels[name] = level
         return levels
 
-    def _scores(self, item: str, prompt: str, profile: Profile, draw: Draw, fmt: str, model: str = "", served: int = 0) -> str:
-        categories = score_categories(prompt)
+    def _scores(self, item: str, prompt: str, profile: Profile, draw: Draw, fmt: str, model: str = "", served: int = 0,
+                schema: Mapping[str, Any] | None = None) -> str:
+        categories = score_categories(prompt) if schema is None else schema_categories(schema, score_categories(prompt))
         levels = self._levels(item, categories)
         spread = profile.noise * FORMAT_NOISE[fmt]
         planted = self.biases.shift
@@ -335,8 +342,11 @@ class SimJudge:
         block = "\n".join(f"{name}: {mark(s)}" for name, s in scores.items())
         if TOTAL_RANGE.search(prompt):  # the total only when the prompt asks for it
             block += f"\nTotal Score: {sum(scores.values())}"
+        answer = {_snake(name): mark(s) for name, s in scores.items()}  # a structured reply: the schema's keys
+        if schema is not None and "total" in schema:
+            answer["total"] = str(sum(scores.values()))
         if fmt == "scores":
-            return block
+            return block if schema is None else json_reply(answer)
         steps = []
         quote = next((ln.strip() for ln in item.splitlines() if ln.strip().lower().startswith("patient")), item[:80])
         quote = " ".join(quote.split()[:COT_QUOTE_WORDS])  # a fixed-size quote: the reply's length hardly varies by item
@@ -345,6 +355,8 @@ class SimJudge:
             codes = sim_reasoning.draw_codes(model, draw.rng)
             reasoning = sim_reasoning.segment_text(codes, category=name, level=s, quote=quote)
             steps.append(f"{number}. {name}\nReasoning: {reasoning}\nScore: {s}")
+        if schema is not None:  # the reasoning first, as the schema orders it
+            return json_reply({"reasoning": json.dumps("\n\n".join(steps)), **answer})
         return "Step-by-step Analysis and Scoring:\n" + "\n\n".join(steps) + "\n\nFinal Scores Output:\n" + block
 
     def _total(self, item: str, prompt: str, profile: Profile, draw: Draw, model: str = "", served: int = 0) -> str:
@@ -425,6 +437,45 @@ class SimJudge:
                 "completion_tokens_details": {"reasoning_tokens": 0},
             },
         }
+
+
+def structured_schema(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The properties of the JSON schema a request asks its reply in (``response_format: json_schema``), or None.
+
+    Examples
+    --------
+    >>> structured_schema({"response_format": {"type": "json_schema", "json_schema": {"schema": {
+    ...     "type": "object", "properties": {"clarity": {"type": "integer", "enum": [1, 2, 3]}}}}}})
+    {'clarity': {'type': 'integer', 'enum': [1, 2, 3]}}
+    >>> structured_schema({}) is None
+    True
+    """
+    asked = body.get("response_format")
+    if not isinstance(asked, Mapping) or asked.get("type") != "json_schema":
+        return None
+    schema = (asked.get("json_schema") or {}).get("schema") or {}
+    return dict(schema.get("properties") or {})
+
+
+def schema_categories(schema: Mapping[str, Any], named: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """``(name, low, high)`` of each scored property of a schema, named as the prompt names it where it does.
+
+    The prompt's names keep a structured reply's truth that of a text reply to the same prompt.
+    """
+    by_key = {_snake(name): (name, low, high) for name, low, high in named}
+    out = []
+    for key, spec in schema.items():
+        if key in ("reasoning", "total"):
+            continue
+        levels = [v for part in (spec.get("anyOf") or [spec]) for v in part.get("enum") or ()
+                  if isinstance(v, int) and not isinstance(v, bool)]  # fmt: skip
+        out.append(by_key.get(key, (key, min(levels, default=1), max(levels, default=5))))
+    return out
+
+
+def json_reply(fields: Mapping[str, str]) -> str:
+    """A JSON object of already-written values (a marked score stays marked: ``json.dumps`` would escape the marks)."""
+    return "{" + ", ".join(f"{json.dumps(key)}: {value}" for key, value in fields.items()) + "}"
 
 
 def _model(name: str) -> dict[str, Any]:

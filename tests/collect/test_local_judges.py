@@ -98,3 +98,30 @@ def test_an_endpoints_own_pricing_none_or_prices(serve, tmp_path):
         else:
             expected = (log["input_tokens"] * 1.0 + log["output_tokens"] * 2.0) / 1e6
             assert np.allclose(log["cost_usd"], expected)
+
+
+@pytest.mark.parametrize("pricing", ["none", {"input": 1.0, "output": 2.0}])
+def test_the_dry_run_and_the_spending_limit_price_by_the_endpoints_own_pricing(pricing):
+    # Issue 44: the estimate priced a local endpoint's calls at gpt-4o-mini's rates (or as unpriced, so that
+    # max_cost_usd refused the design) although the endpoint said pricing: none or gave its own prices.
+    import warnings
+
+    from hce.collect import load_design
+    from hce.collect.estimates import estimate
+    from hce.collect.projection import project
+    from hce.collect.running.spend_limit import budget_stop
+
+    for model in ("gpt-4o-mini-2024-07-18", "my-local-llama"):
+        spec = design(prompts=("P1.2",), attempts=4, defaults={"model": model},
+                      endpoint={"base_url": "http://127.0.0.1:8080/v1", "needs_key": False, "pricing": pricing})
+        parsed = load_design(spec)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the endpoint prices it: no "unpriced model" warning
+            table = estimate(parsed)
+            stop = budget_stop(parsed, None, 10.0)
+        tokens_in, tokens_out = int(table["input_tokens"].sum()), int(table["output_tokens"].sum())
+        expected = 0.0 if pricing == "none" else (tokens_in * 1.0 + tokens_out * 2.0) / 1e6
+        assert table["cost_usd"].sum() == pytest.approx(expected, rel=1e-12)
+        separate = project(parsed).set_index("strategy").loc["separate", "cost_usd"]
+        assert separate == pytest.approx(0.0 if pricing == "none" else expected, rel=0.01)
+        assert stop.endswith(f"all {int(table['calls'].sum()):,} calls fit (~${expected:,.4f} in all)"), stop

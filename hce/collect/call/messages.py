@@ -12,25 +12,45 @@ from typing import Any
 
 from hce.collect.design.design import Condition, Design, Item
 from hce.collect.design.prompts import render
+from hce.collect.design.reply_schema import reply_schema
 from hce.collect.design.transcripts import clean_text
+from hce.rubric import Rubric
 
 
 def item_messages(item: Item, cond: Condition, design: Design) -> list[dict[str, str]]:
+    """The chat messages of one item for one condition."""
     if cond.prompt_id in design.prompts:
         return design.prompts[cond.prompt_id].render(item)
     if cond.prompt_id == "BOOL":
         return render("BOOL", behavior=cond.behavior, case=item.case)
     if cond.prompt_id == "SYNTH":
         return render("SYNTH", rubric=design.rubric, target_total=int(item.metadata["target_total"]))
-    text, rubric = clean_text(item.text).text, design.rubric
+    text = clean_text(item.text).text
     if cond.probe is not None:  # a probe's twin sees the item transformed (hce.collect.design.probes)
-        text, rubric = cond.probe.transform_text(text, item.id), cond.probe.transform_rubric(rubric, item.id)
+        text = cond.probe.transform_text(text, item.id)
+    rubric = item_rubric(item, cond, design)
     return render(cond.prompt_id, rubric=rubric, transcript=text, template=cond.template, examples=cond.examples)
 
 
-def call_settings(cond: Condition) -> dict[str, Any]:
-    """The sampling settings of a condition's calls, as :meth:`JudgeClient.complete` and :func:`chat_body` take them."""
+def item_rubric(item: Item, cond: Condition, design: Design) -> Rubric:
+    """The rubric as one item's prompt presents it (a probe's twin may shuffle its criteria)."""
+    return cond.probe.transform_rubric(design.rubric, item.id) if cond.probe is not None else design.rubric
+
+
+def call_settings(cond: Condition, design: Design | None = None, item: Item | None = None) -> dict[str, Any]:
+    """The sampling settings of a condition's calls, as :meth:`JudgeClient.complete` and :func:`chat_body` take them.
+
+    A structured reply's JSON schema (``response_format: json_schema``) is built from the
+    rubric of ``design`` as ``item``'s prompt presents it, so a twin that shuffles the
+    criteria asks for them in its own order.
+    """
+    structured = {}
+    if cond.response_format == "json_schema":
+        if design is None or item is None:
+            raise ValueError(f"condition {cond.id!r} asks for a JSON schema: call_settings needs its design and item")
+        structured["response_format"] = reply_schema(item_rubric(item, cond, design), cond.reply_format)
     return dict(
+        **structured,
         model=cond.model,
         temperature=cond.temperature,
         max_tokens=cond.max_tokens,

@@ -79,7 +79,9 @@ def flag(row: dict[str, Any], message: str, *, criteria: list[str] | tuple[str, 
     return row
 
 
-def parse_reply(prompt_id: str, text: str | None, *, rubric: Rubric | None = None, fmt: str | None = None) -> dict[str, Any]:
+def parse_reply(
+    prompt_id: str, text: str | None, *, rubric: Rubric | None = None, fmt: str | None = None, structured: bool = False
+) -> dict[str, Any]:
     """Read one judge reply into log columns, according to the prompt's reply format.
 
     Parameters
@@ -93,6 +95,10 @@ def parse_reply(prompt_id: str, text: str | None, *, rubric: Rubric | None = Non
     fmt : str, optional
         The reply format (``scores``, ``cot``, ``total``, ``verdict``) of a user's template
         (``Condition.reply_format``); default the packaged prompt's.
+    structured : bool
+        The reply was asked for as JSON in the rubric's schema (``response_format:
+        json_schema``, :mod:`hce.collect.design.reply_schema`) and is read as that JSON;
+        False (the default) reads the prompt's text format.
 
     Returns
     -------
@@ -123,6 +129,8 @@ def parse_reply(prompt_id: str, text: str | None, *, rubric: Rubric | None = Non
         _error(row, f"unknown prompt_id {prompt_id!r}; known: {list(REPLY_FORMAT)}")
     elif not isinstance(text, str) or not text.strip():
         _error(row, "empty reply")
+    elif structured and fmt in ("scores", "cot", "total"):
+        _parse_json_scores(row, text, rubric, fmt)
     elif fmt == "total":
         _parse_total_only(row, text, rubric)
     elif fmt in ("scores", "cot"):
@@ -209,6 +217,56 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
     if None not in scores and row["total"] != sum(scores):
         _error(row, f"total {_fmt(row['total'])} is not the sum of the category scores ({_fmt(sum(scores))})")
     return row
+
+
+def _parse_json_scores(row: dict[str, Any], text: str, rubric: Rubric, fmt: str) -> dict[str, Any]:
+    """A structured reply: the JSON object of :func:`hce.collect.design.reply_schema.reply_schema`, checked as text
+    replies are (a level of the scale or the declared not-applicable answer, the total the sum), never fixed."""
+    obj, problem = json_object(text)
+    if obj is None:
+        return _error(row, problem)
+    categories = rubric.categories if fmt != "total" else ()
+    expected = [*(("reasoning",) if fmt == "cot" else ()), *(c.id for c in categories),
+                *(("total",) if fmt == "total" or rubric.total_is_meaningful else ())]  # the schema's order
+    missing = [key for key in expected if key not in obj]
+    if missing:
+        return _error(row, f"the JSON reply has no {', '.join(repr(k) for k in missing)}")
+    unknown = [key for key in obj if key not in expected]
+    if unknown:
+        return _error(row, f"the JSON reply has keys the schema does not: {', '.join(repr(k) for k in unknown)}")
+    if fmt == "cot":
+        row["reasoning"] = obj["reasoning"].strip() or None if isinstance(obj["reasoning"], str) else None
+    not_applicable = []
+    for category in categories:
+        value = obj[category.id]
+        answer = category.not_applicable
+        if isinstance(value, str) and answer is not None and re.fullmatch(answer.pattern, value.strip(), re.I):
+            not_applicable.append(category.id)
+            continue
+        if not _whole(value) or int(value) not in category.scores:
+            _error(row, f"{category.name} score {value!r} is not one of the levels {list(category.scores)}"
+                        + (f" or {answer.label!r}" if answer is not None else ""))  # fmt: skip
+            continue
+        row[category.id] = float(value)
+    if not_applicable:  # as in a text reply: the total of fewer criteria is on another scale
+        row["not_applicable"] = ",".join(not_applicable)
+        return row
+    if "total" not in expected:
+        return row
+    total = obj["total"]
+    if not _whole(total) or int(total) not in rubric.total_levels:
+        low, high = rubric.total_range
+        return _error(row, f"total {total!r} is not a total of this rubric ({low}-{high})")
+    row["total"] = float(total)
+    scores = [row[c] for c in rubric.criteria]
+    if categories and None not in scores and row["total"] != sum(scores):
+        _error(row, f"total {_fmt(row['total'])} is not the sum of the category scores ({_fmt(sum(scores))})")
+    return row
+
+
+def _whole(value: Any) -> bool:
+    """A JSON integer (``3``, or ``3.0``: JSON Schema's integer is the number's value), never ``true``."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(str(value)) and float(value).is_integer()
 
 
 # A fenced block anywhere in the reply (```json ... ``` or ``` ... ```): the first one is read.

@@ -7,9 +7,10 @@ corpus on 2026-11-24:
 - **anthropic** (``https://api.anthropic.com/v1/``), Anthropic's "OpenAI SDK
   compatibility" page (docs.anthropic.com/en/api/openai-sdk, "Request fields"):
   ``temperature`` "between 0 and 1 (inclusive); values greater than 1 are capped at 1";
-  ``n`` "must be exactly 1"; ``logprobs``, ``top_logprobs`` and ``seed`` "ignored". A
+  ``n`` "must be exactly 1"; ``logprobs``, ``top_logprobs``, ``seed`` and ``response_format`` "ignored". A
   condition asking for any of these would silently get something else, so it is refused
-  (``samples_per_request`` above 1 is a request with ``n`` above 1).
+  (``samples_per_request`` above 1 is a request with ``n`` above 1; ``response_format:
+  json_schema`` would be answered as free text).
   The layer has no OpenAI Batch API (Anthropic's batches are its own Messages API).
 - **gemini** (``https://generativelanguage.googleapis.com/v1beta/openai/``), Google's
   "OpenAI compatibility" page (ai.google.dev/gemini-api/docs/openai) and its
@@ -23,7 +24,10 @@ corpus on 2026-11-24:
 - **openai** (``https://api.openai.com/v1``): the reference the others are measured
   against; the reasoning-model temperature rule is in :mod:`hce.collect.design.design`.
 - **local** (loopback) and **other** hosts: nothing is assumed; the server's answer
-  decides (a refused setting stops the run, :mod:`hce.collect.running.runner`).
+  decides (a refused setting stops the run, :mod:`hce.collect.running.runner`). A JSON
+  schema (``response_format``) is accepted by vLLM (its structured outputs), llama.cpp's
+  ``llama-server`` (tools/server/README.md: ``response_format`` with ``json_schema``, turned
+  into a grammar) and Ollama 0.5+ (its OpenAI compatibility page lists ``response_format``).
 
 Several samples per request (``n``) exist only in Chat Completions, the API hce calls;
 OpenAI's Responses API has no ``n``. No OpenAI chat model is known here to refuse it.
@@ -48,6 +52,7 @@ class Provider:
     seed: bool = True
     batch: bool = True
     n: bool = True  # False: a request may ask for one choice only (n = 1)
+    json_schema: bool = True  # False: response_format is ignored, so asking for a JSON schema is refused
     source: str = ""
 
 
@@ -55,7 +60,7 @@ PROVIDERS: dict[str, Provider] = {
     "openai": Provider(source="platform.openai.com/docs/api-reference/chat"),
     "azure": Provider(source="learn.microsoft.com/azure/ai-foundry/openai (v1 API)"),
     "anthropic": Provider(
-        temperature_max=1.0, logprobs=False, seed=False, batch=False, n=False,
+        temperature_max=1.0, logprobs=False, seed=False, batch=False, n=False, json_schema=False,
         source="docs.anthropic.com/en/api/openai-sdk",
     ),
     "gemini": Provider(batch=False, source="ai.google.dev/gemini-api/docs/openai"),
@@ -86,8 +91,13 @@ def infer_kind(base_url: str | None) -> str:
     return "other"
 
 
-def unsupported(kind: str, *, temperature: float | None, logprobs: bool, seed: int | None, n: int = 1) -> list[str]:
+def unsupported(
+    kind: str, *, temperature: float | None, logprobs: bool, seed: int | None, n: int = 1, response_format: str | None = None
+) -> list[str]:
     """Why a condition's settings do not fit an endpoint of ``kind`` (empty when they do).
+
+    ``n`` is the choices a request asks for (1 by default); ``response_format`` the
+    condition's (None by default: the reply as text).
 
     Examples
     --------
@@ -110,4 +120,7 @@ def unsupported(kind: str, *, temperature: float | None, logprobs: bool, seed: i
             f"samples_per_request {n} asks for n={n} choices a request, and {kind} takes n=1 only ({rules.source}): "
             "set samples_per_request: 1"
         )
+    if response_format is not None and not rules.json_schema:
+        problems.append(f"response_format is ignored by {kind} ({rules.source}): the reply would come as free text, not "
+                        "in the JSON schema; remove response_format")  # fmt: skip
     return problems

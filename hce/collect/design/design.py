@@ -26,6 +26,7 @@ A design file (every key but ``conditions`` and ``items`` optional)::
       - {prompt: P2.3, logprobs: true, top_logprobs: 5}
       - {id: pooled, prompt: P2.1, samples_per_request: 5, prompt_cache_key: exp2-p21}
       - {id: mine, prompt: prompts/mine.txt, examples: prompts/mine_examples.yaml}
+      - {id: structured, prompt: P2.1, response_format: json_schema}
 
 ``prompt:`` is a packaged prompt (P1.1 ... P2.3, SYNTH, BOOL) or a template file of one's own
 (:mod:`hce.collect.design.templates`: placeholders such as ``{{RubricText}}``, ``{{ScoreFormat}}``,
@@ -56,7 +57,9 @@ retries, resume, the attempt log) as for any other call.
 ``samples_per_request: k`` answers k attempts of an item with one request asking for
 ``n = k`` choices (prompt billed once; :mod:`hce.collect.call.sampling`, and docs/guide/cost.md on what
 it changes statistically); ``prompt_cache_key`` is sent with each request so that requests
-sharing it share OpenAI's prompt cache.
+sharing it share OpenAI's prompt cache. ``response_format: json_schema`` asks for the reply as
+JSON in a schema built from the rubric (:mod:`hce.collect.design.reply_schema`), the prompt's
+words unchanged; the reply is then read as that JSON.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ from hce._warnings import warn
 from hce.collect.call.client import OPENAI_URL
 from hce.collect.call.pricing import Price
 from hce.collect.design.prompts import REPLY_FORMAT, fewshot_examples
+from hce.collect.design.reply_schema import SCHEMA_FORMATS
 from hce.collect.design.probes import Probe, check_probe_items, load_probes, twin_conditions
 from hce.collect.call.providers import PROVIDERS, infer_kind, unsupported
 from hce.model_names import REASONING_MODEL
@@ -195,6 +199,8 @@ class Condition:
     template: PromptTemplate | None = None  # a user's template (prompt_id is its id); None: the packaged one
     examples: tuple[Mapping[str, Any], ...] | None = None  # few-shot examples; None: the packaged ones
     probe: Probe | None = None  # a probe's twin of a condition (hce.collect.design.probes); None: an original
+    # "json_schema": the reply is asked for in the rubric's JSON schema (hce.collect.design.reply_schema); None: as text
+    response_format: str | None = None
 
     @property
     def reply_format(self) -> str:
@@ -512,8 +518,14 @@ def _condition(
         raise CollectError(f"{where} ({cond_id}): {said} (choose one of {sorted(endpoints)}, here or under defaults)")
     kind = endpoints[endpoint].kind
     samples = int(settings.get("samples_per_request") or 1)
+    response_format = settings.get("response_format")
+    if response_format is not None and (template.reply if template else REPLY_FORMAT[prompt]) not in SCHEMA_FORMATS:
+        raise CollectError(f"{where} ({cond_id}): response_format: {response_format} is built from the rubric, for a "
+                           f"prompt that scores it ({', '.join(SCHEMA_FORMATS)} replies); prompt {prompt!r} does not: "
+                           "remove response_format")  # fmt: skip
     problems = unsupported(
-        kind, temperature=temperature, logprobs=bool(settings.get("logprobs")), seed=settings.get("seed"), n=samples
+        kind, temperature=temperature, logprobs=bool(settings.get("logprobs")), seed=settings.get("seed"), n=samples,
+        response_format=response_format,
     )
     if problems:
         raise CollectError(f"{where} ({cond_id}) goes to endpoint {endpoint!r} ({kind}): " + "; ".join(problems))
@@ -534,6 +546,7 @@ def _condition(
         prompt_cache_key=settings.get("prompt_cache_key"),
         template=template,
         examples=examples,
+        response_format=response_format,
     )
 
 

@@ -64,6 +64,8 @@ def settings_of(cond: Condition, design: Design) -> dict[str, Any]:
         # k = 1 adds nothing, so the fingerprints of logs made before the setting existed hold.
         **({"samples_per_request": cond.samples_per_request} if cond.samples_per_request != 1 else {}),
         **({"probe": cond.probe.spec()} if cond.probe is not None else {}),  # a twin: its probe's settings too
+        # A structured reply is another way of asking; unset adds nothing, so older logs' fingerprints hold.
+        **({"response_format": cond.response_format} if cond.response_format is not None else {}),
     }  # fmt: skip
 
 
@@ -107,7 +109,8 @@ def parts_of(cond: Condition, design: Design) -> dict[str, Any]:
                            examples=cond.examples)
             prompt["rendered prompt"] = _digest(probe)
     return {**prompt, "logprobs": cond.logprobs, "top_logprobs": cond.top_logprobs,
-            "samples_per_request": cond.samples_per_request, "endpoint kind": design.endpoint_of(cond).kind}
+            "samples_per_request": cond.samples_per_request, "endpoint kind": design.endpoint_of(cond).kind,
+            **({"response_format": cond.response_format} if cond.response_format is not None else {})}
 
 
 def item_digest(item: Any) -> str:

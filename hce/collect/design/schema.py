@@ -118,6 +118,8 @@ class SettingsSpec(Strict):
     prompt_cache_key: str | None = None
     # A user's few-shot examples (YAML/JSONL, relative to the design) for a template that places them.
     examples: str | None = None
+    # json_schema: the reply is asked for as JSON in a schema built from the rubric (hce.collect.design.reply_schema).
+    response_format: typing.Literal["json_schema"] | None = None
 
 
 class ConditionSpec(SettingsSpec):

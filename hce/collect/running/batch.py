@@ -289,7 +289,7 @@ async def run_batch_async(
             for request in group_requests(todo):
                 attempt = request.attempts[0]
                 messages = session.prompt_for(attempt.item.id, attempt.condition.id)
-                body = chat_body(messages, **call_settings(attempt.condition), n=request.n)
+                body = chat_body(messages, **call_settings(attempt.condition, design, attempt.item), n=request.n)
                 custom_id = attempt.attempt_id
                 if attempt.condition.samples_per_request > 1:  # a request answers several attempts: remember which
                     custom_id = request.request_id

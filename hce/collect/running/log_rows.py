@@ -109,7 +109,8 @@ def attempt_row(
     elif cond.prompt_id == "SYNTH":
         parsed = parse_synthetic(result.response_text, target_total=item.metadata.get("target_total"), rubric=design.rubric)
     else:
-        parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric, fmt=cond.reply_format)
+        parsed = parse_reply(cond.prompt_id, result.response_text, rubric=design.rubric, fmt=cond.reply_format,
+                             structured=cond.response_format == "json_schema")
     if result.ok and result.finish_reason in STOPPED_EARLY:
         _stopped_early(parsed, result.finish_reason, cond.max_tokens, criteria=() if custom else design.rubric.criteria)
     row.update(parsed)

@@ -246,13 +246,13 @@ async def run_async(
             for limit, amount in ((limits[0], 1), (limits[1], tokens), *zip(own[cond.endpoint], (1, tokens))):
                 if limit is not None:
                     await limit.take(amount)
-            cost = call_estimate(cond, messages, design.rubric, n=n) if budget.limit is not None else 0.0
+            cost = call_estimate(cond, messages, design, n=n) if budget.limit is not None else 0.0
             if stopped() or not budget.launch(cost):
                 return  # not sent, so not logged: the next run sends it
             async with slots:
                 if stopped():  # a stop came while this call waited for a slot
                     return
-                result = await clients[cond.endpoint].complete(messages, **call_settings(cond), n=n,
+                result = await clients[cond.endpoint].complete(messages, **call_settings(cond, design, attempt.item), n=n,
                                                                request_id=attempt.attempt_id)  # fmt: skip
             pipeline.record(request, messages, result, estimate=cost)
 

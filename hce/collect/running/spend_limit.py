@@ -26,7 +26,9 @@ def check_budget(design: Design, limit: Any) -> None:
     """Refuse a spending limit that is not a positive number, or that cannot bound an unpriced model's calls."""
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
         raise CollectError(f"max_cost_usd must be a number of USD > 0, got {limit!r}")
-    unpriced = sorted({c.price_model or c.model for c in design.conditions if price_of(c.price_model or c.model) is None})
+    # An endpoint's own pricing (none, or its prices) prices its conditions whatever the model.
+    unpriced = sorted({c.price_model or c.model for c in design.conditions
+                       if design.endpoint_of(c).pricing is None and price_of(c.price_model or c.model) is None})
     if unpriced:
         raise CollectError(
             f"max_cost_usd cannot bound the spend on unpriced model(s) {unpriced}: give their conditions a price_model "
@@ -57,8 +59,7 @@ def budget_stop(design: Design, log: str | os.PathLike | None, limit: float, *, 
     total, fit = spent, 0
     for request in requests:
         cond = request.attempts[0].condition
-        cost = call_estimate(cond, messages(request.attempts[0].item.id, cond.id), design.rubric,
-                              batch=batch, n=request.n) or 0.0
+        cost = call_estimate(cond, messages(request.attempts[0].item.id, cond.id), design, batch=batch, n=request.n) or 0.0
         if total + cost > limit:
             break
         total, fit = total + cost, fit + 1
@@ -85,7 +86,7 @@ def check_batch_budget(
     check_budget(design, limit)
     cost = sum(
         call_estimate(r.attempts[0].condition, messages_for(r.attempts[0].item.id, r.attempts[0].condition.id),
-                       design.rubric, batch=True, n=r.n)
+                       design, batch=True, n=r.n)
         for r in group_requests(attempts)
     )  # fmt: skip
     spent = logged_cost(log)
