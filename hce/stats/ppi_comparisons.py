@@ -108,7 +108,9 @@ def _estimate(family: Family, Xl, y, fl, Xu, fu, lam: float | None, clusters_l=N
         theta = _fit(family, Xl, y, fl, Xu, fu, lam)
     got = _stats(family, theta, Xl, y, fl, Xu, fu, lam != 0)
     cov = _covariance(*got, lam, clusters_l, clusters_u)
-    return theta, np.sqrt(np.diag(cov)), lam
+    # rounding can leave an exact zero variance at -1e-17 (a classical difference of conditions that share
+    # every human label): it is 0, not NaN
+    return theta, np.sqrt(np.clip(np.diag(cov), 0.0, None)), lam
 
 
 @reads_frame(keys=("condition",), numbers=("score", "truth"), blank_keys=("cluster",))
