@@ -336,6 +336,37 @@ def _select_winner(
     return table, why
 
 
+def _reachable_note(spread: pd.DataFrame, item: str, condition: str, posthoc_method: str, p_adjust_method: str,
+                    alpha: float) -> list[str]:  # fmt: skip
+    """Say so when the winner rule can hardly be met: with few items, the post-hoc Wilcoxon
+    test's smallest possible P (``2 / 2^n``, every paired difference of one sign), adjusted over
+    the comparisons, is near or above alpha. A reader should not take "no winner" for evidence
+    that the conditions are alike.
+
+    Examples
+    --------
+    >>> spread = pd.DataFrame({"item_id": [f"T{i}" for i in range(8) for _ in range(4)],
+    ...                        "prompt_id": ["A", "B", "C", "D"] * 8, "sd": [1.0, 2.0, 3.0, 4.0] * 8})
+    >>> _reachable_note(spread, "item_id", "prompt_id", "wilcoxon", "bonferroni", 0.05)[0][:60]
+    'with 8 paired items, the exact Wilcoxon signed-rank test can'
+    """
+    if posthoc_method != "wilcoxon" or p_adjust_method not in ("bonferroni", "holm"):
+        return []
+    wide = spread.pivot_table(index=item, columns=condition, values="sd", aggfunc="first")
+    n, k = int(wide.dropna().shape[0]), wide.shape[1]
+    comparisons = k * (k - 1) // 2
+    if n == 0 or comparisons == 0:
+        return []
+    smallest = min(1.0, comparisons * 2.0 / 2**n)  # Bonferroni's and Holm's first adjusted P alike
+    if smallest < alpha / 5:
+        return []
+    verdict = (f"above alpha = {alpha:g}: the winner rule cannot be met with this many items" if smallest >= alpha
+               else f"close to alpha = {alpha:g}: the winner rule can hardly be met with this many items")
+    return [f"with {n} paired items, the exact Wilcoxon signed-rank test cannot give a P below {2.0 / 2**n:.4f}; "
+            f"after {p_adjust_method} adjustment over {comparisons} comparisons the smallest reachable P is "
+            f"{smallest:.3f}, {verdict} (no winner is then no evidence that the conditions are alike)"]
+
+
 def _compare_sds(
     data, *, item, condition, score, error, posthoc_method, p_adjust_method, alpha, require,
     confidence, random_state,
@@ -354,7 +385,8 @@ def _compare_sds(
                              confidence=confidence)
                     for a, b in itertools.combinations(levels, 2)], ignore_index=True)  # fmt: skip
     winner, why = _select_winner(spread, fr.iloc[0], chosen, condition, alpha, require)
-    notes = _undefined_note(spread, item) + [why]
+    notes = _undefined_note(spread, item) + [why] + _reachable_note(spread, item, condition, posthoc_method,
+                                                                      p_adjust_method, alpha)  # fmt: skip
     if fr["p_value"].iloc[0] >= alpha:
         notes.append("Friedman's test is not significant: the PRD's plan stops before post-hoc "
                      "tests; they are reported for completeness only")

@@ -128,3 +128,20 @@ def test_experiment5_notes_that_confidence_and_sd_come_from_the_same_attempts():
 
     notes = ex.experiment5(simulated_log(n_items=8, n_attempts=4, random_state=2), random_state=0).notes
     assert any("same repeated attempts" in note for note in notes)
+
+
+def test_the_winner_rule_says_when_few_items_can_hardly_meet_it():
+    # Issue 45: at n = 8 with 6 Bonferroni comparisons the smallest reachable P is 6 * 2 / 2^8 = .047
+    # (every paired difference of one sign: the exact signed-rank test's floor), so "no winner" is
+    # no evidence; the reviewer's figure. With 20 items the floor is far below alpha: no note.
+    from hce.study.analyses import _reachable_note
+
+    def spread(n):
+        return pd.DataFrame({"item_id": [f"T{i}" for i in range(n) for _ in range(4)],
+                             "prompt_id": ["A", "B", "C", "D"] * n, "sd": [1.0, 2.0, 3.0, 4.0] * n})
+
+    note = _reachable_note(spread(8), "item_id", "prompt_id", "wilcoxon", "bonferroni", 0.05)
+    assert len(note) == 1 and "smallest reachable P is 0.047" in note[0] and "can hardly be met" in note[0]
+    assert "cannot be met" in _reachable_note(spread(6), "item_id", "prompt_id", "wilcoxon", "holm", 0.05)[0]
+    assert _reachable_note(spread(20), "item_id", "prompt_id", "wilcoxon", "bonferroni", 0.05) == []
+    assert _reachable_note(spread(8), "item_id", "prompt_id", "nemenyi", "bonferroni", 0.05) == []
