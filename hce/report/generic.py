@@ -31,7 +31,7 @@ from hce.errors import DataError, HceError
 from hce.log import COLUMNS
 from hce.report import figures
 from hce.report._beside import beside
-from hce.report.biases import judge_bias_section
+from hce.report.biases import GOLDEN, judge_bias_section
 from hce.report.binary import (
     as_high,
     binary_cells,
@@ -177,15 +177,43 @@ def report(
     overview = _attempts_section(document, context)
     overview.add(*read_notes, *missing_attempts(frame, kept["items"], kept.get("plan")), *split, *timings, *served_models(frame), *notes)
     _cost_section(document, context)
-    _criteria_sections(document, context)
+    period, golden = latest_golden_period(context)
+    if golden:
+        overview.add(golden)
+    _criteria_sections(document, period)
     context.progress("calibration")
-    _calibration_section(document, context)
-    humans_section(document, context, human_ratings)
+    _calibration_section(document, period)
+    humans_section(document, period, human_ratings)
     judge_bias_section(document, context)
     not_reported_section(document, context.not_reported, confidence)
     if out is not None:
         document.write(out, progress=context.progress)
     return document
+
+
+def latest_golden_period(context: _Context) -> tuple[_Context, str | None]:
+    """The context the per-criterion sections read: a golden-set history's latest period only.
+
+    A history from ``hce collect --golden`` judges the same items again each period, so across
+    periods an item's attempts are not repeats of one judgement: its spread and agreement are
+    read within the latest period, and the change between periods is the drift of the "Judge
+    biases" section. Any other log is read whole (the note is None).
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"item_id": ["a", "a", "a", "a"], "golden_run": [1, 1, 2, 2], "total": [3, 4, 3, 3]})
+    >>> period, note = latest_golden_period(_Context(log, [], 0.95, None))
+    >>> len(period.log), note.split(":")[0]
+    (2, 'A golden-set history of 2 periods')
+    """
+    log = context.log
+    if not isinstance(log, pd.DataFrame) or GOLDEN not in log or log[GOLDEN].nunique() < 2:
+        return context, None
+    latest = log[GOLDEN].max()
+    note = (f"A golden-set history of {log[GOLDEN].nunique()} periods: the sections per criterion read the latest "
+            f"period ({latest}) only, whose attempts repeat one judgement; the change between periods is the drift "
+            "in \"Judge biases\"")
+    return dataclasses.replace(context, log=log[log[GOLDEN] == latest]), note
 
 
 def check_columns(log: pd.DataFrame, option: str, names: Sequence[str]) -> None:

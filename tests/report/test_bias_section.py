@@ -65,3 +65,23 @@ def test_a_golden_history_gets_the_drift_table_and_chart():
     figure = next(b for b in found.blocks if getattr(b, "name", "") == "drift_accuracy" and hasattr(b, "figure"))
     assert "control limits" in figure.caption
     assert "accuracy alarms first at period 7" in " ".join(b for b in found.blocks if isinstance(b, str))
+
+
+def test_a_golden_history_reads_its_latest_period_per_criterion_and_its_drift_across_periods():
+    # Issue 47: across periods an item's attempts are not repeats of one judgement; the per-criterion
+    # sections refused the history as attempts "logged twice" (18 sections not reported).
+    import warnings
+
+    from hce.report import report
+    from hce.stats._simulate import simulated_log
+
+    parts = []
+    for period in (1, 2):
+        log = simulated_log(n_items=6, n_attempts=3, random_state=period)
+        log["golden_run"] = period
+        log["attempt_id"] = log["item_id"] + "-" + log["condition_id"] + "-" + log["attempt"].astype(str) + f"-g{period}"
+        parts.append(log)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = report(pd.concat(parts, ignore_index=True), random_state=0).to_markdown()
+    assert "twice" not in text and "A golden-set history of 2 periods" in text and "Judge biases" in text
