@@ -24,7 +24,7 @@ from hce.errors import DataError
 from hce.stats.mixed.balanced import StrataFit, balanced_reml_cells, fixed_effects_parts
 from hce.stats.mixed.formula import MixedFormula, check_identifiable, parse_formula
 from hce.stats.mixed.lmer_fit import _varcorr_intercepts, announce
-from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
+from hce.stats.mixed.pls import _DENSE_UP_TO, PlsProblem, RandomBlock, pls_fit
 
 
 @dataclass
@@ -123,7 +123,9 @@ def fit_cells(cells: pd.DataFrame, formula: str) -> CellFit:
         if fit is not None:
             return fit
     blocks = [RandomBlock(c, np.ones((len(cells), 1))) for c in term_codes]
-    start = henderson_start(n_obs, mean, within, term_codes)
+    # large tables only: there Newton's path from the one-way start cost thousands of evaluations; a small
+    # (dense) one keeps the start the rows' lmer takes, so both stop at one point of a flat boundary optimum
+    start = henderson_start(n_obs, mean, within, term_codes) if sum(int(c.max()) + 1 for c in term_codes) > _DENSE_UP_TO else None
     fit = pls_fit(mean, np.ones((len(cells), 1)), blocks, weights=n_obs, within=within, start=start)
     variances = [float(cov[0, 0]) for cov in fit.covariances]
     messages = [] if fit.converged else [f"the profiled REML deviance did not converge: {fit.message}"]
