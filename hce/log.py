@@ -107,7 +107,7 @@ def read_log(
     schema : {"strict", "union"}, default "strict"
         Several files (a list, or a folder) whose columns differ: refused, naming the file
         and the column, or (``"union"``) read with a missing column as null there, with a
-        warning saying so; the same in every engine (:mod:`hce.log_drift`).
+        warning saying so; the same in every engine (``hce.log_drift``).
 
     Returns
     -------

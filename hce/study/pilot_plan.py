@@ -88,7 +88,7 @@ def label_budget(
     %(confidence)s
     judge_cost : float, optional
         USD of the judge's score of one item; default the pilot's cost per attempt
-        (:func:`cost_per_attempt`) times its mean attempts per item and condition.
+        (``hce.study.pilot_plan.cost_per_attempt``) times its mean attempts per item and condition.
 
     Returns
     -------

@@ -286,7 +286,7 @@ class Design:
         of the conditions are in ``conditions`` (their ``probe`` set).
     golden_run : int or None
         The period of a golden-set history this run judges (``hce collect --golden``,
-        :mod:`hce.collect.running.golden`): it is logged as ``golden_run`` and makes the
+        ``hce.collect.running.golden``): it is logged as ``golden_run`` and makes the
         attempt ids of each period new; None (default) for an ordinary run.
 
     Examples
