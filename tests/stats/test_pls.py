@@ -12,6 +12,7 @@ References:
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import warnings
 from pathlib import Path
@@ -23,8 +24,17 @@ import statsmodels
 from scipy import optimize
 
 from hce.stats import lmer, variance_components
-from hce.stats.mixed import pls, sparse_chol
+from hce.stats.mixed import pls
 from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
+
+def _sparse_remainder_always(monkeypatch) -> None:
+    """Send every remainder through SuperLU: the thresholds patched in the globals the elimination pls
+    uses reads. Under --import-mode=importlib the hce/ doctests can import sparse_chol a second time,
+    so the module sys.modules names may not be the one pls imported from."""
+    engine = next(f.__globals__ for f in vars(pls.BlockElimination).values() if inspect.isfunction(f))
+    monkeypatch.setitem(engine, "_SPARSE_REMAINDER", 0)
+    monkeypatch.setitem(engine, "_SPARSE_DENSITY", 2.0)
+
 
 RESULTS = Path(statsmodels.__file__).parent / "regression" / "tests" / "results"
 
@@ -232,8 +242,7 @@ def random_terms(rng, n, kind):
 @pytest.mark.parametrize("superlu", [False, True])
 def test_engine_deviance_equals_dense_criterion(kind, reml, superlu, monkeypatch):
     if superlu:  # send every remainder through SuperLU with its fixed ordering
-        monkeypatch.setattr(sparse_chol, "_SPARSE_REMAINDER", 0)
-        monkeypatch.setattr(sparse_chol, "_SPARSE_DENSITY", 2.0)
+        _sparse_remainder_always(monkeypatch)
     rng = np.random.default_rng([len(kind), int(reml), int(superlu)])
     for _ in range(3):
         n = int(rng.integers(40, 90))
@@ -267,8 +276,7 @@ def scalar_terms(rng, n, kind):
 def test_dense_and_sparse_paths_give_the_same_deviance(kind, reml, superlu, monkeypatch):
     # the same formulas in another order of operations: equal to rounding (1e-10 relative)
     if superlu:
-        monkeypatch.setattr(sparse_chol, "_SPARSE_REMAINDER", 0)
-        monkeypatch.setattr(sparse_chol, "_SPARSE_DENSITY", 2.0)
+        _sparse_remainder_always(monkeypatch)
     rng = np.random.default_rng([len(kind), int(reml), 7])
     for _ in range(3):
         n = int(rng.integers(60, 200))
