@@ -696,7 +696,7 @@ def study_status(study: Path = typer.Argument(..., help="The study YAML.")) -> N
     for row in table.itertuples(index=False):
         shown.add_row(row.experiment, "yes" if row.enabled else "no", f"{row.attempts_logged:,}", f"{row.errors:,}",
                       f"{row.items:,}", row.decision)
-    console.print(shown)
+    print_whole(shown)  # experiment ids whole, whatever the terminal's width
 
 
 @log_app.command("merge")

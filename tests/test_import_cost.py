@@ -92,8 +92,10 @@ def test_every_public_name_has_a_home_and_resolves(package):
     # and __all__ must name the same functions, and each must be found where the table says.
     hs = importlib.import_module(package)
 
-    assert set(hs.__all__) == set(hs._HOME)
-    for name in hs.__all__:
+    # hce.collect's simulator names are aliases of hce.sim's, resolved but documented there, not in __all__
+    aliases = {n for n, home in hs._HOME.items() if home.startswith("hce.sim")}
+    assert set(hs.__all__) == set(hs._HOME) - aliases
+    for name in [*hs.__all__, *aliases]:
         assert getattr(hs, name) is getattr(importlib.import_module(hs._HOME[name]), name)
     assert set(hs.__all__) <= set(dir(hs))
 

@@ -40,6 +40,8 @@ def has_bias_rows(log: pd.DataFrame) -> bool:
     >>> has_bias_rows(pd.DataFrame({"item_id": ["a", "a"], "golden_run": [1, 2]}))
     True
     """
+    if not isinstance(log, pd.DataFrame):  # the probe and drift models fit in memory: a lazy log's section is not built
+        return False
     return bool((PROBE in log and log[PROBE].notna().any()) or (AUTHOR in log and log[AUTHOR].notna().any())
                 or (GOLDEN in log and log[GOLDEN].nunique() > 1))  # fmt: skip
 

@@ -251,7 +251,7 @@ def condition_table(log: Any) -> pd.DataFrame:
     for column in [c for c in ATTRIBUTES if has_values(view, c)]:  # a setting never sent is not shown
         values = cells(view.where(~view.blank(column)), [CONDITION], column).groupby(CONDITION, sort=True)[column]
         joined = values.agg(lambda v: v.iloc[0] if len(v) == 1 else ", ".join(sorted(str(x) for x in v)))
-        table[column] = joined.reindex(table.index, fill_value="")  # a condition that never sent it: blank
+        table[column] = joined.astype(object).reindex(table.index, fill_value="")  # a condition that never sent it: blank
     table["error_rate"] = table["n_errors"] / table["n_attempts"]
     columns = [c for c in ATTRIBUTES if c in table]
     return table[[*columns, "n_items", "n_attempts", "attempts_per_item", "n_errors", "error_rate"]].rename_axis(CONDITION).reset_index()

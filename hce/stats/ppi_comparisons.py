@@ -231,7 +231,7 @@ def ppi_compare(
     ]  # fmt: skip
     for method, (theta, se, lam), used in fits:
         for term, est, s in zip(terms, theta, se):
-            stat = est / s
+            stat = est / s if s > 0 else np.nan  # a difference known exactly (SE 0) has no test statistic
             rows.append({"term": term, "estimate": float(est), "ci_low": float(est - z * s),
                          "ci_high": float(est + z * s), "se": float(s), "statistic": float(stat),
                          "p_value": float(2 * stats.norm.sf(abs(stat))), "n": used, "n_labelled": n,

@@ -135,7 +135,9 @@ def test_substantive_kendall_is_tau_b_with_fieller_interval():
                                score="score", method="kendall").iloc[0]
     ref = stats.kendalltau(words, score)
     assert res["estimate"] == pytest.approx(ref.statistic, rel=1e-12)
-    assert res["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+    # 40 pairs on a 1-5 scale are heavily tied: the P is the permutation P of S (issue 45), which the
+    # tie-corrected normal approximation scipy gives (0.644) approaches; 0.03 is far above their gap here
+    assert res["p_value"] == pytest.approx(ref.pvalue, abs=0.03)
     half = stats.norm.ppf(0.975) * np.sqrt(0.437 / 36)  # Fieller et al. (1957), n - 4 = 36
     assert res["ci_high"] == pytest.approx(np.tanh(np.arctanh(ref.statistic) + half), rel=1e-12)
     assert res["n"] == 40 and np.isnan(res["df1"])

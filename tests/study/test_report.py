@@ -108,7 +108,7 @@ def test_scorecard_hand_computed_cases():
     assert card.loc["SM1", "verdict"] == "not met"
     assert card.loc["SM1", "value"] == "H1a P = .001; H2 P = .20; H3 P = .01"  # JAMA P values
     # SM2 is decided by the interval: the Wilson lower limit 96% >= the 95% target.
-    assert card.loc["SM2", "verdict"] == "met" and card.loc["SM2", "value"] == "99.0% [96.0%, 100.0%] of 100"
+    assert card.loc["SM2", "verdict"] == "met" and card.loc["SM2", "value"] == "99.0% (95% CI, 96.0%-100.0%) of 100"
     assert card.loc["SM2", "decides"] == "interval"
     assert card.loc["SM3", "verdict"] == NOT_MEASURABLE  # no hypotheses table from Experiment 1
     assert card.loc["SM5", "verdict"] == NOT_MEASURABLE  # empty uncertainty table
