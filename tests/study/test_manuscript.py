@@ -93,7 +93,10 @@ def cited_value(root: Path, source: str) -> object:
 
 def journal_rounding(shown: str, value: object) -> bool:
     """Whether ``shown`` is ``value`` rounded as the report prints it (P values, percentages, decimals)."""
-    value = float(value)
+    try:
+        value = float(value)
+    except ValueError:  # a text cell cited whole (a claim's evidence, "Mann-Whitney U = 3, P < .001, r = -0.96")
+        return str(value) == shown
     if shown in ("< .001", "> .99"):
         return value < 0.001 if shown[0] == "<" else value > 0.99
     if shown.startswith("."):  # a P value as JAMA prints it (hce.report.tables.format_p)

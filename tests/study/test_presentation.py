@@ -77,8 +77,9 @@ def test_each_statistic_type_has_its_journal_decimals(outputs):
     w_text = re.findall(r"Kendall W = (\d\.\d+) \(95% CI, (\d\.\d+)-(\d\.\d+)\)", manuscript)
     assert w_cells and w_text
     assert {len(d) for cell in w_cells for d in re.findall(r"\d\.(\d+)", cell)} | {len(v.split(".")[1]) for t in w_text for v in t} == {2}
-    ece = re.search(r"expected calibration error[^.]*? was (\d\.\d+) \(95% CI, (\d\.\d+)-(\d\.\d+)\)", manuscript)
-    assert ece and {len(v.split(".")[1]) for v in ece.groups()} == {3}
+    # raw and temperature-adjusted ECE side by side (issue 45 item 4), each to 3 decimals
+    eces = re.findall(r"ECE (\d\.\d+) \(95% CI, (\d\.\d+)-(\d\.\d+)\)", manuscript)
+    assert eces and {len(v.split(".")[1]) for ece in eces for v in ece} == {3}
     cramer = re.findall(r"Cramér V = (\d\.\d+) \(95% CI, (\d\.\d+)-(\d\.\d+)\)", manuscript)
     assert cramer and {len(v.split(".")[1]) for t in cramer for v in t} == {2}
 

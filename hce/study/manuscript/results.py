@@ -11,6 +11,8 @@ Example
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import replace
 from pathlib import Path
 
@@ -291,7 +293,9 @@ def _exp3_sensitivity(cells: Cells) -> list[Inline]:
                   ", ", *p_phrase(cells.p("exp3_rm_anova", key, "p_gg")),
                   "; partial η² = ", *cells.interval("exp3_rm_anova", key, estimate="effect_size"), " on the corrected df."]  # fmt: skip
         if "assumptions" in cells.frame("exp3_rm_anova"):  # a report written before the checks were printed lacks them
-            parts.append(f" Its assumptions: {cells.value('exp3_rm_anova', key, 'assumptions')}.")
+            # in words here; the checks' P values are the cells of the table (a sentence cites no uncited number)
+            checks = re.sub(r"\s*\([^()]*\)", "", str(cells.value("exp3_rm_anova", key, "assumptions")))
+            parts.append(f" Its assumptions (Shapiro-Wilk, Mauchly, each condition's variance; their P values in the RM-ANOVA table of the supplement): {checks}.")
     if cells.has("exp3_cost_latency"):
         frame = cells.frame("exp3_cost_latency")
         # the study report leaves out the latency of simulated calls (the simulator's time, not a model's)
