@@ -339,7 +339,8 @@ def _select_winner(
 def _reachable_note(spread: pd.DataFrame, item: str, condition: str, posthoc_method: str, p_adjust_method: str,
                     alpha: float) -> list[str]:  # fmt: skip
     """Say so when the winner rule can hardly be met: with few items, the post-hoc Wilcoxon
-    test's smallest possible P (``2 / 2^n``, every paired difference of one sign), adjusted over
+    test's smallest possible P with untied differences (``2 / 2^n``, every paired difference of one
+    sign; tied differences go to the normal approximation, which can go lower), adjusted over
     the comparisons, is near or above alpha. A reader should not take "no winner" for evidence
     that the conditions are alike.
 
@@ -362,7 +363,7 @@ def _reachable_note(spread: pd.DataFrame, item: str, condition: str, posthoc_met
         return []
     verdict = (f"above alpha = {alpha:g}: the winner rule cannot be met with this many items" if smallest >= alpha
                else f"close to alpha = {alpha:g}: the winner rule can hardly be met with this many items")
-    return [f"with {n} paired items, the exact Wilcoxon signed-rank test cannot give a P below {2.0 / 2**n:.4f}; "
+    return [f"with {n} paired items, the exact Wilcoxon signed-rank test cannot give a P below {2.0 / 2**n:.4f} when the differences are untied; "
             f"after {p_adjust_method} adjustment over {comparisons} comparisons the smallest reachable P is "
             f"{smallest:.3f}, {verdict} (no winner is then no evidence that the conditions are alike)"]
 
