@@ -17,21 +17,20 @@ import io
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.transforms import Bbox
 
-matplotlib.use("Agg")  # reports are written headless
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure as MplFigure  # noqa: E402
-from matplotlib.transforms import Bbox  # noqa: E402
-
-from hce.errors import HceError  # noqa: E402
-from hce.report._beside import beside  # noqa: E402
-from hce.report.tables import Table  # noqa: E402
+from hce.errors import HceError
+from hce.report._beside import beside
+from hce.report.tables import Table
 
 #: A figure number a builder wrote at the start of a caption ("Figure 4: ", "Figure 4. ").
 _FIGURE_LABEL = re.compile(r"^Figure \d+[.:]\s*")
@@ -70,6 +69,8 @@ class Figure:
         """``bbox_inches="tight"``'s box, measured once for both files: measuring lays out every
         text again, a third of a save's time (issue 35)."""
         if self._bbox is None:
+            if not isinstance(self.figure.canvas, FigureCanvasAgg):  # one unpickled from a worker has a bare canvas
+                FigureCanvasAgg(self.figure)
             renderer = self.figure.canvas.get_renderer()  # the one tight_layout measured with: its text sizes are cached
             self._bbox = self.figure.get_tightbbox(renderer).padded(matplotlib.rcParams["savefig.pad_inches"])
         return self._bbox
@@ -116,12 +117,11 @@ class Report:
 
         Examples
         --------
-        >>> import matplotlib.pyplot as plt
+        >>> from matplotlib.figure import Figure as MplFigure
         >>> doc = Report("Demo")
-        >>> _ = doc.section("A").add(Figure(plt.figure(), "a", "Figure 4: Spread"), Figure(plt.figure(), "b", "Bias"))
+        >>> _ = doc.section("A").add(Figure(MplFigure(), "a", "Figure 4: Spread"), Figure(MplFigure(), "b", "Bias"))
         >>> [f.caption for f in doc.number_figures().figures()]
         ['Figure 1. Spread', 'Figure 2. Bias']
-        >>> plt.close("all")
         """
         for number, figure in enumerate(self.figures(), start=1):
             figure.caption = f"Figure {number}. {_FIGURE_LABEL.sub('', figure.caption)}"
@@ -200,8 +200,11 @@ class Report:
             shutil.rmtree(fresh, ignore_errors=True)
             raise
         finally:
-            for figure in self.figures():
-                plt.close(figure.figure)
+            # The report's own figures never enter pyplot (figures.new_figure); one a user drew with
+            # pyplot and added is let go once written, as pyplot would otherwise keep it.
+            pyplot = sys.modules.get("matplotlib.pyplot")
+            for figure in self.figures() if pyplot else ():
+                pyplot.close(figure.figure)
         return out
 
     def _write_files(self, out: Path, progress: Callable[[str], None]) -> None:

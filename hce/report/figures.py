@@ -11,15 +11,14 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from hce._checks import require_columns  # noqa: E402
-from hce.errors import DataError  # noqa: E402
+from hce._checks import require_columns
+from hce.errors import DataError
 
 _LINES = ("-", "--", ":", "-.")
 #: seaborn 0.13's ``axes_style("whitegrid")``, less its colormap (no figure here draws an image).
@@ -99,7 +98,7 @@ def turned_ticks(names: Sequence[str], *, width_in: float = 6.0) -> int | None:
     return 30 if turned <= 0.95 * slot else 90 if slot >= 0.25 else None
 
 
-def _set_condition_ticks(fig: Figure, ax: plt.Axes, names: Sequence[str]) -> None:
+def _set_condition_ticks(fig: Figure, ax: Axes, names: Sequence[str]) -> None:
     """Condition ticks via :func:`condition_ticks`: the names, turned when long (:func:`turned_ticks`),
     else codes with their key printed under the axes."""
     angle = turned_ticks(names, width_in=fig.get_figwidth())
@@ -119,10 +118,19 @@ def _set_condition_ticks(fig: Figure, ax: plt.Axes, names: Sequence[str]) -> Non
         fig.tight_layout(rect=(0, 0.18 * (text.count("\n") + 1) / fig.get_figheight() + 0.01, 1, 1))
 
 
-def _axes(width: float = 6.0, height: float = 3.6) -> tuple[Figure, plt.Axes]:
-    with plt.rc_context(WHITEGRID):
-        fig, ax = plt.subplots(figsize=(width, height))
-    return fig, ax
+def new_figure(width: float = 6.0, height: float = 3.6, nrows: int = 1, ncols: int = 1, **subplots) -> tuple[Figure, Axes]:
+    """A figure and its axes, drawn outside pyplot: pyplot keeps every figure it makes until closed
+    (and warns past 20), a report makes dozens, and a user's own session and backend stay untouched.
+    ``subplots`` go to :meth:`matplotlib.figure.Figure.subplots`.
+
+    >>> fig, (left, right) = new_figure(9, 4.5, ncols=2, sharey=True)
+    >>> fig.get_size_inches().tolist(), len(fig.axes)
+    ([9.0, 4.5], 2)
+    """
+    with matplotlib.rc_context(WHITEGRID):
+        fig = Figure(figsize=(width, height))
+        FigureCanvasAgg(fig)  # headless, whatever backend the session has; measures text as savefig will
+        return fig, fig.subplots(nrows, ncols, **subplots)
 
 
 def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", title: str | None = None,
@@ -156,7 +164,7 @@ def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", tit
     >>> len(sd_by_condition(df, condition="model", item="item_id").axes[0].lines) >= 2  # a line per item
     True
     """
-    fig, ax = _axes()
+    fig, ax = new_figure()
     data = spread[[condition, sd, *([item] if item else [])]].dropna()
     order = sorted(data[condition].astype(str).unique())
     plot = data.assign(**{condition: data[condition].astype(str)})
@@ -189,7 +197,7 @@ def sd_by_condition(spread: pd.DataFrame, *, condition: str, sd: str = "sd", tit
 
 def sd_histogram(spread: pd.DataFrame, *, sd: str = "sd", thresholds: Sequence[float] = (), title: str | None = None) -> Figure:
     """Distribution of per-item SDs, with threshold lines (e.g. Success Metric 2's 1.0)."""
-    fig, ax = _axes()
+    fig, ax = new_figure()
     values = spread[sd].dropna().to_numpy(dtype=float)
     bins = np.histogram_bin_edges(values, bins="auto") if values.size else 10
     ax.hist(values, bins=bins, color="0.6", edgecolor="0.1")
@@ -210,7 +218,7 @@ def score_histograms(groups: Mapping[str, Sequence[float]], *, bins: Sequence[fl
 
     Used for Experiment 1's G1, G2 and target totals (H1c).
     """
-    fig, ax = _axes()
+    fig, ax = new_figure()
     arrays = {k: np.asarray(v, dtype=float)[np.isfinite(np.asarray(v, dtype=float))] for k, v in groups.items()}
     everything = np.concatenate([a for a in arrays.values() if a.size]) if arrays else np.array([0.0])
     if bins is None:
@@ -227,7 +235,7 @@ def score_histograms(groups: Mapping[str, Sequence[float]], *, bins: Sequence[fl
 
 def bar_with_ci(table: pd.DataFrame, *, label: str, estimate: str = "estimate", ylabel: str = "") -> Figure:
     """Point estimates with interval whiskers (``ci_low``, ``ci_high``), one per row."""
-    fig, ax = _axes()
+    fig, ax = new_figure()
     x = np.arange(len(table))
     y = table[estimate].to_numpy(dtype=float)
     low = y - table["ci_low"].to_numpy(dtype=float)
@@ -275,7 +283,7 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     hidden = table[table["n"] < min_count]
     table = table[table["n"] >= min_count]
     if ax is None:
-        _, ax = plt.subplots(figsize=(4.5, 4.5))
+        _, ax = new_figure(4.5, 4.5)
     for row in table.itertuples():  # the bin sizes, so a point's weight is read, not guessed from its area
         right = row.mean_prob > 0.85  # near the right edge the label goes left of its point, inside the axes
         ax.annotate(f"n={int(row.n)}", (row.mean_prob, row.estimate), textcoords="offset points",
@@ -342,7 +350,7 @@ def bland_altman_plot(data: pd.DataFrame, *, a: str, b: str, item: str | None = 
 
     rows = bland_altman(data, item=item, a=a, b=b, agreement=agreement).set_index("quantity")
     x, y = data[a].astype(float), data[b].astype(float)
-    fig, ax = _axes(5.5, 4.0)
+    fig, ax = new_figure(5.5, 4.0)
     ax.axhline(0, color="0.8", linewidth=1, zorder=0)
     ax.scatter((x + y) / 2, x - y, s=12, color="0.15", alpha=0.7, zorder=3)
     for quantity, style in (("bias", "-"), ("lower_limit", "--"), ("upper_limit", "--")):
@@ -391,8 +399,7 @@ def drift_chart(drift: pd.DataFrame, *, title: str | None = None) -> Figure:
         raise DataError(f"one criterion per chart; got {sorted(drift['criterion'].unique())}")
     x = np.arange(len(drift))
     chart = "CUSUM" if "cusum" in str(drift.get("method", pd.Series([""])).iloc[-1]).lower() else "EWMA"
-    with plt.rc_context(WHITEGRID):
-        fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.0, 4.8), sharex=True, height_ratios=(1, 1))
+    fig, (top, bottom) = new_figure(6.0, 4.8, nrows=2, sharex=True, height_ratios=(1, 1))
     estimate = drift["estimate"].to_numpy(float)
     errors = np.vstack([estimate - drift["ci_low"].to_numpy(float), drift["ci_high"].to_numpy(float) - estimate])
     top.axhline(0, color="0.6", linewidth=1, zorder=0)

@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import yaml
@@ -549,7 +548,7 @@ def _calibration_section(report: Report, results: StudyResults, confidence: floa
             continue
         prefix = experiment_id.split("_")[0].lower()
         metrics, bins = calibration_tables(data, confidence=confidence)
-        fig, axes = plt.subplots(1, 2, figsize=(9, 4.5), sharey=True)
+        fig, axes = figures.new_figure(9, 4.5, ncols=2, sharey=True)
         for ax, name in zip(axes, ("adjusted", "raw")):
             view = bins[(bins["confidence"] == name) & (bins["outcome"] == "agrees_with_repeat")]
             figures.reliability_diagram(view.drop(columns=["confidence", "outcome"]), ax=ax)

@@ -179,3 +179,25 @@ def test_a_report_written_with_a_second_core_is_the_one_written_on_one(tmp_path,
     monkeypatch.setattr(_beside, "can_fork", lambda: False)
     alone = report_with_everything().write(tmp_path / "one")
     assert digest(forked) == digest(alone)
+
+
+def test_a_report_of_many_figures_never_enters_pyplot(tmp_path):
+    """CI of session 6: a worker that had drawn 20 figures failed the demo with pyplot's
+    "More than 20 figures have been opened" warning (an error under the test settings); a study
+    report draws dozens. hce's figures are made outside pyplot, so none is kept or warned of."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    import hce.stats as hs
+    from hce.report.figures import sd_by_condition
+
+    spread = hs.item_spread(hs.simulated_log(n_items=6, n_attempts=3, noise={"A": 0.2, "B": 0.6}))
+    doc = Report("many")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(25):
+            doc.section(f"s{k}").add(Figure(sd_by_condition(spread, condition="condition_id"), f"f{k}", "SD"))
+        assert plt.get_fignums() == []
+        doc.write(tmp_path / "out")
+    assert len(list((tmp_path / "out").rglob("*.png"))) == 25

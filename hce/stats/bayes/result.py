@@ -361,12 +361,15 @@ class BayesResult:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib.pyplot as plt
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure  # outside pyplot, which keeps every figure until closed
 
         table = self.ppc(by=by, confidence=confidence, random_state=random_state)
         levels = [None] if by is None else list(dict.fromkeys(table[by]))
         if ax is None:
-            fig, axes = plt.subplots(1, len(levels), figsize=(3.2 * len(levels) + 1, 3), squeeze=False, sharey=True)
+            fig = Figure(figsize=(3.2 * len(levels) + 1, 3))
+            FigureCanvasAgg(fig)
+            axes = fig.subplots(1, len(levels), squeeze=False, sharey=True)
             axes = axes[0]
         else:
             fig, axes = ax.figure, [ax]
