@@ -138,6 +138,9 @@ def probe_effect(
     estimates ``effect``, the perturbed-minus-original shift. The item-by-condition term enters
     with several conditions, the item-by-version term (the probe's item-specific effect) when a
     cell has several attempts, so a study with repeated attempts is inferred at the item level.
+    When a cell's repeats are identical in every cell (a judge at temperature 0), the model is
+    fitted to the cell means without that term: the full model's limit, where its REML fit
+    would run to a zero residual variance.
     For ``probe="author"`` the judged texts carry ``author_model``: ``effect`` is 1 where its
     family (:func:`model_family`) is the judge's (``rater`` column), and the model is the same
     on the original rows: self-preference, the judge family's score of its own family's texts
@@ -222,13 +225,21 @@ def probe_effect(
         terms = ["effect"]
         if sub["base"].nunique() > 1:
             terms.append("base")
-        random = ["(1 | item)"]
+        random, fitted = ["(1 | item)"], sub
         if sub["base"].nunique() > 1 and probe != "author":
             random.append("(1 | ic)")
         if kind != "clmm" and probe != "author" and sub.groupby("cell").size().max() > 1:
-            random.append("(1 | cell)")
+            if kind == "lmer" and not sub.groupby("cell")["y"].var(ddof=0).any():
+                # Repeats identical in every cell: the residual variance is 0, so the version term and the
+                # residual cannot be told apart and REML runs to its boundary (lme4 too stops there, at a
+                # wrong effect with df near 0). The fit's limit is the model of the cell means with the
+                # version term as the residual: fitted directly, it is exact.
+                fitted = sub.groupby("cell", sort=False)[["y", "effect", "item", "base", "ic"]].first()
+            else:
+                random.append("(1 | cell)")
         formula = f"y ~ {' + '.join(terms)} + {' + '.join(random)}"
-        rows.append(_result_row(column, probe, _fit(sub, formula, kind, confidence), kind, formula, sub, margin, alpha))
+        label = formula if fitted is sub else f"{formula} on the cell means (repeats identical in every cell)"
+        rows.append(_result_row(column, probe, _fit(fitted, formula, kind, confidence), kind, label, sub, margin, alpha))
     twins = frame.index[frame["effect"] == 1]
     if probe != "author" and {FIRST, BASE_FIRST} <= set(data.columns) and len(_columns(score)) > 1 \
             and data.loc[twins, [FIRST, BASE_FIRST]].notna().all(axis=None):

@@ -71,6 +71,25 @@ def test_one_attempt_per_item_is_the_paired_t_test():
     assert out["p_value"] == pytest.approx(t.pvalue, rel=1e-4)
 
 
+def test_identical_repeats_in_every_cell_are_fitted_on_the_cell_means():
+    """Session 6's probe test: at temperature 0.1 every item's two repeats agreed, the residual
+    variance went to 0 and the fit stopped at effect 4.68 with no SE. R 4.2.2's lmerTest stops there
+    too: ``lmer(y ~ effect + (1|item) + (1|cell))`` on these 12 rows gives effect 4.2807, df 0.0072,
+    "nearly unidentifiable". The limit is the cell-means model; R, lmerTest 3.1-3,
+    ``lmer(y ~ effect + (1|item))`` on the 6 cell means: 4.66666666667, SE 1.45296631433, df 2.00000000058,
+    P 0.0847913693 (= the paired t test, whose 95% CI is -1.58494281271 to 10.91827614604)."""
+    means = {"T1": (14, 19), "T2": (12, 19), "T3": (18, 20)}
+    rows = [{"item_id": i, "condition_id": "c" + ("~pad" if p else ""), "probe_id": "pad" if p else "",
+             "base_condition_id": "c", "total": float(means[i][p])} for i in means for p in (0, 1) for _ in range(2)]  # fmt: skip
+    out = hs.probe_effect(pd.DataFrame(rows), probe="pad").iloc[0]
+    assert out["estimate"] == pytest.approx(4.66666666667, abs=1e-8)
+    assert out["std_error"] == pytest.approx(1.45296631433, rel=1e-6)
+    assert out["df"] == pytest.approx(2.0, rel=1e-6)
+    assert out["p_value"] == pytest.approx(0.0847913693, rel=1e-5)
+    assert (out["ci_low"], out["ci_high"]) == pytest.approx((-1.58494281271, 10.91827614604), rel=1e-5)
+    assert out["n"] == 12 and "cell means" in out["method"] and "(1 | cell)" not in out["method"]
+
+
 def test_tost_says_equivalent_exactly_when_the_90_percent_interval_is_inside_the_margin():
     for seed, effect in [(1, 0.0), (2, 0.05), (3, 0.3), (4, -0.1)]:
         log = paired_log(effect=effect, seed=seed)

@@ -1,18 +1,19 @@
 """The Quickstart's `hce demo`: the whole study offline, through the real collection layer."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import hce
 from hce.study.confidence import logprob_confidence
-from hce.study.demo import run_demo
 from hce.study.report import calibration_data, calibration_tables, design_order
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    return run_demo(tmp_path_factory.mktemp("demo") / "demo")
+@pytest.fixture(scope="session")
+def demo(demo_outputs) -> Path:
+    return demo_outputs  # tests/study/conftest.py: one demo and manuscript per test worker, read only here
 
 
 def test_demo_runs_the_study_and_writes_the_report(demo):

@@ -1,6 +1,6 @@
 """The draft manuscript of hce demo's study: numbers traceable to table cells, honest about what ran.
 
-One demo study (simulated judge, ~20 s) is built for the module; the other tests copy what they change.
+One demo study (simulated judge, ~20 s) is shared with the other study tests (tests/study/conftest.py); the other tests copy what they change.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from hce.report.manuscript.model import (
 )
 from hce.report.tables import format_p
 from hce.study.config import load_study
-from hce.study.demo import run_demo
 from hce.study.manuscript import draft, find_study, manuscript
 from hce.study.manuscript.cells import Cells
 from hce.study.manuscript.facts import StudyFacts
@@ -36,9 +35,9 @@ from hce.study.manuscript.front import ABSTRACT_WORDS
 from hce.study.manuscript.supplement import matches_log, write_supplement
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    return run_demo(tmp_path_factory.mktemp("ms") / "demo")
+@pytest.fixture(scope="session")
+def demo(demo_outputs) -> Path:
+    return demo_outputs  # tests/study/conftest.py: one demo and manuscript per test worker, read only here
 
 
 @pytest.fixture(scope="module")

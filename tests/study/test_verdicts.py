@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hce.study.demo import run_demo
 from hce.study.manuscript import manuscript
 from hce.study.report import study_folder_report
 from hce.study.rules import INCONCLUSIVE, NEGATIVE, NOT_MEASURABLE, POSITIVE
@@ -36,11 +35,9 @@ def _build(study: Path, out: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    out = run_demo(tmp_path_factory.mktemp("verdicts") / "demo")
-    manuscript(out)
-    return out
+@pytest.fixture(scope="session")
+def demo(demo_outputs) -> Path:
+    return demo_outputs  # tests/study/conftest.py: one demo and manuscript per test worker, read only here
 
 
 def _study_of(demo: Path) -> Path:
