@@ -13,8 +13,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from hce._pvalues import p_text
 from hce._vocabulary import EFFECT_COLUMNS
-from hce.report.numbers import fixed, format_ci, format_p, interval_decimals
+from hce.report.numbers import fixed, format_ci, interval_decimals
 from hce.stats.result import AnalysisResult
 from hce.stats.tests import p_adjust
 from hce.study.rules import (
@@ -40,18 +41,6 @@ COT_PROMPT = "P2.3"
 DEMOGRAPHIC_STRATA = ("gender", "sex", "age_band", "age_group", "race", "ethnicity")
 #: The confirmatory family across which the Holm-adjusted P is reported (Methods: multiplicity).
 FAMILY = ("H1a", "H1b", "H2", "H3")
-
-
-def p_text(p: float) -> str:
-    """``P = .004`` or ``P < .001``, as JAMA writes a P value in a sentence.
-
-    Examples
-    --------
-    >>> p_text(0.0041), p_text(0.00002)
-    ('P = .004', 'P < .001')
-    """
-    shown = format_p(p)
-    return f"P {shown}" if shown[0] in "<>" else f"P = {shown}"
 
 
 def shown(estimate: float, low: float, high: float) -> str:
