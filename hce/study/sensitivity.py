@@ -160,7 +160,9 @@ def sm2_threshold_note(table: pd.DataFrame) -> str:
     """Success Metric 2's threshold sensitivity in words: whether its verdict turns between the thresholds tried.
 
     ``table`` is :func:`sm2_sensitivity`'s. Thresholds are written "at most 0.30", never with a
-    symbol, and the verdicts are the table's (the rule's words).
+    symbol. The one verdict named is the pre-specified thresholds' (the claim's, as the scorecard
+    gives it); the others are "the same" or "another" (the table's ``verdict`` column names them),
+    so no sentence gives Success Metric 2 a second verdict.
 
     Examples
     --------
@@ -169,27 +171,27 @@ def sm2_threshold_note(table: pd.DataFrame) -> str:
     ...                       "prespecified": [False, True, False, False],
     ...                       "verdict": ["inconclusive", "inconclusive", "not met", "inconclusive"]})
     >>> print(sm2_threshold_note(table))
-    Success Metric 2 at other SD thresholds (threshold sensitivity): with the pre-specified thresholds (category SD at most 0.40 on the mean of a transcript's category SDs, total SD at most 1.0) 8 of 8 transcripts pass, inconclusive; with the threshold on the mean of a transcript's category SDs, inconclusive at every threshold tried (category SD at most 0.30 or 0.40); with the threshold on every category SD, not met at category SD at most 0.30 (5 of 8) and inconclusive at category SD at most 0.40 (8 of 8). The verdict turns only with the threshold on every category SD instead of the mean of a transcript's category SDs: it rests on that reading of the rule, not on the thresholds
+    Success Metric 2 at other SD thresholds (threshold sensitivity): at the pre-specified thresholds (category SD at most 0.40 on the mean of a transcript's category SDs, total SD at most 1.0) 8 of 8 transcripts pass, and the verdict is inconclusive; with the threshold on the mean of a transcript's category SDs, the verdict is the same at every threshold tried (category SD at most 0.30 or 0.40); with the threshold on every category SD, it is another at category SD at most 0.30 (5 of 8) and the same at category SD at most 0.40 (8 of 8). The verdict turns only with the threshold on every category SD instead of the mean of a transcript's category SDs: it rests on that reading of the rule, not on the thresholds
     """
     pre = table[table["prespecified"].astype(bool)]
     parts = []
+    reference = pre["verdict"].iloc[0] if len(pre) else None
     if len(pre):
         row = pre.iloc[0]
-        parts.append(f"with the pre-specified thresholds (category SD at most {row['category_max']:.2f} on "
+        parts.append(f"at the pre-specified thresholds (category SD at most {row['category_max']:.2f} on "
                      f"{_CATEGORY_RULES[row['category_rule']]}, total SD at most {row['total_max']:.1f}) "
-                     f"{int(row['n_below'])} of {int(row['n_items'])} transcripts pass, {row['verdict']}")  # fmt: skip
+                     f"{int(row['n_below'])} of {int(row['n_items'])} transcripts pass, and the verdict is {reference}")  # fmt: skip
     several_totals = table["total_max"].nunique() > 1
     for rule, rows in table.groupby("category_rule", sort=False):
-        where = [_pair(r, several_totals) for r in rows.itertuples(index=False)]
-        if rows["verdict"].nunique() == 1:
+        if reference is not None and (rows["verdict"] == reference).all():
             tried = "category SD at most " + " or ".join(f"{v:.2f}" for v in sorted(rows["category_max"].unique()))
             if several_totals:
                 tried += ", total SD at most " + " or ".join(f"{v:.1f}" for v in sorted(rows["total_max"].unique()))
-            parts.append(f"with the threshold on {_CATEGORY_RULES[rule]}, {rows['verdict'].iloc[0]} at every threshold tried "
-                         f"({tried})")  # fmt: skip
+            parts.append(f"with the threshold on {_CATEGORY_RULES[rule]}, the verdict is the same at every threshold tried ({tried})")
         else:
-            said = [f"{r.verdict} at {pair} ({int(r.n_below)} of {int(r.n_items)})" for r, pair in zip(rows.itertuples(index=False), where)]
-            parts.append(f"with the threshold on {_CATEGORY_RULES[rule]}, {', '.join(said[:-1])} and {said[-1]}")
+            said = [f"{'the same' if r.verdict == reference else 'another'} at {_pair(r, several_totals)} "
+                    f"({int(r.n_below)} of {int(r.n_items)})" for r in rows.itertuples(index=False)]  # fmt: skip
+            parts.append(f"with the threshold on {_CATEGORY_RULES[rule]}, it is {', '.join(said[:-1])} and {said[-1]}")
     rule = pre["category_rule"].iloc[0] if len(pre) else "mean"
     if table.loc[table["category_rule"] == rule, "verdict"].nunique() > 1:
         ending = "The verdict turns with the thresholds: it rests on their choice"

@@ -93,8 +93,10 @@ def test_the_threshold_sensitivity_note_is_in_words():
     note = sm2_threshold_note(table)
     assert not re.search(r"<=|>=|≤|≥|<|>", note)
     assert "category SD at most 0.40 on the mean of a transcript's category SDs, total SD at most 1.0) 8 of 8" in note
-    assert "inconclusive at every threshold tried (category SD at most 0.30 or 0.40 or 0.50)" in note
-    assert "not met at category SD at most 0.30 (5 of 8)" in note
+    assert "the verdict is the same at every threshold tried (category SD at most 0.30 or 0.40 or 0.50)" in note
+    assert "it is another at category SD at most 0.30 (5 of 8), the same at category SD at most 0.40 (8 of 8)" in note
+    # one verdict word only, the pre-specified thresholds' (the scorecard's): the table names the others
+    assert re.findall(r"\b(?:not met|met|inconclusive)\b", note) == ["inconclusive"]
     assert note.endswith("The verdict turns only with the threshold on every category SD instead of the mean of a "
                          "transcript's category SDs: it rests on that reading of the rule, not on the thresholds")
     turning = table.assign(verdict=["not met", "inconclusive", "inconclusive"] * 2)
