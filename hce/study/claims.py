@@ -142,12 +142,20 @@ def near_alpha_notes(claims: pd.DataFrame) -> list[str]:
     >>> near_alpha_notes(table)
     ['H2 was supported on P = .04, within 0.01 of alpha = 0.05: a tie correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the edge, not a robust one)']
     """
+    return [f"{row.id} was {row.verdict} on {p_text(row.p_value)}, within {NEAR_ALPHA:g} of alpha = {row.alpha:g}: "
+            f"{NEAR_ALPHA_WHY}" for row in near_alpha(claims).itertuples(index=False)]
+
+
+#: Why a verdict within :data:`NEAR_ALPHA` of its alpha gets a note, in every output that states one.
+NEAR_ALPHA_WHY = ("a tie correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the "
+                  "edge, not a robust one)")
+
+
+def near_alpha(claims: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a hypotheses or scorecard table decided by a P within :data:`NEAR_ALPHA` of their alpha."""
     if "p_value" not in claims:
-        return []
-    edge = claims[(claims["decides"] == "p") & ((claims["p_value"] - claims["alpha"]).abs() < NEAR_ALPHA)]
-    return [f"{row.id} was {row.verdict} on {p_text(row.p_value)}, within {NEAR_ALPHA:g} of alpha = {row.alpha:g}: a tie "
-            "correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the edge, not "
-            "a robust one)" for row in edge.itertuples(index=False)]  # fmt: skip
+        return claims.iloc[0:0]
+    return claims[(claims["decides"] == "p") & ((claims["p_value"] - claims["alpha"]).abs() < NEAR_ALPHA)]
 
 
 def _with_p(rows: list[dict[str, object]]) -> pd.DataFrame:
