@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 from scipy import stats
 
-from hce._pvalues import p_text
+from hce._pvalues import format_p, p_text
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import success_metric_2
 from hce.stats.tests import block_matrix, tie_term
@@ -235,9 +235,10 @@ def reachable_note(spread: pd.DataFrame, item: str, condition: str, posthoc_meth
         return []
     verdict = (f"above alpha = {alpha:g}: the winner rule cannot be met with this many items" if smallest >= alpha
                else f"close to alpha = {alpha:g}: the winner rule can hardly be met with this many items")
-    return [f"with {n} paired items, the exact Wilcoxon signed-rank test cannot give a P below {2.0 / 2**n:.4f} when the differences are untied; "
+    # P values as JAMA writes them (hce._pvalues), as every other P of the report
+    return [f"with {n} paired items, the exact Wilcoxon signed-rank test cannot give a P below {format_p(2.0 / 2**n)} when the differences are untied; "
             f"after {p_adjust_method} adjustment over {comparisons} comparisons the smallest reachable P is "
-            f"{smallest:.3f}, {verdict} (no winner is then no evidence that the conditions are alike)"]
+            f"{format_p(smallest)}, {verdict} (no winner is then no evidence that the conditions are alike)"]
 
 
 __all__ = ["friedman_uncorrected", "reachable_note", "sm1_tie_sensitivity", "sm2_sensitivity", "sm2_threshold_note", "tie_notes"]

@@ -150,6 +150,8 @@ def test_every_number_in_the_discussion_and_limitations_is_a_cited_cell(demo, do
     assert len(numbers) > 20
     wrong = [(n.text, n.source) for n in numbers if not journal_rounding(n.text, cited_value(demo, n.source))]
     assert not wrong
+    # issue 45: "the prompt chosen on gpt-4o-mini is carried to gpt-4o without comment"
+    assert "The prompt P2.3 was chosen in Experiment 2 on gpt-4o-mini-2024-07-18 and used with" in text(blocks)
 
 
 def test_a_changed_table_cell_changes_the_text(demo, doc, tmp_path):

@@ -252,8 +252,21 @@ def test_a_verdict_within_001_of_alpha_gets_its_note_in_report_and_manuscript(st
             "asymptotic P or another alpha could turn it")
     report, manuscript_path = outputs(stricter)
     assert note in (report / "report.md").read_text(encoding="utf-8")
-    limitations = manuscript_path.read_text(encoding="utf-8").split("4.4 Limitations", 1)[1].split("4.5", 1)[0]
-    assert note in limitations
+    plain = re.sub(r"<!--.*?-->", "", manuscript_path.read_text(encoding="utf-8"))  # the numbers' source comments out
+    assert note in plain.split("4.4 Limitations", 1)[1].split("4.5", 1)[0]
     ties = pd.read_csv(report / "tables" / "sm1_tie_sensitivity.csv").set_index("id")
     assert (ties["alpha"] == 0.01).all()  # the study's alpha, not the default
     assert ties.loc["H2", "sensitivity"] == "not below alpha = 0.01 with and without the tie correction"
+
+
+def test_every_p_value_in_a_sentence_is_written_as_jama(demo):
+    # issue 45 (item 6): on main the RM-ANOVA checks said "Shapiro-Wilk P = 0.0041" and the winner rule's note "the
+    # smallest reachable P is 0.047"; one formatter (hce._pvalues) writes "P = .004", ".047". A rule's threshold
+    # ("P < 0.05") is alpha, not a P value.
+    report, manuscript_path = outputs(demo)
+    for path in (report / "report.md", manuscript_path):
+        text = re.sub(r"<!--.*?-->", "", path.read_text(encoding="utf-8"))
+        wrong = re.findall(r".{40}\bP(?: value)?(?: =| >| below| is| of)? 0\.\d+", text)
+        assert not wrong, (path.name, wrong[:3])
+        assert not re.search(r"\bP(?: value)?(?: =| <| >)? ?\d(?:\.\d+)?e-\d", text), path.name  # no scientific notation
+    assert "Shapiro-Wilk P = .004" in (report / "report.md").read_text(encoding="utf-8")
