@@ -386,7 +386,7 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
     prefix (``exp2_total_spread``). Returns what could not be computed (``not_reported``
     entries, named after the experiment), for the study report's one "Not reported" list.
     A test that repeats one of ``plan`` (the experiment's analysis) shows the plan's rows.
-    ``humans`` (the rows' human ratings: :func:`hce.study.human_ratings.ratings_for`) adds the
+    ``humans`` (the rows' human ratings: ``hce.study.human_ratings.ratings_for``) adds the
     section "Agreement with human raters"; the "Judge biases" section comes when the rows carry probes or a golden
     history (:mod:`hce.report.biases`).
     """
@@ -654,7 +654,7 @@ def study_report(
         kappa, concordance, Bland-Altman, PPI and the label budget: ``hce.report.humans``), as
         do log rows with ``rater_role == "human"``; Experiment 1 without ratings of its own
         compares the judge with its targets (rater ``target``,
-        :func:`hce.study.human_ratings.target_ratings`). Default None.
+        ``hce.study.human_ratings.target_ratings``). Default None.
 
     Returns
     -------

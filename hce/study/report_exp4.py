@@ -89,7 +89,7 @@ def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
 
 def reasoning_section(report: Report, results: StudyResults, confidence: float) -> None:
     """Experiment 4's section: Table 3, the chi-squared/Fisher tests and the coders' kappa; then the LLM coder
-    against the researchers (:func:`hce.study.human_ratings.coder_section`)."""
+    against the researchers (``hce.study.human_ratings.coder_section``)."""
     data = results.reasoning
     if data is None:
         return

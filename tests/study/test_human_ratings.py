@@ -146,3 +146,24 @@ def test_demo_experiments_without_human_ratings_have_no_such_section(demo_output
     report = (demo_outputs / "report.md").read_text(encoding="utf-8")
     titles = [line for line in report.splitlines() if line.startswith("## ") and line.endswith("Agreement with human raters")]
     assert titles == ["## Experiment 1: Agreement with human raters", "## Experiment 4: Agreement with human raters"]
+
+
+@pytest.mark.slow  # a simulated run of Exp 1 and its study report: 11 s idle, far more on the shared 2 cores
+def test_a_study_run_with_exp1_humans_reports_them_from_its_folder(tmp_path):
+    from hce.study import run_study
+    from hce.study.report import study_folder_report
+
+    pd.DataFrame([{"item_id": f"SYN-{i:03d}", "rater": f"dr{r}", "total": 10 + i + r} for i in range(1, 5)
+                  for r in range(2)]).to_csv(tmp_path / "exp1_humans.csv", index=False)  # fmt: skip
+    config = {"output": "out", "experiments": {"exp1": {"synthetic": {"n": 4}, "attempts": 2, "humans": "exp1_humans.csv"},
+                                               **{k: {"enabled": False} for k in ("exp2", "exp3", "exp4", "exp5")}}}  # fmt: skip
+    write(tmp_path / "study.yaml", yaml.safe_dump(config))
+    run_study(tmp_path / "study.yaml", simulate=True)
+    resolved = yaml.safe_load((tmp_path / "out" / "study.resolved.yaml").read_text())
+    assert resolved["experiments"]["exp1"]["humans"] == str((tmp_path / "exp1_humans.csv").resolve())
+    section = next(s for s in study_folder_report(tmp_path / "out", random_state=0).sections
+                   if s.title == "Experiment 1: Agreement with human raters")  # fmt: skip
+    names = [b.name for b in section.blocks if not isinstance(b, str)]
+    assert "exp1_alt_test_total" in names and "exp1_human_budget_total" in names  # the humans, not the targets
+    texts = " ".join(b for b in section.blocks if isinstance(b, str))
+    assert "target scores" not in texts and "no human has 30 items" in texts
