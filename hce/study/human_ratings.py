@@ -51,8 +51,8 @@ def read_ratings(path: str | os.PathLike, what: str, scores: tuple[str, ...] = (
     """Read a CSV of human ratings and check it, naming ``what`` (the study file's key) in every error.
 
     Item ids stay text (``001`` is not ``1``, as in the log). The ratings need ``item_id`` and
-    ``rater`` on every row and at least one score column among ``scores`` (the rubric's
-    criteria and ``total``; any numeric column when empty), each a number or blank.
+    ``rater`` on every row and, when ``scores`` (the rubric's criteria and ``total``) are
+    given, at least one of them as a column, each cell a number or blank.
 
     Examples
     --------
@@ -79,7 +79,9 @@ def read_ratings(path: str | os.PathLike, what: str, scores: tuple[str, ...] = (
         blank = np.flatnonzero(frame[column].isna().to_numpy())
         if blank.size:
             raise CollectError(f"{what}: row {blank[0] + 1} (line {blank[0] + 2} of the CSV) has no {column}")
-    named = [c for c in scores if c in frame] if scores else [c for c in frame if c not in (ITEM, RATER, ROLE, "condition_id")]
+    if not scores:  # read for a report: the section names a criterion it cannot read
+        return frame
+    named = [c for c in scores if c in frame]
     if not named:
         raise CollectError(f"{what}: no score column in the human ratings; name them as the rubric's criteria or total "
                            f"({', '.join(scores)}); columns: {list(frame.columns)}")  # fmt: skip
