@@ -810,7 +810,7 @@ def report(
 
             extra = [bayes_section] if bayes else []
             options = {"strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed,
-                       **({"humans": humans} if humans is not None else {})}  # a study folder's humans.csv otherwise
+                       **({"humans": humans} if humans is not None else {})}  # else a study folder's humans: keys or humans.csv
             progress("analysing the experiments")
             if study_folder:
                 built = study_folder_report(logs[0], **options, **titled)
