@@ -245,7 +245,7 @@ def coder_tables(codes: pd.DataFrame, dimensions: list[str], *, confidence: floa
         if len(humans) >= 2 and llms:
             result = hs.alt_test(part, item="segment", rater="coder", score=dimension, judge=llms, scoring="accuracy")
             alt.append(result["summary"].assign(dimension=dimension))
-            notes += [f"{dimension}: {note}" for note in result.notes]
+            notes += [(dimension, note) for note in result.notes]
         for llm in llms:
             for human in humans:
                 pair = part[part["coder"].isin([llm, human])]
@@ -254,6 +254,7 @@ def coder_tables(codes: pd.DataFrame, dimensions: list[str], *, confidence: floa
                 wide = pair.pivot_table(index="segment", columns="coder", values=dimension, aggfunc="first").dropna()
                 row = hs.cohen_kappa(wide.reset_index(), item="segment", rater=[llm, human], confidence=confidence)
                 kappa.append(row.assign(dimension=dimension, llm=llm, human=human))
+    notes = _by_dimension(notes, dimensions)
     if len(humans) < 2:
         notes.append(f"no alt-test: it needs at least two researchers' codes of a segment; the codes have "
                      f"{len(humans)} researcher{'s' * (len(humans) != 1)} ({', '.join(humans) or 'none'})")  # fmt: skip
@@ -266,6 +267,21 @@ def coder_tables(codes: pd.DataFrame, dimensions: list[str], *, confidence: floa
         kappa_table = kappa_table[["dimension", "llm", "human", *[c for c in kappa_table.columns
                                                                  if c not in ("dimension", "llm", "human")]]]
     return alt_table, kappa_table, notes
+
+
+def _by_dimension(notes: list[tuple[str, str]], dimensions: list[str]) -> list[str]:
+    """The alt-test's notes, once for the dimensions they share (five dimensions, one dropped-items note).
+
+    Examples
+    --------
+    >>> _by_dimension([("a", "dropped 3"), ("b", "dropped 3"), ("b", "skipped h1")], ["a", "b"])
+    ['every dimension: dropped 3', 'b: skipped h1']
+    """
+    shared = {}
+    for dimension, note in notes:
+        shared.setdefault(note, []).append(dimension)
+    return [f"every dimension: {note}" if len(dimensions) > 1 and sorted(set(found)) == sorted(dimensions)
+            else f"{', '.join(dict.fromkeys(found))}: {note}" for note, found in shared.items()]  # fmt: skip
 
 
 def coder_section(report: Report, results: StudyResults, confidence: float) -> None:
