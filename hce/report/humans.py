@@ -88,7 +88,8 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
                      "name the human score columns as the log's criteria")  # fmt: skip
         return
     targets = ROLE in humans and humans[ROLE].astype(str).str.lower().eq(TARGET).all()
-    per_condition = CONDITION in humans and humans[CONDITION].notna().any()
+    humans, unknown = per_condition_ratings(humans, context.log[CONDITION])
+    per_condition = CONDITION in humans
     section = document.section(TITLE)
     section.add("Each condition is one judge. Alt-test: Calderon, Reichart & Dror (2025), each human left out in turn, "
                 "the judge's mean score per item against the remaining humans by negative RMSE, epsilon = 0.2 "
@@ -104,6 +105,9 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
     if per_condition:
         section.add("The human ratings are per condition (their condition_id column): each condition is compared with "
                     "the labels of its own outputs.")  # fmt: skip
+    if unknown:
+        section.add(f"Note: {sum(unknown.values())} rating row(s) name a condition_id the judge's rows do not have, and are "
+                    f"left out: {', '.join(f'{c!r} ({n})' for c, n in unknown.items())}.")  # fmt: skip
     for criterion in criteria:
         keep = [ITEM, RATER, criterion.column, *([CONDITION] if per_condition else [])]
         human = humans[keep].dropna(subset=[ITEM, RATER, criterion.column])
@@ -212,6 +216,33 @@ SAME_ITEMS_NOTE = ("Note: the conditions judged the same items, and an item's hu
                    "conditions' judge errors differ, not a difference the humans would see. To compare conditions on "
                    "the human scale, have the humans rate each condition's output (a condition_id column in the "
                    "human ratings).")  # fmt: skip
+
+
+def per_condition_ratings(humans: pd.DataFrame, conditions: pd.Series) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The ratings with ``condition_id`` kept only when it names the judge's conditions (ratings per condition).
+
+    A ``condition_id`` naming none of them is the humans' own (rows ``rater_role == "human"``
+    of a stacked log): the ratings are of the items, and the column is dropped. When some rows
+    name a judge's condition, those with another (not blank) are left out, counted per value.
+
+    Examples
+    --------
+    >>> humans = pd.DataFrame({"item_id": ["a", "a", "b"], "rater": "dr1", "condition_id": ["A", "C", None]})
+    >>> kept, unknown = per_condition_ratings(humans, pd.Series(["A", "B"]))
+    >>> kept["condition_id"].tolist(), unknown
+    (['A', nan], {'C': 1})
+    >>> "condition_id" in per_condition_ratings(humans.assign(condition_id="humans"), pd.Series(["A"]))[0]
+    False
+    """
+    if CONDITION not in humans:
+        return humans, {}
+    named = humans[CONDITION].notna()
+    known = named & humans[CONDITION].astype(str).isin(set(conditions.astype(str)))
+    if not known.any():
+        return humans.drop(columns=CONDITION), {}
+    other = named & ~known
+    unknown = humans.loc[other, CONDITION].astype(str).value_counts(sort=False).to_dict()
+    return humans.loc[~other], {str(k): int(v) for k, v in unknown.items()}
 
 
 def labels_of(human: pd.DataFrame, condition: object) -> pd.DataFrame:

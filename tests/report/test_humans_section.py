@@ -59,6 +59,11 @@ def test_section_from_rater_role_rows():
                                        attempt_id=[f"h{i}" for i in range(len(humans))])], ignore_index=True)  # fmt: skip
     doc = report(stacked, random_state=0)
     assert section(doc) is not None
+    # the humans' own condition_id ("humans") is no judge's: the ratings are of the items, as from a table
+    from_table = section(report(log, humans=humans, random_state=0))
+    for name in ("alt_test_accuracy", "human_agreement_accuracy", "human_kappa_accuracy"):
+        got, want = (next(b.data for b in s.blocks if getattr(b, "name", "") == name) for s in (section(doc), from_table))
+        pd.testing.assert_frame_equal(got, want)
     overview = next(s for s in doc.sections if s.title.startswith("Attempts"))
     table = next(b for b in overview.blocks if hasattr(b, "data")).data
     assert "humans" not in table["condition_id"].tolist()
@@ -144,6 +149,9 @@ def test_human_ratings_per_condition_are_each_conditions_own():
                      for r in range(3)], ignore_index=True)  # fmt: skip
     found = section(report(log, humans=per, random_state=0))
     assert any("per condition" in t for t in texts(found))
+    extra = pd.concat([per, per.head(2).assign(condition_id="retired")], ignore_index=True)
+    assert any("2 rating row(s) name a condition_id the judge's rows do not have" in t and "'retired' (2)" in t
+               for t in texts(section(report(log, humans=extra, random_state=0))))
     agreement = next(b.data for b in found.blocks if getattr(b, "name", "") == "human_agreement_accuracy").set_index("condition_id")
     assert agreement.loc["poor", "bias"] == pytest.approx(0) and agreement.loc["poor", "ccc"] == pytest.approx(1)
     assert agreement.loc["good", "bias"] == pytest.approx(-1)  # the judge scores 1 below its own labels
