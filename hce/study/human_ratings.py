@@ -148,13 +148,21 @@ def ratings_of_folder(folder: Path, config: Mapping[str, Any] | None) -> dict[st
     """
     found: dict[str, Path] = {}
     config = config or {}
+
+    def recorded(key: str, value: str) -> Path:
+        path = Path(value)
+        if not path.is_file():
+            raise CollectError(f"{folder / 'study.resolved.yaml'}: {key}: {path} does not exist (moved since the run?); "
+                               "put it back, or give the ratings with --humans FILE (study_report(..., humans=...))")  # fmt: skip
+        return path
+
     if config.get("humans"):
-        found[STUDY_WIDE] = Path(config["humans"])
+        found[STUDY_WIDE] = recorded("humans", config["humans"])
     elif (folder / HUMANS_FILE).is_file():
         found[STUDY_WIDE] = folder / HUMANS_FILE
     for key, exp in (config.get("experiments") or {}).items():
         if key in RATED and (exp or {}).get("humans") and (exp or {}).get("id"):
-            found[exp["id"]] = Path(exp["humans"])
+            found[exp["id"]] = recorded(f"experiments.{key}.humans", exp["humans"])
     return found
 
 

@@ -68,6 +68,9 @@ def test_the_run_records_absolute_paths_and_the_folder_report_finds_them(tmp_pat
     assert study.config["humans"] == "ratings.csv"  # the study's own configuration is left as written
     found = ratings_of_folder(tmp_path / "elsewhere", resolved)
     assert found == {STUDY_WIDE: folder.resolve() / "ratings.csv", "EXP2_PromptOptimization": folder.resolve() / "exp2.csv"}
+    (folder / "exp2.csv").unlink()  # moved after the run: the report says which key and what to do
+    with pytest.raises(CollectError, match=r"study\.resolved\.yaml: experiments\.exp2\.humans: .*exp2\.csv does not exist"):
+        ratings_of_folder(tmp_path / "elsewhere", resolved)
     # without a humans: key the folder's humans.csv is the study-wide file
     (tmp_path / "out").mkdir()
     write(tmp_path / "out" / "humans.csv", "item_id,rater,total\nT1,dr1,3\n")
