@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 import hce.stats as hs
 from hce.errors import DataError
-from hce.report.document import Report
+from hce.report import figures
+from hce.report.document import Figure, Report
 from hce.report.sections import CONDITION, ITEM, _attempt, _Context
 from hce.report.tables import Table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure as MplFigure
 
 ROLE = "rater_role"
 RATER = "rater"
@@ -147,10 +152,11 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
                               f"alt_test_{stem}", context.confidence), *_condensed(notes))  # fmt: skip
 
         def agreement(by_condition=by_condition, judged=judged, criterion=criterion, stem=stem) -> None:
-            rows = []
+            rows, pairs = [], {}
             for condition, part in judged.groupby(CONDITION, sort=True):
                 mean_human = by_condition[condition].groupby(ITEM)["score"].mean().rename("humans")
                 wide = part.set_index(ITEM)["score"].rename("judge").to_frame().join(mean_human, how="inner").reset_index()
+                pairs[condition] = wide
                 ccc = hs.concordance(wide, a="judge", b="humans").iloc[0]
                 ba = hs.bland_altman(wide, a="judge", b="humans").set_index("quantity")["estimate"]
                 rows.append({CONDITION: condition, "n_items": len(wide), "ccc": ccc.estimate, "ccc_ci_low": ccc.ci_low,
@@ -158,6 +164,9 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
                              "upper_limit": ba["upper_limit"], "proportional_bias": ba["proportional_bias"]})  # fmt: skip
             section.add(Table(pd.DataFrame(rows), f"Judge against the humans' mean ({criterion.name})",
                               f"human_agreement_{stem}", context.confidence))  # fmt: skip
+            section.add(Figure(bland_altman_panels(pairs), f"human_bland_altman_{stem}",
+                               f"Bland-Altman plot of the judge's item mean against the humans' ({criterion.name}): "
+                               "bias and 95% limits of agreement with their confidence bands, one panel per condition"))  # fmt: skip
 
         def kappa(by_condition=by_condition, judged=judged, criterion=criterion, stem=stem) -> None:
             tables = [kappa_with_humans(part, by_condition[condition], confidence=context.confidence)
@@ -243,6 +252,27 @@ def per_condition_ratings(humans: pd.DataFrame, conditions: pd.Series) -> tuple[
     other = named & ~known
     unknown = humans.loc[other, CONDITION].astype(str).value_counts(sort=False).to_dict()
     return humans.loc[~other], {str(k): int(v) for k, v in unknown.items()}
+
+
+def bland_altman_panels(pairs: dict[object, pd.DataFrame]) -> MplFigure:
+    """One Bland-Altman panel per condition (``judge`` against ``humans``, one row per item), three to a row.
+
+    Examples
+    --------
+    >>> wide = pd.DataFrame({"item_id": range(5), "judge": [3.0, 4, 2, 5, 4], "humans": [3.0, 3, 2, 4, 4]})
+    >>> len(bland_altman_panels({"A": wide, "B": wide.assign(judge=wide["judge"] - 1)}).axes)
+    2
+    """
+    ncols = min(len(pairs), 3)
+    nrows = -(-len(pairs) // ncols)
+    fig, axes = figures.new_figure(4.2 * ncols, 3.4 * nrows, nrows=nrows, ncols=ncols, squeeze=False, sharey=True)
+    panels = list(axes.ravel())
+    for ax, (condition, wide) in zip(panels, pairs.items()):
+        figures.bland_altman_plot(wide, a="judge", b="humans", ax=ax, title=str(condition))
+    for ax in panels[len(pairs):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return fig
 
 
 def labels_of(human: pd.DataFrame, condition: object) -> pd.DataFrame:

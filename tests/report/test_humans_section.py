@@ -178,3 +178,15 @@ def test_one_rater_per_item_says_why_there_is_no_alt_test_and_targets_have_no_bu
     # one human per item, no target role: the alt-test's words, and the budget priced as human labels
     found = section(report(log, humans=target.drop(columns="rater_role"), random_state=0))
     assert "human_budget_accuracy" in {getattr(b, "name", "") for b in found.blocks}
+
+
+def test_the_bland_altman_figure_has_a_panel_per_condition():
+    log, humans = log_and_humans()
+    found = section(report(log, humans=humans, random_state=0))
+    figure = next(b for b in found.blocks if getattr(b, "name", "") == "human_bland_altman_accuracy")
+    titles = [ax.get_title() for ax in figure.figure.axes if ax.get_visible()]
+    assert titles == ["good", "poor"]
+    bias = next(b.data for b in found.blocks if getattr(b, "name", "") == "human_agreement_accuracy").set_index("condition_id")["bias"]
+    for ax, condition in zip(figure.figure.axes, titles):  # the solid line is the table's bias
+        solid = [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "-" and line.get_linewidth() == 1.5]
+        assert solid == [pytest.approx(bias[condition])]
