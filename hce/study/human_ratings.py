@@ -205,6 +205,29 @@ def ratings_for(humans: Mapping[str, pd.DataFrame], experiment_id: object, rows:
     return ratings
 
 
+def unmatched_ratings(humans: Mapping[str, pd.DataFrame], experiment_id: object, rows: pd.DataFrame,
+                      label: str) -> list[dict[str, str]]:  # fmt: skip
+    """A "Not reported" entry when the ratings given for this experiment itself rate none of its items.
+
+    Study-wide ratings that miss one experiment's items rate another's; ratings named for an
+    experiment that miss all of its items are a mistake the report must not pass over.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"item_id": ["A1", "A2"]})
+    >>> ratings = {"EXP2_PromptOptimization": pd.DataFrame({"item_id": ["B1"], "rater": ["dr1"], "total": [3]})}
+    >>> unmatched_ratings(ratings, "EXP2_PromptOptimization", rows, "Experiment 2")[0]["reason"]
+    "the human ratings given for this experiment rate none of its 2 items (their item ids, e.g. 'B1', are not the log's, e.g. 'A1')"
+    """
+    own = humans.get(str(experiment_id))
+    if own is None or ITEM not in rows or own[ITEM].astype(str).isin(rows[ITEM].astype(str)).any():
+        return []
+    theirs, ours = own[ITEM].astype(str).iloc[0] if len(own) else "none", rows[ITEM].astype(str).iloc[0] if len(rows) else "none"
+    return [{"section": f"{label}: {TITLE}", "reason": f"the human ratings given for this experiment rate none of its "
+             f"{rows[ITEM].nunique()} items (their item ids, e.g. {theirs!r}, are not the log's, e.g. {ours!r})",
+             "fix": "check the ratings' item_id column against the experiment's log"}]  # fmt: skip
+
+
 def target_ratings(rows: pd.DataFrame) -> pd.DataFrame | None:
     """Experiment 1's targets as ratings of the rater ``target``: each synthetic transcript's ``target_total``
     (and ``target_<criterion>`` where the log has them), with ``rater_role`` ``"target"``; None without targets."""

@@ -77,6 +77,17 @@ def test_the_run_records_absolute_paths_and_the_folder_report_finds_them(tmp_pat
     assert ratings_of_folder(tmp_path / "out", {}) == {STUDY_WIDE: tmp_path / "out" / "humans.csv"}
 
 
+def test_ratings_named_for_an_experiment_that_rate_none_of_its_items_are_not_passed_over():
+    from hce.study.human_ratings import unmatched_ratings
+
+    rows = pd.DataFrame({"item_id": ["A1", "A2"]})
+    wrong = pd.DataFrame({"item_id": ["001"], "rater": ["dr1"], "total": [3.0]})
+    entry = unmatched_ratings({"EXP2_PromptOptimization": wrong}, "EXP2_PromptOptimization", rows, "Experiment 2")
+    assert entry[0]["section"] == "Experiment 2: Agreement with human raters" and "'001'" in entry[0]["reason"]
+    assert unmatched_ratings({STUDY_WIDE: wrong}, "EXP2_PromptOptimization", rows, "Experiment 2") == []  # another's items
+    assert unmatched_ratings({"EXP2_PromptOptimization": wrong.assign(item_id="A2")}, "EXP2_PromptOptimization", rows, "x") == []
+
+
 def test_exp1_targets_are_the_rater_target_unless_exp1_has_ratings():
     rows = pd.DataFrame({"item_id": ["S1", "S1", "S2"], "target_total": [12, 12, 18], "total": [11, 13, 17]})
     targets = target_ratings(rows)
