@@ -599,6 +599,8 @@ name: my-study
 output: study_output
 corpus:
   paths: [{corpus}]     # folders of .txt, or .csv / .jsonl files with id and text columns
+# humans: ratings.csv   # human ratings of the items (item_id, rater, a column per criterion or total):
+#                       # the report's "Agreement with human raters"; experiments.expN.humans for one experiment
 {extra}"""
 
 

@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 import hce.stats as hs
 from hce.errors import DataError
-from hce.report.document import Report
+from hce.report import figures
+from hce.report.document import Figure, Report
 from hce.report.sections import CONDITION, ITEM, _attempt, _Context
 from hce.report.tables import Table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure as MplFigure
 
 ROLE = "rater_role"
 RATER = "rater"
@@ -88,7 +93,8 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
                      "name the human score columns as the log's criteria")  # fmt: skip
         return
     targets = ROLE in humans and humans[ROLE].astype(str).str.lower().eq(TARGET).all()
-    per_condition = CONDITION in humans and humans[CONDITION].notna().any()
+    humans, unknown = per_condition_ratings(humans, context.log[CONDITION])
+    per_condition = CONDITION in humans
     section = document.section(TITLE)
     section.add("Each condition is one judge. Alt-test: Calderon, Reichart & Dror (2025), each human left out in turn, "
                 "the judge's mean score per item against the remaining humans by negative RMSE, epsilon = 0.2 "
@@ -104,6 +110,9 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
     if per_condition:
         section.add("The human ratings are per condition (their condition_id column): each condition is compared with "
                     "the labels of its own outputs.")  # fmt: skip
+    if unknown:
+        section.add(f"Note: {sum(unknown.values())} rating row(s) name a condition_id the judge's rows do not have, and are "
+                    f"left out: {', '.join(f'{c!r} ({n})' for c, n in unknown.items())}.")  # fmt: skip
     for criterion in criteria:
         keep = [ITEM, RATER, criterion.column, *([CONDITION] if per_condition else [])]
         human = humans[keep].dropna(subset=[ITEM, RATER, criterion.column])
@@ -143,10 +152,11 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
                               f"alt_test_{stem}", context.confidence), *_condensed(notes))  # fmt: skip
 
         def agreement(by_condition=by_condition, judged=judged, criterion=criterion, stem=stem) -> None:
-            rows = []
+            rows, pairs = [], {}
             for condition, part in judged.groupby(CONDITION, sort=True):
                 mean_human = by_condition[condition].groupby(ITEM)["score"].mean().rename("humans")
                 wide = part.set_index(ITEM)["score"].rename("judge").to_frame().join(mean_human, how="inner").reset_index()
+                pairs[condition] = wide
                 ccc = hs.concordance(wide, a="judge", b="humans").iloc[0]
                 ba = hs.bland_altman(wide, a="judge", b="humans").set_index("quantity")["estimate"]
                 rows.append({CONDITION: condition, "n_items": len(wide), "ccc": ccc.estimate, "ccc_ci_low": ccc.ci_low,
@@ -154,6 +164,9 @@ def humans_section(document: Report, context: _Context, humans: pd.DataFrame | N
                              "upper_limit": ba["upper_limit"], "proportional_bias": ba["proportional_bias"]})  # fmt: skip
             section.add(Table(pd.DataFrame(rows), f"Judge against the humans' mean ({criterion.name})",
                               f"human_agreement_{stem}", context.confidence))  # fmt: skip
+            section.add(Figure(bland_altman_panels(pairs), f"human_bland_altman_{stem}",
+                               f"Bland-Altman plot of the judge's item mean against the humans' ({criterion.name}): "
+                               "bias and 95% limits of agreement with their confidence bands, one panel per condition"))  # fmt: skip
 
         def kappa(by_condition=by_condition, judged=judged, criterion=criterion, stem=stem) -> None:
             tables = [kappa_with_humans(part, by_condition[condition], confidence=context.confidence)
@@ -212,6 +225,54 @@ SAME_ITEMS_NOTE = ("Note: the conditions judged the same items, and an item's hu
                    "conditions' judge errors differ, not a difference the humans would see. To compare conditions on "
                    "the human scale, have the humans rate each condition's output (a condition_id column in the "
                    "human ratings).")  # fmt: skip
+
+
+def per_condition_ratings(humans: pd.DataFrame, conditions: pd.Series) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The ratings with ``condition_id`` kept only when it names the judge's conditions (ratings per condition).
+
+    A ``condition_id`` naming none of them is the humans' own (rows ``rater_role == "human"``
+    of a stacked log): the ratings are of the items, and the column is dropped. When some rows
+    name a judge's condition, those with another (not blank) are left out, counted per value.
+
+    Examples
+    --------
+    >>> humans = pd.DataFrame({"item_id": ["a", "a", "b"], "rater": "dr1", "condition_id": ["A", "C", None]})
+    >>> kept, unknown = per_condition_ratings(humans, pd.Series(["A", "B"]))
+    >>> kept["condition_id"].tolist(), unknown
+    (['A', nan], {'C': 1})
+    >>> "condition_id" in per_condition_ratings(humans.assign(condition_id="humans"), pd.Series(["A"]))[0]
+    False
+    """
+    if CONDITION not in humans:
+        return humans, {}
+    named = humans[CONDITION].notna()
+    known = named & humans[CONDITION].astype(str).isin(set(conditions.astype(str)))
+    if not known.any():
+        return humans.drop(columns=CONDITION), {}
+    other = named & ~known
+    unknown = humans.loc[other, CONDITION].astype(str).value_counts(sort=False).to_dict()
+    return humans.loc[~other], {str(k): int(v) for k, v in unknown.items()}
+
+
+def bland_altman_panels(pairs: dict[object, pd.DataFrame]) -> MplFigure:
+    """One Bland-Altman panel per condition (``judge`` against ``humans``, one row per item), three to a row.
+
+    Examples
+    --------
+    >>> wide = pd.DataFrame({"item_id": range(5), "judge": [3.0, 4, 2, 5, 4], "humans": [3.0, 3, 2, 4, 4]})
+    >>> len(bland_altman_panels({"A": wide, "B": wide.assign(judge=wide["judge"] - 1)}).axes)
+    2
+    """
+    ncols = min(len(pairs), 3)
+    nrows = -(-len(pairs) // ncols)
+    fig, axes = figures.new_figure(4.2 * ncols, 3.4 * nrows, nrows=nrows, ncols=ncols, squeeze=False, sharey=True)
+    panels = list(axes.ravel())
+    for ax, (condition, wide) in zip(panels, pairs.items()):
+        figures.bland_altman_plot(wide, a="judge", b="humans", ax=ax, title=str(condition))
+    for ax in panels[len(pairs):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return fig
 
 
 def labels_of(human: pd.DataFrame, condition: object) -> pd.DataFrame:

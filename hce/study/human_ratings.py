@@ -148,13 +148,21 @@ def ratings_of_folder(folder: Path, config: Mapping[str, Any] | None) -> dict[st
     """
     found: dict[str, Path] = {}
     config = config or {}
+
+    def recorded(key: str, value: str) -> Path:
+        path = Path(value)
+        if not path.is_file():
+            raise CollectError(f"{folder / 'study.resolved.yaml'}: {key}: {path} does not exist (moved since the run?); "
+                               "put it back, or give the ratings with --humans FILE (study_report(..., humans=...))")  # fmt: skip
+        return path
+
     if config.get("humans"):
-        found[STUDY_WIDE] = Path(config["humans"])
+        found[STUDY_WIDE] = recorded("humans", config["humans"])
     elif (folder / HUMANS_FILE).is_file():
         found[STUDY_WIDE] = folder / HUMANS_FILE
     for key, exp in (config.get("experiments") or {}).items():
         if key in RATED and (exp or {}).get("humans") and (exp or {}).get("id"):
-            found[exp["id"]] = Path(exp["humans"])
+            found[exp["id"]] = recorded(f"experiments.{key}.humans", exp["humans"])
     return found
 
 
@@ -195,6 +203,29 @@ def ratings_for(humans: Mapping[str, pd.DataFrame], experiment_id: object, rows:
     if ratings is None and experiment_id == EXP1_ID:
         return target_ratings(rows)
     return ratings
+
+
+def unmatched_ratings(humans: Mapping[str, pd.DataFrame], experiment_id: object, rows: pd.DataFrame,
+                      label: str) -> list[dict[str, str]]:  # fmt: skip
+    """A "Not reported" entry when the ratings given for this experiment itself rate none of its items.
+
+    Study-wide ratings that miss one experiment's items rate another's; ratings named for an
+    experiment that miss all of its items are a mistake the report must not pass over.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"item_id": ["A1", "A2"]})
+    >>> ratings = {"EXP2_PromptOptimization": pd.DataFrame({"item_id": ["B1"], "rater": ["dr1"], "total": [3]})}
+    >>> unmatched_ratings(ratings, "EXP2_PromptOptimization", rows, "Experiment 2")[0]["reason"]
+    "the human ratings given for this experiment rate none of its 2 items (their item ids, e.g. 'B1', are not the log's, e.g. 'A1')"
+    """
+    own = humans.get(str(experiment_id))
+    if own is None or ITEM not in rows or own[ITEM].astype(str).isin(rows[ITEM].astype(str)).any():
+        return []
+    theirs, ours = own[ITEM].astype(str).iloc[0] if len(own) else "none", rows[ITEM].astype(str).iloc[0] if len(rows) else "none"
+    return [{"section": f"{label}: {TITLE}", "reason": f"the human ratings given for this experiment rate none of its "
+             f"{rows[ITEM].nunique()} items (their item ids, e.g. {theirs!r}, are not the log's, e.g. {ours!r})",
+             "fix": "check the ratings' item_id column against the experiment's log"}]  # fmt: skip
 
 
 def target_ratings(rows: pd.DataFrame) -> pd.DataFrame | None:
@@ -245,7 +276,7 @@ def coder_tables(codes: pd.DataFrame, dimensions: list[str], *, confidence: floa
         if len(humans) >= 2 and llms:
             result = hs.alt_test(part, item="segment", rater="coder", score=dimension, judge=llms, scoring="accuracy")
             alt.append(result["summary"].assign(dimension=dimension))
-            notes += [f"{dimension}: {note}" for note in result.notes]
+            notes += [(dimension, note) for note in result.notes]
         for llm in llms:
             for human in humans:
                 pair = part[part["coder"].isin([llm, human])]
@@ -254,6 +285,7 @@ def coder_tables(codes: pd.DataFrame, dimensions: list[str], *, confidence: floa
                 wide = pair.pivot_table(index="segment", columns="coder", values=dimension, aggfunc="first").dropna()
                 row = hs.cohen_kappa(wide.reset_index(), item="segment", rater=[llm, human], confidence=confidence)
                 kappa.append(row.assign(dimension=dimension, llm=llm, human=human))
+    notes = _by_dimension(notes, dimensions)
     if len(humans) < 2:
         notes.append(f"no alt-test: it needs at least two researchers' codes of a segment; the codes have "
                      f"{len(humans)} researcher{'s' * (len(humans) != 1)} ({', '.join(humans) or 'none'})")  # fmt: skip
@@ -266,6 +298,21 @@ def coder_tables(codes: pd.DataFrame, dimensions: list[str], *, confidence: floa
         kappa_table = kappa_table[["dimension", "llm", "human", *[c for c in kappa_table.columns
                                                                  if c not in ("dimension", "llm", "human")]]]
     return alt_table, kappa_table, notes
+
+
+def _by_dimension(notes: list[tuple[str, str]], dimensions: list[str]) -> list[str]:
+    """The alt-test's notes, once for the dimensions they share (five dimensions, one dropped-items note).
+
+    Examples
+    --------
+    >>> _by_dimension([("a", "dropped 3"), ("b", "dropped 3"), ("b", "skipped h1")], ["a", "b"])
+    ['every dimension: dropped 3', 'b: skipped h1']
+    """
+    shared = {}
+    for dimension, note in notes:
+        shared.setdefault(note, []).append(dimension)
+    return [f"every dimension: {note}" if len(dimensions) > 1 and sorted(set(found)) == sorted(dimensions)
+            else f"{', '.join(dict.fromkeys(found))}: {note}" for note, found in shared.items()]  # fmt: skip
 
 
 def coder_section(report: Report, results: StudyResults, confidence: float) -> None:

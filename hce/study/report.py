@@ -59,7 +59,7 @@ from hce.study.confidence import (
 )
 from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
-from hce.study.human_ratings import Ratings, ratings_by_experiment, ratings_for, ratings_of_folder
+from hce.study.human_ratings import Ratings, ratings_by_experiment, ratings_for, ratings_of_folder, unmatched_ratings
 from hce.study.report_handoffs import cost_section, handoff_section
 from hce.study.report_exp4 import (
     reasoning_codes,
@@ -725,6 +725,7 @@ def study_report(
         skipped += generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng,
                                     plan=results.experiments.get(experiment_id),
                                     humans=ratings_for(humans, experiment_id, rows))  # fmt: skip
+        skipped += unmatched_ratings(humans, experiment_id, rows, _experiment_label(experiment_id)[0])
     if "EXP5_FinalToolValidation" not in (_experiment_order(log) or []):
         reasoning_section(report, results, confidence)
     for builder in (_calibration_section, handoff_section, cost_section, *extra_sections):

@@ -59,6 +59,11 @@ def test_section_from_rater_role_rows():
                                        attempt_id=[f"h{i}" for i in range(len(humans))])], ignore_index=True)  # fmt: skip
     doc = report(stacked, random_state=0)
     assert section(doc) is not None
+    # the humans' own condition_id ("humans") is no judge's: the ratings are of the items, as from a table
+    from_table = section(report(log, humans=humans, random_state=0))
+    for name in ("alt_test_accuracy", "human_agreement_accuracy", "human_kappa_accuracy"):
+        got, want = (next(b.data for b in s.blocks if getattr(b, "name", "") == name) for s in (section(doc), from_table))
+        pd.testing.assert_frame_equal(got, want)
     overview = next(s for s in doc.sections if s.title.startswith("Attempts"))
     table = next(b for b in overview.blocks if hasattr(b, "data")).data
     assert "humans" not in table["condition_id"].tolist()
@@ -144,6 +149,9 @@ def test_human_ratings_per_condition_are_each_conditions_own():
                      for r in range(3)], ignore_index=True)  # fmt: skip
     found = section(report(log, humans=per, random_state=0))
     assert any("per condition" in t for t in texts(found))
+    extra = pd.concat([per, per.head(2).assign(condition_id="retired")], ignore_index=True)
+    assert any("2 rating row(s) name a condition_id the judge's rows do not have" in t and "'retired' (2)" in t
+               for t in texts(section(report(log, humans=extra, random_state=0))))
     agreement = next(b.data for b in found.blocks if getattr(b, "name", "") == "human_agreement_accuracy").set_index("condition_id")
     assert agreement.loc["poor", "bias"] == pytest.approx(0) and agreement.loc["poor", "ccc"] == pytest.approx(1)
     assert agreement.loc["good", "bias"] == pytest.approx(-1)  # the judge scores 1 below its own labels
@@ -170,3 +178,15 @@ def test_one_rater_per_item_says_why_there_is_no_alt_test_and_targets_have_no_bu
     # one human per item, no target role: the alt-test's words, and the budget priced as human labels
     found = section(report(log, humans=target.drop(columns="rater_role"), random_state=0))
     assert "human_budget_accuracy" in {getattr(b, "name", "") for b in found.blocks}
+
+
+def test_the_bland_altman_figure_has_a_panel_per_condition():
+    log, humans = log_and_humans()
+    found = section(report(log, humans=humans, random_state=0))
+    figure = next(b for b in found.blocks if getattr(b, "name", "") == "human_bland_altman_accuracy")
+    titles = [ax.get_title() for ax in figure.figure.axes if ax.get_visible()]
+    assert titles == ["good", "poor"]
+    bias = next(b.data for b in found.blocks if getattr(b, "name", "") == "human_agreement_accuracy").set_index("condition_id")["bias"]
+    for ax, condition in zip(figure.figure.axes, titles):  # the solid line is the table's bias
+        solid = [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "-" and line.get_linewidth() == 1.5]
+        assert solid == [pytest.approx(bias[condition])]

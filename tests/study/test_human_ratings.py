@@ -68,10 +68,24 @@ def test_the_run_records_absolute_paths_and_the_folder_report_finds_them(tmp_pat
     assert study.config["humans"] == "ratings.csv"  # the study's own configuration is left as written
     found = ratings_of_folder(tmp_path / "elsewhere", resolved)
     assert found == {STUDY_WIDE: folder.resolve() / "ratings.csv", "EXP2_PromptOptimization": folder.resolve() / "exp2.csv"}
+    (folder / "exp2.csv").unlink()  # moved after the run: the report says which key and what to do
+    with pytest.raises(CollectError, match=r"study\.resolved\.yaml: experiments\.exp2\.humans: .*exp2\.csv does not exist"):
+        ratings_of_folder(tmp_path / "elsewhere", resolved)
     # without a humans: key the folder's humans.csv is the study-wide file
     (tmp_path / "out").mkdir()
     write(tmp_path / "out" / "humans.csv", "item_id,rater,total\nT1,dr1,3\n")
     assert ratings_of_folder(tmp_path / "out", {}) == {STUDY_WIDE: tmp_path / "out" / "humans.csv"}
+
+
+def test_ratings_named_for_an_experiment_that_rate_none_of_its_items_are_not_passed_over():
+    from hce.study.human_ratings import unmatched_ratings
+
+    rows = pd.DataFrame({"item_id": ["A1", "A2"]})
+    wrong = pd.DataFrame({"item_id": ["001"], "rater": ["dr1"], "total": [3.0]})
+    entry = unmatched_ratings({"EXP2_PromptOptimization": wrong}, "EXP2_PromptOptimization", rows, "Experiment 2")
+    assert entry[0]["section"] == "Experiment 2: Agreement with human raters" and "'001'" in entry[0]["reason"]
+    assert unmatched_ratings({STUDY_WIDE: wrong}, "EXP2_PromptOptimization", rows, "Experiment 2") == []  # another's items
+    assert unmatched_ratings({"EXP2_PromptOptimization": wrong.assign(item_id="A2")}, "EXP2_PromptOptimization", rows, "x") == []
 
 
 def test_exp1_targets_are_the_rater_target_unless_exp1_has_ratings():
