@@ -24,16 +24,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pandas as pd
 
+from hce._pvalues import LARGE, fixed, format_p  # one P-value formatter for every layer (re-exported here)
+
 #: Most decimals shown; a smaller number is shown in scientific notation.
 MAX_DECIMALS = 6
-#: A finite number this large is shown in scientific notation (an interval limit of 1e88
-#: from a degenerate chi-square is no figure to print in full).
-LARGE = 1e9
 #: A number this close to 0 is the float noise of a zero (a covariance of 1.4e-16): shown as 0.
 NOISE = 1e-12
 #: Decimals of each bounded statistic type (JAMA); :func:`statistic_kind` names the type.
@@ -71,30 +69,6 @@ def statistic_kind(*names: object) -> str | None:
             if pattern.search(str(name)):
                 return kind
     return None
-
-
-def fixed(x: float, decimals: int | None) -> str:
-    """``x`` to ``decimals`` places, halves rounded away from zero on the decimal digits shown.
-
-    Binary floats make ``f"{0.125:.2f}"`` "0.12" but ``f"{0.375:.2f}"`` "0.38"; rounding the
-    shortest decimal form of ``x`` gives one rule for every half (0.13, 0.38). A zero never
-    carries a sign (``-0.00`` is float noise). ``decimals=None`` is scientific notation.
-
-    Examples
-    --------
-    >>> fixed(0.125, 2), fixed(-1.4e-16, 2), fixed(1234.5, 1), fixed(3e-9, None)
-    ('0.13', '0.00', '1,234.5', '3.0e-09')
-    """
-    x = float(x)  # repr of a NumPy float is "np.float64(...)"
-    if math.isnan(x):
-        return "—"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if decimals is None or abs(x) >= LARGE:
-        return f"{x:.1e}"
-    rounded = Decimal(repr(x)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
-    text = f"{rounded:,.{decimals}f}"
-    return text.lstrip("-") if rounded == 0 else text
 
 
 def kind_decimals(values: Sequence[float], kind: str) -> int:
@@ -142,28 +116,6 @@ def decimals_needed(values: Sequence[float], digits: int = 2, *, width: float | 
     if width is not None and math.isfinite(width) and width > NOISE:
         needed = max(needed, 1 - math.floor(math.log10(width)))
     return needed if needed <= MAX_DECIMALS else None
-
-
-def format_p(p: float) -> str:
-    """A P value as JAMA prints it: 2 decimals, 3 below .01, ``< .001`` and ``> .99`` at the ends.
-
-    No leading zero. A P value that 2 decimals would round to .05 from either side keeps 3
-    (``.049``, ``.052``), so rounding never moves it across the usual threshold; halves round
-    away from zero, as every number of a report.
-
-    Examples
-    --------
-    >>> [format_p(p) for p in (0.0004, 0.0043, 0.0123, 0.0449, 0.0492, 0.05, 0.125, 0.9951, float("nan"))]
-    ['< .001', '.004', '.01', '.04', '.049', '.05', '.13', '> .99', '—']
-    """
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "—"
-    if p < 0.001:
-        return "< .001"
-    if p > 0.99:
-        return "> .99"
-    decimals = 3 if p < 0.01 or (fixed(float(p), 2) == "0.05" and p != 0.05) else 2
-    return fixed(float(p), decimals).lstrip("0")
 
 
 def format_number(x: object, digits: int = 2, *, kind: str | None = None) -> str:

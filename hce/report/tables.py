@@ -41,8 +41,10 @@ from hce.report.numbers import (
     statistic_kind,
 )
 
-# Every P value prints journal-style: the adjusted ones, the Greenhouse-Geisser one and the cluster permutation's too.
-P_COLUMNS = ("p_value", "p_adjusted", "p", "p_holm", "p_gg", "p_cluster", "p_cluster_adjusted")
+# Every P value prints journal-style: the adjusted ones, the Greenhouse-Geisser one, the cluster permutation's, the
+# audit's equivalence (TOST) P, the RM-ANOVA's assumption checks and the Friedman tests with and without the tie correction.
+P_COLUMNS = ("p_value", "p_adjusted", "p", "p_holm", "p_gg", "p_cluster", "p_cluster_adjusted",
+             "p_equivalence", "normality_p", "sphericity_p", "p_tie_corrected", "p_uncorrected")
 INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "df1", "df2", "count", "attempts_per_item")
 #: A method naming one of these makes ``statistic`` a rank sum (U, V, T): shown as the whole or half number it is.
 RANK_SUMS = re.compile(r"Wilcoxon|Mann-Whitney|rank-sum|signed-rank", re.IGNORECASE)
@@ -54,6 +56,10 @@ INTERVALS = {point: (low, high) for point, low, high in (ESTIMATE_COLUMNS, EFFEC
 #: Headers in words where the rule in :func:`header` does not find them.
 HEADERS = {
     "n": "N", "p": "P value", "p_value": "P value", "p_adjusted": "Adjusted P value", "p_holm": "Holm-adjusted P value",
+    "p_equivalence": "Equivalence P value (TOST)", "normality_p": "Normality P value (Shapiro-Wilk)",
+    "sphericity_p": "Sphericity P value (Mauchly)", "p_tie_corrected": "P value, tie-corrected",
+    "p_uncorrected": "P value, uncorrected", "statistic_tie_corrected": "Chi-squared, tie-corrected",
+    "statistic_uncorrected": "Chi-squared, uncorrected", "n_tied_blocks": "Transcripts with tied SDs",
     "std_error": "Standard error", "df": "df", "df1": "df1", "df2": "df2", "ddof": "ddof",
     "n_below": "Items below", "n_undefined": "Items with undefined SD",
     "n_items_sd_undefined": "Items with undefined SD", "sd_total": "SD of total",

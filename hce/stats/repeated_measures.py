@@ -16,6 +16,7 @@ from scipy import stats
 
 from hce._checks import check_choice, check_confidence
 from hce._docstrings import fill_doc
+from hce._pvalues import p_text
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import noncentrality_ci
@@ -184,16 +185,19 @@ def assumption_text(normality_p: float, sphericity_p: float, epsilon: float, zer
     Examples
     --------
     >>> assumption_text(0.004, 0.049, 0.62, ["M2"], "model")
-    'residuals not normal (Shapiro-Wilk P = 0.004); sphericity rejected (Mauchly P = 0.049; Greenhouse-Geisser epsilon 0.62); no variance in model M2: the parametric sensitivity analysis rests on failed assumptions, the rank test decides'
+    'residuals not normal (Shapiro-Wilk P = .004); sphericity rejected (Mauchly P = .049; Greenhouse-Geisser epsilon 0.62); no variance in model M2: the parametric sensitivity analysis rests on failed assumptions, the rank test decides'
     >>> assumption_text(0.6, 1.0, 1.0, [], "model")
-    'residuals consistent with normality (Shapiro-Wilk P = 0.6); sphericity not rejected (Mauchly P = 1; Greenhouse-Geisser epsilon 1.00)'
+    'residuals consistent with normality (Shapiro-Wilk P = .60); sphericity not rejected (Mauchly P > .99; Greenhouse-Geisser epsilon 1.00)'
+
+    The P values are written as JAMA writes them (``hce._pvalues.p_text``, the formatter
+    of every table and manuscript): no leading zero, no scientific notation.
     """
-    spherical = f"Mauchly P = {sphericity_p:.2g}; Greenhouse-Geisser epsilon {epsilon:.2f}"
+    spherical = f"Mauchly {p_text(sphericity_p)}; Greenhouse-Geisser epsilon {epsilon:.2f}"
     if np.isnan(normality_p):
         normal = (None, "normality not checkable (too few or constant residuals)")
     else:
         normal = (normality_p < alpha, f"residuals {'not normal' if normality_p < alpha else 'consistent with normality'} "
-                                       f"(Shapiro-Wilk P = {normality_p:.2g})")
+                                       f"(Shapiro-Wilk {p_text(normality_p)})")
     checks = [normal, (sphericity_p < alpha, f"sphericity {'rejected' if sphericity_p < alpha else 'not rejected'} ({spherical})")]
     if zero_variance:
         checks.append((True, f"no variance in {condition} {', '.join(zero_variance)}"))

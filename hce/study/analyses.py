@@ -15,6 +15,7 @@ import pandas as pd
 
 from hce._checks import require_columns
 from hce._docstrings import fill_doc
+from hce._pvalues import p_text
 from hce._vocabulary import EFFECT_COLUMNS, ESTIMATE_COLUMNS, renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator
@@ -45,8 +46,9 @@ from hce.stats.tests import (
     posthoc,
     wilcoxon_paired,
 )
-from hce.study.claims import exp1_claims, p_text, with_sm2_verdict, with_sm3_verdict, with_sm6_verdict
+from hce.study.claims import exp1_claims, with_sm2_verdict, with_sm3_verdict, with_sm6_verdict
 from hce.study.rules import SM2_CATEGORY_MAX, SM2_TARGET, SM2_TOTAL_MAX
+from hce.study.sensitivity import reachable_note, sm2_sensitivity, sm2_threshold_note
 
 #: Rubric v5.0 categories as attempt-log columns (seeds/000, section 3).
 RUBRIC_V5_CATEGORIES = (
@@ -336,38 +338,6 @@ def _select_winner(
     return table, why
 
 
-def _reachable_note(spread: pd.DataFrame, item: str, condition: str, posthoc_method: str, p_adjust_method: str,
-                    alpha: float) -> list[str]:  # fmt: skip
-    """Say so when the winner rule can hardly be met: with few items, the post-hoc Wilcoxon
-    test's smallest possible P with untied differences (``2 / 2^n``, every paired difference of one
-    sign; tied differences go to the normal approximation, which can go lower), adjusted over
-    the comparisons, is near or above alpha. A reader should not take "no winner" for evidence
-    that the conditions are alike.
-
-    Examples
-    --------
-    >>> spread = pd.DataFrame({"item_id": [f"T{i}" for i in range(8) for _ in range(4)],
-    ...                        "prompt_id": ["A", "B", "C", "D"] * 8, "sd": [1.0, 2.0, 3.0, 4.0] * 8})
-    >>> _reachable_note(spread, "item_id", "prompt_id", "wilcoxon", "bonferroni", 0.05)[0][:60]
-    'with 8 paired items, the exact Wilcoxon signed-rank test can'
-    """
-    if posthoc_method != "wilcoxon" or p_adjust_method not in ("bonferroni", "holm"):
-        return []
-    wide = spread.pivot_table(index=item, columns=condition, values="sd", aggfunc="first")
-    n, k = int(wide.dropna().shape[0]), wide.shape[1]
-    comparisons = k * (k - 1) // 2
-    if n == 0 or comparisons == 0:
-        return []
-    smallest = min(1.0, comparisons * 2.0 / 2**n)  # Bonferroni's and Holm's first adjusted P alike
-    if smallest < alpha / 5:
-        return []
-    verdict = (f"above alpha = {alpha:g}: the winner rule cannot be met with this many items" if smallest >= alpha
-               else f"close to alpha = {alpha:g}: the winner rule can hardly be met with this many items")
-    return [f"with {n} paired items, the exact Wilcoxon signed-rank test cannot give a P below {2.0 / 2**n:.4f} when the differences are untied; "
-            f"after {p_adjust_method} adjustment over {comparisons} comparisons the smallest reachable P is "
-            f"{smallest:.3f}, {verdict} (no winner is then no evidence that the conditions are alike)"]
-
-
 def _compare_sds(
     data, *, item, condition, score, error, posthoc_method, p_adjust_method, alpha, require,
     confidence, random_state,
@@ -386,7 +356,7 @@ def _compare_sds(
                              confidence=confidence)
                     for a, b in itertools.combinations(levels, 2)], ignore_index=True)  # fmt: skip
     winner, why = _select_winner(spread, fr.iloc[0], chosen, condition, alpha, require)
-    notes = _undefined_note(spread, item) + [why] + _reachable_note(spread, item, condition, posthoc_method,
+    notes = _undefined_note(spread, item) + [why] + reachable_note(spread, item, condition, posthoc_method,
                                                                       p_adjust_method, alpha)  # fmt: skip
     if fr["p_value"].iloc[0] >= alpha:
         notes.append("Friedman's test is not significant: the PRD's plan stops before post-hoc "
@@ -751,7 +721,7 @@ def experiment5(
                   target_share=sm2_target)  # fmt: skip
     tables["success_metric_2"] = with_sm2_verdict(success_metric_2(spread, category_max=sm2_category_max,
                                                                    total_max=sm2_total_max, **sm2_at))  # fmt: skip
-    tables["success_metric_2_sensitivity"] = _sm2_sensitivity(
+    tables["success_metric_2_sensitivity"] = sm2_sensitivity(
         spread, sorted({*category_thresholds, sm2_category_max}), sorted({*total_thresholds, sm2_total_max}),
         (sm2_category_max, sm2_total_max), **sm2_at)  # fmt: skip
     thresholds = {c: list(category_thresholds) for c in as_list(categories)}
@@ -791,28 +761,8 @@ def experiment5(
     notes.append(f"Success Metric 2: {sm2['n_below']} of {sm2['n_items']} items meet both thresholds "
                  f"({sm2['estimate']:.1%}, {ci_method} {confidence:.0%} CI {sm2['ci_low']:.1%} to {sm2['ci_high']:.1%}); "
                  f"verdict of the interval rule at the target {sm2['target_share']:.0%}: {sm2['verdict']}")  # fmt: skip
+    notes.append(sm2_threshold_note(tables["success_metric_2_sensitivity"]))
     return AnalysisResult(title="EXP5_FinalToolValidation", tables=tables, notes=notes)
-
-
-def _sm2_sensitivity(spread: pd.DataFrame, category_maxima: Sequence[float], total_maxima: Sequence[float],
-                     prespecified: tuple[float, float], **kwargs) -> pd.DataFrame:
-    """Success Metric 2's share (``both``) and the rule's verdict at every pair of SD thresholds, the pre-specified pair marked.
-
-    Each pair is applied to the mean of an item's category SDs (the PRD's wording, pre-specified)
-    and to every category SD. A verdict that turns between neighbouring thresholds rests on the
-    choice of threshold; the table shows whether it does.
-    """
-    rows = []
-    for category_rule, category_max, total_max in itertools.product(("mean", "each"), category_maxima, total_maxima):
-        both = with_sm2_verdict(success_metric_2(spread, category_max=category_max, total_max=total_max,
-                                                 category_rule=category_rule, **kwargs))  # fmt: skip
-        row = both[both["metric"] == "both"].iloc[0]
-        rows.append({"category_rule": category_rule, "category_max": category_max, "total_max": total_max, "n_items": row["n_items"],
-                     "n_below": row["n_below"], "estimate": row["estimate"], "ci_low": row["ci_low"],
-                     "ci_high": row["ci_high"], "ci_method": row["ci_method"], "target_share": row["target_share"],
-                     "prespecified": (category_rule, category_max, total_max) == ("mean", *prespecified),
-                     "verdict": row["verdict"]})  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def _histogram(spread: pd.DataFrame, width: float = 0.1) -> pd.DataFrame:

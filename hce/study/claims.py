@@ -13,8 +13,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from hce._pvalues import p_text
 from hce._vocabulary import EFFECT_COLUMNS
-from hce.report.numbers import fixed, format_ci, format_p, interval_decimals
+from hce.report.numbers import fixed, format_ci, interval_decimals
 from hce.stats.result import AnalysisResult
 from hce.stats.tests import p_adjust
 from hce.study.rules import (
@@ -40,18 +41,6 @@ COT_PROMPT = "P2.3"
 DEMOGRAPHIC_STRATA = ("gender", "sex", "age_band", "age_group", "race", "ethnicity")
 #: The confirmatory family across which the Holm-adjusted P is reported (Methods: multiplicity).
 FAMILY = ("H1a", "H1b", "H2", "H3")
-
-
-def p_text(p: float) -> str:
-    """``P = .004`` or ``P < .001``, as JAMA writes a P value in a sentence.
-
-    Examples
-    --------
-    >>> p_text(0.0041), p_text(0.00002)
-    ('P = .004', 'P < .001')
-    """
-    shown = format_p(p)
-    return f"P {shown}" if shown[0] in "<>" else f"P = {shown}"
 
 
 def shown(estimate: float, low: float, high: float) -> str:
@@ -153,12 +142,20 @@ def near_alpha_notes(claims: pd.DataFrame) -> list[str]:
     >>> near_alpha_notes(table)
     ['H2 was supported on P = .04, within 0.01 of alpha = 0.05: a tie correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the edge, not a robust one)']
     """
+    return [f"{row.id} was {row.verdict} on {p_text(row.p_value)}, within {NEAR_ALPHA:g} of alpha = {row.alpha:g}: "
+            f"{NEAR_ALPHA_WHY}" for row in near_alpha(claims).itertuples(index=False)]
+
+
+#: Why a verdict within :data:`NEAR_ALPHA` of its alpha gets a note, in every output that states one.
+NEAR_ALPHA_WHY = ("a tie correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the "
+                  "edge, not a robust one)")
+
+
+def near_alpha(claims: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a hypotheses or scorecard table decided by a P within :data:`NEAR_ALPHA` of their alpha."""
     if "p_value" not in claims:
-        return []
-    edge = claims[(claims["decides"] == "p") & ((claims["p_value"] - claims["alpha"]).abs() < NEAR_ALPHA)]
-    return [f"{row.id} was {row.verdict} on {p_text(row.p_value)}, within {NEAR_ALPHA:g} of alpha = {row.alpha:g}: a tie "
-            "correction, an exact instead of an asymptotic P or another alpha could turn it (a verdict on the edge, not "
-            "a robust one)" for row in edge.itertuples(index=False)]  # fmt: skip
+        return claims.iloc[0:0]
+    return claims[(claims["decides"] == "p") & ((claims["p_value"] - claims["alpha"]).abs() < NEAR_ALPHA)]
 
 
 def _with_p(rows: list[dict[str, object]]) -> pd.DataFrame:

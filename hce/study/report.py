@@ -51,6 +51,7 @@ from hce.study.analyses import (
     experiment5,
 )
 from hce.study.claims import hypotheses, key_results, near_alpha_notes, rank_sums_as_counts, scorecard
+from hce.study.sensitivity import sm1_tie_sensitivity, tie_notes
 from hce.study.confidence import (
     DEFAULT_LOGPROBS_ARE,
     logprob_confidence,
@@ -703,6 +704,10 @@ def study_report(
                  Table(scorecard(results.experiments, log=log, coded=results.reasoning.coded if results.reasoning else None,
                                  alpha=alpha), "Success metrics scorecard (PRD section 1): rule and verdict", "scorecard",
                        confidence))  # fmt: skip
+    ties = sm1_tie_sensitivity(results.experiments, alpha=alpha)  # hce.study.sensitivity: the tie correction undone
+    if len(ties):
+        overview.add(Table(ties, "Success Metric 1's Friedman tests with and without the tie correction (sensitivity; the "
+                           "tie-corrected P decides)", "sm1_tie_sensitivity", confidence), *(f"Note: {n}." for n in tie_notes(ties)))
     if not results.experiments and not results.failures:
         overview.add("No rows of Experiments 1, 2, 3 or 5 were found (column experiment_id); their analysis plans are not shown.")
     rubric = rubric if rubric is None or isinstance(rubric, Rubric) else load_rubric(rubric)

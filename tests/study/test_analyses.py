@@ -134,7 +134,7 @@ def test_the_winner_rule_says_when_few_items_can_hardly_meet_it():
     # Issue 45: at n = 8 with 6 Bonferroni comparisons the smallest reachable P is 6 * 2 / 2^8 = .047
     # (every paired difference of one sign: the exact signed-rank test's floor), so "no winner" is
     # no evidence; the reviewer's figure. With 20 items the floor is far below alpha: no note.
-    from hce.study.analyses import _reachable_note
+    from hce.study.sensitivity import reachable_note as _reachable_note
 
     def spread(n):
         return pd.DataFrame({"item_id": [f"T{i}" for i in range(n) for _ in range(4)],

@@ -126,6 +126,32 @@ def test_every_number_in_abstract_and_results_is_its_cited_cell(demo, doc):
     assert {n.source for n in numbers} <= set(listed["source"])
 
 
+def uncited_numbers(blocks, labels: set[str] = frozenset()) -> list[str]:
+    """The numbers of these blocks' prose outside a cited cell (identifiers, ``labels``, the CI level and timestamps stripped)."""
+    prose = " ".join(p for parts in lines(blocks) for p in parts if isinstance(p, str))
+    for label in sorted(labels, key=len, reverse=True):  # the data's own names, e.g. the age band "18-29"
+        prose = re.sub(rf"(?<![\w.-]){re.escape(label)}(?![\w.-])", " ", prose)
+    # a timestamp says when (the attempt logs', as the sentence says), and the Wilson limit says it is computed from
+    # the cited n: neither is a table's number
+    prose = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d|[\d.]+% \(computed from that n\)", " ", prose)
+    prose = re.sub(r"(Experiment|Success Metric|Table|Figure|Methods) [\d.]+|95% CI|range 5-20", " ", prose)
+    prose = re.sub(r"[\w.\-]*[A-Za-z][\w.\-]*", " ", prose)
+    return re.findall(r"[\d.,%]*\d[\d.,%]*", prose)
+
+
+def test_every_number_in_the_discussion_and_limitations_is_a_cited_cell(demo, doc):
+    # issue 45: "numbers in Tables 1-3, the Discussion and the Limitations carry no source marker"; on main the
+    # claims and rules (SD <= 0.40, P < 0.05), the temperatures of a confound and the strata sizes were bare
+    blocks = section(doc, "Discussion")
+    exp5 = pd.read_json(demo / "study" / "study_output" / "exp5.jsonl", lines=True)
+    levels = {str(v) for c in ("gender", "age_band") for v in exp5[c].dropna().unique()}  # strata levels are names
+    assert "18-29" in levels and uncited_numbers(blocks, levels) == []
+    numbers = [p for parts in lines(blocks) for p in parts if isinstance(p, Number)]
+    assert len(numbers) > 20
+    wrong = [(n.text, n.source) for n in numbers if not journal_rounding(n.text, cited_value(demo, n.source))]
+    assert not wrong
+
+
 def test_a_changed_table_cell_changes_the_text(demo, doc, tmp_path):
     shutil.copytree(demo / "tables", tmp_path / "tables")
     path = tmp_path / "tables" / "exp2_friedman.csv"

@@ -397,6 +397,8 @@ ANNOUNCED = {
     r"Wilcoxon signed-rank test pairing the SDs": r"sensitivity analysis pairing the SDs by transcript",
     r"Friedman test of mean totals": r"Mean total scores compared across models gave Friedman",
     r"Cohen κ": r"Cohen κ with the lowest 95% CI lower limit was",  # the kappa rule reads the lower limits (issue 45)
+    # Success Metric 1's tie check (issue 45: "SM1's verdict rests on a tie-corrected Friedman P of .036 with no sensitivity note")
+    r"also without the tie correction": r"Without the tie correction \(\d+ of \d+ transcripts hold tied SDs\), χ²\(\d+\) = ",
 }
 
 

@@ -224,3 +224,36 @@ def test_the_demo_reports_intervals_designs_and_assumptions_as_the_rules_ask(dem
 def test_other_configurations_report_intervals_designs_and_assumptions(stricter, one_experiment):
     assert intervals_and_designs_problems(stricter) == []
     assert intervals_and_designs_problems(one_experiment) == []
+
+
+def test_the_demo_checks_success_metric_1_without_the_tie_correction(demo):
+    # issue 45: "SM1's verdict rests on a tie-corrected Friedman P of .036 with no sensitivity note". The references
+    # (R 4.2.2 friedman.test and the uncorrected formula on the demo's Exp 2 SDs) are tests/study/test_sensitivity.py's.
+    report, manuscript_path = outputs(demo)
+    ties = pd.read_csv(report / "tables" / "sm1_tie_sensitivity.csv").set_index("id")
+    assert list(ties.index) == ["H2", "H3"]
+    h2 = ties.loc["H2"]
+    assert (h2["statistic_tie_corrected"], h2["p_tie_corrected"]) == pytest.approx((6.66666666667, 0.0356739933473), abs=1e-11)
+    assert (h2["statistic_uncorrected"], h2["p_uncorrected"]) == pytest.approx((6.25, 0.0439369336234), abs=1e-11)
+    note = "Note: Success Metric 1 reads H2's Friedman test, tie-corrected as R's friedman.test: chi-squared 6.67"
+    assert note in (report / "report.md").read_text(encoding="utf-8")
+    text = manuscript_path.read_text(encoding="utf-8")
+    methods = text.split("## Methods", 1)[1].split("## Results", 1)[0]
+    results = re.sub(r"<!--.*?-->", "", text).split("## Results", 1)[1].split("## Discussion", 1)[0]
+    assert "tie-corrected, as R's friedman.test, and, as the sensitivity analysis of Success Metric 1, also without" in methods
+    assert "Without the tie correction (2 of 8 transcripts hold tied SDs), χ²(2) = 6.25; P = .04" in results
+    assert re.search(r"a verdict on the edge; Source: tables/sm1\\?_tie\\?_sensitivity\.csv\)", results)  # Markdown escapes _
+
+
+@pytest.mark.slow
+def test_a_verdict_within_001_of_alpha_gets_its_note_in_report_and_manuscript(stricter):
+    # alpha = 0.01 in the study's settings: H1b's P = .004 lies within 0.01 of it, so the tie/threshold note appears
+    note = ("H1b was supported on P = .004, within 0.01 of alpha = 0.01: a tie correction, an exact instead of an "
+            "asymptotic P or another alpha could turn it")
+    report, manuscript_path = outputs(stricter)
+    assert note in (report / "report.md").read_text(encoding="utf-8")
+    limitations = manuscript_path.read_text(encoding="utf-8").split("4.4 Limitations", 1)[1].split("4.5", 1)[0]
+    assert note in limitations
+    ties = pd.read_csv(report / "tables" / "sm1_tie_sensitivity.csv").set_index("id")
+    assert (ties["alpha"] == 0.01).all()  # the study's alpha, not the default
+    assert ties.loc["H2", "sensitivity"] == "not below alpha = 0.01 with and without the tie correction"

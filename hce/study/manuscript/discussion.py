@@ -26,10 +26,10 @@ from hce.report.manuscript.model import (
     Placeholder,
 )
 from hce.stats._intervals import proportion_ci
-from hce.study.claims import near_alpha_notes
-from hce.study.manuscript.cells import Cells
+from hce.study.claims import NEAR_ALPHA_WHY, near_alpha
+from hce.study.manuscript.cells import Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
-from hce.study.rules import INCONCLUSIVE, MIN_PER_LEVEL, NOT_MEASURABLE
+from hce.study.rules import INCONCLUSIVE, MIN_PER_LEVEL, NEAR_ALPHA, NOT_MEASURABLE
 
 SIMULATED_LIMITATION = ("The scores were produced by a simulated judge (hce sim-server), a generative model with known "
                         "truth answering in the name of the models requested; no LLM was called, and no result here "
@@ -45,8 +45,8 @@ def _summary(facts: StudyFacts, cells: Cells) -> list[Block]:
             items.append([f"The {kind} carried forward was {decision['choice']} ({route})."])
     for name in ("hypotheses", "scorecard"):
         if cells.has(name):
-            items += [[f"{row.id} ({row.claim}): {row.verdict} (", _value(cells, name, row), f"; rule: {row.rule})."]
-                      for row in cells.frame(name).itertuples(index=False)]
+            items += [[f"{row.id} (", _cited(cells, name, row, "claim"), f"): {row.verdict} (", _value(cells, name, row),
+                       "; rule: ", _cited(cells, name, row, "rule"), ")."] for row in cells.frame(name).itertuples(index=False)]
     paragraph = Paragraph(["In this simulated run, " if facts.simulated else "",
                            ("the study's own record reads as follows (decisions.json, and the report's pre-specified "
                             "hypotheses and success-metrics scorecard, each verdict from its pre-specified rule).")])
@@ -64,10 +64,11 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
         card = cells.frame(name)
         verdicts = card["verdict"].astype(str)
         for row in card[verdicts.str.startswith(NOT_MEASURABLE)].itertuples(index=False):
-            items.append([f"{row.id} ({row.claim}) could not be assessed: {row.verdict}."])
+            items.append([f"{row.id} (", _cited(cells, name, row, "claim"), f") could not be assessed: {row.verdict}."])
         for row in card[verdicts.isin(["not met", "not supported", INCONCLUSIVE])].itertuples(index=False):
-            items.append([f"{row.id} ({row.claim}) was {row.verdict} (", _value(cells, name, row), f"; rule: {row.rule})."])
-        items += [[f"{note}."] for note in near_alpha_notes(card)]
+            items.append([f"{row.id} (", _cited(cells, name, row, "claim"), f") was {row.verdict} (", _value(cells, name, row),
+                          "; rule: ", _cited(cells, name, row, "rule"), ")."])  # fmt: skip
+        items += _near_alpha(cells, name, card)
     items.append(_exclusions(facts, cells))
     for kind, decision in facts.decisions.items():
         if kind in ("prompt", "model") and decision.get("source") != "rule":
@@ -77,19 +78,35 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
         if not facts.ran(experiment_id):
             items.append([f"{name} was not run; its questions remain open."])
     items.append([_drift(facts)])
-    items += _confounds(facts) + _carried_across_models(facts)
-    items += _sample_sizes(cells) + _strata_sizes(facts)
-    items.append([_targets(facts)])
+    items += _confounds(facts, cells) + _carried_across_models(facts)
+    items += _sample_sizes(cells) + _strata_sizes(facts, cells)
+    items.append(_targets(facts, cells))
     items.append([Placeholder("4.4 other limitations: scope of the transcripts, the specific LLMs tested, consistency vs "
                               "accuracy, generalisability")])  # fmt: skip
     return [Heading(2, "4.4 Limitations"), Bullets(items)]
 
 
-def _confounds(facts: StudyFacts) -> list[list[Inline]]:
-    """Each comparison whose conditions also differ in a request setting (from the logs: :meth:`StudyFacts.confounds`)."""
-    return [[(f"{EXPERIMENTS[r.experiment_id][0]}'s comparison of {r.factor} levels is confounded with {r.setting} "
-              f"({r.by_level}): a difference between them may be the {r.setting}'s, not the {r.factor}'s.")]
+def _confounds(facts: StudyFacts, cells: Cells) -> list[list[Inline]]:
+    """Each comparison whose conditions also differ in a request setting (from the logs: :meth:`StudyFacts.confounds`),
+    each level's value cited to the experiment's conditions table where it has one row per level."""
+    return [[f"{EXPERIMENTS[r.experiment_id][0]}'s comparison of {r.factor} levels is confounded with {r.setting} (",
+             *_by_level(cells, r), f"): a difference between them may be the {r.setting}'s, not the {r.factor}'s."]
             for r in facts.confounds().itertuples(index=False)]  # fmt: skip
+
+
+def _by_level(cells: Cells, confound) -> list[Inline]:
+    """``level: value; ...`` of a confound, each value a cell of ``<exp>_conditions`` (the logs' text where no cell says it)."""
+    name = f"{confound.experiment_id.split('_')[0].lower()}_conditions"
+    if not cells.has(name) or confound.setting not in cells.frame(name):
+        return [confound.by_level]
+    parts: list[Inline] = []
+    for i, said in enumerate(str(confound.by_level).split("; ")):
+        level, _, value = said.partition(": ")
+        keys = cells.rows(name, **{confound.factor: level})
+        cell = cells.value(name, keys[0], confound.setting) if len(keys) == 1 else None
+        cited = cell is not None and not pd.isna(cell) and value == (f"{cell:g}" if isinstance(cell, float) else str(cell))
+        parts += ["; " if i else "", f"{level}: ", cells.number(name, keys[0], confound.setting) if cited else value]
+    return parts
 
 
 def _carried_across_models(facts: StudyFacts) -> list[list[Inline]]:
@@ -110,7 +127,24 @@ def _carried_across_models(facts: StudyFacts) -> list[list[Inline]]:
 
 def _value(cells: Cells, name: str, row) -> Number:
     """A claim's evidence as the hypotheses or scorecard table prints it, cited to that cell."""
-    return Number(str(row.value), cells.source(name, cells.find(name, id=row.id), "value"))
+    return _cited(cells, name, row, "value")
+
+
+def _cited(cells: Cells, name: str, row, column: str) -> Number:
+    """A text cell of the hypotheses or scorecard table (a claim, its evidence, its rule) cited whole: its numbers are the table's."""
+    return Number(str(getattr(row, column)), cells.source(name, cells.find(name, id=row.id), column))
+
+
+def _near_alpha(cells: Cells, name: str, card: pd.DataFrame) -> list[list[Inline]]:
+    """The near-alpha note of each verdict :func:`hce.study.claims.near_alpha` finds, its P and alpha cited to the table."""
+    items = []
+    for row in near_alpha(card).itertuples(index=False):
+        key = cells.find(name, id=row.id)
+        alpha = float(row.alpha)
+        shown = f"{alpha:.2f}" if round(alpha, 2) == alpha else f"{alpha:g}"
+        items.append([f"{row.id} was {row.verdict} on ", *p_phrase(cells.p(name, key)), f", within {NEAR_ALPHA:g} of alpha = ",
+                      Number(shown, cells.source(name, key, "alpha")), f": {NEAR_ALPHA_WHY}."])  # fmt: skip
+    return items
 
 
 def _exclusions(facts: StudyFacts, cells: Cells) -> list[Inline]:
@@ -147,27 +181,47 @@ def _sample_sizes(cells: Cells) -> list[list[Inline]]:
              "tests have little power for moderate differences."]]  # fmt: skip
 
 
-def _strata_sizes(facts: StudyFacts) -> list[list[Inline]]:
-    """The transcripts in each level of each stratum Experiment 5 compared (Success Metric 6), when a level is small."""
+def _strata_sizes(facts: StudyFacts, cells: Cells) -> list[list[Inline]]:
+    """The transcripts in each level of each stratum Experiment 5 compared (Success Metric 6), when a level is small,
+    each count cited to the strata's pairwise table where it gives that level's n."""
     strata = ((facts.settings.get("EXP5_FinalToolValidation") or {}).get("settings") or {}).get("strata") or []
     rows = facts.rows("EXP5_FinalToolValidation") if facts.ran("EXP5_FinalToolValidation") else pd.DataFrame()
     sizes = {s: rows.drop_duplicates("item_id")[s].value_counts().sort_index() for s in strata if s in rows}
     if not sizes or all(counts.min() >= MIN_PER_LEVEL for counts in sizes.values()):
         return []
-    listed = "; ".join(f"{s}: " + ", ".join(f"{level} {n}" for level, n in counts.items()) for s, counts in sizes.items())
-    return [[(f"Transcripts per stratum level in Experiment 5: {listed}. Levels with fewer than {MIN_PER_LEVEL} "
-              "transcripts give the strata tests little power: finding no detrimental difference there (Success Metric 6) "
-              "is no evidence of none.")]]  # fmt: skip
+    parts: list[Inline] = ["Transcripts per stratum level in Experiment 5: "]
+    for i, (stratum, counts) in enumerate(sizes.items()):
+        parts.append(f"{'; ' if i else ''}{stratum}: ")
+        for j, (level, n) in enumerate(counts.items()):
+            parts += [", " if j else "", f"{level} ", _stratum_n(cells, stratum, level, int(n))]
+    # the minimum per level is Success Metric 6's rule, cited with it in 4.1: said here in words, not as a bare number
+    return [[*parts, (". Levels below the minimum per level of Success Metric 6's rule give the strata tests little power: "
+                      "finding no detrimental difference there is no evidence of none.")]]  # fmt: skip
 
 
-def _targets(facts: StudyFacts) -> str:
-    """Which scores have a reference to be accurate against: only synthetic transcripts with targets do."""
+def _stratum_n(cells: Cells, stratum: str, level: object, n: int) -> Inline:
+    """A stratum level's transcripts, cited to ``exp5_fairness_pairwise`` (``n_a``/``n_b``) when that table counts the same."""
+    name = "exp5_fairness_pairwise"
+    if cells.has(name):
+        for side in ("a", "b"):
+            keys = cells.rows(name, stratum=stratum, **{side: level})
+            if keys and cells.value(name, keys[0], f"n_{side}") == n:
+                return cells.number(name, keys[0], f"n_{side}")
+    return str(n)
+
+
+def _targets(facts: StudyFacts, cells: Cells) -> list[Inline]:
+    """Which scores have a reference to be accurate against: only synthetic transcripts with targets do (their count
+    cited to H1c's table, which compares the scores with those targets, where it counts the same)."""
     judged = [EXPERIMENTS[e][0] for e in ("EXP2_PromptOptimization", "EXP3_ModelComparison", "EXP5_FinalToolValidation")
               if facts.ran(e)]  # fmt: skip
     real = f"{_listed(judged)} measure consistency, not accuracy" if judged else "no experiment scored real transcripts"
     if facts.ran("EXP1_BaselineRubricUtility") and len(facts.synthetic):
-        return f"Real transcripts have no reference scores: {real}; only Experiment 1's {len(facts.synthetic)} synthetic transcripts have targets."
-    return f"No transcript had a reference score (no synthetic targets in the study folder): {real}, and no experiment measures accuracy."
+        n: Inline = str(len(facts.synthetic))
+        if cells.has("exp1_h1c_difference") and cells.value("exp1_h1c_difference", "[1]", "n_items") == len(facts.synthetic):
+            n = cells.number("exp1_h1c_difference", "[1]", "n_items")
+        return [f"Real transcripts have no reference scores: {real}; only Experiment 1's ", n, " synthetic transcripts have targets."]
+    return [f"No transcript had a reference score (no synthetic targets in the study folder): {real}, and no experiment measures accuracy."]
 
 
 def _listed(names: list[str]) -> str:
@@ -180,7 +234,8 @@ def _drift(facts: StudyFacts) -> str:
     if versions.empty:
         return "No call returned a model_version, so model drift cannot be assessed from the logs."
     changed = versions[(versions["n_versions"] > 1) | (versions["first_version"] != versions["last_version"])]
-    span = f"from {pd.Timestamp(versions['first_call'].min()):%Y-%m-%d %H:%M} to {pd.Timestamp(versions['last_call'].max()):%Y-%m-%d %H:%M} UTC"
+    span = (f"the attempt logs' timestamps, from {pd.Timestamp(versions['first_call'].min()):%Y-%m-%d %H:%M} to "
+            f"{pd.Timestamp(versions['last_call'].max()):%Y-%m-%d %H:%M} UTC")
     if changed.empty:
         return (f"Each model returned one model_version for all its calls ({span}); no drift was seen within the study, "
                 "but the same names may answer differently later.")  # fmt: skip

@@ -209,8 +209,10 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
         s = _settings(facts, experiment_id)
         extra = (f"; repeated-measures ANOVA on {s.get('transform')}-transformed SDs as a sensitivity analysis; Friedman test "
                  "of mean totals for systematic differences; latency and cost per model") if experiment_id.startswith("EXP3") else ""  # fmt: skip
+        ties = ("; tie-corrected, as R's friedman.test, and, as the sensitivity analysis of Success Metric 1, also "
+                "without the tie correction") if cells.has("sm1_tie_sensitivity") else ""  # hce.study.sensitivity
         items.append([(f"{EXPERIMENTS[experiment_id][0]} (objective: choose the {what}): per-transcript SD of total scores "
-                      f"compared across conditions with the Friedman test (Kendall W with a block bootstrap CI), then "
+                      f"compared across conditions with the Friedman test (Kendall W with a block bootstrap CI{ties}), then "
                       f"{s.get('posthoc_method')} post hoc comparisons with {s.get('p_adjust_method')} adjustment; the "
                       f"winner is the condition with the lowest median SD significantly lower than {s.get('require')} "
                       f"others{extra}.")])  # fmt: skip
@@ -289,8 +291,9 @@ def _multiplicity(facts: StudyFacts) -> str:
     return ("Multiplicity: the confirmatory family is H1a, H1b, H2 and H3; as pre-specified, each is tested at the "
             f"protocol's own α with no familywise correction, and {holm}; H1c is decided by its "
             "bootstrap interval (no test). Within families, P values were adjusted for " + (_joined(within) or "nothing (no family ran)")
-            + ". The Spearman correlation of confidence with SD (Success Metric 5), the repeated-measures ANOVA and the "
-            "paired H1a analysis are single secondary or sensitivity tests, not adjusted, and decide no claim.")
+            + ". The Spearman correlation of confidence with SD (Success Metric 5), the repeated-measures ANOVA, the "
+            "Friedman tests without the tie correction and the paired H1a analysis are single secondary or sensitivity "
+            "tests, not adjusted, and decide no claim.")
 
 
 #: Interval methods as the Methods name them (the saved ``ci_method`` setting).

@@ -23,6 +23,7 @@ from hce.report.manuscript.model import (
     FigureBlock,
     Heading,
     Inline,
+    Number,
     Paragraph,
     TableBlock,
 )
@@ -166,12 +167,31 @@ def _comparison(facts: StudyFacts, cells: Cells, experiment_id: str, kind: str, 
     parts += ["The Friedman test gave χ²(", cells.number(f"{prefix}_friedman", friedman, "df1"), ") = ",
               cells.statistic(f"{prefix}_friedman", friedman), "; ", *p_phrase(cells.p(f"{prefix}_friedman", friedman)),
               "; Kendall W = ", *cells.interval(f"{prefix}_friedman", friedman, estimate="effect_size"), ". "]  # fmt: skip
+    parts += _tie_check(cells, "H2" if kind == "prompt" else "H3")
     parts += _posthoc(cells, f"{prefix}_posthoc")
     parts.append(f"{cells.claim('H2' if kind == 'prompt' else 'H3')}. ")
     decision = facts.decisions.get(kind)
     if decision:
         parts.append(_decision_sentence(kind, decision))
     return parts
+
+
+def _tie_check(cells: Cells, claim_id: str) -> list[Inline]:
+    """Success Metric 1's tie check of one Friedman test: the statistic without the tie correction, and what it does to P.
+
+    Every number and the words on alpha are cells of the study report's ``sm1_tie_sensitivity``
+    (``hce.study.sensitivity``), cited there.
+    """
+    name = "sm1_tie_sensitivity"
+    if not cells.has(name) or claim_id not in set(cells.frame(name)["id"].astype(str)):
+        return []
+    key = cells.find(name, id=claim_id)
+    return ["Without the tie correction (", cells.number(name, key, "n_tied_blocks"), " of ", cells.number(name, key, "n"),
+            " transcripts hold tied SDs), χ²(", cells.number(name, key, "df1"), ") = ",
+            cells.statistic(name, key, "statistic_uncorrected"), "; ", *p_phrase(cells.p(name, key, "p_uncorrected")),
+            " (the sensitivity analysis of Success Metric 1: ",
+            Number(str(cells.value(name, key, "sensitivity")), cells.source(name, key, "sensitivity")),
+            f"; Source: {TABLES_DIR}/{name}.csv). "]  # fmt: skip
 
 
 def _posthoc(cells: Cells, name: str) -> list[Inline]:
