@@ -33,7 +33,10 @@ fits, estimates compared:
   start and 2.1 at the end of the run, 2 cores shared by 8 engineers): intercepts 19.1 s
   against lme4's 54.6 s (2.9x, under the heavy load), with ``service`` 6.8 s against 35.4 s
   (5.2x); a second run (load 11.8 to 20) gave the intercepts 30.9 s against 130.2 s (4.2x) and
-  ``service`` 16.6 s against 128.3 s (7.7x): the ratio moves with the load; peak memory 150 and 151 MB against lme4's 205 and 234 MB;
+  ``service`` 16.6 s against 128.3 s (7.7x): the ratio moves with the load; peak memory 150 and 151 MB against lme4's 205 and 234 MB.
+  Session of 2026-12-02 on a near-idle machine (load 1.1 at the start, 1.3 at the end; best of 2):
+  intercepts 2.24 s against lme4's 23.79 s (10.6x), with ``service`` 2.83 s against 22.12 s (7.8x),
+  REML criteria within 1.1e-9 of lme4 at bobyqa rhoend=1e-12, peak memory 154/155 MB against 205/234 MB;
 * a 26,000-row unbalanced G study (2,600 items x 2 prompts x 5 attempts, 1% failed calls
   dropped), ``variance_components(log, "total", ["item_id", "prompt_id"])`` (REML fit of
   ``total ~ 1 + (1|item_id) + (1|prompt_id) + (1|item_id:prompt_id)``, standard errors,

@@ -37,15 +37,19 @@ random_state : int, Generator or None, default None
 base_url, api_key : str, optional
     The server and key of the design's one endpoint (default: the endpoint's
     ``base_url``, else ``$OPENAI_BASE_URL``, and the variable ``api_key_env`` names).""",
-    "sync_parameters": """\
+    "run_parameters": """\
 Parameters
 ----------
-design : Design, path of a design YAML, or mapping
+design : Design, path of a design YAML, or mapping""",
+    "sync_parameters": """\
+%(run_parameters)s
 log : path
     The JSONL attempt log.
 **kwargs
     The keywords of the function's ``async`` form, named in the first line.""",
     "run_example_setup": """\
+Examples
+--------
 >>> import asyncio, tempfile, os, hce
 >>> from hce.examples import example_design
 >>> from hce.sim import SimServer

@@ -599,6 +599,8 @@ name: my-study
 output: study_output
 corpus:
   paths: [{corpus}]     # folders of .txt, or .csv / .jsonl files with id and text columns
+# humans: ratings.csv   # human ratings of the items (item_id, rater, a column per criterion or total):
+#                       # the report's "Agreement with human raters"; experiments.expN.humans for one experiment
 {extra}"""
 
 
@@ -810,7 +812,7 @@ def report(
 
             extra = [bayes_section] if bayes else []
             options = {"strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed,
-                       **({"humans": humans} if humans is not None else {})}  # a study folder's humans.csv otherwise
+                       **({"humans": humans} if humans is not None else {})}  # else a study folder's humans: keys or humans.csv
             progress("analysing the experiments")
             if study_folder:
                 built = study_folder_report(logs[0], **options, **titled)

@@ -6,7 +6,9 @@ Per probe and criterion: the paired effect (perturbed minus original) with its i
 the equivalence verdict at ``margin`` (:func:`hce.stats.probe_effect`); the observational
 length slope when a length column is given (:func:`hce.stats.length_bias`); per criterion of
 a golden history the drift table and chart (:func:`hce.stats.drift`,
-:func:`hce.report.figures.drift_chart`). The generic report (:func:`hce.report.report`), the
+:func:`hce.report.figures.drift_chart`). The probe and drift models are fitted in memory: a
+log of another engine (DuckDB, Polars, Spark, Dask) gives only the columns they read
+(:data:`READ`, plus the criteria). The generic report (:func:`hce.report.report`), the
 study report and ``hce audit`` all build it here; every number comes from :mod:`hce.stats`.
 """
 
@@ -19,6 +21,7 @@ import pandas as pd
 import hce.stats as hs
 from hce.report import figures
 from hce.report.document import Figure, Report, Section
+from hce.report.log_frame import log_frame, rows
 from hce.report.sections import _attempt, _Context
 from hce.report.tables import Table
 
@@ -28,6 +31,9 @@ AUTHOR = "author_model"
 GOLDEN = "golden_run"
 #: The equivalence margin of the report's probe tests, in score points.
 MARGIN = 0.25
+#: The columns the section reads besides the criteria (those a log has).
+READ = ("item_id", "condition_id", "error_flag", "model", PROBE, "base_condition_id", AUTHOR, GOLDEN,
+        "first_criterion", "base_first_criterion")  # fmt: skip
 
 
 def has_bias_rows(log: pd.DataFrame) -> bool:
@@ -40,10 +46,10 @@ def has_bias_rows(log: pd.DataFrame) -> bool:
     >>> has_bias_rows(pd.DataFrame({"item_id": ["a", "a"], "golden_run": [1, 2]}))
     True
     """
-    if not isinstance(log, pd.DataFrame):  # the probe and drift models fit in memory: a lazy log's section is not built
-        return False
-    return bool((PROBE in log and log[PROBE].notna().any()) or (AUTHOR in log and log[AUTHOR].notna().any())
-                or (GOLDEN in log and log[GOLDEN].nunique() > 1))  # fmt: skip
+    view = log_frame(log)  # counted in the log's engine: a lazy log is not read for this
+    total = view.count_rows()
+    return bool(any(c in view.columns and view.count_blank(c) < total for c in (PROBE, AUTHOR))
+                or (GOLDEN in view.columns and view.count_distinct(GOLDEN) > 1))  # fmt: skip
 
 
 def bias_tables(log: pd.DataFrame, criteria: Sequence[str], *, margin: float = MARGIN, length: str | None = None,
@@ -144,10 +150,10 @@ def judge_bias_section(document: Report, context: _Context) -> None:
     if not has_bias_rows(context.log):
         return
     section = document.section(TITLE)
-    criteria = [c.column for c in context.criteria if c.column in context.log]
+    criteria = [c.column for c in context.criteria if c.column in log_frame(context.log).columns]
 
     def build() -> None:
-        add_bias_blocks(section, bias_tables(context.log, criteria, confidence=context.confidence),
-                        confidence=context.confidence)  # fmt: skip
+        log = rows(log_frame(context.log), [*READ, *criteria])
+        add_bias_blocks(section, bias_tables(log, criteria, confidence=context.confidence), confidence=context.confidence)
 
     _attempt(context, section, "judge's biases", build)

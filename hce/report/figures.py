@@ -318,7 +318,7 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
 
 
 def bland_altman_plot(data: pd.DataFrame, *, a: str, b: str, item: str | None = "item_id", agreement: float = 1.96,
-                      title: str | None = None) -> Figure:  # fmt: skip
+                      title: str | None = None, ax: Axes | None = None) -> Figure:  # fmt: skip
     """Bland-Altman plot: the difference ``a - b`` of each item against the pair's mean, with
     the bias and the limits of agreement of :func:`hce.stats.bland_altman` and their
     confidence bands.
@@ -334,10 +334,13 @@ def bland_altman_plot(data: pd.DataFrame, *, a: str, b: str, item: str | None = 
     agreement : float, default 1.96
         Multiple of the SD of the differences for the limits.
     title : str, optional
+    ax : matplotlib Axes, optional
+        Draw into this panel (of a figure with one panel per condition, say) instead of a new figure.
 
     Returns
     -------
     matplotlib.figure.Figure
+        The new figure, or the one ``ax`` belongs to.
 
     Examples
     --------
@@ -350,7 +353,8 @@ def bland_altman_plot(data: pd.DataFrame, *, a: str, b: str, item: str | None = 
 
     rows = bland_altman(data, item=item, a=a, b=b, agreement=agreement).set_index("quantity")
     x, y = data[a].astype(float), data[b].astype(float)
-    fig, ax = new_figure(5.5, 4.0)
+    own = ax is None
+    fig, ax = new_figure(5.5, 4.0) if own else (ax.figure, ax)
     ax.axhline(0, color="0.8", linewidth=1, zorder=0)
     ax.scatter((x + y) / 2, x - y, s=12, color="0.15", alpha=0.7, zorder=3)
     for quantity, style in (("bias", "-"), ("lower_limit", "--"), ("upper_limit", "--")):
@@ -364,7 +368,8 @@ def bland_altman_plot(data: pd.DataFrame, *, a: str, b: str, item: str | None = 
     ax.set_ylabel(f"{a} - {b}")
     if title:
         ax.set_title(title)
-    fig.tight_layout()
+    if own:
+        fig.tight_layout()
     return fig
 
 

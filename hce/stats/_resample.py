@@ -8,14 +8,78 @@
   functions of per-unit sums (calibration, boolean and Edit-F1 statistics, rank tests), as
   ``counts @ unit_stats``, without touching rows again.
 - :func:`percentile_interval`: percentile limits of replicates.
+- :func:`bootstrapped`: the keywords ``confidence=``, ``n_boot=`` and ``random_state=`` of a
+  statistic with a bootstrap interval, declared once as a :class:`Bootstrap`.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
+from collections.abc import Callable
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
+
+F = TypeVar("F", bound=Callable)
+
+
+class Bootstrap(NamedTuple):
+    """The bootstrap settings of a statistic: interval level, resamples and seed.
+
+    A statistic declares ``boot: Bootstrap = Bootstrap(...)`` with its own defaults and
+    unpacks it (``confidence, n_boot, random_state = boot``); :func:`bootstrapped` offers
+    its callers the three keywords in its place.
+    """
+
+    confidence: float | None = 0.95
+    n_boot: int = 1000
+    random_state: int | np.random.Generator | None = None
+
+
+#: Annotations of the public keywords, as the signatures spelt them.
+_BOOT_ANNOTATIONS = {"confidence": "float", "n_boot": "int", "random_state": "int | np.random.Generator | None"}
+
+
+def bootstrapped(func: F) -> F:
+    """Offer ``func``'s ``boot`` parameter (a :class:`Bootstrap`) as keywords in its place.
+
+    Callers pass ``confidence=``, ``n_boot=`` and ``random_state=`` as before, with the
+    defaults of ``func``'s ``boot`` default; ``func`` receives them as one ``boot``. The
+    docstring states them through the shared fragments (``%(confidence)s``, ``%(n_boot)s``,
+    ``%(random_state)s``), whose defaults :func:`~hce._docstrings.fill_doc`, applied above
+    this decorator, reads from the signature made here.
+
+    Examples
+    --------
+    >>> @bootstrapped
+    ... def mean_interval(values, *, boot=Bootstrap(n_boot=200)):
+    ...     confidence, n_boot, random_state = boot
+    ...     return n_boot, random_state
+    >>> str(inspect.signature(mean_interval))
+    "(values, *, confidence: 'float' = 0.95, n_boot: 'int' = 200, random_state: 'int | np.random.Generator | None' = None)"
+    >>> mean_interval([1.0], random_state=3)
+    (200, 3)
+    """
+    signature = inspect.signature(func)
+    params = list(signature.parameters.values())
+    at = [p.name for p in params].index("boot")
+    default = params[at].default
+    keywords = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=value,
+                          annotation=_BOOT_ANNOTATIONS[name] + (" | None" if name == "confidence" and value is None else ""))
+        for name, value in default._asdict().items()
+    ]  # fmt: skip
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        given = Bootstrap(*(kwargs.pop(p.name, p.default) for p in keywords))
+        return func(*args, boot=kwargs.pop("boot", given), **kwargs)  # boot=: from another bootstrapped statistic
+
+    wrapper.__signature__ = signature.replace(parameters=[*params[:at], *keywords, *params[at + 1:]])  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
 
 
 def as_generator(random_state) -> np.random.Generator:

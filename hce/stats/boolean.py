@@ -18,6 +18,8 @@ from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
 from hce.stats._resample import (
+    Bootstrap,
+    bootstrapped,
     as_generator,
     bootstrap_sums,
     check_n_boot,
@@ -197,6 +199,7 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
 @renamed(prediction="score")
 @reads_frame(keys=("by", "item"), labels=("score", "truth"))
 @fill_doc
+@bootstrapped
 def golden_agreement(
     data: pd.DataFrame,
     *,
@@ -204,9 +207,7 @@ def golden_agreement(
     truth: str = "golden",
     by: Sequence[str] = (),
     item: str | None = None,
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     """Agreement of a boolean judge with golden (human) labels, each metric with a CI.
 
@@ -266,6 +267,7 @@ def golden_agreement(
     >>> out.loc[["accuracy", "precision", "recall", "f1"], "estimate"].round(4).tolist()
     [0.75, 0.8182, 0.75, 0.7826]
     """
+    confidence, n_boot, random_state = boot
     check_confidence(confidence)
     check_n_boot(n_boot)
     require_columns(data, [score, truth])
@@ -454,6 +456,7 @@ def uncertain_routing(
 # ------------------------------------------------------------------------------ seed 003
 @renamed(unit="item")
 @reads_frame(keys=("item", "element", "rater"), labels=("label",))
+@bootstrapped
 def adaptive_filter_agreement(
     data: pd.DataFrame,
     *,
@@ -462,9 +465,7 @@ def adaptive_filter_agreement(
     rater: str = "rater",
     label: str = "relevant",
     classifier: str = "auto",
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     """A relevance classifier against the expert majority vote, per rubric element (Mallinar et al.
     2025, Table 2), with a pooled ``"All"`` row.
@@ -511,6 +512,7 @@ def adaptive_filter_agreement(
     >>> out.query("element == 'bmi' and metric == 'accuracy'")["estimate"].tolist()
     [0.5]
     """
+    confidence, n_boot, random_state = boot
     require_columns(data, [item, element, rater, label])
     values = _as_bool(data, label)
     frame = pd.DataFrame({"unit": data[item].to_numpy(), "element": data[element].to_numpy(),

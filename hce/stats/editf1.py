@@ -23,7 +23,7 @@ from hce._docstrings import fill_doc
 from hce._vocabulary import keywords_checked, renamed
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
-from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
+from hce.stats._resample import Bootstrap, bootstrapped, as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
 from hce.stats.boolean import _groups
 from hce.stats._validate import reads_frame
 
@@ -414,6 +414,7 @@ def _micro_rows(counts: np.ndarray, units, confidence, n_boot, rng) -> list[dict
 
 @reads_frame(keys=("by", "item"), numbers=("em", "ea", "ed"))
 @fill_doc
+@bootstrapped
 def edit_f1(
     data: pd.DataFrame,
     *,
@@ -422,9 +423,7 @@ def edit_f1(
     ed: str = "ed",
     by: Sequence[str] = (),
     item: str | None = None,
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     """Micro-averaged content-level precision, recall and Edit-F1 over a dataset.
 
@@ -471,6 +470,7 @@ def edit_f1(
     >>> edit_f1(counts, n_boot=0)["estimate"].round(4).tolist()
     [0.2222, 0.6667, 0.3333]
     """
+    confidence, n_boot, random_state = boot
     out = _edit_f1_table(data, em, ea, ed, by, item, confidence, n_boot, random_state)
     _warn_undefined(out, "edit_f1", list(by), _CONTENT_UNDEFINED)
     return out
@@ -527,6 +527,7 @@ def _warn_undefined(out: pd.DataFrame, function: str, labels: Sequence[str], rea
 
 @renamed(pair="item")
 @reads_frame(keys=("item", "side", "theme"))
+@bootstrapped
 def theme_f1(
     data: pd.DataFrame,
     *,
@@ -537,9 +538,7 @@ def theme_f1(
     draft: object = "draft",
     count: Literal["presence", "sentences"] = "presence",
     exclude: Sequence[str] = (),
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     """Theme-level Edit-F1: draft themes as predictions of the reference's themes.
 
@@ -599,6 +598,7 @@ def theme_f1(
     has the theme; precision is undefined (0/0) for theme='SymQ': TP + FP = 0, no draft
     response has the theme; each such estimate and interval is NaN
     """
+    confidence, n_boot, random_state = boot
     check_choice("count", count, ["presence", "sentences"])
     check_confidence(confidence)
     check_n_boot(n_boot)
@@ -749,6 +749,7 @@ def annotator_pairs(
 
 @renamed(message="item")
 @reads_frame(keys=("item",), numbers=("em", "ea", "ed"))
+@bootstrapped
 def inter_annotator_predictability(
     data: pd.DataFrame,
     *,
@@ -756,9 +757,7 @@ def inter_annotator_predictability(
     em: str = "em",
     ea: str = "ea",
     ed: str = "ed",
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     """Inter-annotator predictability: Edit-F1 of one clinician's response used as the draft
     for another's, over all ordered pairs (Seegmiller et al. 2025, Appendix E.2).
@@ -793,6 +792,7 @@ def inter_annotator_predictability(
     >>> out.query("reference_annotator == 'all'")["estimate"].round(4).tolist()
     [0.6667, 0.6667, 0.6667]
     """
+    confidence, n_boot, random_state = boot
     require_columns(data, [item, "reference_annotator", "draft_annotator"])
     by = ["reference_annotator", "draft_annotator"]
     pairs = _edit_f1_table(data, em, ea, ed, by, item, confidence, n_boot, random_state)

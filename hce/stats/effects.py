@@ -16,7 +16,7 @@ from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
-from hce.stats._resample import as_generator, bootstrap_sums, check_n_boot, percentile_interval
+from hce.stats._resample import Bootstrap, bootstrapped, as_generator, bootstrap_sums, check_n_boot, percentile_interval
 from hce.stats._rank_permutation import PERMUTATION_MAX_N, heavy_ties, kendall_permutation_p, spearman_permutation_p
 from hce.stats.spread import as_list, present_error, valid_mask
 from hce.stats.tests import _two_groups, block_matrix, two_levels
@@ -490,6 +490,7 @@ def kl_divergence(
 
 @reads_frame(keys=("item", "condition"), numbers=("score", "truth"))
 @fill_doc
+@bootstrapped
 def kl_difference(
     data: pd.DataFrame,
     *,
@@ -502,9 +503,7 @@ def kl_difference(
     error: str | None = "error_flag",
     support: Sequence[float] | None = None,
     smoothing: float = 0.5,
-    confidence: float = 0.95,
-    n_boot: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(n_boot=2000),
 ) -> pd.DataFrame:
     r"""Difference of two conditions' KL divergences from the items' targets, with a cluster-bootstrap interval (H1c).
 
@@ -574,6 +573,7 @@ def kl_difference(
     >>> bool(row["ci_low"] <= row["estimate"] <= row["ci_high"]), int(row["n_items"])
     (True, 12)
     """
+    confidence, n_boot, random_state = boot
     if smoothing < 0:
         raise DataError(f"smoothing={smoothing!r} must be >= 0")
     check_n_boot(n_boot)

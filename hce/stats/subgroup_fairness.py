@@ -12,7 +12,7 @@ import pandas as pd
 from hce._checks import check_choice, check_confidence, require_columns
 from hce._docstrings import fill_doc
 from hce.errors import DataError
-from hce.stats._resample import as_generator
+from hce.stats._resample import Bootstrap, bootstrapped, as_generator
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import as_list, item_spread
 from hce.stats.tests import Adjustment, adjustment, kruskal_row, mann_whitney_core, p_adjust
@@ -24,6 +24,7 @@ _DEFAULT_WORSE = {"mean": "lower", "sd": "higher"}
 
 @reads_frame(keys=("strata", "item", "condition"), blank_keys=("strata",), numbers=("score",))
 @fill_doc
+@bootstrapped
 def fairness(
     data: pd.DataFrame,
     *,
@@ -34,9 +35,7 @@ def fairness(
     measures: Mapping[str, Worse] | None = None,
     alpha: float = 0.05,
     p_adjust_method: Adjustment = "holm",
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> AnalysisResult:
     """Kruskal-Wallis and pairwise Mann-Whitney tests of item scores and SDs across strata.
 
@@ -106,6 +105,7 @@ def fairness(
     0            A        2            False    True
     1            B        2            False    True
     """
+    confidence, n_boot, random_state = boot
     check_confidence(confidence)
     p_adjust_method = adjustment("p_adjust_method", p_adjust_method)
     measures = dict(_DEFAULT_WORSE if measures is None else measures)

@@ -27,6 +27,8 @@ from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci
 from hce.stats._resample import (
+    Bootstrap,
+    bootstrapped,
     as_generator,
     bootstrap_sums,
     percentile_interval,
@@ -465,14 +467,14 @@ def _friedman_from_sums(rank_sums, tie_sum, n, k):
     return chi2
 
 
+@bootstrapped
 def friedman_core(
     matrix: np.ndarray,
     *,
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> dict[str, object]:
     """Friedman chi-squared (tie-corrected, as R) and Kendall's W on a blocks x groups matrix."""
+    confidence, n_boot, random_state = boot
     n, k = matrix.shape
     if n < 2 or k < 2:
         raise DataError(f"Friedman's test needs >= 2 complete blocks and >= 2 groups (got {n} x {k})")
@@ -496,15 +498,14 @@ def friedman_core(
 @renamed(block="item", group="condition", value="score")
 @reads_frame(keys=("item", "condition"), numbers=("score",))
 @fill_doc
+@bootstrapped
 def friedman(
     data: pd.DataFrame,
     *,
     item: str = "item_id",
     condition: str = "condition_id",
     score: str = "sd",
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     r"""Friedman's test of ``score`` across groups within blocks, with Kendall's W (H2, H3).
 
@@ -552,9 +553,10 @@ def friedman(
        k  n  statistic  p_value  effect_size
     0  2  8        0.5   0.4795       0.0625
     """
+    confidence, n_boot, random_state = boot
     check_confidence(confidence)
     matrix, levels, dropped = block_matrix(data, item, condition, score)
-    core = friedman_core(matrix, confidence=confidence, n_boot=n_boot, random_state=random_state)
+    core = friedman_core(matrix, boot=boot)
     core.update({"k": len(levels), "n_dropped": dropped})
     return ordered_columns(pd.DataFrame([core]))
 
@@ -685,14 +687,13 @@ def kruskal_core(groups: list[np.ndarray]) -> tuple[float, float, float]:
 @renamed(group="condition", value="score")
 @reads_frame(keys=("condition",), numbers=("score",))
 @fill_doc
+@bootstrapped
 def kruskal_wallis(
     data: pd.DataFrame,
     *,
     condition: str = "condition_id",
     score: str | None = None,
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     r"""Kruskal-Wallis test of ``score`` across independent groups, with epsilon squared.
 
@@ -737,6 +738,7 @@ def kruskal_wallis(
        k   n  statistic  p_value
     0  2  64      1.535   0.2154
     """
+    confidence, n_boot, random_state = boot
     score = score or default_column(data, "score")
     check_confidence(confidence)
     require_columns(data, [condition, score])

@@ -15,6 +15,7 @@ from hce.study.analyses import experiment4
 from hce.study.config import Study, StudyStop, scheme_source
 from hce.study.designs import corpus_items, design_of, exp_design
 from hce.study.handoffs import resolved
+from hce.study.human_ratings import ALL_CODES_FILE
 from hce.study.sim_coders import refinement_rounds, true_codes
 from hce.study.steps import ANALYSIS_SEED as KAPPA_SEED
 from hce.study.steps import StudyRun, analyse, current_log, run_design
@@ -59,6 +60,7 @@ def exp4(study: Study, result: StudyRun, corpus, sets, connection) -> None:
                                "experiments.exp4.human_codes (or enable llm_coding), then run again")  # fmt: skip
         return
     allcodes = pd.concat(codes, ignore_index=True)
+    allcodes.to_csv(folder / ALL_CODES_FILE, index=False)  # every coder's codes: the LLM coder's human labels (report)
     coders = sorted(allcodes["coder"].unique())
     human = sorted(c for c in coders if not c.startswith("llm:"))
     if len(human) >= 2:

@@ -25,6 +25,7 @@ from hce.collect.design.schema import EndpointSpec, RunSpec, SchemaError, Settin
 from hce.sim.families import LOGPROBS_ARE
 from hce.errors import CollectError, HceError
 from hce.rubric import Rubric, load_rubric
+from hce.study.human_ratings import check_ratings_keys
 
 EXPERIMENTS = ("exp1", "exp2", "exp3", "exp4", "exp5")
 # Mappings whose keys are the user's own (model names, strip rules), not checked against the defaults.
@@ -313,6 +314,7 @@ def _check(study: Study) -> None:
         raise CollectError(f"{name}: Exp 3 is disabled, so experiments.exp5.model must name a model "
                            "(or pin experiments.exp3.winner.pin)")  # fmt: skip
     _check_manuscript(study)
+    check_ratings_keys(study.config, study.base, name, (*study.rubric.criteria, "total"))
     _check_calls(study)
 
 

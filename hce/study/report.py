@@ -34,11 +34,11 @@ from hce.errors import DataError, HceError, HceWarning
 from hce.log import combine_logs, read_log
 from hce.report import figures
 from hce.report import report as generic_report
-from hce.report.cost import cost_summary, without_empty_latency, without_simulated_timings
+from hce.report.cost import without_simulated_timings
 from hce.report.document import Figure, Report, Section
 from hce.report.generic import check_columns
 from hce.report.provenance import log_notes, read_with_notes, separate_settings
-from hce.report.sections import ITEM, NOT_APPLICABLE, not_reported_section
+from hce.report.sections import NOT_APPLICABLE, not_reported_section
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.stats._resample import as_generator
@@ -60,6 +60,8 @@ from hce.study.confidence import (
 )
 from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
+from hce.study.human_ratings import Ratings, ratings_by_experiment, ratings_for, ratings_of_folder, unmatched_ratings
+from hce.study.report_handoffs import cost_section, handoff_section
 from hce.study.report_exp4 import (
     reasoning_codes,
     reasoning_section,
@@ -121,8 +123,6 @@ CAPTIONS = {
 #: conditions instead when a level covers several (Exp 1 compares two named prompts: refused).
 COMPARED = ("EXP2_PromptOptimization", "EXP3_ModelComparison")
 INLINE_ROWS = 30
-#: A study folder's human ratings of its items (item_id, rater, one column per criterion).
-HUMANS_FILE = "humans.csv"
 # One row per item (or per bin): always written to CSV, never printed in the body.
 PER_ITEM_TABLES = {"sd", "mae", "mean_scores", "distribution", "sd_histogram"}
 
@@ -387,12 +387,10 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
     prefix (``exp2_total_spread``). Returns what could not be computed (``not_reported``
     entries, named after the experiment), for the study report's one "Not reported" list.
     A test that repeats one of ``plan`` (the experiment's analysis) shows the plan's rows.
-    ``humans`` (human ratings) adds the section "Agreement with human raters" when they rate
-    these rows' items; the "Judge biases" section comes when the rows carry probes or a golden
+    ``humans`` (the rows' human ratings: ``hce.study.human_ratings.ratings_for``) adds the
+    section "Agreement with human raters"; the "Judge biases" section comes when the rows carry probes or a golden
     history (:mod:`hce.report.biases`).
     """
-    if humans is not None and not humans[ITEM].isin(rows[ITEM]).any():
-        humans = None  # ratings of another experiment's items
     label, prefix = _experiment_label(experiment_id)
     try:
         part = generic_report(rows.reset_index(drop=True), rubric=rubric, confidence=confidence, random_state=random_state,
@@ -408,71 +406,6 @@ def generic_sections(report: Report, rows: pd.DataFrame, experiment_id: object, 
         blocks = [_renamed(_one_source(b, plan), prefix) for b in section.blocks]
         report.sections.append(Section(f"{label}: {section.title}", blocks))
     return [{**entry, "section": f"{label}: {entry['section']}"} for entry in part.not_reported]
-
-
-# --- hand-offs and cost ---------------------------------------------------------------------
-
-#: What each decision is handed to, and the log column that shows it was used.
-HANDOFFS = {"prompt": ("prompt_id", ("EXP3_ModelComparison", "EXP5_FinalToolValidation")),
-            "model": ("model", ("EXP5_FinalToolValidation",))}  # fmt: skip
-
-
-def handoff_table(log: pd.DataFrame, decisions: Mapping[str, Mapping]) -> pd.DataFrame:
-    """One row per decision of the study (``decisions.json``) and what the later experiments' rows used.
-
-    Examples
-    --------
-    >>> log = pd.DataFrame({"experiment_id": ["EXP3_ModelComparison"] * 2, "prompt_id": ["P2.3", "P2.3"],
-    ...                     "model": ["m1", "m2"]})
-    >>> handoff_table(log, {"prompt": {"choice": "P2.3", "source": "rule", "rule": "lowest SD"}})[["decision", "choice", "used_by"]]
-      decision choice               used_by
-    0   prompt   P2.3  EXP3_ModelComparison
-    """
-    rows = []
-    for kind, (column, receivers) in HANDOFFS.items():
-        decision = decisions.get(kind)
-        if not decision:
-            continue
-        used, other = [], []
-        for receiver in receivers:
-            rows_of = log[log["experiment_id"] == receiver] if "experiment_id" in log else log.iloc[0:0]
-            values = sorted(rows_of[column].dropna().astype(str).unique()) if column in rows_of else []
-            if values == [str(decision["choice"])]:
-                used.append(receiver)
-            elif values:
-                other.append(f"{receiver} ({', '.join(values)})")
-        rows.append({"decision": kind, "choice": decision["choice"], "source": decision.get("source"),
-                     "rule": decision.get("rule"), "used_by": ", ".join(used), "not_used_by": ", ".join(other)})  # fmt: skip
-    return pd.DataFrame(rows, columns=["decision", "choice", "source", "rule", "used_by", "not_used_by"])
-
-
-def _handoff_section(report: Report, results: StudyResults, confidence: float) -> None:
-    section = report.section("Hand-offs between experiments")
-    if not results.decisions:
-        section.add("No decisions recorded: these logs come without a study folder (its decisions.json says which "
-                    "prompt Experiment 2 handed to Experiment 3 and which model Experiment 3 handed to Experiment 5). "
-                    "Run `hce report` on the study folder to show them.")  # fmt: skip
-        return
-    section.add("Experiment 2 chooses the prompt and Experiment 3 the model for the experiments after them (PRD 7.2.8, "
-                "7.3.7); 'not used by' names a later experiment whose rows used another value.",
-                Table(handoff_table(results.log, results.decisions), "Decisions handed on and the experiments that used them",
-                      "handoffs", confidence))  # fmt: skip
-
-
-def _cost_section(report: Report, results: StudyResults, confidence: float) -> None:
-    section = report.section("Cost of the study")
-    log = results.log
-    if not any(c in log and log[c].notna().any() for c in ("cost_usd", "input_tokens", "output_tokens")):
-        section.add("Not reported: the logs record no cost or token counts (cost_usd, input_tokens, output_tokens).")
-        return
-    try:
-        table = without_empty_latency(cost_summary(log, by="experiment_id"))
-    except HceError as exc:  # e.g. a cost column without the token counts
-        section.add(f"Not reported: {exc}.")
-        return
-    section.add("What each experiment's attempts cost as logged (the collection's dated prices); per condition in each "
-                "experiment's cost section.",
-                Table(table, "Cost and tokens per experiment and per 1,000 attempts", "cost_by_experiment", confidence))  # fmt: skip
 
 
 #: The confidences and outcomes the calibration section shows, in its order.
@@ -676,7 +609,7 @@ def study_report(
     logprobs_are: str | None = None,
     rubric: Rubric | str | os.PathLike | None = None,
     random_state: int | np.random.Generator | None = None,
-    humans: pd.DataFrame | str | os.PathLike | None = None,
+    humans: Ratings | Mapping[str, Ratings] | None = None,
 ) -> Report:
     """Build the study report from one or more attempt logs (no API calls).
 
@@ -713,12 +646,16 @@ def study_report(
         :func:`hce.report.report` finds it, Rubric v5.0 for logs with its five columns).
     %(random_state)s
         It serves the experiments without saved settings and the per-criterion sections.
-    humans : DataFrame or CSV path, optional
+    humans : DataFrame or CSV path, or a mapping of them, optional
         Human ratings of the logs' items (``item_id``, ``rater``, one column per criterion;
-        ``hce report --humans FILE``; a study folder's ``humans.csv``). Each experiment whose
-        items they rate gets the section "Agreement with human raters" (alt-test, kappa,
-        concordance, Bland-Altman, PPI and the label budget: ``hce.report.humans``), as do
-        log rows with ``rater_role == "human"``. Default None.
+        ``condition_id`` when they rate each condition's output; ``hce report --humans FILE``;
+        a study folder's ``humans.csv`` or its study file's ``humans:`` keys). A mapping gives
+        each experiment id its own ratings (``"*"``: the study-wide ones). Each experiment
+        whose items they rate gets the section "Agreement with human raters" (alt-test,
+        kappa, concordance, Bland-Altman, PPI and the label budget: ``hce.report.humans``), as
+        do log rows with ``rater_role == "human"``; Experiment 1 without ratings of its own
+        compares the judge with its targets (rater ``target``,
+        ``hce.study.human_ratings.target_ratings``). Default None.
 
     Returns
     -------
@@ -735,7 +672,7 @@ def study_report(
     >>> study_report(logs).write("reports/my_study")  # doctest: +SKIP
     """
     log = combine_logs(logs) if isinstance(logs, Sequence) else logs  # an attempt in two logs is refused
-    humans = humans if humans is None or isinstance(humans, pd.DataFrame) else pd.read_csv(humans, dtype={ITEM: str})  # once; ids as text
+    humans = ratings_by_experiment(humans)  # each CSV read once; ids as text
     read_notes = log_notes(*(logs if isinstance(logs, Sequence) else [logs]))  # a torn last line, say
     # one condition_id run with two settings in one experiment: kept apart, never pooled
     log, split = separate_settings(log, within=["experiment_id"])
@@ -791,10 +728,12 @@ def study_report(
         else:
             rows = log[log["experiment_id"].isna()] if pd.isna(experiment_id) else log[log["experiment_id"] == experiment_id]
         skipped += generic_sections(report, rows, experiment_id, rubric=rubric, confidence=confidence, random_state=rng,
-                                    plan=results.experiments.get(experiment_id), humans=humans)  # fmt: skip
+                                    plan=results.experiments.get(experiment_id),
+                                    humans=ratings_for(humans, experiment_id, rows))  # fmt: skip
+        skipped += unmatched_ratings(humans, experiment_id, rows, _experiment_label(experiment_id)[0])
     if "EXP5_FinalToolValidation" not in (_experiment_order(log) or []):
         reasoning_section(report, results, confidence)
-    for builder in (_calibration_section, _handoff_section, _cost_section, *extra_sections):
+    for builder in (_calibration_section, handoff_section, cost_section, *extra_sections):
         builder(report, results, confidence)
     if bayes_section not in extra_sections:
         _bayes_skipped(report, results, confidence)
@@ -810,8 +749,9 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     The folder's judged logs (``exp1.jsonl``, ``exp2.jsonl``, ``exp3.jsonl``, ``exp5.jsonl``)
     are reported with the settings the run saved (``analysis_settings.json``: winner rule,
     adjustment, alpha, seeds) and the decisions it handed on (``decisions.json``), so the
-    report names the same winners; human ratings of the items from ``humans.csv`` when the folder has
-    one (the section "Agreement with human raters"); Experiment 4 comes from ``exp4/`` (``reasoning_codes``) and what the
+    report names the same winners; human ratings of the items from the study file's ``humans:`` keys
+    (their absolute paths in ``study.resolved.yaml``), else the folder's ``humans.csv`` (the
+    section "Agreement with human raters"); Experiment 4 comes from ``exp4/`` (``reasoning_codes``) and what the
     logprobs are from the study's ``experiments.exp5.logprobs_are`` (``study.resolved.yaml``). Other keyword arguments go to :func:`study_report`.
     """
     folder = Path(folder)
@@ -822,16 +762,19 @@ def study_folder_report(folder: str | os.PathLike, **kwargs) -> Report:
     logs = [read_with_notes(read_log, path)[0] for path in paths]
     kwargs.setdefault("logprobs_are", _study_logprobs_are(folder))
     kwargs.setdefault("rubric", kept_rubric(paths))  # the rubric the study judged with, kept beside its logs
-    if (folder / HUMANS_FILE).is_file():  # the study's human ratings of its items
-        kwargs.setdefault("humans", folder / HUMANS_FILE)
+    ratings = ratings_of_folder(folder, _resolved(folder))  # the study file's humans: keys, else humans.csv
+    if ratings:
+        kwargs.setdefault("humans", ratings)
     return study_report(logs, settings=read_settings(folder), decisions=decisions_in(folder),
                         reasoning=reasoning_codes(folder), **kwargs)
 
 
+def _resolved(folder: Path) -> dict:
+    """The study's configuration as its run recorded it (``study.resolved.yaml``; empty without one)."""
+    path = folder / "study.resolved.yaml"
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
+
+
 def _study_logprobs_are(folder: Path) -> str | None:
     """The study's ``experiments.exp5.logprobs_are`` as its run recorded it (``study.resolved.yaml``)."""
-    path = folder / "study.resolved.yaml"
-    if not path.is_file():
-        return None
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return ((config.get("experiments") or {}).get("exp5") or {}).get("logprobs_are")
+    return ((_resolved(folder).get("experiments") or {}).get("exp5") or {}).get("logprobs_are")

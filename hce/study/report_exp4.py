@@ -18,6 +18,7 @@ from hce.errors import HceError
 from hce.report.document import Report
 from hce.report.tables import Table
 from hce.study.analyses import experiment4
+from hce.study.human_ratings import ALL_CODES_FILE, coder_section
 from hce.study.reasoning import SEGMENT_KEY, kappa_verdicts
 from hce.study.results import ReasoningCodes, StudyResults
 from hce.study.settings import SETTINGS_FILE, describe, read_settings
@@ -48,6 +49,9 @@ def reasoning_codes(folder: str | os.PathLike) -> ReasoningCodes | None:
     # Without saved settings, the coding dimensions are the CSV's columns beyond the segment and coder.
     settings.setdefault("dimensions", [c for c in codes.columns if c not in (*SEGMENT_KEY, "coder")])
     data = ReasoningCodes(codes, table("kappa.csv"), table("kappa_rounds.csv"), table("kappa_llm_vs_human.csv"), settings)
+    every = folder / "exp4" / ALL_CODES_FILE
+    if every.is_file():  # every coder's codes: the researchers' are the LLM coder's human labels
+        data.all_codes = pd.read_csv(every, dtype=str, keep_default_na=False).replace("", np.nan)
     try:
         data.result = experiment4(codes.dropna(subset=settings["dimensions"]), **settings)
     except HceError as exc:  # e.g. codes of a single model: nothing to compare
@@ -84,7 +88,8 @@ def code_table(frequencies: pd.DataFrame) -> pd.DataFrame:
 
 
 def reasoning_section(report: Report, results: StudyResults, confidence: float) -> None:
-    """Experiment 4's section: Table 3, the chi-squared/Fisher tests and the coders' kappa."""
+    """Experiment 4's section: Table 3, the chi-squared/Fisher tests and the coders' kappa; then the LLM coder
+    against the researchers (``hce.study.human_ratings.coder_section``)."""
     data = results.reasoning
     if data is None:
         return
@@ -129,3 +134,4 @@ def reasoning_section(report: Report, results: StudyResults, confidence: float) 
     if len(data.llm_vs_human):
         section.add(Table(data.llm_vs_human[kappa_columns(data.llm_vs_human)], "Agreement of the LLM's coding with a researcher's (Cohen's kappa)",
                           "exp4_kappa_llm_vs_human", confidence))  # fmt: skip
+    coder_section(report, results, confidence)  # can the LLM coder replace the researchers?

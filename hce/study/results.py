@@ -21,7 +21,8 @@ class ReasoningCodes:
 
     ``codes`` (``exp4/codes.csv``, one row per coded segment) feed the frequency tests;
     ``kappa`` (two researchers), ``rounds`` (the refinement loop, 7.4.5) and ``llm_vs_human``
-    are the reliability tables the run wrote (empty when that step did not happen);
+    are the reliability tables the run wrote (empty when that step did not happen); ``all_codes``
+    every coder's codes (researchers' and the LLM's: the human labels of the LLM coder);
     ``settings`` are the keyword arguments the study analysed the codes with.
     """
 
@@ -31,6 +32,7 @@ class ReasoningCodes:
     llm_vs_human: pd.DataFrame = field(default_factory=pd.DataFrame)
     settings: dict = field(default_factory=dict)
     result: AnalysisResult | None = None
+    all_codes: pd.DataFrame = field(default_factory=pd.DataFrame)  # every coder's codes (exp4/all_codes.csv)
     failure: str | None = None
 
     @property

@@ -42,6 +42,7 @@ from hce.study.coding import exp4
 from hce.study.config import EXPERIMENTS, Study, load_study
 from hce.study.designs import load_corpus, study_sets
 from hce.study.handoffs import read_decisions
+from hce.study.human_ratings import absolute_ratings
 from hce.study.steps import StudyRun, exp1, exp2, exp3, exp5
 
 _STEPS = {"exp1": exp1, "exp2": exp2, "exp3": exp3, "exp4": exp4, "exp5": exp5}
@@ -123,7 +124,9 @@ def run_study(
         raise CollectError(f"until={until!r} is not valid; choose one of {list(EXPERIMENTS)}")
     out = study.output
     out.mkdir(parents=True, exist_ok=True)
-    (out / "study.resolved.yaml").write_text(yaml.safe_dump(study.config, sort_keys=False), encoding="utf-8")
+    # the human ratings' paths absolute: the study folder's report finds them wherever it is made
+    resolved = absolute_ratings(study.config, study.base)
+    (out / "study.resolved.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False), encoding="utf-8")
     result = StudyRun(output=out, simulated=simulate)
     needs_corpus = any(study.enabled(k) for k in ("exp2", "exp3", "exp4", "exp5"))
     corpus = load_corpus(study) if needs_corpus else None

@@ -85,3 +85,16 @@ def test_a_golden_history_reads_its_latest_period_per_criterion_and_its_drift_ac
         warnings.simplefilter("ignore")
         text = report(pd.concat(parts, ignore_index=True), random_state=0).to_markdown()
     assert "twice" not in text and "A golden-set history of 2 periods" in text and "Judge biases" in text
+
+
+def test_a_log_of_another_engine_gets_the_same_section():
+    """Session 6's note: a lazy log's report had no "Judge biases" section, without a word. The
+    models are fitted on the columns the section reads, collected from the engine."""
+    import duckdb
+    import polars as pl
+
+    log = probe_log()
+    expected = tables(section(report(log, random_state=0)))["bias_probes"]
+    for lazy in (pl.from_pandas(log).lazy(), duckdb.from_df(log)):
+        got = tables(section(report(lazy, random_state=0)))["bias_probes"]
+        pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-10)

@@ -59,6 +59,11 @@ def test_section_from_rater_role_rows():
                                        attempt_id=[f"h{i}" for i in range(len(humans))])], ignore_index=True)  # fmt: skip
     doc = report(stacked, random_state=0)
     assert section(doc) is not None
+    # the humans' own condition_id ("humans") is no judge's: the ratings are of the items, as from a table
+    from_table = section(report(log, humans=humans, random_state=0))
+    for name in ("alt_test_accuracy", "human_agreement_accuracy", "human_kappa_accuracy"):
+        got, want = (next(b.data for b in s.blocks if getattr(b, "name", "") == name) for s in (section(doc), from_table))
+        pd.testing.assert_frame_equal(got, want)
     overview = next(s for s in doc.sections if s.title.startswith("Attempts"))
     table = next(b for b in overview.blocks if hasattr(b, "data")).data
     assert "humans" not in table["condition_id"].tolist()
@@ -117,3 +122,71 @@ def test_no_ppi_when_the_humans_rated_every_item():
     doc = report(log, humans=humans, random_state=0)
     assert "human_ppi_accuracy" not in {getattr(t, "name", "") for t in section(doc).blocks}
     assert any("rated every item" in entry["reason"] for entry in doc.not_reported)
+
+
+def texts(found):
+    return [b for b in found.blocks if isinstance(b, str)]
+
+
+def test_the_same_items_note_only_when_the_conditions_judged_the_same_items():
+    log, humans = log_and_humans()
+    humans = humans[humans["item_id"].isin([f"T{i}" for i in range(25)])]
+    found = section(report(log, humans=humans, random_state=0))
+    assert any("0 by construction" in t for t in texts(found))
+    # each condition judged items of its own (two systems' outputs, say): no such note
+    own = log.assign(item_id=log["item_id"] + "-" + log["condition_id"])
+    rated = pd.concat([humans.assign(item_id=humans["item_id"] + "-" + c) for c in ("good", "poor")], ignore_index=True)
+    found = section(report(own, humans=rated, random_state=0))
+    assert "human_ppi_accuracy" in {getattr(b, "name", "") for b in found.blocks}
+    assert not any("0 by construction" in t for t in texts(found))
+
+
+def test_human_ratings_per_condition_are_each_conditions_own():
+    log, humans = log_and_humans()
+    # the humans rated each condition's output: "poor"'s labels are its own scores, "good"'s are shifted by 1
+    judged = log.groupby(["condition_id", "item_id"])["accuracy"].mean().rename("accuracy").reset_index()
+    per = pd.concat([judged.assign(rater=f"dr{r}", accuracy=judged["accuracy"] + (judged["condition_id"] == "good"))
+                     for r in range(3)], ignore_index=True)  # fmt: skip
+    found = section(report(log, humans=per, random_state=0))
+    assert any("per condition" in t for t in texts(found))
+    extra = pd.concat([per, per.head(2).assign(condition_id="retired")], ignore_index=True)
+    assert any("2 rating row(s) name a condition_id the judge's rows do not have" in t and "'retired' (2)" in t
+               for t in texts(section(report(log, humans=extra, random_state=0))))
+    agreement = next(b.data for b in found.blocks if getattr(b, "name", "") == "human_agreement_accuracy").set_index("condition_id")
+    assert agreement.loc["poor", "bias"] == pytest.approx(0) and agreement.loc["poor", "ccc"] == pytest.approx(1)
+    assert agreement.loc["good", "bias"] == pytest.approx(-1)  # the judge scores 1 below its own labels
+    alt = next(b.data for b in found.blocks if getattr(b, "name", "") == "alt_test_accuracy").set_index("condition_id")
+    stacked = pd.concat([per[per["condition_id"] == "poor"].drop(columns="condition_id"),
+                         judged[judged["condition_id"] == "poor"].assign(rater="poor").drop(columns="condition_id")],
+                        ignore_index=True).rename(columns={"accuracy": "score"})  # fmt: skip
+    expected = hs.alt_test(stacked, rater="rater", score="score", judge="poor", scoring="neg_rmse")["summary"].iloc[0]
+    assert alt.loc["poor", "winning_rate"] == pytest.approx(expected.winning_rate)
+
+
+def test_one_rater_per_item_says_why_there_is_no_alt_test_and_targets_have_no_budget():
+    log, humans = log_and_humans()
+    target = humans[humans["rater"] == "dr0"].assign(rater="target", rater_role="target")
+    doc = report(log, humans=target, random_state=0)
+    found = section(doc)
+    words = " ".join(texts(found))
+    assert "Alt-test of accuracy: not run" in words and "at least two raters of an item" in words
+    assert "Human-label budget for accuracy: not applicable" in words and "cost 0" in words
+    names = {getattr(b, "name", "") for b in found.blocks}
+    assert "human_agreement_accuracy" in names and "alt_test_accuracy" not in names and "human_budget_accuracy" not in names
+    statuses = {e["section"]: e["status"] for e in doc.not_reported if e["section"].startswith(TITLE)}
+    assert statuses[f"{TITLE}: alt-test of accuracy"] == statuses[f"{TITLE}: human-label budget for accuracy"] == "not applicable"
+    # one human per item, no target role: the alt-test's words, and the budget priced as human labels
+    found = section(report(log, humans=target.drop(columns="rater_role"), random_state=0))
+    assert "human_budget_accuracy" in {getattr(b, "name", "") for b in found.blocks}
+
+
+def test_the_bland_altman_figure_has_a_panel_per_condition():
+    log, humans = log_and_humans()
+    found = section(report(log, humans=humans, random_state=0))
+    figure = next(b for b in found.blocks if getattr(b, "name", "") == "human_bland_altman_accuracy")
+    titles = [ax.get_title() for ax in figure.figure.axes if ax.get_visible()]
+    assert titles == ["good", "poor"]
+    bias = next(b.data for b in found.blocks if getattr(b, "name", "") == "human_agreement_accuracy").set_index("condition_id")["bias"]
+    for ax, condition in zip(figure.figure.axes, titles):  # the solid line is the table's bias
+        solid = [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "-" and line.get_linewidth() == 1.5]
+        assert solid == [pytest.approx(bias[condition])]

@@ -50,7 +50,7 @@ def test_the_cell_fit_of_100000_by_4_cells_stops_at_the_deviances_minimum():
         assert abs(offset) < 1e-4, (k, offset)
 
 
-def test_the_fit_takes_few_evaluations_and_two_engines_tables_agree_to_1e_8(monkeypatch):
+def test_the_fit_takes_few_evaluations_and_two_engines_tables_agree_to_1e_8_in_g_and_phi_too(monkeypatch):
     # issue 43: 303 s of CPU and 2,665 deviance evaluations before the Henderson start and the
     # analytic gradient (selected inversion through both elimination stages); now 6 and 9 gradients
     from hce.stats.mixed.g_study import _from_cells
@@ -73,7 +73,8 @@ def test_the_fit_takes_few_evaluations_and_two_engines_tables_agree_to_1e_8(monk
     columns = ["estimate", "std_error", "ci_low", "ci_high"]
     np.testing.assert_allclose(two.components[columns].to_numpy(float), one.components[columns].to_numpy(float), rtol=1e-8)
     np.testing.assert_allclose(two.coefficients["estimate"], one.coefficients["estimate"], rtol=1e-8)
-    # G and Phi's limits are percentiles of 20,000 joint draws: inputs 1e-10 apart can swap two
-    # neighbouring draws at the percentile, a jump of one spacing (measured 5.6e-6 here), not rounding
+    # G and Phi's limits are percentiles of 20,000 joint draws, each a smooth function of the
+    # components (Cholesky scores, chi-square quantiles): as close as the components (1.8e-10
+    # measured). The copula by ranks and rng.chisquare swapped neighbouring draws: 5.6e-6 apart.
     bounds = ["ci_low", "ci_high"]
-    np.testing.assert_allclose(two.coefficients[bounds].to_numpy(float), one.coefficients[bounds].to_numpy(float), rtol=2e-5)
+    np.testing.assert_allclose(two.coefficients[bounds].to_numpy(float), one.coefficients[bounds].to_numpy(float), rtol=1e-8)

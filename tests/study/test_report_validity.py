@@ -59,3 +59,16 @@ def test_neither_section_without_humans_or_bias_rows(exp2):
     log, _ = exp2
     plain = study_report(log.drop(columns=["author_model"]), random_state=0)
     assert not [t for t in titles(plain) if t.endswith(("Agreement with human raters", "Judge biases"))]
+
+
+@pytest.mark.slow
+def test_ratings_per_experiment_and_ratings_of_none_of_its_items(exp2):
+    log, humans = exp2
+    log = log.drop(columns=["author_model"])
+    built = study_report(log, humans={"EXP2_PromptOptimization": humans}, random_state=0)
+    assert "Experiment 2: Agreement with human raters" in titles(built)
+    wrong = study_report(log, humans={"EXP2_PromptOptimization": humans.assign(item_id="X" + humans["item_id"])},
+                         random_state=0)  # fmt: skip
+    assert "Experiment 2: Agreement with human raters" not in titles(wrong)
+    entry = next(e for e in wrong.not_reported if e["section"] == "Experiment 2: Agreement with human raters")
+    assert "rate none of its 12 items" in entry["reason"]

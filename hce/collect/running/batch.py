@@ -48,20 +48,16 @@ from pathlib import Path
 from typing import Any
 
 
-from hce._vocabulary import keywords_checked, keywords_of
 from hce._warnings import warn
-from hce._docstrings import fill_doc
 from hce.collect.call.client import CallResult, JudgeClient, chat_body, fill
 from hce.collect.design.design import Design, load_design
 from hce.collect.call.endpoints import check_batch, client_for
 from hce.collect.running.failed import BATCH_FAILED
-from hce.collect.running.lock import one_writer
 from hce.collect.running.journal import Journal
-from hce.collect.running.pipeline import Pipeline, open_log
+from hce.collect.running.pipeline import EndpointOverride, Pipeline, collector, open_log, synchronous
 from hce.collect.call.messages import call_settings, prompt_cache
 from hce.collect.running.resume import pending
 from hce.collect.running.run_summary import RunSummary, Tally
-from hce.collect.running.runner import in_new_loop
 from hce.collect.call.sampling import Request, group_requests
 from hce.collect.running.spend_limit import check_batch_budget
 from hce.errors import CollectError
@@ -191,16 +187,12 @@ def batch_result(entry: Mapping[str, Any]) -> CallResult:
     return result
 
 
-@keywords_checked
-@one_writer  # one collector per log (hce.collect.running.lock)
-@fill_doc
+@collector  # keywords checked, one writer per log, fragments filled
 async def run_batch_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
     *,
-    client: JudgeClient | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
+    endpoint: EndpointOverride = EndpointOverride(),
     resubmit_failed: bool = False,
     wait: bool = True,
     poll_interval: float = 15.0,
@@ -213,9 +205,7 @@ async def run_batch_async(
 ) -> BatchSummary:
     """Run a design's pending attempts as OpenAI batches into a JSONL attempt log.
 
-    Parameters
-    ----------
-    design : Design, path of a design YAML, or mapping
+    %(run_parameters)s
     log : path
         The JSONL log to append to (created if missing); its batches are recorded in
         ``state_path``, and a rerun resumes them.
@@ -251,8 +241,6 @@ async def run_batch_async(
         When the provider rejects a batch file (the batch ends ``failed``: its errors are
         quoted) or a control call keeps failing; batches already created stay recorded.
 
-    Examples
-    --------
     %(run_example_setup)s
     >>> from hce.collect import run_batch_async
     >>> design = example_design(attempts=2)
@@ -266,7 +254,7 @@ async def run_batch_async(
     started = time.perf_counter()
     retried = open_log(design, log, retry_failed=resubmit_failed).retried
     planned, todo = pending(design, log)
-    session = _Session(design, log, client, base_url, api_key, random_state, progress, poll_interval, max_poll_interval)
+    session = _Session(design, log, *endpoint, random_state, progress, poll_interval, max_poll_interval)
     async with session:
         client, state = session.client, session.state
 
@@ -309,8 +297,7 @@ async def run_batch_async(
     return BatchSummary(**vars(summary), batch_ids=state.ids(), waiting=len(state.open()))
 
 
-@keywords_of(run_batch_async)
-@fill_doc
+@synchronous(run_batch_async)
 def run_batch(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> BatchSummary:
     """Synchronous :func:`run_batch_async` (for scripts and the CLI).
 
@@ -321,9 +308,8 @@ def run_batch(design: Design | str | os.PathLike | Mapping[str, Any], log: str |
     Returns
     -------
     BatchSummary
+        A run's summary with this log's batch ids and how many are still open.
 
-    Examples
-    --------
     %(run_example_setup)s
     >>> design = example_design(attempts=3)
     >>> with SimServer().start() as server:
@@ -331,7 +317,6 @@ def run_batch(design: Design | str | os.PathLike | Mapping[str, Any], log: str |
     >>> summary.done, summary.errors, summary.batch_ids, len(hce.read_log(log))
     (3, 0, ('batch_sim000001',), 3)
     """
-    return in_new_loop(run_batch_async, design, log, kwargs)
 
 
 @dataclass(frozen=True)
@@ -396,15 +381,12 @@ class CancelSummary:
         return "; ".join(parts)
 
 
-@keywords_checked
-@one_writer  # one collector per log (hce.collect.running.lock)
+@collector
 async def cancel_batches_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
     *,
-    client: JudgeClient | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
+    endpoint: EndpointOverride = EndpointOverride(),
     wait: bool = True,
     poll_interval: float = 15.0,
     max_poll_interval: float = 300.0,
@@ -427,9 +409,7 @@ async def cancel_batches_async(
     are not logged, so they stay pending: the next :func:`run_batch` sends them again
     unless it is cancelled too. Calling this again collects batches still cancelling.
 
-    Parameters
-    ----------
-    design : Design, path of a design YAML, or mapping
+    %(run_parameters)s
         The design the batches were run for (to log their results).
     log : path
         The JSONL attempt log whose batches are cancelled.
@@ -463,7 +443,7 @@ async def cancel_batches_async(
     ()
     """
     design = design if isinstance(design, Design) else load_design(design)
-    session = _Session(design, log, client, base_url, api_key, random_state, progress, poll_interval, max_poll_interval)
+    session = _Session(design, log, *endpoint, random_state, progress, poll_interval, max_poll_interval)
     cancelled, earlier, ended, withdrawn = [], [], [], []
     async with session:
         client, state = session.client, session.state
@@ -490,8 +470,7 @@ async def cancel_batches_async(
     )
 
 
-@keywords_of(cancel_batches_async)
-@fill_doc
+@synchronous(cancel_batches_async)
 def cancel_batches(
     design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any
 ) -> CancelSummary:
@@ -502,9 +481,8 @@ def cancel_batches(
     Returns
     -------
     CancelSummary
+        The batches cancelled, and what their finished requests added to the log.
 
-    Examples
-    --------
     %(run_example_setup)s
     >>> design = example_design(attempts=4)
     >>> with SimServer().start() as server:   # the simulated batch stops after half its requests
@@ -514,7 +492,6 @@ def cancel_batches(
     >>> summary.cancelled, summary.done, summary.missing, len(hce.read_log(log))
     (('batch_sim000001',), 2, 2, 2)
     """
-    return in_new_loop(cancel_batches_async, design, log, kwargs)
 
 
 def open_batches(log: str | os.PathLike) -> list[dict[str, Any]]:

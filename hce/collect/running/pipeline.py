@@ -9,24 +9,108 @@ hand each reply to :meth:`Pipeline.record`: its rows are built
 to the log in one write (:class:`~hce.collect.running.journal.Journal`), counted for the summary
 (:class:`~hce.collect.running.run_summary.Tally`), and the spending limit and the error watch
 are told (:mod:`~hce.collect.running.stops`).
+
+Every way of running a design also enters through one door: :func:`collector` checks its
+keywords, holds the log's lock and fills its docstring, and :func:`synchronous` makes its
+synchronous form (:func:`~hce.collect.running.runner.run` of
+:func:`~hce.collect.running.runner.run_async`, and the batch forms likewise).
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 import os
-from collections.abc import MutableSet
+from collections.abc import Callable, MutableSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
-from hce.collect.call.client import CallResult
+from hce._docstrings import fill_doc
+from hce._vocabulary import keywords_checked, keywords_of
+
+from hce.collect.call.client import CallResult, JudgeClient
 from hce.collect.call.sampling import Request
 from hce.collect.design.design import Design
 from hce.collect.design.fingerprint import set_aside_changed
 from hce.collect.running.failed import set_aside_failed
 from hce.collect.running.journal import recover
+from hce.collect.running.lock import one_writer
 from hce.collect.running.log_rows import request_rows
 from hce.collect.running.run_summary import Tally
 from hce.collect.running.stops import Budget, FailFast
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class EndpointOverride(NamedTuple):
+    """How the caller of a run stands in for the design's one endpoint: its ``client=``, or its
+    ``base_url=``/``api_key=`` (all None: the design's endpoints, each with its own key)."""
+
+    client: JudgeClient | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+
+
+#: The public keywords a run's ``endpoint`` parameter stands for, in their order.
+_OVERRIDE = [
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=f"{kind} | None")
+    for name, kind in (("client", "JudgeClient"), ("base_url", "str"), ("api_key", "str"))
+]
+
+
+def collector(run_fn: F) -> F:
+    """The door of every ``async def run(design, log, *, endpoint, ...)`` that writes a log.
+
+    ``run_fn``'s ``endpoint`` parameter (an :class:`EndpointOverride`) is offered to callers
+    as the keywords ``client``, ``base_url`` and ``api_key``, in its place; a misspelt keyword
+    is refused naming the one meant (:func:`~hce._vocabulary.keywords_checked`), one collector
+    at a time writes the log (:func:`~hce.collect.running.lock.one_writer`), and the
+    docstring's shared fragments are filled (:func:`~hce._docstrings.fill_doc`).
+    """
+    signature = inspect.signature(run_fn)
+    params = list(signature.parameters.values())
+    at = [p.name for p in params].index("endpoint")
+
+    @functools.wraps(run_fn)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        override = EndpointOverride(*(kwargs.pop(p.name, None) for p in _OVERRIDE))
+        return await run_fn(*args, endpoint=override, **kwargs)
+
+    run.__signature__ = signature.replace(parameters=[*params[:at], *_OVERRIDE, *params[at + 1:]])  # type: ignore[attr-defined]
+    return keywords_checked(one_writer(fill_doc(run)))  # type: ignore[return-value]
+
+
+def synchronous(run_fn: Callable[..., Any]) -> Callable[[F], F]:
+    """Make the decorated ``def name(design, log, **kwargs)`` the synchronous form of ``run_fn``.
+
+    The decorated function gives the name, signature and docstring (its fragments filled);
+    calling it runs ``run_fn`` in a new event loop (:func:`in_new_loop`), with its keywords
+    checked against ``run_fn``'s when it is called.
+    """
+
+    def decorate(func: F) -> F:
+        @keywords_of(run_fn)
+        @functools.wraps(func)
+        def sync(design: Any, log: str | os.PathLike, **kwargs: Any) -> Any:
+            return in_new_loop(run_fn, design, log, kwargs)
+
+        return fill_doc(sync)  # type: ignore[return-value]
+
+    return decorate
+
+
+def in_new_loop(run_fn: Callable[..., Any], design: Any, log: str | os.PathLike, kwargs: dict[str, Any]) -> Any:
+    """``await run_fn(design, log, **kwargs)`` in a new event loop, closing a given ``client=`` at the end."""
+
+    async def go() -> Any:
+        try:
+            return await run_fn(design, log, **kwargs)
+        finally:
+            if kwargs.get("client") is not None:
+                await kwargs["client"].aclose()
+
+    return asyncio.run(go())
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hce._docstrings import fill_doc
-from hce._vocabulary import keywords_checked, keywords_of
 from hce.collect.call.client import JudgeClient
 from hce.collect.design.design import Attempt, Design, load_design
 from hce.collect.call.endpoints import (
@@ -80,9 +78,8 @@ from hce.collect.estimates import (
     summarise_estimate,
 )
 from hce.collect.running.journal import Journal
-from hce.collect.running.lock import one_writer
 from hce.collect.running.log_rows import attempt_row, request_rows
-from hce.collect.running.pipeline import Pipeline, open_log
+from hce.collect.running.pipeline import EndpointOverride, Pipeline, collector, in_new_loop, open_log, synchronous
 from hce.collect.call.messages import call_settings, prompt_cache
 from hce.collect.running.progress import progress_display
 from hce.collect.call.rate_limit import endpoint_limits, rate_limits
@@ -103,16 +100,12 @@ __all__ = [  # this module's names, and those it defined before the split (calle
 ]  # fmt: skip
 
 
-@keywords_checked
-@one_writer  # one collector per log (hce.collect.running.lock)
-@fill_doc
+@collector  # keywords checked, one writer per log, fragments filled
 async def run_async(
     design: Design | str | os.PathLike | Mapping[str, Any],
     log: str | os.PathLike,
     *,
-    client: JudgeClient | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
+    endpoint: EndpointOverride = EndpointOverride(),
     concurrency: int | None = None,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
@@ -126,9 +119,7 @@ async def run_async(
 ) -> RunSummary:
     """Run a design into a JSONL attempt log, skipping attempts already logged there.
 
-    Parameters
-    ----------
-    design : Design, path of a design YAML, or mapping
+    %(run_parameters)s
     log : path
         The JSONL log to append to (created if missing). Rerunning resumes.
     client : JudgeClient, optional
@@ -190,8 +181,6 @@ async def run_async(
         why (the condition, the model, the HTTP status and the API's error message; the
         spend; or the file and the cause).
 
-    Examples
-    --------
     %(run_example_setup)s
     >>> from hce.collect import run_async
     >>> design = example_design(attempts=2)
@@ -219,7 +208,8 @@ async def run_async(
     tally = Tally.of(design)
     async with contextlib.AsyncExitStack() as cleanup:
         # Every endpoint's key is read before anything is sent or the log is touched.
-        clients = await open_clients(design, cleanup, client, base_url=base_url, api_key=api_key, random_state=random_state)
+        clients = await open_clients(design, cleanup, endpoint.client, base_url=endpoint.base_url, api_key=endpoint.api_key,
+                                     random_state=random_state)
         aside = open_log(design, log, retry_failed=retry_failed, new_settings=new_settings)
         journal = cleanup.enter_context(Journal(log))  # sets a torn last line aside before we read the ids
         planned, todo = pending(design, log)
@@ -301,8 +291,7 @@ async def run_async(
                          settled=settled)
 
 
-@keywords_of(run_async)
-@fill_doc
+@synchronous(run_async)
 def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.PathLike, **kwargs: Any) -> RunSummary:
     """Synchronous :func:`run_async` (for scripts and the CLI; in a notebook, ``await run_async(...)``).
 
@@ -314,9 +303,8 @@ def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.Pa
     Returns
     -------
     RunSummary
+        What the run did; printed, one line of counts, spend and the log's path.
 
-    Examples
-    --------
     %(run_example_setup)s
     >>> design = example_design(attempts=3)
     >>> with SimServer().start() as server:
@@ -324,17 +312,3 @@ def run(design: Design | str | os.PathLike | Mapping[str, Any], log: str | os.Pa
     >>> summary.done, summary.errors, len(hce.read_log(log))
     (3, 0, 3)
     """
-    return in_new_loop(run_async, design, log, kwargs)
-
-
-def in_new_loop(run_fn: Callable[..., Any], design: Any, log: str | os.PathLike, kwargs: dict[str, Any]) -> Any:
-    """``await run_fn(design, log, **kwargs)`` in a new event loop, closing a given ``client=`` at the end."""
-
-    async def go() -> Any:
-        try:
-            return await run_fn(design, log, **kwargs)
-        finally:
-            if kwargs.get("client") is not None:
-                await kwargs["client"].aclose()
-
-    return asyncio.run(go())

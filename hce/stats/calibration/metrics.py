@@ -24,6 +24,8 @@ from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import proportion_ci
 from hce.stats._resample import (
+    Bootstrap,
+    bootstrapped,
     as_generator,
     bootstrap_row_sums,
     bootstrap_sums,
@@ -305,6 +307,7 @@ def _check_calibration_options(strategy: str, confidence: float, n_boot: int, n_
 @renamed(outcome="truth")
 @reads_frame(keys=("item",), numbers=("prob",), labels=("truth",), engine=_calibration_in_engine)
 @fill_doc
+@bootstrapped
 def calibration_metrics(
     data: pd.DataFrame,
     *,
@@ -314,9 +317,7 @@ def calibration_metrics(
     item: str | None = None,
     n_bins: int = 10,
     strategy: Strategy = "uniform",
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     """ECE, MCE, Brier score with its decomposition, and log loss, with bootstrap CIs.
 
@@ -392,6 +393,7 @@ def calibration_metrics(
     >>> round(float(out.loc["ece", "estimate"]), 3), round(float(out.loc["brier", "estimate"]), 3)
     (0.1, 0.135)
     """
+    confidence, n_boot, random_state = boot
     _check_calibration_options(strategy, confidence, n_boot, n_bins)
     rng = as_generator(random_state)
     if item is not None:
@@ -479,7 +481,8 @@ def _calibration_arguments(func: F) -> F:
     ``help()``, the API pages and the frame check (which binds the call to it) then see every
     keyword; ``error`` stays the frame check's to add, as on calibration_metrics.
     """
-    func.__signature__ = inspect.signature(inspect.unwrap(calibration_metrics))  # type: ignore[attr-defined]
+    public = inspect.signature(calibration_metrics)
+    func.__signature__ = public.replace(parameters=[p for p in public.parameters.values() if p.name != "error"])  # type: ignore[attr-defined]
     return func
 
 

@@ -24,7 +24,7 @@ from hce._checks import check_choice, check_confidence
 from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats._resample import as_generator, check_n_boot
+from hce.stats._resample import Bootstrap, bootstrapped, as_generator, check_n_boot
 from hce.stats._validate import reads_frame
 from hce.stats.factor.bootstrap import align_factors, bootstrap_rows, summarise
 from hce.stats.factor.correlation import (
@@ -427,6 +427,7 @@ def _interval_table(x, result: FactorResult, correct, n_boot, confidence, rng) -
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
 @fill_doc
+@bootstrapped
 def efa(
     data: pd.DataFrame,
     *,
@@ -436,9 +437,7 @@ def efa(
     rotation: Rotation = "oblimin",
     cor: Correlation = "pearson",
     correct: float = 0.5,
-    n_boot: int = 0,
-    confidence: float | None = None,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(confidence=None, n_boot=0),
 ) -> FactorResult:
     """Exploratory factor analysis with psych's fit indices (R ``psych::fa``).
 
@@ -458,13 +457,13 @@ def efa(
         ``"polychoric"`` for ordinal rubric scores (psych ``fa(cor="poly")``).
     correct : float, default 0.5
         Continuity correction for polychoric correlations.
-    %(n_boot)s
-        Here: resamples of the rows for intervals of the loadings, communalities and
-        factor correlations (psych ``fa(n.iter=)``); 0 fits once, with no intervals.
     %(confidence)s
         None (the default): each interval keeps its convention: 0.95 for the
         bootstrap intervals, 0.90 for RMSEA (psych's ``p = .05`` and ``alpha = .1``;
         lavaan also prints 90% for RMSEA). A number sets both.
+    %(n_boot)s
+        Here: resamples of the rows for intervals of the loadings, communalities and
+        factor correlations (psych ``fa(n.iter=)``); 0 fits once, with no intervals.
     %(random_state)s
 
     Returns
@@ -528,6 +527,7 @@ def efa(
     0   i0    MR1     0.72    0.64     0.79
     1   i1    MR1     0.75    0.68     0.81
     """
+    confidence, n_boot, random_state = boot
     check_choice("method", method, METHODS)
     check_choice("rotation", rotation, ROTATIONS)
     check_choice("cor", cor, CORRELATIONS)

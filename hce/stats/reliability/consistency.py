@@ -23,6 +23,8 @@ from hce._docstrings import fill_doc
 from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import (
+    Bootstrap,
+    bootstrapped,
     as_generator,
     check_n_boot,
     percentile_interval,
@@ -251,6 +253,7 @@ def _omega(s: np.ndarray) -> float:
 @renamed(targets="item", items="rater", ratings="score")
 @reads_frame(keys=("item", "rater"), numbers=("score",), varying=("score",), wide="columns")
 @fill_doc
+@bootstrapped
 def mcdonald_omega(
     data: pd.DataFrame,
     *,
@@ -260,9 +263,7 @@ def mcdonald_omega(
     columns: Sequence[str] | None = None,
     scale: Literal["covariance", "correlation"] = "covariance",
     nan_policy: NanPolicy = "listwise",
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
     """McDonald's omega (total) from a one-factor model, with a bootstrap interval.
 
@@ -320,6 +321,7 @@ def mcdonald_omega(
     >>> round(float(out.estimate[0]), 3)
     0.966
     """
+    confidence, n_boot, random_state = boot
     check_confidence(confidence)
     check_choice("scale", scale, ["covariance", "correlation"])
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
@@ -357,14 +359,13 @@ def mcdonald_omega(
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
 @fill_doc
+@bootstrapped
 def ordinal_alpha(
     data: pd.DataFrame,
     *,
     columns: Sequence[str] | None = None,
     correct: float = 0.5,
-    n_boot: int = 0,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(n_boot=0),
 ) -> pd.DataFrame:
     """Ordinal alpha: coefficient alpha on the polychoric correlation matrix.
 
@@ -376,9 +377,9 @@ def ordinal_alpha(
         Item columns; default every numeric column.
     correct : float, default 0.5
         Continuity correction of the polychoric correlations.
+    %(confidence)s
     %(n_boot)s
         Here: resamples of the rows for a percentile interval; 0 gives none.
-    %(confidence)s
     %(random_state)s
 
     Returns
@@ -409,6 +410,7 @@ def ordinal_alpha(
     >>> round(float(ordinal_alpha(d)["estimate"].iloc[0]), 3)
     0.697
     """
+    confidence, n_boot, random_state = boot
     check_n_boot(n_boot)
     check_confidence(confidence)
     x, names = item_matrix(data, columns)
@@ -464,6 +466,7 @@ class OmegaResult:
 @renamed(items="columns")
 @reads_frame(wide="columns", log=False)
 @fill_doc
+@bootstrapped
 def omega_hierarchical(
     data: pd.DataFrame,
     *,
@@ -472,9 +475,7 @@ def omega_hierarchical(
     method: Method = "minres",
     cor: Correlation = "pearson",
     correct: float = 0.5,
-    n_boot: int = 0,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    boot: Bootstrap = Bootstrap(n_boot=0),
 ) -> OmegaResult:
     """McDonald's omega total and hierarchical (R ``psych::omega``).
 
@@ -487,10 +488,10 @@ def omega_hierarchical(
         ``"polychoric"`` gives ordinal omega.
     correct : float, default 0.5
         Continuity correction for polychoric correlations.
+    %(confidence)s
     %(n_boot)s
         Here: resamples of the rows for percentile intervals of the three coefficients;
         0 gives none.
-    %(confidence)s
     %(random_state)s
 
     Returns
@@ -530,6 +531,7 @@ def omega_hierarchical(
     1         omega_total      0.92
     2  alpha_standardized      0.87
     """
+    confidence, n_boot, random_state = boot
     check_choice("method", method, METHODS)
     check_choice("cor", cor, CORRELATIONS)
     check_n_boot(n_boot)
