@@ -14,7 +14,6 @@ import pandas as pd
 import patsy
 
 from hce._checks import _label, check_choice, require_columns
-from hce._docstrings import fill_doc
 from hce.errors import DataError, FormulaError
 from hce.stats._resample import as_generator
 from hce.stats.bayes import density, sampling
@@ -22,15 +21,14 @@ from hce.stats.bayes.density import Density
 from hce.stats.bayes.models import ModelArrays, build_model, resolve_priors
 from hce.stats.bayes.result import BayesResult, NoiseDesign
 from hce.stats.mixed.formula import Design, build_design, parse_formula
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 Link = Literal["logit", "probit"]
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
-@reads_frame(formula="formula")
-@fill_doc
+@statistic(formula="formula")
 def bayes_ordinal(
     formula: str,
     data: pd.DataFrame,
@@ -157,7 +155,7 @@ def bayes_ordinal(
     return _fit(inputs, link, resolve_priors("ordinal", priors), draws, tune, chains, target_accept, sampler, random_state)
 
 
-@reads_frame(formula="formula")
+@statistic(formula="formula")
 def bayes_binary(
     formula: str,
     data: pd.DataFrame,
