@@ -94,6 +94,10 @@ data : DataFrame
     One row per observation, one column per item.
 columns : list of str, optional
     Item columns; default every numeric column.""",
+    # the statistics of the item correlation matrix (hce.stats.factor.adequacy)
+    "correlation_parameters": """\
+%(wide_parameters)s
+cor : {"pearson", "spearman", "polychoric"}, default "pearson\"""",
     # the validity tests of seed 002, one row per rubric attribute
     "attribute_effect": """\
 attribute : str, optional
@@ -127,6 +131,12 @@ item : str or None
     Item column, default ``"item_id"``, checked for repeats; None to skip the check.
 a, b : str
     The two score columns (e.g. the judge's and the humans' mean score). Required.""",
+    # the self-consistency outcomes of hce.stats.calibration.outcomes
+    "self_consistency_reference": """\
+References
+----------
+.. [1] Wang, X., Wei, J., Schuurmans, D., et al. (2023). Self-consistency improves chain of
+   thought reasoning in language models. ICLR.""",
     "bonett_reference": """\
 References
 ----------
@@ -160,6 +170,14 @@ DataFrame
     defined for two raters), ``pabak`` (``(q pa - 1)/(q - 1)``, unweighted only),
     ``method``, ``ci_method``, ``n_items`` (items with a rating), ``n_raters``,
     ``n_scores`` and ``n_dropped`` (missing).""",
+    # three raters' labels of four items: the chance-corrected coefficients' examples
+    "three_rater_example": """\
+Examples
+--------
+>>> import pandas as pd
+>>> d = pd.DataFrame({"item": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
+...                   "rater": ["a", "b", "c"] * 4,
+...                   "label": ["y", "y", "y", "n", "n", "y", "n", "n", "n", "y", "n", "n"]})""",
     # the manuscript writers: the file is given, its folder made
     "writer_parameters": """\
 Parameters
@@ -177,6 +195,14 @@ Parameters
 ----------
 log : DataFrame
     Attempt log.""",
+    # four items loading on one factor: the adequacy statistics' examples (hce.stats.factor.adequacy)
+    "one_factor_example": """\
+Examples
+--------
+>>> import numpy as np, pandas as pd
+>>> rng = np.random.default_rng(1)
+>>> f = rng.normal(size=200)
+>>> d = pd.DataFrame({f"i{j}": f + rng.normal(size=200) for j in range(4)})""",
     # six items loading on two factors, three each: the factor analyses' examples
     "two_factor_example": """\
 Examples

@@ -334,13 +334,15 @@ def bland_altman_plot(data: pd.DataFrame, *, a: str, b: str, item: str | None = 
     agreement : float, default 1.96
         Multiple of the SD of the differences for the limits.
     title : str, optional
+        Title above the axes; default none.
     ax : matplotlib Axes, optional
         Draw into this panel (of a figure with one panel per condition, say) instead of a new figure.
 
     Returns
     -------
     matplotlib.figure.Figure
-        The new figure, or the one ``ax`` belongs to.
+        The new figure, or the one ``ax`` belongs to. One axes: each item's difference against
+        its mean, the bias and the two limits as lines, each with its confidence band.
 
     Examples
     --------
@@ -384,10 +386,13 @@ def drift_chart(drift: pd.DataFrame, *, title: str | None = None) -> Figure:
         :func:`hce.stats.drift`'s rows of one criterion (``period``, ``estimate``, ``ci_low``,
         ``ci_high``, ``chart_statistic``, ``limit``, ``alarm``, ``method``).
     title : str, optional
+        Title above the upper axes; default none.
 
     Returns
     -------
     matplotlib.figure.Figure
+        Two axes over the periods: the shifts with their intervals above, the control chart
+        with its limits below.
 
     Examples
     --------

@@ -43,14 +43,46 @@ class Bootstrap(NamedTuple):
 _BOOT_ANNOTATIONS = {"confidence": "float", "n_boot": "int", "random_state": "int | np.random.Generator | None"}
 
 
+def fields_in_place(name: str, annotations: dict[str, str]) -> Callable[[F], F]:
+    """Offer a function's parameter ``name``, a NamedTuple of settings, as its fields in its place.
+
+    Callers pass each field as a keyword-only argument, with the default the parameter's
+    default holds (``annotations`` gives each field's annotation; ``| None`` is added where
+    that default is None); the function receives them as one ``name`` (or a ``name=`` of
+    its own, from another function of the group).
+    """
+
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func)
+        params = list(signature.parameters.values())
+        at = [p.name for p in params].index(name)
+        keywords = [
+            inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, default=value,
+                              annotation=annotations[field] + (" | None" if value is None and "None" not in annotations[field] else ""))
+            for field, value in params[at].default._asdict().items()
+        ]  # fmt: skip
+        group = type(params[at].default)
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            given = group(*(kwargs.pop(p.name, p.default) for p in keywords))
+            return func(*args, **{name: kwargs.pop(name, given)}, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=[*params[:at], *keywords, *params[at + 1:]])  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
 def bootstrapped(func: F) -> F:
     """Offer ``func``'s ``boot`` parameter (a :class:`Bootstrap`) as keywords in its place.
 
     Callers pass ``confidence=``, ``n_boot=`` and ``random_state=`` as before, with the
-    defaults of ``func``'s ``boot`` default; ``func`` receives them as one ``boot``. The
-    docstring states them through the shared fragments (``%(confidence)s``, ``%(n_boot)s``,
-    ``%(random_state)s``), whose defaults :func:`~hce._docstrings.fill_doc`, applied above
-    this decorator, reads from the signature made here.
+    defaults of ``func``'s ``boot`` default; ``func`` receives them as one ``boot``
+    (:func:`fields_in_place`). The docstring states them through the shared fragments
+    (``%(confidence)s``, ``%(n_boot)s``, ``%(random_state)s``), whose defaults
+    :func:`~hce._docstrings.fill_doc`, applied above this decorator, reads from the
+    signature made here.
 
     Examples
     --------
@@ -63,23 +95,7 @@ def bootstrapped(func: F) -> F:
     >>> mean_interval([1.0], random_state=3)
     (200, 3)
     """
-    signature = inspect.signature(func)
-    params = list(signature.parameters.values())
-    at = [p.name for p in params].index("boot")
-    default = params[at].default
-    keywords = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=value,
-                          annotation=_BOOT_ANNOTATIONS[name] + (" | None" if name == "confidence" and value is None else ""))
-        for name, value in default._asdict().items()
-    ]  # fmt: skip
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        given = Bootstrap(*(kwargs.pop(p.name, p.default) for p in keywords))
-        return func(*args, boot=kwargs.pop("boot", given), **kwargs)  # boot=: from another bootstrapped statistic
-
-    wrapper.__signature__ = signature.replace(parameters=[*params[:at], *keywords, *params[at + 1:]])  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+    return fields_in_place("boot", _BOOT_ANNOTATIONS)(func)
 
 
 def as_generator(random_state) -> np.random.Generator:

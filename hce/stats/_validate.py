@@ -27,11 +27,12 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import _label, flag_values, plain, require_columns
-from hce._docstrings import add_parameter
-from hce._vocabulary import check_keywords
+from hce._docstrings import add_parameter, fill_doc
+from hce._vocabulary import check_keywords, renamed
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._blas import one_blas_thread
+from hce.stats._resample import bootstrapped
 from hce.stats._frames import (  # noqa: F401 (re-exported)
     ATTEMPT_ID, LONG_CRITERION, WITHIN_MIN, EngineFrame, engine_frame, first_min_message, refuse_rows,
 )  # fmt: skip
@@ -171,6 +172,52 @@ def reads_frame(**spec: object) -> Callable[[Callable], Callable]:
     return decorate
 
 
+
+
+def statistic(*, retired: Mapping[str, str] | None = None, **spec: object) -> Callable[[Callable], Callable]:
+    """The one door of a public statistic: every decorator it needs, in their order.
+
+    From the outside in: retired argument names refused, saying what to write
+    (:func:`hce._vocabulary.renamed`, with ``retired``, name -> canonical name); the frame
+    check (:func:`reads_frame`, with the remaining keywords, the fields of
+    :class:`FrameSpec`); the docstring's shared fragments
+    (:func:`hce._docstrings.fill_doc`); and, for a function with a ``boot`` parameter, the
+    bootstrap keywords in its place (:func:`hce.stats._resample.bootstrapped`).
+
+    Examples
+    --------
+    >>> @statistic(keys=("item",), numbers=("score",), retired={"targets": "item"})
+    ... def mean_score(data, *, item="item_id", score="total"):
+    ...     return data.groupby(item)[score].mean()
+    >>> mean_score(pd.DataFrame({"item_id": [1, 1], "total": [3.0, 5.0]})).tolist()
+    [4.0]
+    >>> mean_score(pd.DataFrame({"item_id": [1], "total": [3.0]}), targets="item_id")
+    Traceback (most recent call last):
+    ...
+    TypeError: mean_score() no longer takes 'targets': use item='item_id' (hce 0.x vocabulary, see the glossary)
+    """
+
+    def decorate(func: Callable) -> Callable:
+        if "boot" in inspect.signature(func).parameters:
+            func = bootstrapped(func)
+        func = reads_frame(**spec)(fill_doc(func))
+        return renamed(**retired)(func) if retired else func
+
+    return decorate
+
+
+#: The names the long-ratings statistics took in hce 0.x, and what replaced them.
+RATINGS_RETIRED = {"targets": "item", "raters": "rater", "ratings": "score"}
+
+
+def ratings_statistic(*, keys: tuple[str, ...] = ("item", "rater"), retired: Mapping[str, str] | None = None,
+                      **spec: object) -> Callable[[Callable], Callable]:  # fmt: skip
+    """:func:`statistic` of long ratings, one row per score of an ``item`` by a ``rater``.
+
+    The keys default to ``("item", "rater")`` and the 0.x names ``targets=``, ``raters=`` and
+    ``ratings=`` are refused (:data:`RATINGS_RETIRED`, with any ``retired`` of the function's own).
+    """
+    return statistic(keys=keys, retired={**RATINGS_RETIRED, **(retired or {})}, **spec)
 
 
 def first_min_attempts(data: pd.DataFrame, name: str) -> pd.DataFrame:

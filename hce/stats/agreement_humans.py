@@ -13,9 +13,8 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import _label, check_confidence, numeric_column, plain, require_columns
-from hce._docstrings import fill_doc
 from hce.errors import DataError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.boolean import _as_bool
 
 BLAND_ALTMAN_COLUMNS = ["quantity", "estimate", "ci_low", "ci_high", "se", "statistic", "p_value", "n", "method"]
@@ -38,8 +37,7 @@ def _paired(data: pd.DataFrame, item: str | None, a: str, b: str, name: str) -> 
     return x[both], y[both]
 
 
-@reads_frame(keys=("item",), numbers=("a", "b"))
-@fill_doc
+@statistic(keys=("item",), numbers=("a", "b"))
 def bland_altman(
     data: pd.DataFrame,
     *,
@@ -113,8 +111,7 @@ def bland_altman(
     return out[BLAND_ALTMAN_COLUMNS]
 
 
-@reads_frame(keys=("item",), numbers=("a", "b"))
-@fill_doc
+@statistic(keys=("item",), numbers=("a", "b"))
 def concordance(
     data: pd.DataFrame,
     *,
@@ -179,7 +176,7 @@ def concordance(
     }])  # fmt: skip
 
 
-@reads_frame(keys=("item", "rater"), labels=("score",))
+@statistic(keys=("item", "rater"), labels=("score",))
 def mcnemar(data: pd.DataFrame, *, item: str = "item_id", rater: str, score: str) -> pd.DataFrame:
     """McNemar's test: do two raters (a judge and a human) pass items at different rates?
 

@@ -22,7 +22,7 @@ from scipy import stats
 
 from hce._checks import _label, check_choice, plain, require_columns
 from hce.errors import DataError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.result import AnalysisResult
 
 Scoring = Literal["accuracy", "neg_rmse"] | Callable[[object, list], float]
@@ -150,7 +150,7 @@ def _annotations(data: pd.DataFrame, item: str, rater: str, score: str) -> dict[
     return out
 
 
-@reads_frame(keys=("item", "rater"), labels=("score",))
+@statistic(keys=("item", "rater"), labels=("score",))
 def alt_test(
     data: pd.DataFrame,
     *,

@@ -25,11 +25,10 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import require_columns
-from hce._docstrings import fill_doc
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.model_families import model_family
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.mixed import SingularFitWarning, clmm, glmer, lmer
 
 PROBE = "probe_id"
@@ -110,8 +109,7 @@ def _author_frame(data: pd.DataFrame, item: str, rater: str, author: str, condit
     return frame
 
 
-@reads_frame(keys=("item", "condition"), numbers=("score",))
-@fill_doc
+@statistic(keys=("item", "condition"), numbers=("score",))
 def probe_effect(
     data: pd.DataFrame,
     *,
@@ -284,8 +282,7 @@ def _position_frame(data: pd.DataFrame, frame: pd.DataFrame, columns: list[str])
     return pd.concat(parts, ignore_index=True)
 
 
-@reads_frame(keys=("item",), numbers=("score",), optional=("truth",))
-@fill_doc
+@statistic(keys=("item",), numbers=("score",), optional=("truth",))
 def length_bias(
     data: pd.DataFrame,
     *,

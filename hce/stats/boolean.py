@@ -13,21 +13,11 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
-from hce.stats._resample import (
-    Bootstrap,
-    bootstrapped,
-    as_generator,
-    bootstrap_sums,
-    check_n_boot,
-    percentile_interval,
-    unit_sums,
-)
+from hce.stats._resample import Bootstrap, as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
 from hce.stats.reliability.agreement import FISHER_Z_KAPPA, kappa_core, kappa_z_interval
-from hce.stats._validate import reads_frame, warn_undefined_sd
+from hce.stats._validate import warn_undefined_sd, statistic
 
 AGREEMENT_METRICS = ("accuracy", "precision", "recall", "specificity", "f1", "cohen_kappa", "mcc")
 
@@ -71,9 +61,7 @@ def _groups(data: pd.DataFrame, by: Sequence[str]):
 
 
 # ------------------------------------------------------------------------------ pass rates
-@renamed(verdict="score")
-@reads_frame(keys=("by",), labels=("score",))
-@fill_doc
+@statistic(keys=("by",), labels=("score",), retired={"verdict": "score"})
 def pass_rates(
     data: pd.DataFrame,
     *,
@@ -196,10 +184,7 @@ def _agreement_rows(pred, truth, units, confidence, n_boot, rng) -> list[dict]:
     return rows
 
 
-@renamed(prediction="score")
-@reads_frame(keys=("by", "item"), labels=("score", "truth"))
-@fill_doc
-@bootstrapped
+@statistic(keys=("by", "item"), labels=("score", "truth"), retired={"prediction": "score"})
 def golden_agreement(
     data: pd.DataFrame,
     *,
@@ -288,8 +273,7 @@ def golden_agreement(
 
 
 # ------------------------------------------------------------------------------ ensembles
-@renamed(verdict="score")
-@reads_frame(keys=("item",), labels=("score",))
+@statistic(keys=("item",), labels=("score",), retired={"verdict": "score"})
 def majority_vote(
     data: pd.DataFrame,
     *,
@@ -341,7 +325,7 @@ def majority_vote(
     return out
 
 
-@reads_frame(keys=("item",), numbers=("score",))
+@statistic(keys=("item",), numbers=("score",))
 def mean_score_ensemble(
     data: pd.DataFrame,
     *,
@@ -385,9 +369,7 @@ def mean_score_ensemble(
     return out
 
 
-@renamed(verdict="score")
-@reads_frame(keys=("by",), labels=("uncertain", "score", "truth"))
-@fill_doc
+@statistic(keys=("by",), labels=("uncertain", "score", "truth"), retired={"verdict": "score"})
 def uncertain_routing(
     data: pd.DataFrame,
     *,
@@ -454,9 +436,7 @@ def uncertain_routing(
 
 
 # ------------------------------------------------------------------------------ seed 003
-@renamed(unit="item")
-@reads_frame(keys=("item", "element", "rater"), labels=("label",))
-@bootstrapped
+@statistic(keys=("item", "element", "rater"), labels=("label",), retired={"unit": "item"})
 def adaptive_filter_agreement(
     data: pd.DataFrame,
     *,
@@ -536,9 +516,7 @@ def adaptive_filter_agreement(
     return pd.concat([per_element, pooled, unanimity], ignore_index=True)
 
 
-@renamed(unit="item")
-@reads_frame(keys=("item", "criterion", "version", "by"), numbers=("score",))
-@fill_doc
+@statistic(keys=("item", "criterion", "version", "by"), numbers=("score",), retired={"unit": "item"})
 def discrepancy(
     data: pd.DataFrame,
     *,
@@ -627,7 +605,7 @@ def discrepancy(
     return pd.DataFrame(rows)
 
 
-@reads_frame(numbers=("score",), log=False)
+@statistic(numbers=("score",), log=False)
 def normalize_likert(
     data: pd.DataFrame,
     *,
@@ -667,7 +645,7 @@ def normalize_likert(
     return pd.Series(out, index=data.index, name=f"{score}_normalized")
 
 
-@reads_frame(numbers=("score",), log=False)
+@statistic(numbers=("score",), log=False)
 def binarize_likert(data: pd.DataFrame, *, score: str = "score", threshold: float = 4,
                     low: float = 1, high: float = 5) -> pd.Series:
     """Likert score -> boolean ``score >= threshold``: Mallinar et al. (2025)'s "Binarized @ 4" and "@ 5".

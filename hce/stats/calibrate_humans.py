@@ -11,10 +11,9 @@ import pandas as pd
 from scipy.optimize import isotonic_regression
 
 from hce._checks import check_choice, require_columns
-from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.stats._resample import as_generator
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.ppi import _values
 from hce.stats.result import AnalysisResult
 
@@ -43,8 +42,7 @@ def _agreement(pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
             "bias": float(np.mean(pred - y)), "exact_agreement": exact}  # fmt: skip
 
 
-@reads_frame(numbers=("score", "truth"))
-@fill_doc
+@statistic(numbers=("score", "truth"))
 def calibrate_to_humans(
     data: pd.DataFrame,
     *,

@@ -23,11 +23,11 @@ from scipy import stats
 
 from hce._checks import check_choice, check_confidence, require_columns
 from hce._docstrings import fill_doc
-from hce._vocabulary import keywords_checked, renamed
+from hce._vocabulary import keywords_checked
 from hce.errors import DataError
 from hce.stats._intervals import noncentrality_ci, proportion_ci
 from hce.stats._resample import as_generator
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.tests import ordered_columns
 
 ContingencyMethod = Literal["auto", "chi2", "fisher"]
@@ -80,9 +80,7 @@ def contingency_core(
     return row
 
 
-@renamed(group="condition")
-@reads_frame(keys=("condition", "codes"))
-@fill_doc
+@statistic(keys=("condition", "codes"), retired={"group": "condition"})
 def contingency_test(
     data: pd.DataFrame,
     *,
@@ -157,9 +155,7 @@ def contingency_test(
     return ordered_columns(pd.DataFrame(rows))
 
 
-@renamed(group="condition")
-@reads_frame(keys=("condition", "codes"))
-@fill_doc
+@statistic(keys=("condition", "codes"), retired={"group": "condition"})
 def code_frequencies(
     data: pd.DataFrame, *, condition: str = "model", codes: str | Sequence[str] = "code", confidence: float = 0.95
 ) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from scipy import optimize, special, stats
 from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 __all__ = ["mde", "planning_components", "power_difference"]
 
@@ -43,7 +43,7 @@ class _Components:
     source: str
 
 
-@reads_frame(keys=("condition", "item"), numbers=("score",))
+@statistic(keys=("condition", "item"), numbers=("score",))
 def planning_components(
     data: pd.DataFrame,
     *,

@@ -21,9 +21,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from hce._checks import numeric_column, require_columns
-from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 __all__ = ["dif_ordinal"]
 
@@ -57,8 +56,10 @@ def _classify(delta: float, p: float, alpha: float) -> str:
     return "moderate" if delta < _LARGE else "large"
 
 
-@renamed(items="columns", group="condition")
-@reads_frame(keys=("condition", "matching"), numbers=("columns",), log=False)
+@statistic(
+    keys=("condition", "matching"), numbers=("columns",), log=False,
+    retired={"items": "columns", "group": "condition"},
+)
 def dif_ordinal(
     data: pd.DataFrame,
     *,

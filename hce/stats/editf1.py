@@ -19,13 +19,12 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import keywords_checked, renamed
+from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
-from hce.stats._resample import Bootstrap, bootstrapped, as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
+from hce.stats._resample import Bootstrap, as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
 from hce.stats.boolean import _groups
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 Matcher = Callable[[str, str], "str | None"]
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]\u201d]))\s+|\n+")
@@ -107,8 +106,7 @@ def count_sentences(texts: Sequence[str]) -> np.ndarray:
     return np.bincount(_sentences(texts)[1], minlength=len(texts)).astype(np.int64)
 
 
-@renamed(pair="item")
-@reads_frame(keys=("item",), texts=("reference", "draft"))
+@statistic(keys=("item",), texts=("reference", "draft"), retired={"pair": "item"})
 def sentence_table(
     data: pd.DataFrame,
     *,
@@ -311,8 +309,7 @@ def edit_counts(
     return edit_counts_from_matches(draft, matches, splitter=splitter)
 
 
-@renamed(pair="item")
-@reads_frame(keys=("item",), texts=("draft", "match"))
+@statistic(keys=("item",), texts=("draft", "match"), retired={"pair": "item"})
 def edit_counts_table(
     data: pd.DataFrame,
     *,
@@ -412,9 +409,7 @@ def _micro_rows(counts: np.ndarray, units, confidence, n_boot, rng) -> list[dict
     return rows
 
 
-@reads_frame(keys=("by", "item"), numbers=("em", "ea", "ed"))
-@fill_doc
-@bootstrapped
+@statistic(keys=("by", "item"), numbers=("em", "ea", "ed"))
 def edit_f1(
     data: pd.DataFrame,
     *,
@@ -525,9 +520,7 @@ def _warn_undefined(out: pd.DataFrame, function: str, labels: Sequence[str], rea
     warn(f"{function}: " + "; ".join(parts) + "; each such estimate and interval is NaN", HceWarning)
 
 
-@renamed(pair="item")
-@reads_frame(keys=("item", "side", "theme"))
-@bootstrapped
+@statistic(keys=("item", "side", "theme"), retired={"pair": "item"})
 def theme_f1(
     data: pd.DataFrame,
     *,
@@ -634,8 +627,7 @@ _THEME_UNDEFINED = {
 }
 
 
-@renamed(message="item", annotator="rater")
-@reads_frame(keys=("item", "rater", "theme"))
+@statistic(keys=("item", "rater", "theme"), retired={"message": "item", "annotator": "rater"})
 def theme_inclusion_agreement(
     data: pd.DataFrame,
     *,
@@ -702,8 +694,7 @@ def theme_inclusion_agreement(
                          "strict_agreement": inclusion + exclusion, "n": len(messages)})
 
 
-@renamed(message="item", annotator="rater")
-@reads_frame(keys=("item", "rater"), texts=("text",))
+@statistic(keys=("item", "rater"), texts=("text",), retired={"message": "item", "annotator": "rater"})
 def annotator_pairs(
     data: pd.DataFrame,
     *,
@@ -747,9 +738,7 @@ def annotator_pairs(
     return pd.DataFrame(rows)
 
 
-@renamed(message="item")
-@reads_frame(keys=("item",), numbers=("em", "ea", "ed"))
-@bootstrapped
+@statistic(keys=("item",), numbers=("em", "ea", "ed"), retired={"message": "item"})
 def inter_annotator_predictability(
     data: pd.DataFrame,
     *,

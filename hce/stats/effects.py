@@ -12,20 +12,16 @@ import pandas as pd
 from scipy import special, stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci, noncentral_t_ci
-from hce.stats._resample import Bootstrap, bootstrapped, as_generator, bootstrap_sums, check_n_boot, percentile_interval
+from hce.stats._resample import Bootstrap, as_generator, bootstrap_sums, check_n_boot, percentile_interval
 from hce.stats._rank_permutation import PERMUTATION_MAX_N, heavy_ties, kendall_permutation_p, spearman_permutation_p
 from hce.stats.spread import as_list, present_error, valid_mask
 from hce.stats.tests import _two_groups, block_matrix, two_levels
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 
-@renamed(group="condition", value="score", pair="item")
-@reads_frame(keys=("condition",), numbers=("score",))
-@fill_doc
+@statistic(keys=("condition",), numbers=("score",), retired={"group": "condition", "value": "score", "pair": "item"})
 def cohens_d(
     data: pd.DataFrame,
     *,
@@ -206,8 +202,7 @@ def correlation_core(
             "p_value": float(2 * stats.t.sf(abs(t), n - 2)), "n": n, "method": name}  # fmt: skip
 
 
-@reads_frame(numbers=("x", "y"))
-@fill_doc
+@statistic(numbers=("x", "y"))
 def correlation(
     data: pd.DataFrame,
     *,
@@ -309,9 +304,7 @@ def correlation(
                                                              random_state=random_state)}])  # fmt: skip
 
 
-@renamed(target="truth")
-@reads_frame(keys=("item", "condition"), numbers=("score", "truth"))
-@fill_doc
+@statistic(keys=("item", "condition"), numbers=("score", "truth"), retired={"target": "truth"})
 def mae_vs_target(
     data: pd.DataFrame,
     *,
@@ -393,8 +386,7 @@ def kl_divergence_core(p_counts: np.ndarray, q_counts: np.ndarray, smoothing: fl
     return float(stats.entropy(p / p.sum(), q / q.sum()))
 
 
-@renamed(group="condition", value="score")
-@reads_frame(keys=("condition",), numbers=("score",))
+@statistic(keys=("condition",), numbers=("score",), retired={"group": "condition", "value": "score"})
 def kl_divergence(
     data: pd.DataFrame,
     *,
@@ -488,9 +480,7 @@ def kl_divergence(
     return pd.DataFrame(rows)
 
 
-@reads_frame(keys=("item", "condition"), numbers=("score", "truth"))
-@fill_doc
-@bootstrapped
+@statistic(keys=("item", "condition"), numbers=("score", "truth"))
 def kl_difference(
     data: pd.DataFrame,
     *,

@@ -34,10 +34,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hce._docstrings import fill_doc
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.biases import _columns, _is_binary
 from hce.stats.control_charts import Chart, control_limits, run_chart
 
@@ -72,8 +71,7 @@ def _icc_a1(a: np.ndarray, b: np.ndarray) -> float:
     return float((msr - mse) / denominator) if denominator > 0 else np.nan
 
 
-@reads_frame(keys=("period", "item"), numbers=("score",))
-@fill_doc
+@statistic(keys=("period", "item"), numbers=("score",))
 def drift(
     data: pd.DataFrame,
     *,

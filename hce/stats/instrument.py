@@ -20,11 +20,9 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_confidence, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator, check_n_boot
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.factor import (
     CFAResult,
     Correlation,
@@ -59,9 +57,7 @@ from hce.stats.validity import (
 __all__ = ["InstrumentReport", "instrument_report", "item_statistics"]
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
-@fill_doc
+@statistic(wide="columns", log=False, retired={"items": "columns"})
 def item_statistics(
     data: pd.DataFrame,
     *,
@@ -300,9 +296,10 @@ def _factor_intervals(wide, items, efa_result, n_boot, confidence, rng, notes):
     return bootstrapped, extra
 
 
-@renamed(target="item", rater_group="condition", groups="levels")
-@reads_frame(keys=("item", "rater", "attribute", "condition"), numbers=("score",))
-@fill_doc
+@statistic(
+    keys=("item", "rater", "attribute", "condition"), numbers=("score",),
+    retired={"target": "item", "rater_group": "condition", "groups": "levels"},
+)
 def instrument_report(
     data: pd.DataFrame,
     *,

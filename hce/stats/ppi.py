@@ -12,12 +12,10 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import _z, proportion_ci
 from hce.stats.boolean import _as_bool
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 
 def _values(data: pd.DataFrame, column: str) -> np.ndarray:
@@ -53,9 +51,7 @@ def _tuned_lambda(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> float:
     return float(np.clip(cov / ((1 + n / N) * var), 0, 1))
 
 
-@renamed(judge="score", human="truth")
-@reads_frame(numbers=("score", "truth"))
-@fill_doc
+@statistic(numbers=("score", "truth"), retired={"judge": "score", "human": "truth"})
 def ppi_mean(
     data: pd.DataFrame,
     *,
@@ -137,9 +133,7 @@ def ppi_mean(
     return pd.DataFrame(rows)
 
 
-@renamed(verdict="score")
-@reads_frame(labels=("score", "truth"))
-@fill_doc
+@statistic(labels=("score", "truth"), retired={"verdict": "score"})
 def rogan_gladen(
     data: pd.DataFrame,
     *,
@@ -235,7 +229,7 @@ def _power_pair(corr: float, cost_label: float, cost_judge: float, budget: float
             "effective_n": round(n * (n + N) / (n + (1 - r2) * N))}
 
 
-@reads_frame(numbers=("score", "truth"))
+@statistic(numbers=("score", "truth"))
 def ppi_budget(
     data: pd.DataFrame,
     *,

@@ -16,10 +16,9 @@ import pandas as pd
 from scipy import special, stats
 
 from hce._checks import check_choice, check_confidence, require_columns
-from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.stats._intervals import _z
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.ppi import judge_and_human
 
 Family = Literal["gaussian", "binomial"]
@@ -113,8 +112,7 @@ def _estimate(family: Family, Xl, y, fl, Xu, fu, lam: float | None, clusters_l=N
     return theta, np.sqrt(np.clip(np.diag(cov), 0.0, None)), lam
 
 
-@reads_frame(keys=("condition",), numbers=("score", "truth"), blank_keys=("cluster",))
-@fill_doc
+@statistic(keys=("condition",), numbers=("score", "truth"), blank_keys=("cluster",))
 def ppi_compare(
     data: pd.DataFrame,
     *,

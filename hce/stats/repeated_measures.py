@@ -15,20 +15,19 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence
-from hce._docstrings import fill_doc
 from hce._pvalues import p_text
-from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._intervals import noncentrality_ci
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.tests import block_matrix, ordered_columns
 
 Transform = Literal["sqrt", "log", "log1p", "none"] | None
 
 
-@renamed(subject="item", within="condition", value="score")
-@reads_frame(keys=("item", "condition"), numbers=("score",))
-@fill_doc
+@statistic(
+    keys=("item", "condition"), numbers=("score",),
+    retired={"subject": "item", "within": "condition", "value": "score"},
+)
 def rm_anova(
     data: pd.DataFrame,
     *,

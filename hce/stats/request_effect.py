@@ -27,11 +27,11 @@ from scipy import stats
 
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.mixed import SingularFitWarning, lmer
 
 
-@reads_frame(keys=("item",), numbers=("score",))
+@statistic(keys=("item",), numbers=("score",))
 def request_variance(
     data: pd.DataFrame, *, score: str = "total", item: str = "item_id", request: str = "request_id"
 ) -> pd.DataFrame:

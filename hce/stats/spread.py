@@ -15,12 +15,10 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, flag_values, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import ProportionMethod, proportion_ci
 from hce.stats._frames import EngineFrame
-from hce.stats._validate import ERROR_DEFAULT, reads_frame
+from hce.stats._validate import ERROR_DEFAULT, statistic
 
 #: Relative slack when comparing an SD with a threshold: an SD computed as
 #: 1.0000000000000002 from integer scores is "exactly 1.0" and must count as <= 1.0.
@@ -174,8 +172,7 @@ def _spread_from_counts(counts: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
                         max=v[np.r_[first[1:], len(v)] - 1], **quartiles)  # fmt: skip
 
 
-@reads_frame(keys=("item", "condition", "criterion"), numbers=("score",), engine=_item_spread_in_engine, spread=True)
-@fill_doc
+@statistic(keys=("item", "condition", "criterion"), numbers=("score",), engine=_item_spread_in_engine, spread=True)
 def item_spread(
     data: pd.DataFrame,
     *,
@@ -307,8 +304,9 @@ def _group_columns(spread: pd.DataFrame, item: str, by: str | Sequence[str] | No
     return [c for c in spread.columns if c not in known] + ["criterion"]
 
 
-@renamed(spread="data", value="score")
-@reads_frame(frame="data", keys=("item", "by"), numbers=("score",), log=False)
+@statistic(
+    frame="data", keys=("item", "by"), numbers=("score",), log=False, retired={"spread": "data", "value": "score"}
+)
 def spread_summary(
     data: pd.DataFrame,
     *,
@@ -375,9 +373,10 @@ def _at_or_below(values: np.ndarray, threshold: float, strict: bool) -> np.ndarr
     return values <= threshold + slack
 
 
-@renamed(spread="data", value="score", method="ci_method")
-@reads_frame(frame="data", keys=("item", "by"), numbers=("score",), log=False)
-@fill_doc
+@statistic(
+    frame="data", keys=("item", "by"), numbers=("score",), log=False,
+    retired={"spread": "data", "value": "score", "method": "ci_method"},
+)
 def share_below(
     data: pd.DataFrame,
     *,
@@ -488,9 +487,9 @@ def _threshold_pairs(threshold, criteria) -> list[tuple[str, float]]:
     return [(c, float(t)) for c in criteria for t in np.atleast_1d(threshold)]
 
 
-@renamed(spread="data", method="ci_method")
-@reads_frame(frame="data", keys=("item", "by"), fixed=("sd",), log=False)
-@fill_doc
+@statistic(
+    frame="data", keys=("item", "by"), fixed=("sd",), log=False, retired={"spread": "data", "method": "ci_method"}
+)
 def success_metric_2(
     data: pd.DataFrame,
     *,
@@ -617,9 +616,7 @@ def success_metric_2(
     return out
 
 
-@renamed(verdict="score")
-@reads_frame(keys=("item", "condition"), labels=("score",), spread=True)
-@fill_doc
+@statistic(keys=("item", "condition"), labels=("score",), spread=True, retired={"verdict": "score"})
 def vote_stability(
     data: pd.DataFrame,
     *,

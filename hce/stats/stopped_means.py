@@ -12,16 +12,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hce._docstrings import fill_doc
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stop_interval import centre, half_width, is_true_false
 
 METHOD = "Chow-Robbins t, variance s^2 + 1/n (sequential stopping)"
 METHOD_SHARE = "Wilson (sequential stopping)"
 
 
-@reads_frame(keys=("item", "condition"), numbers=("score",))
-@fill_doc
+@statistic(keys=("item", "condition"), numbers=("score",))
 def stopped_item_means(
     data: pd.DataFrame,
     *,

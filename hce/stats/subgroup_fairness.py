@@ -10,21 +10,18 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, require_columns
-from hce._docstrings import fill_doc
 from hce.errors import DataError
-from hce.stats._resample import Bootstrap, bootstrapped, as_generator
+from hce.stats._resample import Bootstrap, as_generator
 from hce.stats.result import AnalysisResult
 from hce.stats.spread import as_list, item_spread
 from hce.stats.tests import Adjustment, adjustment, kruskal_row, mann_whitney_core, p_adjust
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 Worse = Literal["lower", "higher"]
 _DEFAULT_WORSE = {"mean": "lower", "sd": "higher"}
 
 
-@reads_frame(keys=("strata", "item", "condition"), blank_keys=("strata",), numbers=("score",))
-@fill_doc
-@bootstrapped
+@statistic(keys=("strata", "item", "condition"), blank_keys=("strata",), numbers=("score",))
 def fairness(
     data: pd.DataFrame,
     *,

@@ -21,8 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import default_column, keywords_checked, renamed
+from hce._vocabulary import default_column, keywords_checked
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 from hce.stats._intervals import fisher_z_ci
@@ -34,7 +33,7 @@ from hce.stats._resample import (
     percentile_interval,
     resample_rows,
 )
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 Alternative = Literal["two-sided", "less", "greater"]
 Adjustment = Literal["bonferroni", "holm", "bh", "none"]
@@ -236,9 +235,7 @@ def _not_estimable(r: float) -> str:
     return NOT_ESTIMABLE if abs(r) >= 1 else ""
 
 
-@renamed(group="condition", value="score")
-@reads_frame(keys=("condition", "item"), numbers=("score",))
-@fill_doc
+@statistic(keys=("condition", "item"), numbers=("score",), retired={"group": "condition", "value": "score"})
 def mann_whitney(
     data: pd.DataFrame,
     *,
@@ -362,9 +359,9 @@ def wilcoxon_core(
                       + ", zeros dropped; matched-pairs rank-biserial r" + _not_estimable(r)}  # fmt: skip
 
 
-@renamed(pair="item", group="condition", value="score")
-@reads_frame(keys=("item", "condition"), numbers=("score",))
-@fill_doc
+@statistic(
+    keys=("item", "condition"), numbers=("score",), retired={"pair": "item", "group": "condition", "value": "score"}
+)
 def wilcoxon_paired(
     data: pd.DataFrame,
     *,
@@ -495,10 +492,9 @@ def friedman_core(
     }  # fmt: skip
 
 
-@renamed(block="item", group="condition", value="score")
-@reads_frame(keys=("item", "condition"), numbers=("score",))
-@fill_doc
-@bootstrapped
+@statistic(
+    keys=("item", "condition"), numbers=("score",), retired={"block": "item", "group": "condition", "value": "score"}
+)
 def friedman(
     data: pd.DataFrame,
     *,
@@ -564,9 +560,9 @@ def friedman(
 PosthocMethod = Literal["nemenyi", "conover", "wilcoxon"]
 
 
-@renamed(block="item", group="condition", value="score")
-@reads_frame(keys=("item", "condition"), numbers=("score",))
-@fill_doc
+@statistic(
+    keys=("item", "condition"), numbers=("score",), retired={"block": "item", "group": "condition", "value": "score"}
+)
 def posthoc(
     data: pd.DataFrame,
     *,
@@ -684,10 +680,7 @@ def kruskal_core(groups: list[np.ndarray]) -> tuple[float, float, float]:
     return float(h), float(p), float(h / (n - 1))
 
 
-@renamed(group="condition", value="score")
-@reads_frame(keys=("condition",), numbers=("score",))
-@fill_doc
-@bootstrapped
+@statistic(keys=("condition",), numbers=("score",), retired={"group": "condition", "value": "score"})
 def kruskal_wallis(
     data: pd.DataFrame,
     *,

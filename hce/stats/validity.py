@@ -22,10 +22,8 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.effects import CORRELATION_METHODS, CorrelationMethod, correlation_core
 
 __all__ = ["discriminant_validity", "rater_expertise", "substantive_validity"]
@@ -50,9 +48,7 @@ def _auc_delong(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return auc, float(np.sqrt(var))
 
 
-@renamed(group="condition")
-@reads_frame(keys=("condition", "attribute"), numbers=("score",))
-@fill_doc
+@statistic(keys=("condition", "attribute"), numbers=("score",), retired={"group": "condition"})
 def discriminant_validity(
     data: pd.DataFrame,
     *,
@@ -149,9 +145,7 @@ def discriminant_validity(
     return pd.DataFrame(rows)
 
 
-@renamed(target="item")
-@reads_frame(keys=("attribute", "item"), numbers=("predictor", "score"))
-@fill_doc
+@statistic(keys=("attribute", "item"), numbers=("predictor", "score"), retired={"target": "item"})
 def substantive_validity(
     data: pd.DataFrame,
     *,
@@ -240,9 +234,10 @@ def substantive_validity(
     return pd.DataFrame(rows)
 
 
-@renamed(target="item", rater_group="condition", groups="levels")
-@reads_frame(keys=("item", "condition", "attribute"), numbers=("score",))
-@fill_doc
+@statistic(
+    keys=("item", "condition", "attribute"), numbers=("score",),
+    retired={"target": "item", "rater_group": "condition", "groups": "levels"},
+)
 def rater_expertise(
     data: pd.DataFrame,
     *,

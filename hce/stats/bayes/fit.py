@@ -14,23 +14,23 @@ import pandas as pd
 import patsy
 
 from hce._checks import _label, check_choice, require_columns
-from hce._docstrings import fill_doc
 from hce.errors import DataError, FormulaError
 from hce.stats._resample import as_generator
 from hce.stats.bayes import density, sampling
 from hce.stats.bayes.density import Density
+from hce.stats.bayes.sampling import Sampling, sampled
 from hce.stats.bayes.models import ModelArrays, build_model, resolve_priors
 from hce.stats.bayes.result import BayesResult, NoiseDesign
 from hce.stats.mixed.formula import Design, build_design, parse_formula
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 Link = Literal["logit", "probit"]
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
-@reads_frame(formula="formula")
-@fill_doc
+@statistic(formula="formula")
+@sampled
 def bayes_ordinal(
     formula: str,
     data: pd.DataFrame,
@@ -39,12 +39,7 @@ def bayes_ordinal(
     link: Link = "logit",
     levels: list | None = None,
     priors: Mapping[str, float] | None = None,
-    draws: int = 1000,
-    tune: int | None = None,
-    chains: int = 4,
-    target_accept: float = 0.8,
-    sampler: Literal["auto", "nutpie", "pymc"] = "auto",
-    random_state: int | np.random.Generator | None = None,
+    sampling: Sampling = Sampling(),
 ) -> BayesResult:
     """Bayesian cumulative-link (ordinal) mixed model of scores, optionally location-scale.
 
@@ -154,22 +149,18 @@ def bayes_ordinal(
     """
     check_choice("link", link, ("logit", "probit"))
     inputs = model_inputs(formula, data, family="ordinal", noise=noise, levels=levels)
-    return _fit(inputs, link, resolve_priors("ordinal", priors), draws, tune, chains, target_accept, sampler, random_state)
+    return _fit(inputs, link, resolve_priors("ordinal", priors), sampling)
 
 
-@reads_frame(formula="formula")
+@statistic(formula="formula")
+@sampled
 def bayes_binary(
     formula: str,
     data: pd.DataFrame,
     *,
     link: Link = "logit",
     priors: Mapping[str, float] | None = None,
-    draws: int = 1000,
-    tune: int | None = None,
-    chains: int = 4,
-    target_accept: float = 0.8,
-    sampler: Literal["auto", "nutpie", "pymc"] = "auto",
-    random_state: int | np.random.Generator | None = None,
+    sampling: Sampling = Sampling(),
 ) -> BayesResult:
     """Hierarchical Bernoulli model of boolean judge verdicts, e.g.
     ``"passed ~ condition + (1 | item_id) + (1 | behavior)"``.
@@ -217,7 +208,7 @@ def bayes_binary(
     """
     check_choice("link", link, ("logit", "probit"))
     inputs = model_inputs(formula, data, family="bernoulli")
-    return _fit(inputs, link, resolve_priors("bernoulli", priors), draws, tune, chains, target_accept, sampler, random_state)
+    return _fit(inputs, link, resolve_priors("bernoulli", priors), sampling)
 
 
 @dataclass(frozen=True)
@@ -362,7 +353,8 @@ def _noise_design(noise: str | None, design: Design) -> NoiseDesign | None:
     return NoiseDesign(noise, columns, np.asarray(matrix)[:, keep], [names[k] for k in keep])
 
 
-def _fit(inputs: ModelInputs, link, priors, draws, tune, chains, target_accept, sampler, random_state) -> BayesResult:
+def _fit(inputs: ModelInputs, link, priors, asked: Sampling) -> BayesResult:
+    draws, tune, chains, target_accept, sampler, random_state = asked
     sampler = sampling.resolve_sampler(sampler)
     if tune is None:
         tune = sampling.DEFAULT_TUNE[sampler]

@@ -494,7 +494,7 @@ class BayesResult:
         by : str
             A column of the data.
         confidence : float, default 0.95
-            Mass of the highest-density intervals.
+            Mass of the highest-density intervals of the levels' expected scores.
 
         Returns
         -------
@@ -518,7 +518,7 @@ class BayesResult:
         by : str
             A column of the data.
         confidence : float, default 0.95
-            Mass of the highest-density intervals.
+            Mass of the highest-density intervals of the differences.
 
         Returns
         -------
@@ -565,7 +565,7 @@ class BayesResult:
         Parameters
         ----------
         confidence : float, default 0.95
-            Mass of the highest-density intervals.
+            Mass of the highest-density intervals of each noise SD.
 
         Returns
         -------
@@ -591,7 +591,7 @@ class BayesResult:
         Parameters
         ----------
         confidence : float, default 0.95
-            Mass of the highest-density intervals.
+            Mass of the highest-density intervals of the SD ratios.
 
         Returns
         -------

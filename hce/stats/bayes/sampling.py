@@ -24,13 +24,14 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice
 from hce.errors import HceError, HceWarning
+from hce.stats._resample import fields_in_place
 
 if TYPE_CHECKING:  # ArviZ and PyMC load only when a model is sampled or checked
     import arviz as az
@@ -62,6 +63,28 @@ def resolve_sampler(sampler: str) -> str:
     return sampler
 
 
+class Sampling(NamedTuple):
+    """What a caller of a Bayesian model asks of the sampler, as its keywords (see :func:`sampled`)."""
+
+    draws: int = 1000
+    tune: int | None = None
+    chains: int = 4
+    target_accept: float = 0.8
+    sampler: str = "auto"
+    random_state: int | np.random.Generator | None = None
+
+
+#: The sampler keywords' annotations, as the models' signatures spell them.
+_SAMPLING_ANNOTATIONS = {
+    "draws": "int", "tune": "int | None", "chains": "int", "target_accept": "float",
+    "sampler": 'Literal["auto", "nutpie", "pymc"]', "random_state": "int | np.random.Generator | None",
+}  # fmt: skip
+
+#: Offer a model's ``sampling`` parameter (a :class:`Sampling`) as the keywords ``draws=``,
+#: ``tune=``, ``chains=``, ``target_accept=``, ``sampler=`` and ``random_state=`` in its place.
+sampled = fields_in_place("sampling", _SAMPLING_ANNOTATIONS)
+
+
 @dataclass(frozen=True)
 class SamplerSettings:
     """NUTS settings shared by both samplers."""
@@ -75,6 +98,12 @@ class SamplerSettings:
     @property
     def cores(self) -> int:
         return max(1, min(self.chains, os.cpu_count() or 1))
+
+    def keywords(self) -> dict[str, int | float]:
+        """The keywords nutpie's ``sample`` and PyMC's ``pm.sample`` both take, spelt alike
+        (each names the seed its own way)."""
+        return {"draws": self.draws, "tune": self.tune, "chains": self.chains, "cores": self.cores,
+                "target_accept": self.target_accept}  # fmt: skip
 
 
 def run(
@@ -109,12 +138,8 @@ def run(
                 _compiled.popitem(last=False)
         return nutpie.sample(
             compiled,
-            draws=settings.draws,
-            tune=settings.tune,
-            chains=settings.chains,
-            cores=settings.cores,
+            **settings.keywords(),
             seed=settings.seed,
-            target_accept=settings.target_accept,
             save_warmup=False,
             progress_bar=False,
             # a low-rank correction to the diagonal mass matrix follows the correlations
@@ -130,16 +155,8 @@ def run(
     pymc_logger.setLevel(logging.WARNING)
     try:
         with make_model():
-            return pm.sample(
-                draws=settings.draws,
-                tune=settings.tune,
-                chains=settings.chains,
-                cores=settings.cores,
-                random_seed=settings.seed,
-                target_accept=settings.target_accept,
-                progressbar=False,
-                compute_convergence_checks=False,
-            )
+            return pm.sample(**settings.keywords(), random_seed=settings.seed, progressbar=False,
+                             compute_convergence_checks=False)
     finally:
         pymc_logger.setLevel(level)
 

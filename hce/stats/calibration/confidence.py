@@ -17,10 +17,9 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
-from hce._docstrings import fill_doc
 from hce.errors import DataError
 from hce.rubric import Rubric
-from hce.stats._validate import reads_frame, warn_undefined_sd
+from hce.stats._validate import warn_undefined_sd, statistic
 from hce.stats.calibration._logprobs import (
     ScoreTokens,
     read_logprobs,
@@ -41,7 +40,7 @@ ScoreScale = Rubric | Iterable[float] | Mapping[str, float]
 
 
 # ----------------------------------------------------------------------------- confidence
-@reads_frame(texts=("logprobs",))
+@statistic(texts=("logprobs",))
 def logprob_confidence(
     data: pd.DataFrame,
     *,
@@ -311,7 +310,7 @@ def _scale_codes(
     return scale, np.searchsorted(scale, values[keep])
 
 
-@reads_frame(keys=("item", "by"), labels=("score",))
+@statistic(keys=("item", "by"), labels=("score",))
 def vote_confidence(
     data: pd.DataFrame,
     *,
@@ -420,7 +419,7 @@ def vote_table(
     return out
 
 
-@reads_frame(texts=("verbal",))
+@statistic(texts=("verbal",))
 def verbal_confidence(
     data: pd.DataFrame,
     *,
@@ -486,7 +485,7 @@ def verbal_confidence(
     return out
 
 
-@reads_frame(keys=("item", "by"), optional=("score", "numeric"))
+@statistic(keys=("item", "by"), optional=("score", "numeric"))
 def confidence_table(
     data: pd.DataFrame,
     *,
@@ -604,8 +603,7 @@ def confidence_table(
     return out[[*keys, "n", "prediction", "prob", *extra]].assign(source=source)
 
 
-@reads_frame(keys=("item",), numbers=("score", "prob"))
-@fill_doc
+@statistic(keys=("item",), numbers=("score", "prob"))
 def confidence_spread(
     data: pd.DataFrame,
     *,

@@ -25,7 +25,6 @@ from hce.errors import DataError
 from hce.stats._intervals import proportion_ci
 from hce.stats._resample import (
     Bootstrap,
-    bootstrapped,
     as_generator,
     bootstrap_row_sums,
     bootstrap_sums,
@@ -34,7 +33,7 @@ from hce.stats._resample import (
     unit_sums,
 )
 from hce.stats._frames import EngineFrame, refuse_rows
-from hce.stats._validate import reads_frame
+from hce.stats._validate import reads_frame, statistic
 from hce.stats.calibration.confidence import _label
 
 Strategy = Literal["uniform", "quantile", "unique"]
@@ -304,10 +303,9 @@ def _check_calibration_options(strategy: str, confidence: float, n_boot: int, n_
         raise DataError(f"n_bins={n_bins!r} must be a positive integer")
 
 
-@renamed(outcome="truth")
-@reads_frame(keys=("item",), numbers=("prob",), labels=("truth",), engine=_calibration_in_engine)
-@fill_doc
-@bootstrapped
+@statistic(
+    keys=("item",), numbers=("prob",), labels=("truth",), engine=_calibration_in_engine, retired={"outcome": "truth"}
+)
 def calibration_metrics(
     data: pd.DataFrame,
     *,
@@ -607,9 +605,7 @@ def _reliability_in_engine(frame: EngineFrame, *, prob: str, truth: str, n_bins:
     return _reliability_rows(n, sp, sy, low, high, strategy, confidence)
 
 
-@renamed(outcome="truth")
-@reads_frame(numbers=("prob",), labels=("truth",), engine=_reliability_in_engine)
-@fill_doc
+@statistic(numbers=("prob",), labels=("truth",), engine=_reliability_in_engine, retired={"outcome": "truth"})
 def reliability_table(
     data: pd.DataFrame,
     *,

@@ -11,13 +11,12 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import numeric_column, require_columns
-from hce._docstrings import fill_doc
 from hce.stats._resample import as_generator
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.calibration.confidence import _group_codes, vote_table
 
 
-@reads_frame(keys=("item",), labels=("score",))
+@statistic(keys=("item",), labels=("score",))
 def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = "total") -> pd.Series:
     """Boolean Series: does each attempt's score equal its item's modal score (smallest mode)?
 
@@ -38,10 +37,7 @@ def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = 
     Series
         Nullable boolean aligned with ``data``.
 
-    References
-    ----------
-    .. [1] Wang, X., Wei, J., Schuurmans, D., et al. (2023). Self-consistency improves chain of
-       thought reasoning in language models. ICLR.
+    %(self_consistency_reference)s
 
     Examples
     --------
@@ -58,8 +54,7 @@ def agrees_with_mode(data: pd.DataFrame, *, item: str = "item_id", score: str = 
     return result.rename("agrees_with_mode")
 
 
-@reads_frame(keys=("item", "condition"), labels=("score",))
-@fill_doc
+@statistic(keys=("item", "condition"), labels=("score",))
 def agrees_with_repeat(
     data: pd.DataFrame,
     *,
@@ -103,10 +98,7 @@ def agrees_with_repeat(
     a different attempt, independent of it when the attempts are independent draws. With
     two attempts the two comparisons are the same pair.
 
-    References
-    ----------
-    .. [1] Wang, X., Wei, J., Schuurmans, D., et al. (2023). Self-consistency improves chain of
-       thought reasoning in language models. ICLR.
+    %(self_consistency_reference)s
 
     Examples
     --------

@@ -6,7 +6,7 @@ the eigenvalues of a scree plot and Horn's parallel analysis (``psych::fa.parall
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,11 +14,9 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import as_generator
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.factor.correlation import (
     CORRELATIONS,
     Correlation,
@@ -33,6 +31,25 @@ __all__ = ["ParallelResult", "bartlett_sphericity", "eigenvalues", "kmo", "paral
 # ----------------------------------------------------------------------------- adequacy
 
 
+def _of_item_correlations(core: Callable[[np.ndarray, np.ndarray, list[str], str], pd.DataFrame]) -> Callable:
+    """The public statistic of a wide item table made from ``core(r, x, names, cor)``.
+
+    One door for the statistics of the item correlation matrix: the caller's
+    ``(data, *, columns=None, cor="pearson")`` is checked, the item matrix ``x`` (with the
+    item ``names``) taken and its correlation matrix ``r`` computed, then ``core`` runs on
+    them. The statistic takes ``core``'s name and docstring.
+    """
+
+    def public(data: pd.DataFrame, *, columns: Sequence[str] | None = None,
+               cor: Correlation = "pearson") -> pd.DataFrame:  # fmt: skip
+        check_choice("cor", cor, CORRELATIONS)
+        x, names = item_matrix(data, columns)
+        return core(correlation_core(x, cor, 0.5), x, names, cor)
+
+    public.__name__, public.__qualname__, public.__doc__ = core.__name__, core.__qualname__, core.__doc__
+    return statistic(wide="columns", log=False, retired={"items": "columns"})(public)
+
+
 def _kmo_core(r: np.ndarray) -> tuple[np.ndarray, float]:
     """Per-item MSA and overall KMO from a correlation matrix (Kaiser 1970)."""
     inv = np.linalg.inv(r)
@@ -45,20 +62,12 @@ def _kmo_core(r: np.ndarray) -> tuple[np.ndarray, float]:
     return msa, float(r2.sum() / (r2.sum() + q2.sum()))
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
-@fill_doc
-def kmo(
-    data: pd.DataFrame,
-    *,
-    columns: Sequence[str] | None = None,
-    cor: Correlation = "pearson",
-) -> pd.DataFrame:
+@_of_item_correlations
+def kmo(r: np.ndarray, x: np.ndarray, names: list[str], cor: str) -> pd.DataFrame:
     """Kaiser-Meyer-Olkin sampling adequacy: per-item MSA and the overall KMO (psych ``KMO``).
 
-    %(wide_parameters)s
-    cor : {"pearson", "spearman", "polychoric"}, default "pearson"
-        Correlation the adequacy is computed on.
+    %(correlation_parameters)s
+        Correlation the adequacy is computed on (``"polychoric"`` for ordinal items).
 
     Returns
     -------
@@ -75,18 +84,11 @@ def kmo(
     ----------
     .. [1] Kaiser HF (1970). A second generation little jiffy. Psychometrika 35, 401-415.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> f = rng.normal(size=200)
-    >>> d = pd.DataFrame({f"i{j}": f + rng.normal(size=200) for j in range(4)})
+    %(one_factor_example)s
     >>> kmo(d)[["item", "msa"]].round(2).tail(1).to_string(index=False)
     '   item  msa\\noverall 0.76'
     """
-    check_choice("cor", cor, CORRELATIONS)
-    x, names = item_matrix(data, columns)
-    msa, overall = _kmo_core(correlation_core(x, cor, 0.5))
+    msa, overall = _kmo_core(r)
     return pd.DataFrame(
         {"item": [*names, "overall"], "msa": [*msa, overall], "method": f"KMO ({cor})"}
     )
@@ -100,20 +102,12 @@ def _bartlett_core(r: np.ndarray, n: int) -> tuple[float, int, float]:
     return float(statistic), df, float(stats.chi2.sf(statistic, df))
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
-@fill_doc
-def bartlett_sphericity(
-    data: pd.DataFrame,
-    *,
-    columns: Sequence[str] | None = None,
-    cor: Correlation = "pearson",
-) -> pd.DataFrame:
+@_of_item_correlations
+def bartlett_sphericity(r: np.ndarray, x: np.ndarray, names: list[str], cor: str) -> pd.DataFrame:
     """Bartlett's test that the item correlation matrix is an identity (psych ``cortest.bartlett``).
 
-    %(wide_parameters)s
-    cor : {"pearson", "spearman", "polychoric"}, default "pearson"
-        Correlation tested.
+    %(correlation_parameters)s
+        Correlation whose matrix is tested against the identity.
 
     Returns
     -------
@@ -131,18 +125,11 @@ def bartlett_sphericity(
     .. [1] Bartlett MS (1951). The effect of standardization on a chi square approximation
        in factor analysis. Biometrika 38, 337-344.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> f = rng.normal(size=200)
-    >>> d = pd.DataFrame({f"i{j}": f + rng.normal(size=200) for j in range(4)})
+    %(one_factor_example)s
     >>> bartlett_sphericity(d)[["statistic", "df1"]].round(1).to_string(index=False)
     ' statistic  df1\\n     188.3    6'
     """
-    check_choice("cor", cor, CORRELATIONS)
-    x, _ = item_matrix(data, columns)
-    statistic, df, p = _bartlett_core(correlation_core(x, cor, 0.5), x.shape[0])
+    statistic, df, p = _bartlett_core(r, x.shape[0])
     return pd.DataFrame(
         {"statistic": [statistic], "df1": [df], "p_value": [p], "n": [x.shape[0]],
          "method": [f"Bartlett sphericity ({cor})"]}
@@ -152,20 +139,12 @@ def bartlett_sphericity(
 # ----------------------------------------------------------------------------- retention
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
-@fill_doc
-def eigenvalues(
-    data: pd.DataFrame,
-    *,
-    columns: Sequence[str] | None = None,
-    cor: Correlation = "pearson",
-) -> pd.DataFrame:
+@_of_item_correlations
+def eigenvalues(r: np.ndarray, x: np.ndarray, names: list[str], cor: str) -> pd.DataFrame:
     """Eigenvalues of the item correlation matrix: the scree plot's data.
 
-    %(wide_parameters)s
-    cor : {"pearson", "spearman", "polychoric"}, default "pearson"
-        Correlation decomposed.
+    %(correlation_parameters)s
+        Correlation decomposed; its eigenvalues sum to the number of items.
 
     Returns
     -------
@@ -178,18 +157,11 @@ def eigenvalues(
     .. [1] Kaiser, H. F. (1960). The application of electronic computers to factor analysis.
        Educational and Psychological Measurement 20, 141-151.
 
-    Examples
-    --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> f = rng.normal(size=200)
-    >>> d = pd.DataFrame({f"i{j}": f + rng.normal(size=200) for j in range(4)})
+    %(one_factor_example)s
     >>> round(float(eigenvalues(d)["eigenvalue"].sum()), 6)
     4.0
     """
-    check_choice("cor", cor, CORRELATIONS)
-    x, _ = item_matrix(data, columns)
-    values = np.linalg.eigvalsh(correlation_core(x, cor, 0.5))[::-1]
+    values = np.linalg.eigvalsh(r)[::-1]
     p = values.size
     return pd.DataFrame({"factor": np.arange(1, p + 1), "eigenvalue": values,
                          "proportion": values / p, "cumulative": np.cumsum(values) / p,
@@ -233,9 +205,7 @@ class ParallelResult:
         return self.summary()
 
 
-@renamed(items="columns", n_iter="n_sim")
-@reads_frame(wide="columns", log=False)
-@fill_doc
+@statistic(wide="columns", log=False, retired={"items": "columns", "n_iter": "n_sim"})
 def parallel_analysis(
     data: pd.DataFrame,
     *,

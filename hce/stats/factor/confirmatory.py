@@ -15,9 +15,8 @@ import pandas as pd
 from scipy import optimize, stats
 
 from hce._checks import check_confidence
-from hce._docstrings import fill_doc
 from hce.errors import DataError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.factor.correlation import item_matrix
 from hce.stats.factor.exploratory import quiet_dependency_notices, rmsea_interval
 
@@ -68,8 +67,7 @@ class CFAResult:
         return self.summary()
 
 
-@reads_frame(mapping="model", log=False)
-@fill_doc
+@statistic(mapping="model", log=False)
 def cfa(
     data: pd.DataFrame,
     *,

@@ -17,10 +17,8 @@ import pandas as pd
 from scipy import optimize, special
 
 from hce._checks import check_choice, numeric_column, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 
 Correlation = Literal["pearson", "spearman", "polychoric"]
 
@@ -95,9 +93,7 @@ def resample_correlation(rows: np.ndarray, cor: str, correct: float) -> np.ndarr
     return correlation_core(rows, cor, correct)
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
-@fill_doc
+@statistic(wide="columns", log=False, retired={"items": "columns"})
 def correlation_matrix(
     data: pd.DataFrame,
     *,
@@ -222,8 +218,7 @@ def _polychoric_core(x: np.ndarray, correct: float) -> tuple[np.ndarray, list[np
     return r, taus
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
+@statistic(wide="columns", log=False, retired={"items": "columns"})
 def polychoric(
     data: pd.DataFrame, *, columns: Sequence[str] | None = None, correct: float = 0.5
 ) -> pd.DataFrame:

@@ -21,11 +21,9 @@ import pandas as pd
 from scipy import optimize, stats
 
 from hce._checks import check_choice, check_confidence
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats._resample import Bootstrap, bootstrapped, as_generator, check_n_boot
-from hce.stats._validate import reads_frame
+from hce.stats._resample import Bootstrap, as_generator, check_n_boot
+from hce.stats._validate import statistic
 from hce.stats.factor.bootstrap import align_factors, bootstrap_rows, summarise
 from hce.stats.factor.correlation import (
     CORRELATIONS,
@@ -424,10 +422,7 @@ def _interval_table(x, result: FactorResult, correct, n_boot, confidence, rng) -
                "the full-sample ones by Tucker congruence (order and sign)")
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
-@fill_doc
-@bootstrapped
+@statistic(wide="columns", log=False, retired={"items": "columns"})
 def efa(
     data: pd.DataFrame,
     *,
@@ -552,8 +547,7 @@ def efa(
     return replace(result, intervals=intervals)
 
 
-@reads_frame(wide="items", log=False)
-@fill_doc
+@statistic(wide="items", log=False)
 def efa_intervals(
     data: pd.DataFrame,
     result: FactorResult,

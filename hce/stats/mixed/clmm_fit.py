@@ -19,7 +19,7 @@ from hce._checks import check_choice
 from hce._warnings import warn
 from hce.errors import DataError, FormulaError
 from hce.stats._numdiff import central_differences
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.mixed.clmm_laplace import LINKS, Laplace, Rows
 from hce.stats.mixed.clmm_result import ClmmResult
 from hce.stats.mixed.formula import build_design, parse_formula, require_random
@@ -36,7 +36,7 @@ _MAX_GRAD = 1e-3  # max |gradient| above which the fit is reported as not conver
 _MAX_AGQ = 25
 
 
-@reads_frame(formula="formula", varying=("formula",))
+@statistic(formula="formula", varying=("formula",))
 def clmm(
     formula: str,
     data: pd.DataFrame,

@@ -28,7 +28,7 @@ from scipy import optimize
 from hce._checks import check_choice
 from hce._warnings import warn
 from hce.errors import DataError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.mixed.convergence import check_max_iter
 from hce.stats.mixed.formula import Design, build_design, parse_formula, require_random
 from hce.stats.mixed.glmer_result import GlmerResult
@@ -44,7 +44,7 @@ _HESS_TOL = 1e-6  # lme4's check.conv.hess tolerance
 _DERIVS_NOBS_MAX, _DERIVS_NPAR_MAX = 1e5, 20  # lme4's check.conv.nobsmax / nparmax
 
 
-@reads_frame(formula="formula", varying=("formula",))
+@statistic(formula="formula", varying=("formula",))
 def glmer(
     formula: str,
     data: pd.DataFrame,

@@ -31,7 +31,7 @@ import pandas as pd
 from hce._checks import check_choice
 from hce._warnings import warn
 from hce.errors import DataError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.mixed.balanced import StrataFit, balanced_reml, fixed_effects_parts, strata_deviance
 from hce.stats.mixed.convergence import check_max_iter
 from hce.stats.mixed.ddf import VarparModel
@@ -47,7 +47,7 @@ from hce.stats.mixed.lmer_result import (
 from hce.stats.mixed.pls import PlsProblem, RandomBlock, pls_fit
 
 
-@reads_frame(formula="formula", varying=("formula",))
+@statistic(formula="formula", varying=("formula",))
 def lmer(
     formula: str,
     data: pd.DataFrame,

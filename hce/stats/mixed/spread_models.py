@@ -11,14 +11,14 @@ import patsy
 from hce._checks import check_choice, numeric_column, require_columns
 from hce._warnings import warn
 from hce.errors import DataError, FormulaError
-from hce.stats._validate import reads_frame
+from hce.stats._validate import statistic
 from hce.stats.mixed.formula import parse_formula
 from hce.stats.mixed.lmer_fit import lmer
 from hce.stats.mixed.emmeans import _factor_column
 from hce.stats.mixed.lmer_result import LmerResult, Method
 
 
-@reads_frame(formula="formula", numbers=("score",), spread=True)
+@statistic(formula="formula", numbers=("score",), spread=True)
 def spread_model(
     formula: str,
     data: pd.DataFrame,

@@ -10,8 +10,6 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import (
     as_generator,
@@ -23,7 +21,7 @@ from hce.stats._resample import (
 )
 from hce.stats._frames import EngineFrame
 from hce.stats._intervals import fisher_z_ci
-from hce.stats._validate import reads_frame
+from hce.stats._validate import ratings_statistic, statistic
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 from hce.stats.reliability._engine import count_matrix, rated, unit_counts
 from hce.stats.reliability.paradox import NO_PARADOX, PARADOX_COLUMNS, pabak, paradox_of_table
@@ -228,9 +226,9 @@ def _cohen_in_engine(frame: EngineFrame, *, item: str | None, rater: str | Seque
                         None, n_boot, random_state)  # fmt: skip
 
 
-@renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item",), ratings_or_key="rater", labels=("score",), varying=("score",), engine=_cohen_in_engine)
-@fill_doc
+@ratings_statistic(
+    keys=("item",), ratings_or_key="rater", labels=("score",), varying=("score",), engine=_cohen_in_engine,
+)
 def cohen_kappa(
     data: pd.DataFrame,
     *,
@@ -527,9 +525,29 @@ def _chance_corrected(
     )
 
 
-@renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), varying=("score",), engine=_chance_corrected_in_engine("fleiss"))
-@fill_doc
+def _weighted_coefficient(metric: str) -> Callable[[Callable], Callable]:
+    """The public agreement coefficient ``metric`` (``"gwet"``, ``"pa"``) of long ratings.
+
+    Gwet's AC and percent agreement take the same arguments and differ only in the chance
+    term: one signature, check and computation serve both, and the decorated function,
+    which has no body, gives the statistic its name and docstring.
+    """
+
+    def decorate(stub: Callable) -> Callable:
+        def public(data: pd.DataFrame, *, item: str, rater: str, score: str, weights: Weights = "unweighted",
+                   categories: Sequence | None = None, confidence: float = 0.95) -> pd.DataFrame:  # fmt: skip
+            _check_options(weights, confidence)
+            r = long_ratings(data, item, rater, score, numeric=False)
+            agree = _category_counts(r, categories, weights)
+            return _chance_corrected(agree, r.n_raters, r.n_missing, metric, weights, confidence)
+
+        public.__name__, public.__qualname__, public.__doc__ = stub.__name__, stub.__qualname__, stub.__doc__
+        return ratings_statistic(labels=("score",), scored=("score",), engine=_chance_corrected_in_engine(metric))(public)
+
+    return decorate
+
+
+@ratings_statistic(labels=("score",), varying=("score",), engine=_chance_corrected_in_engine("fleiss"))
 def fleiss_kappa(
     data: pd.DataFrame,
     *,
@@ -559,13 +577,8 @@ def fleiss_kappa(
     .. [2] Gwet, K. L. (2014). Handbook of Inter-Rater Reliability (4th ed.). Advanced
        Analytics.
 
-    Examples
-    --------
-    >>> import pandas as pd
+    %(three_rater_example)s
     >>> from hce.stats import fleiss_kappa
-    >>> d = pd.DataFrame({"item": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
-    ...                   "rater": ["a", "b", "c"] * 4,
-    ...                   "label": ["y", "y", "y", "n", "n", "y", "n", "n", "n", "y", "n", "n"]})
     >>> fleiss_kappa(d, item="item", rater="rater", score="label")[["estimate", "se", "pa", "pe"]].round(3)
        estimate     se     pa     pe
     0     0.314  0.429  0.667  0.514
@@ -576,19 +589,8 @@ def fleiss_kappa(
     return _chance_corrected(agree, r.n_raters, r.n_missing, "fleiss", "unweighted", confidence)
 
 
-@renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), scored=("score",), engine=_chance_corrected_in_engine("gwet"))
-@fill_doc
-def gwet_ac(
-    data: pd.DataFrame,
-    *,
-    item: str,
-    rater: str,
-    score: str,
-    weights: Weights = "unweighted",
-    categories: Sequence | None = None,
-    confidence: float = 0.95,
-) -> pd.DataFrame:
+@_weighted_coefficient("gwet")
+def gwet_ac() -> pd.DataFrame:
     """Gwet's AC1 (unweighted) or AC2 (weighted) agreement coefficient, with variance.
 
     %(agreement_columns)s
@@ -610,36 +612,16 @@ def gwet_ac(
        Psychology, 61(1), 29-48.
     .. [2] Gwet, K. L. (2014). Handbook of Inter-Rater Reliability (4th ed.).
 
-    Examples
-    --------
-    >>> import pandas as pd
+    %(three_rater_example)s
     >>> from hce.stats import gwet_ac
-    >>> d = pd.DataFrame({"item": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
-    ...                   "rater": ["a", "b", "c"] * 4,
-    ...                   "label": ["y", "y", "y", "n", "n", "y", "n", "n", "n", "y", "n", "n"]})
     >>> gwet_ac(d, item="item", rater="rater", score="label")[["metric", "estimate", "pa", "pe"]].round(3)
            metric  estimate     pa     pe
     0  Gwet's AC1     0.351  0.667  0.486
     """
-    _check_options(weights, confidence)
-    r = long_ratings(data, item, rater, score, numeric=False)
-    agree = _category_counts(r, categories, weights)
-    return _chance_corrected(agree, r.n_raters, r.n_missing, "gwet", weights, confidence)
 
 
-@renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), scored=("score",), engine=_chance_corrected_in_engine("pa"))
-@fill_doc
-def percent_agreement(
-    data: pd.DataFrame,
-    *,
-    item: str,
-    rater: str,
-    score: str,
-    weights: Weights = "unweighted",
-    categories: Sequence | None = None,
-    confidence: float = 0.95,
-) -> pd.DataFrame:
+@_weighted_coefficient("pa")
+def percent_agreement() -> pd.DataFrame:
     """Percent agreement: the share of rater pairs that agree on a target, averaged.
 
     %(agreement_columns)s
@@ -665,10 +647,6 @@ def percent_agreement(
     >>> float(percent_agreement(d, item="item", rater="rater", score="label").estimate[0])
     0.75
     """
-    _check_options(weights, confidence)
-    r = long_ratings(data, item, rater, score, numeric=False)
-    agree = _category_counts(r, categories, weights)
-    return _chance_corrected(agree, r.n_raters, r.n_missing, "pa", weights, confidence)
 
 
 def _refuse_non_binary(score: str, value: object) -> None:
@@ -728,9 +706,7 @@ def _strict_table(hits: dict[str, int], n: int, n_raters: int, n_ratings: int, n
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-@renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), scored=("score",), engine=_strict_in_engine)
-@fill_doc
+@ratings_statistic(labels=("score",), scored=("score",), engine=_strict_in_engine)
 def strict_agreement(
     data: pd.DataFrame,
     *,

@@ -19,18 +19,9 @@ import pandas as pd
 from scipy import optimize, stats
 
 from hce._checks import check_choice, check_confidence, plain
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
-from hce.stats._resample import (
-    Bootstrap,
-    bootstrapped,
-    as_generator,
-    check_n_boot,
-    percentile_interval,
-    resample_rows,
-)
-from hce.stats._validate import reads_frame
+from hce.stats._resample import Bootstrap, as_generator, check_n_boot, percentile_interval, resample_rows
+from hce.stats._validate import statistic
 from hce.stats.factor.bootstrap import row_intervals
 from hce.stats.factor.correlation import (
     CORRELATIONS,
@@ -118,9 +109,10 @@ def general_share(general: np.ndarray, total: float) -> float:
     return float(general.sum() ** 2 / total)
 
 
-@renamed(targets="item", items="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",), varying=("score",), wide="columns")
-@fill_doc
+@statistic(
+    keys=("item", "rater"), numbers=("score",), varying=("score",), wide="columns",
+    retired={"targets": "item", "items": "rater", "ratings": "score"},
+)
 def cronbach_alpha(
     data: pd.DataFrame,
     *,
@@ -250,10 +242,10 @@ def _omega(s: np.ndarray) -> float:
     return general_share(loadings, loadings.sum() ** 2 + psi.sum())
 
 
-@renamed(targets="item", items="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",), varying=("score",), wide="columns")
-@fill_doc
-@bootstrapped
+@statistic(
+    keys=("item", "rater"), numbers=("score",), varying=("score",), wide="columns",
+    retired={"targets": "item", "items": "rater", "ratings": "score"},
+)
 def mcdonald_omega(
     data: pd.DataFrame,
     *,
@@ -356,10 +348,7 @@ def mcdonald_omega(
     return pd.DataFrame([row], columns=COLUMNS)
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
-@fill_doc
-@bootstrapped
+@statistic(wide="columns", log=False, retired={"items": "columns"})
 def ordinal_alpha(
     data: pd.DataFrame,
     *,
@@ -463,10 +452,7 @@ class OmegaResult:
         return self.summary()
 
 
-@renamed(items="columns")
-@reads_frame(wide="columns", log=False)
-@fill_doc
-@bootstrapped
+@statistic(wide="columns", log=False, retired={"items": "columns"})
 def omega_hierarchical(
     data: pd.DataFrame,
     *,

@@ -13,15 +13,13 @@ import pandas as pd
 from scipy import stats
 
 from hce._checks import check_choice, check_confidence, plain, require_columns
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._numdiff import central_differences
 from hce.stats.mixed.formula import check_identifiable
 from hce.stats.reliability._common import COUNT_COLUMNS, counts, long_ratings
 from hce.stats.reliability._engine import rated
 from hce.stats._frames import EngineFrame
-from hce.stats._validate import reads_frame
+from hce.stats._validate import ratings_statistic, statistic
 
 Method = Literal["auto", "anova", "reml"]
 KRule = Literal["harmonic", "raters"]
@@ -387,9 +385,7 @@ def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item:
                       w_cls, wty_cls, ww_cls, nt)  # fmt: skip
 
 
-@renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), numbers=("score",), varying=("score",), engine=_icc_in_engine, spread=True)
-@fill_doc
+@ratings_statistic(numbers=("score",), varying=("score",), engine=_icc_in_engine, spread=True)
 def icc(
     data: pd.DataFrame,
     *,
@@ -640,9 +636,10 @@ def _icc_groups_in_engine(frame: EngineFrame, *, item: str, rater: str, score: s
                          condition=condition, between=between)  # fmt: skip
 
 
-@renamed(targets="item", raters="rater", ratings="score", groups="condition")
-@reads_frame(keys=("item", "rater", "condition"), numbers=("score",), varying=("score",), engine=_icc_groups_in_engine, spread=True)
-@fill_doc
+@ratings_statistic(
+    keys=("item", "rater", "condition"), numbers=("score",), varying=("score",), engine=_icc_groups_in_engine, spread=True,
+    retired={"groups": "condition"},
+)
 def icc_groups(
     data: pd.DataFrame,
     *,

@@ -17,8 +17,6 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import check_choice, check_confidence
-from hce._docstrings import fill_doc
-from hce._vocabulary import renamed
 from hce.errors import DataError
 from hce.stats._resample import (
     as_generator,
@@ -27,7 +25,7 @@ from hce.stats._resample import (
     percentile_interval,
 )
 from hce.stats._frames import EngineFrame
-from hce.stats._validate import reads_frame
+from hce.stats._validate import ratings_statistic, statistic
 from hce.stats.reliability._common import (
     COUNT_COLUMNS,
     counts,
@@ -241,9 +239,7 @@ def _sorted(values: np.ndarray) -> np.ndarray:
     return np.asarray(sorted_codes(values)[1])
 
 
-@renamed(targets="item", raters="rater", ratings="score")
-@reads_frame(keys=("item", "rater"), labels=("score",), varying=("score",), engine=_alpha_in_engine)
-@fill_doc
+@ratings_statistic(labels=("score",), varying=("score",), engine=_alpha_in_engine)
 def krippendorff_alpha(
     data: pd.DataFrame,
     *,
