@@ -353,3 +353,100 @@ def test_a_variance_decomposition_that_fails_still_exits_1(tmp_path, monkeypatch
     done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "out")])
     assert done.exit_code == 1, done.output
     assert "not reported (not computed)" in done.output and "the model did not fit" in done.output
+
+
+# ``hce report FOLDER``: a log folder or a study's output folder, each read as what it is (hce._cli_report)
+
+
+def partitioned_csv(log: pd.DataFrame, folder) -> None:
+    for condition, part in log.groupby("condition_id"):
+        (folder / f"condition_id={condition}").mkdir(parents=True)
+        part.drop(columns="condition_id").to_csv(folder / f"condition_id={condition}" / "part-0.csv", index=False)
+
+
+def folder_report_is_the_logs(tmp_path, log: pd.DataFrame, layout, *options: str) -> None:
+    """``hce report FOLDER`` of ``log`` laid out in a folder by ``layout`` is the report of the log as one file."""
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    layout(log, tmp_path / "parts")
+    runner = CliRunner()
+    one = runner.invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "one")])
+    folder = runner.invoke(app, ["report", str(tmp_path / "parts"), *options, "--out", str(tmp_path / "folder")])
+    assert folder.exit_code == one.exit_code == 0, folder.output
+    same_report(tmp_path / "one", tmp_path / "folder")  # condition_id from the folder names, every condition there
+
+
+@pytest.mark.parametrize("layout", [partitioned, partitioned_jsonl, partitioned_csv], ids=["parquet", "jsonl", "csv"])
+def test_hce_report_of_a_hive_log_folder_is_the_report_of_its_log(tmp_path, layout):
+    # before: any folder was taken for a study's output folder: "no attempt log of a judged
+    # experiment (exp1.jsonl, ...); is it a study's output folder?", exit 2
+    folder_report_is_the_logs(tmp_path, small_log(n_items=10, n_conditions=3, n_attempts=4), layout)
+
+
+def in_three_files(log: pd.DataFrame, folder) -> None:
+    folder.mkdir()
+    for k in range(3):
+        log.iloc[k::3].to_parquet(folder / f"part-{k}.parquet", index=False)
+
+
+def test_a_folder_of_plain_log_files_is_read_as_one_log(tmp_path):
+    folder_report_is_the_logs(tmp_path, small_log(n_items=10, n_conditions=2, n_attempts=4), in_three_files)
+
+
+def test_auto_reads_a_small_hive_folder_in_pandas_with_its_partition_column(tmp_path):
+    # before: --engine auto under 256 MB picked pandas, which took the folder for a study's and failed
+    folder_report_is_the_logs(tmp_path, small_log(n_items=10, n_conditions=3, n_attempts=4), partitioned, "--engine", "auto")
+
+
+@pytest.mark.parametrize("content", [None, "README.txt"], ids=["empty", "no-logs"])
+def test_a_folder_that_is_neither_is_refused_saying_what_was_looked_for(tmp_path, content):
+    (tmp_path / "folder").mkdir()
+    if content:
+        (tmp_path / "folder" / content).write_text("notes")
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "folder"), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2, done.output
+    words = " ".join(done.output.split())
+    assert "neither a study's output folder (it holds none of exp1.jsonl, exp2.jsonl, exp3.jsonl, exp5.jsonl)" in words
+    assert "nor a folder of attempt logs (no .parquet, .csv, .jsonl file in it or its subfolders)" in words
+
+
+def test_a_study_output_folder_goes_to_the_study_report(tmp_path):
+    from hce._cli_report import folder_kind, read_report_log
+
+    small_log().to_json(tmp_path / "exp1.jsonl", orient="records", lines=True)
+    (tmp_path / "exp4").mkdir()  # a study's other files, JSONL among them, do not make it a log folder
+    (tmp_path / "exp4" / "codes.jsonl").write_text("")
+    assert folder_kind(tmp_path) == "study"
+    assert read_report_log([tmp_path], "pandas", "strict", {}) == (None, str(tmp_path))
+    assert read_report_log([tmp_path], "auto", "strict", {}) == (None, str(tmp_path))
+
+
+def test_a_study_output_folder_in_an_engine_is_refused_naming_the_fix(tmp_path):
+    small_log().to_json(tmp_path / "exp1.jsonl", orient="records", lines=True)
+    done = CliRunner().invoke(app, ["report", str(tmp_path), "--engine", "duckdb", "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2 and "is a study's output folder" in done.output and "drop --engine duckdb" in done.output, done.output
+
+
+def test_a_folder_with_log_files_beside_it_is_refused(tmp_path):
+    partitioned(small_log(), tmp_path / "parts")
+    small_log().to_parquet(tmp_path / "log.parquet", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "parts"), str(tmp_path / "log.parquet"), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2 and "not both" in done.output, done.output
+
+
+def test_a_log_folder_mixing_formats_is_refused_naming_them(tmp_path):
+    partitioned(small_log(), tmp_path / "parts")
+    small_log().to_csv(tmp_path / "parts" / "extra.csv", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "parts"), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2 and "files of one format; found ['.csv', '.parquet']" in " ".join(done.output.split()), done.output
+
+
+def test_an_hdfs_path_goes_to_an_engine_with_an_hdfs_client_and_is_refused_by_the_others():
+    # before: "auto" sent hdfs:// to DuckDB and an engine named was taken at its word, to fail in its reader
+    assert choose_engine("hdfs://namenode/judge-logs", "auto") == "spark"
+    assert choose_engine("hdfs://namenode/judge-logs", "dask") == "dask"
+    assert choose_engine("s3a://bucket/judge-logs", "auto") == "duckdb"
+    for engine in ("duckdb", "polars"):
+        with pytest.raises(LogFormatError, match=rf"engine='{engine}' reads no hdfs:// path; 'spark' or 'dask' reads it"):
+            choose_engine("hdfs://namenode/judge-logs", engine)
+    done = CliRunner().invoke(app, ["report", "hdfs://namenode/judge-logs", "--engine", "polars", "--out", "unused"])
+    assert done.exit_code == 2 and "'spark' or 'dask' reads it" in done.output, done.output
