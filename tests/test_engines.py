@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from engine_logs import SPARK_WARNING, local_spark
 from typer.testing import CliRunner
 
 import hce
 import hce.stats as hs
 from hce.cli import app
 from hce.engines import AUTO_BYTES, choose_engine, known_unique, scan_log
-from hce.errors import LogFormatError
+from hce.errors import HceWarning, LogFormatError
 
 INSTALL = 'pip install "hce[engines]"  (duckdb, polars)'
 duckdb = pytest.importorskip("duckdb", reason=f"DuckDB is not installed: {INSTALL}")
@@ -450,3 +453,83 @@ def test_an_hdfs_path_goes_to_an_engine_with_an_hdfs_client_and_is_refused_by_th
             choose_engine("hdfs://namenode/judge-logs", engine)
     done = CliRunner().invoke(app, ["report", "hdfs://namenode/judge-logs", "--engine", "polars", "--out", "unused"])
     assert done.exit_code == 2 and "'spark' or 'dask' reads it" in done.output, done.output
+
+
+# Spark in local[2] mode (slow: a JVM starts): folder logs whose files drift, the repeated-attempt
+# check once per frame, and hce report --engine spark with its session options (issue 43, item 6)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    yield from local_spark()
+
+
+def drifted(folder):
+    """Two files of one log, the second without the ``experiment_id`` column (a column added later)."""
+    log = small_log(n_items=8, n_conditions=2, n_attempts=3)
+    folder.mkdir()
+    log.iloc[: len(log) // 2].to_parquet(folder / "part-0.parquet", index=False)
+    log.iloc[len(log) // 2 :].drop(columns="experiment_id").to_parquet(folder / "part-1.parquet", index=False)
+    return log
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(SPARK_WARNING)
+def test_schema_strict_refuses_drifting_files_on_spark_and_union_reads_them_as_pandas_does(spark, tmp_path):
+    drifted(tmp_path / "log")
+    with pytest.raises(LogFormatError, match=r"part-1.parquet.*experiment_id"):
+        hce.read_log(tmp_path / "log", engine="spark")
+    with pytest.warns(UserWarning):
+        expected = hs.item_spread(hce.read_log(tmp_path / "log", schema="union"), score="accuracy")
+    with pytest.warns(UserWarning):
+        lazy = hce.read_log(tmp_path / "log", engine="spark", schema="union")
+    pd.testing.assert_frame_equal(hs.item_spread(lazy, score="accuracy"), expected, check_dtype=False, rtol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(SPARK_WARNING)
+def test_the_repeated_attempt_check_runs_once_per_spark_frame(spark, tmp_path, monkeypatch):
+    # issue 43: three statistics on a plain spark.read.parquet frame re-checked duplicates with a
+    # full shuffle each; now the first statistic's check is remembered for the frame
+    import hce.stats._frames as frames
+
+    log = small_log(n_items=10, n_conditions=2, n_attempts=4)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    calls = []
+    real = frames.repeated_attempts
+    monkeypatch.setattr(frames, "repeated_attempts", lambda native, keys: calls.append(keys) or real(native, keys))
+    plain = spark.read.parquet(str(tmp_path / "log.parquet"))
+    statistics = (lambda f: hs.item_spread(f, score="accuracy"),
+                  lambda f: hs.variance_components(f, score="accuracy", facets=["item_id", "condition_id"], random_state=1),
+                  lambda f: hs.variance_components(f, score="accuracy", facets=["item_id"], random_state=1))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)  # the flagged attempts left out, said by each statistic
+        for statistic in statistics:
+            statistic(plain)
+        assert len(calls) == 1, calls
+        calls.clear()
+        checked = hce.read_log(tmp_path / "log.parquet", engine="spark")  # checked as it is read
+        for statistic in statistics:
+            statistic(checked)
+    assert calls == []
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(SPARK_WARNING)
+def test_hce_report_on_spark_takes_the_master_and_settings_and_gives_the_pandas_report(spark, tmp_path):
+    log = small_log(n_items=10, n_conditions=3, n_attempts=4)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    partitioned(log, tmp_path / "parts")
+    assert CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "pandas")]).exit_code == 0
+    # a process of its own: no active session there, so the options make the session
+    code = ("import sys, hce.cli; from pyspark.sql import SparkSession\n"
+            "try:\n    hce.cli.app(sys.argv[1:])\nexcept SystemExit as e:\n"
+            "    s = SparkSession.getActiveSession(); print(s.sparkContext.master, s.conf.get('spark.sql.shuffle.partitions'))\n"
+            "    raise\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code, "report", str(tmp_path / "parts"), "--engine", "spark",
+                           "--spark-master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=3",
+                           "--spark-conf", "spark.ui.enabled=false", "--out", str(tmp_path / "spark")],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "local[1] 3"
+    same_report(tmp_path / "pandas", tmp_path / "spark")
