@@ -770,96 +770,18 @@ def report(
     reported" in the report and on stderr, with the reason and the fix), 2 on a usage error
     (a bad option value, an unreadable log) before any work.
     """
-    from hce.engines import is_lazy_log
-    from hce.log_drift import SCHEMAS
-    from hce.report.generic import check_columns
-    from hce.report.provenance import read_with_notes
-    from hce.report.sections import NOT_COMPUTED
+    from hce._cli_report import engine_options, say_not_reported, write_report
 
     titled = {} if title is None else {"title": title}  # else each report's own default, as in Python
     with reported(), _progress() as progress, _without_dask_notice(engine):
         output_folder(out, "--out")
-        if schema not in SCHEMAS:
-            raise HceError(f"--schema {schema!r}: choose strict or union")
-        if engine != "pandas" and len(logs) != 1:
-            raise HceError(f"--engine {engine} reads one log file or one directory of log files; got {len(logs)} paths")
-        study_folder = engine == "pandas" and any(path.is_dir() for path in logs)
-        if study_folder and len(logs) > 1:
-            raise HceError("give one study folder, or attempt log files (not both)")
-        conf = _engine_options(engine, memory_limit, spark_master, spark_conf)
-        # Path() made s3a://bucket/log of the argument s3a:/bucket/log: the URL back, for the engine that reads it
-        urls = [re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)", r"\1://", str(p)) for p in logs]
-        if engine == "pandas" and any("://" in u for u in urls):
-            raise HceError(f"{next(u for u in urls if '://' in u)}: an object-store path is read by the engine that "
-                           "reads it: add --engine spark, duckdb, polars or dask")  # fmt: skip
-        if engine != "pandas":  # a lazy log in its engine (auto: pandas when the files are small)
-            from hce.engines import choose_engine, scan_log
-
-            lazy = choose_engine(urls[0], engine) != "pandas"
-            log = scan_log(urls[0], engine=engine, schema=schema, **conf) if lazy else hce.read_log(logs[0], engine=engine, schema=schema)
-        else:
-            # An attempt in two files is refused here (unless made with other settings: hce.report.logs.read_logs);
-            # a torn last line becomes a note of the report.
-            from hce.report.logs import read_logs
-
-            log = None if study_folder else read_with_notes(partial(read_logs, schema=schema), logs)[0]
-        if study_folder or not (generic or rubric is not None or is_lazy_log(log) or not _prd_study(log)):
-            from hce.study.report import (
-                bayes_section,
-                study_folder_report,
-                study_report,
-            )
-
-            extra = [bayes_section] if bayes else []
-            options = {"strata": strata, "metadata": metadata, "extra_sections": extra, "random_state": seed,
-                       **({"humans": humans} if humans is not None else {})}  # else a study folder's humans: keys or humans.csv
-            progress("analysing the experiments")
-            if study_folder:
-                built = study_folder_report(logs[0], **options, **titled)
-            else:  # the per-criterion sections use the rubric kept beside the logs, if any
-                from hce.rubric import kept_rubric
-
-                built = study_report(log, rubric=kept_rubric(logs), **options, **titled)
-            folder = built.write(out, progress=progress)
-        else:
-            from hce.report import report as generic_report
-            from hce.rubric import kept_rubric
-
-            for option, names in (("--strata", strata), ("--metadata", metadata)):
-                check_columns(log, option, names)
-                if names:
-                    raise HceError(f"{option} applies to the study report's Experiment 5 (a log of the PRD's experiments); "
-                                   "the generic report has no fairness or metadata section: drop the option")  # fmt: skip
-            built = generic_report(log, rubric=rubric if rubric is not None else kept_rubric(logs), out=out,
-                                   random_state=seed, progress=progress, humans=humans, **titled)
-            folder = out
+        built, folder = write_report(logs, out, progress=progress, engine=engine, schema=schema, titled=titled,
+                                     conf=engine_options(engine, memory_limit, spark_master, spark_conf),
+                                     strata=strata, metadata=metadata, bayes=bayes, rubric=rubric, generic=generic,
+                                     humans=humans, seed=seed)  # fmt: skip
     _AFTER["quick_exit"] = True  # every file is written and closed
-    console.print(f"wrote {folder / 'report.html'} and {folder / 'report.md'}", highlight=False)
-    missing = [e for e in built.not_reported if e.get("status", NOT_COMPUTED) == NOT_COMPUTED]
-    for entry in built.not_reported:
-        fix = f" — fix: {entry['fix']}" if entry.get("fix") else ""
-        stderr.print(f"not reported ({entry.get('status', NOT_COMPUTED)}): {entry['section']}: {entry['reason']}{fix}",
-                     highlight=False, markup=False)  # fmt: skip
-    if missing:
-        stderr.print(f"{len(missing)} section(s) the log supports were not reported (see \"Not reported\" in the report)",
-                     highlight=False)  # fmt: skip
+    if say_not_reported(built, folder, console, stderr):
         raise typer.Exit(code=1)
-
-
-def _engine_options(engine: str, memory: str | None, master: str | None, conf: list[str]) -> dict:
-    """``hce report``'s engine settings as :func:`hce.engines.scan_log`'s arguments, refusing
-    those the engine named does not read."""
-    if (master or conf) and engine != "spark":
-        raise HceError(f"--spark-master and --spark-conf set up Spark; they need --engine spark, got --engine {engine}")
-    if memory and engine not in ("duckdb", "spark", "auto"):
-        raise HceError(f"--memory-limit applies to --engine duckdb or spark, got --engine {engine}")
-    settings = {}
-    for item in conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise HceError(f"--spark-conf {item!r}: write KEY=VALUE, e.g. spark.executor.memory=8g")
-        settings[key.strip()] = value.strip()
-    return {"memory": memory, "spark_master": master, "spark_conf": settings}
 
 
 @contextmanager
@@ -870,13 +792,6 @@ def _progress() -> Iterator[Callable[[str], None]]:
         return
     with stderr.status("report: reading the log") as status:
         yield lambda text: status.update(f"report: {text}")
-
-
-def _prd_study(log) -> bool:
-    """Whether every row belongs to one of the PRD's experiments (ids EXP1_... to EXP5_...)."""
-    if "experiment_id" not in log or log["experiment_id"].isna().any():
-        return False
-    return all(re.match(r"^EXP[1-5]_", str(i)) for i in log["experiment_id"].unique())
 
 
 @app.command("manuscript")

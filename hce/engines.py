@@ -43,25 +43,32 @@ DUCKDB_MEMORY = "2GB"
 _UNIQUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-def log_files(path: str | os.PathLike) -> tuple[list[Path], str]:
+def log_files(path: str | os.PathLike, *, csv: bool = False) -> tuple[list[Path], str]:
     """The Parquet or JSONL files of a log (a file, or a directory searched recursively)
-    and their format; a directory mixing both is refused."""
+    and their format; a directory mixing formats is refused. ``csv``: CSV files too (pandas
+    reads a folder of them; the lazy engines read Parquet and JSONL)."""
+    suffixes = (".parquet", ".jsonl", ".json", *((".csv",) if csv else ()))
     root = Path(path)
     if root.is_file():
         files = [root]
     elif root.is_dir():
-        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".jsonl", ".json"))
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in suffixes)
     else:
         raise LogFormatError(f"{root}: no such log file or directory")
-    formats = {"parquet" if p.suffix == ".parquet" else "jsonl" for p in files}
-    if not files or len(formats) != 1 or any(p.suffix not in (".parquet", ".jsonl", ".json") for p in files):
-        raise LogFormatError(f"{root}: a lazy log reads Parquet (.parquet) or JSONL (.jsonl) files of one format; "
+    formats = {{".parquet": "parquet", ".csv": "csv"}.get(p.suffix, "jsonl") for p in files}
+    if not files or len(formats) != 1 or any(p.suffix not in suffixes for p in files):
+        kinds = "Parquet (.parquet), CSV (.csv) or JSONL (.jsonl)" if csv else "Parquet (.parquet) or JSONL (.jsonl)"
+        raise LogFormatError(f"{root}: a {'log folder' if csv else 'lazy log'} reads {kinds} files of one format; "
                              f"found {sorted({p.suffix for p in files}) or 'none'}")  # fmt: skip
     return files, formats.pop()
 
 
 #: Object-store and cluster file systems an engine reads by URL: Spark's s3a://, gs://, abfs(s)://, hdfs://, and others'.
 _REMOTE = re.compile(r"^(s3a?|s3n|gs|gcs|abfss?|wasbs?|hdfs|az|adl)://", re.IGNORECASE)
+
+
+#: Schemes only some engines read (DuckDB and Polars have no HDFS client), the first the one ``"auto"`` picks.
+_REMOTE_READERS = {"hdfs": ("spark", "dask")}
 
 
 def is_remote(path: object) -> bool:
@@ -118,17 +125,29 @@ def readable_parquet(files: list[Path]) -> None:
 
 def choose_engine(path: str | os.PathLike, engine: Engine = "auto") -> str:
     """The engine ``engine`` stands for: ``"auto"`` is pandas up to :data:`AUTO_BYTES` on
-    disk, DuckDB past it."""
+    disk, DuckDB past it; an object-store URL, DuckDB (Spark for ``hdfs://``), and an engine
+    named that cannot read its scheme is refused, naming those that can.
+
+    >>> choose_engine("s3a://bucket/logs/"), choose_engine("hdfs://nn/logs")
+    ('duckdb', 'spark')
+    """
     if engine not in ENGINES:
         raise LogFormatError(f"engine={engine!r} is not valid; choose one of {list(ENGINES)}")
     if is_remote(path):  # no size to read: the embedded engine reads the bucket, unless one is named
         if engine == "pandas":
             raise LogFormatError(f"{path}: an object-store path is read by the engine that reads it: "
                                  "engine='spark', 'duckdb', 'polars' or 'dask', not 'pandas'")  # fmt: skip
-        return "duckdb" if engine == "auto" else engine
+        scheme = str(path).split("://", 1)[0].lower()
+        readers = _REMOTE_READERS.get(scheme, ("duckdb", "polars", "spark", "dask"))
+        if engine == "auto":
+            return readers[0]
+        if engine not in readers:
+            raise LogFormatError(f"{path}: engine={engine!r} reads no {scheme}:// path; "
+                                 f"{' or '.join(repr(e) for e in readers)} reads it")  # fmt: skip
+        return engine
     if engine != "auto":
         return engine
-    files, _ = log_files(path)
+    files, _ = log_files(path, csv=True)
     return "duckdb" if sum(p.stat().st_size for p in files) > AUTO_BYTES else "pandas"
 
 

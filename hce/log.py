@@ -140,7 +140,7 @@ def read_log(
         if not isinstance(path, (str, os.PathLike)) or choose_engine(path, engine) != "pandas":
             return scan_log(path, engine=engine, schema=schema)
         root = Path(path)
-        files = log_files(root)[0]  # a directory (or "auto" below the size limit) read in pandas
+        files = log_files(root, csv=True)[0]  # a directory (or "auto" below the size limit) read in pandas
         partitions = {p: partition_values(root, p) for p in files}  # Hive folders: column=value
         path = files[0] if len(files) == 1 and root.is_file() else files
     else:

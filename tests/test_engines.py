@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from engine_logs import SPARK_WARNING, local_spark
 from typer.testing import CliRunner
 
 import hce
 import hce.stats as hs
 from hce.cli import app
 from hce.engines import AUTO_BYTES, choose_engine, known_unique, scan_log
-from hce.errors import LogFormatError
+from hce.errors import HceWarning, LogFormatError
 
 INSTALL = 'pip install "hce[engines]"  (duckdb, polars)'
 duckdb = pytest.importorskip("duckdb", reason=f"DuckDB is not installed: {INSTALL}")
@@ -353,3 +356,180 @@ def test_a_variance_decomposition_that_fails_still_exits_1(tmp_path, monkeypatch
     done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "out")])
     assert done.exit_code == 1, done.output
     assert "not reported (not computed)" in done.output and "the model did not fit" in done.output
+
+
+# ``hce report FOLDER``: a log folder or a study's output folder, each read as what it is (hce._cli_report)
+
+
+def partitioned_csv(log: pd.DataFrame, folder) -> None:
+    for condition, part in log.groupby("condition_id"):
+        (folder / f"condition_id={condition}").mkdir(parents=True)
+        part.drop(columns="condition_id").to_csv(folder / f"condition_id={condition}" / "part-0.csv", index=False)
+
+
+def folder_report_is_the_logs(tmp_path, log: pd.DataFrame, layout, *options: str) -> None:
+    """``hce report FOLDER`` of ``log`` laid out in a folder by ``layout`` is the report of the log as one file."""
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    layout(log, tmp_path / "parts")
+    runner = CliRunner()
+    one = runner.invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "one")])
+    folder = runner.invoke(app, ["report", str(tmp_path / "parts"), *options, "--out", str(tmp_path / "folder")])
+    assert folder.exit_code == one.exit_code == 0, folder.output
+    same_report(tmp_path / "one", tmp_path / "folder")  # condition_id from the folder names, every condition there
+
+
+@pytest.mark.parametrize("layout", [partitioned, partitioned_jsonl, partitioned_csv], ids=["parquet", "jsonl", "csv"])
+def test_hce_report_of_a_hive_log_folder_is_the_report_of_its_log(tmp_path, layout):
+    # before: any folder was taken for a study's output folder: "no attempt log of a judged
+    # experiment (exp1.jsonl, ...); is it a study's output folder?", exit 2
+    folder_report_is_the_logs(tmp_path, small_log(n_items=10, n_conditions=3, n_attempts=4), layout)
+
+
+def in_three_files(log: pd.DataFrame, folder) -> None:
+    folder.mkdir()
+    for k in range(3):
+        log.iloc[k::3].to_parquet(folder / f"part-{k}.parquet", index=False)
+
+
+def test_a_folder_of_plain_log_files_is_read_as_one_log(tmp_path):
+    folder_report_is_the_logs(tmp_path, small_log(n_items=10, n_conditions=2, n_attempts=4), in_three_files)
+
+
+def test_auto_reads_a_small_hive_folder_in_pandas_with_its_partition_column(tmp_path):
+    # before: --engine auto under 256 MB picked pandas, which took the folder for a study's and failed
+    folder_report_is_the_logs(tmp_path, small_log(n_items=10, n_conditions=3, n_attempts=4), partitioned, "--engine", "auto")
+
+
+@pytest.mark.parametrize("content", [None, "README.txt"], ids=["empty", "no-logs"])
+def test_a_folder_that_is_neither_is_refused_saying_what_was_looked_for(tmp_path, content):
+    (tmp_path / "folder").mkdir()
+    if content:
+        (tmp_path / "folder" / content).write_text("notes")
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "folder"), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2, done.output
+    words = " ".join(done.output.split())
+    assert "neither a study's output folder (it holds none of exp1.jsonl, exp2.jsonl, exp3.jsonl, exp5.jsonl)" in words
+    assert "nor a folder of attempt logs (no .parquet, .csv, .jsonl file in it or its subfolders)" in words
+
+
+def test_a_study_output_folder_goes_to_the_study_report(tmp_path):
+    from hce._cli_report import folder_kind, read_report_log
+
+    small_log().to_json(tmp_path / "exp1.jsonl", orient="records", lines=True)
+    (tmp_path / "exp4").mkdir()  # a study's other files, JSONL among them, do not make it a log folder
+    (tmp_path / "exp4" / "codes.jsonl").write_text("")
+    assert folder_kind(tmp_path) == "study"
+    assert read_report_log([tmp_path], "pandas", "strict", {}) == (None, str(tmp_path))
+    assert read_report_log([tmp_path], "auto", "strict", {}) == (None, str(tmp_path))
+
+
+def test_a_study_output_folder_in_an_engine_is_refused_naming_the_fix(tmp_path):
+    small_log().to_json(tmp_path / "exp1.jsonl", orient="records", lines=True)
+    done = CliRunner().invoke(app, ["report", str(tmp_path), "--engine", "duckdb", "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2 and "is a study's output folder" in done.output and "drop --engine duckdb" in done.output, done.output
+
+
+def test_a_folder_with_log_files_beside_it_is_refused(tmp_path):
+    partitioned(small_log(), tmp_path / "parts")
+    small_log().to_parquet(tmp_path / "log.parquet", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "parts"), str(tmp_path / "log.parquet"), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2 and "not both" in done.output, done.output
+
+
+def test_a_log_folder_mixing_formats_is_refused_naming_them(tmp_path):
+    partitioned(small_log(), tmp_path / "parts")
+    small_log().to_csv(tmp_path / "parts" / "extra.csv", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "parts"), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2 and "files of one format; found ['.csv', '.parquet']" in " ".join(done.output.split()), done.output
+
+
+def test_an_hdfs_path_goes_to_an_engine_with_an_hdfs_client_and_is_refused_by_the_others():
+    # before: "auto" sent hdfs:// to DuckDB and an engine named was taken at its word, to fail in its reader
+    assert choose_engine("hdfs://namenode/judge-logs", "auto") == "spark"
+    assert choose_engine("hdfs://namenode/judge-logs", "dask") == "dask"
+    assert choose_engine("s3a://bucket/judge-logs", "auto") == "duckdb"
+    for engine in ("duckdb", "polars"):
+        with pytest.raises(LogFormatError, match=rf"engine='{engine}' reads no hdfs:// path; 'spark' or 'dask' reads it"):
+            choose_engine("hdfs://namenode/judge-logs", engine)
+    done = CliRunner().invoke(app, ["report", "hdfs://namenode/judge-logs", "--engine", "polars", "--out", "unused"])
+    assert done.exit_code == 2 and "'spark' or 'dask' reads it" in done.output, done.output
+
+
+# Spark in local[2] mode (slow: a JVM starts): folder logs whose files drift, the repeated-attempt
+# check once per frame, and hce report --engine spark with its session options (issue 43, item 6)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    yield from local_spark()
+
+
+def drifted(folder):
+    """Two files of one log, the second without the ``experiment_id`` column (a column added later)."""
+    log = small_log(n_items=8, n_conditions=2, n_attempts=3)
+    folder.mkdir()
+    log.iloc[: len(log) // 2].to_parquet(folder / "part-0.parquet", index=False)
+    log.iloc[len(log) // 2 :].drop(columns="experiment_id").to_parquet(folder / "part-1.parquet", index=False)
+    return log
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(SPARK_WARNING)
+def test_schema_strict_refuses_drifting_files_on_spark_and_union_reads_them_as_pandas_does(spark, tmp_path):
+    drifted(tmp_path / "log")
+    with pytest.raises(LogFormatError, match=r"part-1.parquet.*experiment_id"):
+        hce.read_log(tmp_path / "log", engine="spark")
+    with pytest.warns(UserWarning):
+        expected = hs.item_spread(hce.read_log(tmp_path / "log", schema="union"), score="accuracy")
+    with pytest.warns(UserWarning):
+        lazy = hce.read_log(tmp_path / "log", engine="spark", schema="union")
+    pd.testing.assert_frame_equal(hs.item_spread(lazy, score="accuracy"), expected, check_dtype=False, rtol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(SPARK_WARNING)
+def test_the_repeated_attempt_check_runs_once_per_spark_frame(spark, tmp_path, monkeypatch):
+    # issue 43: three statistics on a plain spark.read.parquet frame re-checked duplicates with a
+    # full shuffle each; now the first statistic's check is remembered for the frame
+    import hce.stats._frames as frames
+
+    log = small_log(n_items=10, n_conditions=2, n_attempts=4)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    calls = []
+    real = frames.repeated_attempts
+    monkeypatch.setattr(frames, "repeated_attempts", lambda native, keys: calls.append(keys) or real(native, keys))
+    plain = spark.read.parquet(str(tmp_path / "log.parquet"))
+    statistics = (lambda f: hs.item_spread(f, score="accuracy"),
+                  lambda f: hs.variance_components(f, score="accuracy", facets=["item_id", "condition_id"], random_state=1),
+                  lambda f: hs.variance_components(f, score="accuracy", facets=["item_id"], random_state=1))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)  # the flagged attempts left out, said by each statistic
+        for statistic in statistics:
+            statistic(plain)
+        assert len(calls) == 1, calls
+        calls.clear()
+        checked = hce.read_log(tmp_path / "log.parquet", engine="spark")  # checked as it is read
+        for statistic in statistics:
+            statistic(checked)
+    assert calls == []
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(SPARK_WARNING)
+def test_hce_report_on_spark_takes_the_master_and_settings_and_gives_the_pandas_report(spark, tmp_path):
+    log = small_log(n_items=10, n_conditions=3, n_attempts=4)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    partitioned(log, tmp_path / "parts")
+    assert CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "pandas")]).exit_code == 0
+    # a process of its own: no active session there, so the options make the session
+    code = ("import sys, hce.cli; from pyspark.sql import SparkSession\n"
+            "try:\n    hce.cli.app(sys.argv[1:])\nexcept SystemExit as e:\n"
+            "    s = SparkSession.getActiveSession(); print(s.sparkContext.master, s.conf.get('spark.sql.shuffle.partitions'))\n"
+            "    raise\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code, "report", str(tmp_path / "parts"), "--engine", "spark",
+                           "--spark-master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=3",
+                           "--spark-conf", "spark.ui.enabled=false", "--out", str(tmp_path / "spark")],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "local[1] 3"
+    same_report(tmp_path / "pandas", tmp_path / "spark")

@@ -74,3 +74,29 @@ REDUCED = {
     "reliability_table": lambda d: hs.reliability_table(d, prob="prob", truth="outcome"),
     "reliability_table-unique": lambda d: hs.reliability_table(d, prob="stated", truth="outcome", strategy="unique"),
 }  # fmt: skip
+
+
+#: PySpark 4.3 warns on every pandas 3 DataFrame handed to createDataFrame (third-party, not
+#: ours): the filter of every Spark test module (which is slow too: a JVM starts).
+SPARK_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
+#: What the Spark tests need, said when they skip.
+SPARK = 'pip install "hce[spark]" and Java: apt-get install -y openjdk-17-jre-headless'
+
+
+def local_spark():
+    """A Spark session in local[2] mode for a test module (yielded, then stopped); skips the
+    tests without PySpark or Java."""
+    import shutil
+
+    import pytest
+
+    pyspark = pytest.importorskip("pyspark", reason=f"PySpark is not installed: {SPARK}")
+    if shutil.which("java") is None:
+        pytest.skip(f"no Java for Spark: {SPARK}")
+    session = (
+        pyspark.sql.SparkSession.builder.master("local[2]").appName("hce-tests")
+        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    )  # fmt: skip
+    yield session
+    session.stop()

@@ -6,7 +6,6 @@ tolerances and their reasons apply here too).
 
 from __future__ import annotations
 
-import shutil
 import warnings
 
 import numpy as np
@@ -16,28 +15,14 @@ import pytest
 import hce
 import hce.stats as hs
 from hce.errors import HceWarning
-from engine_logs import RATED, REDUCED, attempt_log, ratings_log
+from engine_logs import RATED, REDUCED, SPARK_WARNING, attempt_log, local_spark, ratings_log
 
-pytestmark = [
-    pytest.mark.slow,
-    # PySpark 4.3 warns on every pandas 3 DataFrame handed to createDataFrame (third-party, not ours)
-    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
-]
-SPARK = 'pip install "hce[spark]" and Java: apt-get install -y openjdk-17-jre-headless'
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings(SPARK_WARNING)]
 
 
 @pytest.fixture(scope="module")
 def spark():
-    pyspark = pytest.importorskip("pyspark", reason=f"PySpark is not installed: {SPARK}")
-    if shutil.which("java") is None:
-        pytest.skip(f"no Java for Spark: {SPARK}")
-    session = (
-        pyspark.sql.SparkSession.builder.master("local[2]").appName("hce-tests")
-        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
-    )  # fmt: skip
-    yield session
-    session.stop()
+    yield from local_spark()
 
 
 def _log(drop: float) -> pd.DataFrame:
