@@ -119,6 +119,8 @@ def layer(module: str, package: str = "hce") -> str:
     if module == package:
         return "top"
     part = module.split(".")[1]
+    if part.startswith("_cli_"):  # the command line's own modules (hce._cli_collect: issue 44) are the CLI's layer
+        return "cli"
     return part if part in ("collect", "sim", "stats", "report", "study", "cli") else "base"
 
 
