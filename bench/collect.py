@@ -5,7 +5,9 @@ Run: python bench/collect.py [--attempts 2000] [--latency 0.2] [--concurrency 50
 ``--local`` (issue 44) instead runs a 2-condition design (P1.2 as text, and with
 ``response_format: json_schema``) against llama.cpp's real ``llama-server`` with the packaged
 GGUF (``HCE_LLAMA_SERVER``, ``HCE_LLAMA_MODEL``; without them it prints the install lines and
-exits), against the same requests through the bare ``openai`` client.
+exits), against the bare ``openai`` client sending the very same requests (messages, settings,
+JSON schema and seed, so the server generates the same replies): the ratio is what hce's client
+side (parsing, the log, retries) adds to a run whose time is the local model's.
 
 The simulated judge (``hce sim-server``) runs in its own process on 127.0.0.1, so the
 client side (the real ``openai`` client, retries, parsing, one flushed JSONL line per
@@ -115,7 +117,7 @@ def bare_sdk(url: str, attempts: int, concurrency: int, max_tokens: int = 1000, 
 
 
 def local_case(concurrency: int) -> None:
-    """hce against llama-server (text and JSON-schema conditions) and the bare client's same calls."""
+    """hce against llama-server (text and JSON-schema conditions) and the bare client sending the same requests."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
     from llama_server import INSTALL, installed, llama_server
 
@@ -124,14 +126,59 @@ def local_case(concurrency: int) -> None:
         print(f"local llama-server case skipped: {INSTALL}")
         return
     spec = design(2, items=4)
-    spec["defaults"].update(max_tokens=200)
+    spec["defaults"].update(max_tokens=200, seed=7)  # one seed: both runs ask the server for the same generations
+    spec["endpoint"] = {"needs_key": False, "pricing": "none", "timeout": 600}
     spec["conditions"] = [{"id": "text", "prompt": "P1.2"}, {"id": "json", "prompt": "P1.2", "response_format": "json_schema"}]
-    with llama_server(*found, parallel=concurrency) as url:
-        wall, done, _ = timed(spec, url, concurrency)
-        sdk = bare_sdk(url, done, concurrency, max_tokens=200, prompt="P1.2")
-    print(f"collect {done} attempts against llama-server (text + JSON schema, concurrency {concurrency}): hce {wall:.2f} s, "
-          f"BARE OPENAI CLIENT {sdk:.2f} s (no parsing, logging or schema), ratio {wall / sdk:.2f}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    with llama_server(*found, parallel=concurrency) as url, tempfile.TemporaryDirectory() as folder:
+        import hce
+
+        log = Path(folder) / "local.jsonl"
+        started = time.perf_counter()
+        summary = run({**spec, "endpoint": {**spec["endpoint"], "base_url": url}}, log, concurrency=concurrency)
+        wall = time.perf_counter() - started
+        if summary.failed:
+            raise SystemExit(f"{summary.failed} calls failed: {summary}")
+        logged = hce.read_log(log)
+        sdk, tokens = same_requests(spec, url, concurrency)
+    case = f"collect {summary.done} attempts against llama-server (text + JSON schema, concurrency {concurrency})"
+    print(f"{case}: hce {wall:.2f} s, BARE OPENAI CLIENT {sdk:.2f} s, ratio {wall / sdk:.2f} (the same requests, "
+          f"bodies and seed, without parsing, logging or retries; output tokens hce {int(logged['output_tokens'].sum()):,}, "
+          f"bare {tokens:,}; {int(logged['error_flag'].sum())} replies flagged, cached prompt tokens "
+          f"{int(logged['cached_tokens'].sum()):,}); load average {os.getloadavg()[0]:.1f}")
+
+
+def same_requests(spec: dict, url: str, concurrency: int) -> tuple[float, int]:
+    """(wall seconds, output tokens) of the design's requests sent by the bare ``openai`` client, as hce sends them."""
+    import asyncio
+
+    import openai
+
+    from hce.collect.call.messages import call_settings, item_messages
+    from hce.collect.design.design import load_design
+
+    d = load_design(spec)
+    bodies = []
+    for attempt in d.plan():
+        settings = {k: v for k, v in call_settings(attempt.condition, d, attempt.item).items() if v is not None and v is not False}
+        settings.pop("prompt_cache_key", None)
+        bodies.append(dict(messages=item_messages(attempt.item, attempt.condition, d), **settings))
+
+    async def go() -> tuple[float, int]:
+        client = openai.AsyncOpenAI(api_key="bench", base_url=url, max_retries=0, timeout=600)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(body: dict) -> int:
+            async with gate:
+                reply = await client.chat.completions.create(**body)
+                return reply.usage.completion_tokens
+
+        started = time.perf_counter()
+        tokens = await asyncio.gather(*[one(body) for body in bodies])
+        wall = time.perf_counter() - started
+        await client.close()
+        return wall, sum(tokens)
+
+    return asyncio.run(go())
 
 
 def main() -> None:

@@ -27,6 +27,16 @@ Profile (issue 44, ``python -X importtime``, load 14-20): the dry run imported t
 ``hce.collect.call.client`` now imports ``openai`` at its first use. pandas (4.2 s there, ~0.35 s
 idle) still loads: the estimate is a DataFrame and the design reads the log schema.
 
+Issue 44, second step (2-core machine shared with a compile and four other sessions): ``hce collect`` moved to
+``hce._cli_collect``, which imports only what the branch it takes needs; the dry run's estimate and projection are
+plain rows (``estimate_rows``, ``project_rows``); keys are read by ``hce.collect.call.keys`` without the HTTP client;
+the base modules a design reads through (``log_schema``, ``log_files``, ``log_writer``, ``_checks``,
+``stop_interval``) import pandas and NumPy inside the functions that use them. The dry run now imports none of
+pandas, NumPy, PyArrow, asyncio, SciPy, httpx or openai (``tests/test_import_cost.py``), and prints byte for byte
+what it printed before: best of 3, before 4.25 s wall (1.04 s CPU) at load 8.2, after 1.86 s wall (0.59 s CPU) at
+load 13.3; the CPU time is the fair comparison on this machine (``hce --help`` itself took 0.65 s wall, 0.26 s CPU).
+``hce collect`` to its first request still loads pandas (the log writer and the run's pipeline) and asyncio.
+
 Profile (issue 35, ``python -X importtime``, 2-core machine, load 1.2): ``hce --help`` and
 every subcommand's help already took 0.18-0.36 s idle: hce.cli imports only typer and rich
 (66 ms of imports) and each command imports its layer inside its body. ``hce sim-server``

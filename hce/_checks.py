@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-import pandas as pd
-
 from hce.errors import DataError
+
+if TYPE_CHECKING:  # loaded where used: a dry run never needs them (issue 44)
+    import numpy as np
+    import pandas as pd
 
 
 def require_columns(data: pd.DataFrame, columns: Iterable[str], *, what: str = "data") -> None:
     """Raise :class:`DataError` naming every missing column and the ones present."""
+    import pandas as pd
+
     if not isinstance(data, pd.DataFrame):
         raise DataError(f"{what} must be a pandas DataFrame, got {type(data).__name__}")
     missing = [c for c in columns if c not in data.columns]
@@ -63,6 +68,9 @@ def flag_values(flags: pd.Series, column: str, name: str) -> np.ndarray:
     ...
     hce.errors.DataError: icc: column 'error_flag' (error flag) holds 'no', 'yes'; a flag is true/false, 1/0 or blank (not flagged)
     """
+    import numpy as np
+    import pandas as pd
+
     if pd.api.types.is_bool_dtype(flags):
         return flags.fillna(False).to_numpy(dtype=bool)
     if pd.api.types.is_numeric_dtype(flags):
@@ -84,6 +92,9 @@ def flag_values(flags: pd.Series, column: str, name: str) -> np.ndarray:
 
 def read_flag(value: object) -> bool | None:
     """One flag by :data:`FLAG_TEXT`'s rule (missing: False); None when it is not a flag."""
+    import numpy as np
+    import pandas as pd
+
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return False
     if isinstance(value, (bool, np.bool_)):
@@ -107,6 +118,9 @@ def numeric_column(data: pd.DataFrame, column: str, *, what: str = "data") -> np
     Missing values (None, NaN) stay NaN; strings such as ``"3"`` are not coerced, because
     a score stored as text usually means the wrong column was passed.
     """
+    import numpy as np
+    import pandas as pd
+
     series = data[column]
     if pd.api.types.is_bool_dtype(series) or pd.api.types.is_numeric_dtype(series):
         return series.to_numpy(dtype=float, na_value=np.nan)
@@ -122,6 +136,8 @@ def numeric_column(data: pd.DataFrame, column: str, *, what: str = "data") -> np
 
 def plain(value: object) -> object:
     """NumPy scalars as Python ones, so messages read ``12``, not ``np.int64(12)``."""
+    import numpy as np
+
     return value.item() if isinstance(value, np.generic) else value
 
 

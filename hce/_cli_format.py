@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 try:  # Typer 0.2x carries its own copy of Click; older Typer uses Click itself
@@ -24,6 +27,8 @@ try:  # Typer 0.2x carries its own copy of Click; older Typer uses Click itself
 except ImportError:  # pragma: no cover - depends on the installed Typer
     from click.exceptions import ClickException
     from click.globals import get_current_context
+
+from hce.errors import HceError
 
 #: The prefix of every error the command line prints (usage errors and hce's own).
 ERROR = "[red]error:[/red]"
@@ -38,6 +43,8 @@ TYPE_WORDS = {"int": "INTEGER", "int range": "INTEGER", "float": "NUMBER", "floa
               "path": "PATH", "list[str]": "TEXT", "list[path]": "PATH", "list[Path]": "PATH"}
 
 stderr = Console(stderr=True, soft_wrap=True)
+#: Where every command prints its results.
+console = Console(soft_wrap=True)
 
 
 class _Argument(TyperArgument):
@@ -148,3 +155,40 @@ def show_warning(message: Warning | str, category: type[Warning], filename: str,
     """
     stderr.print(f"{WARNING} {cli_words(str(message))}", highlight=False)
 
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn an HceError, or a file that cannot be read or written (a full disk), into one line and exit status 2."""
+    try:
+        yield
+    except HceError as exc:
+        stderr.print(f"{ERROR} {cli_words(str(exc))}", highlight=False)
+        raise typer.Exit(code=2) from None
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        stderr.print(f"{ERROR} {where}{exc.strerror or exc}", highlight=False)
+        raise typer.Exit(code=2) from None
+
+
+def print_whole(table: Table) -> None:
+    """Print a table at its natural width, never cutting a name short ("gpt-4o-mi…"): wider than the
+    terminal, its lines wrap there instead."""
+    width = Console(width=100_000).measure(table).maximum
+    Console(width=max(width, console.width), soft_wrap=True).print(table)
+
+
+def _positive(value: float | None) -> float | None:
+    """A number option that must be above 0 (0 would busy-poll or never wait)."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"must be > 0, got {value:g}")
+    return value
+
+
+def _http_url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise typer.BadParameter(f"must be an http:// or https:// address, got {value!r}")
+    return value
+
+
+def _money(value: float) -> str:
+    return "unpriced" if value != value else f"{value:,.4f}"

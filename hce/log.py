@@ -16,7 +16,6 @@ The schema lives in :mod:`hce.log_schema`, the checks and dtype conversion in
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from hce._vocabulary import keywords_checked
 from hce._warnings import warn
 from hce.errors import HceWarning, LogFormatError, PathError
 from hce.log_drift import reconcile
-from hce.log_files import MissingValueWarning, read_csv, read_jsonl, read_parquet  # noqa: F401 (re-exported)
+from hce.log_files import MissingValueWarning, logged_attempt_ids, read_csv, read_jsonl, read_parquet  # noqa: F401 (re-exported)
 from hce.log_partitions import partition_values, with_partitions
 from hce.log_schema import (  # noqa: F401 (Column, schema_table, make_attempt_id: re-exported)
     COLUMNS,
@@ -417,19 +416,6 @@ def write_log(data: pd.DataFrame, path: str | os.PathLike, *, format: Format | N
                     f.write(jsonl_line(record))
     except OSError as error:  # a full disk, a quota, a file-size limit: found only while writing
         raise PathError(f"cannot write {path}: {cause(error)}") from None
-
-
-def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
-    """Attempt ids already in a JSONL log (complete lines only), for resuming a run."""
-    path = Path(path)
-    if not path.exists():
-        return set()
-    input_file(path, "log")
-    with warnings.catch_warnings():
-        # The truncated last line is dealt with (and reported) by LogWriter.
-        warnings.simplefilter("ignore", TruncatedLogWarning)
-        records, _ = read_jsonl(path)
-    return {str(r["attempt_id"]) for r in records if r.get("attempt_id") is not None}
 
 
 # --- the long view -----------------------------------------------------------------------

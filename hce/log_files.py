@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from hce._checks import is_missing_text
+from hce._paths import input_file
 from hce._warnings import warn
 from hce.errors import HceWarning, LogFormatError
 from hce.log_schema import COLUMNS, SCHEMA
 from hce.log_writer import TruncatedLogWarning
+
+if TYPE_CHECKING:  # loaded where used: a dry run never needs them (issue 44)
+    import pandas as pd
 
 
 class MissingValueWarning(HceWarning):
@@ -86,6 +90,8 @@ def read_jsonl(path: Path) -> tuple[list[dict], list[str]]:
 
 
 def read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    import pandas as pd
+
     expected = "expected a UTF-8 CSV file with a header line of column names"
     try:
         with open(path, "rb") as f:
@@ -131,6 +137,8 @@ def _missing_words(frame: pd.DataFrame, path: Path) -> None:
     Not in text columns (a reply may be the word "NA"); in the others (numbers, flags,
     criterion scores) no value is spelt so.
     """
+    import pandas as pd
+
     read: dict[str, int] = {}
     for name in frame.columns:
         if name in COLUMNS and COLUMNS[name].dtype in ("str", "json", "json_repeated") or \
@@ -162,3 +170,16 @@ def read_parquet(path: Path, columns: Sequence[str] | None) -> tuple[pd.DataFram
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
         raise LogFormatError(f"{path}: not a readable Parquet file ({exc}); expected a Parquet attempt log") from None
     return table.to_pandas(), None
+
+
+def logged_attempt_ids(path: str | os.PathLike) -> set[str]:
+    """Attempt ids already in a JSONL log (complete lines only), for resuming a run."""
+    path = Path(path)
+    if not path.exists():
+        return set()
+    input_file(path, "log")
+    with warnings.catch_warnings():
+        # The truncated last line is dealt with (and reported) by LogWriter.
+        warnings.simplefilter("ignore", TruncatedLogWarning)
+        records, _ = read_jsonl(path)
+    return {str(r["attempt_id"]) for r in records if r.get("attempt_id") is not None}

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import pandas as pd
+if TYPE_CHECKING:  # loaded where used: a dry run never needs them (issue 44)
+    import pandas as pd
+
 
 Format = Literal["jsonl", "csv", "parquet"]
 
@@ -86,6 +88,8 @@ def schema_table() -> pd.DataFrame:
     1  experiment_id   str     False
     2        item_id   str      True
     """
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "column": [c.name for c in SCHEMA],

@@ -10,19 +10,18 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from hce._paths import output_file
 from hce._warnings import warn
 from hce.errors import HceWarning
 
+if TYPE_CHECKING:  # loaded where used: a dry run never needs them (issue 44)
+    import pandas as pd
+
 
 class TruncatedLogWarning(HceWarning):
     """The last JSONL line is incomplete: a run crashed mid-write; complete lines were read."""
-
 
 
 def records_of(frame: pd.DataFrame) -> Iterable[dict]:
@@ -34,6 +33,9 @@ def records_of(frame: pd.DataFrame) -> Iterable[dict]:
 
 
 def _json_ready(series: pd.Series) -> list:
+    import numpy as np
+    import pandas as pd
+
     if isinstance(series.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_any_dtype(series):
         return [None if pd.isna(v) else v.strftime("%Y-%m-%dT%H:%M:%S.%fZ") for v in series]
     return [None if is_missing(v) else (v.item() if isinstance(v, np.generic) else v) for v in series.to_numpy(dtype=object)]
@@ -41,6 +43,9 @@ def _json_ready(series: pd.Series) -> list:
 
 def is_missing(value: Any) -> bool:
     """Whether a cell is missing in any of pandas' and NumPy's spellings (None, NA, NaN, NaT)."""
+    import numpy as np
+    import pandas as pd
+
     return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)) or value is pd.NaT
 
 
@@ -50,6 +55,9 @@ def jsonl_line(record: Mapping[str, Any]) -> str:
 
 
 def _json_default(value: Any) -> Any:
+    import numpy as np
+    import pandas as pd
+
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, pd.Timestamp):

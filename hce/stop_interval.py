@@ -21,11 +21,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 
 def is_true_false(values: Sequence[Any]) -> bool:
     """Whether every value is a bool: the Wilson interval applies."""
+    import numpy as np
+
     return len(values) > 0 and all(isinstance(v, (bool, np.bool_)) for v in values)
 
 
@@ -37,6 +37,8 @@ def half_width(values: Sequence[Any], confidence: float = 0.95) -> float:
     >>> round(half_width([12, 12, 13]), 3), round(half_width([True, True, False, True]), 3)
     (2.028, 0.327)
     """
+    import numpy as np
+
     n = len(values)
     if n < 2:
         return math.inf
@@ -58,6 +60,8 @@ def centre(values: Sequence[Any], confidence: float = 0.95) -> float:
     >>> centre([12, 13]), round(centre([True, True, True]), 3)
     (12.5, 0.719)
     """
+    import numpy as np
+
     n = len(values)
     if not is_true_false(values):
         return float(np.mean(np.asarray(values, dtype=float)))

@@ -118,19 +118,52 @@ def test_the_top_level_names_and_modules_load_on_first_use():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_a_collect_dry_run_never_loads_the_http_client(tmp_path):
-    # Issue 44: `hce collect --dry-run` took 7 s, half of it importing the openai client (and httpx, pydantic's
-    # models of every OpenAI type) for a command that sends nothing. Its estimate is a DataFrame, so pandas loads.
+#: What a dry run never needs (issue 44: ``hce collect --dry-run`` took 7 s; at load ~8 on 2 cores pandas, NumPy and
+#: PyArrow were 1.7 s of its 2.4 s of imports, the openai client 4.8 s before it loaded at its first use).
+DRY_RUN_BANNED = CLIENTS | BAYES_AND_PLOTS | {"scipy", "pandas", "numpy", "pyarrow", "asyncio", "hce.collect.call.client",
+                                              "hce.collect.running.runner", "hce.collect.running.batch", "hce.log"}
+
+
+def _dry_run_design(tmp_path: Path, **extra) -> Path:
     import yaml
 
     spec = {"experiment_id": "D", "attempts": 3, "defaults": {"model": "gpt-4.1-mini"},
             "endpoint": {"base_url": "http://127.0.0.1:9/v1", "needs_key": False, "pricing": "none"},
             "conditions": [{"prompt": "P1.2"}, {"prompt": "P2.1", "response_format": "json_schema"}],
-            "items": [{"id": f"T{i}", "text": f"Doctor: How are you {i}?\nPatient: I walk sometimes."} for i in range(20)]}
+            "items": [{"id": f"T{i}", "text": f"Doctor: How are you {i}?\nPatient: I walk sometimes."} for i in range(20)],
+            **extra}  # fmt: skip
     design = tmp_path / "d.yaml"
     design.write_text(yaml.safe_dump(spec))
-    argv = ["hce", "collect", str(design), "--log", str(tmp_path / "l.jsonl"), "--dry-run"]
+    return design
+
+
+def test_a_collect_dry_run_loads_neither_the_http_client_nor_pandas(tmp_path):
+    # Issue 44: the dry run's estimate and projection are plain rows (estimate_rows, project_rows), its keys are read
+    # by hce.collect.call.keys, the base modules it reads through (log_schema, log_files, log_writer, _checks) load
+    # pandas and NumPy inside the functions that use them; hce.cli registers the command from hce._cli_collect.
+    argv = ["hce", "collect", str(_dry_run_design(tmp_path)), "--log", str(tmp_path / "l.jsonl"), "--dry-run"]
     modules = imported_by(f"import sys; sys.argv = {argv!r}; from hce.cli import main; main()")
     assert any(name == "hce.collect.estimates" for name, _ in modules), "the dry run did not run"
-    loaded = {name: importer for name, importer in modules if _matches(name, CLIENTS | BAYES_AND_PLOTS | {"scipy"})}
+    loaded = {name: importer for name, importer in modules if _matches(name, DRY_RUN_BANNED)}
     assert not loaded, loaded
+
+
+def test_a_dry_run_reading_a_key_and_jsonl_items_keeps_out_of_pandas(tmp_path):
+    # The other roads of a dry run: an endpoint that reads its key from the environment, items from a .jsonl file,
+    # a spending limit; checked in the interpreter's sys.modules after the command has printed its plan.
+    import json
+    import os
+
+    lines = [json.dumps({"id": f"T{i}", "text": f"Doctor: Hi {i}.\nPatient: Hello."}) for i in range(20)]
+    (tmp_path / "items.jsonl").write_text("\n".join(lines) + "\n")
+    design = _dry_run_design(tmp_path, items="items.jsonl", run={"max_cost_usd": 5},
+                             endpoint={"base_url": "http://127.0.0.1:9/v1", "api_key_env": "HCE_TEST_KEY"})
+    argv = ["hce", "collect", str(design), "--log", str(tmp_path / "l.jsonl"), "--dry-run"]
+    code = "\n".join([f"import sys; sys.argv = {argv!r}", "from hce.cli import main", "try:", "    main()",
+                      "except SystemExit as e:", "    assert not e.code, e.code", f"banned = {sorted(DRY_RUN_BANNED)!r}",
+                      "print(sorted({m.split('.')[0] for m in sys.modules if any(m == b or m.startswith(b + '.') for b in banned)}))"])
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "HCE_TEST_KEY": "sk-test"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "dry run: 120 calls" in done.stdout, done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout.strip().splitlines()[-1]

@@ -119,7 +119,7 @@ def layer(module: str, package: str = "hce") -> str:
     if module == package:
         return "top"
     part = module.split(".")[1]
-    if part.startswith("_cli_"):  # the command line's own modules (hce._cli_report: hce report's work)
+    if part.startswith("_cli_"):  # the command line's own modules (hce._cli_collect, hce._cli_report) are its layer
         return "cli"
     return part if part in ("collect", "sim", "stats", "report", "study", "cli") else "base"
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from hce._vocabulary import keywords_checked
 from hce.collect.design.design import Condition, Design, Endpoint, load_design
@@ -21,8 +20,11 @@ from hce.collect.call.messages import item_messages
 from hce.collect.call.pricing import Price, cost_usd
 from hce.collect.design.prompts import REPLY_FORMAT
 from hce.collect.call.sampling import group_requests
-from hce.log import logged_attempt_ids
+from hce.log_files import logged_attempt_ids
 from hce.rubric import Rubric
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Typical reply lengths in tokens, for estimates only (capped by max_tokens). A score block and a
 # step-by-step reply grow with the rubric (:func:`expected_output`); these are their Rubric v5.0 sizes.
@@ -105,6 +107,15 @@ def estimate(
     >>> estimate(d)[["calls", "output_tokens"]].to_dict("records")
     [{'calls': 10, 'output_tokens': 20}]
     """
+    import pandas as pd
+
+    return pd.DataFrame(estimate_rows(design, log=log, batch=batch, retry_failed=retry_failed, new_settings=new_settings))
+
+
+def estimate_rows(design: Design | str | os.PathLike, *, log: str | os.PathLike | None = None, batch: bool = False,
+                  retry_failed: bool = False, new_settings: bool = False) -> list[dict[str, Any]]:
+    """:func:`estimate`'s rows as dicts, without pandas: what ``hce collect --dry-run`` prints (issue 44: it
+    starts in under a second, and pandas alone took a third of that)."""
     design = design if isinstance(design, Design) else load_design(design)
     fresh: set[str] = set()
     if log is not None and new_settings:
@@ -130,15 +141,12 @@ def estimate(
         row["calls"] += 1
         row["input_tokens"] += sizes[key]
         row["output_tokens"] += expected_output(cond, design.rubric) * request.n
-    table = pd.DataFrame(list(rows.values()))
-    costs = []
     for cond in design.conditions:
         row = rows[cond.id]
         cost = planned_cost(cond, design.endpoint_of(cond), row["input_tokens"], row["output_tokens"], batch=batch,
                             warn=True)  # fmt: skip
-        costs.append(float("nan") if cost is None else cost)
-    table["cost_usd"] = costs
-    return table
+        row["cost_usd"] = float("nan") if cost is None else cost
+    return list(rows.values())
 
 
 def planned_cost(
@@ -176,13 +184,16 @@ def call_estimate(
                         batch=batch)  # fmt: skip
 
 
-def summarise_estimate(table: pd.DataFrame) -> str:
-    """One line for a dry run: calls, tokens and cost (and which models are unpriced)."""
-    cost = table["cost_usd"].sum(min_count=1)
-    unpriced = sorted(set(table.loc[table["cost_usd"].isna(), "model"]))
+def summarise_estimate(table: pd.DataFrame | list[dict[str, Any]]) -> str:
+    """One line for a dry run: calls, tokens and cost (and which models are unpriced), of :func:`estimate`'s
+    table or :func:`estimate_rows`' rows."""
+    rows = table if isinstance(table, list) else table.to_dict("records")
+    costs = [float(r["cost_usd"]) for r in rows if r["cost_usd"] == r["cost_usd"]]  # NaN: unpriced
+    unpriced = sorted({r["model"] for r in rows if r["cost_usd"] != r["cost_usd"]})
+    total = {name: int(sum(r[name] for r in rows)) for name in ("calls", "input_tokens", "output_tokens")}
     text = (
-        f"dry run: {int(table['calls'].sum()):,} calls, ~{int(table['input_tokens'].sum()):,} input tokens, "
-        f"~{int(table['output_tokens'].sum()):,} output tokens, ~${0.0 if pd.isna(cost) else cost:,.2f}"
+        f"dry run: {total['calls']:,} calls, ~{total['input_tokens']:,} input tokens, "
+        f"~{total['output_tokens']:,} output tokens, ~${sum(costs) if costs else 0.0:,.2f}"
     )
     if unpriced:
         text += f" (not counting unpriced models {unpriced})"

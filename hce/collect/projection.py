@@ -22,10 +22,10 @@ hit rates can be lower); the batch half applies to cached input too
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from hce.collect.design.design import Attempt, Condition, Design, load_design
 from hce.collect.estimates import expected_output, input_tokens, planned_cost
@@ -34,6 +34,9 @@ from hce.collect.call.pricing import _OPENAI
 from hce.collect.call.sampling import group_requests
 from hce.prompt_cache import PrefixCache
 from hce.rubric import Rubric
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STRATEGIES = {
     "separate": dict(n=False, cache=False, batch=False),
@@ -88,6 +91,15 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
     >>> bool(table.loc["combined", "saving"] > 5)
     True
     """
+    import pandas as pd
+
+    return pd.DataFrame(project_rows(design, k=k, pilot=pilot))
+
+
+def project_rows(design: Design | str | os.PathLike, *, k: int | None = None,
+                 pilot: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """:func:`project`'s rows as dicts, without pandas (unless a pilot is given): what ``hce collect --dry-run``
+    prints (issue 44: it starts in under a second)."""
     design = design if isinstance(design, Design) else load_design(design)
     messages_for = prompt_cache(design, 64)
     plan = design.plan()
@@ -115,15 +127,24 @@ def project(design: Design | str | os.PathLike, *, k: int | None = None, pilot: 
                              output_tokens=tokens_out, cost_usd=cost, cost_per_attempt=cost / max(len(attempts), 1),
                              cost_per_1000_attempts=1000 * cost / max(len(attempts), 1), reply_tokens=reply,
                              reply_source=source))  # fmt: skip
-    table = pd.DataFrame(rows)
-    base = table[table["strategy"] == "separate"].set_index("condition_id")["cost_usd"]
-    table["saving"] = table["condition_id"].map(base) / table["cost_usd"]
-    return table
+    base = {row["condition_id"]: row["cost_usd"] for row in rows if row["strategy"] == "separate"}
+    for row in rows:
+        row["saving"] = _ratio(base[row["condition_id"]], row["cost_usd"])
+    return rows
+
+
+def _ratio(a: float, b: float) -> float:
+    """``a / b`` as pandas divides floats: NaN for 0/0 or a NaN, +-inf for a number over 0."""
+    if b == 0 and a == a:
+        return math.nan if a == 0 else math.copysign(math.inf, a)
+    return a / b
 
 
 def _reply_tokens(cond: Condition, rubric: Rubric, pilot: pd.DataFrame | None) -> tuple[float, str]:
     """Output tokens an attempt of ``cond`` is assumed to take, and whence: the pilot's mean, else typical."""
     if pilot is not None and {"output_tokens", "condition_id", "prompt_id"} <= set(pilot.columns):
+        import pandas as pd
+
         answered = pilot[pd.to_numeric(pilot["output_tokens"], errors="coerce").notna()]
         for column, value in (("condition_id", cond.id), ("prompt_id", cond.prompt_id)):
             rows = answered.loc[answered[column] == value, "output_tokens"]

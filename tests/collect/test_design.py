@@ -6,7 +6,7 @@ from collect_helpers import MODEL, design
 
 from hce.collect.design.design import load_design
 from hce.collect.design.schema import SchemaError
-from hce.errors import CollectError, HceWarning
+from hce.errors import CollectError, HceError, HceWarning
 from hce.log import make_attempt_id
 
 
@@ -178,3 +178,15 @@ def test_folder_items_read_txt_in_any_case_and_name_other_files(tmp_path):
     with pytest.warns(HceWarning, match=r"1 file\(s\) in .* are not .txt transcripts and are not judged \(e.g. 'notes.docx'\)"):
         d = load_design(tmp_path / "study.yaml")
     assert [i.id for i in d.items] == ["A7", "B2"] and d.items[1].text.startswith("Doctor: Pain?")
+
+
+def test_a_rubric_whose_criterion_is_named_like_a_log_column_stops_the_design_before_any_call(tmp_path):
+    # Issue 44 item 5: a criterion id 'model' overwrote the model column of every paid row; the design that names
+    # such a rubric is refused when it is read, so neither `hce collect` nor its dry run sends anything.
+    levels = [{"score": 1, "label": "a", "descriptor": "a"}, {"score": 2, "label": "b", "descriptor": "b"}]
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump({"name": "T", "categories": [{"name": "Model", "levels": levels}]}))
+    spec = design(prompts=("P2.1",), attempts=1)
+    spec["rubric"] = "rubric.yaml"
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.raises(HceError, match="'model' is a column of the attempt log"):
+        load_design(tmp_path / "d.yaml")

@@ -48,6 +48,15 @@ def test_a_two_condition_design_against_llama_server_is_logged_as_it_answered(se
     sent = [json.loads(reply.split(b"\r\n\r\n", 1)[1]) for reply in proxy.replies if b" 200 " in reply.split(b"\r\n", 1)[0]]
     texts = sorted(body["choices"][0]["message"]["content"] for body in sent)
     assert sorted(log["response_text"]) == texts  # every reply logged as the server sent it
+    # Token counts as the server reported them, prompt caching included (llama-server reuses a slot's cached prefix:
+    # usage.prompt_tokens_details.cached_tokens): each logged row's counts are those of the reply it logged.
+    usage = sorted((body["choices"][0]["message"]["content"], body["usage"]["prompt_tokens"],
+                    body["usage"]["completion_tokens"], body["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0))
+                   for body in sent)  # fmt: skip
+    logged = sorted(zip(log["response_text"], log["input_tokens"].astype(int), log["output_tokens"].astype(int),
+                        log["cached_tokens"].astype(int), strict=True))  # fmt: skip
+    assert logged == usage
+    assert log["cached_tokens"].sum() > 0  # the rubric's shared prefix was served from the cache at least once
     assert log["cost_usd"].isna().all()  # pricing: none: never at gpt-4o-mini's price
     assert (log["model_version"] != "gpt-4o-mini-2024-07-18").all() and summary.served
     assert log["logprobs"].notna().all()

@@ -35,6 +35,25 @@ def test_a_reply_cut_at_max_tokens_says_so_first_and_counts_as_flagged_not_faile
     assert re.search(r"6 flagged replies, 0 failed calls", last), last
 
 
+@pytest.mark.parametrize("finish_reason, parsed, said", [
+    ("content_filter", {"error_flag": True, "error_message": "no score line for Clarity"},
+     "stopped by the provider's content filter before the score block (finish_reason=content_filter; no score line for Clarity)"),
+    ("content_filter", {"error_flag": False, "error_message": None},
+     "stopped by the provider's content filter after the score block began (its last score may be cut) "
+     "(finish_reason=content_filter)"),
+    ("length", {"error_flag": True, "error_message": "reply is not a single JSON object"},
+     "cut at the server's token limit before the score block (finish_reason=length; reply is not a single JSON object)"),
+])
+def test_a_reply_stopped_by_a_content_filter_or_the_servers_limit_names_that_cause_first(finish_reason, parsed, said):
+    # Issue 44 item 2: finish_reason length and content_filter are the first thing the message says; a reply that
+    # parsed before the stop is flagged too (its last score may be the cut one), its scores cleared.
+    from hce.collect.running.log_rows import _stopped_early
+
+    row = {"clarity": 3.0, "total": 3.0, **parsed}
+    _stopped_early(row, finish_reason, None, criteria=["clarity"])
+    assert row["error_flag"] and row["error_message"] == said and row["clarity"] is None and row["total"] is None
+
+
 def test_latency_is_the_whole_attempt_and_the_last_try_is_kept_beside_it(serve, tmp_path):
     from hce.sim import Faults
 

@@ -58,10 +58,11 @@ def test_the_schema_is_built_from_the_rubric(tmp_path):
     spec = reply_schema(v5, "scores")
     assert spec["type"] == "json_schema" and spec["json_schema"]["strict"] is True
     schema = spec["json_schema"]["schema"]
-    assert list(schema["properties"]) == [*v5.criteria, "total"] == schema["required"]
+    # beside the criteria no total: their sum, which hce adds (the model is asked for judgement, not arithmetic)
+    assert list(schema["properties"]) == v5.criteria == schema["required"]
     assert schema["additionalProperties"] is False
     assert all(schema["properties"][c] == {"type": "integer", "enum": [1, 2, 3, 4]} for c in v5.criteria)
-    assert schema["properties"]["total"]["enum"] == list(range(5, 21))
+    assert reply_schema(v5, "total")["json_schema"]["schema"]["properties"]["total"]["enum"] == list(range(5, 21))
     assert list(reply_schema(v5, "cot")["json_schema"]["schema"]["properties"])[0] == "reasoning"  # reasoning first
     assert list(reply_schema(v5, "total")["json_schema"]["schema"]["properties"]) == ["total"]
     mixed = hce.load_rubric(notes(tmp_path))  # 1-2 beside 1-3: the total is no score, so it is not asked for
@@ -92,6 +93,8 @@ def test_a_run_against_the_simulated_judge_answers_in_the_schema_and_is_read_as_
     log = hce.read_log(tmp_path / "run.jsonl")
     assert summary.errors == 0 and len(log) == 3 * len(TRANSCRIPTS) * 2
     assert all(body["response_format"]["type"] == "json_schema" for body in judge.bodies)
+    asked = [body["response_format"]["json_schema"]["schema"]["properties"] for body in judge.bodies]
+    assert sum("total" in props for props in asked) == len(TRANSCRIPTS) * 2  # only P1.1, whose reply is the total
     for text in log["response_text"]:
         assert isinstance(json.loads(text), dict)
     scored = log[log["prompt_id"] != "P1.1"]
@@ -122,7 +125,22 @@ def test_a_structured_reply_reads_the_declared_not_applicable_answer_in_any_spel
     assert not row["error_flag"] and row["not_applicable"] == "medications" and row["accurate"] == 2
 
 
-def test_a_structured_total_that_is_not_the_sum_is_flagged():
+def test_a_structured_reply_gets_its_total_as_the_sum_of_its_scores(tmp_path):
+    # Issue 44: asked for a total beside its scores, llama.cpp's 270M model (under the schema's grammar) wrote one off
+    # its own scores in every reply, and every row was flagged. The schema no longer asks; hce adds the sum.
+    v5 = hce.load_rubric("v5")
+    scores = dict(zip(v5.criteria, [1, 2, 3, 4, 2], strict=True))
+    row = parse_reply("P2.1", json.dumps(scores), rubric=v5, structured=True)
+    assert not row["error_flag"] and row["total"] == 12 and all(row[c] == v for c, v in scores.items())
+    cot = parse_reply("P2.3", json.dumps({"reasoning": "Clear words.", **scores}), rubric=v5, structured=True)
+    assert not cot["error_flag"] and cot["total"] == 12 and cot["reasoning"] == "Clear words."
+    # a rubric whose total is no score gets none; one criterion not applicable: none (another scale), as in text replies
+    mixed = hce.load_rubric(notes(tmp_path))
+    assert parse_reply("P2.1", '{"accurate": 2, "medications": 3}', rubric=mixed, structured=True)["total"] is None
+    assert parse_reply("P2.1", '{"accurate": 2, "medications": "NA"}', rubric=mixed, structured=True)["total"] is None
+
+
+def test_a_structured_total_the_reply_writes_anyway_is_checked_against_the_sum():
     v5 = hce.load_rubric("v5")
     reply = json.dumps({**{c: 2 for c in v5.criteria}, "total": 11})
     row = parse_reply("P2.1", reply, rubric=v5, structured=True)

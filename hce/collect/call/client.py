@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from hce.collect.call.keys import OPENAI_URL, endpoint_key, is_openai  # noqa: F401 (importable from here, as before)
 from hce.errors import CollectError
 
 
@@ -53,7 +54,6 @@ TRANSIENT_STATUS = frozenset({408, 409, 429})  # and every 5xx
 FATAL_STATUS = frozenset({401, 403, 404})
 # 5xx answers no retry can change: the server does not implement the method or the HTTP version.
 PERMANENT_5XX = frozenset({501, 505})
-OPENAI_URL = "https://api.openai.com/v1"
 T = TypeVar("T")
 # Reasoning models take max_completion_tokens; older servers know only max_tokens.
 _REASONING_MODEL = re.compile(r"^(openai/)?(o\d|gpt-5)")
@@ -548,56 +548,6 @@ class JudgeClient:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_wait)
         return min(self.backoff_max, self.backoff_base * 2**attempt) * self._rng.uniform(0.5, 1.0)
-
-
-def is_openai(base_url: str | None) -> bool:
-    """Whether an endpoint is OpenAI's own API (the host ``api.openai.com``, over https)."""
-    parts = urllib.parse.urlsplit(base_url or OPENAI_URL)
-    return parts.scheme == "https" and parts.hostname == "api.openai.com"
-
-
-def endpoint_key(name: str, base_url: str | None, api_key_env: str | None, *, needs_key: bool = True) -> str:
-    """The API key of an endpoint, read only from the variable it names.
-
-    ``$OPENAI_API_KEY`` is read when no variable is named only if the endpoint is OpenAI's
-    own: a key never goes to a host it was not meant for. An endpoint with
-    ``needs_key=False`` (a local server that checks none) gets the placeholder ``"no-key"``,
-    and must name its server (``base_url`` or ``$OPENAI_BASE_URL``): without one its calls
-    would go to api.openai.com, so it is refused.
-
-    Raises
-    ------
-    CollectError
-        Naming the endpoint and the variable that is unset or empty (never a key).
-
-    Examples
-    --------
-    >>> endpoint_key("local", "http://127.0.0.1:8000/v1", None, needs_key=False)
-    'no-key'
-    """
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
-    if not needs_key:
-        if is_openai(url):  # a local endpoint missing its address: every transcript would go to a public API
-            raise CollectError(
-                f"endpoint {name!r} has needs_key: false (a local server) but its calls would go to {url}: "
-                f"{'no base_url is set, so the default applies' if url == OPENAI_URL else 'that is OpenAI'}. Set the "
-                "server's base_url (e.g. http://127.0.0.1:8080/v1 for llama-server); nothing was sent"
-            )
-        return "no-key"
-    if api_key_env is None:
-        if not is_openai(url):
-            raise CollectError(
-                f"endpoint {name!r} ({url}) names no api_key_env: name the environment variable that holds its key "
-                "(OPENAI_API_KEY is sent only to api.openai.com), or set needs_key: false for a server that takes none"
-            )
-        api_key_env = "OPENAI_API_KEY"
-    key = os.environ.get(api_key_env)
-    if not key:
-        raise CollectError(
-            f"endpoint {name!r} ({url}): the environment variable {api_key_env} that should hold its API key is "
-            f"{'empty' if key == '' else 'not set'}; set it (a local server accepts any string), nothing was sent"
-        )
-    return key
 
 
 def _transient(status: int) -> bool:

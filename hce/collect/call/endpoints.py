@@ -5,15 +5,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from hce.collect.call.client import JudgeClient, endpoint_key
+from hce.collect.call.client import JudgeClient
+from hce.collect.call.keys import check_addresses, check_keys, endpoint_key, used_endpoints  # noqa: F401 (importable from here)
 from hce.collect.design.design import Design, Endpoint
 from hce.errors import CollectError
-
-
-def used_endpoints(design: Design) -> list[Endpoint]:
-    """The endpoints the design's conditions go to, in the order the design names them."""
-    names = {c.endpoint for c in design.conditions}
-    return [e for name, e in design.endpoints.items() if name in names]
 
 
 def client_for(
@@ -62,31 +57,6 @@ def check_batch(design: Design) -> Endpoint:
             "(hce.collect.call.providers); run without --batch, or set batch: true on the endpoint if it has one"
         )
     return used[0]
-
-
-def check_keys(design: Design, base_url: str | None = None) -> None:
-    """Read every used endpoint's key variable, as a run would before its first call (for ``--dry-run``).
-
-    Raises
-    ------
-    CollectError
-        Naming the endpoint and the variable that is unset or empty (never a key).
-    """
-    for endpoint in used_endpoints(design):
-        endpoint_key(endpoint.name, base_url or endpoint.base_url, endpoint.api_key_env, needs_key=endpoint.needs_key)
-
-
-def check_addresses(design: Design, base_url: str | None = None) -> None:
-    """Refuse, before any plan is shown, a keyless (local) endpoint whose calls would go to api.openai.com.
-
-    Raises
-    ------
-    CollectError
-        Naming the endpoint and the address its calls would go to.
-    """
-    for endpoint in used_endpoints(design):
-        if not endpoint.needs_key:
-            endpoint_key(endpoint.name, base_url or endpoint.base_url, endpoint.api_key_env, needs_key=False)
 
 
 async def open_clients(

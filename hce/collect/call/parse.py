@@ -221,17 +221,20 @@ def _parse_score_block(row: dict[str, Any], text: str, rubric: Rubric, *, final_
 
 def _parse_json_scores(row: dict[str, Any], text: str, rubric: Rubric, fmt: str) -> dict[str, Any]:
     """A structured reply: the JSON object of :func:`hce.collect.design.reply_schema.reply_schema`, checked as text
-    replies are (a level of the scale or the declared not-applicable answer, the total the sum), never fixed."""
+    replies are (a level of the scale or the declared not-applicable answer), never fixed. Beside the criteria the
+    total is their sum, added here when it is a score; a total the reply writes anyway is kept when it is the sum
+    and flagged when it is not."""
     obj, problem = json_object(text)
     if obj is None:
         return _error(row, problem)
     categories = rubric.categories if fmt != "total" else ()
     expected = [*(("reasoning",) if fmt == "cot" else ()), *(c.id for c in categories),
-                *(("total",) if fmt == "total" or rubric.total_is_meaningful else ())]  # the schema's order
+                *(("total",) if fmt == "total" else ())]  # the schema's order
     missing = [key for key in expected if key not in obj]
     if missing:
         return _error(row, f"the JSON reply has no {', '.join(repr(k) for k in missing)}")
-    unknown = [key for key in obj if key not in expected]
+    allowed = [*expected, *(("total",) if categories and rubric.total_is_meaningful else ())]
+    unknown = [key for key in obj if key not in allowed]
     if unknown:
         return _error(row, f"the JSON reply has keys the schema does not: {', '.join(repr(k) for k in unknown)}")
     if fmt == "cot":
@@ -251,14 +254,16 @@ def _parse_json_scores(row: dict[str, Any], text: str, rubric: Rubric, fmt: str)
     if not_applicable:  # as in a text reply: the total of fewer criteria is on another scale
         row["not_applicable"] = ",".join(not_applicable)
         return row
-    if "total" not in expected:
+    scores = [row[c] for c in rubric.criteria]
+    if "total" not in obj:  # not asked for beside the criteria: their sum, when it is a score
+        if categories and rubric.total_is_meaningful and None not in scores:
+            row["total"] = float(sum(scores))
         return row
     total = obj["total"]
     if not _whole(total) or int(total) not in rubric.total_levels:
         low, high = rubric.total_range
         return _error(row, f"total {total!r} is not a total of this rubric ({low}-{high})")
     row["total"] = float(total)
-    scores = [row[c] for c in rubric.criteria]
     if categories and None not in scores and row["total"] != sum(scores):
         _error(row, f"total {_fmt(row['total'])} is not the sum of the category scores ({_fmt(sum(scores))})")
     return row

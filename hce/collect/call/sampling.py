@@ -29,9 +29,12 @@ import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from hce.collect.call.client import CallResult
 from hce.collect.design.design import Attempt
+
+if TYPE_CHECKING:  # the HTTP client (asyncio) loads only where calls are made: a dry run groups requests too
+    from hce.collect.call.client import CallResult
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ def split_usage(result: CallResult, n: int) -> list[tuple[int | None, int | None
 
     Examples
     --------
+    >>> from hce.collect.call.client import CallResult
     >>> r = CallResult(input_tokens=2001, output_tokens=10, cached_tokens=1920,
     ...                choices=[("Total: 12", "stop", None), ("Total: 9", "stop", None), ("1", "stop", None)])
     >>> split_usage(r, 3)

@@ -74,13 +74,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
 from hce._paths import input_file
 from hce._vocabulary import keywords_checked
 from hce._warnings import warn
-from hce.collect.call.client import OPENAI_URL
+from hce.collect.call.keys import OPENAI_URL
 from hce.collect.call.pricing import Price
 from hce.collect.design.prompts import REPLY_FORMAT, fewshot_examples
 from hce.collect.design.reply_schema import SCHEMA_FORMATS
@@ -94,7 +93,7 @@ from hce.collect.design.templates import (
 )
 from hce.collect.design.transcripts import read_text_file
 from hce.errors import CollectError, HceError, HceWarning
-from hce.log import COLUMNS, make_attempt_id
+from hce.log_schema import COLUMNS, make_attempt_id
 from hce.rubric import BehaviorSpec, Rubric, load_behavior, load_rubric
 
 DEFAULTS: dict[str, Any] = {"temperature": 0.1, "max_tokens": 1000}  # seed 000 section 5
@@ -600,6 +599,8 @@ def _items(spec: Any, name: str, base: Path) -> list[Item]:
             lines = read_text_file(path).splitlines()
             spec = [json.loads(line) for line in lines if line.strip()]
         elif path.suffix.lower() == ".csv" and path.is_file():
+            import pandas as pd  # here only: a design of inline or .jsonl items never loads it (issue 44)
+
             spec = pd.read_csv(io.StringIO(read_text_file(path)), dtype=str, keep_default_na=False).to_dict("records")
         else:
             raise CollectError(f"{name}: field 'items': {path} is neither a folder of .txt files nor a .jsonl/.csv file")

@@ -29,16 +29,17 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from hce.collect.design.design import Condition, Design
 from hce.collect.running.failed import set_aside
 from hce.collect.design.prompts import render
 from hce.collect.design.transcripts import clean_text
 from hce.errors import CollectError
-from hce.log import TruncatedLogWarning, read_log
+from hce.log_writer import TruncatedLogWarning
+
+if TYPE_CHECKING:  # a log is read only when there is one: a first dry run never loads pandas (issue 44)
+    import pandas as pd
 
 # Settings that are log columns of their own, compared one by one to name what changed.
 COMPARED = ("model", "prompt_id", "endpoint", "temperature", "max_tokens", "top_p", "seed")
@@ -191,6 +192,8 @@ def changed_settings(design: Design, log: str | os.PathLike) -> list[Change]:
     path = Path(log)
     if not path.is_file() or path.stat().st_size == 0:
         return []
+    from hce.log import read_log
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncatedLogWarning)  # the writer sets a torn last line aside
         frame = read_log(path)

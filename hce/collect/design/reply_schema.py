@@ -5,11 +5,19 @@ A condition with ``response_format: json_schema`` sends OpenAI's structured-outp
 completions reference). OpenAI, vLLM, llama.cpp's ``llama-server`` (which turns the schema
 into a grammar) and Ollama 0.5+ accept it, so even a small local model answers in the
 rubric's format. The schema has one property per criterion, keyed by its id: an integer
-among the criterion's levels, or its declared not-applicable answer; ``total`` when the
-prompt asks for it and it is a score (:attr:`hce.rubric.Rubric.total_is_meaningful`); and
-``reasoning`` first when the prompt asks for reasoning before the scores (P2.3), so the
-model reasons before it scores, as the prompt intends. Every property is required and no
-other is allowed, as OpenAI's strict mode requires. The prompt's own words are unchanged.
+among the criterion's levels, or its declared not-applicable answer; and ``reasoning``
+first when the prompt asks for reasoning before the scores (P2.3), so the model reasons
+before it scores, as the prompt intends. Every property is required and no other is
+allowed, as OpenAI's strict mode requires. The prompt's own words are unchanged.
+
+The total is not asked for beside the criteria: it is the sum of the category scores
+(:class:`hce.rubric.Rubric`), which hce adds itself when it is a score
+(:attr:`hce.rubric.Rubric.total_is_meaningful`) and no criterion was answered not
+applicable. Asking the model for it asks for arithmetic, not judgement: under a grammar
+that forces a value among the total's levels, llama.cpp's 270M model wrote a total off
+its own scores in every reply (issue 44), and each such row was flagged and lost its
+scores. Only a prompt that asks for the total alone (P1.1) gets ``total`` as its schema.
+A reply that writes a total anyway is read as written and flagged when it is not the sum.
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ def reply_schema(rubric: Rubric, fmt: str) -> dict[str, Any]:
         properties["reasoning"] = {"type": "string"}
     if fmt != "total":
         properties.update({c.id: _criterion(c) for c in rubric.categories})
-    if fmt == "total" or rubric.total_is_meaningful:
+    if fmt == "total":  # beside the criteria the total is their sum, added by hce (module notes)
         properties["total"] = {"type": "integer", "enum": list(rubric.total_levels)}
     schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
     return {"type": "json_schema", "json_schema": {"name": "hce_scores", "strict": True, "schema": schema}}

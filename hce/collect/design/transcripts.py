@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -206,6 +204,8 @@ def decode_bytes(raw: bytes, *, encoding: str = "utf-8", where: str = "file") ->
 
 def is_missing(value: Any) -> bool:
     """True for None, NaN and pandas' missing markers; False for any other value (lists too)."""
+    import pandas as pd
+
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from hce.log import RETRIED_SUFFIX
+from hce.log_schema import RETRIED_SUFFIX
 
 BATCH_FAILED = "batch request failed"  # how error rows from a batch's error file begin
 # How error_message begins when no reply came back (hce.collect.call.client writes the first three).

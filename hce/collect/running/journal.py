@@ -28,7 +28,8 @@ from typing import Any
 
 from hce._paths import cause
 from hce.errors import CollectError
-from hce.log import LogWriter, jsonl_line, logged_attempt_ids
+from hce.log_files import logged_attempt_ids
+from hce.log_writer import LogWriter, jsonl_line
 from hce.log_writer import wal_path, wal_records
 
 RESERVE = 1 << 20  # bytes reserved for the record: replies in flight when a disk fills fit in it

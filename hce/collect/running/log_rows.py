@@ -18,7 +18,7 @@ from hce.collect.call.pricing import Price, cost_usd, price_of
 from hce.collect.design.probes import probe_columns
 from hce.collect.call.sampling import Request, split_result
 from hce.collect.design.transcripts import clean_text
-from hce.log import SCHEMA
+from hce.log_schema import SCHEMA
 from hce.log_schema import served_as_requested
 
 

@@ -8,7 +8,7 @@ from hce.collect.design.design import Attempt, Design
 from hce.collect.design.fingerprint import check_resume, keep_settings
 from hce.collect.design.transcripts import clean_text
 from hce.errors import CollectError
-from hce.log import logged_attempt_ids
+from hce.log_files import logged_attempt_ids
 from hce.rubric import load_rubric, log_rubric_path, rubric_yaml
 
 

@@ -86,9 +86,9 @@ from hce.collect.call.rate_limit import endpoint_limits, rate_limits
 from hce.collect.running.resume import check_texts, keep_rubric, pending
 from hce.collect.running.run_summary import RunSummary, Tally
 from hce.collect.call.sampling import Request, group_requests
-from hce.collect.running.spend_limit import budget_stop, check_batch_budget, check_budget
+from hce.collect.running.spend_limit import budget_stop, check_batch_budget, check_budget, logged_cost
 from hce.collect.running.stopping import due, logged_records
-from hce.collect.running.stops import MAX_SAME_ERRORS, Budget, FailFast, Halt, logged_cost
+from hce.collect.running.stops import MAX_SAME_ERRORS, Budget, FailFast, Halt
 from hce.errors import CollectError
 from hce.log import logged_attempt_ids
 

@@ -7,8 +7,10 @@ estimate would pass it. While a run goes, :class:`hce.collect.running.stops.Budg
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hce.collect.design.design import Attempt, Design
@@ -17,9 +19,8 @@ from hce.collect.running.journal import recorded_rows
 from hce.collect.call.messages import prompt_cache
 from hce.collect.call.pricing import price_of
 from hce.collect.call.sampling import group_requests
-from hce.collect.running.stops import logged_cost
 from hce.errors import CollectError
-from hce.log import logged_attempt_ids
+from hce.log_files import logged_attempt_ids
 
 
 def check_budget(design: Design, limit: Any) -> None:
@@ -96,3 +97,29 @@ def check_batch_budget(
             f"would add ~${cost:,.4f}, passing max_cost_usd=${limit:,.4f}. Raise run.max_cost_usd (or --max-cost), "
             "or send fewer attempts."
         )
+
+
+def logged_cost(log: str | os.PathLike) -> float:
+    """The sum of ``cost_usd`` over a JSONL log's rows (0 when there is no log yet); unpriced rows count 0.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with open(log, "w") as f:
+    ...     _ = f.write('{"attempt_id": "a", "cost_usd": 0.25}\\n{"attempt_id": "b", "cost_usd": null}\\n')
+    >>> logged_cost(log)
+    0.25
+    """
+    path = Path(log)
+    if not path.exists():
+        return 0.0
+    total = 0.0
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if '"cost_usd"' in line:
+                try:
+                    total += json.loads(line).get("cost_usd") or 0.0
+                except json.JSONDecodeError:  # a torn last line: LogWriter sets it aside
+                    continue
+    return total

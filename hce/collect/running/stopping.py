@@ -42,8 +42,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hce.errors import CollectError
 from hce.stop_interval import half_width
 from hce.log_files import read_jsonl
@@ -179,6 +177,8 @@ def expected_attempts(rule: StopRule, cells: Sequence[Sequence[Any]], *, n_sim: 
     if not usable:
         raise CollectError("the pilot holds no usable scores of the stopping rule's criterion "
                            f"{rule.criterion!r}")  # fmt: skip
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     total = 0
     for _ in range(n_sim):
@@ -208,6 +208,8 @@ def prior_cells(rule: StopRule, binary: bool, *, size: int = 2000, seed: int | N
     if sd is None:
         raise CollectError("attempts.stop_when.prior_sd is not set")
     if not binary:
+        import numpy as np
+
         return [np.random.default_rng(seed).normal(0.0, sd, size).tolist()]
     if sd > 0.5:
         raise CollectError(f"attempts.stop_when.prior_sd={sd:g} is above 0.5, the largest SD of a true/false "

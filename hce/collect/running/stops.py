@@ -8,10 +8,7 @@ never cancels a call in flight: its reply may already be paid for
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from hce.collect.call.client import CallResult, FatalCallError, client_error
 from hce.collect.design.design import Attempt
@@ -136,29 +133,3 @@ class Budget:
         if self.limit is not None:
             self.in_flight -= estimate
             self.spent += cost or 0.0
-
-
-def logged_cost(log: str | os.PathLike) -> float:
-    """The sum of ``cost_usd`` over a JSONL log's rows (0 when there is no log yet); unpriced rows count 0.
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> log = os.path.join(tempfile.mkdtemp(), "run.jsonl")
-    >>> with open(log, "w") as f:
-    ...     _ = f.write('{"attempt_id": "a", "cost_usd": 0.25}\\n{"attempt_id": "b", "cost_usd": null}\\n')
-    >>> logged_cost(log)
-    0.25
-    """
-    path = Path(log)
-    if not path.exists():
-        return 0.0
-    total = 0.0
-    with open(path, encoding="utf-8") as lines:
-        for line in lines:
-            if '"cost_usd"' in line:
-                try:
-                    total += json.loads(line).get("cost_usd") or 0.0
-                except json.JSONDecodeError:  # a torn last line: LogWriter sets it aside
-                    continue
-    return total
