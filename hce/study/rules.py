@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from decimal import Decimal
 from typing import Literal
 
 import pandas as pd
@@ -45,6 +46,19 @@ SM2_CATEGORY_MAX, SM2_TOTAL_MAX, SM2_TARGET = 0.40, 1.0, 0.95
 NEAR_ALPHA = 0.01
 #: Columns a rule adds to a table of verdicts, in order.
 RULE_COLUMNS = ["test", "decides", "alpha", "direction", "threshold", "rule"]
+
+
+def p_threshold(alpha: float | None) -> str:
+    """A significance level as the threshold a P value is compared with, written as JAMA writes P (no leading zero).
+
+    Examples
+    --------
+    >>> p_threshold(0.05), p_threshold(0.01), p_threshold(0.001), p_threshold(1e-7)
+    ('.05', '.01', '.001', '.0000001')
+    """
+    if alpha is None:
+        return "alpha"
+    return format(Decimal(repr(float(alpha))), "f").lstrip("0") or "0"  # 1e-07 -> .0000001, never scientific
 
 
 @dataclass(frozen=True)
@@ -93,13 +107,16 @@ class Rule:
         >>> RULES["SM2"].text()
         'the 95% CI lower limit >= 0.95 (interval decides; its upper limit beyond 0.95: not met; an interval holding it: inconclusive)'
         >>> RULES["H1a"].text()
-        'P < 0.05 with the effect in the claimed direction (less) (test decides)'
+        'P < .05 with the effect in the claimed direction (less) (test decides)'
+
+        A threshold on P is written as JAMA writes P values, without the leading zero
+        (``P < .05``); alpha itself, a level, is written ``alpha = 0.05``.
         """
         if self.condition is not None:
-            return self.condition.format(alpha=self.alpha, threshold=self.threshold) + f" ({'test' if self.decides == 'p' else self.decides} decides)"
+            return self.condition.format(alpha=p_threshold(self.alpha), threshold=self.threshold) + f" ({'test' if self.decides == 'p' else self.decides} decides)"
         if self.decides == "p":
             way = "" if self.direction == "two-sided" else f" with the effect in the claimed direction ({self.direction})"
-            return f"P < {self.alpha:g}{way} (test decides)"
+            return f"P < {p_threshold(self.alpha)}{way} (test decides)"
         if self.decides == "interval":
             side, other = ("lower limit >= ", "upper limit") if self.direction == "greater" else ("upper limit <= ", "lower limit")
             return (f"the 95% CI {side}{self.threshold:g} (interval decides; its {other} beyond {self.threshold:g}: "
@@ -125,13 +142,13 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "less", None, 0.0),
     Rule("H2", "chain-of-thought prompting has a lower SD than zero-shot and few-shot", "hypothesis",
          "Friedman test, then the study's post hoc test and adjustment", "p", "less", 0.05, condition=
-         "Friedman P < {alpha:g}, and the chain-of-thought prompt has the lowest median SD with an adjusted post hoc "
-         "P < {alpha:g} against every other prompt"),
+         "Friedman P < {alpha}, and the chain-of-thought prompt has the lowest median SD with an adjusted post hoc "
+         "P < {alpha} against every other prompt"),
     Rule("H3", "the LLMs differ in the SD of repeated totals", "hypothesis",
          "Friedman test of per-transcript SDs", "p", "two-sided", 0.05),
     Rule("SM1", "significant differences between conditions (Exp 1, 2 and 3)", "metric",
          "H1a's, H2's and H3's omnibus tests", "p", "two-sided", 0.05, condition=
-         "every one of the three tests P < {alpha:g}"),
+         "every one of the three tests P < {alpha}"),
     Rule("SM2", f"items with mean category SD <= {SM2_CATEGORY_MAX:.2f} and total SD <= {SM2_TOTAL_MAX:.1f} (Exp 5)", "metric",
          "share of transcripts, Wilson 95% CI", "interval", "greater", None, SM2_TARGET),
     Rule("SM3", "Pearson r of mean G2 total with target (Exp 1)", "metric",
@@ -143,7 +160,7 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "at least one uncertainty analysis reported"),
     Rule("SM6", "no detrimental difference across demographic strata", "metric",
          "Kruskal-Wallis tests across each stratum's levels, Holm", "p", "two-sided", 0.05, condition=
-         "no stratum level significantly worse at Holm-adjusted P < {alpha:g}, every level with at least "
+         "no stratum level significantly worse at Holm-adjusted P < {alpha}, every level with at least "
          f"{MIN_PER_LEVEL} transcripts (fewer: inconclusive, as no test can show a difference there)"),
     Rule("KAPPA", "inter-coder Cohen's kappa of a coding dimension >= 0.70 (Exp 4, 7.4.5)", "metric",
          "Cohen's kappa, 95% CI", "interval", "greater", None, 0.7),

@@ -141,7 +141,7 @@ def uncited_numbers(blocks, labels: set[str] = frozenset()) -> list[str]:
 
 def test_every_number_in_the_discussion_and_limitations_is_a_cited_cell(demo, doc):
     # issue 45: "numbers in Tables 1-3, the Discussion and the Limitations carry no source marker"; on main the
-    # claims and rules (SD <= 0.40, P < 0.05), the temperatures of a confound and the strata sizes were bare
+    # claims and rules (SD <= 0.40, P < .05), the temperatures of a confound and the strata sizes were bare
     blocks = section(doc, "Discussion")
     exp5 = pd.read_json(demo / "study" / "study_output" / "exp5.jsonl", lines=True)
     levels = {str(v) for c in ("gender", "age_band") for v in exp5[c].dropna().unique()}  # strata levels are names

@@ -261,12 +261,12 @@ def test_a_verdict_within_001_of_alpha_gets_its_note_in_report_and_manuscript(st
 
 def test_every_p_value_in_a_sentence_is_written_as_jama(demo):
     # issue 45 (item 6): on main the RM-ANOVA checks said "Shapiro-Wilk P = 0.0041" and the winner rule's note "the
-    # smallest reachable P is 0.047"; one formatter (hce._pvalues) writes "P = .004", ".047". A rule's threshold
-    # ("P < 0.05") is alpha, not a P value.
+    # smallest reachable P is 0.047", and every rule "P < 0.05"; one formatter (hce._pvalues) writes "P = .004",
+    # ".047", and a rule's threshold on P reads "P < .05" (hce.study.rules.p_threshold).
     report, manuscript_path = outputs(demo)
     for path in (report / "report.md", manuscript_path):
         text = re.sub(r"<!--.*?-->", "", path.read_text(encoding="utf-8"))
-        wrong = re.findall(r".{40}\bP(?: value)?(?: =| >| below| is| of)? 0\.\d+", text)
+        wrong = re.findall(r".{40}\bP(?: value)?(?: =| <| >| below| is| of)? 0\.\d+", text)
         assert not wrong, (path.name, wrong[:3])
         assert not re.search(r"\bP(?: value)?(?: =| <| >)? ?\d(?:\.\d+)?e-\d", text), path.name  # no scientific notation
     assert "Shapiro-Wilk P = .004" in (report / "report.md").read_text(encoding="utf-8")
