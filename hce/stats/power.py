@@ -216,6 +216,7 @@ def sd_difference_power(
 
 
 @renamed(n_sims="n_sim")
+@fill_doc
 def attempts_needed(
     n_items: int,
     *,
