@@ -68,6 +68,14 @@ unconverged : {"hide", "show"}, default "hide"
     "n_boot": """\
 n_boot : int, default {default}
     Bootstrap resamples behind the bootstrap intervals; more give steadier interval ends.""",
+    # four groups of two: the LmerResult methods' examples
+    "lmer_example": """\
+Examples
+--------
+>>> import pandas as pd
+>>> from hce.stats import lmer
+>>> d = pd.DataFrame({"g": list("aabbccdd"), "x": [0, 1] * 4,
+...                   "y": [1.0, 2.1, 2.0, 2.9, 0.5, 1.8, 1.4, 2.2]})""",
     # the emmeans methods of LmerResult, GlmerResult and ClmmResult
     "emmeans_grid": """\
 A level's mean averages the model's linear predictor over emmeans' reference grid: all
@@ -137,6 +145,13 @@ References
 ----------
 .. [1] Wang, X., Wei, J., Schuurmans, D., et al. (2023). Self-consistency improves chain of
    thought reasoning in language models. ICLR.""",
+    # power by simulation (hce.stats.power)
+    "simulated_power_reference": """\
+References
+----------
+.. [1] Arnold, B. F., Hogan, D. R., Colford, J. M., & Hubbard, A. E. (2011). Simulation
+   methods to estimate design power: an overview for applied research. BMC Medical
+   Research Methodology 11, 94.""",
     "bonett_reference": """\
 References
 ----------

@@ -381,6 +381,9 @@ def uncertain_routing(
 ) -> pd.DataFrame:
     """How often ``uncertain`` routes a case to human review, and how those cases fare.
 
+    A case is routed when its ``uncertain`` flag is set; each share reported comes with its
+    Wilson interval.
+
     Parameters
     ----------
     data : DataFrame

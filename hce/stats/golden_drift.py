@@ -88,6 +88,9 @@ def drift(
 ) -> pd.DataFrame:
     """Per period of a golden-set history: the paired shift from baseline, agreement with it, and a chart alarm.
 
+    The same golden items, judged again in each period, are compared with their scores in
+    the baseline period (``baseline``, by default the first).
+
     Parameters
     ----------
     data : DataFrame

@@ -168,11 +168,7 @@ def sd_difference_power(
     --------
     sd_difference_power_analytic : closed form for ``test="t_log"`` without ``scale``.
 
-    References
-    ----------
-    .. [1] Arnold, B. F., Hogan, D. R., Colford, J. M., & Hubbard, A. E. (2011). Simulation
-       methods to estimate design power: an overview for applied research. BMC Medical
-       Research Methodology 11, 94.
+    %(simulated_power_reference)s
 
     Examples
     --------
@@ -220,6 +216,7 @@ def sd_difference_power(
 
 
 @renamed(n_sims="n_sim")
+@fill_doc
 def attempts_needed(
     n_items: int,
     *,
@@ -260,11 +257,7 @@ def attempts_needed(
         or the design at ``max_attempts`` when the target is out of reach (a warning says
         so).
 
-    References
-    ----------
-    .. [1] Arnold, B. F., Hogan, D. R., Colford, J. M., & Hubbard, A. E. (2011). Simulation
-       methods to estimate design power: an overview for applied research. BMC Medical
-       Research Methodology 11, 94.
+    %(simulated_power_reference)s
 
     Examples
     --------

@@ -143,6 +143,9 @@ def rogan_gladen(
 ) -> pd.DataFrame:
     """Pass rate corrected for the judge's sensitivity and specificity (Rogan & Gladen 1978).
 
+    The judge's apparent pass rate over every verdict, corrected by its error rates on the
+    rows with a golden label.
+
     Parameters
     ----------
     data : DataFrame

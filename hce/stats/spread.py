@@ -507,6 +507,9 @@ def success_metric_2(
 ) -> pd.DataFrame:
     """Success Metric 2: category SD <= 0.40 and total SD <= 1.0 for >= 95% of transcripts.
 
+    Three shares of items, as :func:`share_below` gives them (category SDs, total SD,
+    both), each set against ``target_share`` as an observed share and with its interval.
+
     Parameters
     ----------
     data : DataFrame

@@ -31,6 +31,14 @@ __all__ = ["discriminant_validity", "rater_expertise", "substantive_validity"]
 _ALL = "all"
 
 
+def _require_values(data: pd.DataFrame, column: str, named: dict[str, object]) -> None:
+    """Each value of ``named`` is a value of ``column``; else the error leads with its key."""
+    present = set(data[column].dropna().unique())
+    for said, value in named.items():
+        if value not in present:
+            raise DataError(f"{said} column {column!r}; values present: {sorted(map(str, present))}")
+
+
 def _by_attribute(data: pd.DataFrame, attribute: str | None):
     """(attribute label, rows) pairs; a single ``"all"`` group when no attribute column."""
     if attribute is None:
@@ -113,11 +121,7 @@ def discriminant_validity(
     """
     check_confidence(confidence)
     require_columns(data, [condition, score] + ([attribute] if attribute else []))
-    values = set(data[condition].dropna().unique())
-    for name, value in (("high", high), ("low", low)):
-        if value not in values:
-            raise DataError(f"{name}={value!r} is not a value of column {condition!r}; "
-                            f"values present: {sorted(map(str, values))}")
+    _require_values(data, condition, {f"high={high!r} is not a value of": high, f"low={low!r} is not a value of": low})
     z = stats.norm.ppf(0.5 + confidence / 2)
     rows = []
     for label, part in _by_attribute(data, attribute):
@@ -307,11 +311,7 @@ def rater_expertise(
     if len(levels) != 2:
         raise DataError(f"groups must name exactly two rater groups, got {levels!r}")
     a, b = levels
-    present = set(data[condition].dropna().unique())
-    for g in (a, b):
-        if g not in present:
-            raise DataError(f"rater group {g!r} not found in column {condition!r}; "
-                            f"values present: {sorted(map(str, present))}")
+    _require_values(data, condition, {f"rater group {g!r} not found in": g for g in (a, b)})
     z = stats.norm.ppf(0.5 + confidence / 2)
     rows = []
     for label, part in _by_attribute(data, attribute):

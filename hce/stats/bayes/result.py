@@ -565,7 +565,7 @@ class BayesResult:
         Parameters
         ----------
         confidence : float, default 0.95
-            Mass of the highest-density intervals of each noise SD.
+            Mass of the highest-density intervals of each condition's two noise SDs.
 
         Returns
         -------

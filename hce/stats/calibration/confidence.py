@@ -504,6 +504,9 @@ def confidence_table(
 ) -> pd.DataFrame:
     """One tidy table of confidences from whichever source the log holds.
 
+    The sources' own functions (:func:`~hce.stats.logprob_confidence`,
+    :func:`~hce.stats.vote_confidence`, the numeric and verbal columns) give one table shape.
+
     Parameters
     ----------
     data : DataFrame

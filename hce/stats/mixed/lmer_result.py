@@ -141,12 +141,7 @@ class LmerResult:
         J Stat Softw, 82(13). Kenward, M. G., & Roger, J. H. (1997). Biometrics, 53(3),
         983-997.
 
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> from hce.stats import lmer
-        >>> d = pd.DataFrame({"g": list("aabbccdd"), "x": [0, 1] * 4,
-        ...                   "y": [1.0, 2.1, 2.0, 2.9, 0.5, 1.8, 1.4, 2.2]})
+        %(lmer_example)s
         >>> m = lmer("y ~ x + (1 | g)", d)
         >>> m.fixef()[["term", "df"]].round(2)   # lmerTest 3.1-3: df 3.24765 and 3
                   term    df
@@ -271,12 +266,7 @@ class LmerResult:
         Kuznetsova et al. (2017), J Stat Softw 82(13). Halekoh, U., & Hojsgaard, S. (2014).
         J Stat Softw, 59(9).
 
-        Examples
-        --------
-        >>> import pandas as pd
-        >>> from hce.stats import lmer
-        >>> d = pd.DataFrame({"g": list("aabbccdd"), "x": [0, 1] * 4,
-        ...                   "y": [1.0, 2.1, 2.0, 2.9, 0.5, 1.8, 1.4, 2.2]})
+        %(lmer_example)s
         >>> lmer("y ~ x + (1 | g)", d).anova()[["term", "num_df", "den_df"]].round(2)
           term  num_df  den_df
         0    x       1     3.0

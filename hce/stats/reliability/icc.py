@@ -654,6 +654,9 @@ def icc_groups(
 ) -> pd.DataFrame:
     """ICCs within each rater group and between every pair of groups.
 
+    The raters fall into groups (``condition``): each group's ICCs are :func:`icc` of its
+    own raters, and each pair of groups is compared as ``between`` says.
+
     Parameters
     ----------
     data : DataFrame
