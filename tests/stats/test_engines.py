@@ -359,6 +359,19 @@ def test_something_no_engine_reads_is_refused():
         hs.item_spread({"item_id": [1]})
 
 
+@pytest.mark.parametrize("keep", [0.97, 0.25], ids=["few-missing", "sparse"])
+def test_icc_rater_pairs_from_the_missing_cells_equal_pandas(engine, keep):
+    # 40 targets x 30 attempts: with 3% missing the pairs come from the missing cells (the
+    # report's repeated attempts at 100M rows, where joining each target's ratings to themselves
+    # makes billions of rows); with a quarter kept, from the ratings joined to themselves
+    log = attempt_log(7, n_items=40, n_conditions=1, n_attempts=30)
+    log = log[np.random.default_rng(3).random(len(log)) < keep]
+    call = dict(item="item_id", rater="attempt", score="total", method="reml")
+    pd.testing.assert_frame_equal(hs.icc(engine(log), **call), hs.icc(log, **call), check_dtype=False, rtol=1e-9,
+                                  atol=1e-12)  # fmt: skip
+
+
+
 # --- a log collected under a stopping rule (issue 48): spread statistics read the first min attempts ---
 
 
