@@ -34,11 +34,11 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 
 #: An ASCII numeral (sign, decimals, exponent) not glued to letters, digits or a decimal point.
 NUMERAL = r"(?<![\w.])[-+\u2212]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?(?![\w%]|\.[0-9]|\s*%)"
@@ -72,6 +72,12 @@ def _fmt(value: float) -> str:
 def _label_pattern(labels: Sequence[str]) -> re.Pattern[str]:
     words = "|".join(r"\s+".join(re.escape(w) for w in label.split()) for label in sorted(labels, key=len, reverse=True))
     return re.compile(rf"(?i)(?<![\w])(?:{words})(?![\w]){_AFTER_LABEL}({NUMERAL}){_NOT_A_RANGE}")
+
+
+def _is_numpy_bool(value: Any) -> bool:
+    # a NumPy bool exists only once NumPy is loaded, and the collector sends its first request without it
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.bool_)
 
 
 def extract_score(
@@ -112,7 +118,7 @@ def extract_score(
     >>> extract_score("Born January 26, 1982.", low=1, high=3).problem
     'no score within 1-3 in the reply (numbers found: 26, 1982)'
     """
-    if isinstance(reply, (bool, np.bool_)) or reply is None:
+    if reply is None or isinstance(reply, bool) or _is_numpy_bool(reply):
         return Extracted(None, f"reply {reply!r} is not a {what}")
     if isinstance(reply, numbers.Real):
         value = float(reply)

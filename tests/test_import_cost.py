@@ -167,3 +167,30 @@ def test_a_dry_run_reading_a_key_and_jsonl_items_keeps_out_of_pandas(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "dry run: 120 calls" in done.stdout, done.stdout
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout.strip().splitlines()[-1]
+
+
+#: What ``hce collect`` does not need before its first request: the log's tables and the statistics.
+FIRST_REQUEST_BANNED = BAYES_AND_PLOTS | {"scipy", "pandas", "numpy", "pyarrow", "hce.log", "hce.stats"}
+
+
+def test_a_collect_run_sends_its_first_request_before_pandas_loads(tmp_path):
+    # Issue 44: `hce collect` took 1.44 s to its first request (1 s wanted), pandas among its imports through
+    # the resume check (hce.log) and NumPy through the score parser. The child stops at its first connect and
+    # prints which banned packages had loaded by then.
+    design = _dry_run_design(tmp_path, endpoint={"base_url": "http://127.0.0.1:9/v1", "needs_key": False,
+                                                  "pricing": "none", "timeout": 5, "max_retries": 0})  # fmt: skip
+    argv = ["hce", "collect", str(design), "--log", str(tmp_path / "l.jsonl")]
+    code = "\n".join([
+        "import os, socket, sys",
+        f"banned = {sorted(FIRST_REQUEST_BANNED)!r}",
+        "def stop(self, *args):",
+        "    print(sorted({b for b in banned for m in sys.modules if m == b or m.startswith(b + '.')}), flush=True)",
+        "    os._exit(0)",
+        "socket.socket.connect = socket.socket.connect_ex = stop",
+        f"sys.argv = {argv!r}",
+        "from hce.cli import main",
+        "main()",
+    ])  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

@@ -61,7 +61,7 @@ from hce.collect.running.run_summary import RunSummary, Tally
 from hce.collect.call.sampling import Request, group_requests
 from hce.collect.running.spend_limit import check_batch_budget
 from hce.errors import CollectError
-from hce.log import logged_attempt_ids
+from hce.log_files import logged_attempt_ids
 
 ENDPOINT = "/v1/chat/completions"
 MAX_REQUESTS = 50_000  # OpenAI's limits on one batch input file

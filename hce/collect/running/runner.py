@@ -90,7 +90,7 @@ from hce.collect.running.spend_limit import budget_stop, check_batch_budget, che
 from hce.collect.running.stopping import due, logged_records
 from hce.collect.running.stops import MAX_SAME_ERRORS, Budget, FailFast, Halt
 from hce.errors import CollectError
-from hce.log import logged_attempt_ids
+from hce.log_files import logged_attempt_ids
 
 __all__ = [  # this module's names, and those it defined before the split (callers import them from here)
     "CHARS_PER_TOKEN", "REASONING_TOKENS", "TYPICAL_OUTPUT_TOKENS", "RunSummary", "Tally", "attempt_row",
