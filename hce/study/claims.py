@@ -27,6 +27,7 @@ from hce.study.rules import (
     NOT_MEASURABLE,
     POSITIVE,
     rule,
+    sm2_claim_text,
     verdict,
     verdict_row,
     verdicts_frame,
@@ -113,7 +114,7 @@ def sm2_claim(sm2: pd.DataFrame) -> str:
     if "threshold" not in sm2:
         return RULES["SM2"].claim
     rows = sm2.set_index("metric")["threshold"]
-    return f"items with mean category SD <= {rows['category_sd']:.2f} and total SD <= {rows['total_sd']:.1f} (Exp 5)"
+    return sm2_claim_text(rows["category_sd"], rows["total_sd"])
 
 
 def with_sm6_verdict(fair_verdict: pd.DataFrame, pairwise: pd.DataFrame | None) -> pd.DataFrame:

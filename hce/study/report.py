@@ -539,7 +539,7 @@ def bayes_section(report: Report, results: StudyResults, confidence: float, *, r
             else:
                 fit = bayes_ordinal("total ~ 1 + (1 | item_id)", part, random_state=random_state)
                 section.add(Table(fit.summary(), f"{title}: posterior summary", f"{prefix}_bayes_summary", confidence),
-                            Table(fit.attempts(target_sd=1.0), f"{title}: attempts needed for a mean total with SD <= 1",
+                            Table(fit.attempts(target_sd=1.0), f"{title}: attempts needed for a mean total with an SD of at most 1",
                                   f"{prefix}_bayes_attempts", confidence))
         verdict = "converged" if fit.converged else "NOT CONVERGED: " + "; ".join(map(str, fit.flags))
         section.add(f"{title}: MCMC diagnostics {verdict}.", *(f"Note ({prefix}): {note}" for note in sampler_notes(caught)))

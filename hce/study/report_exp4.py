@@ -123,7 +123,7 @@ def reasoning_section(report: Report, results: StudyResults, confidence: float) 
         last = data.rounds[data.rounds["round"] == data.rounds["round"].max()]
         verdict = "every dimension reached" if last["meets_target"].all() else "NOT every dimension reached"
         section.add(Table(data.rounds[["round", "agreement", "expected_kappa", *kappa_columns(data.rounds)]],
-                          f"Inter-coder reliability: refinement rounds until the 95% CI lower limit of Cohen's kappa >= "
+                          f"Inter-coder reliability: refinement rounds until the lower limit of the 95% CI of Cohen's kappa is at least "
                           f"{last['target'].iloc[0]:g} ({verdict} it in round {int(last['round'].iloc[0])})",
                           "exp4_kappa_rounds", confidence))  # fmt: skip
         section.add("The researchers are simulated (hce.study.sim_coders): coder_1 reads the codes the simulated "

@@ -105,7 +105,7 @@ class Rule:
         Examples
         --------
         >>> RULES["SM2"].text()
-        'the 95% CI lower limit >= 0.95 (interval decides; its upper limit beyond 0.95: not met; an interval holding it: inconclusive)'
+        'the lower limit of the 95% CI is at least 0.95 (interval decides; an upper limit below 0.95: not met; an interval holding it: inconclusive)'
         >>> RULES["H1a"].text()
         'P < .05 with the effect in the claimed direction (less) (test decides)'
 
@@ -118,11 +118,12 @@ class Rule:
             way = "" if self.direction == "two-sided" else f" with the effect in the claimed direction ({self.direction})"
             return f"P < {p_threshold(self.alpha)}{way} (test decides)"
         if self.decides == "interval":
-            side, other = ("lower limit >= ", "upper limit") if self.direction == "greater" else ("upper limit <= ", "lower limit")
-            return (f"the 95% CI {side}{self.threshold:g} (interval decides; its {other} beyond {self.threshold:g}: "
-                    f"{NEGATIVE[self.kind]}; an interval holding it: inconclusive)")
-        sign = ">=" if self.direction == "greater" else "<" if self.direction == "less" else "=="
-        return f"the estimate {sign} the threshold (point decides: no sampling interval)"
+            side = (("lower limit", "at least", "an upper limit below") if self.direction == "greater"
+                    else ("upper limit", "at most", "a lower limit above"))  # fmt: skip
+            return (f"the {side[0]} of the 95% CI is {side[1]} {self.threshold:g} (interval decides; {side[2]} "
+                    f"{self.threshold:g}: {NEGATIVE[self.kind]}; an interval holding it: inconclusive)")
+        relation = {"greater": "is at least", "less": "is below"}.get(self.direction, "equals")
+        return f"the estimate {relation} the threshold (point decides: no sampling interval)"
 
     def columns(self) -> dict[str, object]:
         """The rule as the columns :data:`RULE_COLUMNS` of a verdicts table."""
@@ -130,6 +131,15 @@ class Rule:
         return {"test": data["test"], "decides": data["decides"], "alpha": data["alpha"],
                 "direction": data["direction"], "threshold": data["threshold"], "rule": self.text()}  # fmt: skip
 
+
+
+def sm2_claim_text(category_max: float, total_max: float) -> str:
+    """Success Metric 2's claim at its two SD thresholds, in words (the one wording every output prints).
+
+    >>> sm2_claim_text(0.4, 1.0)
+    'items with a mean category SD of at most 0.40 and a total SD of at most 1.0 (Exp 5)'
+    """
+    return f"items with a mean category SD of at most {category_max:.2f} and a total SD of at most {total_max:.1f} (Exp 5)"
 
 #: The PRD's pre-specified hypotheses (seed 000, 7.1.3-7.3.3) and success metrics (section 1).
 RULES: dict[str, Rule] = {r.id: r for r in (
@@ -149,11 +159,11 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     Rule("SM1", "significant differences between conditions (Exp 1, 2 and 3)", "metric",
          "H1a's, H2's and H3's omnibus tests", "p", "two-sided", 0.05, condition=
          "every one of the three tests P < {alpha}"),
-    Rule("SM2", f"items with mean category SD <= {SM2_CATEGORY_MAX:.2f} and total SD <= {SM2_TOTAL_MAX:.1f} (Exp 5)", "metric",
+    Rule("SM2", sm2_claim_text(SM2_CATEGORY_MAX, SM2_TOTAL_MAX), "metric",
          "share of transcripts, Wilson 95% CI", "interval", "greater", None, SM2_TARGET),
     Rule("SM3", "Pearson r of mean G2 total with target (Exp 1)", "metric",
          "Pearson r, Fisher z 95% CI", "interval", "greater", None, 0.7),
-    Rule("SM4", "reasoning of >= 15 real transcripts reviewed (Exp 4)", "metric",
+    Rule("SM4", "reasoning of at least 15 real transcripts reviewed (Exp 4)", "metric",
          "count of coded transcripts", "point", "greater", None, 15, condition="at least {threshold:g} transcripts coded"),
     Rule("SM5", "a method quantifying score uncertainty explored (Exp 5)", "metric",
          "an uncertainty analysis reported", "point", "greater", None, 1, condition=
@@ -162,7 +172,7 @@ RULES: dict[str, Rule] = {r.id: r for r in (
          "Kruskal-Wallis tests across each stratum's levels, Holm", "p", "two-sided", 0.05, condition=
          "no stratum level significantly worse at Holm-adjusted P < {alpha}, every level with at least "
          f"{MIN_PER_LEVEL} transcripts (fewer: inconclusive, as no test can show a difference there)"),
-    Rule("KAPPA", "inter-coder Cohen's kappa of a coding dimension >= 0.70 (Exp 4, 7.4.5)", "metric",
+    Rule("KAPPA", "inter-coder Cohen's kappa of a coding dimension of at least 0.70 (Exp 4, 7.4.5)", "metric",
          "Cohen's kappa, 95% CI", "interval", "greater", None, 0.7),
     Rule("SM7", "all planned experiments completed", "metric",
          "count of analysable experiments", "point", "greater", None, 4, condition=

@@ -270,3 +270,30 @@ def test_every_p_value_in_a_sentence_is_written_as_jama(demo):
         assert not wrong, (path.name, wrong[:3])
         assert not re.search(r"\bP(?: value)?(?: =| <| >)? ?\d(?:\.\d+)?e-\d", text), path.name  # no scientific notation
     assert "Shapiro-Wilk P = .004" in (report / "report.md").read_text(encoding="utf-8")
+
+
+#: A comparison written as a symbol where JAMA style writes words ("at least 0.95"); "P < .05" keeps its sign.
+SYMBOL = re.compile(r"[<>]=|=[<>]|[≤≥]|==")
+
+
+def symbol_problems(root: Path) -> list[str]:
+    """Every sentence of the report and manuscript, and every rule or claim of the verdict tables, with a symbol."""
+    report, text = outputs(root)
+    prose = [("report.md", s) for s in sentences((report / "report.md").read_text(encoding="utf-8"))]
+    if text.is_file():
+        prose += [("manuscript.md", s) for s in sentences(text.read_text(encoding="utf-8"))]
+    for name in ("hypotheses", "scorecard"):
+        frame = pd.read_csv(report / "tables" / f"{name}.csv", keep_default_na=False)
+        prose += [(f"tables/{name}.csv", str(v)) for column in ("claim", "rule") if column in frame for v in frame[column]]
+    return [f"{where}: {s}" for where, s in prose if SYMBOL.search(s)]
+
+
+def test_rules_and_claims_are_written_in_words(demo):
+    # On main: "the 95% CI lower limit >= 0.95", "items with mean category SD <= 0.40 and total SD <= 1.0",
+    # "reasoning of >= 15 real transcripts", "refinement rounds until ... Cohen's kappa >= 0.7"
+    assert symbol_problems(demo) == []
+
+
+@pytest.mark.slow
+def test_rules_at_other_thresholds_are_written_in_words(stricter):
+    assert symbol_problems(stricter) == []

@@ -182,8 +182,8 @@ def _success_metric_2(cells: Cells) -> list[Inline]:
     if not cells.has(sm2):
         return []
     return [" Success Metric 2 asks that at least ", cells.percent(sm2, "both", "target_share"),
-            " of transcripts have a mean category SD ≤ ", cells.number(sm2, "category_sd", "threshold"),
-            " and a total SD ≤ ", cells.number(sm2, "total_sd", "threshold"), "."]  # fmt: skip
+            " of transcripts have a mean category SD of at most ", cells.number(sm2, "category_sd", "threshold"),
+            " and a total SD of at most ", cells.number(sm2, "total_sd", "threshold"), "."]  # fmt: skip
 
 
 def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:

@@ -142,7 +142,7 @@ def _exp1(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         "The Kullback-Leibler divergence of G2's total-score distribution from the targets', D(target ‖ G2), was ", cells.number("exp1_h1c", kl[g2], "estimate"), " nats and D(target ‖ G1) was ",
         cells.number("exp1_h1c", kl[g1], "estimate"), " nats", *_kl_difference(cells), f"; {cells.claim('H1c')}. ",
         "The mean G2 total correlated with the target total with Pearson r = ",
-        *cells.interval("exp1_success_metric_3", r), " (Success Metric 3 threshold, r ≥ ",
+        *cells.interval("exp1_success_metric_3", r), " (Success Metric 3 threshold: r of at least ",
         cells.number("exp1_success_metric_3", r, "threshold"), f"); {cells.claim('SM3')}. " + _INTERVALS,
     ]))  # fmt: skip
     blocks.append(_figure("exp1_score_histograms", figures, facts))
@@ -384,7 +384,7 @@ def _exp5(facts: StudyFacts, cells: Cells, figures: Path) -> list[Block]:
         " held-out transcripts (", cells.number("table1_datasets", "EXP5_FinalToolValidation", "n_attempts"),
         " attempts in all). The median per-transcript SD of the total score was ", *_median_iqr(cells, sd, "total"),
         " (maximum ", cells.number(sd, "total", "max"), "). Of the transcripts, ", *cells.interval(sm2, "both", percent=True),
-        " had a mean category SD ≤ ", cells.number(sm2, "category_sd", "threshold"), " and a total SD ≤ ",
+        " had a mean category SD of at most ", cells.number(sm2, "category_sd", "threshold"), " and a total SD of at most ",
         cells.number(sm2, "total_sd", "threshold"), " (Success Metric 2 target, ", cells.percent(sm2, "both", "target_share"),
         f"); {cells.claim('SM2')}."]  # fmt: skip
     if cells.has("exp5_uncertainty"):
