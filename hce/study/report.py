@@ -41,6 +41,7 @@ from hce.report.provenance import log_notes, read_with_notes, separate_settings
 from hce.report.sections import NOT_APPLICABLE, not_reported_section
 from hce.report.tables import Table
 from hce.rubric import Rubric, kept_rubric, load_rubric
+from hce.stats._intervals import proportion_ci
 from hce.stats._resample import as_generator
 from hce.stats.result import AnalysisResult
 from hce.study.analyses import (
@@ -311,10 +312,11 @@ def dataset_table(log: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for experiment_id, part in log.groupby("experiment_id", sort=True):
         valid = part.loc[~part["error_flag"], "total"] if "total" in part else pd.Series(dtype=float)
+        n_items = part["item_id"].nunique()
         rows.append(
             {
                 "experiment_id": experiment_id,
-                "n_items": part["item_id"].nunique(),
+                "n_items": n_items,
                 "n_conditions": part["condition_id"].nunique() if "condition_id" in part else np.nan,
                 "models": ", ".join(sorted(part["model"].dropna().astype(str).unique())) if "model" in part else "",
                 "prompts": ", ".join(sorted(part["prompt_id"].dropna().astype(str).unique())) if "prompt_id" in part else "",
@@ -322,9 +324,21 @@ def dataset_table(log: pd.DataFrame) -> pd.DataFrame:
                 "n_errors": int(part["error_flag"].sum()),
                 "mean_total": float(valid.mean()) if len(valid) else np.nan,
                 "sd_total": float(valid.std(ddof=1)) if len(valid) > 1 else np.nan,
+                # when the attempts were made (the manuscript's drift span cites these cells), UTC
+                **_call_span(part),
+                # the best a share of these transcripts can show: all n of n, its Wilson 95% lower limit
+                "wilson_best_lower": float(proportion_ci(np.array([n_items]), np.array([n_items]), 0.95, "wilson")[0][0]),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _call_span(part: pd.DataFrame) -> dict[str, str]:
+    """The first and last ``timestamp`` of an experiment's attempts as ``YYYY-MM-DD HH:MM`` (UTC), blank without one."""
+    stamps = pd.to_datetime(part["timestamp"], utc=True, errors="coerce").dropna() if "timestamp" in part else pd.Series([])
+    if stamps.empty:
+        return {"first_call": "", "last_call": ""}
+    return {"first_call": f"{stamps.min():%Y-%m-%d %H:%M}", "last_call": f"{stamps.max():%Y-%m-%d %H:%M}"}
 
 
 # --- the generic report, one experiment at a time --------------------------------------------

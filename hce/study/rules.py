@@ -45,7 +45,7 @@ SM2_CATEGORY_MAX, SM2_TOTAL_MAX, SM2_TARGET = 0.40, 1.0, 0.95
 #: A verdict whose P lies this close to alpha gets a note: a tie or a threshold could have turned it.
 NEAR_ALPHA = 0.01
 #: Columns a rule adds to a table of verdicts, in order.
-RULE_COLUMNS = ["test", "decides", "alpha", "direction", "threshold", "rule"]
+RULE_COLUMNS = ["test", "decides", "alpha", "near_alpha", "direction", "threshold", "rule"]
 
 
 def p_threshold(alpha: float | None) -> str:
@@ -128,8 +128,10 @@ class Rule:
     def columns(self) -> dict[str, object]:
         """The rule as the columns :data:`RULE_COLUMNS` of a verdicts table."""
         data = asdict(self)
+        # near_alpha: how close to alpha a P gets a note (claims.near_alpha_notes), where a P decides
         return {"test": data["test"], "decides": data["decides"], "alpha": data["alpha"],
-                "direction": data["direction"], "threshold": data["threshold"], "rule": self.text()}  # fmt: skip
+                "near_alpha": NEAR_ALPHA if self.decides == "p" else None, "direction": data["direction"],
+                "threshold": data["threshold"], "rule": self.text()}  # fmt: skip
 
 
 

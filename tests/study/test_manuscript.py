@@ -131,9 +131,6 @@ def uncited_numbers(blocks, labels: set[str] = frozenset()) -> list[str]:
     prose = " ".join(p for parts in lines(blocks) for p in parts if isinstance(p, str))
     for label in sorted(labels, key=len, reverse=True):  # the data's own names, e.g. the age band "18-29"
         prose = re.sub(rf"(?<![\w.-]){re.escape(label)}(?![\w.-])", " ", prose)
-    # a timestamp says when (the attempt logs', as the sentence says), and the Wilson limit says it is computed from
-    # the cited n: neither is a table's number
-    prose = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d|[\d.]+% \(computed from that n\)", " ", prose)
     prose = re.sub(r"(Experiment|Success Metric|Table|Figure|Methods) [\d.]+|95% CI|range 5-20", " ", prose)
     prose = re.sub(r"[\w.\-]*[A-Za-z][\w.\-]*", " ", prose)
     return re.findall(r"[\d.,%]*\d[\d.,%]*", prose)

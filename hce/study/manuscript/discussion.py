@@ -13,7 +13,6 @@ Example
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from hce.report.manuscript.model import (
@@ -25,11 +24,10 @@ from hce.report.manuscript.model import (
     Paragraph,
     Placeholder,
 )
-from hce.stats._intervals import proportion_ci
 from hce.study.claims import NEAR_ALPHA_WHY, near_alpha
 from hce.study.manuscript.cells import Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
-from hce.study.rules import INCONCLUSIVE, MIN_PER_LEVEL, NEAR_ALPHA, NOT_MEASURABLE
+from hce.study.rules import INCONCLUSIVE, MIN_PER_LEVEL, NOT_MEASURABLE
 
 SIMULATED_LIMITATION = ("The scores were produced by a simulated judge (hce sim-server), a generative model with known "
                         "truth answering in the name of the models requested; no LLM was called, and no result here "
@@ -77,7 +75,7 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
     for experiment_id, (name, _) in EXPERIMENTS.items():
         if not facts.ran(experiment_id):
             items.append([f"{name} was not run; its questions remain open."])
-    items.append([_drift(facts)])
+    items.append(_drift(facts, cells))
     items += _confounds(facts, cells) + _carried_across_models(facts)
     items += _sample_sizes(cells) + _strata_sizes(facts, cells)
     items.append(_targets(facts, cells))
@@ -140,11 +138,15 @@ def _near_alpha(cells: Cells, name: str, card: pd.DataFrame) -> list[list[Inline
     items = []
     for row in near_alpha(card).itertuples(index=False):
         key = cells.find(name, id=row.id)
-        alpha = float(row.alpha)
-        shown = f"{alpha:.2f}" if round(alpha, 2) == alpha else f"{alpha:g}"
-        items.append([f"{row.id} was {row.verdict} on ", *p_phrase(cells.p(name, key)), f", within {NEAR_ALPHA:g} of alpha = ",
-                      Number(shown, cells.source(name, key, "alpha")), f": {NEAR_ALPHA_WHY}."])  # fmt: skip
+        level = {c: Number(_level(float(getattr(row, c))), cells.source(name, key, c)) for c in ("near_alpha", "alpha")}
+        items.append([f"{row.id} was {row.verdict} on ", *p_phrase(cells.p(name, key)), ", within ", level["near_alpha"],
+                      " of alpha = ", level["alpha"], f": {NEAR_ALPHA_WHY}."])  # fmt: skip
     return items
+
+
+def _level(value: float) -> str:
+    """A significance level as the report writes it: 0.05, 0.01, 0.005."""
+    return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
 
 
 def _exclusions(facts: StudyFacts, cells: Cells) -> list[Inline]:
@@ -172,13 +174,10 @@ def _sample_sizes(cells: Cells) -> list[list[Inline]]:
         parts += ["; " if i else "", f"{EXPERIMENTS.get(experiment_id, (experiment_id,))[0]}, ",
                   cells.number("table1_datasets", experiment_id, "n_items")]  # fmt: skip
     smallest = str(table.loc[table["n_items"].idxmin(), "experiment_id"])
-    n = int(table["n_items"].min())
-    best = float(proportion_ci(np.array([n]), np.array([n]), 0.95, "wilson")[0][0])
     cited = cells.number("table1_datasets", smallest, "n_items")
-    # the Wilson limit is computed here from that n (no table holds it): the sentence says how
     return [[*parts, " (Table 1). With ", cited, " transcripts, even all of them under a threshold has a Wilson 95% CI lower "
-             f"limit of {best:.1%} (computed from that n): a share target above that cannot be shown at this size, and the "
-             "tests have little power for moderate differences."]]  # fmt: skip
+             "limit of ", cells.percent("table1_datasets", smallest, "wilson_best_lower"), ": a share target above that "
+             "cannot be shown at this size, and the tests have little power for moderate differences."]]  # fmt: skip
 
 
 def _strata_sizes(facts: StudyFacts, cells: Cells) -> list[list[Inline]]:
@@ -228,19 +227,27 @@ def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _drift(facts: StudyFacts) -> str:
-    """Model drift as the logs show it: the ``model_version`` of each model's first and last call."""
+def _drift(facts: StudyFacts, cells: Cells) -> list[Inline]:
+    """Model drift as the logs show it: the ``model_version`` of each model's first and last call, over the span
+    of the attempts' timestamps (Table 1's first and last call, cited)."""
     versions = facts.versions()
     if versions.empty:
-        return "No call returned a model_version, so model drift cannot be assessed from the logs."
+        return ["No call returned a model_version, so model drift cannot be assessed from the logs."]
     changed = versions[(versions["n_versions"] > 1) | (versions["first_version"] != versions["last_version"])]
-    span = (f"the attempt logs' timestamps, from {pd.Timestamp(versions['first_call'].min()):%Y-%m-%d %H:%M} to "
-            f"{pd.Timestamp(versions['last_call'].max()):%Y-%m-%d %H:%M} UTC")
+    span: list[Inline] = []
+    table = cells.frame("table1_datasets") if cells.has("table1_datasets") else pd.DataFrame()
+    if {"first_call", "last_call"} <= set(table) and table["first_call"].notna().any():
+        first = str(table.loc[table["first_call"].astype(str).idxmin(), "experiment_id"])
+        last = str(table.loc[table["last_call"].astype(str).idxmax(), "experiment_id"])
+        span = [" (the attempt logs' timestamps, from ", Number(str(cells.value("table1_datasets", first, "first_call")),
+                cells.source("table1_datasets", first, "first_call")), " to ",
+                Number(str(cells.value("table1_datasets", last, "last_call")), cells.source("table1_datasets", last, "last_call")),
+                " UTC, Table 1)"]  # fmt: skip
     if changed.empty:
-        return (f"Each model returned one model_version for all its calls ({span}); no drift was seen within the study, "
-                "but the same names may answer differently later.")  # fmt: skip
+        return ["Each model returned one model_version for all its calls", *span, "; no drift was seen within the study, "
+                "but the same names may answer differently later."]  # fmt: skip
     moved = "; ".join(f"{r.model}: {r.first_version} first, {r.last_version} last ({r.n_versions} versions)" for r in changed.itertuples())
-    return f"Model drift: the model_version returned changed during the study ({span}): {moved}."
+    return ["Model drift: the model_version returned changed during the study", *span, f": {moved}."]
 
 
 def discussion(facts: StudyFacts, cells: Cells) -> list[Block]:
