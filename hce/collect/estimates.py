@@ -37,7 +37,8 @@ def expected_output(cond: Condition, rubric: Rubric) -> int:
     """Output tokens one reply of ``cond`` is assumed to take, capped by ``max_tokens`` (estimates only).
 
     A score block (``scores``) is a line per criterion of the design's rubric, ``name: score``,
-    and a total line when the rubric's total is a score (the prompt asks for none otherwise):
+    and a total line when the rubric's total is a score (the prompt asks for none otherwise, nor
+    does a structured reply, ``response_format``, whose total hce sums from the criteria):
     each line its name's characters / 4 (the prompt's token rule) plus 3 for ": ", the score
     and the newline, and 5 for the total; a step-by-step reply (``cot``) writes
     :data:`REASONING_TOKENS` of reasoning per criterion before that block. So the estimate
@@ -54,7 +55,8 @@ def expected_output(cond: Condition, rubric: Rubric) -> int:
     typical = TYPICAL_OUTPUT_TOKENS[cond.reply_format]
     if cond.reply_format in ("scores", "cot") and rubric.criteria:
         typical = sum(math.ceil(len(name) / CHARS_PER_TOKEN) + 3 for name in rubric.criteria)
-        typical += 5 if rubric.total_is_meaningful else 0
+        # a structured reply (response_format) has no total: hce sums the criteria itself
+        typical += 5 if rubric.total_is_meaningful and cond.response_format is None else 0
         typical += REASONING_TOKENS * len(rubric.criteria) if cond.reply_format == "cot" else 0
     return min(typical, cond.max_tokens) if cond.max_tokens else typical
 

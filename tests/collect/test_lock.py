@@ -147,3 +147,36 @@ def test_a_symlink_to_a_log_not_yet_written_takes_the_real_files_lock(tmp_path):
     with hold_log(link), pytest.raises(LogLockedError):
         with hold_log(real):
             pass
+
+
+@pytest.fixture
+def bind_mount(tmp_path):
+    """``(folder, mounted)``: ``mounted`` a bind mount of ``folder`` (needs root and mount(8); skips otherwise)."""
+    import shutil
+    import subprocess
+
+    folder, mounted = tmp_path / "runs", tmp_path / "mounted"
+    folder.mkdir()
+    mounted.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount(8) here")
+    done = subprocess.run(["mount", "--bind", str(folder), str(mounted)], capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot bind-mount here (needs root or CAP_SYS_ADMIN): {done.stderr.strip()}")
+    yield folder, mounted
+    subprocess.run(["umount", str(mounted)], check=True)
+
+
+@pytest.mark.parametrize("exists", [True, False], ids=["written log", "new log"])
+def test_a_bind_mount_of_the_logs_folder_takes_the_same_lock(bind_mount, exists):
+    # Issue 44: the lock is keyed on the file (its inode), not on a spelling; a bind mount is one more spelling
+    folder, mounted = bind_mount
+    if exists:
+        (folder / "real.jsonl").write_text('{"attempt_id": "a1", "item_id": "T1", "attempt": 1, "error_flag": false}\n')
+    with hold_log(folder / "real.jsonl"):
+        with pytest.raises(LogLockedError, match="another collector is writing"):
+            with hold_log(mounted / "real.jsonl"):
+                pass
+    with hold_log(mounted / "real.jsonl"), pytest.raises(LogLockedError):
+        with hold_log(folder / "real.jsonl"):
+            pass

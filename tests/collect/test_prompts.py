@@ -233,3 +233,14 @@ def test_the_estimate_of_a_score_block_without_a_total_leaves_its_line_out(tmp_p
 def test_one_scale_for_all_keeps_the_protocols_words():
     text = render("P2.3", transcript=TRANSCRIPT)[0]["content"]
     assert "2. Assign a score from 1 to 4 for this category." in text and "own scale" not in text
+
+
+def test_the_estimate_of_a_structured_reply_counts_no_total():
+    # issue 44: a json_schema condition asks for no total (hce sums the criteria), yet its dry run counted 5 tokens for one
+    from hce.collect.design.design import Condition
+    from hce.collect.estimates import expected_output
+
+    v5 = hce.load_rubric("v5")
+    plain = expected_output(Condition("c", "P2.1", "m"), v5)
+    structured = expected_output(Condition("c", "P2.1", "m", response_format="json_schema"), v5)
+    assert (plain, structured) == (53, 48)
