@@ -407,8 +407,9 @@ def remember_unique(native, keys: tuple[str, ...]) -> None:
 
 def known_unique(native: object, keys: tuple[str, ...] = ("attempt_id",)) -> bool:
     """Whether ``native`` is a lazy frame found free of repeated ``keys`` (by :func:`checked`, or
-    by a statistic's door); ``attempt_id`` unique alone is unique within any other keys too."""
-    return native is not None and any(_UNIQUE.get((id(native), k)) is native for k in {("attempt_id",), tuple(keys)})
+    by a statistic's door); ``attempt_id`` unique alone is unique within any keys that hold it."""
+    shortcut = {("attempt_id",)} if "attempt_id" in keys else set()
+    return native is not None and any(_UNIQUE.get((id(native), k)) is native for k in shortcut | {tuple(keys)})
 
 
 def column_kinds(native: object) -> dict[str, str]:

@@ -341,8 +341,8 @@ def agreement_rows(part: Any, condition: Any, score: str, confidence: float, rng
     """ICC(1), ICC(1,k) and Krippendorff's interval alpha of one condition's valid attempts (each
     attempt a rater), as rows of the reliability table: ``part`` in memory or in an engine."""
     rows = []
-    iccs = hs.icc(part, item=ITEM, rater="attempt", score=score, confidence=confidence)
-    for _, row in iccs[iccs["metric"].isin(["ICC1", "ICC1k"])].iterrows():
+    iccs = hs.icc(part, item=ITEM, rater="attempt", score=score, confidence=confidence, forms="oneway")
+    for _, row in iccs.iterrows():
         rows.append({CONDITION: condition, "metric": row["mcgraw_wong"], "estimate": row["estimate"],
                      "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_items": row["n_items"],
                      "n_scores": row["n_scores"], "method": row["method"]})  # fmt: skip

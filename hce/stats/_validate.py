@@ -464,9 +464,9 @@ def in_engine(wrapper: Callable, name: str, spec: FrameSpec, bound: inspect.Boun
         if not frame.is_numeric(column):
             raise DataError(f"{name}: column {column!r} (error flag) must be boolean, got {frame.schema[column]}")
         flagged = frame.where(frame.flag(column)).count_rows()
-        if flagged:
+        if flagged:  # none flagged: the frame stays the caller's, whose checks are remembered
             warn(f"{name}: left out {flagged} attempt(s) flagged in {column!r}", HceWarning)
-        frame = frame.valid(column)
+            frame = frame.valid(column)
     arguments.pop(spec.frame)
     return spec.engine(frame, **arguments)
 

@@ -13,6 +13,8 @@ at df = 2 (estimate / SE)^2 into a few 1e-9: they agree to 1e-8.
 
 from __future__ import annotations
 
+import importlib
+
 import warnings
 
 import numpy as np
@@ -369,6 +371,57 @@ def test_icc_rater_pairs_from_the_missing_cells_equal_pandas(engine, keep):
     call = dict(item="item_id", rater="attempt", score="total", method="reml")
     pd.testing.assert_frame_equal(hs.icc(engine(log), **call), hs.icc(log, **call), check_dtype=False, rtol=1e-9,
                                   atol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("keep,method", [(1.0, "auto"), (0.97, "reml"), (0.6, "reml")],
+                         ids=["complete-anova", "few-missing-reml", "sparse-reml"])  # fmt: skip
+def test_icc_oneway_forms_equal_their_rows_of_all_six_without_the_rater_sums(engine, keep, method, monkeypatch):
+    # The report's reliability table (each attempt a rater) reads ICC1 and ICC1k only: forms="oneway"
+    # gives those rows, to the digit, in pandas and every engine, without the crossed fit's rater-pair
+    # join (the costliest pass of a 20M-row report: issue 43).
+    icc_module = importlib.import_module("hce.stats.reliability.icc")
+
+    log = attempt_log(11, n_items=30, n_conditions=1, n_attempts=12)
+    log = log[np.random.default_rng(5).random(len(log)) < keep]
+    call = dict(item="item_id", rater="attempt", score="total", method=method)
+    six = hs.icc(log, **call)
+    expected = six[six["metric"].isin(["ICC1", "ICC1k"])].reset_index(drop=True)
+
+    def no_pairs(*args, **kwargs):
+        raise AssertionError("forms='oneway' joined rater pairs")
+
+    monkeypatch.setattr(icc_module, "_rater_pairs", no_pairs)
+    for frame in (log, engine(log)):
+        got = hs.icc(frame, **call, forms="oneway")
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9, atol=1e-12)
+    assert list(got["metric"]) == ["ICC1", "ICC1k"]
+    with pytest.raises(ValueError, match="forms"):
+        hs.icc(log, **call, forms="one-way")
+
+
+def test_the_repeated_rating_check_runs_once_per_frame_and_still_refuses_a_repeat(monkeypatch):
+    # A report runs ICC and alpha on each condition's attempts: the (target, rater) check is a
+    # full grouped pass, so the second statistic on the same frame trusts the first (issue 43);
+    # a frame whose attempt ids are unique but holds one (item, attempt) twice is still refused.
+    import duckdb
+
+    engine_module = importlib.import_module("hce.stats.reliability._engine")
+    calls = []
+    check = engine_module._refuse_repeated_ratings
+    monkeypatch.setattr(engine_module, "_refuse_repeated_ratings", lambda *a: calls.append(a) or check(*a))
+    log = attempt_log(2, n_items=12, n_conditions=1, n_attempts=5)
+    frame = duckdb.from_df(log)
+    call = dict(item="item_id", rater="attempt", score="total")
+    hs.icc(frame, **call, forms="oneway")
+    hs.krippendorff_alpha(frame, **call, n_boot=0)
+    assert len(calls) == 1
+    repeated = log.copy()
+    repeated.loc[repeated.index[1], "attempt"] = repeated.loc[repeated.index[0], "attempt"]
+    twice = duckdb.from_df(repeated)
+    hce_engines = importlib.import_module("hce.engines")
+    hce_engines.checked(twice)  # attempt ids unique: that says nothing of (item, attempt)
+    with pytest.raises(DataError, match="ratings by rater"):
+        hs.icc(twice, **call)
 
 
 

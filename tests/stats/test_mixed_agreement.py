@@ -3,7 +3,7 @@
 All four fit ``y ~ 1 + (1 | item_id) + (1 | rater)`` by REML on the same numbers when ``y`` is
 the log SD of each item x rater cell of an attempt log: ``spread_model`` builds that cell table
 itself, ``lmer`` and ``variance_components`` read the table built here, and ``icc`` reaches the
-same crossed model through its own REML code (:func:`hce.stats.reliability.icc.reml_components`),
+same crossed model through its own REML code (:func:`hce.stats.reliability.icc_reml.reml_components`),
 so the property compares two independent optimisers: ICC(A,1) = s2_item / (s2_item + s2_rater
 + s2_e) and ICC(C,1) = s2_item / (s2_item + s2_e). Five small incomplete designs per run
 (10-25% of cells missing, 2-4 attempts per cell, variances from 0 to large): each example fits

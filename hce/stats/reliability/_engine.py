@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import _label, plain
+from hce.engines import known_unique, remember_unique
 from hce.errors import DataError
 from hce.stats._frames import EngineFrame
 
@@ -33,7 +34,8 @@ class Rated:
 def rated(frame: EngineFrame, item: str, rater: str, score: str, *, numeric: bool) -> Rated:
     """Check long ratings in the engine and keep the rows holding one.
 
-    Two ratings of one target by one rater are refused, naming the pair, as in pandas.
+    Two ratings of one target by one rater are refused, naming the pair, as in pandas; once
+    per frame (a report runs ICC and alpha on each condition's attempts).
     """
     if numeric and not frame.is_numeric(score):
         raise DataError(f"column {score!r} must be numeric, got {frame.schema[score]} in the {frame.engine} "
@@ -41,6 +43,15 @@ def rated(frame: EngineFrame, item: str, rater: str, score: str, *, numeric: boo
     blank = frame.blank(score)
     kept = frame.where(~blank)
     n_missing = frame.where(blank).count_rows()
+    if not known_unique(frame.native, (item, rater)):
+        _refuse_repeated_ratings(kept, item, rater)
+        if frame.native is not None and not n_missing:  # every row was checked: no other score of this frame checks again
+            remember_unique(frame.native, (item, rater))
+    return Rated(kept, kept.count_distinct(rater), n_missing)
+
+
+def _refuse_repeated_ratings(kept: EngineFrame, item: str, rater: str) -> None:
+    """Two ratings of one target by one rater: refused, naming the first pair (a full grouped pass)."""
     import narwhals as nw
 
     repeats = (
@@ -51,7 +62,6 @@ def rated(frame: EngineFrame, item: str, rater: str, score: str, *, numeric: boo
         t, r, n = repeats.iloc[0][[item, rater, "_n"]]
         raise DataError(f"target {_label(t)} has {plain(n)} ratings by rater {_label(r)}; give each (target, rater) pair one rating, "
                         "or aggregate repeats first")  # fmt: skip
-    return Rated(kept, kept.count_distinct(rater), n_missing)
 
 
 def unit_counts(frame: EngineFrame, item: str, score: str) -> tuple[pd.Series, pd.Series, pd.Series]:

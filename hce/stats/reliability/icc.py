@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 import numpy as np
@@ -14,15 +13,23 @@ from scipy import stats
 
 from hce._checks import check_choice, check_confidence, plain, require_columns
 from hce.errors import DataError
-from hce.stats._numdiff import central_differences
 from hce.stats.mixed.formula import check_identifiable
 from hce.stats.reliability._common import COUNT_COLUMNS, counts, long_ratings
 from hce.stats.reliability._engine import rated
+from hce.stats.reliability.icc_reml import (
+    DesignSums,
+    KRule,
+    design_sums,
+    oneway_mean_squares,
+    reml_mean_squares,
+)
 from hce.stats._frames import EngineFrame
-from hce.stats._validate import ratings_statistic, statistic
+from hce.stats._validate import ratings_statistic
 
 Method = Literal["auto", "anova", "reml"]
-KRule = Literal["harmonic", "raters"]
+Forms = Literal["all", "oneway"]
+#: The forms ``forms="oneway"`` keeps: those of exchangeable raters (a judge's repeated attempts).
+ONEWAY = ("ICC1", "ICC1k")
 T = TypeVar("T")
 
 #: Shrout-Fleiss name, McGraw-Wong name, description, for the six forms in output order.
@@ -119,199 +126,21 @@ def icc_core(
     return rows
 
 
-def reml_components(
-    target: np.ndarray, rater: np.ndarray | None, y: np.ndarray, n: int, k: int
-) -> tuple[float, float, float]:
-    """REML variance components of ``y = mu + target + rater + error``, all random and crossed.
-
-    ``rater=None`` fits the one-way model ``y = mu + target + error`` (rater variance 0).
-    Returns ``(var_target, var_rater, var_error)``.
-
-    Notes
-    -----
-    With relative standard deviations ``theta = sd_effect / sd_error`` the profiled REML
-    deviance is ``(N - 1) log(q / (N - 1)) + log|M|``, where ``M`` is Henderson's mixed-model
-    matrix in the scaled form of Bates et al. (2015), ``[X'X, X'Z L; L Z'X, L Z'Z L + I]``, and
-    ``q`` the penalised residual sum of squares. The target block of ``M`` is diagonal and is
-    eliminated analytically; targets with equal numbers of ratings share its entries, so
-    one evaluation costs O(c k^2) for c distinct counts, whatever the number of targets.
-    The deviance is even in each theta, so it is minimised without bounds by
-    :func:`newton_even` and |theta| taken (theta = 0, a zero variance, is allowed).
-    """
-    return reml_of_sums(design_sums(target, rater, y, n, k), crossed=rater is not None)
-
-
-@dataclass(frozen=True)
-class DesignSums:
-    """What the REML deviance of the ICC models reads from the ratings (see :func:`reml_components`).
-
-    Targets rated the same number of times (a class) share their diagonal entry of the
-    eliminated block, so besides the totals (``nobs``, ``yy`` = sum y^2, ``sy`` = sum y) the
-    deviance needs, per class c of ``sizes[c]`` ratings: how many targets (``n_cls``), the sum
-    of their totals and of their squared totals (``ty_cls``, ``tyty_cls``); per rater, the
-    ratings and their sum (``nr``, ``ry``); per class and rater(s), how many targets the rater
-    rated (``w_cls``), the sum of their totals (``wty_cls``), and how many both raters rated
-    (``ww_cls``). ``per_target`` holds the ratings of each target.
-    """
-
-    nobs: int
-    yy: float
-    sy: float
-    sizes: np.ndarray
-    n_cls: np.ndarray
-    ty_cls: np.ndarray
-    tyty_cls: np.ndarray
-    nr: np.ndarray
-    ry: np.ndarray
-    w_cls: np.ndarray
-    wty_cls: np.ndarray
-    ww_cls: np.ndarray
-    per_target: np.ndarray
-
-
-def design_sums(target: np.ndarray, rater: np.ndarray | None, y: np.ndarray, n: int, k: int) -> DesignSums:
-    """:class:`DesignSums` of ratings ``y`` of targets ``target`` (codes 0..n-1) by raters
-    ``rater`` (codes 0..k-1; None: the one-way model, no rater sums)."""
-    nt = np.bincount(target, minlength=n)
-    ty = np.bincount(target, weights=y, minlength=n)
-    sizes, cls = np.unique(nt, return_inverse=True)
-    ty_cls = np.bincount(cls, weights=ty)  # sum over the class of target totals
-    tyty_cls = np.bincount(cls, weights=ty**2)
-    empty = np.zeros((len(sizes), 0))
-    nr = ry = np.zeros(0)
-    w_cls = wty_cls = empty
-    ww_cls = np.zeros((len(sizes), 0, 0))
-    if rater is not None:
-        nr = np.bincount(rater, minlength=k).astype(float)
-        ry = np.bincount(rater, weights=y, minlength=k)
-        w = np.zeros((n, k))
-        np.add.at(w, (target, rater), 1.0)
-        ww_cls = np.stack([w[cls == c].T @ w[cls == c] for c in range(len(sizes))])
-        w_cls = np.stack([w[cls == c].sum(axis=0) for c in range(len(sizes))])
-        wty_cls = np.stack([ty[cls == c] @ w[cls == c] for c in range(len(sizes))])
-    return DesignSums(len(y), float(y @ y), float(y.sum()), sizes.astype(float),
-                      np.bincount(cls, minlength=len(sizes)).astype(float), ty_cls, tyty_cls, nr, ry, w_cls, wty_cls,
-                      ww_cls, nt)  # fmt: skip
-
-
-def reml_of_sums(d: DesignSums, *, crossed: bool) -> tuple[float, float, float]:
-    """REML ``(var_target, var_rater, var_error)`` of the crossed model (``crossed``) or of
-    the one-way model from the design's sums (see :func:`reml_components`)."""
-    nobs, yy, sy, sizes, n_cls = d.nobs, d.yy, d.sy, d.sizes, d.n_cls
-    ty_cls, tyty_cls, nr, ry, w_cls, wty_cls, ww_cls = d.ty_cls, d.tyty_cls, d.nr, d.ry, d.w_cls, d.wty_cls, d.ww_cls
-    k = len(nr)
-
-    def deviance_parts(theta: np.ndarray) -> tuple[float, float]:
-        tt2 = theta[0] ** 2
-        inv_d = 1.0 / (tt2 * sizes + 1.0)
-        # fixed-effect row: g_i = n_i for the intercept
-        s00 = nobs - tt2 * (inv_d * n_cls * sizes**2).sum()
-        r0 = sy - tt2 * (inv_d * sizes * ty_cls).sum()
-        if not crossed:
-            s, r = np.array([[s00]]), np.array([r0])
-        else:
-            tr = theta[1]
-            # rater rows: g_i = theta_r w_i
-            s = np.empty((k + 1, k + 1))
-            s[0, 0] = s00
-            s[0, 1:] = s[1:, 0] = tr * (nr - tt2 * (inv_d * sizes) @ w_cls)
-            s[1:, 1:] = tr**2 * (np.diag(nr) - tt2 * np.tensordot(inv_d, ww_cls, 1))
-            s[1:, 1:] += np.eye(k)
-            r = np.concatenate([[r0], tr * (ry - tt2 * inv_d @ wty_cls)])
-        chol = np.linalg.cholesky(s)
-        z = np.linalg.solve(chol, r)
-        logdet = -(n_cls * np.log(inv_d)).sum() + 2 * np.log(np.diag(chol)).sum()
-        q = yy - tt2 * (inv_d * tyty_cls).sum() - z @ z
-        return logdet, q
-
-    def deviance(theta: np.ndarray) -> float:
-        logdet, q = deviance_parts(theta)
-        return (nobs - 1) * np.log(q / (nobs - 1)) + logdet
-
-    npar = 2 if crossed else 1
-    fits = [newton_even(deviance, np.full(npar, x0)) for x0 in (1.0, 0.2)]
-    theta = min(fits, key=deviance)
-    var_e = deviance_parts(theta)[1] / (nobs - 1)
-    var_r = var_e * theta[1] ** 2 if crossed else 0.0
-    return var_e * theta[0] ** 2, var_r, var_e
-
-
-def newton_even(f, x: np.ndarray, *, max_iter: int = 100) -> np.ndarray:
-    """Minimise a smooth function of a few parameters, even in each, by damped Newton.
-
-    Gradient and Hessian come from central differences; the Hessian's eigenvalues are
-    made positive so every step descends, and steps are halved until the value drops.
-    Returns ``|x|`` at the minimum. Used instead of scipy's bounded quasi-Newton because
-    REML surfaces are flat along a variance with few levels (say 4 raters), where
-    quasi-Newton stops early, and because a few exact Newton steps are cheaper.
-    """
-    x = np.asarray(x, dtype=float)
-    fx = f(x)
-    for _ in range(max_iter):
-        grad, hess = central_differences(f, x, 1e-4 * np.maximum(np.abs(x), 0.1), fx)
-        w, v = np.linalg.eigh(hess)
-        w = np.maximum(np.abs(w), 1e-8 * max(1.0, np.abs(w).max()))
-        step = -(v / w) @ (v.T @ grad)
-        t = 1.0
-        while t > 1e-12:
-            f_new = f(x + t * step)
-            if f_new <= fx:
-                break
-            t /= 2
-        else:
-            break  # no descent along the Newton direction: at the minimum
-        moved = np.abs(t * step).max()
-        x, drop, fx = x + t * step, fx - f_new, f_new
-        if drop < 1e-12 and moved < 1e-8 * (1 + np.abs(x).max()):
-            break
-    return np.abs(x)
-
-
-def reml_mean_squares(d: DesignSums, n: int, k: int, k_rule: KRule = "harmonic") -> tuple[dict[str, float], float]:
-    """Pseudo mean squares rebuilt from REML components, and the k they refer to.
-
-    ``d`` holds the sums of ratings of ``n`` targets by ``k`` raters (:func:`design_sums`).
-    ``k_rule="harmonic"``: ``k`` is the harmonic mean of ratings per target, the degrees of
-    freedom are the design's own, and ``msr_oneway`` carries the one-way fit for ICC1.
-    ``k_rule="raters"``: psych's ``ICC(x, lmer=TRUE)``: ``k`` is the number of raters, MSW is
-    ``s2_e + s2_r`` from the crossed fit, and the degrees of freedom are those of the complete
-    design. In a complete design with interior REML estimates both equal the ANOVA mean
-    squares exactly, so :func:`icc_core` gives the classical answer.
-    """
-    nobs = d.nobs
-    vt, vr, ve = reml_of_sums(d, crossed=True)
-    if k_rule == "raters":
-        ms = dict(
-            msr=ve + k * vt, msc=ve + n * vr, mse=ve, msw=ve + vr,
-            df_r=n - 1, df_c=k - 1, df_e=(n - 1) * (k - 1), df_w=n * (k - 1),
-        )  # fmt: skip
-        return ms, float(k)
-    k_bar = len(d.per_target) / (1.0 / d.per_target).sum()
-    vt1, _, vw = reml_of_sums(d, crossed=False)
-    ms = dict(
-        msr=ve + k_bar * vt, msc=ve + n * vr, mse=ve, msw=vw,
-        df_r=n - 1, df_c=k - 1, df_e=nobs - n - k + 1, df_w=nobs - n,
-    )  # fmt: skip
-    # the one-way F uses its own fit: MSR* = MSW* + k * var_target(one-way)
-    ms["msr_oneway"] = vw + k_bar * vt1
-    return ms, k_bar
-
-
 def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, confidence: float, method: Method,
-                   k: KRule) -> pd.DataFrame:  # fmt: skip
+                   k: KRule, forms: Forms = "all") -> pd.DataFrame:  # fmt: skip
     """:func:`icc` of a frame of another engine, from grouped sums.
 
     ANOVA: the means of each target and rater and the total sum of squares (targets not
     rated by every rater left out by a join, as in pandas). REML: the :class:`DesignSums`,
     from grouped passes over the ratings joined with their target's count and total (per
     class of targets and rater, and per class and pair of raters): numbers of the order of
-    classes x raters^2, never the ratings.
+    classes x raters^2, never the ratings. ``forms="oneway"`` skips what only the two-way forms
+    read: the rater means (ANOVA) and the rater and rater-pair sums (REML, ``k="harmonic"``).
     """
     import narwhals as nw
 
-    check_confidence(confidence)
-    check_choice("method", method, ["auto", "anova", "reml"])
-    check_choice("k", k, ["harmonic", "raters"])
+    check_options(confidence, method, k, forms)
+    oneway = forms == "oneway"
     ratings = rated(frame, item, rater, score, numeric=True)
     f, y = ratings.frame, nw.col(score).cast(nw.Float64)
     targets = f.frame.with_columns(y.alias("_y")).group_by(item).agg(nw.len().alias("_ni"), nw.col("_y").sum().alias("_ty"))
@@ -336,7 +165,9 @@ def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, con
             raise DataError("fewer than 2 targets are rated by every rater; use method='reml'")
         kept = f if full.all() else EngineFrame(f.frame.join(
             targets.filter(nw.col("_ni") == n_raters).select(item), on=item))  # fmt: skip
-        rows, columns = kept.cell_moments([item], score), kept.cell_moments([rater], score)
+        rows = kept.cell_moments([item], score)
+        # the one-way forms do not read the rater means: NaN leaves the two-way mean squares NaN
+        column_means = np.full(n_raters, np.nan) if oneway else kept.cell_moments([rater], score)["mean"].to_numpy(float)
         grand = float(kept.frame.select(y.mean().alias("m")).collect().to_pandas()["m"].iloc[0])
         n_kept = int(full.sum())
         # The total sum of squares as between plus within targets, the within part from each target's
@@ -344,18 +175,22 @@ def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, con
         # matrix does, where the engine's total variance minus the between part leaves rounding noise.
         target_means = rows["mean"].to_numpy(float)
         ss_t = n_raters * float(((target_means - grand) ** 2).sum()) + float(rows["ss"].sum())
-        ms = mean_squares_of_means(target_means, columns["mean"].to_numpy(float), grand, ss_t)
+        ms = mean_squares_of_means(target_means, column_means, grand, ss_t)
         n_count = counts(n_kept, n_raters, n_kept * n_raters, ratings.n_missing + nobs - n_kept * n_raters)
-        return _icc_table(ms, n_kept, float(n_raters), method, k, confidence, n_count)
+        return _icc_table(ms, n_kept, float(n_raters), method, k, confidence, n_count, forms)
     # identical partitions need as many levels as ratings, which the level counts refuse first
     check_identifiable([(f"(1 | {item})", item, None, n_targets, 1), (f"(1 | {rater})", rater, None, n_raters, 1)], nobs)
-    ms, k_used = reml_mean_squares(_engine_design_sums(f, targets, per_target, item, rater, score), n_targets,
-                                   n_raters, k)  # fmt: skip
-    return _icc_table(ms, n_targets, k_used, method, k, confidence, counts(n_targets, n_raters, nobs, ratings.n_missing))
+    crossed = not (oneway and k == "harmonic")
+    sums = _engine_design_sums(f, targets, per_target, item, rater, score, crossed=crossed)
+    ms, k_used = reml_mean_squares(sums, n_targets, n_raters, k) if crossed else oneway_mean_squares(sums, n_targets)
+    return _icc_table(ms, n_targets, k_used, method, k, confidence, counts(n_targets, n_raters, nobs, ratings.n_missing),
+                      forms)  # fmt: skip
 
 
-def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item: str, rater: str, score: str) -> DesignSums:
-    """:class:`DesignSums` of the ratings in an engine (see :func:`_icc_in_engine`)."""
+def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item: str, rater: str, score: str, *,
+                        crossed: bool = True) -> DesignSums:  # fmt: skip
+    """:class:`DesignSums` of the ratings in an engine (see :func:`_icc_in_engine`); not
+    ``crossed``: the one-way model's, without the rater sums."""
     import narwhals as nw
 
     y = nw.col(score).cast(nw.Float64)
@@ -363,6 +198,12 @@ def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item:
         nw.len().alias("n"), nw.col("_y").sum().alias("sy"), nw.col("_yy").sum().alias("yy")).collect().to_pandas().iloc[0]  # fmt: skip
     nt, ty = per_target["_ni"].to_numpy(), per_target["_ty"].to_numpy(float)
     sizes, cls = np.unique(nt, return_inverse=True)
+    n_cls, ty_cls, tyty_cls = np.bincount(cls).astype(float), np.bincount(cls, weights=ty), np.bincount(cls, weights=ty**2)
+    if not crossed:
+        none = np.zeros(0)
+        return DesignSums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), sizes.astype(float), n_cls, ty_cls,
+                          tyty_cls, none, none, np.zeros((len(sizes), 0)), np.zeros((len(sizes), 0)),
+                          np.zeros((len(sizes), 0, 0)), nt)  # fmt: skip
     by_rater = f.frame.with_columns(y.alias("_y")).group_by(rater).agg(nw.len().alias("_n"), nw.col("_y").sum().alias("_s"))
     by_rater = by_rater.collect().to_pandas().sort_values(rater, kind="stable")
     raters = pd.Index(by_rater[rater])
@@ -374,10 +215,9 @@ def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item:
     w_cls = np.bincount(at, weights=per_cls["_w"].to_numpy(float), minlength=c * k).reshape(c, k)
     wty_cls = np.bincount(at, weights=per_cls["_wty"].to_numpy(float), minlength=c * k).reshape(c, k)
     ww_cls = _rater_pairs(f, pairs, targets, nt, raters, sizes, w_cls, item, rater)
-    return DesignSums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), sizes.astype(float),
-                      np.bincount(cls, minlength=c).astype(float), np.bincount(cls, weights=ty),
-                      np.bincount(cls, weights=ty**2), by_rater["_n"].to_numpy(float), by_rater["_s"].to_numpy(float),
-                      w_cls, wty_cls, ww_cls, nt)  # fmt: skip
+    return DesignSums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), sizes.astype(float), n_cls, ty_cls,
+                      tyty_cls, by_rater["_n"].to_numpy(float), by_rater["_s"].to_numpy(float), w_cls, wty_cls, ww_cls,
+                      nt)  # fmt: skip
 
 
 def _rater_pairs(f: EngineFrame, pairs, targets, nt: np.ndarray, raters: pd.Index, sizes: np.ndarray,
@@ -432,6 +272,7 @@ def icc(
     confidence: float = 0.95,
     method: Method = "auto",
     k: KRule = "harmonic",
+    forms: Forms = "all",
 ) -> pd.DataFrame:
     """Intraclass correlation coefficients: all six Shrout-Fleiss forms, with F tests and CIs.
 
@@ -452,6 +293,12 @@ def icc(
         Under REML, the number of ratings the mean forms (ICC1k, ICC2k, ICC3k) average:
         the harmonic mean of ratings per item, or the number of raters (see Notes). A
         complete design gives the same k either way.
+    forms : {"all", "oneway"}, default "all"
+        ``"oneway"``: only ICC1 and ICC1k, the forms for exchangeable raters (a judge's
+        repeated attempts, which have no identity to agree on), with the same numbers as
+        their rows under ``"all"``. It skips the two-way model: under REML with
+        ``k="harmonic"`` the crossed fit and, in an engine, its per-rater and rater-pair
+        sums (the costliest passes over a large log).
 
     Returns
     -------
@@ -542,9 +389,7 @@ def icc(
     4  ICC2k    ICC(A,k)      0.62    0.07     0.93
     5  ICC3k    ICC(C,k)      0.91    0.68     0.99
     """
-    check_confidence(confidence)
-    check_choice("method", method, ["auto", "anova", "reml"])
-    check_choice("k", k, ["harmonic", "raters"])
+    check_options(confidence, method, k, forms)
     k_rule = k
     r = long_ratings(data, item, rater, score)
     if r.n_raters < 2 or r.n_targets < 2:
@@ -581,16 +426,29 @@ def icc(
              (f"(1 | {rater})", rater, r.rater, r.n_raters, 1)],
             len(r.value),
         )  # fmt: skip
-        ms, k = reml_mean_squares(design_sums(r.target, r.rater, r.value, r.n_targets, r.n_raters), r.n_targets,
-                                  r.n_raters, k_rule)  # fmt: skip
+        if forms == "oneway" and k_rule == "harmonic":
+            sums = design_sums(r.target, None, r.value, r.n_targets, r.n_raters)
+            ms, k = oneway_mean_squares(sums, r.n_targets)
+        else:
+            sums = design_sums(r.target, r.rater, r.value, r.n_targets, r.n_raters)
+            ms, k = reml_mean_squares(sums, r.n_targets, r.n_raters, k_rule)
         n, n_used = r.n_targets, len(r.value)
     n_count = counts(n, r.n_raters, n_used, r.n_missing + len(r.value) - n_used)
-    return _icc_table(ms, n, k, method, k_rule, confidence, n_count)
+    return _icc_table(ms, n, k, method, k_rule, confidence, n_count, forms)
+
+
+def check_options(confidence: float, method: str, k: str, forms: str) -> None:
+    """Refuse an option :func:`icc` does not know, naming it."""
+    check_confidence(confidence)
+    check_choice("method", method, ["auto", "anova", "reml"])
+    check_choice("k", k, ["harmonic", "raters"])
+    check_choice("forms", forms, ["all", "oneway"])
 
 
 def _icc_table(ms: dict[str, float], n: int, k: float, method: str, k_rule: KRule, confidence: float,
-               n_count: dict[str, int]) -> pd.DataFrame:  # fmt: skip
-    """icc's table of the six forms from the mean squares (ANOVA's, or REML's pseudo ones)."""
+               n_count: dict[str, int], forms: Forms = "all") -> pd.DataFrame:  # fmt: skip
+    """icc's table of the six forms (or the one-way two) from the mean squares (ANOVA's, or
+    REML's pseudo ones)."""
     if method == "anova":
         label, ci_label = "ANOVA mean squares", EXACT_CI
     else:
@@ -614,6 +472,8 @@ def _icc_table(ms: dict[str, float], n: int, k: float, method: str, k_rule: KRul
             for i, ((sf, mw, desc), row) in enumerate(zip(FORMS, rows))
         ]
     )
+    if forms == "oneway":
+        out = out[out["metric"].isin(ONEWAY)].reset_index(drop=True)
     return out[COLUMNS]
 
 

@@ -10,7 +10,8 @@ from irr_tables import SHROUT_FLEISS, expected, long_from_wide, shared_csv
 
 from hce.errors import DataError
 from hce.stats import icc, icc_groups
-from hce.stats.reliability.icc import mean_squares, reml_components
+from hce.stats.reliability.icc import mean_squares
+from hce.stats.reliability.icc_reml import reml_components
 
 FORMS = ["ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"]
 
