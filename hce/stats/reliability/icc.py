@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Literal, TypeVar
 
 import numpy as np
@@ -21,6 +22,7 @@ from hce.stats.reliability.icc_reml import (
     KRule,
     design_sums,
     oneway_mean_squares,
+    oneway_sums,
     reml_mean_squares,
 )
 from hce.stats._frames import EngineFrame
@@ -197,13 +199,10 @@ def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item:
     totals = f.frame.with_columns(y.alias("_y"), (y * y).alias("_yy")).select(
         nw.len().alias("n"), nw.col("_y").sum().alias("sy"), nw.col("_yy").sum().alias("yy")).collect().to_pandas().iloc[0]  # fmt: skip
     nt, ty = per_target["_ni"].to_numpy(), per_target["_ty"].to_numpy(float)
-    sizes, cls = np.unique(nt, return_inverse=True)
-    n_cls, ty_cls, tyty_cls = np.bincount(cls).astype(float), np.bincount(cls, weights=ty), np.bincount(cls, weights=ty**2)
+    d = oneway_sums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), nt, ty)
     if not crossed:
-        none = np.zeros(0)
-        return DesignSums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), sizes.astype(float), n_cls, ty_cls,
-                          tyty_cls, none, none, np.zeros((len(sizes), 0)), np.zeros((len(sizes), 0)),
-                          np.zeros((len(sizes), 0, 0)), nt)  # fmt: skip
+        return d
+    sizes = d.sizes
     by_rater = f.frame.with_columns(y.alias("_y")).group_by(rater).agg(nw.len().alias("_n"), nw.col("_y").sum().alias("_s"))
     by_rater = by_rater.collect().to_pandas().sort_values(rater, kind="stable")
     raters = pd.Index(by_rater[rater])
@@ -215,9 +214,8 @@ def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item:
     w_cls = np.bincount(at, weights=per_cls["_w"].to_numpy(float), minlength=c * k).reshape(c, k)
     wty_cls = np.bincount(at, weights=per_cls["_wty"].to_numpy(float), minlength=c * k).reshape(c, k)
     ww_cls = _rater_pairs(f, pairs, targets, nt, raters, sizes, w_cls, item, rater)
-    return DesignSums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), sizes.astype(float), n_cls, ty_cls,
-                      tyty_cls, by_rater["_n"].to_numpy(float), by_rater["_s"].to_numpy(float), w_cls, wty_cls, ww_cls,
-                      nt)  # fmt: skip
+    return replace(d, nr=by_rater["_n"].to_numpy(float), ry=by_rater["_s"].to_numpy(float), w_cls=w_cls, wty_cls=wty_cls,
+                   ww_cls=ww_cls)  # fmt: skip
 
 
 def _rater_pairs(f: EngineFrame, pairs, targets, nt: np.ndarray, raters: pd.Index, sizes: np.ndarray,
@@ -388,6 +386,14 @@ def icc(
     3  ICC1k      ICC(k)      0.44   -0.88     0.91
     4  ICC2k    ICC(A,k)      0.62    0.07     0.93
     5  ICC3k    ICC(C,k)      0.91    0.68     0.99
+
+    A judge's repeated attempts are exchangeable raters: ``forms="oneway"`` gives their two
+    forms, the same rows, without fitting the two-way model:
+
+    >>> icc(long, item="target", rater="judge", score="value", forms="oneway")[["metric", "estimate"]].round(2)
+      metric  estimate
+    0   ICC1      0.17
+    1  ICC1k      0.44
     """
     check_options(confidence, method, k, forms)
     k_rule = k

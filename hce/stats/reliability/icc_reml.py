@@ -8,7 +8,7 @@ read (:func:`reml_mean_squares`, :func:`oneway_mean_squares`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -68,29 +68,33 @@ class DesignSums:
     per_target: np.ndarray
 
 
+def oneway_sums(nobs: int, yy: float, sy: float, nt: np.ndarray, ty: np.ndarray) -> DesignSums:
+    """:class:`DesignSums` of the one-way model (no rater sums) from the totals and, per target,
+    the number of ratings ``nt`` and their sum ``ty``; :func:`dataclasses.replace` adds the
+    rater sums of the crossed model."""
+    sizes, cls = np.unique(nt, return_inverse=True)
+    c = len(sizes)
+    return DesignSums(nobs, yy, sy, sizes.astype(float), np.bincount(cls, minlength=c).astype(float),
+                      np.bincount(cls, weights=ty, minlength=c), np.bincount(cls, weights=ty**2, minlength=c),
+                      np.zeros(0), np.zeros(0), np.zeros((c, 0)), np.zeros((c, 0)), np.zeros((c, 0, 0)), nt)  # fmt: skip
+
+
 def design_sums(target: np.ndarray, rater: np.ndarray | None, y: np.ndarray, n: int, k: int) -> DesignSums:
     """:class:`DesignSums` of ratings ``y`` of targets ``target`` (codes 0..n-1) by raters
     ``rater`` (codes 0..k-1; None: the one-way model, no rater sums)."""
     nt = np.bincount(target, minlength=n)
     ty = np.bincount(target, weights=y, minlength=n)
-    sizes, cls = np.unique(nt, return_inverse=True)
-    ty_cls = np.bincount(cls, weights=ty)  # sum over the class of target totals
-    tyty_cls = np.bincount(cls, weights=ty**2)
-    empty = np.zeros((len(sizes), 0))
-    nr = ry = np.zeros(0)
-    w_cls = wty_cls = empty
-    ww_cls = np.zeros((len(sizes), 0, 0))
-    if rater is not None:
-        nr = np.bincount(rater, minlength=k).astype(float)
-        ry = np.bincount(rater, weights=y, minlength=k)
-        w = np.zeros((n, k))
-        np.add.at(w, (target, rater), 1.0)
-        ww_cls = np.stack([w[cls == c].T @ w[cls == c] for c in range(len(sizes))])
-        w_cls = np.stack([w[cls == c].sum(axis=0) for c in range(len(sizes))])
-        wty_cls = np.stack([ty[cls == c] @ w[cls == c] for c in range(len(sizes))])
-    return DesignSums(len(y), float(y @ y), float(y.sum()), sizes.astype(float),
-                      np.bincount(cls, minlength=len(sizes)).astype(float), ty_cls, tyty_cls, nr, ry, w_cls, wty_cls,
-                      ww_cls, nt)  # fmt: skip
+    d = oneway_sums(len(y), float(y @ y), float(y.sum()), nt, ty)
+    if rater is None:
+        return d
+    cls = np.searchsorted(d.sizes, nt)
+    w = np.zeros((n, k))
+    np.add.at(w, (target, rater), 1.0)
+    classes = range(len(d.sizes))
+    return replace(d, nr=np.bincount(rater, minlength=k).astype(float), ry=np.bincount(rater, weights=y, minlength=k),
+                   w_cls=np.stack([w[cls == c].sum(axis=0) for c in classes]),
+                   wty_cls=np.stack([ty[cls == c] @ w[cls == c] for c in classes]),
+                   ww_cls=np.stack([w[cls == c].T @ w[cls == c] for c in classes]))  # fmt: skip
 
 
 def reml_of_sums(d: DesignSums, *, crossed: bool) -> tuple[float, float, float]:
