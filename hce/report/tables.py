@@ -94,6 +94,19 @@ def header(column: object) -> str:
     return text[:1].upper() + text[1:]
 
 
+def words(code: object) -> str:
+    """A code a reader sees as words: a stratum, dimension or setting name (``age_band`` -> ``age band``).
+
+    Text without underscores is returned as it is; anything else as its string.
+
+    Examples
+    --------
+    >>> [words(c) for c in ("age_band", "evidence_type", "gender", "P2.3")]
+    ['age band', 'evidence type', 'gender', 'P2.3']
+    """
+    return str(code).replace("_", " ")
+
+
 def _column_decimals(digits: int, values: pd.Series, *limits: pd.Series) -> int | None:
     """One number of decimals for a whole column (each row's need, the most of them), so a column
     reads alike; None (each cell its own) when some row needs scientific notation."""
@@ -219,7 +232,7 @@ class Table:
                 out.append((header(column), [format_number(v, self.digits) if d is None else fixed(float(v), d)
                                              for v, (d, _) in zip(values, places)], False))  # fmt: skip
             elif column in self.readable:
-                out.append((header(column), [str(v).replace("_", " ") if isinstance(v, str) else format_number(v) for v in values], True))
+                out.append((header(column), [words(v) if isinstance(v, str) else format_number(v) for v in values], True))
             else:
                 out.append((header(column), [format_number(v, self.digits) for v in values], _is_text(values)))
         return out

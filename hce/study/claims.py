@@ -16,6 +16,7 @@ import pandas as pd
 from hce._pvalues import p_text
 from hce._vocabulary import EFFECT_COLUMNS
 from hce.report.numbers import fixed, format_ci, interval_decimals
+from hce.report.tables import words
 from hce.stats.result import AnalysisResult
 from hce.stats.tests import p_adjust
 from hce.study.rules import (
@@ -375,7 +376,7 @@ def _small_levels(pairs: pd.DataFrame | None) -> str:
     order = {stratum: i for i, stratum in enumerate(pairs["stratum"].unique())}  # the strata in the analysis's order
     sizes = sizes.drop_duplicates(["stratum", "level"]).assign(order=lambda f: f["stratum"].map(order))
     small = sizes[sizes["n"] < MIN_PER_LEVEL].sort_values(["order", "level"], kind="stable")
-    return ", ".join(f"{row.stratum} {row.level} ({int(row.n)})" for row in small.itertuples(index=False))
+    return ", ".join(f"{words(row.stratum)} {row.level} ({int(row.n)})" for row in small.itertuples(index=False))
 
 
 def _strata_reason(log: pd.DataFrame) -> str:

@@ -48,7 +48,7 @@ SET_EXPERIMENTS = {"A": "EXP2_PromptOptimization", "B": "EXP3_ModelComparison", 
 ALGORITHM = "sha256-keyed-shuffle-v1"
 ALGORITHM_TEXT = (
     "Order TranscriptIDs by SHA-256(UTF-8('<seed>:<id>')) as lower-case hex (ties by ID); "
-    "Set A = first n_a, Set B = next n_b, Set C = the rest."
+    "Set A takes the first IDs of that order, Set B the next, Set C the rest (the sizes below)."
 )
 
 

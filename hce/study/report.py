@@ -124,6 +124,8 @@ CAPTIONS = {
 #: conditions instead when a level covers several (Exp 1 compares two named prompts: refused).
 COMPARED = ("EXP2_PromptOptimization", "EXP3_ModelComparison")
 INLINE_ROWS = 30
+#: Columns whose codes (a transcript metadata column's name) tables show in words; the CSV keeps the codes.
+READABLE = ("stratum",)
 # One row per item (or per bin): always written to CSV, never printed in the body.
 PER_ITEM_TABLES = {"sd", "mae", "mean_scores", "distribution", "sd_histogram"}
 
@@ -219,7 +221,8 @@ def is_simulated(log: pd.DataFrame) -> bool:
 
 
 def _table(result: AnalysisResult, name: str, prefix: str, confidence: float) -> Table:
-    return Table(result[name], caption=CAPTIONS.get(name, name.replace("_", " ")), name=f"{prefix}_{name}", confidence=confidence)
+    return Table(result[name], caption=CAPTIONS.get(name, name.replace("_", " ")), name=f"{prefix}_{name}", confidence=confidence,
+                 readable=READABLE)
 
 
 def _one_level(log: pd.DataFrame, experiment_id: str, results: StudyResults) -> bool:

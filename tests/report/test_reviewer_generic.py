@@ -322,7 +322,7 @@ def test_calibration_plot_shows_bin_sizes_and_hides_small_bins():
     drawn = np.vstack([c.get_offsets() for c in ax.collections if len(c.get_offsets()) and hasattr(c, "get_sizes")])
     assert 0.15 not in drawn[:, 0] and {0.55, 0.9} <= set(np.round(drawn[:, 0], 9))
     assert sorted(t.get_text() for t in ax.texts) == ["n=398", "n=40"]
-    assert "1 bin(s) with < 10 forecasts not shown (2 in all)" in ax.get_xlabel()
+    assert "1 bin with < 10 forecasts not shown (2 in all)" in ax.get_xlabel()
 
 
 def test_every_column_keeps_its_own_header():

@@ -481,7 +481,7 @@ def test_reliability_diagram_hides_small_bins_and_shows_bin_sizes():
     ax = reliability_diagram(table, min_count=10)
     texts = [t.get_text() for t in ax.texts]
     assert "n=398" in texts and "n=2" not in texts
-    assert "1 bin(s) with < 10 forecasts not shown (2 in all)" in ax.get_xlabel()  # under the axis, off the points
+    assert "1 bin with < 10 forecasts not shown (2 in all)" in ax.get_xlabel()  # under the axis, off the points
     points = [line.get_xdata() for line in ax.get_lines() if line.get_linestyle() != "--"]
     assert all(0.35 not in np.asarray(x) for x in points)
     plt.close("all")

@@ -101,6 +101,34 @@ def test_table_3_shows_codes_in_words(outputs):
         assert rows and not [r for r in rows if "_" in r["Dimension"] + r["Code"]], name  # "evidence type", not evidence_type
 
 
+#: Codes a manuscript may print as they are: files and folders a reader opens, and the study file's keys the authors set.
+_NAMED_AS_CODE = r"(?:[\w/.-]*\.(?:csv|json|png|md|sh|yaml)\b|hce\.[\w.]+|manuscript\.\w+)"
+
+
+def snake_case_in(text: str) -> list[str]:
+    """Each snake_case word (``age_band``, ``max_tokens``, also escaped ``age\\_band``) outside a file name or study-file key."""
+    text = re.sub(r"\\hcenum\{([^}]*)\}\{[^}]*\}|\\label\{[^}]*\}", r"\1", text.replace("\\_", "_"))  # LaTeX's sources
+    text = re.sub(_NAMED_AS_CODE, " ", text)
+    return [m.group(0) for m in re.finditer(r"(?<![\w.])[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", text)]
+
+
+def test_the_manuscript_writes_names_as_words_not_codes(outputs):
+    """Issue 45: strata (age_band), settings (max_tokens, model_version) and the partition's n_a were printed as codes."""
+    for name in ("manuscript/manuscript.md", "manuscript/manuscript.tex", "manuscript/manuscript.docx"):
+        found = snake_case_in(outputs[name])
+        assert not found, f"{name}: {sorted(set(found))}"
+    manuscript = outputs["manuscript/manuscript.md"]
+    assert "age band (mean total)" in manuscript and "maximum output tokens" in manuscript
+
+
+def test_the_report_shows_strata_in_words(outputs):
+    report = markdown_tables(outputs["report.md"])
+    strata = [r["Stratum"] for rows in report.values() for r in rows if "Stratum" in r]
+    assert "age band" in strata and not [s for s in strata if "_" in s]  # the CSVs keep the codes the sources name
+    (sm6,) = [r for rows in report.values() for r in rows if r.get("ID") == "SM6"]
+    assert "age band 18-29" in " ".join(sm6.values()) and "age_band" not in " ".join(sm6.values())
+
+
 def _sections(word) -> list[tuple[object, float]]:
     """Each table of the document with its section's text width (points)."""
     from docx.oxml.ns import qn

@@ -24,6 +24,7 @@ from hce.report.manuscript.model import (
     Paragraph,
     Placeholder,
 )
+from hce.report.tables import words
 from hce.study.claims import NEAR_ALPHA_WHY, near_alpha
 from hce.study.manuscript.cells import Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
@@ -190,7 +191,7 @@ def _strata_sizes(facts: StudyFacts, cells: Cells) -> list[list[Inline]]:
         return []
     parts: list[Inline] = ["Transcripts per stratum level in Experiment 5: "]
     for i, (stratum, counts) in enumerate(sizes.items()):
-        parts.append(f"{'; ' if i else ''}{stratum}: ")
+        parts.append(f"{'; ' if i else ''}{words(stratum)}: ")
         for j, (level, n) in enumerate(counts.items()):
             parts += [", " if j else "", f"{level} ", _stratum_n(cells, stratum, level, int(n))]
     # the minimum per level is Success Metric 6's rule, cited with it in 4.1: said here in words, not as a bare number
@@ -232,7 +233,7 @@ def _drift(facts: StudyFacts, cells: Cells) -> list[Inline]:
     of the attempts' timestamps (Table 1's first and last call, cited)."""
     versions = facts.versions()
     if versions.empty:
-        return ["No call returned a model_version, so model drift cannot be assessed from the logs."]
+        return ["No call returned a model version, so model drift cannot be assessed from the logs."]
     changed = versions[(versions["n_versions"] > 1) | (versions["first_version"] != versions["last_version"])]
     span: list[Inline] = []
     table = cells.frame("table1_datasets") if cells.has("table1_datasets") else pd.DataFrame()
@@ -244,10 +245,10 @@ def _drift(facts: StudyFacts, cells: Cells) -> list[Inline]:
                 Number(str(cells.value("table1_datasets", last, "last_call")), cells.source("table1_datasets", last, "last_call")),
                 " UTC, Table 1)"]  # fmt: skip
     if changed.empty:
-        return ["Each model returned one model_version for all its calls", *span, "; no drift was seen within the study, "
+        return ["Each model returned one model version for all its calls", *span, "; no drift was seen within the study, "
                 "but the same names may answer differently later."]  # fmt: skip
     moved = "; ".join(f"{r.model}: {r.first_version} first, {r.last_version} last ({r.n_versions} versions)" for r in changed.itertuples())
-    return ["Model drift: the model_version returned changed during the study", *span, f": {moved}."]
+    return ["Model drift: the model version returned changed during the study", *span, f": {moved}."]
 
 
 def discussion(facts: StudyFacts, cells: Cells) -> list[Block]:

@@ -23,6 +23,7 @@ import yaml
 
 from hce.errors import DataError
 from hce.log import read_log
+from hce.report.tables import words
 from hce.rubric import Rubric, kept_rubric, load_rubric
 from hce.study.config import JUDGED_LOGS
 from hce.study.handoffs import decisions_in
@@ -42,6 +43,10 @@ COMPARED = {"EXP1_BaselineRubricUtility": "prompt_id", "EXP2_PromptOptimization"
             "EXP3_ModelComparison": "model"}  # fmt: skip
 #: The request settings the Methods name per experiment, and that confound a comparison when they differ with its factor.
 REQUEST_SETTINGS = ("model", "prompt_id", "temperature", "max_tokens")
+#: Request settings as the Methods name them (the log's and the API's names are codes); others in :func:`words`.
+SETTING_WORDS = {"prompt_id": "prompt", "max_tokens": "maximum output tokens", "top_p": "top-p",
+                 "model_version": "model version", "top_logprobs": "top log-probabilities per token",
+                 "logprobs": "token log-probabilities", "response_format": "reply format"}
 _COLUMNS = ["experiment_id", "item_id", "condition_id", "prompt_id", "model", "model_version", "timestamp",
             "temperature", "max_tokens", "retries", "error_flag", "error_message", "system_fingerprint"]  # fmt: skip
 
@@ -216,3 +221,14 @@ def sent_values(values: pd.Series) -> str:
     shown = sorted({"not sent (API default)" if pd.isna(v) else f"{v:g}" if isinstance(v, (int, float)) else str(v)
                     for v in values})  # fmt: skip
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def setting_words(name: object) -> str:
+    """A request setting's name as the Methods write it.
+
+    Examples
+    --------
+    >>> [setting_words(s) for s in ("max_tokens", "temperature", "reasoning_effort")]
+    ['maximum output tokens', 'temperature', 'reasoning effort']
+    """
+    return SETTING_WORDS.get(str(name), words(name))

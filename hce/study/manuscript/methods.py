@@ -26,8 +26,10 @@ from hce.report.manuscript.model import (
     Paragraph,
     Placeholder,
 )
+from hce.report.tables import words
 from hce.study.manuscript.cells import Cells
-from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts, sent_values
+from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts, sent_values, setting_words
+from hce.study.partition import ALGORITHM, ALGORITHM_TEXT
 
 #: How each packaged prompt asks for its score (seed 000 section 6).
 PROMPTS = {"P1.1": "non-rubric holistic score (G1)", "P1.2": "rubric-based scores per category (G2)",
@@ -59,7 +61,7 @@ def _datasets_section(facts: StudyFacts, cells: Cells) -> list[Block]:
         blocks.append(Paragraph([
             (f"The corpus held {part.get('n_master')} transcripts ({_joined(part.get('sources') or ['sources not recorded'])}). "
             f"They were partitioned once, before any scoring, with seed {part.get('seed')} ({part.get('algorithm')}: "
-            f"{part.get('algorithm_text')}): {sets}. Transcript IDs per set are listed in Supplement S3. ")]))  # fmt: skip
+            f"{ALGORITHM_TEXT if part.get('algorithm') == ALGORITHM else part.get('algorithm_text')}): {sets}. Transcript IDs per set are listed in Supplement S3. ")]))  # fmt: skip
     else:
         blocks.append(Paragraph(["The study folder records no partition (partition.json): Experiments 2-5 were not run on real transcripts."]))
     sources = facts.manuscript["data_sources"]
@@ -108,8 +110,8 @@ def _models_section(facts: StudyFacts) -> list[Block]:
         rows = log[log["model"] == row.model]
         used_in = _joined(EXPERIMENTS.get(e, (e,))[0] for e in sorted(rows["experiment_id"].unique()))
         returned = row.first_version if row.n_versions == 1 else f"{row.n_versions} versions, first {row.first_version}, last {row.last_version}"
-        items.append([(f"{row.model}: model_version returned {returned}; {used_in}; temperature {sent_values(rows['temperature'])}; "
-                      f"max_tokens {sent_values(rows['max_tokens'])}.")])  # fmt: skip
+        items.append([(f"{row.model}: model version returned {returned}; {used_in}; temperature {sent_values(rows['temperature'])}; "
+                      f"maximum output tokens {sent_values(rows['max_tokens'])}.")])  # fmt: skip
     prompts = sorted(log["prompt_id"].dropna().astype(str).unique())
     named = "; ".join(f"{p} ({PROMPTS.get(p, 'reply format ' + REPLY_FORMAT.get(p, 'custom'))})" for p in prompts)
     defaults = facts.config.get("defaults") or {}
@@ -121,12 +123,12 @@ def _models_section(facts: StudyFacts) -> list[Block]:
              f"{simulation.get('seed', 'not recorded')}), which answers in the name of the model requested: the models below "
              "were not called. " if facts.simulated else "")  # fmt: skip
     blocks: list[Block] = [Heading(2, "2.4 LLM Models and Prompting Strategies"), Paragraph([
-        judge + "Models as requested, with the model_version each API reply returned (from the attempt logs):"]), Bullets(items)]
+        judge + "Models as requested, with the model version each API reply returned (from the attempt logs):"]), Bullets(items)]
     blocks.append(Paragraph([
         f"Prompts (templates as sent in Supplement S2): {named}. Default settings: temperature {defaults.get('temperature')}, "
-        f"max_tokens {defaults.get('max_tokens')}, top_p {defaults.get('top_p') or 'API default'}, seed "
+        f"maximum output tokens {defaults.get('max_tokens')}, top-p {defaults.get('top_p') or 'API default'}, seed "
         f"{defaults.get('seed') or 'not sent'}; per-model overrides: "
-        f"{'; '.join(f'{m}: ' + _joined(f'{k} {_setting(v)}' for k, v in (s or {}).items()) for m, s in (facts.config.get('model_settings') or {}).items()) or 'none'}. "
+        f"{'; '.join(f'{m}: ' + _joined(f'{setting_words(k)} {_setting(v)}' for k, v in (s or {}).items()) for m, s in (facts.config.get('model_settings') or {}).items()) or 'none'}. "
         f"Transient failures (rate limits, server errors, timeouts of {endpoint.get('timeout')} s) were retried up to "
         f"{endpoint.get('max_retries')} times after an exponential, jittered wait or the wait the server asked for; "
         f"{retried} of {len(log)} logged attempts needed at least one retry ({retries} retries in all). "
@@ -136,16 +138,16 @@ def _models_section(facts: StudyFacts) -> list[Block]:
 
 
 def _request_settings(facts: StudyFacts) -> str:
-    """Each experiment's model, prompt, temperature and max_tokens as logged, and those that differ within a comparison."""
+    """Each experiment's model, prompt, temperature and maximum output tokens as logged, and those that differ within a comparison."""
     table = facts.request_settings()
-    per = "; ".join(f"{EXPERIMENTS[e][0]}: " + ", ".join(f"{r.setting} {r.values}" for r in part.itertuples(index=False))
+    per = "; ".join(f"{EXPERIMENTS[e][0]}: " + ", ".join(f"{setting_words(r.setting)} {r.values}" for r in part.itertuples(index=False))
                     for e, part in table.groupby("experiment_id", sort=False))  # fmt: skip
     text = f"Request settings as the attempt logs record them: {per or 'none logged'}."
     confounds = facts.confounds()
     if confounds.empty:
         return text + " Within each comparison the conditions differ only in the factor compared."
     return text + " Within a comparison, the conditions also differ in: " + "; ".join(
-        f"{EXPERIMENTS[r.experiment_id][0]} ({r.factor}), {r.setting} ({r.by_level})" for r in confounds.itertuples(index=False)) + "."
+        f"{EXPERIMENTS[r.experiment_id][0]} ({setting_words(r.factor)}), {setting_words(r.setting)} ({r.by_level})" for r in confounds.itertuples(index=False)) + "."
 
 
 def _setting(value: object) -> str:
@@ -197,8 +199,8 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
                       "the Wilcoxon signed-rank test pairing the SDs by transcript is reported as a sensitivity analysis); the "
                       "absolute error of each transcript's mean total from its target with the Wilcoxon signed-rank test "
                       "paired by transcript (H1b); effect sizes as rank-biserial r with their intervals; the Kullback-Leibler "
-                      "divergence of each prompt's total-score distribution from the targets', D(target ‖ G) = Σ p_target "
-                      f"log(p_target / p_G) in nats, with additive smoothing of {s.get('smoothing')} per score (H1c: "
+                      "divergence of each prompt's total-score distribution from the targets', D(target ‖ G) = Σ t(s) "
+                      f"log(t(s) / g(s)) over scores s, where t and g are the targets' and prompt G's score distributions, in nats, with additive smoothing of {s.get('smoothing')} per score (H1c: "
                       "G2's divergence minus G1's, with a percentile interval from a cluster bootstrap that resamples "
                       f"transcripts with replacement, {s.get('n_boot', 2000)} resamples"), *_smoothing_share(cells),
                       (f"); Pearson r of mean G2 totals with the targets (Fisher z CI) against a threshold of "
@@ -218,7 +220,7 @@ def _analysis_section(facts: StudyFacts, cells: Cells) -> list[Block]:
                       f"others{extra}.")])  # fmt: skip
     if facts.ran("EXP5_FinalToolValidation"):
         s = _settings(facts, "EXP5_FinalToolValidation")
-        strata = (f"{_joined(s['strata'])} (Kruskal-Wallis tests across each stratum's levels, Holm-adjusted; Success "
+        strata = (f"{_joined(map(words, s['strata']))} (Kruskal-Wallis tests across each stratum's levels, Holm-adjusted; Success "
                   "Metric 6)") if s.get("strata") else "none analysed, so Success Metric 6 was not assessed"
         items.append([(f"Experiment 5 (objective: benchmark the final tool): the share of transcripts with every category "
                       f"SD and the total SD under thresholds (category {_joined(s.get('category_thresholds') or [])}; total "
@@ -351,7 +353,7 @@ def _reasoning_section(facts: StudyFacts) -> list[Block]:
     return blocks + [Paragraph([
         f"The reasoning of {codes['item_id'].nunique()} Set B transcripts (chosen for spread of SD, length and apparent "
         f"quality) by {codes['model'].nunique()} models was segmented by rubric category and coded with the "
-        f"{config.get('coding_scheme')} scheme ({_joined(s.get('dimensions') or [])}). {who}"
+        f"{config.get('coding_scheme')} scheme ({_joined(map(words, s.get('dimensions') or []))}). {who}"
         + (f"An LLM ({llm.get('model')}, temperature {llm.get('temperature')}) also coded every segment. " if llm.get("enabled") else "")
         + f"The final codes (coder {coders}) were analysed. Inter-coder agreement was Cohen κ (its 95% CI a percentile "
         "bootstrap over replies, because a reply's segments are not independent) with a target of "

@@ -27,7 +27,7 @@ from hce.report.manuscript.model import (
     Paragraph,
     TableBlock,
 )
-from hce.report.tables import Table
+from hce.report.tables import Table, words
 from hce.study.claims import rank_sums_as_counts
 from hce.study.manuscript.cells import TABLES as TABLES_DIR, Cells, p_phrase
 from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
@@ -216,7 +216,7 @@ def _strata(cells: Cells) -> list[Inline]:
     parts: list[Inline] = [" Across the demographic strata (Kruskal-Wallis tests, Holm-adjusted P): "]
     for i, row in enumerate(frame.itertuples(index=False)):
         key = cells.find(name, stratum=row.stratum, measure=row.measure)
-        parts += [f"{row.stratum} ({'mean total' if row.measure == 'mean' else 'total-score SD'}), H = ",
+        parts += [f"{words(row.stratum)} ({'mean total' if row.measure == 'mean' else 'total-score SD'}), H = ",
                   cells.statistic(name, key), ", ", *p_phrase(cells.p(name, key, "p_adjusted")),
                   "; " if i < len(frame) - 1 else f"; {cells.claim('SM6')}."]  # fmt: skip
     return parts
@@ -229,7 +229,7 @@ def _decision_sentence(kind: str, decision: dict) -> str:
         how = "it met the prespecified winner rule (Methods 2.5)"
     elif source == "lowest_sd_fallback":
         how = ("no condition met the prespecified winner rule (Methods 2.5), so, as the study's configuration allowed "
-               "(on_no_winner: lowest_sd), the condition with the lowest median SD was taken")
+               "(when no condition wins, take the lowest SD), the condition with the lowest median SD was taken")
     elif source == "pin":
         how = "the researchers fixed it in the configuration (pin), not the data"
     else:

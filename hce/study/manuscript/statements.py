@@ -13,6 +13,7 @@ Example
 from __future__ import annotations
 
 from hce.report.manuscript.model import Block, Heading, Inline, Paragraph, Placeholder
+from hce.report.tables import words
 from hce.study.manuscript.facts import StudyFacts
 
 
@@ -25,7 +26,7 @@ def _ethics(facts: StudyFacts) -> list[Block]:
     sources: Inline = "; ".join(given["data_sources"]) if given["data_sources"] else Placeholder(
         "transcript sources and the approvals or waivers of their original collectors (set manuscript.data_sources)")
     strata = ((facts.settings.get("EXP5_FinalToolValidation") or {}).get("settings") or {}).get("strata") or []
-    fairness = (f"Scores were compared across the demographic strata {', '.join(strata)} (Success Metric 6)."
+    fairness = (f"Scores were compared across the demographic strata {', '.join(map(words, strata))} (Success Metric 6)."
                 if strata else "No demographic strata were analysed (Success Metric 6 was not assessed), so this study "
                 "cannot speak to bias across patient groups; formal bias audits remain necessary before deployment.")  # fmt: skip
     return [Heading(1, "Ethical Considerations"), Paragraph([
