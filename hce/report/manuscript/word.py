@@ -135,12 +135,20 @@ def _add_table(word: docx.document.Document, block: model.TableBlock) -> None:
     table = labelled_table(block)
     columns = table.display_columns()
     texts = [[name, *cells] for name, cells, _ in columns]
-    portrait = _text_width(word.sections[-1])
-    widths = column_widths(texts, [not text for _, _, text in columns], portrait)
+    numeric = [not text for _, _, text in columns]
+    pt = TABLE_PT
+    widths = column_widths(texts, numeric, _text_width(word.sections[-1]), pt=pt)
     wide = widths is None
     if wide:  # a landscape section of its own, then portrait again for what follows
         _new_section(word, WD_ORIENT.LANDSCAPE)
-        widths = column_widths(texts, [not text for _, _, text in columns], _text_width(word.sections[-1]), fit=True)
+        landscape = _text_width(word.sections[-1])
+        # a smaller type before any word is cut: only a table too wide even at the smallest size is squeezed
+        for pt in TABLE_PT_WIDE:
+            widths = column_widths(texts, numeric, landscape, pt=pt)
+            if widths is not None:
+                break
+        else:
+            widths = column_widths(texts, numeric, landscape, pt=pt, fit=True)
     caption = word.add_paragraph()
     caption.add_run(table.caption).bold = True
     caption.paragraph_format.keep_with_next = True
@@ -158,7 +166,7 @@ def _add_table(word: docx.document.Document, block: model.TableBlock) -> None:
             paragraph = cell.paragraphs[0]
             run = _unbroken_run(paragraph, str(value))
             run.bold = i == 0
-            run.font.size, run.font.name = Pt(TABLE_PT), TABLE_FONT
+            run.font.size, run.font.name = Pt(pt), TABLE_FONT
             paragraph.alignment = align
     for note in table.notes:
         run = word.add_paragraph().add_run(note)
@@ -170,14 +178,17 @@ def _add_table(word: docx.document.Document, block: model.TableBlock) -> None:
 #: Tables are set in Arial (Liberation Sans where Arial is missing has the same widths), so the
 #: widths :func:`column_widths` estimates hold in Word and LibreOffice alike.
 TABLE_FONT, TABLE_PT = "Arial", 9
+#: Sizes (points) tried in turn for a table too wide for a portrait page, on a landscape one.
+TABLE_PT_WIDE = (9, 8, 7.5, 7)
 #: Arial's advance widths in em: narrow, wide and capital letters; every other character 0.556.
 _NARROW, _WIDE = set("iljtfI.,;:'!|()[] "), set("mwMW%")
-#: A cell's left and right margins (Word's default 0.08 inch each) and a little slack, in points.
-_PADDING = 14.0
+#: A cell's left and right margins (Word's default 0.08 inch each), in points, and a little slack.
+CELL_MARGINS = 11.52
+_PADDING = CELL_MARGINS + 2.5
 
 
-def text_width(text: str, *, bold: bool = False) -> float:
-    """The width of ``text`` in points at the table font (:data:`TABLE_FONT`, :data:`TABLE_PT`), estimated.
+def text_width(text: str, *, bold: bool = False, pt: float = TABLE_PT) -> float:
+    """The width of ``text`` in points at the table font (:data:`TABLE_FONT`) and size ``pt``, estimated.
 
     Examples
     --------
@@ -185,11 +196,12 @@ def text_width(text: str, *, bold: bool = False) -> float:
     (65.1, True)
     """
     em = sum(0.278 if c in _NARROW else 0.833 if c in _WIDE else 0.667 if c.isupper() else 0.556 for c in text)
-    return em * TABLE_PT * (1.07 if bold else 1.0)
+    return em * pt * (1.07 if bold else 1.0)
 
 
-def column_widths(columns: list[list[str]], numeric: list[bool], available: float, *, fit: bool = False) -> list[float] | None:
-    """Widths (points) of table columns whose cells (header first) fit ``available`` without cutting a word.
+def column_widths(columns: list[list[str]], numeric: list[bool], available: float, *, fit: bool = False,
+                  pt: float = TABLE_PT) -> list[float] | None:
+    """Widths (points) of table columns whose cells (header first, set at ``pt``) fit ``available`` without cutting a word.
 
     A column is at least as wide as its longest word (a number column as its longest cell:
     an interval never wraps); the spare width goes to the columns that would wrap, in
@@ -206,8 +218,8 @@ def column_widths(columns: list[list[str]], numeric: list[bool], available: floa
     """
     least, most = [], []
     for cells, number in zip(columns, numeric):
-        words = [max((text_width(w, bold=i == 0) for w in c.split()), default=0.0) for i, c in enumerate(cells)]
-        whole = [text_width(c, bold=i == 0) for i, c in enumerate(cells)]
+        words = [max((text_width(w, bold=i == 0, pt=pt) for w in c.split()), default=0.0) for i, c in enumerate(cells)]
+        whole = [text_width(c, bold=i == 0, pt=pt) for i, c in enumerate(cells)]
         least.append(max(whole[1:] + words[:1] if number else words, default=0.0) + _PADDING)
         most.append(max(whole, default=0.0) + _PADDING)
     if sum(least) > available:
