@@ -44,7 +44,7 @@ from hce.report.numbers import (
 # Every P value prints journal-style: the adjusted ones, the Greenhouse-Geisser one, the cluster permutation's, the
 # audit's equivalence (TOST) P, the RM-ANOVA's assumption checks and the Friedman tests with and without the tie correction.
 P_COLUMNS = ("p_value", "p_adjusted", "p", "p_holm", "p_gg", "p_cluster", "p_cluster_adjusted",
-             "p_equivalence", "normality_p", "sphericity_p", "p_tie_corrected", "p_uncorrected")
+             "p_equivalence", "normality_p", "sphericity_p", "p_tie_corrected", "p_uncorrected", "smallest_reachable_p")
 INTEGER_HINTS = ("n", "n_items", "n_attempts", "n_valid", "n_errors", "df", "df1", "df2", "count", "attempts_per_item")
 #: A method naming one of these makes ``statistic`` a rank sum (U, V, T): shown as the whole or half number it is.
 RANK_SUMS = re.compile(r"Wilcoxon|Mann-Whitney|rank-sum|signed-rank", re.IGNORECASE)
@@ -65,6 +65,7 @@ HEADERS = {
     "n_items_sd_undefined": "Items with undefined SD", "sd_total": "SD of total",
     "n_attempts_high": "Attempts at higher level", "n_items_high": "Items at higher level",
     "n_items_decided": "Items with a majority", "n_items_flipping": "Items flipping",
+    "smallest_reachable_p": "Smallest reachable P value", "n_pairs": "Paired items",
 }  # fmt: skip
 #: Words written as abbreviations or in capitals inside headers.
 _WORDS = {"sd": "SD", "iqr": "IQR", "ci": "CI", "mae": "MAE", "kl": "KL", "icc": "ICC", "q1": "Q1", "q3": "Q3",

@@ -48,7 +48,7 @@ from hce.stats.tests import (
 )
 from hce.study.claims import exp1_claims, with_sm2_verdict, with_sm3_verdict, with_sm6_verdict
 from hce.study.rules import SM2_CATEGORY_MAX, SM2_TARGET, SM2_TOTAL_MAX
-from hce.study.sensitivity import reachable_note, sm2_sensitivity, sm2_threshold_note
+from hce.study.sensitivity import reachable_note, smallest_reachable_p, sm2_sensitivity, sm2_threshold_note
 
 #: Rubric v5.0 categories as attempt-log columns (seeds/000, section 3).
 RUBRIC_V5_CATEGORIES = (
@@ -356,6 +356,9 @@ def _compare_sds(
                              confidence=confidence)
                     for a, b in itertools.combinations(levels, 2)], ignore_index=True)  # fmt: skip
     winner, why = _select_winner(spread, fr.iloc[0], chosen, condition, alpha, require)
+    # what the post-hoc tests could reach at best, beside the rule they decide (cited where no condition won)
+    reach = smallest_reachable_p(spread, item, condition, posthoc_method, p_adjust_method)
+    winner = winner.assign(**dict(zip(("n_pairs", "n_comparisons", "smallest_reachable_p"), reach or (pd.NA, pd.NA, np.nan))))
     notes = _undefined_note(spread, item) + [why] + reachable_note(spread, item, condition, posthoc_method,
                                                                       p_adjust_method, alpha)  # fmt: skip
     if fr["p_value"].iloc[0] >= alpha:

@@ -208,13 +208,43 @@ def _pair(row, several_totals: bool) -> str:
     return text + f" and total SD at most {row.total_max:.1f}" if several_totals else text
 
 
+def smallest_reachable_p(spread: pd.DataFrame, item: str, condition: str, posthoc_method: str,
+                         p_adjust_method: str) -> tuple[int, int, float] | None:  # fmt: skip
+    """Paired items, comparisons and the smallest adjusted P the post-hoc Wilcoxon tests can give.
+
+    With ``n`` untied paired differences the exact signed-rank test's smallest P is ``2 / 2^n``
+    (every difference of one sign; tied differences go to the normal approximation, which can go
+    lower); Bonferroni's and Holm's first adjusted P multiply it by the comparisons. None for
+    other post-hoc tests or adjustments.
+
+    Examples
+    --------
+    >>> spread = pd.DataFrame({"item_id": [f"T{i}" for i in range(8) for _ in range(4)],
+    ...                        "prompt_id": ["A", "B", "C", "D"] * 8, "sd": [1.0, 2.0, 3.0, 4.0] * 8})
+    >>> smallest_reachable_p(spread, "item_id", "prompt_id", "wilcoxon", "bonferroni")
+    (8, 6, 0.046875)
+    """
+    if posthoc_method != "wilcoxon" or p_adjust_method not in ("bonferroni", "holm"):
+        return None
+    wide = spread.pivot_table(index=item, columns=condition, values="sd", aggfunc="first")
+    n, k = int(wide.dropna().shape[0]), wide.shape[1]
+    comparisons = k * (k - 1) // 2
+    if n == 0 or comparisons == 0:
+        return None
+    return n, comparisons, min(1.0, comparisons * 2.0 / 2**n)
+
+
+def hardly_reachable(smallest: float, alpha: float) -> bool:
+    """Whether the winner rule's smallest reachable P is near or above alpha (within a factor 5), so
+    "no winner" says little (:func:`reachable_note`)."""
+    return smallest >= alpha / 5
+
+
 def reachable_note(spread: pd.DataFrame, item: str, condition: str, posthoc_method: str, p_adjust_method: str,
                     alpha: float) -> list[str]:  # fmt: skip
-    """Say so when the winner rule can hardly be met: with few items, the post-hoc Wilcoxon
-    test's smallest possible P with untied differences (``2 / 2^n``, every paired difference of one
-    sign; tied differences go to the normal approximation, which can go lower), adjusted over
-    the comparisons, is near or above alpha. A reader should not take "no winner" for evidence
-    that the conditions are alike.
+    """Say so when the winner rule can hardly be met: with few items the post-hoc tests'
+    smallest reachable P (:func:`smallest_reachable_p`) is near or above alpha. A reader should
+    not take "no winner" for evidence that the conditions are alike.
 
     Examples
     --------
@@ -223,22 +253,20 @@ def reachable_note(spread: pd.DataFrame, item: str, condition: str, posthoc_meth
     >>> reachable_note(spread, "item_id", "prompt_id", "wilcoxon", "bonferroni", 0.05)[0][:60]
     'with 8 paired items, the exact Wilcoxon signed-rank test can'
     """
-    if posthoc_method != "wilcoxon" or p_adjust_method not in ("bonferroni", "holm"):
+    found = smallest_reachable_p(spread, item, condition, posthoc_method, p_adjust_method)
+    if found is None or not hardly_reachable(found[2], alpha):
         return []
-    wide = spread.pivot_table(index=item, columns=condition, values="sd", aggfunc="first")
-    n, k = int(wide.dropna().shape[0]), wide.shape[1]
-    comparisons = k * (k - 1) // 2
-    if n == 0 or comparisons == 0:
-        return []
-    smallest = min(1.0, comparisons * 2.0 / 2**n)  # Bonferroni's and Holm's first adjusted P alike
-    if smallest < alpha / 5:
-        return []
+    n, comparisons, smallest = found
     verdict = (f"above alpha = {alpha:g}: the winner rule cannot be met with this many items" if smallest >= alpha
                else f"close to alpha = {alpha:g}: the winner rule can hardly be met with this many items")
     # P values as JAMA writes them (hce._pvalues), as every other P of the report
     return [f"with {n} paired items, the exact Wilcoxon signed-rank test cannot give a P below {format_p(2.0 / 2**n)} when the differences are untied; "
-            f"after {p_adjust_method} adjustment over {comparisons} comparisons the smallest reachable P is "
+            f"after {ADJUSTMENTS[p_adjust_method]} adjustment over {comparisons} comparisons the smallest reachable P is "
             f"{format_p(smallest)}, {verdict} (no winner is then no evidence that the conditions are alike)"]
 
 
-__all__ = ["friedman_uncorrected", "reachable_note", "sm1_tie_sensitivity", "sm2_sensitivity", "sm2_threshold_note", "tie_notes"]
+#: P-value adjustments by name, as a sentence writes them.
+ADJUSTMENTS = {"bonferroni": "Bonferroni", "holm": "Holm"}
+
+
+__all__ = ["friedman_uncorrected", "hardly_reachable", "reachable_note", "smallest_reachable_p", "sm1_tie_sensitivity", "sm2_sensitivity", "sm2_threshold_note", "tie_notes"]

@@ -333,3 +333,14 @@ def test_a_study_stopped_after_exp2_gets_its_own_report_and_says_what_was_not_ru
     assert "As run: Experiment 1: 8 attempts" in text(section(doc, "Methods"))
     sources = pd.read_csv(out / "supplement" / "number_sources.csv")
     assert len(sources) > 20 and all(journal_rounding(r.text, cited_value(out, r.source)) for r in sources.itertuples())
+
+
+def test_limitations_say_when_the_winner_rule_could_hardly_be_met(demo, doc):
+    """Issue 45: "the winner rule can hardly be met at n = 8 with 6 Bonferroni comparisons (smallest reachable
+    P .047), unstated": the report's note was not in the manuscript. 6 x 2 / 2^8 = .047 (exact Wilcoxon, untied)."""
+    limitations = text(section(doc, "4.4 Limitations", level=2))
+    assert ("The model gpt-4o-2024-08-06 was carried forward without meeting the prespecified winner rule (lowest-SD "
+            "fallback); later experiments rest on that choice; with 8 paired transcripts and 6 adjusted comparisons, the "
+            "smallest P its post hoc tests could reach was P = .047, close to alpha") in limitations
+    winner = pd.read_csv(demo / "tables" / "exp3_winner.csv")
+    assert winner["smallest_reachable_p"].eq(6 * 2 / 2**8).all() and winner["n_pairs"].eq(8).all()

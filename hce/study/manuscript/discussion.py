@@ -27,8 +27,9 @@ from hce.report.manuscript.model import (
 from hce.report.tables import words
 from hce.study.claims import NEAR_ALPHA_WHY, near_alpha
 from hce.study.manuscript.cells import Cells, p_phrase
-from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts
+from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts, decision_words
 from hce.study.rules import INCONCLUSIVE, MIN_PER_LEVEL, NOT_MEASURABLE
+from hce.study.sensitivity import hardly_reachable
 
 SIMULATED_LIMITATION = ("The scores were produced by a simulated judge (hce sim-server), a generative model with known "
                         "truth answering in the name of the models requested; no LLM was called, and no result here "
@@ -72,7 +73,8 @@ def _limitations(facts: StudyFacts, cells: Cells) -> list[Block]:
     for kind, decision in facts.decisions.items():
         if kind in ("prompt", "model") and decision.get("source") != "rule":
             items.append([(f"The {kind} {decision['choice']} was carried forward without meeting the prespecified winner "
-                          f"rule ({str(decision.get('source')).replace('_', ' ')}); later experiments rest on that choice.")])  # fmt: skip
+                          f"rule ({decision_words(decision.get('source'))}); later experiments rest on that choice"),
+                          *_reachable(facts, cells, kind), "."])  # fmt: skip
     for experiment_id, (name, _) in EXPERIMENTS.items():
         if not facts.ran(experiment_id):
             items.append([f"{name} was not run; its questions remain open."])
@@ -179,6 +181,29 @@ def _sample_sizes(cells: Cells) -> list[list[Inline]]:
     return [[*parts, " (Table 1). With ", cited, " transcripts, even all of them under a threshold has a Wilson 95% CI lower "
              "limit of ", cells.percent("table1_datasets", smallest, "wilson_best_lower"), ": a share target above that "
              "cannot be shown at this size, and the tests have little power for moderate differences."]]  # fmt: skip
+
+
+#: The experiment whose winner rule chose each carried-forward setting, and its winner table.
+_CHOSEN_IN = {"prompt": ("EXP2_PromptOptimization", "exp2_winner"), "model": ("EXP3_ModelComparison", "exp3_winner")}
+
+
+def _reachable(facts: StudyFacts, cells: Cells, kind: str) -> list[Inline]:
+    """Where the winner rule could hardly be met at all (its post-hoc tests' smallest reachable P near or
+    above alpha, :func:`hce.study.sensitivity.hardly_reachable`), that P with its pairs and comparisons, cited."""
+    experiment_id, name = _CHOSEN_IN[kind]
+    if not cells.has(name) or "smallest_reachable_p" not in cells.frame(name):
+        return []
+    alpha = ((facts.settings.get(experiment_id) or {}).get("settings") or {}).get("alpha", 0.05)
+    frame = cells.frame(name)
+    key = str(frame.iloc[0, 0])
+    smallest = frame["smallest_reachable_p"].iloc[0]
+    if pd.isna(smallest) or not hardly_reachable(float(smallest), float(alpha)):
+        return []
+    return ["; with ", cells.number(name, key, "n_pairs"), " paired transcripts and ", cells.number(name, key, "n_comparisons"),
+            " adjusted comparisons, the smallest P its post hoc tests could reach was ",
+            *p_phrase(cells.p(name, key, "smallest_reachable_p")),
+            (", at or above alpha: the rule could not be met" if float(smallest) >= float(alpha) else
+             ", close to alpha: the rule could hardly be met") + ", so no winner is no evidence that the conditions are alike"]  # fmt: skip
 
 
 def _strata_sizes(facts: StudyFacts, cells: Cells) -> list[list[Inline]]:

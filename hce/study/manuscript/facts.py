@@ -232,3 +232,18 @@ def setting_words(name: object) -> str:
     ['maximum output tokens', 'temperature', 'reasoning effort']
     """
     return SETTING_WORDS.get(str(name), words(name))
+
+
+#: How a carried-forward choice was made (decisions.json's ``source``), in words.
+DECISION_WORDS = {"rule": "rule", "lowest_sd_fallback": "lowest-SD fallback", "pin": "fixed in the configuration"}
+
+
+def decision_words(source: object) -> str:
+    """A decision's source as the text writes it.
+
+    Examples
+    --------
+    >>> decision_words("lowest_sd_fallback"), decision_words("rule")
+    ('lowest-SD fallback', 'rule')
+    """
+    return DECISION_WORDS.get(str(source), words(source))

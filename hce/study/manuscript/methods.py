@@ -28,7 +28,7 @@ from hce.report.manuscript.model import (
 )
 from hce.report.tables import words
 from hce.study.manuscript.cells import Cells
-from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts, sent_values, setting_words
+from hce.study.manuscript.facts import EXPERIMENTS, StudyFacts, decision_words, sent_values, setting_words
 from hce.study.partition import ALGORITHM, ALGORITHM_TEXT
 
 #: How each packaged prompt asks for its score (seed 000 section 6).
@@ -92,7 +92,7 @@ def _design_section(facts: StudyFacts) -> list[Block]:
             steps.append(f"{name}: {config['attempts']} attempts per transcript and condition")
         else:
             steps.append(f"{name}: reasoning of attempt {config.get('attempt', 1)} of Experiment 3 coded")
-    handed = [f"the {kind} {d['choice']} ({'rule' if d.get('source') == 'rule' else str(d.get('source')).replace('_', ' ')})"
+    handed = [f"the {kind} {d['choice']} ({decision_words(d.get('source'))})"
               for kind, d in facts.decisions.items() if kind in ("prompt", "model")]  # fmt: skip
     return [Heading(2, "2.3 Experimental Design Overview"), Paragraph([
         "The protocol is a sequence in which each experiment feeds the next: Experiment 1 tests whether the rubric makes "
