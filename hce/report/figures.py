@@ -247,6 +247,17 @@ def bar_with_ci(table: pd.DataFrame, *, label: str, estimate: str = "estimate", 
     return fig
 
 
+def bins_count(n: int) -> str:
+    """The calibration bins a figure leaves out, counted as a caption says it.
+
+    Examples
+    --------
+    >>> bins_count(1), bins_count(3)
+    ('1 bin', '3 bins')
+    """
+    return "1 bin" if n == 1 else f"{n} bins"
+
+
 def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = None, min_count: int = 10):
     """Seaborn reliability diagram from :func:`hce.stats.reliability_table` output.
 
@@ -304,8 +315,7 @@ def reliability_diagram(table: pd.DataFrame, *, ax=None, label: str | None = Non
     sns.lineplot(data=table, x="mean_prob", y="estimate", ax=ax, marker=None, label=label, sort=True, color="0.2")
     sns.scatterplot(data=table, x="mean_prob", y="estimate", size="n", ax=ax, legend=False, color="0.2")
     # Under the axis, not over the points: the bins left out and how many forecasts they hold.
-    dropped = "1 bin" if len(hidden) == 1 else f"{len(hidden)} bins"
-    left_out = f"\n{dropped} with < {min_count} forecasts not shown ({int(hidden['n'].sum())} in all)" if len(hidden) else ""
+    left_out = f"\n{bins_count(len(hidden))} with < {min_count} forecasts not shown ({int(hidden['n'].sum())} in all)" if len(hidden) else ""
     # A little room past 0 and 1, so a point at an observed rate of 1 and its label are not cut.
     if len(table) == 1:  # a lone point reads as a plotting failure: say why there is no curve
         row = table.iloc[0]

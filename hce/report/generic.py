@@ -577,7 +577,7 @@ def _calibration_section(document: Report, context: _Context) -> None:
                     Figure(ax.figure, "reliability_diagram",
                            f"Reliability diagram (all conditions): observed rate against mean confidence per bin, each "
                            f"labelled with its number of scores; bins of fewer than {MIN_BIN} scores are not drawn"
-                           + (f" ({len(hidden)} {'bin' if len(hidden) == 1 else 'bins'}, {int(hidden['n'].sum())} scores; they are in the table)" if len(hidden) else "")
+                           + (f" ({figures.bins_count(len(hidden))}, {int(hidden['n'].sum())} scores; they are in the table)" if len(hidden) else "")
                            + "."))  # fmt: skip
 
     _attempt(context, section, "calibration", build)

@@ -359,8 +359,7 @@ def _compare_sds(
     # what the post-hoc tests could reach at best, beside the rule they decide (cited where no condition won)
     reach = smallest_reachable_p(spread, item, condition, posthoc_method, p_adjust_method)
     winner = winner.assign(**dict(zip(("n_pairs", "n_comparisons", "smallest_reachable_p"), reach or (pd.NA, pd.NA, np.nan))))
-    notes = _undefined_note(spread, item) + [why] + reachable_note(spread, item, condition, posthoc_method,
-                                                                      p_adjust_method, alpha)  # fmt: skip
+    notes = _undefined_note(spread, item) + [why] + reachable_note(reach, p_adjust_method, alpha)
     if fr["p_value"].iloc[0] >= alpha:
         notes.append("Friedman's test is not significant: the PRD's plan stops before post-hoc "
                      "tests; they are reported for completeness only")

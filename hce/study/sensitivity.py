@@ -240,20 +240,19 @@ def hardly_reachable(smallest: float, alpha: float) -> bool:
     return smallest >= alpha / 5
 
 
-def reachable_note(spread: pd.DataFrame, item: str, condition: str, posthoc_method: str, p_adjust_method: str,
-                    alpha: float) -> list[str]:  # fmt: skip
+def reachable_note(found: tuple[int, int, float] | None, p_adjust_method: str, alpha: float) -> list[str]:
     """Say so when the winner rule can hardly be met: with few items the post-hoc tests'
-    smallest reachable P (:func:`smallest_reachable_p`) is near or above alpha. A reader should
-    not take "no winner" for evidence that the conditions are alike.
+    smallest reachable P (``found``, :func:`smallest_reachable_p`'s) is near or above alpha. A
+    reader should not take "no winner" for evidence that the conditions are alike.
 
     Examples
     --------
     >>> spread = pd.DataFrame({"item_id": [f"T{i}" for i in range(8) for _ in range(4)],
     ...                        "prompt_id": ["A", "B", "C", "D"] * 8, "sd": [1.0, 2.0, 3.0, 4.0] * 8})
-    >>> reachable_note(spread, "item_id", "prompt_id", "wilcoxon", "bonferroni", 0.05)[0][:60]
+    >>> found = smallest_reachable_p(spread, "item_id", "prompt_id", "wilcoxon", "bonferroni")
+    >>> reachable_note(found, "bonferroni", 0.05)[0][:60]
     'with 8 paired items, the exact Wilcoxon signed-rank test can'
     """
-    found = smallest_reachable_p(spread, item, condition, posthoc_method, p_adjust_method)
     if found is None or not hardly_reachable(found[2], alpha):
         return []
     n, comparisons, smallest = found

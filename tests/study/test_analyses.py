@@ -134,14 +134,14 @@ def test_the_winner_rule_says_when_few_items_can_hardly_meet_it():
     # Issue 45: at n = 8 with 6 Bonferroni comparisons the smallest reachable P is 6 * 2 / 2^8 = .047
     # (every paired difference of one sign: the exact signed-rank test's floor), so "no winner" is
     # no evidence; the reviewer's figure. With 20 items the floor is far below alpha: no note.
-    from hce.study.sensitivity import reachable_note as _reachable_note
+    from hce.study.sensitivity import reachable_note, smallest_reachable_p
 
-    def spread(n):
-        return pd.DataFrame({"item_id": [f"T{i}" for i in range(n) for _ in range(4)],
-                             "prompt_id": ["A", "B", "C", "D"] * n, "sd": [1.0, 2.0, 3.0, 4.0] * n})
+    def note(n, posthoc="wilcoxon", adjust="bonferroni"):
+        spread = pd.DataFrame({"item_id": [f"T{i}" for i in range(n) for _ in range(4)],
+                               "prompt_id": ["A", "B", "C", "D"] * n, "sd": [1.0, 2.0, 3.0, 4.0] * n})
+        return reachable_note(smallest_reachable_p(spread, "item_id", "prompt_id", posthoc, adjust), adjust, 0.05)
 
-    note = _reachable_note(spread(8), "item_id", "prompt_id", "wilcoxon", "bonferroni", 0.05)
-    assert len(note) == 1 and "smallest reachable P is .047" in note[0] and "can hardly be met" in note[0]
-    assert "cannot be met" in _reachable_note(spread(6), "item_id", "prompt_id", "wilcoxon", "holm", 0.05)[0]
-    assert _reachable_note(spread(20), "item_id", "prompt_id", "wilcoxon", "bonferroni", 0.05) == []
-    assert _reachable_note(spread(8), "item_id", "prompt_id", "nemenyi", "bonferroni", 0.05) == []
+    assert len(note(8)) == 1 and "smallest reachable P is .047" in note(8)[0] and "can hardly be met" in note(8)[0]
+    assert "cannot be met" in note(6, adjust="holm")[0]
+    assert note(20) == []
+    assert note(8, posthoc="nemenyi") == []

@@ -191,10 +191,10 @@ def _reachable(facts: StudyFacts, cells: Cells, kind: str) -> list[Inline]:
     """Where the winner rule could hardly be met at all (its post-hoc tests' smallest reachable P near or
     above alpha, :func:`hce.study.sensitivity.hardly_reachable`), that P with its pairs and comparisons, cited."""
     experiment_id, name = _CHOSEN_IN[kind]
-    if not cells.has(name) or "smallest_reachable_p" not in cells.frame(name):
+    frame = cells.frame(name) if cells.has(name) else pd.DataFrame()
+    if "smallest_reachable_p" not in frame:
         return []
     alpha = ((facts.settings.get(experiment_id) or {}).get("settings") or {}).get("alpha", 0.05)
-    frame = cells.frame(name)
     key = str(frame.iloc[0, 0])
     smallest = frame["smallest_reachable_p"].iloc[0]
     if pd.isna(smallest) or not hardly_reachable(float(smallest), float(alpha)):
