@@ -405,6 +405,13 @@ def remember_unique(native, keys: tuple[str, ...]) -> None:
         pass
 
 
+def inherit_unique(parent: object, child: object) -> None:
+    """Record for ``child``, a subset of ``parent``'s rows, every key set found unique in ``parent``."""
+    for (ident, keys), frame in list(_UNIQUE.items()):
+        if ident == id(parent) and frame is parent:
+            remember_unique(child, keys)
+
+
 def known_unique(native: object, keys: tuple[str, ...] = ("attempt_id",)) -> bool:
     """Whether ``native`` is a lazy frame found free of repeated ``keys`` (by :func:`checked`, or
     by a statistic's door); ``attempt_id`` unique alone is unique within any keys that hold it."""

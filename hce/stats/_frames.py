@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from hce.engines import known_unique, remember_unique, repeated_attempts
+from hce.engines import inherit_unique, known_unique, remember_unique, repeated_attempts
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -103,8 +103,17 @@ class EngineFrame:
         self.engine = str(frame.implementation).rsplit(".", 1)[-1].lower()
 
     def where(self, keep: object) -> EngineFrame:
-        """The rows where a narwhals boolean expression holds (still lazy)."""
-        return EngineFrame(self.frame.filter(keep))
+        """The rows where a narwhals boolean expression holds (still lazy).
+
+        Keys found unique in this frame stay unique in any subset of its rows, so the subset
+        inherits the memo (:func:`hce.engines.inherit_unique`): a report's per-condition and
+        per-criterion frames are not checked again (62 s of a 20M-row DuckDB report, issue 43).
+        """
+        kept = self.frame.filter(keep)
+        child = kept.to_native()
+        for parent in (self.native, self.frame.to_native()):  # the caller's frame and the one read (NaN as null)
+            inherit_unique(parent, child)
+        return EngineFrame(kept, native=child)
 
     def valid(self, error: str | None) -> EngineFrame:
         """The attempts not flagged in column ``error`` (a missing flag is no error)."""
@@ -131,7 +140,7 @@ class EngineFrame:
         if not n_later:
             return self
         warn(first_min_message(name, n_later), HceWarning)
-        return EngineFrame(self.frame.filter(~later), native=None)
+        return self.where(~later)
 
     def blank(self, column: str):
         """Whether ``column`` is blank, as a narwhals expression (null: the door made NaN null)."""

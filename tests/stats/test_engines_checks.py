@@ -50,6 +50,27 @@ def test_the_check_runs_once_per_frame_not_once_per_statistic(engine, monkeypatc
     assert len(calls) == 2
 
 
+def test_a_subset_of_a_checked_frame_is_not_checked_again(engine, monkeypatch):
+    # a report's frames are subsets of the checked log (one condition, the attempts with a valid
+    # score): filtering rows keeps ids unique, so no statistic on them runs the pass again (at 20M
+    # rows on DuckDB these repeated passes were 62 s of the report, issue 43)
+    from hce.report.log_frame import log_frame, native, of_condition, valid
+
+    calls = []
+    real = frames.repeated_attempts
+    monkeypatch.setattr(frames, "repeated_attempts", lambda native, keys: calls.append(keys) or real(native, keys))
+    log = log_frame(engine(attempt_log()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)
+        hs.item_spread(native(log), score="total")
+        for condition in ("C0", "C1"):
+            hs.item_spread(native(of_condition(valid(log, "total"), condition)), score="total")
+    assert calls == [["attempt_id"]]
+    doubled = log_frame(engine(pd.concat([attempt_log(), attempt_log().iloc[[3]]], ignore_index=True)))
+    with pytest.raises(DataError, match="appears more than once"):  # a subset of an unchecked frame is checked
+        hs.item_spread(native(of_condition(doubled, "C0")), score="total")
+
+
 def test_a_repeated_attempt_is_found_and_named(engine):
     log = attempt_log()
     doubled = pd.concat([log, log.iloc[[7, 3]]], ignore_index=True)
