@@ -24,6 +24,7 @@ import pytest
 
 from hce.stats.mixed import lmer
 from hce.stats.mixed.cell_fit import fit_cells, henderson_start
+from hce.stats.mixed.crossed_cells import CrossedCells
 from hce.stats.mixed.g_study import _from_cells
 from hce.stats.mixed.pls import PlsProblem, RandomBlock
 
@@ -97,8 +98,8 @@ def test_an_unbalanced_cell_fit_equals_lmer_on_the_rows_in_few_evaluations(monke
     grouped = rows.groupby(["item_id", "condition_id"])["total"]
     table = grouped.agg(n="size", mean="mean").reset_index().assign(ss=grouped.var(ddof=1).fillna(0).to_numpy() * (grouped.size().to_numpy() - 1))
     calls = []
-    real = PlsProblem.profiled_deviance
-    monkeypatch.setattr(PlsProblem, "profiled_deviance", lambda self, t: calls.append(1) or real(self, t))
+    real = CrossedCells.profiled_deviance  # two crossed factors: the cell fit's own deviance
+    monkeypatch.setattr(CrossedCells, "profiled_deviance", lambda self, t: calls.append(1) or real(self, t))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = fit_cells(table, FORMULA)

@@ -39,7 +39,7 @@ def test_the_cell_fit_of_100000_by_4_cells_stops_at_the_deviances_minimum():
         warnings.simplefilter("error")  # no "did not converge", no "nearly unidentifiable"
         fit = fit_cells(planted_cells(100_000), FORMULA)
     assert fit.converged and not fit.messages
-    problem = fit._pls
+    problem = fit._problem
     theta = np.sqrt(fit.varcorr()["vcov"].to_numpy()[:3] / fit.sigma2)
     at = problem.profiled_deviance(theta)
     for k in range(3):
@@ -54,11 +54,11 @@ def test_the_fit_takes_few_evaluations_and_two_engines_tables_agree_to_1e_8_in_g
     # issue 43: 303 s of CPU and 2,665 deviance evaluations before the Henderson start and the
     # analytic gradient (selected inversion through both elimination stages); now 6 and 9 gradients
     from hce.stats.mixed.g_study import _from_cells
-    from hce.stats.mixed.pls import PlsProblem
+    from hce.stats.mixed.crossed_cells import CrossedCells
 
     calls = []
-    real = PlsProblem.profiled_deviance
-    monkeypatch.setattr(PlsProblem, "profiled_deviance", lambda self, t: calls.append(1) or real(self, t))
+    real = CrossedCells.profiled_deviance  # two crossed factors: the cell fit's own deviance
+    monkeypatch.setattr(CrossedCells, "profiled_deviance", lambda self, t: calls.append(1) or real(self, t))
     table = planted_cells(100_000).rename(columns={"item_id": "item", "condition_id": "condition"})
     table["min"], table["max"] = table["mean"] - 1, table["mean"] + 1
     fit = fit_cells(table, FORMULA.replace("item_id", "item").replace("condition_id", "condition"))

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import hce.stats as hs
 from hce.errors import DataError, HceWarning
 from hce.stats.mixed import lmer
-from hce.stats._frames import ENGINE_STATISTICS, EngineFrame, engine_frame, refuse_rows
+from hce.stats._frames import ENGINE_STATISTICS, engine_frame, refuse_rows
 from hce.stats.mixed.cell_fit import fit_cells
 from engine_logs import REDUCED, RATED, attempt_log, ratings_log
 
@@ -163,8 +163,8 @@ def test_cell_deviance_equals_the_row_deviance_at_every_theta():
     formula = "total ~ 1 + (1 | item_id) + (1 | condition_id) + (1 | item_id:condition_id)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        by_rows = lmer(formula, rows, method="pls")._pls
-        by_cells = fit_cells(_cells(rows), formula)._pls
+        by_rows = lmer(formula, rows, method="pls")._problem
+        by_cells = fit_cells(_cells(rows), formula)._problem
     for theta in ([0.5, 0.3, 0.8], [1.2, 0.0, 0.1], [0.01, 2.0, 3.0]):
         assert by_cells.profiled_deviance(np.array(theta)) == pytest.approx(by_rows.profiled_deviance(np.array(theta)), rel=1e-12)
         assert by_cells.deviance(np.array([*theta, 0.9])) == pytest.approx(by_rows.deviance(np.array([*theta, 0.9])), rel=1e-12)

@@ -21,6 +21,8 @@ Modules, from the user's entry points down to the engines:
 * :mod:`~hce.stats.mixed.pls`: lme4's penalised least squares engine for everything else,
   with :mod:`~hce.stats.mixed.sparse_chol` (its factorisation) and
   :mod:`~hce.stats.mixed.theta_search` (its optimiser);
+* :mod:`~hce.stats.mixed.crossed_cells`: the same REML deviance of two crossed factors
+  from their cell table in O(cells), for large item x condition tables;
 * :mod:`~hce.stats.mixed.component_intervals`: standard errors and intervals of variance
   components and of G and Phi.
 """

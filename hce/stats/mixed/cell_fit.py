@@ -9,8 +9,10 @@ over cells, ``Z'Z = Z_c' D Z_c``, ``Z'y = Z_c' D ybar``, ``y'y = ybar' D ybar + 
 diag(n_c)``), and the degrees of freedom stay ``N - p``. So a table of a few million cells,
 computed in whatever engine holds billions of rows, gives the very estimates ``lmer`` gives
 on the rows (Searle, Casella & McCulloch 1992, sec. 6.2; Bates et al. 2015, eqs. 34-42):
-balanced cells through :func:`~hce.stats.mixed.balanced.balanced_reml_cells`, others through
-:class:`~hce.stats.mixed.pls.PlsProblem` with cell weights.
+balanced cells through :func:`~hce.stats.mixed.balanced.balanced_reml_cells`, two crossed
+factors (items x conditions) through :class:`~hce.stats.mixed.crossed_cells.CrossedCells` (the
+same deviance in O(cells)), others through :class:`~hce.stats.mixed.pls.PlsProblem` with cell
+weights.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ import numpy as np
 import pandas as pd
 
 from hce.errors import DataError
+from hce.stats._blas import one_blas_thread
 from hce.stats.mixed.balanced import StrataFit, balanced_reml_cells, fixed_effects_parts
+from hce.stats.mixed.crossed_cells import CrossedCells
 from hce.stats.mixed.formula import MixedFormula, check_identifiable, parse_formula
 from hce.stats.mixed.lmer_fit import _varcorr_intercepts, announce
-from hce.stats.mixed.pls import _DENSE_UP_TO, PlsProblem, RandomBlock, pls_fit
+from hce.stats.mixed.pls import _DENSE_UP_TO, PlsProblem, RandomBlock, moment_start, pls_fit
+from hce.stats.mixed.theta_search import minimise_theta
 
 
 @dataclass
@@ -59,7 +64,7 @@ class CellFit:
     loglik: float
     _varcorr: pd.DataFrame
     _strata: StrataFit | None = None
-    _pls: PlsProblem | None = None
+    _problem: PlsProblem | CrossedCells | None = None  # its deviance(variances) and deviance_gradient
 
     def varcorr(self) -> pd.DataFrame:
         """Random-effect variances, as :meth:`LmerResult.varcorr` (``group``, ``var1``,
@@ -122,15 +127,43 @@ def fit_cells(cells: pd.DataFrame, formula: str) -> CellFit:
         fit = _balanced(parsed, codes, shape, factors, mean, within, int(n_obs[0]))
         if fit is not None:
             return fit
-    blocks = [RandomBlock(c, np.ones((len(cells), 1))) for c in term_codes]
     # large tables only: there Newton's path from the one-way start cost thousands of evaluations; a small
     # (dense) one keeps the start the rows' lmer takes, so both stop at one point of a flat boundary optimum
     start = henderson_start(n_obs, mean, within, term_codes) if sum(int(c.max()) + 1 for c in term_codes) > _DENSE_UP_TO else None
+    roles = _crossed_roles(parsed, factors, shape)
+    if roles is not None and CrossedCells.applies(codes[factors.index(roles[0])], codes[factors.index(roles[1])]):
+        return _fit_crossed(parsed, roles, codes, factors, n_obs, mean, within, term_codes, start)
+    blocks = [RandomBlock(c, np.ones((len(cells), 1))) for c in term_codes]
     fit = pls_fit(mean, np.ones((len(cells), 1)), blocks, weights=n_obs, within=within, start=start)
     variances = [float(cov[0, 0]) for cov in fit.covariances]
     messages = [] if fit.converged else [f"the profiled REML deviance did not converge: {fit.message}"]
     return _finish(parsed, int(n_obs.sum()), "penalised least squares from the cell table (lme4's profiled deviance)",
-                   variances, fit.sigma2, messages, fit.loglik, pls=fit.problem)  # fmt: skip
+                   variances, fit.sigma2, messages, fit.loglik, problem=fit.problem)  # fmt: skip
+
+
+def _crossed_roles(parsed: MixedFormula, factors: list[str], shape: list[int]) -> tuple[str, str] | None:
+    """``(a, b)``, the factor of more levels and the other, when the terms are ``(1 | a) + (1 | b)``
+    and perhaps ``(1 | a:b)``; None for any other model."""
+    groups = [tuple(t.groups) for t in parsed.random]
+    if len(factors) != 2 or len(set(groups)) != len(groups) or not all((f,) in groups for f in factors):
+        return None
+    if len(groups) == 3 and not any(len(g) == 2 for g in groups) or len(groups) > 3:
+        return None
+    return tuple(sorted(factors, key=lambda f: -shape[factors.index(f)]))  # type: ignore[return-value]
+
+
+def _fit_crossed(parsed, roles, codes, factors, n_obs, mean, within, term_codes, start) -> CellFit:
+    """The fit of two crossed factors by :class:`CrossedCells` (the search of :func:`pls_fit`)."""
+    order = ["ab" if len(t.groups) == 2 else "a" if t.groups[0] == roles[0] else "b" for t in parsed.random]
+    problem = CrossedCells(codes[factors.index(roles[0])], codes[factors.index(roles[1])], n_obs, mean, within, order)
+    if start is None:
+        start = moment_start(mean, np.ones((len(mean), 1)), term_codes, n_obs, within)
+    with one_blas_thread():
+        search = minimise_theta(problem.profiled_deviance, start, problem.lower, problem.scalar, problem.gradient)
+    sigma2 = problem.sigma2(search.theta)
+    messages = [] if search.converged else [f"the profiled REML deviance did not converge: {search.message}"]
+    return _finish(parsed, int(n_obs.sum()), f"{problem.label} (REML)", list(search.theta**2 * sigma2),
+                   sigma2, messages, -0.5 * search.deviance, problem=problem)  # fmt: skip
 
 
 def henderson_start(n_obs: np.ndarray, mean: np.ndarray, within: float, term_codes: list[np.ndarray]) -> np.ndarray | None:
@@ -209,7 +242,7 @@ def _balanced(parsed, codes, shape, factors, mean, within, n_rep) -> CellFit | N
                    messages, float(loglik), strata=strata)  # fmt: skip
 
 
-def _finish(parsed, n, engine, variances, sigma2, messages, loglik, *, strata=None, pls=None) -> CellFit:
+def _finish(parsed, n, engine, variances, sigma2, messages, loglik, *, strata=None, problem=None) -> CellFit:
     varcorr = _varcorr_intercepts(parsed.random, variances, sigma2)
     messages, singular, converged = announce(varcorr, sigma2, messages)
-    return CellFit(parsed, n, engine, float(sigma2), converged, singular, messages, float(loglik), varcorr, strata, pls)
+    return CellFit(parsed, n, engine, float(sigma2), converged, singular, messages, float(loglik), varcorr, strata, problem)

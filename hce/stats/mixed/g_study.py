@@ -448,7 +448,8 @@ def variance_components(
       for the residual); std_error = sqrt(2 sum_k (a_k MS_k)^2 / df_k);
     * balanced design with a component at zero: profile-likelihood intervals (lme4's
       ``confint``), which reach down to 0;
-    * unbalanced design (lme4's penalised least squares): standard errors from the
+    * unbalanced design (lme4's REML criterion, from the cell table of two crossed factors
+      or by penalised least squares): standard errors from the
       observed information, the inverse Hessian of the REML deviance in the variances,
       and Satterthwaite intervals with df = 2 (v / SE)^2 (SAS PROC MIXED ``COVTEST CL``),
       which equal the ANOVA ones when the same formula meets balanced data. A component at
@@ -569,8 +570,8 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
         return _Inference(se, low, high, nan, method, cov, _OBSERVED)
     est = fit.varcorr()["vcov"].to_numpy()
     free = np.sqrt(est / est[-1]) >= _SINGULAR_TOL
-    cov = reml_covariance(fit._pls.deviance, est, free, fit._pls.deviance_gradient)
-    engine = "REML (penalised least squares)"
+    cov = reml_covariance(fit._problem.deviance, est, free, fit._problem.deviance_gradient)
+    engine = f"REML ({fit._problem.label})"
     if cov is None:
         method = [f"{engine}; no interval: {_NOT_MAX}"] * k
         return _Inference(nan, nan, nan, nan, method, no_cov, _NOT_MAX)
@@ -582,14 +583,14 @@ def _component_inference(fit: LmerResult, confidence: float) -> _Inference:
         "REML information"
     ] * k
     for j in np.flatnonzero(~free):
-        low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence, fit._pls.deviance_gradient)
+        low[j], high[j] = profile_limits(fit._problem.deviance, est, j, confidence, fit._problem.deviance_gradient)
         method[j] = (
             f"{engine}; at the boundary (relative SD < {_SINGULAR_TOL:g}): no standard error; "
             "profile-likelihood interval from 0"
         )
     # The residual always has many df; profile_limits profiles the components only.
     for j in np.flatnonzero(free[:-1] & satterthwaite_fails(df, low, high)[:-1]):
-        low[j], high[j] = profile_limits(fit._pls.deviance, est, j, confidence, fit._pls.deviance_gradient)
+        low[j], high[j] = profile_limits(fit._problem.deviance, est, j, confidence, fit._problem.deviance_gradient)
         method[j] = f"{engine}; {_SMALL_DF.format(df=df[j])}"
     return _Inference(se, low, high, df, _state_no_upper(method, high), cov, _OBSERVED)
 

@@ -396,7 +396,7 @@ def _finish(
         _varpar=varpar,
         _refit=partial(lmer, design.formula.formula, design.data),
         _strata=strata,
-        _pls=pls,
+        _problem=pls,
     )
 
 

@@ -100,7 +100,7 @@ class LmerResult:
     _varpar: VarparModel = field(repr=False)
     _refit: Callable[..., LmerResult] = field(repr=False)
     _strata: StrataFit | None = field(repr=False, default=None)
-    _pls: PlsProblem | None = field(repr=False, default=None)
+    _problem: PlsProblem | None = field(repr=False, default=None)
 
     # ---- accessors -------------------------------------------------------------------
     @fill_doc

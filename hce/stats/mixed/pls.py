@@ -142,6 +142,8 @@ class PlsProblem:
     dense : bool
         Whether :meth:`solve` factors ``A`` densely (scalar terms, at most ``_DENSE_UP_TO``
         random-effect columns).
+    label : str
+        The method, as a table of variance components names it.
 
     Examples
     --------
@@ -152,6 +154,8 @@ class PlsProblem:
     >>> round(problem.profiled_deviance(np.array([1.0])), 4) > 0
     True
     """
+
+    label = "penalised least squares"
 
     def __init__(
         self,
