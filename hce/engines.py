@@ -16,6 +16,7 @@ import os
 import re
 import tempfile
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -350,16 +351,25 @@ def checked(native, source: str = "log"):
 
 def repeated_attempts(native, keys: list[str]) -> tuple[int, object]:
     """How many combinations of ``keys`` (``attempt_id`` and the keys within which it must be
-    unique) occur more than once in a lazy frame, and the smallest of them (None if none).
+    unique) occur more than once in a lazy frame, and the smallest of them (None if none):
+    :func:`distinct_by_hash` first, the grouped count of the keys themselves only when it cannot
+    prove them distinct.
+    """
+    if distinct_by_hash(native, keys):
+        return 0, None
+    return _grouped_repeats(native, keys)
 
-    First a pass that holds 8 bytes a row: the rows against the distinct 64-bit hashes of
-    ``keys`` (DuckDB's ``hash``, Polars' ``hash``, Spark's ``xxhash64``). Equal keys hash
-    alike, so as many distinct hashes as rows proves every key distinct, exactly; only fewer
-    (a repeat, or a hash collision, about 1e-5 at 20M rows) runs the grouped count of the keys
-    themselves, which holds every key and its count. Why: at 20M attempts that grouped count
-    was the one step of a DuckDB report that outgrew 2 GB (issue 43); DuckDB's aggregates spill
-    to its temp folder past its ``memory_limit`` either way. Dask and other engines take the
-    grouped count directly.
+
+def distinct_by_hash(native, keys: list[str]) -> bool:
+    """Whether every combination of ``keys`` in a lazy frame is distinct, proved by a pass that
+    holds 8 bytes a row: the rows against the distinct 64-bit hashes of ``keys`` (DuckDB's
+    ``hash``, Polars' ``hash``, Spark's ``xxhash64``). Equal keys hash alike, so as many
+    distinct hashes as rows proves every key distinct, exactly; False when fewer (a repeat, or
+    a hash collision, about 1e-5 at 20M rows) or for another engine (Dask), where the caller
+    runs the grouped count, which holds every key and its count. Why: at 20M attempts that
+    grouped count was the one step of a DuckDB report that outgrew 2 GB, and a report's
+    repeated-rating checks took 15 of its 170 s (issue 43); DuckDB's aggregates spill to its
+    temp folder past its ``memory_limit`` either way.
     """
     rows = distinct = None
     kind = type(native).__module__.split(".")[0]
@@ -377,9 +387,7 @@ def repeated_attempts(native, keys: list[str]) -> tuple[int, object]:
 
         got = native.agg(F.count(F.lit(1)).alias("n"), F.countDistinct(F.xxhash64(*keys)).alias("h")).collect()[0]
         rows, distinct = got["n"], got["h"]
-    if rows is not None and rows == distinct:
-        return 0, None
-    return _grouped_repeats(native, keys)
+    return rows is not None and rows == distinct
 
 
 def _grouped_repeats(native, keys: list[str]) -> tuple[int, object]:
@@ -405,11 +413,24 @@ def remember_unique(native, keys: tuple[str, ...]) -> None:
         pass
 
 
-def inherit_unique(parent: object, child: object) -> None:
-    """Record for ``child``, a subset of ``parent``'s rows, every key set found unique in ``parent``."""
+def inherit_unique(parent: object, child: object, fixed: Sequence[str] = ()) -> None:
+    """Record for ``child``, a subset of ``parent``'s rows, every key set found unique in ``parent``;
+    where ``child`` holds one value of each column of ``fixed`` (one condition's rows), those
+    columns also drop out of the key sets: ``(condition_id, item_id, attempt)`` unique in a log
+    makes ``(item_id, attempt)`` unique in each condition's rows."""
     for (ident, keys), frame in list(_UNIQUE.items()):
         if ident == id(parent) and frame is parent:
             remember_unique(child, keys)
+            rest = tuple(k for k in keys if k not in fixed)
+            if rest and rest != keys:
+                remember_unique(child, rest)
+
+
+def settle_unique(native: object, keys: Sequence[str]) -> None:
+    """Remember ``keys`` unique in a lazy frame when :func:`distinct_by_hash` proves them so (one
+    pass); else leave each statistic to check (and name the repeat) where it reads them."""
+    if not known_unique(native, tuple(keys)) and distinct_by_hash(native, list(keys)):
+        remember_unique(native, tuple(keys))
 
 
 def known_unique(native: object, keys: tuple[str, ...] = ("attempt_id",)) -> bool:

@@ -143,4 +143,4 @@ def of_condition(frame: EngineFrame, condition: object) -> EngineFrame:
     """The rows of one condition."""
     import narwhals as nw
 
-    return frame.where(nw.col(CONDITION) == condition)
+    return frame.where(nw.col(CONDITION) == condition, fixed=[CONDITION])

@@ -102,17 +102,19 @@ class EngineFrame:
         self.columns = list(self.schema)
         self.engine = str(frame.implementation).rsplit(".", 1)[-1].lower()
 
-    def where(self, keep: object) -> EngineFrame:
-        """The rows where a narwhals boolean expression holds (still lazy).
+    def where(self, keep: object, fixed: Sequence[str] = ()) -> EngineFrame:
+        """The rows where a narwhals boolean expression holds (still lazy); ``fixed``: the
+        columns that ``keep`` holds at one value.
 
         Keys found unique in this frame stay unique in any subset of its rows, so the subset
-        inherits the memo (:func:`hce.engines.inherit_unique`): a report's per-condition and
-        per-criterion frames are not checked again (62 s of a 20M-row DuckDB report, issue 43).
+        inherits the memo (:func:`hce.engines.inherit_unique`, without the ``fixed`` columns):
+        a report's per-condition and per-criterion frames are not checked again (62 s of a
+        20M-row DuckDB report, issue 43).
         """
         kept = self.frame.filter(keep)
         child = kept.to_native()
         for parent in (self.native, self.frame.to_native()):  # the caller's frame and the one read (NaN as null)
-            inherit_unique(parent, child)
+            inherit_unique(parent, child, fixed)
         return EngineFrame(kept, native=child)
 
     def valid(self, error: str | None) -> EngineFrame:

@@ -107,3 +107,20 @@ def test_a_hash_collision_falls_back_to_the_exact_count(monkeypatch):
     grouped = hce.engines._grouped_repeats
     monkeypatch.setattr(hce.engines, "_grouped_repeats", lambda native, keys: grouped(relation, keys))
     assert hce.engines.repeated_attempts(Colliding(), ["attempt_id"]) == (0, None)
+
+
+def test_one_conditions_rows_drop_the_condition_from_the_unique_keys(engine):
+    # (condition, item, attempt) unique in a log: (item, attempt) is unique within one condition's
+    # rows, not within any other subset (two conditions' attempt 1 of one item)
+    import narwhals as nw
+
+    from hce.report.log_frame import log_frame, native, of_condition
+
+    log = engine(attempt_log())
+    hce.engines.settle_unique(log, ["condition_id", "item_id", "attempt"])
+    frame = log_frame(log)
+    assert hce.engines.known_unique(native(of_condition(frame, "C0")), ("item_id", "attempt"))
+    assert not hce.engines.known_unique(native(frame.where(nw.col("item_id") != "none")), ("item_id", "attempt"))
+    doubled = engine(pd.concat([attempt_log(), attempt_log().iloc[[3]]], ignore_index=True))
+    hce.engines.settle_unique(doubled, ["condition_id", "item_id", "attempt"])  # a repeat: nothing settled
+    assert not hce.engines.known_unique(native(of_condition(log_frame(doubled), "C0")), ("item_id", "attempt"))

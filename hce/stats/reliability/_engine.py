@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import _label, plain
-from hce.engines import known_unique, remember_unique
+from hce.engines import distinct_by_hash, known_unique, remember_unique
 from hce.errors import DataError
 from hce.stats._frames import EngineFrame
 
@@ -51,9 +51,12 @@ def rated(frame: EngineFrame, item: str, rater: str, score: str, *, numeric: boo
 
 
 def _refuse_repeated_ratings(kept: EngineFrame, item: str, rater: str) -> None:
-    """Two ratings of one target by one rater: refused, naming the first pair (a full grouped pass)."""
+    """Two ratings of one target by one rater: refused, naming the first pair (a full grouped
+    pass, run only when the keys' hashes cannot prove every pair distinct)."""
     import narwhals as nw
 
+    if distinct_by_hash(kept.native if kept.native is not None else kept.frame.to_native(), [item, rater]):
+        return
     repeats = (
         kept.frame.group_by([item, rater]).agg(nw.len().alias("_n")).filter(nw.col("_n") > 1)
         .sort([item, rater]).head(1).collect().to_pandas()
