@@ -492,9 +492,10 @@ def _variance(section: Section, context: _Context, criterion: Criterion, stem: s
     if no_within_variance(section, criterion, spread):
         return
     scored = valid(log_frame(context.log), criterion.column)
-    n_items, n_conditions = len(cells(scored, [ITEM])), len(cells(scored, [CONDITION]))
+    table = cells(scored, [ITEM, CONDITION])  # one pass: the items, the conditions and the cells' attempts
+    n_items, n_conditions = table[ITEM].nunique(), table[CONDITION].nunique()
     facets = [ITEM, CONDITION] if n_conditions > 1 else [ITEM]
-    per_cell = cells(scored, facets)["n"]
+    per_cell = table["n"] if n_conditions > 1 else table.groupby(ITEM)["n"].sum()
     attempts = int(per_cell.median()) if len(per_cell) else 0
     if n_items < 2 or attempts < 2:
         context.skip(f"{section.title}: variance decomposition",

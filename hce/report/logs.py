@@ -21,11 +21,11 @@ from typing import Any
 
 import pandas as pd
 
+from hce.engines import is_lazy_log, known_unique
 from hce.errors import DataError, LogFormatError
 from hce.log import combine_logs, read_log
 from hce.report.log_frame import log_frame
 from hce.report.provenance import NOTES, SETTINGS, log_notes
-from hce.stats._frames import EngineFrame
 
 CONDITION, ITEM = "condition_id", "item_id"
 #: Where a frame read by :func:`read_logs` keeps what hce collect recorded beside its logs (``<log>.settings.json``).
@@ -155,8 +155,9 @@ def missing_attempts(log: Any, planned: dict[str, set[str]] | None = None,
     keyed = view.frame.select(experiment.alias("_experiment"), nw.col(CONDITION), nw.col(ITEM).cast(nw.String),
                               nw.col("attempt").cast(nw.Float64))  # fmt: skip
     keys = ["_experiment", CONDITION]
-    items = EngineFrame(keyed).counts([*keys, ITEM])  # grouped passes: items x conditions rows come back, not the attempts
-    most = keyed.group_by(keys).agg(nw.col("attempt").max()).collect().to_pandas()
+    # grouped passes: items x conditions rows come back, not the attempts
+    items = keyed.group_by([*keys, ITEM]).agg(nw.len().alias("n"), nw.col("attempt").max().alias("top")).collect().to_pandas()
+    most = items.groupby(keys, sort=False)["top"].max().reset_index()
     attempts_of, bound = {}, nw.lit(0.0)
     for exp, condition, top in most.itertuples(index=False):
         planned_id = _planned_id(str(condition), plan.get(exp, {}))
@@ -165,7 +166,9 @@ def missing_attempts(log: Any, planned: dict[str, set[str]] | None = None,
             nw.lit(float(attempts_of[(exp, condition)][1]))).otherwise(bound)  # fmt: skip
     attempt = nw.col("attempt")
     planned_numbers = keyed.filter((attempt >= 1) & (attempt <= bound) & (attempt == attempt.round(0)))
-    done = (planned_numbers.group_by([*keys, ITEM]).agg(attempt.n_unique().alias("done")).collect().to_pandas()
+    # attempt numbers known unique within an item and condition (the report's one pass over hashes): count rows
+    once = is_lazy_log(log) and known_unique(log, (CONDITION, ITEM, "attempt"))
+    done = (planned_numbers.group_by([*keys, ITEM]).agg((nw.len() if once else attempt.n_unique()).alias("done")).collect().to_pandas()
             .set_index([*keys, ITEM])["done"])  # fmt: skip
     notes = []
     seen: set[tuple[str, str]] = set()
