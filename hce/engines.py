@@ -40,8 +40,9 @@ _REQUIRED = ("attempt_id", "item_id", "attempt")
 #: DuckDB's memory for one lazy log (its own connection): past it, DuckDB spills to the temp
 #: folder instead of growing (its default is 80% of the machine's memory).
 DUCKDB_MEMORY = "2GB"
-#: Lazy frames whose keys were found unique, by identity and keys (see :func:`known_unique`).
-_UNIQUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+#: What was found of lazy frames, by identity and fact: ``("unique", *keys)`` (see
+#: :func:`known_unique`) or ``("clean", probe)`` (see :func:`known_clean`).
+_KNOWN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def log_files(path: str | os.PathLike, *, csv: bool = False) -> tuple[list[Path], str]:
@@ -407,22 +408,35 @@ def _grouped_repeats(native, keys: list[str]) -> tuple[int, object]:
 def remember_unique(native, keys: tuple[str, ...]) -> None:
     """Record that ``keys`` are unique in ``native`` (see :func:`known_unique`), so the check
     runs once per frame, not once per statistic (a full shuffle each on Spark: issue 43)."""
+    _remember(native, ("unique", *keys))
+
+
+def remember_clean(native, probe: str) -> None:
+    """Record that a check of ``native`` found nothing for ``probe`` (``"inf:<column>"``: no
+    infinite value, ``"blank:<column>"``: no blank one), so no other statistic asks again."""
+    _remember(native, ("clean", probe))
+
+
+def _remember(native, fact: tuple[str, ...]) -> None:
     try:
-        _UNIQUE[(id(native), tuple(keys))] = native
+        _KNOWN[(id(native), fact)] = native
     except TypeError:  # a frame that takes no weak reference is checked every time
         pass
 
 
-def inherit_unique(parent: object, child: object, fixed: Sequence[str] = ()) -> None:
-    """Record for ``child``, a subset of ``parent``'s rows, every key set found unique in ``parent``;
-    where ``child`` holds one value of each column of ``fixed`` (one condition's rows), those
-    columns also drop out of the key sets: ``(condition_id, item_id, attempt)`` unique in a log
-    makes ``(item_id, attempt)`` unique in each condition's rows."""
-    for (ident, keys), frame in list(_UNIQUE.items()):
-        if ident == id(parent) and frame is parent:
-            remember_unique(child, keys)
-            rest = tuple(k for k in keys if k not in fixed)
-            if rest and rest != keys:
+def inherit_known(parent: object, child: object, fixed: Sequence[str] = ()) -> None:
+    """Record for ``child``, a subset of ``parent``'s rows, everything found of ``parent``: its
+    unique keys and clean columns hold in any subset. Where ``child`` holds one value of each
+    column of ``fixed`` (one condition's rows), those columns also drop out of the key sets:
+    ``(condition_id, item_id, attempt)`` unique in a log makes ``(item_id, attempt)`` unique in
+    each condition's rows."""
+    for (ident, fact), frame in list(_KNOWN.items()):
+        if ident != id(parent) or frame is not parent:
+            continue
+        _remember(child, fact)
+        if fact[0] == "unique":
+            rest = tuple(k for k in fact[1:] if k not in fixed)
+            if rest and len(rest) < len(fact) - 1:
                 remember_unique(child, rest)
 
 
@@ -437,7 +451,17 @@ def known_unique(native: object, keys: tuple[str, ...] = ("attempt_id",)) -> boo
     """Whether ``native`` is a lazy frame found free of repeated ``keys`` (by :func:`checked`, or
     by a statistic's door); ``attempt_id`` unique alone is unique within any keys that hold it."""
     shortcut = {("attempt_id",)} if "attempt_id" in keys else set()
-    return native is not None and any(_UNIQUE.get((id(native), k)) is native for k in shortcut | {tuple(keys)})
+    return any(_known(native, ("unique", *k)) for k in shortcut | {tuple(keys)})
+
+
+def known_clean(native: object, probe: str) -> bool:
+    """Whether a check of ``native`` (or of a frame it is a subset of) found nothing for ``probe``
+    (see :func:`remember_clean`)."""
+    return _known(native, ("clean", probe))
+
+
+def _known(native: object, fact: tuple[str, ...]) -> bool:
+    return native is not None and _KNOWN.get((id(native), fact)) is native
 
 
 def column_kinds(native: object) -> dict[str, str]:

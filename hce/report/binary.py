@@ -29,8 +29,9 @@ from hce.stats._resample import as_generator, percentile_interval, resample_coun
 ITEM, CONDITION = "item_id", "condition_id"
 
 
-def binary_levels(values: pd.Series, scale: tuple | None) -> tuple | None:
-    """The two levels of a criterion (low, high), from its scale or its values; None when it has more.
+def binary_levels(values: pd.Series | None, scale: tuple | None) -> tuple | None:
+    """The two levels of a criterion (low, high), from its scale or else its values (which a
+    scale makes unneeded: None); None when it has more.
 
     Examples
     --------

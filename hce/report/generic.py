@@ -26,7 +26,7 @@ import pandas as pd
 import hce.stats as hs
 from hce._docstrings import fill_doc
 from hce._vocabulary import keywords_checked
-from hce.engines import inherit_unique, is_lazy_log, settle_unique
+from hce.engines import inherit_known, is_lazy_log, settle_unique
 from hce.errors import DataError, HceError
 from hce.log import COLUMNS
 from hce.report import figures
@@ -394,7 +394,7 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
 
         scores = view.select({c: c for c in needed}).frame.with_columns(nw.col(criterion.column).cast(nw.Float64))
         log, left_out = nw.to_native(scores), {}  # the scores as float, as pandas' _finite_scores makes them
-        inherit_unique(context.log, log)  # the log's rows, so its repeated-attempt check holds
+        inherit_known(context.log, log)  # the log's rows, so its repeated-attempt check holds
     for condition, reason in left_out.items():
         section.add(f"Condition {condition} is left out of this section: {reason}.")
         context.skip(f"{section.title}: condition {condition}", reason,
@@ -404,7 +404,8 @@ def _criterion_section(document: Report, context: _Context, criterion: Criterion
     if scored.count_blank(criterion.column) == scored.count_rows():  # the whole log's messages and answers say why
         context.skip(section.title, *_why_no_score(view, criterion.column))
         return
-    levels = binary_levels(distinct(scored, criterion.column), criterion.scores)
+    # a rubric's scale says whether a criterion is binary: its values are read only when there is none
+    levels = binary_levels(distinct(scored, criterion.column) if criterion.scores is None else None, criterion.scores)
     if levels is not None:  # 0/1 scores have no meaningful SD, ICC or interval-level alpha
         _binary(section, context, criterion, stem, levels)
         return

@@ -124,3 +124,22 @@ def test_one_conditions_rows_drop_the_condition_from_the_unique_keys(engine):
     doubled = engine(pd.concat([attempt_log(), attempt_log().iloc[[3]]], ignore_index=True))
     hce.engines.settle_unique(doubled, ["condition_id", "item_id", "attempt"])  # a repeat: nothing settled
     assert not hce.engines.known_unique(native(of_condition(log_frame(doubled), "C0")), ("item_id", "attempt"))
+
+
+def test_a_column_found_finite_is_not_scanned_again_in_the_frame_or_its_subsets(engine):
+    # the door's inf/blank probes ran once per statistic: 60 passes, 6.5 s of a 20M-row DuckDB
+    # report (issue 43); a column found clean stays clean in any subset of the rows
+    import numpy as np
+
+    from hce.report.log_frame import log_frame, native, of_condition
+
+    log = engine(attempt_log())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HceWarning)
+        hs.item_spread(log, score="total")
+        assert hce.engines.known_clean(log, "inf:total") and hce.engines.known_clean(log, "blank:item_id")
+        assert hce.engines.known_clean(native(of_condition(log_frame(log), "C0")), "inf:total")
+        bad = attempt_log()
+        bad.loc[5, "total"] = np.inf
+        with pytest.raises(DataError, match="'total' holds 1 non-finite value"):  # another frame: checked anew
+            hs.item_spread(native(of_condition(log_frame(engine(bad)), bad.loc[5, "condition_id"])), score="total")
