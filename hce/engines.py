@@ -413,7 +413,8 @@ def remember_unique(native, keys: tuple[str, ...]) -> None:
 
 def remember_clean(native, probe: str) -> None:
     """Record that a check of ``native`` found nothing for ``probe`` (``"inf:<column>"``: no
-    infinite value, ``"blank:<column>"``: no blank one), so no other statistic asks again."""
+    infinite value, ``"blank:<column>"``: no blank one, ``"flagged:<column>"``: no row flagged
+    in that error column), so no other statistic asks again."""
     _remember(native, ("clean", probe))
 
 

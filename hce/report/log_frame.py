@@ -77,7 +77,8 @@ def flagged(frame: EngineFrame) -> object:
 
 def valid(frame: EngineFrame, column: str) -> EngineFrame:
     """The attempts not flagged and with a value in ``column``."""
-    return frame.where(~flagged(frame) & ~frame.blank(column))
+    ruled_out = [f"blank:{column}", *([f"flagged:{ERROR}"] if ERROR in frame.columns else [])]
+    return frame.where(~flagged(frame) & ~frame.blank(column), clean=ruled_out)
 
 
 def is_score(frame: EngineFrame, column: str) -> bool:

@@ -102,9 +102,10 @@ class EngineFrame:
         self.columns = list(self.schema)
         self.engine = str(frame.implementation).rsplit(".", 1)[-1].lower()
 
-    def where(self, keep: object, fixed: Sequence[str] = ()) -> EngineFrame:
+    def where(self, keep: object, fixed: Sequence[str] = (), clean: Sequence[str] = ()) -> EngineFrame:
         """The rows where a narwhals boolean expression holds (still lazy); ``fixed``: the
-        columns that ``keep`` holds at one value.
+        columns that ``keep`` holds at one value; ``clean``: the probes ``keep`` rules out
+        (``"blank:<column>"``, ``"flagged:<column>"``; see :func:`hce.engines.known_clean`).
 
         Keys found unique in this frame stay unique in any subset of its rows, so the subset
         inherits the memo (:func:`hce.engines.inherit_known`, without the ``fixed`` columns):
@@ -115,13 +116,15 @@ class EngineFrame:
         child = kept.to_native()
         for parent in (self.native, self.frame.to_native()):  # the caller's frame and the one read (NaN as null)
             inherit_known(parent, child, fixed)
+        for probe in clean:
+            remember_clean(child, probe)
         return EngineFrame(kept, native=child)
 
     def valid(self, error: str | None) -> EngineFrame:
         """The attempts not flagged in column ``error`` (a missing flag is no error)."""
         if error is None or error not in self.columns:
             return self
-        return self.where(~self.flag(error))
+        return self.where(~self.flag(error), clean=[f"flagged:{error}"])
 
     def flag(self, error: str):
         """The error column as a boolean narwhals expression, blank read as False."""
@@ -169,10 +172,25 @@ class EngineFrame:
         return int(found.collect().to_pandas()["n"].iloc[0])
 
     def count_blank(self, column: str) -> int:
-        """Rows whose ``column`` is blank."""
+        """Rows whose ``column`` is blank (none where the frame is known to hold none)."""
         import narwhals as nw
 
-        return EngineFrame(self.frame.filter(nw.col(column).is_null())).count_rows()
+        return self._count_known(f"blank:{column}", nw.col(column).is_null())
+
+    def count_flagged(self, error: str) -> int:
+        """Rows flagged in column ``error`` (none where the frame is known to hold none)."""
+        return self._count_known(f"flagged:{error}", self.flag(error))
+
+    def _count_known(self, probe: str, hit: object) -> int:
+        """Rows where ``hit`` holds; a zero is remembered as ``probe`` clean for the frame and
+        its subsets (a report's statistics asked it of each frame again: issue 43)."""
+        native = self.native if self.native is not None else self.frame.to_native()
+        if known_clean(native, probe):
+            return 0
+        n = EngineFrame(self.frame.filter(hit)).count_rows()
+        if not n:
+            remember_clean(native, probe)
+        return n
 
     def value_counts(self, keys: Sequence[str], value: str) -> pd.DataFrame:
         """Rows per ``keys`` x distinct ``value`` (``n``; a blank value is its own row), sorted.

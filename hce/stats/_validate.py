@@ -463,7 +463,7 @@ def in_engine(wrapper: Callable, name: str, spec: FrameSpec, bound: inspect.Boun
     if inject and isinstance(column, str) and column in frame.columns:
         if not frame.is_numeric(column):
             raise DataError(f"{name}: column {column!r} (error flag) must be boolean, got {frame.schema[column]}")
-        flagged = frame.where(frame.flag(column)).count_rows()
+        flagged = frame.count_flagged(column)
         if flagged:  # none flagged: the frame stays the caller's, whose checks are remembered
             warn(f"{name}: left out {flagged} attempt(s) flagged in {column!r}", HceWarning)
             frame = frame.valid(column)

@@ -143,3 +143,19 @@ def test_a_column_found_finite_is_not_scanned_again_in_the_frame_or_its_subsets(
         bad.loc[5, "total"] = np.inf
         with pytest.raises(DataError, match="'total' holds 1 non-finite value"):  # another frame: checked anew
             hs.item_spread(native(of_condition(log_frame(engine(bad)), bad.loc[5, "condition_id"])), score="total")
+
+
+def test_the_valid_attempts_are_known_to_hold_no_blank_and_no_flag(engine):
+    # a report's statistics counted the blank scores and the flagged attempts of frames made of
+    # the valid attempts only: passes that can only find 0 (issue 43)
+    from hce.report.log_frame import log_frame, native, valid
+
+    log = attempt_log()
+    log["error_flag"] = False
+    log.loc[[2, 9], "error_flag"] = True
+    log.loc[4, "total"] = None
+    frame = log_frame(engine(log))
+    assert frame.count_blank("total") == 1 and frame.count_flagged("error_flag") == 2
+    kept = valid(frame, "total")
+    assert hce.engines.known_clean(native(kept), "blank:total") and hce.engines.known_clean(native(kept), "flagged:error_flag")
+    assert kept.count_blank("total") == 0 and kept.count_flagged("error_flag") == 0 and kept.count_rows() == len(log) - 3

@@ -40,9 +40,8 @@ def rated(frame: EngineFrame, item: str, rater: str, score: str, *, numeric: boo
     if numeric and not frame.is_numeric(score):
         raise DataError(f"column {score!r} must be numeric, got {frame.schema[score]} in the {frame.engine} "
                         "frame; cast it to a number in the engine first")  # fmt: skip
-    blank = frame.blank(score)
-    kept = frame.where(~blank)
-    n_missing = frame.where(blank).count_rows()
+    n_missing = frame.count_blank(score)  # no pass where the frame is known to hold none (a report's)
+    kept = frame.where(~frame.blank(score), clean=[f"blank:{score}"]) if n_missing else frame
     if not known_unique(frame.native, (item, rater)):
         _refuse_repeated_ratings(kept, item, rater)
         if frame.native is not None and not n_missing:  # every row was checked: no other score of this frame checks again

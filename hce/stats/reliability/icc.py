@@ -151,7 +151,10 @@ def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, con
     if n_raters < 2 or n_targets < 2:
         raise DataError(f"ICC needs at least 2 targets and 2 raters; got {n_targets} targets ({item!r}) and "
                         f"{n_raters} raters ({rater!r})")  # fmt: skip
-    total = f.frame.select(nw.len().alias("n"), y.min().alias("low"), y.max().alias("high")).collect().to_pandas().iloc[0]
+    # one pass for the extremes and the sums the REML design sums read
+    total = f.frame.with_columns(y.alias("_y"), (y * y).alias("_yy")).select(
+        nw.len().alias("n"), nw.col("_y").min().alias("low"), nw.col("_y").max().alias("high"),
+        nw.col("_y").sum().alias("sy"), nw.col("_yy").sum().alias("yy")).collect().to_pandas().iloc[0]  # fmt: skip
     nobs = int(total["n"])
     if total["low"] == total["high"]:
         raise DataError(f"all {nobs} ratings in {score!r} equal {total['low']:g}, so the ICC is undefined (0/0)")
@@ -183,21 +186,20 @@ def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, con
     # identical partitions need as many levels as ratings, which the level counts refuse first
     check_identifiable([(f"(1 | {item})", item, None, n_targets, 1), (f"(1 | {rater})", rater, None, n_raters, 1)], nobs)
     crossed = not (oneway and k == "harmonic")
-    sums = _engine_design_sums(f, targets, per_target, item, rater, score, crossed=crossed)
+    sums = _engine_design_sums(f, targets, per_target, total, item, rater, score, crossed=crossed)
     ms, k_used = reml_mean_squares(sums, n_targets, n_raters, k) if crossed else oneway_mean_squares(sums, n_targets)
     return _icc_table(ms, n_targets, k_used, method, k, confidence, counts(n_targets, n_raters, nobs, ratings.n_missing),
                       forms)  # fmt: skip
 
 
-def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, item: str, rater: str, score: str, *,
-                        crossed: bool = True) -> DesignSums:  # fmt: skip
-    """:class:`DesignSums` of the ratings in an engine (see :func:`_icc_in_engine`); not
-    ``crossed``: the one-way model's, without the rater sums."""
+def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, totals: pd.Series, item: str, rater: str,
+                        score: str, *, crossed: bool = True) -> DesignSums:  # fmt: skip
+    """:class:`DesignSums` of the ratings in an engine (see :func:`_icc_in_engine`; ``totals``:
+    the ratings' ``n``, sum ``sy`` and sum of squares ``yy``); not ``crossed``: the one-way
+    model's, without the rater sums."""
     import narwhals as nw
 
     y = nw.col(score).cast(nw.Float64)
-    totals = f.frame.with_columns(y.alias("_y"), (y * y).alias("_yy")).select(
-        nw.len().alias("n"), nw.col("_y").sum().alias("sy"), nw.col("_yy").sum().alias("yy")).collect().to_pandas().iloc[0]  # fmt: skip
     nt, ty = per_target["_ni"].to_numpy(), per_target["_ty"].to_numpy(float)
     d = oneway_sums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), nt, ty)
     if not crossed:
