@@ -442,9 +442,10 @@ def inherit_known(parent: object, child: object, fixed: Sequence[str] = ()) -> N
 
 
 def settle_unique(native: object, keys: Sequence[str]) -> None:
-    """Remember ``keys`` unique in a lazy frame when :func:`distinct_by_hash` proves them so (one
-    pass); else leave each statistic to check (and name the repeat) where it reads them."""
-    if not known_unique(native, tuple(keys)) and distinct_by_hash(native, list(keys)):
+    """Remember ``keys`` unique in a lazy frame when :func:`repeated_attempts` finds them so (one
+    pass over hashes; on Dask, one grouped count instead of one per statistic and subset); else
+    leave each statistic to check (and name the repeat) where it reads them."""
+    if not known_unique(native, tuple(keys)) and not repeated_attempts(native, list(keys))[0]:
         remember_unique(native, tuple(keys))
 
 
