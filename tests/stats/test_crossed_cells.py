@@ -93,4 +93,7 @@ def test_a_sparse_table_or_another_model_keeps_penalised_least_squares():
         warnings.simplefilter("ignore")
         sparse = fit_cells(table(60, 5, 8, keep=0.3), "total ~ 1 + (1 | item) + (1 | condition) + (1 | item:condition)")
         nested = fit_cells(table(60, 5, 8), "total ~ 1 + (1 | item) + (1 | item:condition)")
-    assert sparse.engine.startswith("penalised least squares") and nested.engine.startswith("penalised least squares")
+        # a small table keeps the deviance lmer on the rows takes: on a flat boundary optimum the
+        # two searches stopped 9e-9 apart (tests/stats/test_engines.py's property test, seed 957)
+        small = fit_cells(table(20, 3, 9), "total ~ 1 + (1 | item) + (1 | condition) + (1 | item:condition)")
+    assert all(f.engine.startswith("penalised least squares") for f in (sparse, nested, small))

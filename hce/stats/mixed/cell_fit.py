@@ -127,10 +127,12 @@ def fit_cells(cells: pd.DataFrame, formula: str) -> CellFit:
         fit = _balanced(parsed, codes, shape, factors, mean, within, int(n_obs[0]))
         if fit is not None:
             return fit
-    # large tables only: there Newton's path from the one-way start cost thousands of evaluations; a small
-    # (dense) one keeps the start the rows' lmer takes, so both stop at one point of a flat boundary optimum
-    start = henderson_start(n_obs, mean, within, term_codes) if sum(int(c.max()) + 1 for c in term_codes) > _DENSE_UP_TO else None
-    roles = _crossed_roles(parsed, factors, shape)
+    # large tables only: there Newton's path from the one-way start cost thousands of evaluations, and
+    # penalised least squares 0.1 s an evaluation; a small (dense) one keeps the start and the deviance
+    # the rows' lmer takes, so both stop at one point of a flat boundary optimum (tests/stats/test_engines.py)
+    large = sum(int(c.max()) + 1 for c in term_codes) > _DENSE_UP_TO
+    start = henderson_start(n_obs, mean, within, term_codes) if large else None
+    roles = _crossed_roles(parsed, factors, shape) if large else None
     if roles is not None and CrossedCells.applies(codes[factors.index(roles[0])], codes[factors.index(roles[1])]):
         return _fit_crossed(parsed, roles, codes, factors, n_obs, mean, within, term_codes, start)
     blocks = [RandomBlock(c, np.ones((len(cells), 1))) for c in term_codes]
