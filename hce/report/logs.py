@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from hce.engines import is_lazy_log, known_unique
+from hce.engines import known_unique
 from hce.errors import DataError, LogFormatError
 from hce.log import combine_logs, read_log
 from hce.report.log_frame import log_frame
@@ -167,7 +167,7 @@ def missing_attempts(log: Any, planned: dict[str, set[str]] | None = None,
     attempt = nw.col("attempt")
     planned_numbers = keyed.filter((attempt >= 1) & (attempt <= bound) & (attempt == attempt.round(0)))
     # attempt numbers known unique within an item and condition (the report's one pass over hashes): count rows
-    once = is_lazy_log(log) and known_unique(log, (CONDITION, ITEM, "attempt"))
+    once = known_unique(log, (CONDITION, ITEM, "attempt"))
     done = (planned_numbers.group_by([*keys, ITEM]).agg((nw.len() if once else attempt.n_unique()).alias("done")).collect().to_pandas()
             .set_index([*keys, ITEM])["done"])  # fmt: skip
     notes = []

@@ -102,6 +102,12 @@ class EngineFrame:
         self.columns = list(self.schema)
         self.engine = str(frame.implementation).rsplit(".", 1)[-1].lower()
 
+    @property
+    def known_as(self) -> object:
+        """The lazy frame what is found of this one is remembered for (:mod:`hce.engines`' memo):
+        the caller's, else the one read."""
+        return self.native if self.native is not None else self.frame.to_native()
+
     def where(self, keep: object, fixed: Sequence[str] = (), clean: Sequence[str] = ()) -> EngineFrame:
         """The rows where a narwhals boolean expression holds (still lazy); ``fixed``: the
         columns that ``keep`` holds at one value; ``clean``: the probes ``keep`` rules out
@@ -184,7 +190,7 @@ class EngineFrame:
     def _count_known(self, probe: str, hit: object) -> int:
         """Rows where ``hit`` holds; a zero is remembered as ``probe`` clean for the frame and
         its subsets (a report's statistics asked it of each frame again: issue 43)."""
-        native = self.native if self.native is not None else self.frame.to_native()
+        native = self.known_as
         if known_clean(native, probe):
             return 0
         n = EngineFrame(self.frame.filter(hit)).count_rows()
@@ -296,7 +302,7 @@ class EngineFrame:
                 )
         probes = {f"inf:{c}": (nw.col(c).abs() == _INF) for c in numbers if self.schema[c] != _boolean()}
         probes |= {f"blank:{c}": nw.col(c).is_null() for c in keys if c not in blank_keys}
-        native = self.native if self.native is not None else self.frame.to_native()
+        native = self.known_as
         probes = {label: hit for label, hit in probes.items() if not known_clean(native, label)}
         if not probes:
             return
@@ -318,7 +324,7 @@ class EngineFrame:
         if ATTEMPT_ID not in self.columns or ATTEMPT_ID in named:
             return
         keys = (ATTEMPT_ID, *(c for c in dict.fromkeys([*named, LONG_CRITERION]) if c in self.columns))
-        native = self.native if self.native is not None else self.frame.to_native()
+        native = self.known_as
         if known_unique(native, keys):
             return
         # attempt_id unique alone first: then it is unique within any keys, and no statistic on this

@@ -54,7 +54,7 @@ def _refuse_repeated_ratings(kept: EngineFrame, item: str, rater: str) -> None:
     pass, run only when the keys' hashes cannot prove every pair distinct)."""
     import narwhals as nw
 
-    if distinct_by_hash(kept.native if kept.native is not None else kept.frame.to_native(), [item, rater]):
+    if distinct_by_hash(kept.known_as, [item, rater]):
         return
     repeats = (
         kept.frame.group_by([item, rater]).agg(nw.len().alias("_n")).filter(nw.col("_n") > 1)
