@@ -84,6 +84,11 @@ def is_remote(path: object) -> bool:
     return isinstance(path, str) and bool(_REMOTE.match(path))
 
 
+#: A memory size both DuckDB's ``memory_limit`` and Spark's ``spark.driver.memory`` (after the
+#: rewrite in :func:`spark_session`) read.
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt])i?b\s*$", re.IGNORECASE)
+
+
 def _open_remote(engine: str, url: str, memory: str, spark: dict):
     """A lazy log at an object-store URL: a Parquet folder (Hive partitions kept), or a JSONL file
     or folder when the URL ends so."""
@@ -213,6 +218,8 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
         raise LogFormatError(f"a lazy log reads one file or one directory of files, got {type(path).__name__}; "
                              "put the files in one directory")  # fmt: skip
     chosen = choose_engine(path, engine)
+    if memory is not None and not _SIZE.match(str(memory)):
+        raise LogFormatError(f"memory limit {memory!r} is not a size; give a number and a unit, e.g. '2GB', '500MB' or '1.5GiB'")
     if chosen == "pandas":  # the pandas reader is hce.read_log's, which calls this module: not called from here
         raise LogFormatError(f"{path} is small enough for pandas (engine={engine!r}): read it with "
                              f"hce.read_log(path, engine={engine!r}), which returns the pandas DataFrame")  # fmt: skip
@@ -286,7 +293,7 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
         builder = builder.master(master)
     settings = dict(conf or {})
     if memory:
-        settings.setdefault("spark.driver.memory", re.sub(r"(?i)^(\d+)\s*([kmgt])i?b$", lambda m: m[1] + m[2].lower(), memory.strip()))
+        settings.setdefault("spark.driver.memory", _spark_size(memory))
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
@@ -310,6 +317,17 @@ def _open_dask(root: Path, files: list[Path], fmt: str, in_files: bool, union: b
     # as the values' own type, which the statistics group by as any other column
     parts = {c: t.categories.dtype for c, t in frame.dtypes.items() if isinstance(t, pd.CategoricalDtype)}
     return frame.astype(parts) if parts else frame
+
+
+def _spark_size(memory: str) -> str:
+    """A size as Spark writes it: ``"2GB"`` as ``"2g"``, ``"1.5GB"`` (no whole number of a unit) as ``"1536m"``."""
+    found = _SIZE.match(memory)
+    if found is None:  # a size hce did not check (set in the session's own settings): Spark's to read
+        return memory
+    number, unit = float(found[1]), found[2].lower()
+    if number.is_integer():
+        return f"{int(number)}{unit}"
+    return f"{round(number * {'k': 1 / 1024, 'm': 1, 'g': 1024, 't': 1024**2}[unit])}m"
 
 
 def checked(native, source: str = "log"):
@@ -336,11 +354,22 @@ def checked(native, source: str = "log"):
         frame = frame.with_columns((text == "true").fill_null(False).alias("error_flag"))
     elif not (flag.is_numeric() or flag == nw.Boolean):
         raise LogFormatError(f"{source}: column 'error_flag' must be boolean, got {flag}")
-    blank = frame.filter(nw.col("attempt_id").is_null()).select(nw.len().alias("n")).collect().to_pandas()
-    if int(blank["n"].iloc[0]):
-        raise LogFormatError(f"{source}: column 'attempt_id' is blank in {int(blank['n'].iloc[0]):,} row(s); "
+    # one pass: blank ids, and infinite scores, which pandas' reader refuses in any float column
+    floats = [c for c, t in schema.items() if t in (nw.Float64, nw.Float32)]
+    found = frame.select(nw.col("attempt_id").is_null().cast(nw.Int64).sum().alias("blank"),
+                         *[(nw.col(c).abs() == float("inf")).cast(nw.Int64).sum().alias(f"inf:{c}") for c in floats]
+                         ).collect().to_pandas().iloc[0]  # fmt: skip
+    if int(found["blank"]):
+        raise LogFormatError(f"{source}: column 'attempt_id' is blank in {int(found['blank']):,} row(s); "
                              "every attempt needs its own id (hce.log.make_attempt_id makes them)")  # fmt: skip
+    infinite = {c: int(n) for c in floats if (n := found[f"inf:{c}"]) and n == n}  # a sum of nulls: null (or NaN)
+    if infinite:
+        column, n = next(iter(infinite.items()))
+        raise LogFormatError(f"{source}: column {column!r} holds {n:,} infinite value(s) (inf or -inf): expected "
+                             "a finite number (leave the cell empty, or null, for a missing value)")  # fmt: skip
     out = frame.to_native()
+    for column in floats:  # the statistics' door does not scan these again
+        remember_clean(out, f"inf:{column}")
     n_repeated, first = repeated_attempts(out, ["attempt_id"])
     if n_repeated:
         raise LogFormatError(f"{source}: attempt_id {first!r} appears more than once; "
@@ -418,6 +447,19 @@ def remember_clean(native, probe: str) -> None:
     _remember(native, ("clean", probe))
 
 
+def remember_varied(native, column: str, *, constant_ok: bool) -> None:
+    """Record that ``column`` of ``native`` holds a score (``constant_ok``) or two different ones
+    (see :func:`known_varied`): a fact of this frame alone, which its subsets do not inherit (one
+    condition's scores may all be equal)."""
+    _remember(native, ("varied", column, "scored" if constant_ok else "varied"))
+
+
+def known_varied(native: object, column: str, *, constant_ok: bool) -> bool:
+    """Whether ``column`` of ``native`` was found to hold a score (``constant_ok``) or two different
+    ones, as a statistic's door asks (:func:`hce.stats._validate.refuse_unvaried`)."""
+    return _known(native, ("varied", column, "varied")) or (constant_ok and _known(native, ("varied", column, "scored")))
+
+
 def _remember(native, fact: tuple[str, ...]) -> None:
     try:
         _KNOWN[(id(native), fact)] = native
@@ -432,7 +474,7 @@ def inherit_known(parent: object, child: object, fixed: Sequence[str] = ()) -> N
     ``(condition_id, item_id, attempt)`` unique in a log makes ``(item_id, attempt)`` unique in
     each condition's rows."""
     for (ident, fact), frame in list(_KNOWN.items()):
-        if ident != id(parent) or frame is not parent:
+        if ident != id(parent) or frame is not parent or fact[0] == "varied":
             continue
         _remember(child, fact)
         if fact[0] == "unique":

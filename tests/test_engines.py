@@ -293,6 +293,34 @@ def test_a_blank_attempt_id_is_reported_as_blank_not_as_a_repeat(tmp_path, engin
         hce.read_log(tmp_path / "log.parquet", engine=engine)
 
 
+@pytest.mark.parametrize("engine", LAZY)
+def test_an_infinite_score_is_refused_on_reading_as_pandas_refuses_it(tmp_path, engine):
+    # before: pandas refused the log (exit 2) and every engine wrote the report, the criterion
+    # "not computed", and exited 1 (an independent check, -inf in one criterion)
+    log = small_log()
+    log["smooth"] = log["accuracy"] + 0.25
+    log.loc[4, "smooth"] = -np.inf
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    for reader in ("pandas", engine):
+        with pytest.raises(LogFormatError, match=r"column 'smooth'.*finite number"):
+            hce.read_log(tmp_path / "log.parquet", engine=reader)
+        done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--engine", reader, "--out", str(tmp_path / "out")])
+        assert done.exit_code == 2 and "'smooth'" in done.output, done.output
+
+
+def test_a_memory_limit_that_is_not_a_size_is_refused_before_any_work(tmp_path):
+    # before: DuckDB's "ParserException: Memory must have a number" as a traceback, exit 1
+    small_log().to_parquet(tmp_path / "log.parquet", index=False)
+    with pytest.raises(LogFormatError, match=r"memory limit 'lots' is not a size"):
+        scan_log(tmp_path / "log.parquet", engine="duckdb", memory="lots")
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--engine", "duckdb", "--memory-limit", "lots",
+                                    "--out", str(tmp_path / "out")])  # fmt: skip
+    assert done.exit_code == 2 and "is not a size" in done.output, done.output
+    from hce.engines import _spark_size
+
+    assert [_spark_size(m) for m in ("2GB", "1.5GB", "512MiB", " 3 gb ")] == ["2g", "1536m", "512m", "3g"]
+
+
 def test_memory_limit_reaches_duckdb_and_spark_options_are_checked(tmp_path, monkeypatch):
     small_log().to_parquet(tmp_path / "log.parquet", index=False)
     lazy = scan_log(tmp_path / "log.parquet", memory="300MB")

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from hce.engines import inherit_known, known_clean, known_unique, remember_clean, remember_unique, repeated_attempts
+from hce.engines import (inherit_known, known_clean, known_unique, known_varied, remember_clean, remember_unique,
+                         remember_varied, repeated_attempts)  # fmt: skip
 from hce._warnings import warn
 from hce.errors import DataError, HceWarning
 
@@ -175,7 +176,8 @@ class EngineFrame:
         import narwhals as nw
 
         found = self.frame.filter(~nw.col(column).is_null()).select(nw.col(column).n_unique().alias("n"))
-        return int(found.collect().to_pandas()["n"].iloc[0])
+        n = found.collect().to_pandas()["n"].iloc[0]
+        return int(n) if pd.notna(n) else 0  # DuckDB counts no rows as null
 
     def count_blank(self, column: str) -> int:
         """Rows whose ``column`` is blank (none where the frame is known to hold none)."""
@@ -283,8 +285,13 @@ class EngineFrame:
         ]
         return EngineFrame(nw.concat(parts) if len(parts) > 1 else parts[0])
 
-    def check(self, name: str, *, keys: Sequence[str], blank_keys: Sequence[str], numbers: Sequence[str]) -> None:
-        """The door's checks, in one pass: numbers numeric and finite, ids filled.
+    def check(self, name: str, *, keys: Sequence[str], blank_keys: Sequence[str], numbers: Sequence[str],
+              labels: Sequence[str] = (), scores: dict[str, bool] | None = None) -> dict[str, tuple[int, int, object]]:
+        """The door's checks, in one pass: numbers (and numeric labels) numeric and finite, ids
+        filled; and for each column of ``scores`` (to whether one value in every row is allowed)
+        not yet known to pass, its rows, its scores and the one value they all hold (``None`` when
+        they differ), for the caller's refusal of scores that cannot be analysed
+        (:func:`hce.stats._validate.refuse_unvaried`).
 
         Typed engines cannot mix ``1`` and ``"1"`` in a column, so what pandas' door reads
         anew (numbers stored as text) is refused here, naming the column and its type. A
@@ -300,15 +307,29 @@ class EngineFrame:
                     f"{name}: column {column!r} must be numeric, got {self.schema[column]} in the {self.engine} frame; "
                     f"cast it to a number in the engine first"
                 )
-        probes = {f"inf:{c}": (nw.col(c).abs() == _INF) for c in numbers if self.schema[c] != _boolean()}
+        finite = [*numbers, *(c for c in labels if self.schema[c] in (nw.Float64, nw.Float32))]
+        probes = {f"inf:{c}": (nw.col(c).abs() == _INF) for c in dict.fromkeys(finite) if self.schema[c] != _boolean()}
         probes |= {f"blank:{c}": nw.col(c).is_null() for c in keys if c not in blank_keys}
         native = self.known_as
         probes = {label: hit for label, hit in probes.items() if not known_clean(native, label)}
-        if not probes:
-            return
-        found = self.frame.select(*[hit.cast(nw.Int64).sum().alias(label) for label, hit in probes.items()]).collect().to_pandas().iloc[0]
-        for label, count in found.items():
-            if not count:
+        scores = [c for c, constant_ok in (scores or {}).items() if not known_varied(native, c, constant_ok=constant_ok)]
+        if not probes and not scores:
+            return {}
+        extremes = []
+        for i, c in enumerate(scores):
+            value = nw.col(c).cast(nw.Int64) if self.schema[c] == _boolean() else nw.col(c)
+            extremes += [value.count().alias(f"n{i}"), value.min().alias(f"lo{i}"), value.max().alias(f"hi{i}")]
+        found = self.frame.select(nw.len().alias("rows"), *extremes,
+                                  *[hit.cast(nw.Int64).sum().alias(label) for label, hit in probes.items()]
+                                  ).collect().to_pandas().iloc[0]  # fmt: skip
+        rows = int(found["rows"])
+        spreads = {c: (rows, int(found[f"n{i}"]), found[f"lo{i}"] if found[f"lo{i}"] == found[f"hi{i}"] else None)
+                   for i, c in enumerate(scores)}  # fmt: skip
+        for column, (_, n_present, only) in spreads.items():  # facts of this frame, not of its subsets
+            if n_present:
+                remember_varied(native, column, constant_ok=only is not None)
+        for label, count in found[list(probes)].items():
+            if not count or count != count:  # none found (a sum over no rows: null)
                 remember_clean(native, str(label))
                 continue
             kind, column = str(label).split(":", 1)
@@ -316,6 +337,7 @@ class EngineFrame:
                 raise DataError(f"{name}: column {column!r} holds {int(count)} non-finite value(s) (inf or -inf); "
                                 "scores must be finite numbers")  # fmt: skip
             raise DataError(f"{name}: id column {column!r} is blank in {int(count)} row(s); label every row or drop those rows")
+        return spreads
 
     def refuse_repeated_attempts(self, named: Sequence[str], name: str) -> None:
         """An ``attempt_id`` twice (within the other keys the call names) is refused, as in

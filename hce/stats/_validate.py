@@ -391,18 +391,23 @@ def refuse_no_variation(values: pd.Series, column: str, name: str, *, constant_o
     ``constant_ok``) one value in every row, where a variance, a kappa, an alpha or an ICC
     is 0/0 and a model has nothing to explain."""
     present = values.dropna()
-    if present.empty:
+    distinct = present.unique()[:2]
+    refuse_unvaried(name, column, len(values), len(present), distinct[0] if len(distinct) == 1 else None,
+                    constant_ok=constant_ok)  # fmt: skip
+
+
+def refuse_unvaried(name: str, column: str, n_rows: int, n_present: int, only: object, *, constant_ok: bool) -> None:
+    """:func:`refuse_no_variation` from counts: ``n_rows`` rows, ``n_present`` with a score,
+    ``only`` the one value they all hold (``None`` when they differ), as an engine's pass finds them."""
+    if not n_present:
         raise DataError(
-            f"{name}: column {column!r} has no scores: all {len(values)} row(s) are missing "
+            f"{name}: column {column!r} has no scores: all {n_rows} row(s) are missing "
             "(NaN); check the column name and that the replies were parsed"
         )
-    if constant_ok:
-        return
-    distinct = present.unique()
-    if len(distinct) == 1:
+    if not constant_ok and only is not None:
         raise DataError(
-            f"{name}: column {column!r} holds one value ({plain(distinct[0])!r}) in all "
-            f"{len(present)} row(s) with a score, all scores equal: there is no variation to "
+            f"{name}: column {column!r} holds one value ({plain(only)!r}) in all "
+            f"{n_present} row(s) with a score, all scores equal: there is no variation to "
             "analyse (a judge that always gives the same score); check the scores, or report "
             "the constant"
         )
@@ -458,8 +463,7 @@ def in_engine(wrapper: Callable, name: str, spec: FrameSpec, bound: inspect.Boun
         frame.refuse_repeated_attempts(keys, name)
     if spec.spread:
         frame = frame.first_min_attempts(name)
-    blank_ok = [c for k in spec.blank_keys for c in columns_of(arguments.get(k))]
-    frame.check(name, keys=keys, blank_keys=blank_ok, numbers=numbers + present)
+    # flagged attempts out before the check, as in pandas' door: a failed reply's garbage is no error
     if inject and isinstance(column, str) and column in frame.columns:
         if not frame.is_numeric(column):
             raise DataError(f"{name}: column {column!r} (error flag) must be boolean, got {frame.schema[column]}")
@@ -467,6 +471,13 @@ def in_engine(wrapper: Callable, name: str, spec: FrameSpec, bound: inspect.Boun
         if flagged:  # none flagged: the frame stays the caller's, whose checks are remembered
             warn(f"{name}: left out {flagged} attempt(s) flagged in {column!r}", HceWarning)
             frame = frame.valid(column)
+    blank_ok = [c for k in spec.blank_keys for c in columns_of(arguments.get(k))]
+    scores = {c: constant_ok for k, constant_ok in [(k, False) for k in spec.varying] + [(k, True) for k in spec.scored]
+              for c in columns_of(arguments.get(k)) if c in frame.columns}  # fmt: skip
+    found = frame.check(name, keys=keys, blank_keys=blank_ok, numbers=numbers + present,
+                        labels=[c for group in labels for c in group], scores=scores)  # fmt: skip
+    for score, (n_rows, n_present, only) in found.items():  # the refusal pandas' door makes, from one pass
+        refuse_unvaried(name, score, n_rows, n_present, only, constant_ok=scores[score])
     arguments.pop(spec.frame)
     return spec.engine(frame, **arguments)
 

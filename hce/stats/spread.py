@@ -146,6 +146,8 @@ def _spread_from_counts(counts: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
     ``h = (n - 1) p`` of the sorted scores, ``x_(floor h) + (h - floor h)(x_(floor h + 1) -
     x_(floor h))``, the order statistics read off the cumulative counts.
     """
+    if counts.empty:  # no cell has a score (a column of blanks): every cell's n is 0
+        return counts[cells].assign(**{c: pd.Series(dtype=float) for c in ("n", "mean", "sd", "min", "max", "q1", "q3")})
     w = counts["n"].to_numpy(dtype=float)
     v = counts[_VALUE].to_numpy(dtype=float)
     cell = counts.groupby(cells, sort=False, observed=True).ngroup().to_numpy()

@@ -135,3 +135,43 @@ def test_every_reduced_statistic_on_nan_cells_matches_pandas(nan_frame, name):
     expected = quiet(lambda: REDUCED[name](log))
     got = quiet(lambda: REDUCED[name](nan_frame(log)))
     pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9, atol=1e-12)
+
+
+#: Every score column of the ratings log (what the reduced statistics read).
+SCORES = ["total", "smooth", "accuracy", "included", "prob", "stated", "outcome"]
+
+
+def outcome(call):
+    """A statistic's table, or the first clause of its refusal (pandas names the row, an engine
+    the count: the clauses after the first may differ)."""
+    try:
+        return quiet(call)
+    except Exception as err:  # the same refusal, or the same crash, is what the engines must match
+        return f"{type(err).__name__}: {str(err).split(';')[0].split(', first in row')[0]}"
+
+
+def degenerate(kind: str) -> pd.DataFrame:
+    """The ratings log with every score column all NaN, one value throughout, or holding an inf."""
+    log = nan_ratings()
+    for column in SCORES:
+        log[column] = {"blank": np.nan, "constant": 1.0}.get(kind, log[column].astype(float))
+        if kind == "infinite":
+            log.loc[3, column] = np.inf
+    return log
+
+
+@pytest.mark.parametrize("kind", ["blank", "constant", "infinite"])
+@pytest.mark.parametrize("name", ["spread", *REDUCED])
+def test_a_column_of_blanks_one_value_or_an_inf_gets_pandas_answer_in_every_engine(nan_frame, name, kind):
+    # an all-NaN column crashed the engines with numpy's errors (DuckDB: "cannot convert float NaN
+    # to integer"; Polars, Dask: "index 0 out-of-bounds in add.reduceat") where pandas answered or
+    # said "has no scores"; an inf in a rating column was a category to Fleiss, Gwet and percent
+    # agreement in every engine (pandas refuses it); one value throughout: the same refusal
+    call = REDUCED.get(name, lambda d: hs.item_spread(d, score=SCORES))
+    log = degenerate(kind)
+    expected, got = outcome(lambda: call(log)), outcome(lambda: call(nan_frame(log)))
+    if isinstance(expected, str) or isinstance(got, str):
+        assert got == expected
+        assert not expected.startswith(("ValueError", "IndexError", "TypeError", "KeyError")), expected
+    else:
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-9, atol=1e-12)

@@ -663,6 +663,8 @@ def reliability_table(
     p, y = _check_binary(data, prob, truth)
     keep = ~np.isnan(p) & ~np.isnan(y)
     p, y = p[keep], y[keep]
+    if len(p) == 0:  # as every calibration statistic, and the engines' table (an empty table said nothing)
+        raise DataError("no rows with both a probability and an outcome")
     index, low, high = _bins(p, n_bins, strategy)
     n = np.bincount(index, minlength=len(low)).astype(float)
     sp = np.bincount(index, weights=p, minlength=len(low))
