@@ -168,7 +168,7 @@ def newton_even(f, x: np.ndarray, *, max_iter: int = 100) -> np.ndarray:
         else:
             break  # no descent along the Newton direction: at the minimum
         moved = np.abs(t * step).max()
-        x, drop, fx = x + t * step, fx - f_new, f_new
+        x, fx = x + t * step, f_new
         if moved < 1e-11 * (1 + np.abs(x).max()):
             break
     return np.abs(x)
