@@ -12,6 +12,7 @@ and no ``attempt_id`` appears twice.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -22,7 +23,7 @@ from typing import Literal
 
 from hce.errors import LogFormatError
 from hce.log_drift import Schema, reconcile
-from hce.log_partitions import check_partitions, partition_values
+from hce.log_partitions import check_layout, check_partitions, partition_values
 
 Engine = Literal["duckdb", "polars", "spark", "dask", "pandas", "auto"]
 ENGINES = ("duckdb", "polars", "spark", "dask", "pandas", "auto")
@@ -45,23 +46,44 @@ DUCKDB_MEMORY = "2GB"
 _KNOWN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
+#: What a file's ending says it holds (any case): the log formats hce reads.
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
+
+
 def log_files(path: str | os.PathLike, *, csv: bool = False) -> tuple[list[Path], str]:
     """The Parquet or JSONL files of a log (a file, or a directory searched recursively)
-    and their format; a directory mixing formats is refused. ``csv``: CSV files too (pandas
-    reads a folder of them; the lazy engines read Parquet and JSONL)."""
-    suffixes = (".parquet", ".jsonl", ".json", *((".csv",) if csv else ()))
+    and their format. ``csv``: CSV files too (pandas reads a folder of them; the lazy engines
+    read Parquet and JSONL).
+
+    A folder is refused, naming a file of each kind, where its files mix formats or endings
+    (``.parquet`` beside ``.PARQUET`` or ``.pq``: each engine kept another subset, silently),
+    hold CSV files a lazy engine would leave out, or sit under different ``column=value``
+    folders (a Hive folder beside files at the top: some engines crashed, Spark read one part);
+    see :func:`hce.log_partitions.check_layout`.
+    """
     root = Path(path)
     if root.is_file():
         files = [root]
     elif root.is_dir():
-        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in suffixes)
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in _FORMATS)
     else:
         raise LogFormatError(f"{root}: no such log file or directory")
-    formats = {{".parquet": "parquet", ".csv": "csv"}.get(p.suffix, "jsonl") for p in files}
-    if not files or len(formats) != 1 or any(p.suffix not in suffixes for p in files):
-        kinds = "Parquet (.parquet), CSV (.csv) or JSONL (.jsonl)" if csv else "Parquet (.parquet) or JSONL (.jsonl)"
-        raise LogFormatError(f"{root}: a {'log folder' if csv else 'lazy log'} reads {kinds} files of one format; "
+    kinds = "Parquet (.parquet), CSV (.csv) or JSONL (.jsonl)" if csv else "Parquet (.parquet) or JSONL (.jsonl)"
+    if not files or any(p.suffix.lower() not in _FORMATS for p in files):
+        raise LogFormatError(f"{root}: a {'log folder' if csv else 'lazy log'} reads {kinds} files; "
                              f"found {sorted({p.suffix for p in files}) or 'none'}")  # fmt: skip
+    endings = {p.suffix: p for p in files}
+    formats = {_FORMATS[e.lower()] for e in endings}
+    if "csv" in formats and not csv:
+        raise LogFormatError(f"{root}: holds CSV files (e.g. {next(p for e, p in endings.items() if e.lower() == '.csv')}), which a "
+                             "lazy engine does not read; read the folder with engine='pandas', or write the log as "
+                             "Parquet or JSONL")  # fmt: skip
+    if len(endings) > 1:
+        shown = ", ".join(f"{e} ({p.relative_to(root)})" for e, p in sorted(endings.items()))
+        raise LogFormatError(f"{root}: a log folder's files share one format and one file ending, found {shown}; "
+                             "rename them to one ending, or move the others out of the folder")  # fmt: skip
+    if root.is_dir():
+        check_layout(root, files)
     return files, formats.pop()
 
 
@@ -240,44 +262,67 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
 
 def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str, in_files: bool, spark: dict, union: bool = False):
     """The engine's lazy frame of the files; ``union``: files whose columns differ (``schema="union"``)
-    read by column name, a missing column null."""
+    read by column name, a missing column null.
+
+    Every engine reads exactly ``files`` (a glob or a folder took other files too: Spark and Dask
+    read every file of the folder), and the ``column=value`` folders as text, as pandas does:
+    Polars and Spark guessed numbers, so ``condition_id=01`` and ``condition_id=1`` became one
+    condition (an independent check).
+    """
     hive = root.is_dir()
-    pattern = str(root / "**" / f"*{files[0].suffix}") if hive else str(root)
+    keys = list(partition_values(root, files[0])) if hive else []  # one set for every file (check_layout)
+    paths = [str(p) for p in files]
     try:
         if engine == "duckdb":
             import duckdb
 
             spill = Path(tempfile.gettempdir()) / "hce-duckdb"
             connection = duckdb.connect(config={"memory_limit": memory, "temp_directory": str(spill)})
-            if fmt == "parquet":
-                return connection.read_parquet(pattern, hive_partitioning=hive, union_by_name=union)
-            return connection.read_json(pattern, format="newline_delimited", hive_partitioning=hive, union_by_name=union)
+            listed = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+            options = [f"hive_partitioning = {str(hive).lower()}", f"union_by_name = {str(union).lower()}"]
+            options += ["hive_types = {" + ", ".join(f"'{k}': 'VARCHAR'" for k in keys) + "}"] if keys and not in_files else []
+            reader = "read_parquet" if fmt == "parquet" else "read_json"
+            options += [] if fmt == "parquet" else ["format = 'newline_delimited'"]
+            return connection.sql(f"SELECT * FROM {reader}({listed}, {', '.join(options)})")
         if engine == "polars":
             import polars as pl
 
             if fmt == "parquet" and not union:
-                return pl.scan_parquet(pattern, hive_partitioning=hive)
+                text = {k: pl.String for k in keys} if keys and not in_files else None
+                return pl.scan_parquet(paths, hive_partitioning=hive, hive_schema=text)
             # scan_ndjson reads no Hive folders, and scan_parquet no differing files: each file with
             # its folders' values as columns, stacked by name
             scan = pl.scan_parquet if fmt == "parquet" else pl.scan_ndjson
             return pl.concat([scan(p).with_columns(*[pl.lit(v).alias(k) for k, v in partition_values(root, p).items()])
                               for p in files], how="diagonal_relaxed")
         if engine == "dask":
-            return _open_dask(root, files, fmt, in_files, union)
-        reader = spark_session(**spark).read
-        if union:  # by name, widening integers to decimals where files differ
-            reader = reader.option("basePath", str(root)) if hive else reader
-            read = reader.parquet if fmt == "parquet" else reader.json
-            frames = [read(str(p)) for p in files]
-            out = frames[0]
-            for frame in frames[1:]:
-                out = out.unionByName(frame, allowMissingColumns=True)
-            return out
-        if fmt == "parquet":
-            return reader.parquet(str(root))
-        return (reader.option("basePath", str(root)) if hive else reader).json([str(p) for p in files])
+            return _open_dask(root, files, fmt, in_files, union, keys)
+        session = spark_session(**spark)
+        reader = session.read.option("basePath", str(root)) if hive else session.read
+        read = reader.parquet if fmt == "parquet" else reader.json
+        with _spark_text_partitions(session):
+            if union:  # by name, widening integers to decimals where files differ
+                frames = [read(p) for p in paths]
+                out = frames[0]
+                for frame in frames[1:]:
+                    out = out.unionByName(frame, allowMissingColumns=True)
+                return out
+            return read(*paths)
     except ImportError as err:
         raise LogFormatError(f"engine={engine!r} is not installed: {_INSTALL[engine]}") from err
+
+
+@contextlib.contextmanager
+def _spark_text_partitions(session):
+    """Spark reads ``column=value`` folders as text while the files are listed (its default
+    guesses numbers and dates), then the session's own setting again."""
+    key = "spark.sql.sources.partitionColumnTypeInference.enabled"
+    before = session.conf.get(key, None)
+    session.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        session.conf.unset(key) if before is None else session.conf.set(key, before)
 
 
 def spark_session(master: str | None = None, conf: dict[str, str] | None = None, memory: str | None = None):
@@ -299,22 +344,31 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     return builder.getOrCreate()
 
 
-def _open_dask(root: Path, files: list[Path], fmt: str, in_files: bool, union: bool = False):
+def _open_dask(root: Path, files: list[Path], fmt: str, in_files: bool, union: bool = False, keys: Sequence[str] = ()):
     import dask.dataframe as dd
     import pandas as pd
 
     if union and fmt == "parquet":  # a frame per file, stacked by name (missing columns NaN)
         return dd.concat([dd.read_parquet(str(p), blocksize="64MiB").assign(**partition_values(root, p)) for p in files])
     if fmt == "jsonl":
-        if any(partition_values(root, p) for p in files):  # Dask reads no Hive folders of JSONL
+        if keys:  # Dask reads no Hive folders of JSONL
             return dd.concat([dd.read_json(str(p), lines=True, blocksize=None).assign(**partition_values(root, p))
                               for p in files])  # fmt: skip
         return dd.read_json([str(p) for p in files], lines=True, blocksize=None)  # a partition per file
+    if in_files:
+        dataset = {"partitioning": None}  # the files' own column (equal to the folders': check_partitions)
+    elif keys:  # the folders' values as text (pyarrow guesses numbers, and "01" and "1" collide)
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        dataset = {"partitioning": ds.partitioning(pa.schema([(k, pa.string()) for k in keys]), flavor="hive")}
+    else:
+        dataset = {}
     # partitions of about 64 MiB: by default Dask read bench/scale.py's 10M log (one 320 MB file of
     # 10 row groups) as a single partition, the whole log in memory at once (5.5 GB peak RSS)
-    frame = dd.read_parquet(str(root), blocksize="64MiB", **({"dataset": {"partitioning": None}} if in_files else {}))
-    # Dask reads Hive folders (condition_id=C0) as categorical columns; DuckDB, Polars and Spark
-    # as the values' own type, which the statistics group by as any other column
+    frame = dd.read_parquet([str(p) for p in files], blocksize="64MiB", dataset=dataset)
+    # Dask may read Hive folders as categorical columns; DuckDB, Polars and Spark as the values'
+    # own type, which the statistics group by as any other column
     parts = {c: t.categories.dtype for c, t in frame.dtypes.items() if isinstance(t, pd.CategoricalDtype)}
     return frame.astype(parts) if parts else frame
 

@@ -10,6 +10,7 @@ Polars and Dask the path's).
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import unquote
 
 import pandas as pd
 
@@ -25,7 +26,41 @@ def partition_values(root: Path, file: Path) -> dict[str, str]:
     {'condition_id': 'A', 'model': 'm1'}
     """
     parts = file.relative_to(root).parts[:-1] if root != file else ()
-    return dict(part.split("=", 1) for part in parts if "=" in part and not part.startswith("="))
+    # percent-decoded, as DuckDB, Polars, Dask and Spark read them (Spark writes "a b" as a%20b)
+    return {key: unquote(value) for key, value in (part.split("=", 1) for part in parts if "=" in part and not part.startswith("="))}
+
+
+#: The folder name Hive and Spark write for a row whose partition column is null.
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def check_layout(root: Path, files: list[Path]) -> None:
+    """Refuse a folder whose files sit under different ``column=value`` folders (one set of
+    columns in one order for every file), or under a folder of null values, naming the files.
+
+    Examples
+    --------
+    >>> check_layout(Path("log"), [Path("log/condition_id=A/p.parquet"), Path("log/p.parquet")])
+    Traceback (most recent call last):
+    ...
+    hce.errors.LogFormatError: log: the files sit under different column=value folders: condition_id=A/p.parquet under ['condition_id'], p.parquet under none; write every file of a log under the same partition columns, in one order
+    """
+    first, keys = files[0], list(partition_values(root, files[0]))
+    for file in files:
+        values = partition_values(root, file)
+        if list(values) != keys:
+            raise LogFormatError(
+                f"{root}: the files sit under different column=value folders: {first.relative_to(root)} under "
+                f"{keys or 'none'}, {file.relative_to(root)} under {list(values) or 'none'}; write every file of a log "
+                "under the same partition columns, in one order"
+            )
+        blank = [k for k, v in values.items() if v == NULL_PARTITION]
+        if blank:
+            raise LogFormatError(
+                f"{file}: the folder {blank[0]}={NULL_PARTITION} is how Hive and Spark write rows whose {blank[0]!r} "
+                "is null, which the engines read differently (as null, as that text, or not at all); rename the "
+                "folder to the value its rows hold"
+            )
 
 
 def with_partitions(frame: pd.DataFrame, values: dict[str, str], file: Path) -> pd.DataFrame:

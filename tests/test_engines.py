@@ -26,6 +26,8 @@ pl = pytest.importorskip("polars", reason=f"Polars is not installed: {INSTALL}")
 #: The engines read_log opens, each with what a test of it needs installed.
 LAZY = ["duckdb", "polars", pytest.param("dask", marks=pytest.mark.skipif(
     importlib.util.find_spec("dask") is None, reason='Dask is not installed: pip install "hce[dask]"'))]  # fmt: skip
+#: The same engines, for a test that reads with each in turn.
+IN_TURN = ["duckdb", "polars", *(["dask"] if importlib.util.find_spec("dask") else [])]
 pytestmark = [
     # narwhals 2.x announces that its Dask support moves to the narwhals-dask package (third-party, not ours)
     pytest.mark.filterwarnings("ignore:Dask support is moving out of Narwhals:FutureWarning"),
@@ -510,7 +512,54 @@ def test_a_log_folder_mixing_formats_is_refused_naming_them(tmp_path):
     partitioned(small_log(), tmp_path / "parts")
     small_log().to_csv(tmp_path / "parts" / "extra.csv", index=False)
     done = CliRunner().invoke(app, ["report", str(tmp_path / "parts"), "--out", str(tmp_path / "out")])
-    assert done.exit_code == 2 and "files of one format; found ['.csv', '.parquet']" in " ".join(done.output.split()), done.output
+    said = " ".join(done.output.split())
+    assert done.exit_code == 2 and "share one format and one file ending, found .csv (extra.csv), .parquet" in said, said
+    for engine in IN_TURN:  # before: DuckDB, Polars and Dask read the Parquet half, silently, and exited 0
+        with pytest.raises(LogFormatError, match=r"holds CSV files \(e.g. .*extra.csv\), which a lazy engine does not read"):
+            hce.read_log(tmp_path / "parts", engine=engine)
+
+
+def test_files_of_other_endings_are_named_not_dropped(tmp_path):
+    # before: beside a.parquet, b.PARQUET and c.pq were read by some engines and left out by others, silently
+    partitioned(small_log(), tmp_path / "parts")
+    (tmp_path / "parts" / "condition_id=C1" / "part-0.parquet").rename(tmp_path / "parts" / "condition_id=C1" / "part-0.PARQUET")
+    for engine in ["pandas", *IN_TURN]:
+        with pytest.raises(LogFormatError, match=r"one file ending, found .PARQUET \(condition_id=C1/part-0.PARQUET\), .parquet"):
+            hce.read_log(tmp_path / "parts", engine=engine)
+    # one ending throughout, in any case or spelling, is read (.pq, .ndjson as .parquet and .jsonl)
+    for file in (tmp_path / "parts").rglob("*.parquet"):
+        file.rename(file.with_suffix(".PARQUET"))
+    expected = hce.read_log(tmp_path / "parts").sort_values("attempt_id", ignore_index=True)
+    assert len(expected) == len(small_log())
+    for engine in IN_TURN:
+        got = hs.item_spread(hce.read_log(tmp_path / "parts", engine=engine), score="accuracy")
+        pd.testing.assert_frame_equal(got, hs.item_spread(expected, score="accuracy"), check_dtype=False)
+
+
+def test_partition_folders_are_text_percent_decoded_and_one_layout(tmp_path):
+    # before: condition_id=01 and condition_id=1 were one condition on Polars and Spark (numbers
+    # guessed) and a Dask error; a%20b was "a%20b" in pandas and "a b" in every engine; a Hive folder
+    # beside top-level files crashed DuckDB, Polars and Dask and was half read by Spark
+    log = small_log(n_conditions=3)
+    log["condition_id"] = log["condition_id"].map({"C0": "01", "C1": "1", "C2": "a b"})
+    for value, rows in log.groupby("condition_id"):
+        folder = tmp_path / "log" / f"condition_id={value.replace(' ', '%20')}"
+        folder.mkdir(parents=True)
+        rows.drop(columns="condition_id").to_parquet(folder / "part-0.parquet", index=False)
+    expected = sorted(log["condition_id"].unique())
+    for engine in ["pandas", *IN_TURN]:
+        got = hs.item_spread(hce.read_log(tmp_path / "log", engine=engine), score="accuracy")
+        assert sorted(got["condition_id"].astype(str).unique()) == expected, engine
+    log.iloc[:4].to_parquet(tmp_path / "log" / "extra.parquet", index=False)
+    for engine in ["pandas", *IN_TURN]:
+        with pytest.raises(LogFormatError, match=r"different column=value folders: condition_id=01/part-0.parquet "
+                                                 r"under \['condition_id'\], extra.parquet under none"):
+            hce.read_log(tmp_path / "log", engine=engine)
+    (tmp_path / "log" / "extra.parquet").unlink()
+    (tmp_path / "log" / "condition_id=01").rename(tmp_path / "log" / "condition_id=__HIVE_DEFAULT_PARTITION__")
+    for engine in ["pandas", *IN_TURN]:
+        with pytest.raises(LogFormatError, match=r"how Hive and Spark write rows whose 'condition_id' is null"):
+            hce.read_log(tmp_path / "log", engine=engine)
 
 
 def test_an_hdfs_path_goes_to_an_engine_with_an_hdfs_client_and_is_refused_by_the_others():
