@@ -346,10 +346,10 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
 
 def _open_dask(root: Path, files: list[Path], fmt: str, in_files: bool, union: bool = False, keys: Sequence[str] = ()):
     import dask.dataframe as dd
-    import pandas as pd
 
     if union and fmt == "parquet":  # a frame per file, stacked by name (missing columns NaN)
-        return dd.concat([dd.read_parquet(str(p), blocksize="64MiB").assign(**partition_values(root, p)) for p in files])
+        return dd.concat([_uncategorised(dd.read_parquet(str(p), blocksize="64MiB")).assign(**partition_values(root, p))
+                          for p in files])  # fmt: skip
     if fmt == "jsonl":
         if keys:  # Dask reads no Hive folders of JSONL
             return dd.concat([dd.read_json(str(p), lines=True, blocksize=None).assign(**partition_values(root, p))
@@ -366,9 +366,15 @@ def _open_dask(root: Path, files: list[Path], fmt: str, in_files: bool, union: b
         dataset = {}
     # partitions of about 64 MiB: by default Dask read bench/scale.py's 10M log (one 320 MB file of
     # 10 row groups) as a single partition, the whole log in memory at once (5.5 GB peak RSS)
-    frame = dd.read_parquet([str(p) for p in files], blocksize="64MiB", dataset=dataset)
-    # Dask may read Hive folders as categorical columns; DuckDB, Polars and Spark as the values'
-    # own type, which the statistics group by as any other column
+    return _uncategorised(dd.read_parquet([str(p) for p in files], blocksize="64MiB", dataset=dataset))
+
+
+def _uncategorised(frame):
+    """A Dask frame with its categorical columns (Hive folders, a pandas Categorical's file) as
+    their values' type, as DuckDB, Polars and Spark read them; Dask cannot stack a categorical
+    column on a plain one."""
+    import pandas as pd
+
     parts = {c: t.categories.dtype for c, t in frame.dtypes.items() if isinstance(t, pd.CategoricalDtype)}
     return frame.astype(parts) if parts else frame
 

@@ -47,24 +47,53 @@ def file_columns(file: Path, fmt: str) -> dict[str, str]:
     {'attempt_id': 'text', 'total': 'integer'}
     """
     if fmt == "parquet":
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         try:
             schema = pq.read_schema(file)
         except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
             raise LogFormatError(f"{file}: not a readable Parquet file ({exc}); remove or rewrite it") from None
-        kinds = {}
-        for field in schema:
-            t = field.type
-            kinds[field.name] = ("integer" if pa.types.is_integer(t) else "float" if pa.types.is_floating(t)
-                                 else "bool" if pa.types.is_boolean(t)
-                                 else "text" if pa.types.is_string(t) or pa.types.is_large_string(t) else "other")  # fmt: skip
-        return kinds
+        return {field.name: _kind(field.type) for field in schema}
     import csv
 
     with open(file, encoding="utf-8-sig", newline="") as f:
         return dict.fromkeys(next(csv.reader(f), []), "any")
+
+
+def _kind(t) -> str:
+    """The kind of a Parquet column's Arrow type; a column of nulls alone (a day without errors
+    writes ``error_message`` so) is ``"null"``, which any other kind reads; a pandas Categorical's
+    dictionary is its values' kind."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "text"
+    return "time" if pa.types.is_timestamp(t) or pa.types.is_date(t) else "other"
+
+
+def _refuse_case_twins(file: Path, names: Sequence[str], seen: dict[str, str]) -> None:
+    """Refuse column names that differ only in case (``Total`` and ``total``), within ``file`` or
+    against ``seen`` (the names of earlier files, by their lower case): DuckDB and Spark read them
+    as one column, pandas, Polars and Dask as two."""
+    own: dict[str, str] = {}
+    for name in names:
+        twin = own.get(name.lower()) or seen.get(name.lower())
+        if twin is not None and twin != name:
+            raise LogFormatError(f"{file}: columns {twin!r} and {name!r} differ only in case, which DuckDB and Spark read "
+                                 "as one column and pandas, Polars and Dask as two; rename one of them")  # fmt: skip
+        own[name.lower()] = name
+    for lower, name in own.items():
+        seen.setdefault(lower, name)
 
 
 def reconcile(files: Sequence[Path], fmt: str | Sequence[str], schema: Schema = "strict", partitions: Sequence[str] = ()) -> bool:
@@ -121,25 +150,32 @@ def reconcile(files: Sequence[Path], fmt: str | Sequence[str], schema: Schema = 
     formats = [fmt] * len(files) if isinstance(fmt, str) else list(fmt)
     files = [f for f, t in zip(files, formats) if t != "jsonl"]  # JSONL: read by name everywhere
     formats = [t for t in formats if t != "jsonl"]
-    if len(files) < 2:
+    if not files:
         return False
     skip = set(partitions)
     columns = [{c: k for c, k in file_columns(f, t).items() if c not in skip} for f, t in zip(files, formats)]
+    names: dict[str, str] = {}
+    for file, found in zip(files, columns):
+        _refuse_case_twins(file, list(found), names)
+    if len(files) < 2:
+        return False
     first, reference = files[0], columns[0]
     seen = dict(reference)
+    origin = dict.fromkeys(reference, first)  # the file each column's kind was read from
     missing: dict[str, Path] = {}
     for file, found in zip(files[1:], columns[1:]):
         for column, kind in found.items():
             known = seen.get(column)
-            if known is not None and known != kind and "any" not in (known, kind):
+            if known is not None and known != kind and not {"any", "null"} & {known, kind}:
                 if {known, kind} <= {"integer", "float"} and schema == "union":
                     seen[column] = "float"
                     continue
-                where = first if column in reference else "an earlier file"
+                where = origin[column]
                 raise LogFormatError(f"{file}: column {column!r} holds {kind} values where {where} holds {known}; "
                                      "write one type in every file (integers and decimals of one column are read "
                                      "as decimals with --schema union)")  # fmt: skip
-            seen.setdefault(column, kind)
+            if known in (None, "null"):
+                seen[column], origin[column] = kind, file
         if schema == "strict":
             for column in reference:
                 if column not in found:
@@ -155,4 +191,7 @@ def reconcile(files: Sequence[Path], fmt: str | Sequence[str], schema: Schema = 
         shown = "; ".join(f"{c!r} (e.g. {f})" for c, f in missing.items())
         warn(f"the log's files have different columns (schema='union'): {shown} read as null in the files that lack them",
              HceWarning)
-    return bool(missing) or any(k == "float" and any(c.get(n) == "integer" for c in columns) for n, k in seen.items())
+    # a column of nulls in some files, or integers in some and decimals in others: read by name
+    # (Polars stops on files whose types differ at all)
+    kinds = {n: {c[n] for c in columns if n in c} for n in seen}
+    return bool(missing) or any(len(k - {"any"}) > 1 for k in kinds.values())
