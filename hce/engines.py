@@ -13,6 +13,7 @@ and no ``attempt_id`` appears twice.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import tempfile
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from hce.errors import LogFormatError
+from hce.errors import HceError, LogFormatError
 from hce.log_drift import Schema, reconcile
 from hce.log_partitions import check_layout, check_partitions, partition_values
 
@@ -245,19 +246,47 @@ def scan_log(path: str | os.PathLike, *, engine: Engine = "duckdb", check: bool 
     if chosen == "pandas":  # the pandas reader is hce.read_log's, which calls this module: not called from here
         raise LogFormatError(f"{path} is small enough for pandas (engine={engine!r}): read it with "
                              f"hce.read_log(path, engine={engine!r}), which returns the pandas DataFrame")  # fmt: skip
+    spark = {"master": spark_master, "conf": dict(spark_conf or {}), "memory": memory}
     if is_remote(path):  # the engine lists and reads the bucket itself (its own credentials)
-        native = _open_remote(chosen, str(path), memory or DUCKDB_MEMORY, {"master": spark_master, "conf": dict(spark_conf or {}), "memory": memory})
-        return checked(native, str(path)) if check else native
+        with _read_errors(chosen, path):
+            native = _open_remote(chosen, str(path), memory or DUCKDB_MEMORY, spark)
+            return checked(native, str(path)) if check else native
     files, fmt = log_files(path)
     if fmt == "parquet":
         readable_parquet(files)
+    else:  # an empty JSONL file holds no attempt (Polars and Dask stopped on one)
+        files = [p for p in files if p.stat().st_size] or files
     # a column in the files and the folder names, equal in both: the files' (Dask cannot merge the two)
     in_files = Path(path).is_dir() and check_partitions(Path(path), files, fmt)
     folders = {k for p in files for k in partition_values(Path(path), p)}
     union = reconcile(files, fmt, schema, sorted(folders))
-    spark = {"master": spark_master, "conf": dict(spark_conf or {}), "memory": memory}
-    native = _open(chosen, Path(path), files, fmt, memory or DUCKDB_MEMORY, in_files, spark, union)
-    return checked(native, str(path)) if check else native
+    with _read_errors(chosen, path):
+        native = _open(chosen, Path(path), files, fmt, memory or DUCKDB_MEMORY, in_files, spark, union)
+        return checked(native, str(path)) if check else native
+
+
+@contextlib.contextmanager
+def _read_errors(engine: str, path: object):
+    """An engine's own error while it reads and checks the files, as a :class:`LogFormatError`
+    naming the log and the engine's first line (``hce report`` exits 2, not 1 with a traceback
+    that cannot be told from a section not written). What hce checks itself is refused before,
+    by name; this is what only the engine finds (a file's checksum, a type it cannot read)."""
+    try:
+        yield
+    except LogFormatError:
+        raise
+    except Exception as err:  # each engine has its own error classes (and Dask raises pandas' and pyarrow's)
+        if not _is_engine_error(err):
+            raise
+        first = (str(err).strip().splitlines() or [""])[0][:300]
+        raise LogFormatError(f"{path}: {engine} could not read the log: {type(err).__name__}: {first}") from err
+
+
+def _is_engine_error(err: Exception) -> bool:
+    """Whether ``err`` comes from an engine or the file readers under it (by the module of its class)."""
+    modules = {c.__module__.split(".")[0] for c in type(err).__mro__}
+    return bool(modules & {"duckdb", "_duckdb", "polars", "pyarrow", "py4j", "pyspark", "dask", "fsspec"}) or (
+        isinstance(err, (KeyError, ValueError, TypeError, OSError)) and not isinstance(err, HceError))
 
 
 def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str, in_files: bool, spark: dict, union: bool = False):
@@ -292,7 +321,8 @@ def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str, in_
                 return pl.scan_parquet(paths, hive_partitioning=hive, hive_schema=text)
             # scan_ndjson reads no Hive folders, and scan_parquet no differing files: each file with
             # its folders' values as columns, stacked by name
-            scan = pl.scan_parquet if fmt == "parquet" else pl.scan_ndjson
+            # a JSONL key null on its first lines and text later: the whole file's types (Polars reads 100 lines)
+            scan = pl.scan_parquet if fmt == "parquet" else functools.partial(pl.scan_ndjson, infer_schema_length=None)
             return pl.concat([scan(p).with_columns(*[pl.lit(v).alias(k) for k, v in partition_values(root, p).items()])
                               for p in files], how="diagonal_relaxed")
         if engine == "dask":
@@ -302,14 +332,24 @@ def _open(engine: str, root: Path, files: list[Path], fmt: str, memory: str, in_
         read = reader.parquet if fmt == "parquet" else reader.json
         with _spark_text_partitions(session):
             if union:  # by name, widening integers to decimals where files differ
-                frames = [read(p) for p in paths]
+                # a column of nulls alone (Arrow's null type) Spark reads as integers, which then
+                # refuse the other files' text: left out of that file, it is null there by name
+                frames = [read(str(p)).drop(*_null_columns(p)) if fmt == "parquet" else read([str(p)]) for p in files]
                 out = frames[0]
                 for frame in frames[1:]:
                     out = out.unionByName(frame, allowMissingColumns=True)
                 return out
-            return read(*paths)
+            return read(*paths) if fmt == "parquet" else read(paths)  # json's second argument is a schema
     except ImportError as err:
         raise LogFormatError(f"engine={engine!r} is not installed: {_INSTALL[engine]}") from err
+
+
+def _null_columns(file: Path) -> list[str]:
+    """The columns of a Parquet file written as Arrow's null type (every value null)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return [f.name for f in pq.read_schema(file) if pa.types.is_null(f.type)]
 
 
 @contextlib.contextmanager
@@ -350,11 +390,10 @@ def _open_dask(root: Path, files: list[Path], fmt: str, in_files: bool, union: b
     if union and fmt == "parquet":  # a frame per file, stacked by name (missing columns NaN)
         return dd.concat([_uncategorised(dd.read_parquet(str(p), blocksize="64MiB")).assign(**partition_values(root, p))
                           for p in files])  # fmt: skip
-    if fmt == "jsonl":
-        if keys:  # Dask reads no Hive folders of JSONL
-            return dd.concat([dd.read_json(str(p), lines=True, blocksize=None).assign(**partition_values(root, p))
-                              for p in files])  # fmt: skip
-        return dd.read_json([str(p) for p in files], lines=True, blocksize=None)  # a partition per file
+    if fmt == "jsonl":  # a frame per file, stacked by name: Dask reads no Hive folders of JSONL, and takes
+        # the columns of the first file for all (a key another file lacks or adds was a KeyError)
+        return dd.concat([dd.read_json(str(p), lines=True, blocksize=None).assign(**partition_values(root, p))
+                          for p in files])  # fmt: skip
     if in_files:
         dataset = {"partitioning": None}  # the files' own column (equal to the folders': check_partitions)
     elif keys:  # the folders' values as text (pyarrow guesses numbers, and "01" and "1" collide)

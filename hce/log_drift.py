@@ -194,4 +194,18 @@ def reconcile(files: Sequence[Path], fmt: str | Sequence[str], schema: Schema = 
     # a column of nulls in some files, or integers in some and decimals in others: read by name
     # (Polars stops on files whose types differ at all)
     kinds = {n: {c[n] for c in columns if n in c} for n in seen}
-    return bool(missing) or any(len(k - {"any"}) > 1 for k in kinds.values())
+    return bool(missing) or any(len(k - {"any"}) > 1 for k in kinds.values()) or _widths_differ(files, formats, skip)
+
+
+def _widths_differ(files: Sequence[Path], formats: Sequence[str], skip: set[str]) -> bool:
+    """Whether a column of one kind has Arrow types that differ across the Parquet files (int32
+    and int64, timestamps in other units or zones), which Polars refuses to stack unless read by name."""
+    import pyarrow.parquet as pq
+
+    types: dict[str, set[str]] = {}
+    for file, fmt in zip(files, formats):
+        if fmt == "parquet":
+            for field in pq.read_schema(file):
+                if field.name not in skip:
+                    types.setdefault(field.name, set()).add(str(field.type))
+    return any(len(t) > 1 for t in types.values())

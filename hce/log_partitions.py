@@ -54,11 +54,11 @@ def check_layout(root: Path, files: list[Path]) -> None:
                 f"{keys or 'none'}, {file.relative_to(root)} under {list(values) or 'none'}; write every file of a log "
                 "under the same partition columns, in one order"
             )
-        blank = [k for k, v in values.items() if v == NULL_PARTITION]
+        blank = [k for k, v in values.items() if v in (NULL_PARTITION, "")]
         if blank:
             raise LogFormatError(
-                f"{file}: the folder {blank[0]}={NULL_PARTITION} is how Hive and Spark write rows whose {blank[0]!r} "
-                "is null, which the engines read differently (as null, as that text, or not at all); rename the "
+                f"{file}: the folder {blank[0]}={values[blank[0]]} is how Hive and Spark write rows whose {blank[0]!r} "
+                "is null, which the engines read differently (as null, as text, or not at all); rename the "
                 "folder to the value its rows hold"
             )
 
@@ -76,12 +76,14 @@ def with_partitions(frame: pd.DataFrame, values: dict[str, str], file: Path) -> 
 
 def refuse_conflict(file: Path, column: str, value: str, found: pd.Series) -> None:
     """Refuse ``file`` whose ``column`` holds values other than its folder's ``column=value``."""
-    text = found.astype("string").str.strip()
+    text = found.astype("string")  # exactly: DuckDB, Polars and Spark keep the folder's, pandas and Dask the file's
     other = text[text.ne(value).fillna(True)]
     if len(other):
-        shown = found.loc[other.index[0]]
+        named = other[other.notna()]  # a value that differs, before a blank one
+        shown = found.loc[(named if len(named) else other).index[0]]
+        shown = "a blank" if pd.isna(shown) else repr(shown)
         raise LogFormatError(
-            f"{file}: column {column!r} is both in the file (e.g. {shown!r}, {len(other):,} row(s) differ) and in "
+            f"{file}: column {column!r} is both in the file (e.g. {shown}, {len(other):,} row(s) differ) and in "
             f"its folder name ({column}={value}); the two disagree, so which condition a row belongs to is not "
             f"known: drop the column from the files, or rename the folders"
         )
@@ -96,7 +98,7 @@ def check_partitions(root: Path, files: list[Path], fmt: str) -> bool:
         values = partition_values(root, file)
         if not values:
             continue
-        shared = [c for c in _file_columns(file, fmt) if c in values]
+        shared = _file_columns(file, fmt, list(values))
         if shared:
             found = True
             frame = _read_columns(file, fmt, shared)
@@ -105,23 +107,27 @@ def check_partitions(root: Path, files: list[Path], fmt: str) -> bool:
     return found
 
 
-def _file_columns(file: Path, fmt: str) -> list[str]:
+def _file_columns(file: Path, fmt: str, wanted: list[str]) -> list[str]:
+    """Which of the columns ``wanted`` ``file`` holds: its Parquet schema's; in a JSONL file, a
+    key of any line (the first line alone missed a ``condition_id`` from line 2 on, which the
+    engines then overwrote with the folder's, silently: an independent check)."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
         try:
-            return list(pq.read_schema(file).names)
+            names = pq.read_schema(file).names
         except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
             raise LogFormatError(f"{file}: not a readable Parquet file ({exc}); expected a Parquet attempt log") from None
+        return [c for c in wanted if c in names]
     import json
 
-    with open(file, "rb") as f:
-        first = f.readline()
-    try:
-        record = json.loads(first) if first.strip() else {}
-    except ValueError:
-        raise LogFormatError(f"{file}: line 1 is not valid JSON") from None
-    return list(record) if isinstance(record, dict) else []
+    text = file.read_bytes()
+    # a quoted key anywhere is a candidate (one in a prompt's text too): the file's records say
+    candidates = [c for c in wanted if json.dumps(c).encode() in text]
+    if not candidates:
+        return []
+    columns = pd.read_json(file, lines=True, dtype=False).columns if text.strip() else []
+    return [c for c in candidates if c in columns]
 
 
 def _read_columns(file: Path, fmt: str, columns: list[str]) -> pd.DataFrame:

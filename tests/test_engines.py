@@ -273,6 +273,81 @@ def test_a_column_both_in_the_files_and_the_folder_name_is_refused_unless_equal(
         hce.read_log(tmp_path / "other", engine=engine)
 
 
+@pytest.mark.parametrize("engine", READERS)
+def test_a_jsonl_file_naming_another_condition_after_its_first_line_is_refused(tmp_path, engine):
+    # before: only line 1 was read for the file's columns; a condition_id from line 2 on was
+    # overwritten by the folder's in every engine, silently (pandas refused)
+    import json
+
+    folder = tmp_path / "log" / "condition_id=X"
+    folder.mkdir(parents=True)
+    log = small_log()
+    records = log.astype(object).where(log.notna(), None).to_dict("records")  # JSON null, not NaN
+    del records[0]["condition_id"]
+    (folder / "part-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(LogFormatError, match=r"part-0.jsonl: column 'condition_id' is both in the file \(e.g. 'C0'.*"
+                                             r"and in its folder name \(condition_id=X\)"):  # fmt: skip
+        hce.read_log(tmp_path / "log", engine=engine)
+
+
+@pytest.mark.parametrize("engine", READERS)
+def test_jsonl_files_whose_keys_differ_or_come_late_read_as_in_pandas(tmp_path, engine):
+    # before: Dask took the first file's keys for every file (a KeyError at compute time), Polars
+    # typed a key from its first 100 lines (text after 100 nulls stopped it), and both stopped on
+    # an empty file
+    import json
+
+    log = small_log(n_items=40)
+    log["error_message"] = None
+    log.loc[len(log) - 3:, "error_message"] = "no score in the reply"
+    records = log.astype(object).where(log.notna(), None).to_dict("records")
+    for record in records[len(records) // 2:]:
+        record["note"] = "second file"  # a key the first file lacks
+    half = len(records) // 2
+    (tmp_path / "log").mkdir()
+    (tmp_path / "log" / "a.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "error_message"}) + "\n"
+                                                      for r in records[:half]))  # fmt: skip
+    (tmp_path / "log" / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records[half:]))
+    (tmp_path / "log" / "c.jsonl").write_text("")
+    got = _read_back(tmp_path / "log", engine)
+    assert len(got) == len(log) and got["note"].notna().sum() == len(log) - half
+    assert got["error_message"].notna().sum() == 3
+    pd.testing.assert_frame_equal(hs.item_spread(hce.read_log(tmp_path / "log", engine=engine), score="accuracy"),
+                                  hs.item_spread(log, score="accuracy"), check_dtype=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", LAZY)
+def test_files_of_one_kind_in_other_widths_read_and_an_engines_own_refusal_exits_2(tmp_path, engine):
+    # before: int32 attempts in one file and int64 in the next, or timestamps in two zones, stopped
+    # Polars with a traceback (exit 1)
+    log = small_log()
+    (tmp_path / "log").mkdir()
+    log.iloc[:20].astype({"attempt": "int32"}).to_parquet(tmp_path / "log" / "a.parquet", index=False)
+    log.iloc[20:].to_parquet(tmp_path / "log" / "b.parquet", index=False)
+    got = hs.item_spread(hce.read_log(tmp_path / "log", engine=engine), score="accuracy")
+    pd.testing.assert_frame_equal(got, hs.item_spread(log, score="accuracy"), check_dtype=False)
+    stamps = pd.Series(pd.date_range("2026-01-01", periods=len(log), freq="min"))
+    log.iloc[:20].assign(timestamp=stamps[:20].dt.tz_localize("UTC")).to_parquet(tmp_path / "log" / "a.parquet", index=False)
+    log.iloc[20:].assign(timestamp=stamps[20:].to_numpy()).to_parquet(tmp_path / "log" / "b.parquet", index=False)
+    try:
+        hs.item_spread(hce.read_log(tmp_path / "log", engine=engine), score="accuracy")
+    except LogFormatError as err:  # an engine that cannot stack the two reads is named, and the report exits 2
+        assert f"{engine} could not read the log" in str(err)
+        done = CliRunner().invoke(app, ["report", str(tmp_path / "log"), "--engine", engine, "--out", str(tmp_path / "out")])
+        assert done.exit_code == 2 and "could not read the log" in done.output, done.output
+
+
+def test_a_file_value_that_differs_from_its_folder_only_by_spaces_is_refused(tmp_path):
+    # before: ' C1 ' in the file under condition_id=C1 passed as equal; pandas and Dask then kept the
+    # file's value and DuckDB, Polars and Spark the folder's: two conditions' labels
+    folder = tmp_path / "log" / "condition_id=C1"
+    folder.mkdir(parents=True)
+    small_log().assign(condition_id=" C1 ").to_parquet(folder / "part-0.parquet", index=False)
+    for engine in ["pandas", *IN_TURN]:
+        with pytest.raises(LogFormatError, match=r"column 'condition_id' is both in the file \(e.g. ' C1 '"):
+            hce.read_log(tmp_path / "log", engine=engine)
+
+
 @pytest.mark.parametrize("damage", [b"", b"PAR1 not a parquet file"], ids=["empty", "corrupt"])
 @pytest.mark.parametrize("engine", LAZY)
 def test_an_empty_or_corrupt_parquet_file_is_named_and_the_report_exits_2(tmp_path, engine, damage):
