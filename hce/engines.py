@@ -536,7 +536,7 @@ def _grouped_repeats(native, keys: list[str]) -> tuple[int, object]:
 def remember_unique(native, keys: tuple[str, ...]) -> None:
     """Record that ``keys`` are unique in ``native`` (see :func:`known_unique`), so the check
     runs once per frame, not once per statistic (a full shuffle each on Spark: issue 43)."""
-    _remember(native, ("unique", *keys))
+    _remember(native, ("unique", *sorted(keys)))  # in any order: (condition_id, item_id) is (item_id, condition_id)
 
 
 def remember_clean(native, probe: str) -> None:
@@ -592,9 +592,14 @@ def settle_unique(native: object, keys: Sequence[str]) -> None:
 
 def known_unique(native: object, keys: tuple[str, ...] = ("attempt_id",)) -> bool:
     """Whether ``native`` is a lazy frame found free of repeated ``keys`` (by :func:`checked`, or
-    by a statistic's door); ``attempt_id`` unique alone is unique within any keys that hold it."""
-    shortcut = {("attempt_id",)} if "attempt_id" in keys else set()
-    return any(_known(native, ("unique", *k)) for k in shortcut | {tuple(keys)})
+    by a statistic's door): keys found unique are unique within any keys that hold them
+    (``attempt_id`` alone within every key set; ``(condition_id, item_id, attempt)`` with
+    ``experiment_id`` beside them)."""
+    if native is None:
+        return False
+    wanted = set(keys)
+    return any(ident == id(native) and frame is native and fact[0] == "unique" and set(fact[1:]) <= wanted
+               for (ident, fact), frame in list(_KNOWN.items()))  # fmt: skip
 
 
 def known_clean(native: object, probe: str) -> bool:

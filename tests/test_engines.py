@@ -176,7 +176,7 @@ def test_a_report_runs_no_grouped_pass_over_ids_of_a_log_without_repeats(tmp_pat
         lazy = dd.from_pandas(doubled, npartitions=2)
     else:
         lazy = duckdb.from_df(doubled) if engine == "duckdb" else pl.from_pandas(doubled).lazy()
-    with pytest.raises(hce.errors.DataError, match="target 'T0' has 2 ratings by rater 1"), warnings.catch_warnings():
+    with pytest.raises(hce.errors.DataError, match=r"ratings by rater|logged more than once"), warnings.catch_warnings():
         warnings.simplefilter("ignore", HceWarning)  # its flagged attempts are left out, as said
         hs.icc(lazy, item="item_id", rater="attempt", score="accuracy")
 

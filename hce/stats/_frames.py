@@ -35,6 +35,8 @@ _INF = float("inf")
 ATTEMPT_ID = "attempt_id"
 #: The long view's criterion column (``hce.log.to_long``): one attempt per criterion there.
 LONG_CRITERION = "criterion"
+#: The columns that make an attempt what it is (:func:`hce.log.make_attempt_id` hashes them).
+ATTEMPT_KEY = ("experiment_id", "item_id", "condition_id", LONG_CRITERION, "attempt")
 #: The column a log collected under a stopping rule marks its first ``min`` attempts of each cell with.
 WITHIN_MIN = "within_min"
 
@@ -343,8 +345,33 @@ class EngineFrame:
         """An ``attempt_id`` twice (within the other keys the call names) is refused, as in
         pandas' door (:func:`hce.stats._validate.refuse_repeated_attempts`), by a grouped
         count in the engine (:func:`hce.engines.repeated_attempts`), once per frame."""
-        if ATTEMPT_ID not in self.columns or ATTEMPT_ID in named:
+        if ATTEMPT_ID in named:
             return
+        if ATTEMPT_ID in self.columns:
+            self._refuse_repeated_ids(named, name)
+        self._refuse_repeated_pairs(named, name)
+
+    def _refuse_repeated_pairs(self, named: Sequence[str], name: str) -> None:
+        """One attempt (experiment, item, condition, attempt number; criterion in the long view)
+        under two ``attempt_id`` values is refused, as pandas' door refuses it
+        (:func:`hce.stats._validate.refuse_repeated_pairs`): the engines counted it twice, silently
+        (an independent check); one pass over hashes where the report has not settled it."""
+        if not {"item_id", "condition_id", "attempt"} <= set(self.columns):
+            return
+        extra = [c for c in dict.fromkeys(named) if c in self.columns and c not in ATTEMPT_KEY and c != ATTEMPT_ID]
+        keys = tuple([c for c in ATTEMPT_KEY if c in self.columns] + extra)
+        native = self.known_as
+        if known_unique(native, keys):
+            return
+        n, first = repeated_attempts(native, list(keys))
+        if not n:
+            remember_unique(native, keys)
+            return
+        raise DataError(f"{name}: {n:,} attempt(s) ({', '.join(keys)}) are logged more than once under different "
+                        f"attempt ids (the first with {keys[0]}={first!r}), which would count one score twice: keep "
+                        "one row per attempt (hce.log.merge_logs picks one)")  # fmt: skip
+
+    def _refuse_repeated_ids(self, named: Sequence[str], name: str) -> None:
         keys = (ATTEMPT_ID, *(c for c in dict.fromkeys([*named, LONG_CRITERION]) if c in self.columns))
         native = self.known_as
         if known_unique(native, keys):

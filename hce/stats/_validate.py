@@ -34,7 +34,7 @@ from hce.errors import DataError, HceWarning
 from hce.stats._blas import one_blas_thread
 from hce.stats._resample import bootstrapped
 from hce.stats._frames import (  # noqa: F401 (re-exported)
-    ATTEMPT_ID, LONG_CRITERION, WITHIN_MIN, EngineFrame, engine_frame, first_min_message, refuse_rows,
+    ATTEMPT_ID, ATTEMPT_KEY, LONG_CRITERION, WITHIN_MIN, EngineFrame, engine_frame, first_min_message, refuse_rows,
 )  # fmt: skip
 
 ERROR_DEFAULT = "error_flag"
@@ -293,10 +293,6 @@ def refuse_repeated_attempts(data: pd.DataFrame, named: Sequence[str], name: str
         "which would count those attempts twice (a log concatenated with itself, or with an overlapping log?); "
         "drop the repeats, or combine overlapping logs with hce.log.merge_logs (`hce log merge`)"
     )
-
-
-#: The columns that make an attempt what it is (:func:`hce.log.make_attempt_id` hashes them).
-ATTEMPT_KEY = ("experiment_id", "item_id", "condition_id", LONG_CRITERION, "attempt")
 
 
 def refuse_repeated_pairs(data: pd.DataFrame, name: str, extra: Sequence[str] = ()) -> None:

@@ -292,7 +292,7 @@ def test_cohen_kappa_matches_pandas(engine, ci_method, score, no_columns_back):
 
 def test_reduced_statistics_refuse_what_needs_rows_naming_the_alternative(engine):
     log = ratings_log()
-    with pytest.raises(DataError, match="target 'T00' has 2 ratings by rater 1"):
+    with pytest.raises(DataError, match=r"ratings by rater|logged more than once"):
         hs.fleiss_kappa(engine(pd.concat([log, log.iloc[[0]].assign(attempt_id="x")])), **RATED, score="accuracy")
     with pytest.raises(DataError, match=r"calibration_metrics\(item=None, n_boot > 0\) of continuous forecasts.*"
                                         r"needs the row-level data"):  # fmt: skip
@@ -420,7 +420,7 @@ def test_the_repeated_rating_check_runs_once_per_frame_and_still_refuses_a_repea
     twice = duckdb.from_df(repeated)
     hce_engines = importlib.import_module("hce.engines")
     hce_engines.checked(twice)  # attempt ids unique: that says nothing of (item, attempt)
-    with pytest.raises(DataError, match="ratings by rater"):
+    with pytest.raises(DataError, match=r"ratings by rater|logged more than once"):
         hs.icc(twice, **call)
 
 

@@ -45,9 +45,10 @@ def test_the_check_runs_once_per_frame_not_once_per_statistic(engine, monkeypatc
         hs.item_spread(frame, score="total")
         hs.item_spread(frame, score="accuracy")
         hs.variance_components(frame, score="total", facets=["item_id", "condition_id"])
-    assert calls == [["attempt_id"]]  # the same keys: one pass for the three statistics
+    # the same keys: one pass for the three statistics, and one for the attempts' own keys
+    assert calls == [["attempt_id"], ["item_id", "condition_id", "attempt"]]
     hs.item_spread(engine(attempt_log()), score="total")  # another frame is checked anew
-    assert len(calls) == 2
+    assert len(calls) == 4
 
 
 def test_a_subset_of_a_checked_frame_is_not_checked_again(engine, monkeypatch):
@@ -65,10 +66,21 @@ def test_a_subset_of_a_checked_frame_is_not_checked_again(engine, monkeypatch):
         hs.item_spread(native(log), score="total")
         for condition in ("C0", "C1"):
             hs.item_spread(native(of_condition(valid(log, "total"), condition)), score="total")
-    assert calls == [["attempt_id"]]
+    assert calls == [["attempt_id"], ["item_id", "condition_id", "attempt"]]
     doubled = log_frame(engine(pd.concat([attempt_log(), attempt_log().iloc[[3]]], ignore_index=True)))
     with pytest.raises(DataError, match="appears more than once"):  # a subset of an unchecked frame is checked
         hs.item_spread(native(of_condition(doubled, "C0")), score="total")
+
+
+def test_one_attempt_under_two_ids_is_refused_as_pandas_refuses_it(engine):
+    # before: the engines checked attempt_id alone, so an attempt logged twice under two ids (a
+    # log merged with its re-run) was counted twice, silently, where pandas' door refuses it
+    log = attempt_log()
+    twice = pd.concat([log, log.iloc[[5]].assign(attempt_id="again")], ignore_index=True)
+    with pytest.raises(DataError, match="logged twice"):
+        hs.item_spread(twice, score="total")
+    with pytest.raises(DataError, match=r"1 attempt\(s\) \(item_id, condition_id, attempt\) are logged more than once"):
+        hs.item_spread(engine(twice), score="total")
 
 
 def test_a_repeated_attempt_is_found_and_named(engine):
