@@ -25,6 +25,7 @@ from typing import Literal
 from hce.errors import HceError, LogFormatError
 from hce.log_drift import Schema, reconcile
 from hce.log_partitions import check_layout, check_partitions, partition_values
+from hce.log_schema import SUFFIX_FORMATS
 
 Engine = Literal["duckdb", "polars", "spark", "dask", "pandas", "auto"]
 ENGINES = ("duckdb", "polars", "spark", "dask", "pandas", "auto")
@@ -47,8 +48,8 @@ DUCKDB_MEMORY = "2GB"
 _KNOWN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-#: What a file's ending says it holds (any case): the log formats hce reads.
-_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
+#: What a file's ending in a log folder says it holds (any case): a log file's endings, and ``.json`` for JSONL.
+_FORMATS = {**SUFFIX_FORMATS, ".json": "jsonl"}
 
 
 def log_files(path: str | os.PathLike, *, csv: bool = False) -> tuple[list[Path], str]:

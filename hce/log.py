@@ -35,6 +35,7 @@ from hce.log_schema import (  # noqa: F401 (Column, schema_table, make_attempt_i
     ID_COLUMNS,
     RETRIED_SUFFIX,
     SCHEMA,
+    SUFFIX_FORMATS,
     Column,
     Format,
     make_attempt_id,
@@ -68,12 +69,11 @@ def _format_of(path: Path, fmt: Format | None) -> Format:
             raise LogFormatError(f"format={fmt!r} is not valid; choose one of ['jsonl', 'csv', 'parquet']")
         return fmt
     suffix = path.suffix.lower()
-    mapping = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-    if suffix not in mapping:
+    if suffix not in SUFFIX_FORMATS:
         raise LogFormatError(
             f"{path}: cannot tell the log format from the suffix {suffix!r}; rename it to end in .jsonl, .csv or .parquet, or pass format="
         )
-    return mapping[suffix]
+    return SUFFIX_FORMATS[suffix]
 
 
 @keywords_checked

@@ -46,6 +46,11 @@ def file_columns(file: Path, fmt: str) -> dict[str, str]:
     >>> file_columns(Path(path), "parquet")
     {'attempt_id': 'text', 'total': 'integer'}
     """
+    return {name: kind for name, (kind, _) in _fields(file, fmt).items()}
+
+
+def _fields(file: Path, fmt: str) -> dict[str, tuple[str, str]]:
+    """Each column's kind (:func:`file_columns`) and its exact type (Arrow's, ``""`` in CSV)."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -53,11 +58,11 @@ def file_columns(file: Path, fmt: str) -> dict[str, str]:
             schema = pq.read_schema(file)
         except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
             raise LogFormatError(f"{file}: not a readable Parquet file ({exc}); remove or rewrite it") from None
-        return {field.name: _kind(field.type) for field in schema}
+        return {field.name: (_kind(field.type), str(field.type)) for field in schema}
     import csv
 
     with open(file, encoding="utf-8-sig", newline="") as f:
-        return dict.fromkeys(next(csv.reader(f), []), "any")
+        return dict.fromkeys(next(csv.reader(f), []), ("any", ""))
 
 
 def _kind(t) -> str:
@@ -153,7 +158,8 @@ def reconcile(files: Sequence[Path], fmt: str | Sequence[str], schema: Schema = 
     if not files:
         return False
     skip = set(partitions)
-    columns = [{c: k for c, k in file_columns(f, t).items() if c not in skip} for f, t in zip(files, formats)]
+    fields = [{c: v for c, v in _fields(f, t).items() if c not in skip} for f, t in zip(files, formats)]
+    columns = [{c: kind for c, (kind, _) in found.items()} for found in fields]
     names: dict[str, str] = {}
     for file, found in zip(files, columns):
         _refuse_case_twins(file, list(found), names)
@@ -194,18 +200,6 @@ def reconcile(files: Sequence[Path], fmt: str | Sequence[str], schema: Schema = 
     # a column of nulls in some files, or integers in some and decimals in others: read by name
     # (Polars stops on files whose types differ at all)
     kinds = {n: {c[n] for c in columns if n in c} for n in seen}
-    return bool(missing) or any(len(k - {"any"}) > 1 for k in kinds.values()) or _widths_differ(files, formats, skip)
-
-
-def _widths_differ(files: Sequence[Path], formats: Sequence[str], skip: set[str]) -> bool:
-    """Whether a column of one kind has Arrow types that differ across the Parquet files (int32
-    and int64, timestamps in other units or zones), which Polars refuses to stack unless read by name."""
-    import pyarrow.parquet as pq
-
-    types: dict[str, set[str]] = {}
-    for file, fmt in zip(files, formats):
-        if fmt == "parquet":
-            for field in pq.read_schema(file):
-                if field.name not in skip:
-                    types.setdefault(field.name, set()).add(str(field.type))
-    return any(len(t) > 1 for t in types.values())
+    # and a column of one kind in other Arrow types (int32 and int64, timestamps in other units)
+    exact = {n: {found[n][1] for found in fields if n in found} - {""} for n in seen}
+    return bool(missing) or any(len(k - {"any"}) > 1 for k in kinds.values()) or any(len(t) > 1 for t in exact.values())

@@ -98,19 +98,18 @@ def check_partitions(root: Path, files: list[Path], fmt: str) -> bool:
         values = partition_values(root, file)
         if not values:
             continue
-        shared = _file_columns(file, fmt, list(values))
-        if shared:
-            found = True
-            frame = _read_columns(file, fmt, shared)
-            for column in shared:
-                refuse_conflict(file, column, values[column], frame[column])
+        frame = _shared_columns(file, fmt, list(values))
+        found = found or not frame.columns.empty
+        for column in frame.columns:
+            refuse_conflict(file, column, values[column], frame[column])
     return found
 
 
-def _file_columns(file: Path, fmt: str, wanted: list[str]) -> list[str]:
-    """Which of the columns ``wanted`` ``file`` holds: its Parquet schema's; in a JSONL file, a
-    key of any line (the first line alone missed a ``condition_id`` from line 2 on, which the
-    engines then overwrote with the folder's, silently: an independent check)."""
+def _shared_columns(file: Path, fmt: str, wanted: list[str]) -> pd.DataFrame:
+    """The columns of ``file`` among ``wanted`` (none: a frame without columns): a Parquet file's
+    schema says which; in a JSONL file, a key of any line (the first line alone missed a
+    ``condition_id`` from line 2 on, which the engines then overwrote with the folder's,
+    silently: an independent check)."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -118,21 +117,13 @@ def _file_columns(file: Path, fmt: str, wanted: list[str]) -> list[str]:
             names = pq.read_schema(file).names
         except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
             raise LogFormatError(f"{file}: not a readable Parquet file ({exc}); expected a Parquet attempt log") from None
-        return [c for c in wanted if c in names]
+        shared = [c for c in wanted if c in names]
+        return pq.read_table(file, columns=shared).to_pandas() if shared else pd.DataFrame()
     import json
 
     text = file.read_bytes()
     # a quoted key anywhere is a candidate (one in a prompt's text too): the file's records say
-    candidates = [c for c in wanted if json.dumps(c).encode() in text]
-    if not candidates:
-        return []
-    columns = pd.read_json(file, lines=True, dtype=False).columns if text.strip() else []
-    return [c for c in candidates if c in columns]
-
-
-def _read_columns(file: Path, fmt: str, columns: list[str]) -> pd.DataFrame:
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(file, columns=columns).to_pandas()
-    return pd.read_json(file, lines=True, dtype=False)[columns]
+    if not any(json.dumps(c).encode() in text for c in wanted):
+        return pd.DataFrame()
+    frame = pd.read_json(file, lines=True, dtype=False)
+    return frame[[c for c in wanted if c in frame.columns]]

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:  # loaded where used: a dry run never needs them (issue 44)
     import pandas as pd
 
+#: A log file's format by its ending (any case).
+SUFFIX_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
 
 Format = Literal["jsonl", "csv", "parquet"]
 
