@@ -64,8 +64,10 @@ def test_selected_inversion_through_two_stages_is_the_dense_inverse_diagonal():
 def test_the_gradients_equal_central_differences_of_the_deviances():
     p = problem(cells(120, 4, keep=0.8))
     assert p.has_gradient
-    theta, variances = np.array([0.7, 0.3, 0.5]), np.array([0.5, 0.1, 0.3, 1.2])
-    for f, g, x in ((p.profiled_deviance, p.gradient, theta), (p.deviance, p.deviance_gradient, variances)):
+    # the profiled deviance's gradient is in theta^2, the search's coordinates
+    profiled = lambda phi: p.profiled_deviance(np.sqrt(phi))  # noqa: E731
+    phi, variances = np.array([0.7, 0.3, 0.5]) ** 2, np.array([0.5, 0.1, 0.3, 1.2])
+    for f, g, x in ((profiled, lambda phi: p.gradient(np.sqrt(phi)), phi), (p.deviance, p.deviance_gradient, variances)):
         h = 1e-6 * x
         central = [(f(x + h[j] * e) - f(x - h[j] * e)) / (2 * h[j]) for j, e in enumerate(np.eye(len(x)))]
         exact = g(x)  # the differences carry the deviance's rounding over the step: ~1e-7 of the largest

@@ -21,7 +21,7 @@ import pytest
 from hce.stats.mixed import crossed_cells
 from hce.stats.mixed.cell_fit import fit_cells
 from hce.stats.mixed.crossed_cells import CrossedCells
-from hce.stats.mixed.g_study import _from_cells
+from hce.stats.mixed.g_study import _from_cells, _pandas_cells
 from hce.stats.mixed.pls import PlsProblem, RandomBlock
 
 
@@ -97,3 +97,25 @@ def test_a_sparse_table_or_another_model_keeps_penalised_least_squares():
         # two searches stopped 9e-9 apart (tests/stats/test_engines.py's property test, seed 957)
         small = fit_cells(table(20, 3, 9), "total ~ 1 + (1 | item) + (1 | condition) + (1 | item:condition)")
     assert all(f.engine.startswith("penalised least squares") for f in (sparse, nested, small))
+
+
+def test_a_boundary_fit_from_two_tables_equal_to_rounding_agrees_to_1e_8():
+    # item x condition planted at 1e-4, estimated 0, beside a 4-level condition: the search located
+    # that optimum on differences of the deviance (the gradient was withheld below theta 1e-2), so
+    # the tables of pandas and of an engine (sums in another order) gave condition components 2e-8
+    # and upper limits 1.1e-7 apart (an independent check); the gradient in theta^2 is finite at 0
+    rng = np.random.default_rng(11)
+    items, conditions, attempts = 2000, 4, 5
+    i, c = np.repeat(np.arange(items), conditions * attempts), np.tile(np.repeat(np.arange(conditions), attempts), items)
+    total = 10 + rng.normal(0, 2, items)[i] + rng.normal(0, 1, conditions)[c] + rng.normal(0, 0.01, (items, conditions))[i, c]
+    rows = pd.DataFrame({"item": i, "condition": c, "total": total + rng.normal(0, 1.4, i.size)})
+    rows = rows[rng.random(len(rows)) > 0.2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = [_from_cells(_pandas_cells(r, "total", ["item", "condition"]), "total", ["item", "condition"], 1, 0.95, 0)
+                for r in (rows, rows.sample(frac=1, random_state=1))]  # fmt: skip
+    one, other = (f.components.set_index("component") for f in fits)
+    assert one.loc["item:condition", "estimate"] == 0 and fits[0].fit.engine.startswith("two crossed factors")
+    numbers = ["estimate", "std_error", "ci_low", "ci_high"]
+    # now 8e-12 on the estimates and 2e-9 on a limit (the profile of a 4-level variance); 1e-8 is the promise
+    np.testing.assert_allclose(other[numbers].to_numpy(float), one[numbers].to_numpy(float), rtol=1e-8, atol=1e-12)

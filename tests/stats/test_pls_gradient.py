@@ -1,9 +1,9 @@
 """The analytic gradient of lme4's profiled deviance (``PlsProblem.gradient``) and the search
 that uses it (issue 42, item 5: InstEval at 5x lme4).
 
-The gradient is checked against central differences of the deviance itself (step 1e-5 of
-``theta``: truncation error ~1e-10, rounding ~1e-8 relative), on the dense path (few random-effect
-columns) and on the one-stage elimination with a dense remainder that crossed designs as InstEval
+The gradient (in ``theta^2``, the search's coordinates) is checked against central differences
+of the deviance itself (step 1e-5 of ``theta^2``: truncation error ~1e-10, rounding ~1e-8
+relative), on the dense path (few random-effect columns) and on the one-stage elimination with a dense remainder that crossed designs as InstEval
 take (students eliminated, lecturers left dense), REML and ML, rows and cell tables; a fit that
 uses it must reach the same optimum as the finite-difference search, with fewer evaluations.
 """
@@ -36,11 +36,12 @@ def _problem(formula: str, data: pd.DataFrame, reml: bool = True) -> tuple[PlsPr
 
 
 def _central(problem: PlsProblem, theta: np.ndarray) -> np.ndarray:
-    out = np.empty(len(theta))
+    """Central differences in the relative variances ``theta^2``, the coordinates of ``gradient``."""
+    phi, out = theta**2, np.empty(len(theta))
     for j in range(len(theta)):
         e = np.zeros(len(theta))
-        e[j] = 1e-5 * theta[j]
-        out[j] = (problem.profiled_deviance(theta + e) - problem.profiled_deviance(theta - e)) / (2 * e[j])
+        e[j] = 1e-5 * phi[j]
+        out[j] = (problem.profiled_deviance(np.sqrt(phi + e)) - problem.profiled_deviance(np.sqrt(phi - e))) / (2 * e[j])
     return out
 
 

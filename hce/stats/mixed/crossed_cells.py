@@ -21,7 +21,7 @@ blocks and the one of few (conditions, ``b``, ``J`` levels) by Woodbury's identi
 
 Every evaluation is a few passes over an ``items x J`` array, about 100 times faster at
 400,000 cells; its gradient (traces of ``V^-1`` times each derivative of ``V``) costs
-about as much again. :func:`~hce.stats.mixed.cell_fit.fit_cells` takes this path for large
+about as much again, and is finite at a zero variance. :func:`~hce.stats.mixed.cell_fit.fit_cells` takes this path for large
 two-factor tables; ``tests/stats/test_crossed_cells.py`` checks it against the penalised
 least squares deviance and gradient to 1e-10.
 """
@@ -171,16 +171,16 @@ class CrossedCells:
             return np.inf
         return float(s.logdet + np.log(s.ones) + (self.total - 1) * (1 + np.log(2 * np.pi * sigma2)) + self.log_n)
 
-    def gradient(self, theta: np.ndarray) -> np.ndarray | None:
-        """The gradient of :meth:`profiled_deviance` in ``theta``: ``2 theta_k sigma^2`` times
-        the deviance's derivative in ``v_k`` at the profiled ``sigma^2`` (its own derivative
-        there is 0); None below ``theta`` 1e-2, as penalised least squares' gradient."""
+    def gradient(self, theta: np.ndarray) -> np.ndarray:
+        """The gradient of :meth:`profiled_deviance` in the relative variances ``theta^2`` (the
+        coordinates :func:`~hce.stats.mixed.theta_search.minimise_theta` searches): ``sigma^2``
+        times the deviance's derivative in each ``v_k`` at the profiled ``sigma^2`` (whose own
+        derivative there is 0). Finite at a zero variance, so a fit at the boundary locates its
+        optimum on the gradient rather than on differences of the deviance (which left two
+        engines' equal tables 2e-8 apart there, issue 43)."""
         theta = np.asarray(theta, dtype=float)
-        if np.any(theta < 1e-2):
-            return None
         sigma2 = self.sigma2(theta)
-        grad = self.deviance_gradient(np.r_[theta**2 * sigma2, sigma2])
-        return 2 * theta * sigma2 * grad[:-1]
+        return sigma2 * self.deviance_gradient(np.r_[theta**2 * sigma2, sigma2])[:-1]
 
     def deviance_gradient(self, variances: np.ndarray) -> np.ndarray:
         """The gradient of :meth:`deviance` in the variances: for each derivative ``dV`` of the

@@ -316,8 +316,10 @@ class PlsProblem:
         return self.dense or (self._scalar is not None and self._scalar.has_inverse_diagonal)
 
     def gradient(self, theta: np.ndarray) -> np.ndarray | None:
-        """The gradient of :meth:`profiled_deviance` in ``theta``, analytically; None where
-        :attr:`has_gradient` is False or a ``theta`` is below 1e-2 (the formula divides by it).
+        """The gradient of :meth:`profiled_deviance` in the relative variances ``theta^2`` (the
+        coordinates :func:`~hce.stats.mixed.theta_search.minimise_theta` searches), analytically;
+        None where :attr:`has_gradient` is False or a ``theta`` is below 1e-2 (the formula
+        divides by it).
 
         For scalar terms (``Lambda`` diagonal, ``theta_j`` on the columns of term ``j``), with
         ``u = A^-1 Lambda Z'(y - X beta)`` the conditional modes, ``a_x = A^-1 Lambda Z'X`` and
@@ -336,7 +338,7 @@ class PlsProblem:
         if parts is None:
             return None
         traces, squares, r2 = parts
-        return 2.0 * (traces - self.dof / r2 * squares) / theta
+        return (traces - self.dof / r2 * squares) / theta**2
 
     def _gradient_parts(self, theta: np.ndarray):
         """Per term, ``theta_j / 2`` times the derivative in ``theta_j`` of ``log|L|^2 (+

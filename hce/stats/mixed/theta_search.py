@@ -98,8 +98,7 @@ class _Counted:
         return True
 
     def exact_gradient(self, x: np.ndarray) -> np.ndarray | None:
-        """The deviance's analytic gradient in the search parameters, or None where it has
-        none (``d / d theta^2 = (d / d theta) / (2 theta)`` for the squared entries)."""
+        """The deviance's analytic gradient in the search parameters, or None where it has none."""
         if self._gradient is None:
             return None
         key = np.asarray(x, dtype=float).tobytes()
@@ -107,8 +106,6 @@ class _Counted:
             return self._last[key]
         theta = self.theta(x)
         g = self._gradient(theta)
-        if g is not None:
-            g = np.where(self.squared, g / (2 * np.where(self.squared, theta, 1.0)), g)
         # the few last points: a Hessian's steps come back to their centre (_from_gradient)
         self._last = {**dict(list(self._last.items())[-len(x) - 1 :]), key: g}
         return g
@@ -146,9 +143,11 @@ def minimise_theta(
         Entries that are the only parameter of their term (a scalar random term), whose
         deviance is even: these are searched on ``theta^2``.
     gradient : callable, optional
-        The analytic gradient of ``deviance`` in ``theta``, or None at points where it has
-        none; the final Newton steps then use it in place of extrapolated finite
-        differences (one call instead of ``4k`` deviance evaluations).
+        The analytic gradient of ``deviance`` as a function of ``theta``, in the search's
+        parameters (``theta^2`` for the ``scalar`` entries, so that it may be finite at a
+        zero variance, ``theta`` for the others), or None at points where it has none; the
+        Newton steps then use it in place of finite differences (one call instead of ``4k``
+        deviance evaluations).
     max_iter : int, optional
         Cap on the iterations of the search (Newton steps, then quasi-Newton ones), as
         lme4's ``maxfun``: reaching it ends the search with ``converged`` False. Default
