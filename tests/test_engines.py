@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 import hce
 import hce.stats as hs
 from hce.cli import app
-from hce.engines import AUTO_BYTES, choose_engine, known_unique, scan_log
+from hce.engine_checks import known_unique
+from hce.engines import AUTO_BYTES, choose_engine, scan_log
 from hce.errors import HceWarning, LogFormatError
 
 INSTALL = 'pip install "hce[engines]"  (duckdb, polars)'
@@ -146,16 +147,16 @@ def test_a_report_runs_no_grouped_pass_over_ids_of_a_log_without_repeats(tmp_pat
     # repeated-rating checks of ICC and alpha 15 s (issue 43). The log is checked once when read
     # (one pass over hashes), its criterion frames inherit that, and one more pass over hashes
     # settles every condition's ratings; a grouped pass runs only where a repeat may be.
-    import hce.engines
+    import hce.engine_checks
     import hce.stats._frames as frames
     import hce.stats.reliability._engine as ratings
 
     log = small_log(n_items=10, n_conditions=3, n_attempts=4)
     partitioned(log, tmp_path / "parts")
     checks, grouped = [], []
-    real_check, real_grouped = frames.repeated_attempts, hce.engines._grouped_repeats
+    real_check, real_grouped = frames.repeated_attempts, hce.engine_checks._grouped_repeats
     monkeypatch.setattr(frames, "repeated_attempts", lambda native, keys: checks.append(keys) or real_check(native, keys))
-    monkeypatch.setattr(hce.engines, "_grouped_repeats", lambda native, keys: grouped.append(keys) or real_grouped(native, keys))
+    monkeypatch.setattr(hce.engine_checks, "_grouped_repeats", lambda native, keys: grouped.append(keys) or real_grouped(native, keys))
     real_ratings = ratings.distinct_by_hash
     rating_checks = []
     monkeypatch.setattr(ratings, "distinct_by_hash", lambda native, keys: rating_checks.append(keys) or real_ratings(native, keys))
@@ -393,9 +394,9 @@ def test_a_memory_limit_that_is_not_a_size_is_refused_before_any_work(tmp_path):
     done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--engine", "duckdb", "--memory-limit", "lots",
                                     "--out", str(tmp_path / "out")])  # fmt: skip
     assert done.exit_code == 2 and "is not a size" in done.output, done.output
-    from hce.engines import _spark_size
+    from hce.engine_readers import spark_size
 
-    assert [_spark_size(m) for m in ("2GB", "1.5GB", "512MiB", " 3 gb ")] == ["2g", "1536m", "512m", "3g"]
+    assert [spark_size(m) for m in ("2GB", "1.5GB", "512MiB", " 3 gb ")] == ["2g", "1536m", "512m", "3g"]
 
 
 def test_memory_limit_reaches_duckdb_and_spark_options_are_checked(tmp_path, monkeypatch):
@@ -452,7 +453,7 @@ def test_a_report_of_everything_the_log_supports_exits_0(tmp_path, engine):
 def test_an_object_store_path_goes_to_the_engine_that_reads_it(tmp_path, monkeypatch):
     # before: `hce report s3a://...` was refused (local paths only). No network: Spark's reader is
     # replaced by one that records the URL and returns a Polars frame of a small log
-    import hce.engines as engines
+    import hce.engine_readers as readers
 
     log = small_log(n_items=10, n_conditions=2, n_attempts=3)
     asked = []
@@ -462,7 +463,7 @@ def test_an_object_store_path_goes_to_the_engine_that_reads_it(tmp_path, monkeyp
             asked.append(url)
             return pl.from_pandas(log).lazy()
 
-    monkeypatch.setattr(engines, "spark_session", lambda **settings: type("Session", (), {"read": Reader()})())
+    monkeypatch.setattr(readers, "spark_session", lambda **settings: type("Session", (), {"read": Reader()})())
     for url in ("s3a://bucket/judge-logs/", "gs://bucket/logs", "abfss://c@acct.dfs.core.windows.net/logs", "hdfs://nn/logs"):
         assert known_unique(hce.read_log(url, engine="spark"))  # checked once, in the engine
     assert asked == ["s3a://bucket/judge-logs/", "gs://bucket/logs", "abfss://c@acct.dfs.core.windows.net/logs", "hdfs://nn/logs"]

@@ -26,7 +26,8 @@ import pandas as pd
 import hce.stats as hs
 from hce._docstrings import fill_doc
 from hce._vocabulary import keywords_checked
-from hce.engines import inherit_known, is_lazy_log, settle_unique
+from hce.engine_checks import inherit_known, settle_unique
+from hce.engines import is_lazy_log
 from hce.errors import DataError, HceError
 from hce.log import COLUMNS
 from hce.report import figures

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from hce.engines import known_unique
+from hce.engine_checks import known_unique
 from hce.errors import DataError, LogFormatError
 from hce.log import combine_logs, read_log
 from hce.report.log_frame import log_frame

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from hce.engines import (inherit_known, known_clean, known_unique, known_varied, remember_clean, remember_unique,
-                         remember_varied, repeated_attempts)  # fmt: skip
 from hce._warnings import warn
+from hce.engine_checks import (inherit_known, known_clean, known_unique, known_varied, remember_clean, remember_unique,
+                               remember_varied, repeated_attempts)  # fmt: skip
 from hce.errors import DataError, HceWarning
 
 _INF = float("inf")
@@ -114,10 +114,10 @@ class EngineFrame:
     def where(self, keep: object, fixed: Sequence[str] = (), clean: Sequence[str] = ()) -> EngineFrame:
         """The rows where a narwhals boolean expression holds (still lazy); ``fixed``: the
         columns that ``keep`` holds at one value; ``clean``: the probes ``keep`` rules out
-        (``"blank:<column>"``, ``"flagged:<column>"``; see :func:`hce.engines.known_clean`).
+        (``"blank:<column>"``, ``"flagged:<column>"``; see :func:`hce.engine_checks.known_clean`).
 
         Keys found unique in this frame stay unique in any subset of its rows, so the subset
-        inherits the memo (:func:`hce.engines.inherit_known`, without the ``fixed`` columns):
+        inherits the memo (:func:`hce.engine_checks.inherit_known`, without the ``fixed`` columns):
         a report's per-condition and per-criterion frames are not checked again (62 s of a
         20M-row DuckDB report, issue 43).
         """
@@ -298,7 +298,7 @@ class EngineFrame:
         Typed engines cannot mix ``1`` and ``"1"`` in a column, so what pandas' door reads
         anew (numbers stored as text) is refused here, naming the column and its type. A
         column found clean is remembered for the frame and its subsets
-        (:func:`hce.engines.known_clean`): a report's statistics do not scan it again (60
+        (:func:`hce.engine_checks.known_clean`): a report's statistics do not scan it again (60
         passes, 6.5 s of a 20M-row DuckDB report, issue 43).
         """
         import narwhals as nw
@@ -344,7 +344,7 @@ class EngineFrame:
     def refuse_repeated_attempts(self, named: Sequence[str], name: str) -> None:
         """An ``attempt_id`` twice (within the other keys the call names) is refused, as in
         pandas' door (:func:`hce.stats._validate.refuse_repeated_attempts`), by a grouped
-        count in the engine (:func:`hce.engines.repeated_attempts`), once per frame."""
+        count in the engine (:func:`hce.engine_checks.repeated_attempts`), once per frame."""
         if ATTEMPT_ID in named:
             return
         if ATTEMPT_ID in self.columns:

@@ -15,7 +15,7 @@ import warnings
 import pandas as pd
 import pytest
 
-import hce.engines
+import hce.engine_checks
 import hce.stats as hs
 import hce.stats._frames as frames
 from engine_logs import attempt_log
@@ -89,16 +89,16 @@ def test_a_repeated_attempt_is_found_and_named(engine):
     first = min(log["attempt_id"].iloc[[7, 3]])
     with pytest.raises(DataError, match=rf"attempt_id {first!r} appears more than once; 2 attempt id\(s\)"):
         hs.item_spread(engine(doubled), score="total")
-    n, found = hce.engines.repeated_attempts(engine(doubled), ["attempt_id"])
+    n, found = hce.engine_checks.repeated_attempts(engine(doubled), ["attempt_id"])
     assert (n, found) == (2, first)
-    assert hce.engines.repeated_attempts(engine(log), ["attempt_id"]) == (0, None)
+    assert hce.engine_checks.repeated_attempts(engine(log), ["attempt_id"]) == (0, None)
 
 
 def test_an_id_repeated_over_criteria_is_unique_within_them(engine):
     log = attempt_log()
     long = pd.concat([log.assign(criterion=c) for c in ("accuracy", "clarity")], ignore_index=True)
-    assert hce.engines.repeated_attempts(engine(long), ["attempt_id", "criterion"]) == (0, None)
-    assert hce.engines.repeated_attempts(engine(long), ["attempt_id"])[0] == len(log)
+    assert hce.engine_checks.repeated_attempts(engine(long), ["attempt_id", "criterion"]) == (0, None)
+    assert hce.engine_checks.repeated_attempts(engine(long), ["attempt_id"])[0] == len(log)
 
 
 def test_a_hash_collision_falls_back_to_the_exact_count(monkeypatch):
@@ -116,9 +116,9 @@ def test_a_hash_collision_falls_back_to_the_exact_count(monkeypatch):
         def __getattr__(self, name):
             return getattr(relation, name)
 
-    grouped = hce.engines._grouped_repeats
-    monkeypatch.setattr(hce.engines, "_grouped_repeats", lambda native, keys: grouped(relation, keys))
-    assert hce.engines.repeated_attempts(Colliding(), ["attempt_id"]) == (0, None)
+    grouped = hce.engine_checks._grouped_repeats
+    monkeypatch.setattr(hce.engine_checks, "_grouped_repeats", lambda native, keys: grouped(relation, keys))
+    assert hce.engine_checks.repeated_attempts(Colliding(), ["attempt_id"]) == (0, None)
 
 
 def test_one_conditions_rows_drop_the_condition_from_the_unique_keys(engine):
@@ -129,13 +129,13 @@ def test_one_conditions_rows_drop_the_condition_from_the_unique_keys(engine):
     from hce.report.log_frame import log_frame, native, of_condition
 
     log = engine(attempt_log())
-    hce.engines.settle_unique(log, ["condition_id", "item_id", "attempt"])
+    hce.engine_checks.settle_unique(log, ["condition_id", "item_id", "attempt"])
     frame = log_frame(log)
-    assert hce.engines.known_unique(native(of_condition(frame, "C0")), ("item_id", "attempt"))
-    assert not hce.engines.known_unique(native(frame.where(nw.col("item_id") != "none")), ("item_id", "attempt"))
+    assert hce.engine_checks.known_unique(native(of_condition(frame, "C0")), ("item_id", "attempt"))
+    assert not hce.engine_checks.known_unique(native(frame.where(nw.col("item_id") != "none")), ("item_id", "attempt"))
     doubled = engine(pd.concat([attempt_log(), attempt_log().iloc[[3]]], ignore_index=True))
-    hce.engines.settle_unique(doubled, ["condition_id", "item_id", "attempt"])  # a repeat: nothing settled
-    assert not hce.engines.known_unique(native(of_condition(log_frame(doubled), "C0")), ("item_id", "attempt"))
+    hce.engine_checks.settle_unique(doubled, ["condition_id", "item_id", "attempt"])  # a repeat: nothing settled
+    assert not hce.engine_checks.known_unique(native(of_condition(log_frame(doubled), "C0")), ("item_id", "attempt"))
 
 
 def test_a_column_found_finite_is_not_scanned_again_in_the_frame_or_its_subsets(engine):
@@ -149,8 +149,8 @@ def test_a_column_found_finite_is_not_scanned_again_in_the_frame_or_its_subsets(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HceWarning)
         hs.item_spread(log, score="total")
-        assert hce.engines.known_clean(log, "inf:total") and hce.engines.known_clean(log, "blank:item_id")
-        assert hce.engines.known_clean(native(of_condition(log_frame(log), "C0")), "inf:total")
+        assert hce.engine_checks.known_clean(log, "inf:total") and hce.engine_checks.known_clean(log, "blank:item_id")
+        assert hce.engine_checks.known_clean(native(of_condition(log_frame(log), "C0")), "inf:total")
         bad = attempt_log()
         bad.loc[5, "total"] = np.inf
         with pytest.raises(DataError, match="'total' holds 1 non-finite value"):  # another frame: checked anew
@@ -169,5 +169,5 @@ def test_the_valid_attempts_are_known_to_hold_no_blank_and_no_flag(engine):
     frame = log_frame(engine(log))
     assert frame.count_blank("total") == 1 and frame.count_flagged("error_flag") == 2
     kept = valid(frame, "total")
-    assert hce.engines.known_clean(native(kept), "blank:total") and hce.engines.known_clean(native(kept), "flagged:error_flag")
+    assert hce.engine_checks.known_clean(native(kept), "blank:total") and hce.engine_checks.known_clean(native(kept), "flagged:error_flag")
     assert kept.count_blank("total") == 0 and kept.count_flagged("error_flag") == 0 and kept.count_rows() == len(log) - 3

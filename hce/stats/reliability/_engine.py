@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from hce._checks import _label, plain
-from hce.engines import distinct_by_hash, known_unique, remember_unique
+from hce.engine_checks import distinct_by_hash, known_unique, remember_unique
 from hce.errors import DataError
 from hce.stats._frames import EngineFrame
 
