@@ -14,7 +14,7 @@ from scipy import stats
 
 from hce._checks import check_choice, check_confidence, numeric_column, require_columns
 from hce.errors import DataError
-from hce.stats._intervals import _z, proportion_ci
+from hce.stats._intervals import proportion_ci
 from hce.stats._resample import Bootstrap, as_generator, bootstrap_sums, check_n_boot, percentile_interval, unit_sums
 from hce.stats.reliability.agreement import FISHER_Z_KAPPA, kappa_core, kappa_z_interval
 from hce.stats._validate import warn_undefined_sd, statistic

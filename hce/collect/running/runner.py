@@ -55,10 +55,9 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from hce.collect.call.client import JudgeClient
 from hce.collect.design.design import Attempt, Design, load_design
 from hce.collect.call.endpoints import (
     check_batch,

@@ -21,7 +21,7 @@ from hce.stats._resample import (
 )
 from hce.stats._frames import EngineFrame
 from hce.stats._intervals import fisher_z_ci
-from hce.stats._validate import ratings_statistic, statistic
+from hce.stats._validate import ratings_statistic
 from hce.stats.reliability._common import COUNT_COLUMNS, Ratings, counts, long_ratings
 from hce.stats.reliability._engine import count_matrix, rated, unit_counts
 from hce.stats.reliability.paradox import NO_PARADOX, PARADOX_COLUMNS, pabak, paradox_of_table

@@ -25,7 +25,7 @@ from hce.stats._resample import (
     percentile_interval,
 )
 from hce.stats._frames import EngineFrame
-from hce.stats._validate import ratings_statistic, statistic
+from hce.stats._validate import ratings_statistic
 from hce.stats.reliability._common import (
     COUNT_COLUMNS,
     counts,

@@ -16,8 +16,6 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
-
 from hce.report.manuscript.model import (
     Block,
     FigureBlock,
