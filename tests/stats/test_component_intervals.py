@@ -477,6 +477,27 @@ def test_profile_search_reports_a_limit_the_profile_never_reaches():
     np.testing.assert_allclose(bowl, [1.0, 3.0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("with_bound", [False, True])
+def test_profile_search_reads_each_value_of_a_history_dependent_profile_once(with_bound):
+    # a profile is minimised from the nearest point profiled so far, so a second evaluation at one
+    # value can differ in its last digits; where the other variances sit at 0 the profile's crossing
+    # is within rounding of the cutoff (a 3000-item x 4-condition pure-noise log: excess ~1e-14), and
+    # a sign that flipped between the search's evaluation and brentq's own of the bracket made brentq
+    # refuse it ("f(a) and f(b) must have different signs"). Here the first evaluation at each value
+    # is 1e-14 above v - 1 and every later one 1e-14 below: the limit 1 is found either way.
+    seen = set()
+
+    def drifting(v):
+        first = v not in seen
+        seen.add(v)
+        return v - 1.0 + (1e-14 if first else -1e-14)
+
+    bound = (lambda v: v - 1.0 + 2e-14) if with_bound else None
+    low, high = profile_search(drifting, est=0.5, scale=1.0, bound=bound)
+    assert low == 0.0
+    np.testing.assert_allclose(high, 1.0, rtol=1e-9)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_profile_started_from_the_held_deviance_finds_the_same_limits(seed, monkeypatch):
     # profile_limits starts each limit's search at the crossing of the deviance with the other

@@ -300,6 +300,7 @@ def profile_search(
     # rows in pandas, its cell table in an engine) must give the same limits to 1e-8 (issue 43);
     # brentq converges superlinearly, so this costs two or three more evaluations per limit
     tol = {"xtol": 1e-12 * scale, "rtol": 1e-10}
+    excess = _remembered(excess)
     if bound is not None:
         inner = profile_search(bound, est, scale, floor)
         if np.isfinite(inner[1]):
@@ -314,6 +315,22 @@ def profile_search(
         high = optimize.brentq(excess, est, high, **tol)
     low = floor if est <= floor or excess(floor) <= 0 else optimize.brentq(excess, floor, est, **tol)
     return float(low), float(high)
+
+
+def _remembered(excess: Callable[[float], float]) -> Callable[[float], float]:
+    """``excess`` evaluated once per value. A profile is minimised from the nearest point profiled
+    so far, so a second evaluation at one value may differ in its last digits: where the other
+    variances sit at 0 the profile equals the bound, and its crossing (excess ~1e-14) changed
+    sign between the search and brentq's own evaluation of the bracket, which brentq refused
+    ("f(a) and f(b) must have different signs") and the report lost the component's intervals."""
+    values: dict[float, float] = {}
+
+    def once(value: float) -> float:
+        if value not in values:
+            values[value] = excess(value)
+        return values[value]
+
+    return once
 
 
 def _outward(excess: Callable[[float], float], est: float, start: float, end: float, sign: int, tol: dict) -> float:
