@@ -1,9 +1,10 @@
 """The checks of a lazy log in its engine, and what they found of each frame.
 
 :func:`checked` runs the log's own checks once, in the engine: the required columns, a boolean
-``error_flag``, no blank or repeated ``attempt_id``, no infinite score. What a check finds is
-remembered by the frame's identity (``remember_*``; ``known_*`` asks), so a report's statistics
-do not scan the log again, and a subset of the rows (one condition's) inherits it
+``error_flag``, no blank or repeated ``attempt_id``, no blank ``item_id``, attempts that count from
+1 in whole numbers, no infinite score: what pandas' door (:func:`hce.log.validate_log`) refuses. What
+a check finds is remembered by the frame's identity (``remember_*``; ``known_*`` asks), so a
+report's statistics do not scan the log again, and a subset of the rows (one condition's) inherits it
 (:func:`inherit_known`); :mod:`hce.stats._frames` is the statistics' door that asks.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 
+from hce._checks import plain
 from hce.errors import LogFormatError
 
 _REQUIRED = ("attempt_id", "item_id", "attempt")
@@ -45,15 +47,34 @@ def checked(native, source: str = "log"):
         frame = frame.with_columns((text == "true").fill_null(False).alias("error_flag"))
     elif not (flag.is_numeric() or flag == nw.Boolean):
         raise LogFormatError(f"{source}: column 'error_flag' must be boolean, got {flag}")
-    # one pass: blank ids, and infinite scores, which pandas' reader refuses in any float column
+    kind = schema["attempt"]
+    if kind == nw.String:  # as pandas' door reads "3" (text that is not a number fails in the engine, exit 2)
+        frame, kind = frame.with_columns(nw.col("attempt").str.strip_chars().cast(nw.Float64)), nw.Float64
+    elif not kind.is_numeric():
+        raise LogFormatError(f"{source}: column 'attempt' must hold whole numbers >= 1, got {kind}")
+    # one pass: blank ids, attempts that do not count from 1, and infinite scores, which pandas'
+    # reader refuses in any float column
     floats = [c for c, t in schema.items() if t in (nw.Float64, nw.Float32)]
+    wrong = {"low": nw.col("attempt") < 1}
+    if kind.is_float():  # NaN is a missing attempt to pandas (and Spark counts NaN % 1 != 0 as true)
+        wrong["part"] = (nw.col("attempt") % 1 != 0) & ~nw.col("attempt").is_nan()
     found = frame.select(nw.col("attempt_id").is_null().cast(nw.Int64).sum().alias("blank"),
+                         nw.col("item_id").is_null().cast(nw.Int64).sum().alias("blank item"),
+                         *[test.cast(nw.Int64).sum().alias(name) for name, test in wrong.items()],
                          *[(nw.col(c).abs() == float("inf")).cast(nw.Int64).sum().alias(f"inf:{c}") for c in floats]
                          ).collect().to_pandas().iloc[0]  # fmt: skip
     if int(found["blank"]):
         raise LogFormatError(f"{source}: column 'attempt_id' is blank in {int(found['blank']):,} row(s); "
                              "every attempt needs its own id (hce.log.make_attempt_id makes them)")  # fmt: skip
-    infinite = {c: int(n) for c in floats if (n := found[f"inf:{c}"]) and n == n}  # a sum of nulls: null (or NaN)
+    if int(found["blank item"]):
+        raise LogFormatError(f"{source}: column 'item_id' is blank in {int(found['blank item']):,} row(s) (attempt_id "
+                             f"{_first(frame, nw.col('item_id').is_null())[0]!r}); every attempt needs the item it judged")  # fmt: skip
+    for name, test in wrong.items():
+        if n := _count(found[name]):
+            ident, value = _first(frame, test)
+            raise LogFormatError(f"{source}: column 'attempt': expected a whole number >= 1 (attempts count from 1), got "
+                                 f"{value!r} for attempt_id {ident!r} ({n:,} row(s) like it)")  # fmt: skip
+    infinite = {c: n for c in floats if (n := _count(found[f"inf:{c}"]))}
     if infinite:
         column, n = next(iter(infinite.items()))
         raise LogFormatError(f"{source}: column {column!r} holds {n:,} infinite value(s) (inf or -inf): expected "
@@ -68,6 +89,18 @@ def checked(native, source: str = "log"):
                              "twice; drop the repeats, or combine overlapping logs with `hce log merge`")  # fmt: skip
     remember_unique(out, ("attempt_id",))
     return out
+
+
+def _count(total) -> int:
+    """A count from a sum of 0/1 values: the sum of nulls alone is null (or NaN), a count of 0."""
+    return int(total) if total == total and total is not None else 0
+
+
+def _first(frame, test) -> tuple[object, object]:
+    """The ``attempt_id`` and ``attempt`` of one row where ``test`` holds, to name in an error."""
+    row = frame.filter(test).select("attempt_id", "attempt").head(1).collect().to_pandas().iloc[0]
+    value = plain(row["attempt"])
+    return plain(row["attempt_id"]), int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def repeated_attempts(native, keys: list[str]) -> tuple[int, object]:

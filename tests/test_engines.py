@@ -371,6 +371,62 @@ def test_a_blank_attempt_id_is_reported_as_blank_not_as_a_repeat(tmp_path, engin
         hce.read_log(tmp_path / "log.parquet", engine=engine)
 
 
+def _attempt_from_zero(log):
+    return log.assign(attempt=log["attempt"] - 1)
+
+
+def _half_attempt(log):
+    log = log.astype({"attempt": float})
+    log.loc[3, "attempt"] = 1.5
+    return log
+
+
+def _blank_item(log):
+    log = log.astype({"item_id": object})
+    log.loc[[1, 4], "item_id"] = None
+    return log
+
+
+@pytest.mark.parametrize("engine", LAZY)
+@pytest.mark.parametrize(("damage", "expected"), [
+    (_attempt_from_zero, r"column 'attempt': expected a whole number >= 1 \(attempts count from 1\), got 0"),
+    (_half_attempt, r"column 'attempt': expected a whole number.*got 1\.5"),
+    (_blank_item, r"column 'item_id'.*(missing|blank in 2 row)"),
+])  # fmt: skip
+def test_attempts_not_counted_from_1_and_blank_items_are_refused_as_pandas_refuses_them(tmp_path, engine, damage, expected):
+    # before: pandas refused the log (exit 2) and every engine wrote a report of it and exited 1 (an
+    # attempt log counted from 0 at 20M rows on DuckDB; the engines also read 1.5 and a blank item)
+    damage(small_log()).to_parquet(tmp_path / "log.parquet", index=False)
+    for reader in ("pandas", engine):
+        with pytest.raises(LogFormatError, match=expected):
+            hce.read_log(tmp_path / "log.parquet", engine=reader)
+        done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--engine", reader, "--out", str(tmp_path / "out")])
+        assert done.exit_code == 2 and ("'attempt'" in done.output or "'item_id'" in done.output), done.output
+
+
+@pytest.mark.parametrize("engine", LAZY)
+def test_attempts_written_as_text_or_missing_read_as_in_pandas(tmp_path, engine):
+    # pandas' door reads "2" as the attempt 2 and a missing attempt as missing; so does each engine
+    log = small_log().astype({"attempt": str})
+    log.to_parquet(tmp_path / "text.parquet", index=False)
+    gaps = small_log().astype({"attempt": float})
+    gaps.loc[3, "attempt"] = np.nan
+    gaps.to_parquet(tmp_path / "gaps.parquet", index=False)
+    for name in ("text", "gaps"):
+        read = hce.read_log(tmp_path / f"{name}.parquet", engine=engine)
+        got = pd.Series(nw_attempts(read)).sort_values(ignore_index=True)
+        want = hce.read_log(tmp_path / f"{name}.parquet")["attempt"].astype(float).sort_values(ignore_index=True)
+        pd.testing.assert_series_equal(got, want, check_names=False)
+
+
+def nw_attempts(native) -> np.ndarray:
+    import narwhals as nw
+
+    frame = nw.from_native(native)
+    frame = frame.lazy() if isinstance(frame, nw.DataFrame) else frame
+    return frame.select(nw.col("attempt").cast(nw.Float64)).collect().to_pandas()["attempt"].to_numpy()
+
+
 @pytest.mark.parametrize("engine", LAZY)
 def test_an_infinite_score_is_refused_on_reading_as_pandas_refuses_it(tmp_path, engine):
     # before: pandas refused the log (exit 2) and every engine wrote the report, the criterion
@@ -728,3 +784,16 @@ def test_hce_report_on_spark_takes_the_master_and_settings_and_gives_the_pandas_
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == "local[1] 3"
     same_report(tmp_path / "pandas", tmp_path / "spark")
+
+
+def test_spark_refuses_attempts_not_counted_from_1_and_reads_missing_ones(spark, tmp_path):
+    # Spark orders NaN above every number (NaN % 1 != 0 is true there), so a missing attempt is
+    # tested apart from a fractional one
+    for damage, expected in ((_attempt_from_zero, "got 0"), (_half_attempt, r"got 1\.5"), (_blank_item, "'item_id'")):
+        damage(small_log()).to_parquet(tmp_path / f"log{damage.__name__}.parquet", index=False)
+        with pytest.raises(LogFormatError, match=expected):
+            hce.read_log(tmp_path / f"log{damage.__name__}.parquet", engine="spark")
+    gaps = small_log().astype({"attempt": float})
+    gaps.loc[3, "attempt"] = np.nan
+    gaps.to_parquet(tmp_path / "gaps.parquet", index=False)
+    assert np.isnan(nw_attempts(hce.read_log(tmp_path / "gaps.parquet", engine="spark"))).sum() == 1
