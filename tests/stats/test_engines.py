@@ -450,3 +450,25 @@ def test_spread_statistics_read_only_within_min_rows_in_the_engine(name):
     one = first[first["condition_id"] == "C0"]
     np.testing.assert_allclose(icc["estimate"], hs.icc(one, item="item_id", rater="attempt", score="total")["estimate"],
                                rtol=1e-9)  # fmt: skip
+
+
+@pytest.mark.parametrize("offset", [1e4, 1e6])
+def test_statistics_of_scores_far_from_zero_match_pandas(engine, offset):
+    # before: Dask's grouped variance is sum(x^2) - n mean^2, so scores of 1e6 +- 1 gave variance
+    # components 1e-4 off pandas' (ICC by ANOVA and Krippendorff's interval alpha 1e-5 off); and
+    # every engine's REML ICC read raw sums: 1e-2 off pandas at 1e6, both off the ICC of the same
+    # ratings at 0
+    log = attempt_log(drop=0.1)
+    log["total"] = log["total"] + offset + np.random.default_rng(5).normal(0, 0.3, len(log))
+    one = log[log["condition_id"] == log["condition_id"].iloc[0]]
+    for call, data in (
+        (lambda d: hs.variance_components(d, score="total", facets=["item_id", "condition_id"], random_state=1).components, log),
+        (lambda d: hs.icc(d, **RATED, score="total", method="reml"), one),
+        (lambda d: hs.icc(d, **RATED, score="total", method="anova"), one),
+        (lambda d: hs.krippendorff_alpha(d, **RATED, score="total", n_boot=0), one),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the ANOVA ICC's targets lacking a rater
+            expected, got = call(data), call(engine(data))
+        numbers = expected.select_dtypes("number").columns
+        pd.testing.assert_frame_equal(got[numbers], expected[numbers], check_dtype=False, rtol=1e-8, atol=1e-12)

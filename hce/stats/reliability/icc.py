@@ -151,8 +151,10 @@ def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, con
     if n_raters < 2 or n_targets < 2:
         raise DataError(f"ICC needs at least 2 targets and 2 raters; got {n_targets} targets ({item!r}) and "
                         f"{n_raters} raters ({rater!r})")  # fmt: skip
-    # one pass for the extremes and the sums the REML design sums read
-    total = f.frame.with_columns(y.alias("_y"), (y * y).alias("_yy")).select(
+    # one pass for the extremes and the sums the REML design sums read, of the ratings less their
+    # mean (see hce.stats.reliability.icc_reml.DesignSums)
+    shift = float(per_target["_ty"].sum() / per_target["_ni"].sum())
+    total = f.frame.with_columns(y.alias("_y"), ((y - shift) ** 2).alias("_yy")).select(
         nw.len().alias("n"), nw.col("_y").min().alias("low"), nw.col("_y").max().alias("high"),
         nw.col("_y").sum().alias("sy"), nw.col("_yy").sum().alias("yy")).collect().to_pandas().iloc[0]  # fmt: skip
     nobs = int(total["n"])
@@ -186,22 +188,25 @@ def _icc_in_engine(frame: EngineFrame, *, item: str, rater: str, score: str, con
     # identical partitions need as many levels as ratings, which the level counts refuse first
     check_identifiable([(f"(1 | {item})", item, None, n_targets, 1), (f"(1 | {rater})", rater, None, n_raters, 1)], nobs)
     crossed = not (oneway and k == "harmonic")
-    sums = _engine_design_sums(f, targets, per_target, total, item, rater, score, crossed=crossed)
+    sums = _engine_design_sums(f, targets, per_target, total, item, rater, score, shift, crossed=crossed)
     ms, k_used = reml_mean_squares(sums, n_targets, n_raters, k) if crossed else oneway_mean_squares(sums, n_targets)
     return _icc_table(ms, n_targets, k_used, method, k, confidence, counts(n_targets, n_raters, nobs, ratings.n_missing),
                       forms)  # fmt: skip
 
 
 def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, totals: pd.Series, item: str, rater: str,
-                        score: str, *, crossed: bool = True) -> DesignSums:  # fmt: skip
-    """:class:`DesignSums` of the ratings in an engine (see :func:`_icc_in_engine`; ``totals``:
-    the ratings' ``n``, sum ``sy`` and sum of squares ``yy``); not ``crossed``: the one-way
-    model's, without the rater sums."""
+                        score: str, shift: float, *, crossed: bool = True) -> DesignSums:  # fmt: skip
+    """:class:`DesignSums` of the ratings less ``shift`` (their mean) in an engine (see
+    :func:`_icc_in_engine`; ``totals``: the ratings' ``n``, sum ``sy`` and sum of squares about
+    ``shift``, ``yy``); not ``crossed``: the one-way model's, without the rater sums. Sums of the
+    targets' totals are shifted after they are taken (``n shift`` off a sum of ``n`` ratings):
+    only a sum of squares cancels."""
     import narwhals as nw
 
-    y = nw.col(score).cast(nw.Float64)
-    nt, ty = per_target["_ni"].to_numpy(), per_target["_ty"].to_numpy(float)
-    d = oneway_sums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]), nt, ty)
+    y = nw.col(score).cast(nw.Float64) - shift
+    nt = per_target["_ni"].to_numpy()
+    ty = per_target["_ty"].to_numpy(float) - nt * shift
+    d = oneway_sums(int(totals["n"]), float(totals["yy"]), float(totals["sy"]) - totals["n"] * shift, nt, ty)
     if not crossed:
         return d
     sizes = d.sizes
@@ -215,6 +220,7 @@ def _engine_design_sums(f: EngineFrame, targets, per_target: pd.DataFrame, total
     at = np.searchsorted(sizes, per_cls["_ni"].to_numpy()) * k + raters.get_indexer(per_cls[rater])
     w_cls = np.bincount(at, weights=per_cls["_w"].to_numpy(float), minlength=c * k).reshape(c, k)
     wty_cls = np.bincount(at, weights=per_cls["_wty"].to_numpy(float), minlength=c * k).reshape(c, k)
+    wty_cls -= shift * sizes[:, None] * w_cls  # each target of class c has sizes[c] ratings
     ww_cls = _rater_pairs(f, pairs, targets, nt, raters, sizes, w_cls, item, rater)
     return replace(d, nr=by_rater["_n"].to_numpy(float), ry=by_rater["_s"].to_numpy(float), w_cls=w_cls, wty_cls=wty_cls,
                    ww_cls=ww_cls)  # fmt: skip

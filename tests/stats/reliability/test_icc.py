@@ -157,6 +157,20 @@ def test_reml_icc_definitions_from_components():
     np.testing.assert_allclose(out.loc["ICC3k", "k"], k)
 
 
+@pytest.mark.parametrize("offset", [1e3, 1e5, 1e7])
+def test_reml_icc_of_ratings_far_from_zero_is_their_icc_near_zero(offset):
+    # the ICC is invariant to adding a constant to every rating (latencies in microseconds, a
+    # 0-1000 scale). Before: the REML sums were raw (sum y^2 less the fitted part), which
+    # cancelled log10(offset^2 / variance) digits: 2.8e-6 off at 1e3, 22% off at 1e5
+    long = _balanced(n=40, k=5, seed=1)
+    long = long.drop(index=np.random.default_rng(1).choice(len(long), 20, replace=False))
+    cols = ["estimate", "ci_low", "ci_high", "statistic"]
+    near = icc(long, item="target", rater="rater", score="rating", method="reml")[cols]
+    far = icc(long.assign(rating=long.rating + offset), item="target", rater="rater", score="rating", method="reml")[cols]
+    # the shifted ratings themselves are rounded to 1e-16 x offset: 1e-9 holds to offset 1e7
+    np.testing.assert_allclose(far, near, rtol=1e-9)
+
+
 def test_icc_groups_within_and_between():
     rng = np.random.default_rng(6)
     truth = rng.normal(size=20)
