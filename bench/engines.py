@@ -43,7 +43,7 @@ def partitioned_log(attempts: int) -> Path:
     """100,000 items x 4 conditions x ``attempts`` as Hive-partitioned Parquet, made once (bench/scale.py's layout)."""
     if attempts == ATTEMPTS:  # bench/scale.py's own 100M log, kept there
         return big_log()
-    return big_log(attempts, Path(tempfile.gettempdir()) / f"hce-bench-engines-{attempts * 4 // 10}m-v5")
+    return big_log(attempts, Path(tempfile.gettempdir()) / f"hce-bench-engines-{attempts * 4 / 10:g}m-v5")  # 0.8m, 20m rows
 
 
 def timed(command: list[str], timeout: float) -> tuple[float, float, int] | None:
