@@ -47,6 +47,8 @@ from hce.report.log_frame import any_starts_with, cells, distinct, flagged, has_
 from hce.report.logs import KEPT, kept_settings, missing_attempts, read_any
 from hce.report.provenance import (
     read_with_notes,
+    refuse_mixed_settings,
+    separate_runs,
     separate_settings,
     served_models,
 )
@@ -157,11 +159,14 @@ def report(
             raise DataError("humans= takes an in-memory log; read the log with hce.read_log(path) first")
         # (a lazy log's simulated timings stay: hce.report.cost reads them there; the note is pandas')
         frame, read_notes, kept, human_ratings, split, timings = log, [], {"items": {}}, None, [], []
+        refuse_mixed_settings(log_frame(frame))
     else:
         frame, read_notes = read_with_notes(read_any, log)
         kept = frame.attrs.get(KEPT) or kept_settings(log)
         frame, human_ratings = split_humans(frame, humans)
         frame, split = separate_settings(frame, fingerprints=kept["fingerprints"])  # one condition_id, two settings: kept apart
+        frame, runs = separate_runs(frame)  # and two runs of one plan
+        split += runs
         frame, timings = without_simulated_timings(frame, SIM_FINGERPRINT)
     if rubric is None:
         rubric = kept_rubric(log)

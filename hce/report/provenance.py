@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from hce.errors import DataError
 from hce.log import TruncatedLogWarning
 from hce.log_schema import served_as_requested
 from hce.report.log_frame import log_frame
@@ -82,6 +83,67 @@ def separate_settings(
     if renamed is None:
         return log, []
     return log.assign(**{condition: renamed}), notes
+
+
+def separate_runs(log: pd.DataFrame, *, condition: str = "condition_id") -> tuple[pd.DataFrame, list[str]]:
+    """The log with a ``condition`` value whose experiments repeat one item's attempt numbers split
+    into one id per experiment (``plain [experiment_id E2]``), and a note for each.
+
+    One condition id in two experiments is one condition when their attempts are other attempts
+    (a second run numbered on from the first); when both hold attempt 1 of an item they are two
+    runs of one plan, which no statistic can pool (each would see that attempt twice): they are
+    kept apart, and the note says how to pool them.
+
+    Examples
+    --------
+    >>> log = pd.DataFrame({"experiment_id": ["E1", "E2"], "condition_id": "plain", "item_id": "T1", "attempt": 1})
+    >>> sorted(separate_runs(log)[0]["condition_id"])
+    ['plain [experiment_id E1]', 'plain [experiment_id E2]']
+    >>> separate_runs(log.assign(attempt=[1, 2]))[1]
+    []
+    """
+    keys = ["experiment_id", condition, "item_id", "attempt"]
+    if not set(keys) <= set(log.columns):
+        return log, []
+    cells = log[keys].drop_duplicates()
+    shared = cells[cells.duplicated(keys[1:], keep=False)][condition].unique()
+    if not len(shared):
+        return log, []
+    notes, renamed = [], log[condition].astype(object).copy()
+    for cid in sorted(shared, key=str):
+        rows = log[condition] == cid
+        renamed[rows] = [f"{cid} [experiment_id {e}]" for e in log.loc[rows, "experiment_id"]]
+        runs = ", ".join(map(str, sorted(log.loc[rows, "experiment_id"].unique(), key=str)))
+        notes.append(f"Condition {cid!r} holds the same item and attempt numbers in experiments {runs}: two runs of one plan, "
+                     "kept apart as one condition per experiment. To pool them, number the attempts of a later run on from "
+                     "the first (hce collect does when it resumes a log).")  # fmt: skip
+    return log.assign(**{condition: renamed}), notes
+
+
+def refuse_mixed_settings(view: EngineFrame, condition: str = "condition_id") -> None:
+    """Refuse a lazy log in which one ``condition`` value was run under different settings, naming
+    it: an engine's report does not relabel rows as :func:`separate_settings`
+    does in memory, and pooling them would mix two judges into one. One grouped pass."""
+    import narwhals as nw
+
+    columns = [c for c in SETTINGS if c in view.columns]
+    if not columns or condition not in view.columns:
+        return
+    # as text, a blank as "" (another value, as in pandas), but a blank settings_hash as none (rows
+    # older than the hash); compared by least and greatest, which every engine groups
+    text = {c: nw.col(c).cast(nw.String) if c == "settings_hash" else nw.col(c).cast(nw.String).fill_null("")
+            for c in columns}  # fmt: skip
+    found = (view.frame.select(nw.col(condition), *[v.alias(f"_{c}") for c, v in text.items()]).group_by(condition)
+             .agg(*[e for c in columns for e in (nw.col(f"_{c}").min().alias(f"lo{c}"), nw.col(f"_{c}").max().alias(f"hi{c}"))])
+             .collect().to_pandas())  # fmt: skip
+    mixed = pd.DataFrame({c: found[f"lo{c}"] != found[f"hi{c}"] for c in columns}) & found[[f"lo{c}" for c in columns]].notna().to_numpy()
+    found = found[mixed.any(axis=1).to_numpy()]
+    if len(found):
+        first = found.sort_values(condition, kind="stable").iloc[0]
+        differing = ", ".join(c for c in columns if first[f"lo{c}"] != first[f"hi{c}"])
+        others = f" (as were {len(found) - 1} other condition id(s))" if len(found) > 1 else ""
+        raise DataError(f"condition {first[condition]!r} was run with different {differing}{others}: an engine's report keeps one condition_id as one condition; give each settings its own "
+                        "condition_id, or read the log in pandas (hce report --engine pandas), which keeps them apart")  # fmt: skip
 
 
 def _parts_differing(rows: pd.DataFrame, fingerprints: Mapping[str, Mapping[str, Any]]) -> str:

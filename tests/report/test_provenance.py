@@ -72,3 +72,25 @@ def test_one_condition_id_in_two_experiments_is_two_analyses_not_a_split():
     assert notes == [] and same["condition_id"].tolist() == ["c"] * 4
     split, notes = separate_settings(log)  # the generic report pools experiments by condition id: kept apart
     assert len(notes) == 1 and split["condition_id"].nunique() == 2
+
+
+def test_one_condition_id_in_two_experiments_of_a_log_is_two_conditions_in_its_report(tmp_path):
+    # before: the generic report pooled expA's and expB's "plain" (no settings column told them
+    # apart), so their attempts, equal in item and number, were "logged twice": 4 sections not
+    # computed and exit 1. Now each run's rows are a condition of their own (runs numbered on from
+    # each other still pool: tests/report/test_reviewer_generic.py); and an engine, which does not
+    # relabel rows, refuses one condition id under two settings, naming the condition.
+    a = one_log("plain", max_tokens=1000, endpoint="server-a", seed=1).drop(columns=["max_tokens", "endpoint"])
+    b = one_log("plain", max_tokens=1000, endpoint="server-b", seed=2).drop(columns=["max_tokens", "endpoint"])
+    log = pd.concat([a.assign(experiment_id="expA"), b.assign(experiment_id="expB")], ignore_index=True)
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "Condition 'plain' holds the same item and attempt numbers in experiments expA, expB" in markdown
+    spread = pd.read_csv(tmp_path / "out" / "tables" / "clarity_item_spread.csv")
+    assert sorted(spread["condition_id"].unique()) == ["plain [experiment_id expA]", "plain [experiment_id expB]"]
+    pytest.importorskip("duckdb", reason='DuckDB is not installed: pip install "hce[engines]"')
+    pd.concat([a, b.assign(max_tokens=400)], ignore_index=True).to_parquet(tmp_path / "log.parquet", index=False)
+    done = CliRunner().invoke(app, ["report", str(tmp_path / "log.parquet"), "--engine", "duckdb", "--out", str(tmp_path / "e")])
+    assert done.exit_code == 2 and "condition 'plain' was run with different max_tokens" in done.output, done.output

@@ -170,10 +170,13 @@ def test_same_settings_twice_is_refused_and_another_server_is_named(tmp_path):
 
 def test_logs_with_the_same_settings_and_other_attempts_combine(tmp_path):
     a = _write(tmp_path, "a.jsonl", own_log())
-    b = _write(tmp_path, "b.jsonl", own_log(experiment="MINE2"))
+    # a second run numbered on from the first (attempts 5-8) pools with it; one that repeats its attempt
+    # numbers is another run of the plan, kept apart (tests/report/test_provenance.py)
+    b = _write(tmp_path, "b.jsonl", own_log(experiment="MINE2").eval("attempt = attempt + 4"))
     doc = report([a, b], rubric=RUBRIC, random_state=0)
     conditions = tables(doc)["conditions"].data
     assert sorted(conditions["condition_id"]) == list(CONDITIONS) and (conditions["n_attempts"] == 96).all()
+    assert not [r for r in doc.not_reported if "logged" in str(r)]
 
 
 # --- 3. a half-finished log says so in the report -------------------------------------------------
