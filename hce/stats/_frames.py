@@ -167,6 +167,13 @@ class EngineFrame:
         dtype = self.schema[column]
         return bool(dtype.is_numeric() or dtype == _boolean())
 
+    def number(self, column: str):
+        """``column`` as a narwhals expression of numbers: booleans as 0/1, as pandas reads them
+        (PyArrow and DuckDB have no mean, variance, min or max of booleans)."""
+        import narwhals as nw
+
+        return nw.col(column).cast(nw.Int64) if self.schema[column] == _boolean() else nw.col(column)
+
     def count_rows(self) -> int:
         """How many rows (one pass, nothing else comes back)."""
         import narwhals as nw
@@ -235,7 +242,8 @@ class EngineFrame:
         import narwhals as nw
 
         column = nw.col(value)
-        frame, spread = self.frame, column
+        # cast first: PyArrow and Dask aggregate only columns (a boolean score is read as 0/1)
+        frame, spread = self.frame.with_columns(self.number(value).alias(value)), column
         if self.engine == "dask":
             shift = frame.select(column.mean().alias("m")).collect().to_pandas()["m"].iloc[0]
             frame = frame.with_columns((column - (float(shift) if shift == shift else 0.0)).alias("_spread"))
@@ -326,7 +334,7 @@ class EngineFrame:
             return {}
         extremes = []
         for i, c in enumerate(scores):
-            value = nw.col(c).cast(nw.Int64) if self.schema[c] == _boolean() else nw.col(c)
+            value = self.number(c)
             extremes += [value.count().alias(f"n{i}"), value.min().alias(f"lo{i}"), value.max().alias(f"hi{i}")]
         found = self.frame.select(nw.len().alias("rows"), *extremes,
                                   *[hit.cast(nw.Int64).sum().alias(label) for label, hit in probes.items()]

@@ -290,6 +290,23 @@ def test_cohen_kappa_matches_pandas(engine, ci_method, score, no_columns_back):
                                   rtol=1e-9)  # fmt: skip
 
 
+@pytest.mark.parametrize("name", ["icc", "icc_groups", "variance_components"])
+def test_a_boolean_score_is_read_as_0_1_in_every_engine(engine, name):
+    # pass/fail judgements: PyArrow and DuckDB have no mean or variance of booleans (issue 43); every
+    # target rated by every rater: the ICC's mean squares come from the engine's cell moments
+    log = attempt_log(n_items=12, n_conditions=2)
+    log = log.assign(passed=log["total"] >= 5, panel=np.where(log["attempt"] <= 2, "early", "late"))
+    call = {
+        "icc": lambda d: hs.icc(d, **RATED, score="passed"),
+        "icc_groups": lambda d: hs.icc_groups(d, **RATED, score="passed", condition="panel"),
+        "variance_components": lambda d: hs.variance_components(d, score="passed", facets=["item_id", "condition_id"],
+                                                                random_state=1).components,
+    }[name]  # fmt: skip
+    one = log[log["condition_id"] == "C0"] if name != "variance_components" else log
+    expected = quiet(lambda: call(one))
+    pd.testing.assert_frame_equal(quiet(lambda: call(engine(one))), expected, check_dtype=False, rtol=1e-9, atol=1e-12)
+
+
 def test_reduced_statistics_refuse_what_needs_rows_naming_the_alternative(engine):
     log = ratings_log()
     with pytest.raises(DataError, match=r"ratings by rater|logged more than once"):
