@@ -135,21 +135,24 @@ class EngineFrame:
             return self
         return self.where(~self.flag(error), clean=[f"flagged:{error}"])
 
-    def flag(self, error: str):
-        """The error column as a boolean narwhals expression, blank read as False."""
+    def flag(self, column: str, blank: bool = False):
+        """A flag column (booleans, or the numbers 0 and 1) as a boolean narwhals expression, a
+        blank read as ``blank`` (an error flag's: not flagged, as :func:`hce._checks.read_flag`).
+
+        The blank is filled before the cast: Dask casts a nullable boolean's NA to bool by raising,
+        and a float's NaN to True.
+        """
         import narwhals as nw
 
-        return nw.col(error).cast(nw.Boolean).fill_null(False)
+        return nw.col(column).fill_null(nw.lit(blank, self.schema[column])).cast(nw.Boolean)
 
     def first_min_attempts(self, name: str) -> EngineFrame:
         """The rows a spread statistic may read, as pandas' door gives them
         (:func:`hce.stats._validate.first_min_attempts`): of a log with a stopping rule's
         ``within_min`` column, the attempts within its ``min`` (a blank counts as within)."""
-        import narwhals as nw
-
         if WITHIN_MIN not in self.columns:
             return self
-        later = ~nw.col(WITHIN_MIN).cast(nw.Boolean).fill_null(True)
+        later = ~self.flag(WITHIN_MIN, blank=True)
         n_later = self.where(later).count_rows()
         if not n_later:
             return self

@@ -156,6 +156,22 @@ def test_variance_components_leave_out_flagged_attempts_in_the_engine(engine):
     np.testing.assert_allclose(got.components["estimate"], expected, rtol=1e-9, atol=1e-9 * expected.max())
 
 
+@pytest.mark.parametrize("dtype", ["boolean", "float"])
+def test_a_blank_error_flag_is_no_flag_in_every_engine(engine, dtype):
+    # a log with unfinished rows: Dask cast a nullable boolean's NA to bool by raising and a
+    # float's NaN to True, where pandas reads a blank flag as not flagged (issue 43)
+    log = attempt_log(drop=0.1)
+    rng = np.random.default_rng(6)
+    flags = pd.array(np.where(rng.random(len(log)) < 0.1, None, rng.random(len(log)) < 0.05), dtype="boolean")
+    log["error_flag"] = flags if dtype == "boolean" else flags.to_numpy(float, na_value=np.nan)
+    pd.testing.assert_frame_equal(quiet(lambda: hs.item_spread(engine(log))), quiet(lambda: hs.item_spread(log)),
+                                  check_dtype=False, rtol=1e-9, atol=1e-12)  # fmt: skip
+    call = dict(score="total", facets=["item_id", "condition_id"], random_state=1)
+    np.testing.assert_allclose(quiet(lambda: hs.variance_components(engine(log), **call)).components["estimate"],
+                               quiet(lambda: hs.variance_components(log, **call)).components["estimate"], rtol=1e-8,
+                               atol=1e-12)  # fmt: skip
+
+
 def test_cell_deviance_equals_the_row_deviance_at_every_theta():
     # What makes the cell table exact: lme4's profiled REML deviance computed from cells equals
     # the one computed from the rows at any theta (rounding only), so both maximise one function.
