@@ -65,7 +65,41 @@ def engine_frame(data: object) -> EngineFrame | None:
             frame = nw.from_native(data)
         except TypeError:
             return None
-    return EngineFrame(_nan_as_null(frame.lazy() if isinstance(frame, nw.DataFrame) else frame), native=data)
+    return EngineFrame(_nan_as_null(_categories_as_values(frame.lazy() if isinstance(frame, nw.DataFrame) else frame)),
+                       native=data)  # fmt: skip
+
+
+def _categories_as_values(frame):
+    """``frame`` with its categorical columns read as their values, as pandas' door reads them.
+
+    A pandas Categorical stays a dictionary in PyArrow and a categorical in Dask, which have
+    no min or max of unordered categories (the door's check takes both) and no numbers (a
+    score of integer categories); Polars and DuckDB reduce their text categories as they are.
+    Cast in the plan: no pass over the data.
+    """
+    import narwhals as nw
+
+    engine = frame.implementation
+    if not (engine.is_pyarrow() or engine.is_dask()):
+        return frame
+    categorical = [name for name, dtype in frame.collect_schema().items() if dtype in (nw.Categorical, nw.Enum)]
+    return frame.with_columns(*[nw.col(c).cast(_values_dtype(frame, c)) for c in categorical]) if categorical else frame
+
+
+def _values_dtype(frame, column: str):
+    """The narwhals dtype of categorical ``column``'s values: a PyArrow dictionary's value type,
+    Dask's categories' dtype (integers as floats: a NumPy integer holds no blank)."""
+    import narwhals as nw
+
+    native = frame.to_native()
+    if frame.implementation.is_pyarrow():
+        import pyarrow as pa
+
+        empty = pa.table({column: pa.array([], native.schema.field(column).type.value_type)})
+        return nw.from_native(empty).schema[column]
+    empty = pd.DataFrame({column: pd.Series([], dtype=native.dtypes[column].categories.dtype)})
+    dtype = nw.from_native(empty).schema[column]
+    return nw.Float64 if dtype.is_integer() else dtype
 
 
 def _nan_as_null(frame):

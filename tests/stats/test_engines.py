@@ -323,6 +323,24 @@ def test_a_boolean_score_is_read_as_0_1_in_every_engine(engine, name):
     pd.testing.assert_frame_equal(quiet(lambda: call(engine(one))), expected, check_dtype=False, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["fleiss_kappa", "alpha-nominal", "cohen_kappa", "icc"])
+def test_a_categorical_score_is_read_as_its_values_in_every_engine(engine, name, no_columns_back):
+    # a pandas Categorical stays a dictionary in PyArrow and a categorical in Dask, which order no
+    # unordered categories (the door's min and max) and are no numbers (issue 43)
+    log = ratings_log(drop=0.1)
+    log = log.assign(code=pd.Categorical.from_codes(log["accuracy"] - 1, ["awful", "poor", "fair", "good", "great"]),
+                     points=pd.Categorical.from_codes(log["total"].fillna(-1).astype(int), range(11)))  # 0-10, blanks
+    call = {
+        "fleiss_kappa": lambda d: hs.fleiss_kappa(d, **RATED, score="code"),
+        "alpha-nominal": lambda d: hs.krippendorff_alpha(d, **RATED, score="code", level="nominal", n_boot=0),
+        "cohen_kappa": lambda d: hs.cohen_kappa(d, **RATED, score="code"),
+        "icc": lambda d: hs.icc(d, **RATED, score="points"),
+    }[name]  # fmt: skip
+    log = log[log["attempt"] <= 2] if name == "cohen_kappa" else log
+    no_columns_back(log)
+    pd.testing.assert_frame_equal(call(engine(log)), call(log), check_dtype=False, rtol=1e-9, atol=1e-12)
+
+
 def test_reduced_statistics_refuse_what_needs_rows_naming_the_alternative(engine):
     log = ratings_log()
     with pytest.raises(DataError, match=r"ratings by rater|logged more than once"):
