@@ -63,12 +63,13 @@ def checked(native, source: str = "log"):
                          *[test.cast(nw.Int64).sum().alias(name) for name, test in wrong.items()],
                          *[(nw.col(c).abs() == float("inf")).cast(nw.Int64).sum().alias(f"inf:{c}") for c in floats]
                          ).collect().to_pandas().iloc[0]  # fmt: skip
-    if int(found["blank"]):
-        raise LogFormatError(f"{source}: column 'attempt_id' is blank in {int(found['blank']):,} row(s); "
+    if n := _count(found["blank"]):
+        raise LogFormatError(f"{source}: column 'attempt_id' is blank in {n:,} row(s); "
                              "every attempt needs its own id (hce.log.make_attempt_id makes them)")  # fmt: skip
-    if int(found["blank item"]):
-        raise LogFormatError(f"{source}: column 'item_id' is blank in {int(found['blank item']):,} row(s) (attempt_id "
-                             f"{_first(frame, nw.col('item_id').is_null())[0]!r}); every attempt needs the item it judged")  # fmt: skip
+    if n := _count(found["blank item"]):
+        ident = _first(frame, nw.col("item_id").is_null())[0]
+        raise LogFormatError(f"{source}: column 'item_id' is blank in {n:,} row(s) (attempt_id {ident!r}); "
+                             "every attempt needs the item it judged")  # fmt: skip
     for name, test in wrong.items():
         if n := _count(found[name]):
             ident, value = _first(frame, test)

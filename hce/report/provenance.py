@@ -122,8 +122,8 @@ def separate_runs(log: pd.DataFrame, *, condition: str = "condition_id") -> tupl
 
 def refuse_mixed_settings(view: EngineFrame, condition: str = "condition_id") -> None:
     """Refuse a lazy log in which one ``condition`` value was run under different settings, naming
-    it: an engine's report does not relabel rows as :func:`separate_settings`
-    does in memory, and pooling them would mix two judges into one. One grouped pass."""
+    it: an engine's report does not relabel rows as :func:`separate_settings` does in memory, and
+    pooling them would mix two judges into one. One grouped pass."""
     import narwhals as nw
 
     columns = [c for c in SETTINGS if c in view.columns]
@@ -135,15 +135,16 @@ def refuse_mixed_settings(view: EngineFrame, condition: str = "condition_id") ->
             for c in columns}  # fmt: skip
     found = (view.frame.select(nw.col(condition), *[v.alias(f"_{c}") for c, v in text.items()]).group_by(condition)
              .agg(*[e for c in columns for e in (nw.col(f"_{c}").min().alias(f"lo{c}"), nw.col(f"_{c}").max().alias(f"hi{c}"))])
-             .collect().to_pandas())  # fmt: skip
-    mixed = pd.DataFrame({c: found[f"lo{c}"] != found[f"hi{c}"] for c in columns}) & found[[f"lo{c}" for c in columns]].notna().to_numpy()
-    found = found[mixed.any(axis=1).to_numpy()]
-    if len(found):
-        first = found.sort_values(condition, kind="stable").iloc[0]
-        differing = ", ".join(c for c in columns if first[f"lo{c}"] != first[f"hi{c}"])
-        others = f" (as were {len(found) - 1} other condition id(s))" if len(found) > 1 else ""
-        raise DataError(f"condition {first[condition]!r} was run with different {differing}{others}: an engine's report keeps one condition_id as one condition; give each settings its own "
-                        "condition_id, or read the log in pandas (hce report --engine pandas), which keeps them apart")  # fmt: skip
+             .collect().to_pandas().sort_values(condition, kind="stable"))  # fmt: skip
+    differs = pd.DataFrame({c: found[f"lo{c}"].notna() & (found[f"lo{c}"] != found[f"hi{c}"]) for c in columns})
+    mixed = differs.any(axis=1).to_numpy()
+    if mixed.any():
+        first = int(mixed.argmax())
+        differing = ", ".join(c for c in columns if differs[c].iloc[first])
+        others = f" (as were {int(mixed.sum()) - 1} other condition id(s))" if mixed.sum() > 1 else ""
+        raise DataError(f"condition {found[condition].iloc[first]!r} was run with different {differing}{others}: an engine's "
+                        "report keeps one condition_id as one condition; give each settings its own condition_id, or read "
+                        "the log in pandas (hce report --engine pandas), which keeps them apart")  # fmt: skip
 
 
 def _parts_differing(rows: pd.DataFrame, fingerprints: Mapping[str, Mapping[str, Any]]) -> str:
